@@ -1,0 +1,283 @@
+package testserver
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Server is a running test server.
+type Server struct {
+	*Proc
+	Addr string // host:port
+	Port int
+	// URL is a ready-to-use target URL for soakd (postgres://, redis://, http://).
+	URL string
+	cmd Command
+}
+
+// Restart stops the server and starts it again on the same port and data.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Proc = s.Proc.Restart(t, s.cmd)
+}
+
+// StopKeep stops the server, keeping its data so Resume can start it again.
+func (s *Server) StopKeep() { s.Proc.Stop() }
+
+// Resume starts a server stopped with StopKeep.
+func (s *Server) Resume(t testing.TB) {
+	t.Helper()
+	np, err := start(s.cmd)
+	if err != nil {
+		t.Fatalf("cannot start %s again: %v", s.cmd.Name, err)
+	}
+	t.Cleanup(func() { np.Stop() })
+	if err := np.waitReady(s.cmd); err != nil {
+		t.Fatalf("%s did not become ready again: %v\n%s", s.cmd.Name, err, np.Output())
+	}
+	s.Proc = np
+}
+
+// PostgresBinDir returns the newest /usr/lib/postgresql/N/bin holding a
+// postgres binary, or "".
+func PostgresBinDir() string {
+	if d := os.Getenv("SOAKD_PG_BIN"); d != "" {
+		return d
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return pgVersion(dirs[i]) > pgVersion(dirs[j]) })
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "postgres")); err == nil {
+			return d
+		}
+	}
+	return ""
+}
+
+func pgVersion(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+// Postgres starts a fresh PostgreSQL cluster (initdb, trust auth, fsync
+// off) on a free port. Its URL is postgres://postgres@127.0.0.1:PORT/postgres.
+// As root the server runs as the postgres user, as PostgreSQL requires.
+func Postgres(t testing.TB) *Server {
+	t.Helper()
+	bin := PostgresBinDir()
+	if bin == "" {
+		Unavailable(t, "no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/postgres)")
+	}
+	owner := ""
+	if os.Geteuid() == 0 {
+		owner = "postgres"
+	}
+	dir := TempDir(t, owner)
+	data := filepath.Join(dir, "data")
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
+	initdb.Dir = dir
+	if owner != "" {
+		uid, gid, err := lookupUser(owner)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		initdb.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		initdb.Env = append(os.Environ(), "HOME="+dir)
+	}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		t.Fatalf("initdb failed: %v\n%s", err, out)
+	}
+	port := FreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	isready := filepath.Join(bin, "pg_isready")
+	c := Command{
+		Name: "postgres",
+		Path: filepath.Join(bin, "postgres"),
+		Args: []string{"-D", data, "-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(port),
+			"-c", "unix_socket_directories=" + dir, "-c", "fsync=off", "-c", "synchronous_commit=off",
+			"-c", "full_page_writes=off", "-c", "max_connections=200"},
+		Dir:        dir,
+		AsUser:     owner,
+		StopSignal: syscall.SIGINT, // fast shutdown
+		Ready: func(ctx context.Context) error {
+			out, err := exec.CommandContext(ctx, isready, "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(port)).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("pg_isready: %v %s", err, out)
+			}
+			return nil
+		},
+	}
+	p := Start(t, c)
+	return &Server{Proc: p, Addr: addr, Port: port, cmd: c,
+		URL: fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr)}
+}
+
+// Redis starts redis-server without persistence on a free port. Its URL
+// is redis://127.0.0.1:PORT/0.
+func Redis(t testing.TB) *Server {
+	t.Helper()
+	bin := FindBinary("redis-server", "/usr/bin", "/usr/local/bin")
+	if bin == "" {
+		Unavailable(t, "no redis-server binary")
+	}
+	dir := TempDir(t, "")
+	port := FreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	c := Command{
+		Name: "redis-server",
+		Path: bin,
+		Args: []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
+			"--dir", dir, "--protected-mode", "yes", "--daemonize", "no"},
+		Dir:   dir,
+		Ready: redisPing(addr),
+	}
+	p := Start(t, c)
+	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: "redis://" + addr + "/0"}
+}
+
+func redisPing(addr string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if dl, ok := ctx.Deadline(); ok {
+			_ = conn.SetDeadline(dl)
+		}
+		if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+			return err
+		}
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil {
+			return err
+		}
+		if line != "+PONG\r\n" {
+			return fmt.Errorf("PING answered %q", line)
+		}
+		return nil
+	}
+}
+
+// InfluxBinary finds influxd (1.8, installed with go install).
+func InfluxBinary() string {
+	if p := os.Getenv("SOAKD_INFLUXD"); p != "" {
+		return p
+	}
+	return FindBinary("influxd", GoBinDirs()...)
+}
+
+// Influx starts InfluxDB 1.x (influxd) on a free port with reporting off.
+// Its URL is http://127.0.0.1:PORT.
+func Influx(t testing.TB) *Server {
+	t.Helper()
+	bin := InfluxBinary()
+	if bin == "" {
+		Unavailable(t, "no influxd binary (go install github.com/influxdata/influxdb/cmd/influxd@v1.8.10)")
+	}
+	dir := TempDir(t, "")
+	port, rpc := FreePort(t), FreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	conf := fmt.Sprintf(`reporting-disabled = true
+bind-address = "127.0.0.1:%d"
+[meta]
+  dir = "%[2]s/meta"
+[data]
+  dir = "%[2]s/data"
+  wal-dir = "%[2]s/wal"
+  query-log-enabled = false
+  wal-fsync-delay = "100ms"
+[monitor]
+  store-enabled = false
+[http]
+  enabled = true
+  bind-address = "%[3]s"
+  log-enabled = false
+  flux-enabled = false
+[continuous_queries]
+  enabled = false
+[logging]
+  suppress-logo = true
+  level = "warn"
+`, rpc, dir, addr)
+	cf := filepath.Join(dir, "influxdb.conf")
+	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := Command{
+		Name:  "influxd",
+		Path:  bin,
+		Args:  []string{"run", "-config", cf},
+		Dir:   dir,
+		Ready: httpReady("http://" + addr + "/ping"),
+	}
+	p := Start(t, c)
+	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: "http://" + addr}
+}
+
+// Prometheus starts a Prometheus server (with native histograms enabled)
+// that scrapes the given targets (host:port) every scrapeEvery. Its URL is
+// http://127.0.0.1:PORT.
+func Prometheus(t testing.TB, scrapeEvery time.Duration, targets ...string) *Server {
+	t.Helper()
+	bin := FindBinary("prometheus", "/usr/bin", "/usr/local/bin")
+	if bin == "" {
+		Unavailable(t, "no prometheus binary (apt-get install prometheus)")
+	}
+	dir := TempDir(t, "")
+	port := FreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	tl := ""
+	for i, tg := range targets {
+		if i > 0 {
+			tl += ", "
+		}
+		tl += strconv.Quote(tg)
+	}
+	conf := fmt.Sprintf("global:\n  scrape_interval: %s\n  evaluation_interval: %s\nscrape_configs:\n  - job_name: soakd\n    static_configs:\n      - targets: [%s]\n",
+		scrapeEvery, scrapeEvery, tl)
+	cf := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := Command{
+		Name: "prometheus",
+		Path: bin,
+		Args: []string{"--config.file=" + cf, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
+			"--web.listen-address=" + addr, "--enable-feature=native-histograms"},
+		Dir:   dir,
+		Ready: httpReady("http://" + addr + "/-/ready"),
+	}
+	p := Start(t, c)
+	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: "http://" + addr}
+}
+
+func httpReady(url string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return nil
+	}
+}

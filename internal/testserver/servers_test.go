@@ -1,0 +1,44 @@
+package testserver
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// The harness itself: each server comes up, answers, and stops.
+func TestServersStart(t *testing.T) {
+	ctx := context.Background()
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		s := Postgres(t)
+		if err := DialReady(s.Addr)(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s.Restart(t)
+		if err := DialReady(s.Addr)(ctx); err != nil {
+			t.Fatalf("after restart: %v", err)
+		}
+	})
+	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
+		s := Redis(t)
+		if err := redisPing(s.Addr)(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("influx", func(t *testing.T) {
+		t.Parallel()
+		s := Influx(t)
+		if err := httpReady(s.URL + "/ping")(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("prometheus", func(t *testing.T) {
+		t.Parallel()
+		s := Prometheus(t, time.Second, "127.0.0.1:1")
+		if err := httpReady(s.URL + "/-/healthy")(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,303 @@
+// Package testserver starts real database servers for integration tests:
+// each on a free loopback port, with its data in a temporary directory,
+// stopped and removed when the test ends.
+//
+// When a server's binary is missing the test is skipped with the reason,
+// unless SOAKD_REQUIRE_SERVERS=1 (as in CI), where it fails: a CI run must
+// never pass by skipping. scripts/test.sh installs the binaries.
+package testserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Required reports whether missing servers must fail tests (CI).
+func Required() bool { return os.Getenv("SOAKD_REQUIRE_SERVERS") == "1" }
+
+// Unavailable skips the test, or fails it when servers are required.
+func Unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if Required() {
+		t.Fatalf("SOAKD_REQUIRE_SERVERS=1 but %s (run scripts/test.sh, which installs it)", msg)
+	}
+	t.Skipf("skipping: %s (scripts/test.sh installs it; set SOAKD_REQUIRE_SERVERS=1 to fail instead)", msg)
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("cannot find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// FindBinary looks for name in $PATH and then in dirs; "" if absent.
+func FindBinary(name string, dirs ...string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// GoBinDirs are the directories `go install` puts binaries in.
+func GoBinDirs() []string {
+	var dirs []string
+	if d := os.Getenv("GOBIN"); d != "" {
+		dirs = append(dirs, d)
+	}
+	if d := os.Getenv("GOPATH"); d != "" {
+		dirs = append(dirs, filepath.Join(d, "bin"))
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(h, "go", "bin"))
+	}
+	return append(dirs, "/opt/peers/bin")
+}
+
+// Proc is a server process started for a test.
+type Proc struct {
+	Name string
+	Dir  string // data directory, removed at cleanup
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+	// stopSignal is sent first on Stop; SIGKILL follows after stopWait.
+	stopSignal syscall.Signal
+}
+
+// syncBuffer collects a process's output for failure messages, keeping
+// only the last 64 KiB.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.b.Len() > 64<<10 {
+		keep := s.b.Bytes()[s.b.Len()-32<<10:]
+		s.b = *bytes.NewBuffer(append([]byte(nil), keep...))
+	}
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TempDir makes a directory for server data that the given OS user (""
+// for the current one) can write, removed when the test ends.
+func TempDir(t testing.TB, owner string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "soakd-"+sanitize(t.Name())+"-")
+	if err != nil {
+		t.Fatalf("cannot create temp dir: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if owner != "" {
+		uid, gid, err := lookupUser(owner)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatalf("cannot give %s to %s: %v", dir, owner, err)
+		}
+	}
+	return dir
+}
+
+func sanitize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 40 {
+		b = b[:40]
+	}
+	return string(b)
+}
+
+func lookupUser(name string) (uid, gid int, err error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return 0, 0, fmt.Errorf("no OS user %q to run the server as: %w", name, err)
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return uid, gid, nil
+}
+
+// Command describes a server process to start.
+type Command struct {
+	Name string   // for messages
+	Path string   // binary
+	Args []string // arguments
+	Dir  string   // data dir (already created)
+	// AsUser runs the process as this OS user when the test runs as root
+	// (PostgreSQL refuses to run as root).
+	AsUser string
+	// StopSignal is sent on Stop (default SIGTERM).
+	StopSignal syscall.Signal
+	// Ready is polled until it returns nil or ReadyTimeout passes.
+	Ready        func(ctx context.Context) error
+	ReadyTimeout time.Duration
+}
+
+// Start starts c, waits until it is ready and registers a cleanup that
+// stops it. The test fails if the server does not come up.
+func Start(t testing.TB, c Command) *Proc {
+	t.Helper()
+	p, err := start(c)
+	if err != nil {
+		t.Fatalf("cannot start %s: %v", c.Name, err)
+	}
+	t.Cleanup(func() { p.Stop() })
+	if err := p.waitReady(c); err != nil {
+		t.Fatalf("%s did not become ready: %v\n--- %s output ---\n%s", c.Name, err, c.Name, p.Output())
+	}
+	return p
+}
+
+func start(c Command) (*Proc, error) {
+	cmd := exec.Command(c.Path, c.Args...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Dir = c.Dir
+	// Own process group so a stop reaches the server and nothing else.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if c.AsUser != "" && os.Geteuid() == 0 {
+		uid, gid, err := lookupUser(c.AsUser)
+		if err != nil {
+			return nil, err
+		}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		cmd.Env = append(os.Environ(), "HOME="+c.Dir)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sig := c.StopSignal
+	if sig == 0 {
+		sig = syscall.SIGTERM
+	}
+	p := &Proc{Name: c.Name, Dir: c.Dir, cmd: cmd, out: out, done: make(chan struct{}), stopSignal: sig}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	return p, nil
+}
+
+func (p *Proc) waitReady(c Command) error {
+	timeout := c.ReadyTimeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last error
+	for {
+		select {
+		case <-p.done:
+			return fmt.Errorf("exited early: %v", p.err)
+		default:
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+		last = c.Ready(rctx)
+		rcancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready after %v: %w", timeout, last)
+		case <-p.done:
+			return fmt.Errorf("exited early: %v", p.err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Output returns the tail of the server's stdout and stderr.
+func (p *Proc) Output() string { return p.out.String() }
+
+// Pid is the server's process id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Signal sends sig to the server (e.g. SIGSTOP / SIGCONT in fault tests).
+func (p *Proc) Signal(sig syscall.Signal) error { return syscall.Kill(p.cmd.Process.Pid, sig) }
+
+// Stop stops the server: its stop signal, then SIGKILL after 20 s. Safe to
+// call more than once.
+func (p *Proc) Stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGCONT) // a stopped process cannot handle SIGTERM
+	_ = syscall.Kill(p.cmd.Process.Pid, p.stopSignal)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// Restart stops the server and starts it again with the same command and
+// data, waiting until it is ready.
+func (p *Proc) Restart(t testing.TB, c Command) *Proc {
+	t.Helper()
+	p.Stop()
+	np, err := start(c)
+	if err != nil {
+		t.Fatalf("cannot restart %s: %v", c.Name, err)
+	}
+	t.Cleanup(func() { np.Stop() })
+	if err := np.waitReady(c); err != nil {
+		t.Fatalf("%s did not become ready after restart: %v\n%s", c.Name, err, np.Output())
+	}
+	return np
+}
+
+// DialReady is a Ready function that succeeds once addr accepts TCP.
+func DialReady(addr string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+}
+
+// ErrMissing is returned by the server helpers' Find functions.
+var ErrMissing = errors.New("binary not found")

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# soakd's whole test suite, as CI runs it: installs the servers the
+# integration tests need when missing, then go vet, staticcheck and every
+# test (unit, integration against real servers, fuzz seed corpora).
+# Extra arguments go to `go test` (e.g. -run TestX, -v).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case ":$PATH:" in *:/usr/local/go/bin:*) ;; *) PATH=/usr/local/go/bin:$PATH ;; esac
+PATH=$(go env GOPATH)/bin:$PATH
+export PATH
+
+scripts/install-test-deps.sh
+echo "== go vet" >&2
+go vet ./...
+echo "== staticcheck" >&2
+go tool staticcheck ./...
+echo "== go test" >&2
+go test -count=1 -timeout 60m "$@" ./...

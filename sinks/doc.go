@@ -1,0 +1,12 @@
+// Package sinks defines what a target database looks like to the engine: a
+// Sink that writes batches, optional Preparer and Pinger extras, an error
+// classification (timeout, connection, rejected, server) and a Registry
+// keyed by URL scheme.
+//
+// Each protocol family lives in its own sub-package (postgres, influx,
+// redis, null, file) and is registered once, in cmd/soakd:
+//
+//	r := sinks.NewRegistry()
+//	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV}, Open: null.Open})
+//	s, err := r.Open(ctx, "null://?latency=2ms", sinks.Options{Workers: 4})
+package sinks

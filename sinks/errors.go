@@ -1,0 +1,91 @@
+package sinks
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"syscall"
+	"time"
+)
+
+// Class is why a write failed; it is the class label of soakd_errors_total.
+type Class string
+
+const (
+	// Timeout: the target did not answer in time.
+	Timeout Class = "timeout"
+	// Connection: the target could not be reached or the connection broke.
+	Connection Class = "connection"
+	// Rejected: the target refused the request (bad data, auth, quota,
+	// read-only, out of memory): retrying the same request will not help.
+	Rejected Class = "rejected"
+	// Server: the target failed while handling the request (5xx, internal
+	// error); a retry may succeed.
+	Server Class = "server"
+	// Other: a failure the sink could not classify.
+	Other Class = "other"
+)
+
+// Classes lists every class, in a fixed order.
+var Classes = []Class{Timeout, Connection, Rejected, Server, Other}
+
+// Error is a classified sink error. Sinks wrap what their client library
+// returns so the engine can count it by class and decide on retries.
+type Error struct {
+	Class Class
+	// Retry reports that resending the same batch is safe (it was not
+	// applied, or applying it twice is harmless).
+	Retry bool
+	// RetryAfter is a server-requested wait before retrying (0 = none).
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *Error) Error() string { return string(e.Class) + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf-style helpers keep sink code short.
+
+// NewError wraps err with a class; retry says whether resending is safe.
+func NewError(c Class, retry bool, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Class: c, Retry: retry, Err: err}
+}
+
+// ClassOf classifies err: a *Error's class, else timeouts and network
+// errors by type, else Other.
+func ClassOf(err error) Class {
+	if err == nil {
+		return ""
+	}
+	var se *Error
+	if errors.As(err, &se) {
+		return se.Class
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return Timeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return Timeout
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) {
+		return Connection
+	}
+	return Other
+}
+
+// Retryable reports whether the batch that failed with err may be sent
+// again, and after how long at least.
+func Retryable(err error) (ok bool, after time.Duration) {
+	var se *Error
+	if errors.As(err, &se) {
+		return se.Retry, se.RetryAfter
+	}
+	return false, 0
+}

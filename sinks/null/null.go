@@ -1,0 +1,222 @@
+// Package null is a sink that stores nothing. Without parameters it
+// measures the generator and engine ceiling; with them it models a target,
+// so the engine, capacity search and dashboards can be exercised without a
+// database:
+//
+//	null://                          discard, answer at once
+//	null://?latency=2ms              every write takes 2 ms
+//	null://?latency=1ms..5ms         uniformly between 1 and 5 ms
+//	null://?latency=exp:2ms          exponentially distributed, mean 2 ms
+//	null://?capacity=50000           a server that handles 50,000 units/s;
+//	                                 beyond that requests queue (FIFO)
+//	null://?stall=1s@10s             10 s after the first write the server
+//	                                 stalls for 1 s (writes in flight wait)
+//	null://?fail=0.01&fail_class=server
+//	                                 1 % of writes fail with that class
+package null
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// Config is the parsed form of a null:// URL.
+type Config struct {
+	Latency   Dist
+	Capacity  float64       // units per second; 0 = unlimited
+	StallAt   time.Duration // after the first write
+	StallFor  time.Duration
+	Fail      float64 // fraction of writes that fail
+	FailClass sinks.Class
+}
+
+// Dist is a latency distribution.
+type Dist struct {
+	Kind     string // "", "fixed", "uniform", "exp"
+	Min, Max time.Duration
+}
+
+// Sample draws one latency.
+func (d Dist) Sample() time.Duration {
+	switch d.Kind {
+	case "fixed":
+		return d.Min
+	case "uniform":
+		return d.Min + time.Duration(rand.Int64N(int64(d.Max-d.Min)+1))
+	case "exp":
+		return time.Duration(rand.ExpFloat64() * float64(d.Min))
+	}
+	return 0
+}
+
+// ParseDist parses a latency: "2ms", "1ms..5ms" or "exp:2ms".
+func ParseDist(s string) (Dist, error) {
+	if s == "" {
+		return Dist{}, nil
+	}
+	if rest, ok := strings.CutPrefix(s, "exp:"); ok {
+		m, err := time.ParseDuration(rest)
+		if err != nil || m <= 0 {
+			return Dist{}, fmt.Errorf("latency %q: want exp:MEAN with a positive duration", s)
+		}
+		return Dist{Kind: "exp", Min: m}, nil
+	}
+	if a, b, ok := strings.Cut(s, ".."); ok {
+		lo, err1 := time.ParseDuration(a)
+		hi, err2 := time.ParseDuration(b)
+		if err1 != nil || err2 != nil || lo < 0 || hi < lo {
+			return Dist{}, fmt.Errorf("latency %q: want MIN..MAX durations with 0 <= MIN <= MAX", s)
+		}
+		return Dist{Kind: "uniform", Min: lo, Max: hi}, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return Dist{}, fmt.Errorf("latency %q: want a duration like 2ms, MIN..MAX or exp:MEAN", s)
+	}
+	return Dist{Kind: "fixed", Min: d}, nil
+}
+
+// ParseURL parses a null:// URL's parameters.
+func ParseURL(u *url.URL) (Config, error) {
+	var c Config
+	var errs []error
+	q := u.Query()
+	for k := range q {
+		switch k {
+		case "latency", "capacity", "stall", "fail", "fail_class":
+		default:
+			errs = append(errs, fmt.Errorf("unknown parameter %q (known: latency, capacity, stall, fail, fail_class)", k))
+		}
+	}
+	var err error
+	if c.Latency, err = ParseDist(q.Get("latency")); err != nil {
+		errs = append(errs, err)
+	}
+	if s := q.Get("capacity"); s != "" {
+		c.Capacity, err = strconv.ParseFloat(s, 64)
+		if err != nil || !(c.Capacity > 0) || c.Capacity > 1e12 {
+			errs = append(errs, fmt.Errorf("capacity %q: want a positive number of units per second", s))
+		}
+	}
+	if s := q.Get("stall"); s != "" {
+		d, at, ok := strings.Cut(s, "@")
+		c.StallFor, err = time.ParseDuration(d)
+		var err2 error
+		if ok {
+			c.StallAt, err2 = time.ParseDuration(at)
+		}
+		if !ok || err != nil || err2 != nil || c.StallFor <= 0 || c.StallAt < 0 {
+			errs = append(errs, fmt.Errorf("stall %q: want DURATION@AFTER, e.g. 1s@10s", s))
+		}
+	}
+	if s := q.Get("fail"); s != "" {
+		c.Fail, err = strconv.ParseFloat(s, 64)
+		if err != nil || !(c.Fail >= 0 && c.Fail <= 1) {
+			errs = append(errs, fmt.Errorf("fail %q: want a fraction between 0 and 1", s))
+		}
+	}
+	c.FailClass = sinks.Server
+	if s := q.Get("fail_class"); s != "" {
+		c.FailClass = sinks.Class(s)
+		valid := false
+		for _, k := range sinks.Classes {
+			valid = valid || k == c.FailClass
+		}
+		if !valid {
+			errs = append(errs, fmt.Errorf("fail_class %q: want one of timeout, connection, rejected, server, other", s))
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// Sink is the null sink.
+type Sink struct {
+	cfg Config
+
+	mu       sync.Mutex
+	first    time.Time // first write, origin of StallAt
+	nextFree time.Time // when the modelled server can take the next unit
+}
+
+var _ sinks.Sink = (*Sink)(nil)
+
+// New returns a null sink with the given model.
+func New(c Config) *Sink { return &Sink{cfg: c} }
+
+// Open is the registry's OpenFunc.
+func Open(_ context.Context, u *url.URL, _ sinks.Options) (sinks.Sink, error) {
+	c, err := ParseURL(u)
+	if err != nil {
+		return nil, err
+	}
+	return New(c), nil
+}
+
+// Check is the registry's CheckFunc.
+func Check(u *url.URL, _ sources.Kind) error {
+	_, err := ParseURL(u)
+	return err
+}
+
+// ErrInjected is the error of writes failed on purpose (?fail=).
+var ErrInjected = errors.New("injected failure")
+
+// Write waits as the model says and discards b.
+func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
+	c := &s.cfg
+	if c.Capacity == 0 && c.StallFor == 0 && c.Latency.Kind == "" && c.Fail == 0 {
+		return 0, ctx.Err()
+	}
+	now := time.Now()
+	done := now
+	if c.Capacity > 0 || c.StallFor > 0 {
+		s.mu.Lock()
+		if s.first.IsZero() {
+			s.first = now
+		}
+		start := now
+		if c.StallFor > 0 {
+			// Work arriving during the stall starts when it ends.
+			st := s.first.Add(c.StallAt)
+			if !start.Before(st) && start.Before(st.Add(c.StallFor)) {
+				start = st.Add(c.StallFor)
+			}
+		}
+		if c.Capacity > 0 {
+			if s.nextFree.After(start) {
+				start = s.nextFree
+			}
+			s.nextFree = start.Add(time.Duration(float64(b.Len()) / c.Capacity * float64(time.Second)))
+			start = s.nextFree
+		}
+		s.mu.Unlock()
+		done = start
+	}
+	done = done.Add(c.Latency.Sample())
+	if wait := time.Until(done); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return 0, sinks.NewError(sinks.Timeout, false, ctx.Err())
+		}
+	}
+	if c.Fail > 0 && rand.Float64() < c.Fail {
+		return 0, sinks.NewError(c.FailClass, c.FailClass != sinks.Rejected, ErrInjected)
+	}
+	return 0, nil
+}
+
+// Close does nothing.
+func (s *Sink) Close(context.Context) error { return nil }

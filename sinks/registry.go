@@ -1,0 +1,166 @@
+package sinks
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/soakd/soakd/sources"
+)
+
+// Entry registers one sink implementation.
+type Entry struct {
+	// Schemes are the URL schemes that select this sink (lower case).
+	Schemes []string
+	// Kinds are the kinds of batches the sink accepts.
+	Kinds []sources.Kind
+	// Open builds the sink.
+	Open OpenFunc
+	// Check validates a URL without I/O (optional).
+	Check CheckFunc
+}
+
+// Registry maps URL schemes to sinks. It is filled once at startup and read
+// concurrently afterwards.
+type Registry struct {
+	byScheme map[string]*Entry
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{byScheme: map[string]*Entry{}} }
+
+// Add registers e. It panics on a duplicate scheme: that is a programming
+// error in the one list of sinks.
+func (r *Registry) Add(e Entry) {
+	if e.Open == nil || len(e.Schemes) == 0 {
+		panic("BUG: sinks.Registry.Add: entry without Open or Schemes")
+	}
+	for _, s := range e.Schemes {
+		if _, dup := r.byScheme[s]; dup {
+			panic("BUG: sinks.Registry.Add: duplicate scheme " + s)
+		}
+		r.byScheme[s] = &e
+	}
+}
+
+// Schemes lists the registered schemes, sorted.
+func (r *Registry) Schemes() []string {
+	out := make([]string, 0, len(r.byScheme))
+	for s := range r.byScheme {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Parse parses a target URL; "-" is shorthand for file://- (standard output).
+func Parse(raw string) (*url.URL, error) {
+	if raw == "-" {
+		raw = "file://-"
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("invalid URL: %w", redactErr(err))
+	}
+	if u.Scheme == "" {
+		return nil, fmt.Errorf("URL %q has no scheme (want e.g. postgres://, influx://, redis://, null://)", Redact(raw))
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	return u, nil
+}
+
+func (r *Registry) lookup(u *url.URL, kind sources.Kind) (*Entry, error) {
+	e, ok := r.byScheme[u.Scheme]
+	if !ok {
+		return nil, fmt.Errorf("unknown scheme %q (known: %s)", u.Scheme, strings.Join(r.Schemes(), ", "))
+	}
+	if kind != 0 && !slices.Contains(e.Kinds, kind) {
+		return nil, fmt.Errorf("scheme %q does not accept %s workloads", u.Scheme, kind)
+	}
+	return e, nil
+}
+
+// Check validates a target URL for a workload of the given kind without
+// doing I/O.
+func (r *Registry) Check(raw string, kind sources.Kind) error {
+	u, err := Parse(raw)
+	if err != nil {
+		return err
+	}
+	e, err := r.lookup(u, kind)
+	if err != nil {
+		return err
+	}
+	if e.Check != nil {
+		return e.Check(u, kind)
+	}
+	return nil
+}
+
+// Open parses raw and opens the sink registered for its scheme.
+func (r *Registry) Open(ctx context.Context, raw string, o Options) (Sink, error) {
+	u, err := Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	e, err := r.lookup(u, o.Kind)
+	if err != nil {
+		return nil, err
+	}
+	s, err := e.Open(ctx, u, o)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open %s sink: %w", u.Scheme, err)
+	}
+	return s, nil
+}
+
+// Redact returns raw with any password in its user info replaced by
+// "xxxxx" and any token/password query parameter hidden, for logs and
+// /status. Unparsable input is returned as a fixed placeholder so a secret
+// in a malformed URL never leaks.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparsable URL>"
+	}
+	return RedactURL(u)
+}
+
+// RedactURL is Redact for a parsed URL.
+func RedactURL(u *url.URL) string {
+	c := *u
+	if c.User != nil {
+		if _, has := c.User.Password(); has {
+			c.User = url.UserPassword(c.User.Username(), "xxxxx")
+		}
+	}
+	q := c.Query()
+	changed := false
+	for k := range q {
+		if isSecretParam(k) {
+			q.Set(k, "xxxxx")
+			changed = true
+		}
+	}
+	if changed {
+		c.RawQuery = q.Encode()
+	}
+	return c.String()
+}
+
+func isSecretParam(k string) bool {
+	k = strings.ToLower(k)
+	return strings.Contains(k, "password") || strings.Contains(k, "token") || k == "secret" ||
+		k == "sslkey" || strings.HasSuffix(k, "secret")
+}
+
+// redactErr drops the URL text that url.Parse puts in its errors (it may
+// hold a password) and keeps the reason.
+func redactErr(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err
+	}
+	return err
+}

@@ -1,0 +1,78 @@
+package sinks
+
+import (
+	"context"
+	"net/url"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/sources"
+)
+
+// Sink persists batches. The engine calls Write from up to Options.Workers
+// goroutines at once (one per worker), each with its own batch. Write must
+// store every unit of b or return an error, must return promptly when ctx
+// is done, and must not keep b or any slice of it after it returns. It
+// returns the payload bytes it sent (for soakd_bytes_total), also on error
+// when some were sent.
+type Sink interface {
+	Write(ctx context.Context, b *sources.Batch) (bytes int, err error)
+	// Close flushes and releases the sink. It is called once, after every
+	// Write has returned.
+	Close(ctx context.Context) error
+}
+
+// Preparer is implemented by sinks that create their schema (tables,
+// databases, buckets) before the first write. The engine calls Prepare
+// once, retrying with backoff while it fails with a connection or timeout
+// error; it must be idempotent.
+type Preparer interface {
+	Prepare(ctx context.Context) error
+}
+
+// Pinger is implemented by sinks that can tell whether their target is
+// reachable; /readyz reports false while Ping fails.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Options carries what a sink needs from the workload besides its URL.
+type Options struct {
+	// Workload is the name of the workload the sink serves (for logs).
+	Workload string
+	// Kind is the kind of batches the sink will receive.
+	Kind sources.Kind
+	// Schemas are the tables of a series source (nil for KV).
+	Schemas []*sources.Schema
+	// Workers is the number of goroutines that call Write concurrently;
+	// connection pools are sized to it.
+	Workers int
+	// BatchSize is the number of units per batch (rows or pipelined ops).
+	BatchSize int
+	// Logger is the sink's logger, already named for the workload.
+	Logger *zap.Logger
+	// Password and Token are secrets from SOAKD_<W>_PASSWORD(_FILE) and
+	// SOAKD_<W>_TOKEN(_FILE); a sink uses them when its URL has none.
+	// They must never be logged.
+	Password string
+	Token    string
+	// DataType is how KV records are stored (string, hash, set, zset),
+	// from SOAKD_<W>_DATA_TYPE.
+	DataType string
+}
+
+// Prober is implemented by KV sinks for the load phase (see
+// sources.Preloader): Present returns how many of the keys read by b's
+// operations exist in the target.
+type Prober interface {
+	Present(ctx context.Context, b *sources.Batch) (int, error)
+}
+
+// OpenFunc opens a sink for a parsed URL. It should not do I/O: connecting
+// and creating schema belong in Prepare and the first Write, so that a
+// target that is down at startup does not stop the daemon.
+type OpenFunc func(ctx context.Context, u *url.URL, o Options) (Sink, error)
+
+// CheckFunc validates a sink URL without I/O, for config validation. It
+// reports unknown or malformed parameters.
+type CheckFunc func(u *url.URL, kind sources.Kind) error

@@ -1,0 +1,18 @@
+// Package sources defines the batches that flow from generators to sinks and
+// the interfaces generators implement.
+//
+// A Source describes a data set (its kind, its tables) and hands out Streams:
+// independent, disjoint cursors over that data set, one per worker. A Stream
+// appends the next units (rows or key-value operations) into a Batch that the
+// caller owns and reuses, so steady-state generation does not allocate.
+//
+//	src, _ := iot.NewDevops(cfg)            // a Source
+//	st, _ := src.Stream(0, 4)               // worker 0 of 4
+//	var b sources.Batch
+//	for {
+//		b.Reset()
+//		err := st.Fill(&b, 1000, time.Now().UnixNano())
+//		// ... write b ...
+//		if errors.Is(err, sources.ErrDone) { break }
+//	}
+package sources

@@ -1,0 +1,88 @@
+package sources
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// SettingError is a configuration problem in one setting. Setting is the
+// setting's name without the SOAKD_<W>_ prefix (e.g. "OUT_OF_ORDER"); the
+// daemon adds the prefix so the user sees the exact env var.
+type SettingError struct {
+	Setting string
+	Err     error
+}
+
+func (e *SettingError) Error() string { return e.Setting + ": " + e.Err.Error() }
+func (e *SettingError) Unwrap() error { return e.Err }
+
+// Invalid returns a *SettingError for setting.
+func Invalid(setting, format string, args ...any) error {
+	return &SettingError{Setting: setting, Err: fmt.Errorf(format, args...)}
+}
+
+// Shard is this process's slice of a data set: Index of Count disjoint
+// slices (SHARD=i/N). The zero value means the whole data set.
+type Shard struct {
+	Index, Count int
+}
+
+// ParseShard parses "i/N" with 0 <= i < N. The empty string is the whole
+// data set.
+func ParseShard(s string) (Shard, error) {
+	if s == "" {
+		return Shard{0, 1}, nil
+	}
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(strings.TrimSpace(a))
+	n, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil {
+		return Shard{}, fmt.Errorf("shard %q: want i/N, e.g. 0/4", s)
+	}
+	if n < 1 || i < 0 || i >= n {
+		return Shard{}, fmt.Errorf("shard %q: want 0 <= i < N", s)
+	}
+	return Shard{i, n}, nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler for config parsing.
+func (s *Shard) UnmarshalText(b []byte) error {
+	v, err := ParseShard(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// String returns "i/N".
+func (s Shard) String() string {
+	if s.Count == 0 {
+		return "0/1"
+	}
+	return strconv.Itoa(s.Index) + "/" + strconv.Itoa(s.Count)
+}
+
+// Whole reports whether the shard is the whole data set.
+func (s Shard) Whole() bool { return s.Count <= 1 }
+
+// Split returns the sub-slice part of parts of this shard: the slice
+// Index*parts+part of Count*parts. Used to give each worker of a shard a
+// disjoint slice.
+func (s Shard) Split(part, parts int) Shard {
+	c := s.Count
+	if c == 0 {
+		c = 1
+	}
+	return Shard{Index: s.Index*parts + part, Count: c * parts}
+}
+
+// Owns reports whether item number i (a device or record) belongs to the
+// shard: items are dealt round-robin, i mod Count == Index.
+func (s Shard) Owns(i uint64) bool {
+	if s.Count <= 1 {
+		return true
+	}
+	return i%uint64(s.Count) == uint64(s.Index)
+}

@@ -1,0 +1,62 @@
+package sources
+
+import "errors"
+
+// ErrDone is returned by Stream.Fill when the stream has no more units (a
+// finite data set has been generated to its end). Units appended by that
+// same call are valid and must be written.
+var ErrDone = errors.New("source exhausted")
+
+// Source is a data set generator. It is built once per workload from the
+// workload's settings and must be cheap to build (no I/O, no per-device
+// state proportional to the scale).
+type Source interface {
+	// Name is the source name as configured (devops, iot, massive, kv, ...).
+	Name() string
+	// Kind says whether the source makes rows or key-value operations.
+	Kind() Kind
+	// Schemas lists the tables of a series source in a fixed order; nil for
+	// KV sources. Sinks use them to create tables before the run.
+	Schemas() []*Schema
+	// Stream returns cursor number part of parts. The streams of one source
+	// cover disjoint parts of its data set (for series: disjoint devices)
+	// whose union is the whole data set of this shard. Streams are used by
+	// one goroutine each.
+	Stream(part, parts int) (Stream, error)
+}
+
+// Stream generates the units of one part of a source's data set.
+type Stream interface {
+	// Fill appends up to max units to b (whose tables are the source's
+	// schemas, see NewSeriesBatch) and returns ErrDone once the part has no
+	// more units. now is the batch's intended start (Unix nanoseconds);
+	// sources with a wall clock stamp rows with it. In steady state Fill
+	// must not allocate.
+	Fill(b *Batch, max int, now int64) error
+}
+
+// Sized is implemented by finite sources that know how many units their
+// data set holds (for progress bars and summaries).
+type Sized interface {
+	// Total is the number of units the whole data set (this shard) holds.
+	Total() int64
+}
+
+// Batcher is implemented by sources whose batches need fields set before
+// the first Fill (KV record shape); the engine calls NewBatch once per
+// worker instead of building the batch itself.
+type Batcher interface {
+	NewBatch() *Batch
+}
+
+// Preloader is implemented by sources whose workload reads records that a
+// load phase must insert first (YCSB LOAD=auto). The engine calls Preload
+// before the run: it fills a batch with probe (read) operations for a
+// sample of the records, asks the sink (sinks.Prober) how many are
+// present, and runs load, a finite source of inserts, closed-loop when any
+// is missing.
+type Preloader interface {
+	// Preload returns the load source and the probe filler, or a nil load
+	// source when no load phase is configured.
+	Preload() (load Source, probe func(b *Batch), err error)
+}
