@@ -199,6 +199,7 @@ func (p *plan) insertStmt(rows int) stmt {
 	b.Grow(32 + len(p.table) + rows*p.nCols*8)
 	b.WriteString("INSERT INTO " + p.table + " (" + strings.Join(p.cols, ", ") + ") VALUES ")
 	n := 1
+	var num [20]byte
 	for r := 0; r < rows; r++ {
 		if r > 0 {
 			b.WriteByte(',')
@@ -209,7 +210,7 @@ func (p *plan) insertStmt(rows int) stmt {
 				b.WriteByte(',')
 			}
 			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(n))
+			b.Write(strconv.AppendInt(num[:0], int64(n), 10))
 			n++
 		}
 		b.WriteByte(')')

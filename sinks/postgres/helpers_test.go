@@ -226,3 +226,7 @@ func withParams(raw string, kv ...string) string {
 	}
 	return b.String()
 }
+
+func optionsFor(schemas ...*sources.Schema) sinks.Options {
+	return sinks.Options{Kind: sources.Series, Workers: 1, Schemas: schemas}
+}

@@ -412,6 +412,7 @@ func (s *Sink) writePipeline(ctx context.Context, pc *pgconn.PgConn, w *writer, 
 			if !st.prepared[p.unnestName] {
 				pl.SendPrepare(p.unnestName, p.unnestSQL, p.unnestOIDs)
 				pend = append(pend, pending{prepare: p.unnestName})
+				st.prepared[p.unnestName] = true
 			}
 			pl.SendQueryPrepared(p.unnestName, vals[sp.first:sp.end], binaryFormat, nil)
 			pend = append(pend, pending{p: p, rows: sp.t.Len()})
@@ -422,6 +423,7 @@ func (s *Sink) writePipeline(ctx context.Context, pc *pgconn.PgConn, w *writer, 
 			if !st.prepared[stm.name] {
 				pl.SendPrepare(stm.name, stm.sql, p.insertOIDs)
 				pend = append(pend, pending{prepare: stm.name})
+				st.prepared[stm.name] = true
 			}
 			from := sp.first + start*p.nCols
 			pl.SendQueryPrepared(stm.name, vals[from:from+rows*p.nCols], binaryFormat, nil)
@@ -432,8 +434,10 @@ func (s *Sink) writePipeline(ctx context.Context, pc *pgconn.PgConn, w *writer, 
 		_ = pl.Close()
 		return 0, fmt.Errorf("cannot send %d statements: %w", len(pend), err)
 	}
+	// Statements are marked prepared as they are queued (a batch may use
+	// one several times); after any failure the caller closes the
+	// connection, and the marks go with it.
 	var firstErr error
-	var prepared []string
 	for i := 0; ; {
 		res, err := pl.GetResults()
 		if err != nil {
@@ -449,9 +453,6 @@ func (s *Sink) writePipeline(ctx context.Context, pc *pgconn.PgConn, w *writer, 
 		}
 		switch r := res.(type) {
 		case *pgconn.StatementDescription:
-			if i < len(pend) {
-				prepared = append(prepared, pend[i].prepare)
-			}
 			i++
 		case *pgconn.ResultReader:
 			tag, err := r.Close()
@@ -476,9 +477,6 @@ func (s *Sink) writePipeline(ctx context.Context, pc *pgconn.PgConn, w *writer, 
 	}
 	if firstErr != nil {
 		return bytes, fmt.Errorf("cannot insert %d statements' rows (%s): %w", len(pend), s.cfg.Method, firstErr)
-	}
-	for _, name := range prepared {
-		st.prepared[name] = true
 	}
 	return bytes, nil
 }

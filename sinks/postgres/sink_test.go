@@ -98,10 +98,10 @@ func TestWriteReadBack(t *testing.T) {
 					}
 				}
 				b1 := sources.NewSeriesBatch([]*sources.Schema{cpu, trucks})
-				fill(b1.Tables[0], 50, 0, 5000, testBase, false)
+				fill(b1.Tables[0], 50, 0, 9000, testBase, false) // INSERT: 2 x 4096 rows + 512 + 256 + 128 + 8
 				fill(b1.Tables[1], 9, 0, 300, testBase, true)
 				b2 := sources.NewSeriesBatch([]*sources.Schema{cpu, trucks})
-				fill(b2.Tables[0], 50, 5000, 1, testBase, false)
+				fill(b2.Tables[0], 50, 9000, 1, testBase, false)
 				b3 := sources.NewSeriesBatch([]*sources.Schema{cpu, trucks})
 				fill(b3.Tables[1], 9, 300, 4097, testBase, true) // a full 4096-row INSERT and one more
 				for i, b := range []*sources.Batch{b1, b2, b3} {
