@@ -83,16 +83,13 @@ type Config struct {
 	// ChunkInterval is the TimescaleDB chunk_time_interval (0 = the
 	// extension's default).
 	ChunkInterval time.Duration
-	// Timeout bounds each Write (0 = only the caller's context).
+	// Timeout bounds each Write on top of the caller's context (0 = the
+	// caller's context only; the engine's SOAKD_<W>_TIMEOUT already bounds
+	// every write, so this is for TIMEOUT=0 or use outside the engine).
 	Timeout time.Duration
 	// TSDatabase is the KWDB time-series database holding the tables.
 	TSDatabase string
 }
-
-// DefaultTimeout bounds a Write when the URL has no ?timeout=: a server
-// that stops answering (SIGSTOP, a black-holed network) must not hold a
-// worker forever even when the caller's context has no deadline.
-const DefaultTimeout = time.Minute
 
 // soakdParams are the URL parameters this package consumes itself.
 var soakdParams = []string{"insert", "dialect", "create", "dedup", "chunk_interval", "timeout", "ts_database"}
@@ -128,7 +125,7 @@ var libpqOnly = []string{
 // connection string for pgx (the URL without the soakd parameters). It
 // does no I/O. Every problem is reported, each naming its parameter.
 func ParseURL(u *url.URL) (Config, string, error) {
-	c := Config{Method: 0, Dialect: Postgres, Create: true, Timeout: DefaultTimeout, TSDatabase: "soakd"}
+	c := Config{Method: 0, Dialect: Postgres, Create: true, TSDatabase: "soakd"}
 	var errs []error
 	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
 		errs = append(errs, fmt.Errorf("scheme %q: want postgres:// or postgresql://", u.Scheme))
