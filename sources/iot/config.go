@@ -113,7 +113,7 @@ func (c *Clock) UnmarshalText(b []byte) error {
 	case "wall", "now", "real":
 		*c = Wall
 	default:
-		return fmt.Errorf("clock %q: want simulated or wall", b)
+		return sources.Invalid("CLOCK", "%q: want simulated or wall", b)
 	}
 	return nil
 }
@@ -146,7 +146,7 @@ func (c *ColumnType) UnmarshalText(b []byte) error {
 	case "float", "double", "float64":
 		*c = ColumnFloat
 	default:
-		return fmt.Errorf("column type %q: want int or float", b)
+		return sources.Invalid("COLUMN_TYPE", "%q: want int or float", b)
 	}
 	return nil
 }
@@ -178,7 +178,7 @@ func (s *Start) UnmarshalText(b []byte) error {
 	}
 	t, err := parseTime(v)
 	if err != nil {
-		return fmt.Errorf("start %q: want now or an RFC3339 time like 2026-01-01T00:00:00Z", v)
+		return sources.Invalid("START", "%q: want now or an RFC3339 time like 2026-01-01T00:00:00Z", v)
 	}
 	*s = Start{T: t}
 	return nil
@@ -212,14 +212,14 @@ func (e *End) UnmarshalText(b []byte) error {
 	if rest, ok := strings.CutPrefix(v, "+"); ok {
 		d, err := time.ParseDuration(rest)
 		if err != nil || d <= 0 {
-			return fmt.Errorf("end %q: want +DURATION with a positive duration, e.g. +24h", v)
+			return sources.Invalid("END", "%q: want +DURATION with a positive duration, e.g. +24h", v)
 		}
 		*e = End{Set: true, Rel: d}
 		return nil
 	}
 	t, err := parseTime(v)
 	if err != nil {
-		return fmt.Errorf("end %q: want empty (endless), an RFC3339 time like 2026-01-02T00:00:00Z or +DURATION", v)
+		return sources.Invalid("END", "%q: want empty (endless), an RFC3339 time like 2026-01-02T00:00:00Z or +DURATION", v)
 	}
 	*e = End{Set: true, T: t}
 	return nil
@@ -271,7 +271,10 @@ type OutOfOrder struct {
 func (o *OutOfOrder) UnmarshalText(b []byte) error {
 	f, d, set, err := parseFracDur(string(b))
 	if err != nil {
-		return fmt.Errorf("out of order %q: %w (e.g. 0.05:30s: 5%% of readings up to 30s late; none to disable)", b, err)
+		return sources.Invalid("OUT_OF_ORDER", "%q: %w (e.g. 0.05:30s: 5%% of readings up to 30s late; none to disable)", b, err)
+	}
+	if f > 0.5 {
+		return sources.Invalid("OUT_OF_ORDER", "%q: fraction must be at most 0.5 (a late reading arrives after a newer one of its device)", b)
 	}
 	*o = OutOfOrder{Set: set, Fraction: f, MaxLate: d}
 	return nil
@@ -295,10 +298,10 @@ type Offline struct {
 func (o *Offline) UnmarshalText(b []byte) error {
 	f, d, set, err := parseFracDur(string(b))
 	if err != nil {
-		return fmt.Errorf("offline %q: %w (e.g. 0.01:10m: 1%% of devices offline for 10m at a time; none to disable)", b, err)
+		return sources.Invalid("OFFLINE", "%q: %w (e.g. 0.01:10m: 1%% of devices offline for 10m at a time; none to disable)", b, err)
 	}
 	if f >= 1 {
-		return fmt.Errorf("offline %q: fraction must be below 1 (a device that is always offline never sends)", b)
+		return sources.Invalid("OFFLINE", "%q: fraction must be below 1 (a device that is always offline never sends)", b)
 	}
 	*o = Offline{Set: set, Fraction: f, Duration: d}
 	return nil
@@ -329,10 +332,10 @@ func (m *Missing) UnmarshalText(b []byte) error {
 	}
 	f, err := parseFraction(v)
 	if err != nil {
-		return fmt.Errorf("missing %q: %w (e.g. 0.01 or 1%%)", v, err)
+		return sources.Invalid("MISSING", "%q: %w (e.g. 0.01 or 1%%)", v, err)
 	}
 	if f >= 1 {
-		return fmt.Errorf("missing %q: fraction must be below 1 (a row needs at least one value)", v)
+		return sources.Invalid("MISSING", "%q: fraction must be below 1 (a row needs at least one value)", v)
 	}
 	*m = Missing{Set: true, Fraction: f}
 	return nil
@@ -387,7 +390,7 @@ func parseFracDur(s string) (f float64, d time.Duration, set bool, err error) {
 	if !ok {
 		return 0, 0, false, errors.New("want FRACTION:DURATION")
 	}
-	if f, err = parseFraction(a); err != nil {
+	if f, err = parseFraction(strings.TrimSpace(a)); err != nil {
 		return 0, 0, false, err
 	}
 	d, err = time.ParseDuration(strings.TrimSpace(b))

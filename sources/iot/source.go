@@ -43,7 +43,7 @@ type Source struct {
 type Finite struct{ *Source }
 
 // Total is the number of rows the data set (this shard) holds.
-func (f Finite) Total() int64 { return f.Source.Total() }
+func (f Finite) Total() int64 { return f.Source.Rows() }
 
 var (
 	_ sources.Source = (*Source)(nil)
@@ -143,8 +143,12 @@ func Build(source string, c Config, seed uint64, shard sources.Shard) (*Source, 
 	if i := shard.Index; i < c.Scale {
 		s.devices = (c.Scale - i + shard.Count - 1) / shard.Count
 	}
-	if c.OutOfOrder.Fraction > 0 {
-		s.lateThr = threshold(c.OutOfOrder.Fraction)
+	if f := c.OutOfOrder.Fraction; f > 0 {
+		// A reading is never made late in a round where late readings of
+		// its device are due (see Stream.hasDue), which happens in about a
+		// fraction f of rounds: draw with f/(1-f) so that a fraction f of
+		// all readings ends up late.
+		s.lateThr = threshold(f / (1 - f))
 		s.lateMax = int64(c.OutOfOrder.MaxLate)
 	}
 	if c.Offline.Fraction > 0 {
@@ -186,10 +190,10 @@ func (s *Source) Rounds() int64 {
 	return s.steps + 1
 }
 
-// Total is the number of rows of a finite simulated data set (this
+// Rows is the number of rows of a finite simulated data set (this
 // shard): devices x steps x tables, whatever the knobs (late and offline
 // readings are delayed, never lost or repeated); 0 otherwise.
-func (s *Source) Total() int64 {
+func (s *Source) Rows() int64 {
 	return int64(s.devices) * s.steps * int64(len(s.sch))
 }
 

@@ -69,6 +69,7 @@ type Stream struct {
 	values  int
 	refs    *[]RowRef
 	nullIdx []int
+	r       rng // per row; a field so passing it to the model does not allocate
 }
 
 type late struct {
@@ -190,7 +191,7 @@ func (s *Stream) startRound(now int64) {
 // rows are reached or the next device is numbered until or above.
 func (s *Stream) devices(b *sources.Batch, rows *int, max int, until uint64) {
 	for s.k < s.count {
-		if s.phase == phNew && uint64(s.device(s.k)) >= until {
+		if s.phase == phNew && (*rows >= max || uint64(s.device(s.k)) >= until) {
 			return
 		}
 		if !s.step(b, rows, max) {
@@ -247,7 +248,7 @@ func (s *Stream) step(b *sources.Batch, rows *int, max int) bool {
 			s.phase = phOnTime
 		case phOnTime:
 			if !s.drain {
-				if src.lateThr != 0 && key(s.dk, s.t, saltLate) < src.lateThr {
+				if src.lateThr != 0 && key(s.dk, s.t, saltLate) < src.lateThr && !s.hasDue() {
 					by := 1 + int64(below(key(s.dk, s.t, saltLateBy), uint64(src.lateMax)))
 					s.newLt = late{k: s.k, ts: s.t, due: s.t + by}
 					s.hasNew = true
@@ -276,6 +277,19 @@ func (s *Stream) step(b *sources.Batch, rows *int, max int) bool {
 			return true
 		}
 	}
+}
+
+// hasDue reports whether the current device has late readings due in
+// this round. Its reading for the round is then never made late: the due
+// readings follow it and so arrive after a newer reading of their device,
+// out of order by exactly their lateness.
+func (s *Stream) hasDue() bool {
+	for i := s.curPos; i < len(s.cur) && s.cur[i].k == s.k; i++ {
+		if s.cur[i].due <= s.t {
+			return true
+		}
+	}
+	return false
 }
 
 // offline reports whether the current device is offline at t: time is
@@ -311,8 +325,8 @@ func (s *Stream) row(t *sources.Table, m int, ts int64) {
 	i := len(t.Time)
 	t.Device = append(t.Device, s.d)
 	t.Time = append(t.Time, ts)
-	r := rng{s: key(s.dk, ts, saltValues+uint64(m)<<8)}
-	s.model.row(t, m, s.state[s.k*s.words:(s.k+1)*s.words], &r, s.dk, ts)
+	s.r = rng{s: key(s.dk, ts, saltValues+uint64(m)<<8)}
+	s.model.row(t, m, s.state[s.k*s.words:(s.k+1)*s.words], &s.r, s.dk, ts)
 	n := len(t.Schema.Fields)
 	if s.src.missThr != 0 {
 		n -= s.nulls(t, i, ts, m)
