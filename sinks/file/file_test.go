@@ -149,8 +149,8 @@ func TestCSVOneFilePerMeasurement(t *testing.T) {
 func TestURLs(t *testing.T) {
 	t.Parallel()
 	for raw, wantErr := range map[string]string{
-		"file:///tmp/x":                    "",
-		"-":                                "",
+		"file:///tmp/x":                     "",
+		"-":                                 "",
 		"file:///tmp/x?format=csv&append=1": "",
 		"file:///tmp/x?format=xml":          "format",
 		"file:///tmp/x?precision=h":         "precision",
