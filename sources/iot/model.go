@@ -31,11 +31,10 @@ type measurement interface {
 
 // multi is a model made of measurements, one table each.
 type multi struct {
-	ms   []measurement
-	off  []int // state offset of each measurement
-	n    int
-	sch  []*sources.Schema
-	salt uint64
+	ms  []measurement
+	off []int // state offset of each measurement
+	n   int
+	sch []*sources.Schema
 }
 
 func newMulti(ms ...measurement) *multi {

@@ -245,3 +245,6 @@ func (s *Source) OpenStream(part, parts int) (*Stream, error) {
 // errRoundOpen is returned by NextRound when the current round is not
 // complete.
 var errRoundOpen = errors.New("BUG: iot: NextRound before the current round was filled")
+
+// Shard is the shard the source was built for.
+func (s *Source) Shard() sources.Shard { return s.shard }
