@@ -100,6 +100,77 @@ type textEncoder struct {
 	lastTs  int64
 	tsSet   bool
 	tsText  []byte
+	cur     *tagCache
+	caches  []*tagCache
+	cached  int
+}
+
+// tagCacheBytes bounds the memory a text encoder spends caching encoded
+// tag columns (a device's tags never change).
+const tagCacheBytes = 2 << 20
+
+const maxCachedDevice = 1 << 18
+
+// tagCache holds, per device, the encoded tag columns of one schema:
+// off[d] is 1 + the offset in arena (0 = not cached), size[d] the length.
+type tagCache struct {
+	schema *sources.Schema
+	off    []uint32
+	size   []uint16
+	arena  []byte
+}
+
+func (e *textEncoder) cache(s *sources.Schema) *tagCache {
+	if e.cur != nil && e.cur.schema == s {
+		return e.cur
+	}
+	for _, c := range e.caches {
+		if c.schema == s {
+			e.cur = c
+			return c
+		}
+	}
+	c := &tagCache{schema: s}
+	e.caches = append(e.caches, c)
+	e.cur = c
+	return c
+}
+
+// appendTags appends sep and each tag column of device dev.
+func (e *textEncoder) appendTags(dst []byte, s *sources.Schema, dev uint32, sep byte) []byte {
+	c := e.cache(s)
+	if int(dev) < len(c.off) {
+		if o := c.off[dev]; o != 0 {
+			return append(dst, c.arena[o-1:o-1+uint32(c.size[dev])]...)
+		}
+	}
+	start := len(dst)
+	for k := range s.TagKeys {
+		dst = append(dst, sep)
+		e.scratch = s.Tags.AppendTag(e.scratch[:0], dev, k)
+		switch {
+		case e.csv:
+			dst = appendCSVBytes(dst, e.scratch)
+		case len(e.scratch) == 0:
+			dst = append(dst, `\N`...)
+		default:
+			dst = appendCopy(dst, e.scratch)
+		}
+	}
+	n := len(dst) - start
+	if dev < maxCachedDevice && n <= 0xffff && e.cached+n+4 <= tagCacheBytes {
+		if int(dev) >= len(c.off) {
+			grow := int(dev) + 1 - len(c.off)
+			e.cached += grow * 6
+			c.off = append(c.off, make([]uint32, grow)...)
+			c.size = append(c.size, make([]uint16, grow)...)
+		}
+		c.off[dev] = uint32(len(c.arena)) + 1
+		c.size[dev] = uint16(n)
+		c.arena = append(c.arena, dst[start:]...)
+		e.cached += n
+	}
+	return dst
 }
 
 func (e *textEncoder) AppendRow(dst []byte, t *sources.Table, i int) ([]byte, bool) {
@@ -114,18 +185,7 @@ func (e *textEncoder) AppendRow(dst []byte, t *sources.Table, i int) ([]byte, bo
 	}
 	dst = append(dst, e.tsText...)
 	s := t.Schema
-	for k := range s.TagKeys {
-		dst = append(dst, sep)
-		e.scratch = s.Tags.AppendTag(e.scratch[:0], t.Device[i], k)
-		switch {
-		case e.csv:
-			dst = appendCSVBytes(dst, e.scratch)
-		case len(e.scratch) == 0:
-			dst = append(dst, `\N`...)
-		default:
-			dst = appendCopy(dst, e.scratch)
-		}
-	}
+	dst = e.appendTags(dst, s, t.Device[i], sep)
 	for f := range s.Fields {
 		dst = append(dst, sep)
 		if n := t.Null[f]; n != nil && n[i] {
@@ -177,6 +237,16 @@ func appendCSVBytes(dst, v []byte) []byte {
 
 // appendCopy escapes v for COPY text format.
 func appendCopy(dst, v []byte) []byte {
+	clean := true
+	for _, c := range v {
+		if c == '\\' || c == '\t' || c == '\n' || c == '\r' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return append(dst, v...)
+	}
 	for _, c := range v {
 		switch c {
 		case '\\':
