@@ -84,16 +84,35 @@ func TestDeterministicAcrossRunsAndWorkers(t *testing.T) {
 	}
 }
 
+// lineCounter counts lines and keeps the first one.
+type lineCounter struct {
+	lines int
+	first []byte
+}
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	if c.lines == 0 && len(c.first) < 4096 {
+		c.first = append(c.first, p[:min(len(p), 4096)]...)
+	}
+	c.lines += bytes.Count(p, []byte("\n"))
+	return len(p), nil
+}
+
 func TestRowCountsAndSummary(t *testing.T) {
 	t.Parallel()
-	out, stderr := gen(t, "--source", "devops", "--scale", "100", "--start", "2026-01-01T00:00:00Z", "--end", "2026-01-02T00:00:00Z", "--interval", "10s")
-	if n := bytes.Count(out, []byte("\n")); n != 864000 {
-		t.Fatalf("%d lines, want 864000", n)
+	var out lineCounter
+	var errb bytes.Buffer
+	args := []string{"--source", "devops", "--scale", "100", "--start", "2026-01-01T00:00:00Z", "--end", "2026-01-02T00:00:00Z", "--interval", "10s"}
+	if code := Main(context.Background(), args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	if !strings.Contains(stderr, "generated 864000 rows, 8640000 values") {
-		t.Fatalf("summary %q", stderr)
+	if out.lines != 864000 {
+		t.Fatalf("%d lines, want 864000", out.lines)
 	}
-	first := string(out[:bytes.IndexByte(out, '\n')])
+	if !strings.Contains(errb.String(), "generated 864000 rows, 8640000 values") {
+		t.Fatalf("summary %q", errb.String())
+	}
+	first := string(out.first[:bytes.IndexByte(out.first, '\n')])
 	if !strings.HasPrefix(first, "cpu,hostname=host_0,") || !strings.HasSuffix(first, " 1767225600000000000") {
 		t.Fatalf("first line %q", first)
 	}
