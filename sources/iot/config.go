@@ -85,6 +85,15 @@ func (c Config) Validate() error {
 			bad("END", "%s is less than one INTERVAL (%s) after START %s: the data set would be empty", c.End, c.Interval, c.Start)
 		}
 	}
+	if o := c.OutOfOrder; o.Fraction < 0 || o.Fraction > 0.5 || math.IsNaN(o.Fraction) || (o.Fraction > 0 && o.MaxLate <= 0) {
+		bad("OUT_OF_ORDER", "%s: want FRACTION:MAXLATE with a fraction in 0..0.5 and a positive lateness", o)
+	}
+	if o := c.Offline; o.Fraction < 0 || o.Fraction >= 1 || math.IsNaN(o.Fraction) || (o.Fraction > 0 && o.Duration <= 0) {
+		bad("OFFLINE", "%s: want FRACTION:DURATION with a fraction in 0..1 (exclusive) and a positive duration", o)
+	}
+	if m := c.Missing; m.Fraction < 0 || m.Fraction >= 1 || math.IsNaN(m.Fraction) {
+		bad("MISSING", "%s: want a fraction in 0..1 (exclusive)", m)
+	}
 	if c.OutOfOrder.Fraction > 0 && c.Clock == Simulated && c.Interval > 0 && c.OutOfOrder.MaxLate < c.Interval {
 		bad("OUT_OF_ORDER", "max lateness %s is shorter than INTERVAL %s: with CLOCK=simulated a device reports once per INTERVAL, so a reading can only be late by whole intervals", c.OutOfOrder.MaxLate, c.Interval)
 	}

@@ -74,6 +74,22 @@ func TestValidateReportsEverySetting(t *testing.T) {
 	}
 
 	c = DefaultConfig()
+	c.OutOfOrder = OutOfOrder{Set: true, Fraction: 0.9, MaxLate: time.Minute}
+	c.Offline = Offline{Set: true, Fraction: 0.5}
+	c.Missing = Missing{Set: true, Fraction: 1}
+	err = c.Validate()
+	for _, s := range []string{"OUT_OF_ORDER", "OFFLINE", "MISSING"} {
+		found := false
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			var se *sources.SettingError
+			found = found || errors.As(e, &se) && se.Setting == s
+		}
+		if !found {
+			t.Errorf("programmatic config: no error for %s in %v", s, err)
+		}
+	}
+
+	c = DefaultConfig()
 	must(t, c.OutOfOrder.UnmarshalText([]byte("0.1:5s")))
 	must(t, c.Offline.UnmarshalText([]byte("0.1:1s")))
 	must(t, c.End.UnmarshalText([]byte("+5s")))
