@@ -235,3 +235,28 @@ func TestTSBSLoaderAcceptsOutput(t *testing.T) {
 		t.Fatalf("tsbs_load_influx did not load 3600 rows:\n%s", log)
 	}
 }
+
+func TestCancelStopsCleanly(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	var errb bytes.Buffer
+	w := &cancelAfter{n: 1 << 20, cancel: cancel}
+	code := Main(ctx, []string{"--source", "devops", "--scale", "4000", "--quiet"}, w, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "interrupted") {
+		t.Fatalf("exit %d, stderr %q; want 1 and interrupted", code, errb.String())
+	}
+}
+
+// cancelAfter cancels once n bytes were written.
+type cancelAfter struct {
+	n      int
+	cancel func()
+}
+
+func (c *cancelAfter) Write(p []byte) (int, error) {
+	c.n -= len(p)
+	if c.n <= 0 {
+		c.cancel()
+	}
+	return len(p), nil
+}
