@@ -447,3 +447,27 @@ func TestWallClockKnobsLoseNothing(t *testing.T) {
 		t.Fatalf("%d rows for %d rounds of 13 trucks, want %d", len(seen), st.round, want)
 	}
 }
+
+// TestWallClockAllOffline checks that Fill returns when every device is
+// offline at the given time instead of spinning through empty rounds.
+func TestWallClockAllOffline(t *testing.T) {
+	t.Parallel()
+	c := DefaultConfig()
+	c.Scale = 2
+	c.Clock = Wall
+	must(t, c.Offline.UnmarshalText([]byte("0.9:1m")))
+	src := build(t, "devops", c, 1, sources.Shard{})
+	st, _ := src.Stream(0, 1)
+	b := sources.NewSeriesBatch(src.Schemas())
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	rows := 0
+	for i := 0; i < 100; i++ {
+		b.Reset()
+		must(t, st.Fill(b, 1000, now))
+		rows += b.Len()
+		now += int64(time.Minute)
+	}
+	if rows == 0 {
+		t.Fatal("no rows in 100 minutes")
+	}
+}

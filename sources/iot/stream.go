@@ -39,12 +39,13 @@ type Stream struct {
 	count  int // devices
 	state  []int64
 
-	round   int64
-	roundTs int64
-	drain   bool
-	done    bool
-	maxTs   int64 // largest timestamp emitted (wall clock)
-	now     int64 // of the current Fill
+	round     int64
+	roundTs   int64
+	roundRows int // rows emitted in the current round
+	drain     bool
+	done      bool
+	maxTs     int64 // largest timestamp emitted (wall clock)
+	now       int64 // of the current Fill
 
 	// cursor within the round
 	k     int // device index in the stream
@@ -103,14 +104,20 @@ func (s *Stream) Fill(b *sources.Batch, max int, now int64) error {
 	}
 	s.now = now
 	s.values = 0
-	rows := 0
+	rows, started := 0, false
 	for {
 		if s.k >= s.count {
 			if s.drain {
 				s.done = true
 				break
 			}
+			if started && s.src.wall && s.roundRows == 0 {
+				// Every device is offline or late at this time: more rounds
+				// with the same now would emit nothing either.
+				break
+			}
 			s.startRound(now)
+			started = true
 			continue
 		}
 		if rows >= max {
@@ -170,6 +177,7 @@ func (s *Stream) finish(b *sources.Batch) {
 
 func (s *Stream) startRound(now int64) {
 	s.round++
+	s.roundRows = 0
 	s.cur, s.next = s.next, s.cur[:0]
 	s.curPos = 0
 	s.k = 0
@@ -332,6 +340,7 @@ func (s *Stream) row(t *sources.Table, m int, ts int64) {
 		n -= s.nulls(t, i, ts, m)
 	}
 	s.values += n
+	s.roundRows++
 	if s.refs != nil {
 		*s.refs = append(*s.refs, RowRef{Table: int32(m), Row: int32(i)})
 	}
