@@ -122,7 +122,7 @@ func (c *Clock) UnmarshalText(b []byte) error {
 	case "wall", "now", "real":
 		*c = Wall
 	default:
-		return sources.Invalid("CLOCK", "%q: want simulated or wall", b)
+		return fmt.Errorf("%q: want simulated or wall", b)
 	}
 	return nil
 }
@@ -155,7 +155,7 @@ func (c *ColumnType) UnmarshalText(b []byte) error {
 	case "float", "double", "float64":
 		*c = ColumnFloat
 	default:
-		return sources.Invalid("COLUMN_TYPE", "%q: want int or float", b)
+		return fmt.Errorf("%q: want int or float", b)
 	}
 	return nil
 }
@@ -187,7 +187,7 @@ func (s *Start) UnmarshalText(b []byte) error {
 	}
 	t, err := parseTime(v)
 	if err != nil {
-		return sources.Invalid("START", "%q: want now or an RFC3339 time like 2026-01-01T00:00:00Z", v)
+		return fmt.Errorf("%q: want now or an RFC3339 time like 2026-01-01T00:00:00Z", v)
 	}
 	*s = Start{T: t}
 	return nil
@@ -221,14 +221,14 @@ func (e *End) UnmarshalText(b []byte) error {
 	if rest, ok := strings.CutPrefix(v, "+"); ok {
 		d, err := time.ParseDuration(rest)
 		if err != nil || d <= 0 {
-			return sources.Invalid("END", "%q: want +DURATION with a positive duration, e.g. +24h", v)
+			return fmt.Errorf("%q: want +DURATION with a positive duration, e.g. +24h", v)
 		}
 		*e = End{Set: true, Rel: d}
 		return nil
 	}
 	t, err := parseTime(v)
 	if err != nil {
-		return sources.Invalid("END", "%q: want empty (endless), an RFC3339 time like 2026-01-02T00:00:00Z or +DURATION", v)
+		return fmt.Errorf("%q: want empty (endless), an RFC3339 time like 2026-01-02T00:00:00Z or +DURATION", v)
 	}
 	*e = End{Set: true, T: t}
 	return nil
@@ -280,10 +280,10 @@ type OutOfOrder struct {
 func (o *OutOfOrder) UnmarshalText(b []byte) error {
 	f, d, set, err := parseFracDur(string(b))
 	if err != nil {
-		return sources.Invalid("OUT_OF_ORDER", "%q: %w (e.g. 0.05:30s: 5%% of readings up to 30s late; none to disable)", b, err)
+		return fmt.Errorf("%q: %w (e.g. 0.05:30s: 5%% of readings up to 30s late; none to disable)", b, err)
 	}
 	if f > 0.5 {
-		return sources.Invalid("OUT_OF_ORDER", "%q: fraction must be at most 0.5 (a late reading arrives after a newer one of its device)", b)
+		return fmt.Errorf("%q: fraction must be at most 0.5 (a late reading arrives after a newer one of its device)", b)
 	}
 	*o = OutOfOrder{Set: set, Fraction: f, MaxLate: d}
 	return nil
@@ -307,10 +307,10 @@ type Offline struct {
 func (o *Offline) UnmarshalText(b []byte) error {
 	f, d, set, err := parseFracDur(string(b))
 	if err != nil {
-		return sources.Invalid("OFFLINE", "%q: %w (e.g. 0.01:10m: 1%% of devices offline for 10m at a time; none to disable)", b, err)
+		return fmt.Errorf("%q: %w (e.g. 0.01:10m: 1%% of devices offline for 10m at a time; none to disable)", b, err)
 	}
 	if f >= 1 {
-		return sources.Invalid("OFFLINE", "%q: fraction must be below 1 (a device that is always offline never sends)", b)
+		return fmt.Errorf("%q: fraction must be below 1 (a device that is always offline never sends)", b)
 	}
 	*o = Offline{Set: set, Fraction: f, Duration: d}
 	return nil
@@ -341,10 +341,10 @@ func (m *Missing) UnmarshalText(b []byte) error {
 	}
 	f, err := parseFraction(v)
 	if err != nil {
-		return sources.Invalid("MISSING", "%q: %w (e.g. 0.01 or 1%%)", v, err)
+		return fmt.Errorf("%q: %w (e.g. 0.01 or 1%%)", v, err)
 	}
 	if f >= 1 {
-		return sources.Invalid("MISSING", "%q: fraction must be below 1 (a row needs at least one value)", v)
+		return fmt.Errorf("%q: fraction must be below 1 (a row needs at least one value)", v)
 	}
 	*m = Missing{Set: true, Fraction: f}
 	return nil
