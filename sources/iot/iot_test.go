@@ -232,3 +232,34 @@ func TestDevopsMatchesTSBSValueCount(t *testing.T) {
 		t.Fatalf("rows %d values %d, want 864000 and 8640000 (TSBS cpu-only scale 100, 1 day at 10s)", rows, values)
 	}
 }
+
+func TestPrecomputedTagsMatchComputed(t *testing.T) {
+	for _, name := range Names() {
+		small := build(t, name, cfg(t, 300, "1h", "COLUMNS", "3"), 5, sources.Shard{})
+		big := build(t, name, cfg(t, precomputedMax+1, "1h", "COLUMNS", "3"), 5, sources.Shard{})
+		for i, s := range small.Schemas() {
+			st, ok := s.Tags.(StringTagger)
+			if !ok {
+				t.Fatalf("%s: scale 300 tags are not precomputed", name)
+			}
+			if _, ok := big.Schemas()[i].Tags.(StringTagger); ok {
+				t.Fatalf("%s: scale %d tags are precomputed", name, precomputedMax+1)
+			}
+			for d := uint32(0); d < 300; d++ {
+				for k := range s.TagKeys {
+					want := string(big.Schemas()[i].Tags.AppendTag(nil, d, k))
+					if got := st.TagString(d, k); got != want {
+						t.Fatalf("%s.%s device %d: precomputed %q, computed %q", s.Measurement, s.TagKeys[k], d, got, want)
+					}
+					if got := string(s.Tags.AppendTag(nil, d, k)); got != want {
+						t.Fatalf("%s.%s device %d: AppendTag %q, computed %q", s.Measurement, s.TagKeys[k], d, got, want)
+					}
+				}
+			}
+		}
+		var st StringTagger = small.Schemas()[0].Tags.(StringTagger)
+		if a := testing.AllocsPerRun(100, func() { _ = st.TagString(7, 0) }); a != 0 {
+			t.Fatalf("TagString allocates %.0f times", a)
+		}
+	}
+}

@@ -140,6 +140,7 @@ func Build(source string, c Config, seed uint64, shard sources.Shard) (*Source, 
 		return nil, sources.Invalid("SOURCE", "unknown source %q (known: %s)", source, strings.Join(Names(), ", "))
 	}
 	s.sch = s.model.schemas()
+	precomputeTags(s.sch, c.Scale)
 	if i := shard.Index; i < c.Scale {
 		s.devices = (c.Scale - i + shard.Count - 1) / shard.Count
 	}
