@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -259,4 +260,24 @@ func (c *cancelAfter) Write(p []byte) (int, error) {
 		c.cancel()
 	}
 	return len(p), nil
+}
+
+func TestShardFilesMakeTheWhole(t *testing.T) {
+	t.Parallel()
+	args := []string{"--source", "devops-full", "--scale", "7", "--end", "+30m", "--offline", "0.2:1m", "--out-of-order", "0.1:30s", "--quiet"}
+	lines := func(b []byte) []string {
+		l := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		slices.Sort(l)
+		return l
+	}
+	whole, _ := gen(t, args...)
+	var parts []string
+	for i := 0; i < 3; i++ {
+		out, _ := gen(t, append(args, "--shard", fmt.Sprintf("%d/3", i))...)
+		parts = append(parts, lines(out)...)
+	}
+	slices.Sort(parts)
+	if w := lines(whole); !slices.Equal(w, parts) {
+		t.Fatalf("the 3 shards hold %d lines, the whole data set %d, or they differ", len(parts), len(w))
+	}
 }
