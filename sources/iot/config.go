@@ -17,6 +17,10 @@ const MaxScale = 10_000_000
 // MaxColumns is the largest COLUMNS (massive) accepted.
 const MaxColumns = 1000
 
+// maxSpan bounds INTERVAL, OUT_OF_ORDER lateness and OFFLINE durations,
+// keeping timestamp arithmetic far from int64 overflow.
+const maxSpan = 366 * 24 * time.Hour
+
 // Config holds the settings of an iot workload. Tags are for
 // caarlos0/env/v11 without a prefix; the engine adds SOAKD_<W>_. Every
 // custom type parses with UnmarshalText and prints back with MarshalText.
@@ -56,8 +60,14 @@ func (c Config) Validate() error {
 	if c.Scale < 1 || c.Scale > MaxScale {
 		bad("SCALE", "%d is out of range: want 1..%d devices", c.Scale, MaxScale)
 	}
-	if c.Interval <= 0 {
-		bad("INTERVAL", "%s: want a positive duration, e.g. 10s", c.Interval)
+	if c.Interval <= 0 || c.Interval > maxSpan {
+		bad("INTERVAL", "%s: want a positive duration up to %s, e.g. 10s", c.Interval, maxSpan)
+	}
+	if c.OutOfOrder.MaxLate > maxSpan {
+		bad("OUT_OF_ORDER", "max lateness %s: want at most %s", c.OutOfOrder.MaxLate, maxSpan)
+	}
+	if c.Offline.Duration > maxSpan {
+		bad("OFFLINE", "duration %s: want at most %s", c.Offline.Duration, maxSpan)
 	}
 	if c.Columns < 1 || c.Columns > MaxColumns {
 		bad("COLUMNS", "%d is out of range: want 1..%d", c.Columns, MaxColumns)

@@ -79,8 +79,9 @@ func TestValidateReportsEverySetting(t *testing.T) {
 	c.OutOfOrder = OutOfOrder{Set: true, Fraction: 0.9, MaxLate: time.Minute}
 	c.Offline = Offline{Set: true, Fraction: 0.5}
 	c.Missing = Missing{Set: true, Fraction: 1}
+	c.Interval = 1000 * time.Hour * 24
 	err = c.Validate()
-	for _, s := range []string{"OUT_OF_ORDER", "OFFLINE", "MISSING"} {
+	for _, s := range []string{"OUT_OF_ORDER", "OFFLINE", "MISSING", "INTERVAL"} {
 		found := false
 		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
 			var se *sources.SettingError
