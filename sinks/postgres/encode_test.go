@@ -174,6 +174,9 @@ func TestParamEncoding(t *testing.T) {
 			t.Fatalf("array %d header: ndim %d len %d lower bound %d", c, ndim, n, lb)
 		}
 		hasNull := c > len(s.TagKeys) && tb.Null[c-1-len(s.TagKeys)] != nil
+		for i := 0; c > 0 && c <= len(s.TagKeys) && i < tb.Len(); i++ {
+			hasNull = hasNull || want[i].cols[c] == "NULL"
+		}
 		if (flag == 1) != hasNull {
 			t.Fatalf("array %d: null flag %d, want %v", c, flag, hasNull)
 		}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/sources/iot"
 	"github.com/soakd/soakd/sources/seq"
 )
 
@@ -199,6 +201,78 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 	}
 }
 
-// seriesSources are the data set sources of package sources/iot, once it
-// is on this branch.
-func seriesSources() daemon.Sources { return nil }
+// seriesSources registers package sources/iot as cmd/soakd does.
+func seriesSources() daemon.Sources {
+	return daemon.Sources{{
+		Names: []string{"devops", "devops-full", "iot", "massive"}, Kind: sources.Series,
+		Settings: func() any { c := iot.DefaultConfig(); return &c },
+		Validate: func(w *daemon.Workload) error { return w.Ext.(*iot.Config).Validate() },
+		New: func(w *daemon.Workload) (sources.Source, error) {
+			return iot.New(w.Source, *w.Ext.(*iot.Config), w.Seed, w.Shard)
+		},
+	}}
+}
+
+// TestEngineSources runs every series source through the engine with
+// every insert method and compares the tables with the data set,
+// regenerated here from the same settings: every row stored once, every
+// value (and null) as generated, and soakd_rows_total = rows stored.
+func TestEngineSources(t *testing.T) {
+	srv := testserver.Postgres(t)
+	const start, end, scale = "2016-01-01T00:00:00Z", "+30m", 12
+	for _, source := range []string{"devops", "devops-full", "iot", "massive"} {
+		// The data set, as the source generates it.
+		c := iot.DefaultConfig()
+		c.Scale = scale
+		if err := c.Start.UnmarshalText([]byte(start)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.End.UnmarshalText([]byte(end)); err != nil {
+			t.Fatal(err)
+		}
+		src, err := iot.New(source, c, 7, sources.Shard{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([][]row, len(src.Schemas()))
+		st, _ := src.Stream(0, 1)
+		b := sources.NewSeriesBatch(src.Schemas())
+		for {
+			b.Reset()
+			err := st.Fill(b, 1000, 0)
+			for i, tb := range b.Tables {
+				want[i] = append(want[i], expectRows(tb)...)
+			}
+			if err != nil {
+				break
+			}
+		}
+		total := 0
+		for _, w := range want {
+			total += len(w)
+		}
+		for _, method := range []string{"copy", "insert", "unnest"} {
+			t.Run(source+"/"+method, func(t *testing.T) {
+				db := newDB(t, srv, strings.ReplaceAll(source, "-", "_")+"_"+method)
+				reg := prometheus.NewRegistry()
+				res := runEngine(t.Context(), t, reg, map[string]string{
+					"SOAKD_W_SOURCE": source, "SOAKD_W_SCALE": fmt.Sprint(scale), "SOAKD_W_SEED": "7",
+					"SOAKD_W_START": start, "SOAKD_W_END": end,
+					"SOAKD_W_TARGET": withParams(db, "insert", method), "SOAKD_W_RATE": "max",
+					"SOAKD_W_WORKERS": "3", "SOAKD_W_BATCH_SIZE": "500",
+				})
+				if res.err != nil {
+					t.Fatal(res.err)
+				}
+				w := res.sum.Workloads[0]
+				if rows := counter(t, reg, "soakd_rows_total", nil); w.Units != int64(total) || int64(rows) != w.Units {
+					t.Errorf("acknowledged %d, soakd_rows_total %v, data set %d rows", w.Units, rows, total)
+				}
+				conn := connect(t, db)
+				for i, s := range src.Schemas() {
+					sameRows(t, s.Measurement, readRows(t, conn, s), want[i])
+				}
+			})
+		}
+	}
+}

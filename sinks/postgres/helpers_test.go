@@ -31,8 +31,11 @@ func newTagger(devices int, keys []string, deviceTag int) *testTagger {
 	for d := range devices {
 		for k := range keys {
 			v := keys[k] + "_" + strconv.Itoa(d%(3+k))
-			if k == deviceTag {
+			switch {
+			case k == deviceTag:
 				v = "host_" + strconv.Itoa(d)
+			case d%5 == 3 && k == len(keys)-1:
+				v = "" // this device lacks the tag: stored as NULL
 			}
 			tg.vals[d] = append(tg.vals[d], v)
 		}
@@ -121,7 +124,11 @@ func expectRows(t *sources.Table) []row {
 		cols = append(cols, strconv.FormatInt(us, 10))
 		for k := range s.TagKeys {
 			buf = s.Tags.AppendTag(buf[:0], t.Device[i], k)
-			cols = append(cols, string(buf))
+			if len(buf) == 0 {
+				cols = append(cols, "NULL")
+			} else {
+				cols = append(cols, string(buf))
+			}
 		}
 		for f, fd := range s.Fields {
 			switch {
