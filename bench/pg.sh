@@ -66,6 +66,14 @@ if [ -z "${SOAKD_BIN:-}" ]; then
 	(cd "$repo" && go build -o "$SOAKD_BIN" ./cmd/soakd) || die "cannot build soakd"
 fi
 
+# The same settings as the loads below, checked before anything runs: the
+# binary must know the devops source and the postgres sink.
+if ! out=$(env SOAKD_WORKLOADS=w SOAKD_LISTEN=off SOAKD_W_SOURCE=devops SOAKD_W_RATE=max \
+	SOAKD_W_TARGET="postgres://postgres@127.0.0.1:$PG_PORT/soakd?sslmode=disable" \
+	SOAKD_W_START=2016-01-01T00:00:00Z SOAKD_W_END=2016-01-02T00:00:00Z "$SOAKD_BIN" config --check 2>&1); then
+	die "$SOAKD_BIN cannot run the benchmark's workload (does it register the devops source and the postgres sink?): $out"
+fi
+
 # ---- PostgreSQL ------------------------------------------------------------
 PSQL=("$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres)
 as_pg() {
