@@ -204,9 +204,9 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 // seriesSources registers package sources/iot as cmd/soakd does.
 func seriesSources() daemon.Sources {
 	return daemon.Sources{{
-		Names: []string{"devops", "devops-full", "iot", "massive"}, Kind: sources.Series,
-		Settings: func() any { c := iot.DefaultConfig(); return &c },
-		Validate: func(w *daemon.Workload) error { return w.Ext.(*iot.Config).Validate() },
+		Names: iot.Names(), Kind: sources.Series,
+		Settings: func() any { return &iot.Config{} },
+		Validate: func(w *daemon.Workload) error { return iot.Defaults(w.Source, *w.Ext.(*iot.Config)).Validate() },
 		New: func(w *daemon.Workload) (sources.Source, error) {
 			return iot.New(w.Source, *w.Ext.(*iot.Config), w.Seed, w.Shard)
 		},
