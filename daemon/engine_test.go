@@ -321,3 +321,61 @@ func TestNeverReadyFails(t *testing.T) {
 		}
 	})
 }
+
+// slowPrepare is a sink whose schema takes a while to create.
+type slowPrepare struct{ failingSink }
+
+func (slowPrepare) Prepare(ctx context.Context) error {
+	select {
+	case <-time.After(5 * time.Second):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (slowPrepare) Write(context.Context, *sources.Batch) (int, error) { return 0, nil }
+
+// The schedule starts when the target is ready, not when soakd started:
+// a slow Prepare must not make the first seconds look late.
+func TestScheduleStartsAfterPrepare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins(sinks.Entry{Schemes: []string{"slow"}, Kinds: []sources.Kind{sources.Series},
+			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return slowPrepare{}, nil }})
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "slow://x", "SOAKD_SEQ_RATE", "100",
+			"SOAKD_SEQ_BATCH_SIZE", "1", "SOAKD_SEQ_DURATION", "5s", "SOAKD_SEQ_MAX_LAG", "100ms"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		w := res.sum.Workloads[0]
+		if w.Units != 500 || w.Dropped != 0 {
+			t.Fatalf("acked %d dropped %d, want 500 and 0", w.Units, w.Dropped)
+		}
+		if w.Seconds < 4.99 || w.Seconds > 5.01 {
+			t.Errorf("workload ran %.3fs, want 5s after the target was ready", w.Seconds)
+		}
+	})
+}
+
+// partial is a write error after which the target kept some rows.
+type partial struct{ n int }
+
+func (p partial) Error() string { return "partial write" }
+func (p partial) Stored() int   { return p.n }
+
+func TestPartialWritesCountStoredRows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins(sinks.Entry{Schemes: []string{"half"}, Kinds: []sources.Kind{sources.Series},
+			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) {
+				return failingSink{sinks.NewError(sinks.Rejected, false, partial{4})}, nil
+			}})
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "half://x", "SOAKD_SEQ_RATE", "100",
+			"SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_DURATION", "1s"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		w := res.sum.Workloads[0]
+		if w.Units != 40 || w.Failed != 60 {
+			t.Fatalf("acked %d failed %d, want 40 stored and 60 failed of 100", w.Units, w.Failed)
+		}
+		if got := gatherValue(t, res, "soakd_rows_total"); got != 40 {
+			t.Errorf("soakd_rows_total = %v, want 40", got)
+		}
+	})
+}

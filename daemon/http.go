@@ -153,14 +153,14 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 		switch {
 		case wl.finished.Load():
 			s.State = "done"
-		case wl.start.IsZero():
+		case !wl.started():
 			s.State = "starting"
 		case sch.paused:
 			s.State = "paused"
 		default:
 			s.State = "running"
 		}
-		if !wl.start.IsZero() {
+		if wl.started() {
 			s.TargetRate = sch.rateAt(wl.since())
 			s.LagSeconds = wl.lagNow().Seconds()
 		}
@@ -228,7 +228,7 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	for _, wl := range targets {
-		if wl.finished.Load() || wl.start.IsZero() {
+		if wl.finished.Load() || !wl.started() {
 			http.Error(w, wl.name+": workload is not running", http.StatusConflict)
 			return
 		}

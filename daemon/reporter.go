@@ -128,7 +128,7 @@ func (r *reporter) tick(now time.Time) {
 	var done int64
 	for i, w := range r.wls {
 		st := r.state[i]
-		if !w.start.IsZero() {
+		if w.started() {
 			w.m.targetRate.Set(w.sched.Load().rateAt(w.since()))
 			w.m.lag.Set(w.lagNow().Seconds())
 		}
@@ -146,7 +146,7 @@ func (r *reporter) tick(now time.Time) {
 	}
 	if r.bar != nil {
 		if r.byTime {
-			_ = r.bar.Set64(int64(time.Since(r.wls[0].start).Seconds()))
+			_ = r.bar.Set64(int64(r.wls[0].elapsed().Seconds()))
 		} else {
 			_ = r.bar.Set64(done)
 		}
@@ -176,7 +176,7 @@ func (r *reporter) progress(now time.Time) {
 			st.window[op].service = w.rec[op].service.swapWindow()
 		}
 		st.lastWin = now
-		if r.cfg.Progress <= 0 || r.bar != nil || w.start.IsZero() {
+		if r.cfg.Progress <= 0 || r.bar != nil || !w.started() {
 			continue
 		}
 		var errs int64

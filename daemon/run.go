@@ -215,9 +215,10 @@ func closeSinks(wls []*workload, log *zap.Logger) {
 // runAll prepares the sink, runs the load phase when the source has one,
 // then the workload.
 func (w *workload) runAll(genCtx, drainCtx context.Context) error {
-	w.start = time.Now()
-	w.startWall = w.start.UnixNano()
-	defer w.finished.Store(true)
+	defer func() {
+		w.ended.Store(int64(mono()))
+		w.finished.Store(true)
+	}()
 	if err := w.prepare(genCtx); err != nil {
 		if genCtx.Err() != nil {
 			return nil

@@ -84,13 +84,14 @@ func errsTotal(m map[string]int64) int64 {
 func summarize(version string, started time.Time, wls []*workload) *Summary {
 	s := &Summary{Version: version, Started: started, Seconds: time.Since(started).Seconds()}
 	for _, w := range wls {
-		secs := 0.0
-		if !w.start.IsZero() {
-			secs = w.since().Seconds()
+		secs := w.elapsed().Seconds()
+		var startedAt time.Time
+		if w.started() {
+			startedAt = monoBase.Add(time.Duration(w.first.Load()))
 		}
 		ws := WorkloadSummary{
 			Name: w.name, Source: w.cfg.Source, Target: w.target, Kind: w.kind.String(),
-			Rate: w.cfg.Rate.String(), Workers: w.cfg.Workers, Batch: w.batchSize, Seconds: secs, Started: w.start,
+			Rate: w.cfg.Rate.String(), Workers: w.cfg.Workers, Batch: w.batchSize, Seconds: secs, Started: startedAt,
 			Units: w.acked.Load(), UnitName: unitName(w.kind), Values: w.valuesN.Load(),
 			Bytes: w.bytesN.Load(), Failed: w.failedU.Load(), Dropped: w.dropped.Load(),
 			Scheduled: w.scheduled.Load(), Errors: map[string]int64{},

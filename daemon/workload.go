@@ -68,8 +68,14 @@ type runner struct {
 	rec       [sources.NumOps + 1]struct{ response, service recorder }
 	errLog    *throttle
 
-	start     time.Time // monotonic origin of every due time
-	startWall int64     // Unix ns of start, for row timestamps
+	// The schedule's origin: every due time is relative to the start of
+	// the current phase (load, then run), read by the reporter and HTTP
+	// while workers run, hence atomic. Monotonic offsets from monoBase;
+	// 0 = not started.
+	origin    atomic.Int64
+	startWall atomic.Int64 // Unix ns at origin, for row timestamps
+	first     atomic.Int64 // origin of the first phase
+	ended     atomic.Int64 // when the workload finished
 
 	sched     atomic.Pointer[schedule]
 	ctl       chan controlReq
@@ -109,18 +115,52 @@ func newRunner(cfg *Workload, kind sources.Kind, src sources.Source, sink sinks.
 	if kind == sources.KV {
 		r.batchSize = cfg.Pipeline
 	}
-	s := &schedule{}
-	if !cfg.Rate.Max {
-		s.profile = r.perShard(cfg.Rate.Profile)
-	}
-	r.sched.Store(s)
+	r.sched.Store(&schedule{})
 	r.pending.Store(-1)
 	run := "run"
 	r.phase.Store(&run)
 	return r
 }
 
-func (r *runner) since() time.Duration { return time.Since(r.start) }
+// monoBase is the process's monotonic time origin.
+var monoBase = time.Now()
+
+// mono is the monotonic time since monoBase, never 0.
+func mono() time.Duration { return time.Since(monoBase) + 1 }
+
+// since is the time since the current phase started.
+func (r *runner) since() time.Duration { return mono() - time.Duration(r.origin.Load()) }
+
+// started reports whether the workload's first phase has begun.
+func (r *runner) started() bool { return r.first.Load() != 0 }
+
+// elapsed is the workload's running time: from its first phase to its end
+// (or now).
+func (r *runner) elapsed() time.Duration {
+	f := r.first.Load()
+	if f == 0 {
+		return 0
+	}
+	end := r.ended.Load()
+	if end == 0 {
+		end = int64(mono())
+	}
+	return time.Duration(end - f)
+}
+
+// beginPhase makes now the origin of the schedule and restarts the rate
+// profile from its beginning.
+func (r *runner) beginPhase() {
+	now := mono()
+	r.startWall.Store(time.Now().UnixNano())
+	r.origin.Store(int64(now))
+	r.first.CompareAndSwap(0, int64(now))
+	s := &schedule{}
+	if !r.cfg.Rate.Max {
+		s.profile = r.perShard(r.cfg.Rate.Profile)
+	}
+	r.sched.Store(s)
+}
 
 // perShard scales a rate, which is always the total over every shard, to
 // this process's share (SHARD=i/N runs 1/N of it).
@@ -165,6 +205,7 @@ func (r *runner) run(genCtx, drainCtx context.Context, src sources.Source, close
 	if err != nil {
 		return err
 	}
+	r.beginPhase()
 	var wg sync.WaitGroup
 	for i := 0; i < r.cfg.Workers; i++ {
 		wg.Add(1)
@@ -444,7 +485,7 @@ func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) 
 		if st == nil {
 			break
 		}
-		err := st.Fill(b, t.units-b.Len(), r.startWall+int64(t.due))
+		err := st.Fill(b, t.units-b.Len(), r.startWall.Load()+int64(t.due))
 		if err == nil {
 			held = st
 			break
@@ -504,6 +545,14 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) {
 		retry, after := sinks.Retryable(err)
 		if !retry || attempt >= r.cfg.Retries || ctx.Err() != nil {
 			r.failed(w, class, true)
+			if n := min(sinks.Stored(err), b.Len()); n > 0 {
+				// A partial write: count what the target kept.
+				r.acked.Add(int64(n))
+				r.failedU.Add(-int64(n))
+				if !kv {
+					r.m.rows.Add(float64(n))
+				}
+			}
 			return
 		}
 		if !sleepCtx(ctx, backoff(r.cfg.RetryBackoff, attempt, after)) {

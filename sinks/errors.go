@@ -89,3 +89,14 @@ func Retryable(err error) (ok bool, after time.Duration) {
 	}
 	return false, 0
 }
+
+// Stored returns how many units of a failed batch the target kept anyway
+// (a partial write: the error has a Stored() int method, as InfluxDB's
+// "partial write" answers do), or 0.
+func Stored(err error) int {
+	var p interface{ Stored() int }
+	if errors.As(err, &p) {
+		return max(p.Stored(), 0)
+	}
+	return 0
+}
