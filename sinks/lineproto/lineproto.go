@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/soakd/soakd/sources"
 )
@@ -105,11 +106,12 @@ func (e *Encoder) AppendRow(dst []byte, t *sources.Table, i int) (out []byte, ok
 	dev := t.Device[i]
 	for k := range s.TagKeys {
 		e.scratch = s.Tags.AppendTag(e.scratch[:0], dev, k)
-		if len(e.scratch) == 0 {
-			continue // line protocol has no empty tag values
-		}
+		mark := len(dst)
 		dst = append(dst, e.tagKey[k]...)
-		dst = appendEscapedBytes(dst, e.scratch, keyEscapes)
+		n := len(dst)
+		if dst = appendEscapedBytes(dst, e.scratch, keyEscapes); len(dst) == n {
+			dst = dst[:mark] // line protocol has no empty tag values
+		}
 	}
 	sep := byte(' ')
 	n := 0
@@ -192,31 +194,53 @@ const (
 	keyEscapes                          // comma, equals, space (tag keys/values, field keys)
 )
 
-func needsEscape(c byte, set escapeSet) bool {
-	switch c {
-	case ',', ' ', '\\':
-		return true
-	case '=':
-		return set == keyEscapes
-	case '\n', '\r', '\t':
-		return true
+// Byte classes for escaping. InfluxDB (1.x models, 2.x, and the reference
+// encoder github.com/influxdata/line-protocol/v2) unescapes only "\,", "\ "
+// and "\=" in names and tag values; any other backslash is kept as is.
+// So backslashes are written unescaped ("a\\b" would be stored with two
+// backslashes), and what line protocol cannot carry is replaced.
+const (
+	plainByte   = iota
+	escapedByte // written after a backslash
+	controlByte // no way to carry it (a newline ends the line): an escaped space
+	highByte    // part of a multi-byte UTF-8 sequence: checked, invalid -> U+FFFD
+)
+
+var byteClass = func() (t [2][256]uint8) {
+	for set := range t {
+		for c := 0; c < 256; c++ {
+			switch {
+			case c < 0x20 || c == 0x7f:
+				t[set][c] = controlByte
+			case c >= 0x80:
+				t[set][c] = highByte
+			case c == ',' || c == ' ' || c == '=' && escapeSet(set) == keyEscapes:
+				t[set][c] = escapedByte
+			}
+		}
 	}
-	return false
-}
+	return t
+}()
 
 func escapeString(s string, set escapeSet) []byte { return appendEscaped(nil, s, set) }
 
 func appendEscaped(dst []byte, s string, set escapeSet) []byte {
-	for i := 0; i < len(s); i++ {
-		dst = appendEscapedByte(dst, s[i], set)
-	}
-	return dst
+	return appendEscapedBytes(dst, []byte(s), set)
 }
 
+// appendEscapedBytes appends s escaped for the given position. Trailing
+// backslashes are dropped: before the separator that follows they would
+// escape it, and no parser reads "\\" as one backslash. Control characters
+// become spaces and invalid UTF-8 becomes U+FFFD. Nothing is appended when
+// that leaves s empty.
 func appendEscapedBytes(dst, s []byte, set escapeSet) []byte {
+	for len(s) > 0 && s[len(s)-1] == '\\' {
+		s = s[:len(s)-1]
+	}
+	cls := &byteClass[set]
 	clean := true
 	for _, c := range s {
-		if needsEscape(c, set) {
+		if cls[c] != plainByte {
 			clean = false
 			break
 		}
@@ -224,21 +248,27 @@ func appendEscapedBytes(dst, s []byte, set escapeSet) []byte {
 	if clean {
 		return append(dst, s...)
 	}
-	for _, c := range s {
-		dst = appendEscapedByte(dst, c, set)
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch cls[c] {
+		case escapedByte:
+			dst = append(dst, '\\', c)
+		case controlByte:
+			dst = append(dst, '\\', ' ')
+		case highByte:
+			r, n := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && n <= 1 {
+				dst = append(dst, "\uFFFD"...)
+			} else {
+				dst = append(dst, s[i:i+n]...)
+			}
+			i += n
+			continue
+		default:
+			dst = append(dst, c)
+		}
+		i++
 	}
 	return dst
 }
 
-// appendEscapedByte escapes c for line protocol. Newlines and tabs cannot
-// be escaped in line protocol, so they are replaced by spaces (escaped).
-func appendEscapedByte(dst []byte, c byte, set escapeSet) []byte {
-	switch c {
-	case '\n', '\r', '\t':
-		return append(dst, '\\', ' ')
-	}
-	if needsEscape(c, set) {
-		dst = append(dst, '\\')
-	}
-	return append(dst, c)
-}
