@@ -10,9 +10,11 @@
 package lineproto
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/soakd/soakd/sources"
@@ -272,3 +274,67 @@ func appendEscapedBytes(dst, s []byte, set escapeSet) []byte {
 	return dst
 }
 
+// CheckSchema reports why s cannot be written as line protocol that
+// InfluxDB stores as named: an empty, non-UTF-8 or control-character name,
+// a name ending in a backslash, a measurement starting with '#' (InfluxDB
+// skips the line as a comment and answers 204), a duplicate key, or a key
+// InfluxDB reserves (time, _measurement, _field). Sinks call it once when
+// they open; tag values are per row and are made safe by the encoder.
+func CheckSchema(s *sources.Schema) error {
+	var errs []error
+	bad := func(what, name string) {
+		if msg := checkName(name); msg != "" {
+			errs = append(errs, fmt.Errorf("line protocol: %s %q %s", what, name, msg))
+		}
+	}
+	bad("measurement", s.Measurement)
+	if len(s.Measurement) > 0 && s.Measurement[0] == '#' {
+		errs = append(errs, fmt.Errorf("line protocol: measurement %q starts with '#', which InfluxDB reads as a comment", s.Measurement))
+	}
+	if len(s.Fields) == 0 {
+		errs = append(errs, fmt.Errorf("line protocol: measurement %q has no fields", s.Measurement))
+	}
+	if len(s.TagKeys) > 0 && s.Tags == nil {
+		errs = append(errs, fmt.Errorf("line protocol: measurement %q has tag keys but no Tagger", s.Measurement))
+	}
+	seen := map[string]bool{}
+	key := func(what, name string) {
+		bad(what, name)
+		switch name {
+		case "time", "_measurement", "_field":
+			errs = append(errs, fmt.Errorf("line protocol: %s %q is reserved by InfluxDB", what, name))
+		}
+		if seen[what+"\x00"+name] {
+			errs = append(errs, fmt.Errorf("line protocol: %s %q appears twice", what, name))
+		}
+		seen[what+"\x00"+name] = true
+	}
+	for _, k := range s.TagKeys {
+		key("tag key", k)
+	}
+	for _, f := range s.Fields {
+		key("field", f.Name)
+		if strings.Contains(f.Name, `\"`) {
+			// InfluxDB 1.x unescapes \" in field keys only.
+			errs = append(errs, fmt.Errorf(`line protocol: field %q contains \", which InfluxDB 1.x reads as "`, f.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkName(s string) string {
+	switch {
+	case s == "":
+		return "is empty"
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	case s[len(s)-1] == '\\':
+		return "ends with a backslash, which would escape the separator after it"
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return "contains a control character, which line protocol cannot carry"
+		}
+	}
+	return ""
+}
