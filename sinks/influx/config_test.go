@@ -12,7 +12,7 @@ import (
 	"github.com/soakd/soakd/sources"
 )
 
-func mustParse(t *testing.T, raw string) *url.URL {
+func mustParse(t testing.TB, raw string) *url.URL {
 	t.Helper()
 	u, err := sinks.Parse(raw)
 	if err != nil {

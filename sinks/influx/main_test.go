@@ -22,7 +22,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // startInflux starts a real InfluxDB 1.8 for the test.
-func startInflux(t *testing.T) *testserver.Server {
+func startInflux(t testing.TB) *testserver.Server {
 	t.Helper()
 	srv := testserver.Influx(t)
 	// The harness polls /ping with http.DefaultClient; drop the kept-alive
