@@ -193,7 +193,7 @@ func TestRoundTripValues(t *testing.T) {
 	add(1, -1_500_000_001, math.NaN(), -0.05, math.MinInt64) // NaN left out, empty tag left out
 	add(0, 0, math.Inf(1), math.Inf(-1), 7, 2)               // nothing left: skipped
 	add(0, 42, 1e300, 123456789.12, 0, 0)                    // f null
-	add(1, 1, -0.0, 0.001, 1, 1)                             // d2 null
+	add(1, 1, math.Copysign(0, -1), 0.001, 1, 1)             // d2 null
 	add(0, 2, math.SmallestNonzeroFloat64, 12.345, -1)       // d2 rounds to 12.35 (or .34 by binary repr)
 	add(0, 3, 0.1+0.2, 999_999_999.99, 5)
 
