@@ -1,7 +1,6 @@
 package influx
 
 import (
-	"compress/gzip"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/soakd/soakd/sinks/lineproto"
 )

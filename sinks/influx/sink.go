@@ -2,7 +2,6 @@ package influx
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 	"github.com/influxdata/influxdb-client-go/v2/api"
 	http2 "github.com/influxdata/influxdb-client-go/v2/api/http"
+	"github.com/klauspost/compress/gzip"
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/sinks"
