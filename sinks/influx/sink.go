@@ -47,10 +47,12 @@ type Sink struct {
 	closed atomic.Bool
 }
 
-// state is what one Write needs: the encoder and its buffers, reused from
+// state is what one Write needs: the encoders and buffers, reused from
 // batch to batch.
 type state struct {
-	enc  lineproto.Encoder
+	// encs[i] encodes b.Tables[i]: an encoder per table keeps its escaped
+	// names, which it would rebuild (and allocate) on every switch of table.
+	encs []lineproto.Encoder
 	buf  []byte
 	gz   *gzip.Writer
 	zbuf bytes.Buffer
@@ -156,7 +158,7 @@ func (s *Sink) getState() *state {
 	case st := <-s.states:
 		return st
 	default:
-		return &state{enc: lineproto.Encoder{Precision: s.cfg.Precision}}
+		return &state{}
 	}
 }
 
@@ -172,9 +174,12 @@ func (s *Sink) putState(st *state) {
 func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	st := s.getState()
 	st.buf = st.buf[:0]
-	for _, t := range b.Tables {
+	for len(st.encs) < len(b.Tables) {
+		st.encs = append(st.encs, lineproto.Encoder{Precision: s.cfg.Precision})
+	}
+	for i, t := range b.Tables {
 		if t.Len() > 0 {
-			st.buf = st.enc.AppendTable(st.buf, t)
+			st.buf = st.encs[i].AppendTable(st.buf, t)
 		}
 	}
 	if len(st.buf) == 0 {
