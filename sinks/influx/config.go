@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -114,7 +115,8 @@ type Config struct {
 	// Idempotent: resending a batch after a failure that may have been
 	// applied is harmless (InfluxDB: same series and timestamp overwrite).
 	Idempotent bool
-	// Timeout bounds one write request.
+	// Timeout bounds one write request (0: the caller's deadline only, the
+	// engine's SOAKD_<W>_TIMEOUT).
 	Timeout time.Duration
 	// Insecure skips TLS certificate verification.
 	Insecure bool
@@ -150,9 +152,10 @@ func ParseURL(u *url.URL) (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("query string: %w", err)
 	}
-	for k, v := range q {
-		if len(v) > 1 {
-			add("parameter %q is given %d times", k, len(v))
+	keys := slices.Sorted(maps.Keys(q)) // errors in a stable order
+	for _, k := range keys {
+		if len(q[k]) > 1 {
+			add("parameter %q is given %d times", k, len(q[k]))
 		}
 	}
 	switch a := q.Get("api"); a {
@@ -171,7 +174,7 @@ func ParseURL(u *url.URL) (Config, error) {
 	if c.API == V1 {
 		known = append(append([]string{}, commonParams...), v1Params...)
 	}
-	for k := range q {
+	for _, k := range keys {
 		if slices.Contains(known, k) {
 			continue
 		}
@@ -181,8 +184,7 @@ func ParseURL(u *url.URL) (Config, error) {
 		case c.API == V2 && slices.Contains(v1Params, k):
 			add("parameter %q is for the v1 API (influx1:// or ?api=v1)", k)
 		default:
-			slices.Sort(known)
-			add("unknown parameter %q (known: %s)", k, strings.Join(known, ", "))
+			add("unknown parameter %q (known: %s)", k, strings.Join(slices.Sorted(slices.Values(known)), ", "))
 		}
 	}
 
@@ -246,7 +248,6 @@ func ParseURL(u *url.URL) (Config, error) {
 		}
 		c.Gzip = n
 	}
-	c.Timeout = 30 * time.Second
 	if s := q.Get("timeout"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
@@ -280,7 +281,11 @@ func ParseURL(u *url.URL) (Config, error) {
 	}
 	c.WritePath = c.Product.WritePath
 	c.PingPath = c.Product.PingPath
-	for name, dst := range map[string]*string{"path": &c.WritePath, "ping_path": &c.PingPath} {
+	for _, p := range []struct {
+		name string
+		dst  *string
+	}{{"path", &c.WritePath}, {"ping_path", &c.PingPath}} {
+		name, dst := p.name, p.dst
 		if s := q.Get(name); s != "" {
 			if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, "?#") {
 				add("%s %q: want an absolute path like /write, without query", name, s)

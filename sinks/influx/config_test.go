@@ -29,7 +29,7 @@ func TestParseURL(t *testing.T) {
 	}{
 		{"v2 defaults", "influx://db.example:8086?org=acme&bucket=soak&token=T0K", func(t *testing.T, c Config) {
 			want := Config{API: V2, Host: "db.example:8086", Org: "acme", Bucket: "soak", Token: "T0K",
-				Create: true, Idempotent: true, Timeout: 30 * time.Second}
+				Create: true, Idempotent: true}
 			if c != want {
 				t.Errorf("got %+v\nwant %+v", c, want)
 			}
@@ -228,7 +228,7 @@ func FuzzParseURL(f *testing.F) {
 			}
 			return
 		}
-		if c.Host == "" || c.Timeout <= 0 || c.Gzip < 0 || c.Gzip > 9 || (c.API == V2) == (c.Bucket == "") && c.API == V2 {
+		if c.Host == "" || c.Timeout < 0 || c.Gzip < 0 || c.Gzip > 9 || (c.API == V2) == (c.Bucket == "") && c.API == V2 {
 			t.Fatalf("accepted an invalid config %+v from %q", c, raw)
 		}
 		if c.Password != "" && strings.Contains(c.String(), c.Password) && !strings.Contains(c.Host+c.BasePath+c.DB+c.RP+c.Org+c.Bucket+c.WritePath, c.Password) {

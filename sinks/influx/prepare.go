@@ -237,7 +237,11 @@ func (s *Sink) getJSON(ctx context.Context, path string, out any) error {
 // credentials and returns the response of a 2xx answer; anything else is
 // a classified error. Management requests are idempotent.
 func (s *Sink) do(ctx context.Context, method, path, ctype string, body io.Reader) (*http.Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, min(s.cfg.Timeout, 30*time.Second))
+	limit := 30 * time.Second
+	if s.cfg.Timeout > 0 {
+		limit = min(limit, s.cfg.Timeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	req, err := http.NewRequestWithContext(ctx, method, s.cfg.baseURL()+path, body)
 	if err != nil {
 		cancel()

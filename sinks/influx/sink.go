@@ -186,8 +186,15 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 		s.putState(st)
 		return 0, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
+	if t := s.cfg.Timeout; t > 0 {
+		// Only when it is tighter than the caller's deadline: deriving from
+		// the engine's reusable write context costs a goroutine per write.
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > t {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, t)
+			defer cancel()
+		}
+	}
 	st.sent = 0
 	ctx = context.WithValue(ctx, sentKey{}, &st.sent)
 	var err error
