@@ -110,14 +110,14 @@ run() {
 		;;
 	soakd)
 		t=$(env -i PATH="$PATH" HOME="$HOME" \
-			SOAKD_LISTEN=127.0.0.1:0 SOAKD_WORKLOADS=w SOAKD_W_SOURCE=devops \
+			SOAKD_LISTEN=off SOAKD_LOG_FORMAT=console SOAKD_WORKLOADS=w SOAKD_W_SOURCE=devops \
 			SOAKD_W_TARGET="influx1://127.0.0.1:$INFLUX_PORT?db=$DB&gzip=$GZIP" \
 			SOAKD_W_RATE=max SOAKD_W_WORKERS=2 SOAKD_W_BATCH_SIZE=10000 \
 			SOAKD_W_SCALE=$SCALE SOAKD_W_INTERVAL=10s SOAKD_W_SEED=123 \
 			SOAKD_W_START=$START SOAKD_W_END=$END \
 			timed "$logf" "$SOAKD_BIN" run --summary-json "$LOGS/soakd-$i.json") ||
 			{ echo "run=$i tool=soakd status=failed log=$logf"; return; }
-		own=$(sed -n 's/.*"rows_per_s(ec)\{0,1\}"[: ]*\([0-9.]*\).*/\1/p' "$LOGS/soakd-$i.json" 2>/dev/null | head -n1)
+		own=$(tr ',' '\n' <"$LOGS/soakd-$i.json" 2>/dev/null | sed -n 's/.*"units_per_second": *\([0-9.]*\).*/\1/p' | head -n1)
 		;;
 	esac
 	read -r wall user sys <<<"$t"
