@@ -111,7 +111,7 @@ func newRunner(cfg *Workload, kind sources.Kind, src sources.Source, sink sinks.
 	}
 	s := &schedule{}
 	if !cfg.Rate.Max {
-		s.profile = cfg.Rate.Profile
+		s.profile = r.perShard(cfg.Rate.Profile)
 	}
 	r.sched.Store(s)
 	r.pending.Store(-1)
@@ -121,6 +121,15 @@ func newRunner(cfg *Workload, kind sources.Kind, src sources.Source, sink sinks.
 }
 
 func (r *runner) since() time.Duration { return time.Since(r.start) }
+
+// perShard scales a rate, which is always the total over every shard, to
+// this process's share (SHARD=i/N runs 1/N of it).
+func (r *runner) perShard(p pace.Profile) pace.Profile {
+	if n := r.cfg.Shard.Count; n > 1 {
+		return pace.Scale(p, 1/float64(n))
+	}
+	return p
+}
 
 // phaseRun is the state of one pass over a source: the run itself, or a
 // KV load phase before it.
@@ -303,7 +312,7 @@ func (r *runner) applyControl(c controlReq, sent float64) {
 			err = errors.New("rate max (closed loop) cannot be set at run time")
 			break
 		}
-		next = schedule{profile: c.rate.Profile, tBase: now, nBase: sent, paused: old.paused, pausedAt: now}
+		next = schedule{profile: r.perShard(c.rate.Profile), tBase: now, nBase: sent, paused: old.paused, pausedAt: now}
 	case c.pause:
 		if !old.paused {
 			next.paused, next.pausedAt = true, now
