@@ -38,8 +38,9 @@ type Sink struct {
 
 	writeURL string // v1
 
-	client influxdb2.Client // v2
-	v2w    api.WriteAPIBlocking
+	client     influxdb2.Client // v2
+	v2w        api.WriteAPIBlocking
+	v2WriteURL string // the URL v2w posts to, for gzip bodies
 
 	// states holds idle per-write buffers: at most one per worker is kept,
 	// so memory stays bounded by workers x batch size.
@@ -133,11 +134,13 @@ func New(cfg Config, o sinks.Options) *Sink {
 	opts := influxdb2.DefaultOptions().
 		SetHTTPClient(s.hc).
 		SetApplicationName(userAgent).
-		SetUseGZip(cfg.Gzip > 0).
 		SetPrecision(precisionDuration(cfg.Precision)).
 		SetLogLevel(0) // errors only; the sink logs what matters itself
 	s.client = influxdb2.NewClientWithOptions(cfg.baseURL(), strings.TrimPrefix(s.auth, "Token "), opts)
 	s.v2w = s.client.WriteAPIBlocking(cfg.Org, cfg.Bucket)
+	// The client's write URL: API URL + write?org=&bucket=&precision=.
+	q := url.Values{"org": {cfg.Org}, "bucket": {cfg.Bucket}, "precision": {cfg.Precision.String()}}
+	s.v2WriteURL = s.client.HTTPService().ServerAPIURL() + "write?" + q.Encode()
 	return s
 }
 
@@ -244,19 +247,30 @@ func (s *Sink) writeV1(ctx context.Context, st *state) error {
 }
 
 func (s *Sink) writeV2(ctx context.Context, st *state) error {
-	// WriteRecord takes the whole batch as one record: the client joins a
-	// single argument without copying and sends it as the request body.
-	// Without gzip the string aliases the reused buffer, which is safe
-	// because waitTransport returns only after the body is closed. With
-	// gzip the client compresses in a goroutine that may outlive the
-	// request, so it gets a copy.
-	var rec string
+	var err error
 	if s.cfg.Gzip > 0 {
-		rec = string(st.buf)
+		// The client would compress every batch with a new standard-library
+		// writer at the default level (about 8 us of CPU per 350-byte row
+		// here) in a goroutine of its own. The same request, compressed
+		// into a reused buffer at the configured level, goes through the
+		// client's HTTP service (auth, user agent, error parsing).
+		body := st.compress(s.cfg.Gzip)
+		if perr := s.client.HTTPService().DoPostRequest(ctx, s.v2WriteURL, bytes.NewReader(body), func(r *http.Request) {
+			r.Header.Set("Content-Encoding", "gzip")
+			r.Header.Set("Content-Type", "text/plain; charset=utf-8")
+		}, func(r *http.Response) error {
+			_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
+			return r.Body.Close()
+		}); perr != nil {
+			err = perr
+		}
 	} else {
-		rec = unsafe.String(unsafe.SliceData(st.buf), len(st.buf))
+		// WriteRecord takes the whole batch as one record: the client
+		// joins a single argument without copying and sends it as the
+		// request body. The string aliases the reused buffer, which is
+		// safe because waitTransport returns only after the body is closed.
+		err = s.v2w.WriteRecord(ctx, unsafe.String(unsafe.SliceData(st.buf), len(st.buf)))
 	}
-	err := s.v2w.WriteRecord(ctx, rec)
 	if err == nil {
 		return nil
 	}
