@@ -109,20 +109,21 @@ run() {
 		own=$(awk '$1 == "loaded" && $3 == "rows" { print $11 }' "$logf" | tail -n1)
 		;;
 	soakd)
-		t=$(env -i PATH="$PATH" HOME="$HOME" \
+		# env -i: only these settings (env execs soakd: the same process is timed).
+		t=$(timed "$logf" env -i PATH="$PATH" HOME="$HOME" \
 			SOAKD_LISTEN=off SOAKD_LOG_FORMAT=console SOAKD_WORKLOADS=w SOAKD_W_SOURCE=devops \
 			SOAKD_W_TARGET="influx1://127.0.0.1:$INFLUX_PORT?db=$DB&gzip=$GZIP" \
 			SOAKD_W_RATE=max SOAKD_W_WORKERS=2 SOAKD_W_BATCH_SIZE=10000 \
 			SOAKD_W_SCALE=$SCALE SOAKD_W_INTERVAL=10s SOAKD_W_SEED=123 \
 			SOAKD_W_START=$START SOAKD_W_END=$END \
-			timed "$logf" "$SOAKD_BIN" run --summary-json "$LOGS/soakd-$i.json") ||
+			"$SOAKD_BIN" run --summary-json "$LOGS/soakd-$i.json") ||
 			{ echo "run=$i tool=soakd status=failed log=$logf"; return; }
 		own=$(tr ',' '\n' <"$LOGS/soakd-$i.json" 2>/dev/null | sed -n 's/.*"units_per_second": *\([0-9.]*\).*/\1/p' | head -n1)
 		;;
 	esac
 	read -r wall user sys <<<"$t"
 	n=$(count_rows)
-	echo "run=$i tool=$tool rows_in_db=${n:-?} wall_s=$wall user_s=$user sys_s=$sys" \
+	echo "run=$i tool=$tool loadavg=$(cut -d' ' -f1 /proc/loadavg) rows_in_db=${n:-?} wall_s=$wall user_s=$user sys_s=$sys" \
 		"rows_per_s=$(awk -v n="${n:-0}" -v w="$wall" 'BEGIN { printf "%.0f", n / w }')" \
 		"cpu_s_per_mrow=$(awk -v n="${n:-0}" -v u="$user" -v s="$sys" 'BEGIN { if (n > 0) printf "%.3f", (u + s) / n * 1e6; else print "nan" }')" \
 		"own_rows_per_s=${own:-?} status=$([ "$n" = "$ROWS" ] && echo ok || echo "count-mismatch(want=$ROWS)") log=$logf"
