@@ -428,33 +428,43 @@ func (r *runner) closedWorker(genCtx, drainCtx context.Context, p *phaseRun, dur
 // execute fills one batch from a free stream and writes it. It returns
 // false when the worker should stop (every stream ended, or shutdown).
 func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) bool {
-	var st sources.Stream
-	select {
-	case st = <-p.streams:
-	case <-p.exhausted:
-		return false
-	case <-ctx.Done():
-		return false
-	}
 	b := w.b
 	b.Reset()
-	err := st.Fill(b, t.units, r.startWall+int64(t.due))
-	ended := errors.Is(err, sources.ErrDone)
-	if err != nil && !ended {
-		r.errLog.log(r.log, "source", "cannot generate a batch", err)
+	// A stream that ends (or owns no devices at all) before the ticket is
+	// full hands over to the next live stream, so no scheduled unit is
+	// lost while data remains.
+	var held sources.Stream
+	for held == nil && b.Len() < t.units {
+		var st sources.Stream
+		select {
+		case st = <-p.streams:
+		case <-p.exhausted:
+		case <-ctx.Done():
+		}
+		if st == nil {
+			break
+		}
+		err := st.Fill(b, t.units-b.Len(), r.startWall+int64(t.due))
+		if err == nil {
+			held = st
+			break
+		}
+		if !errors.Is(err, sources.ErrDone) {
+			r.errLog.log(r.log, "source", "cannot generate a batch; retiring the stream", err)
+		}
+		if p.live.Add(-1) == 0 {
+			close(p.exhausted)
+		}
 	}
 	if b.Len() > 0 {
 		r.write(ctx, w, t.due)
 	}
+	if held == nil {
+		return !isClosed(p.exhausted) && ctx.Err() == nil
+	}
 	// The stream goes back only after the write, so one device's rows
 	// reach the target in time order.
-	if ended || err != nil {
-		if p.live.Add(-1) == 0 {
-			close(p.exhausted)
-		}
-		return true
-	}
-	p.streams <- st
+	p.streams <- held
 	return true
 }
 
