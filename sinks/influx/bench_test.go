@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/sinks"
-	"github.com/soakd/soakd/sinks/lineproto"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -74,12 +73,12 @@ func BenchmarkEncode(b *testing.B) {
 	}{{"gzip=0", one, 0}, {"gzip=1", one, 1}, {"tables=2", two, 0}} {
 		batch, level := tc.batch, tc.level
 		b.Run(tc.name, func(b *testing.B) {
-			st := &state{encs: make([]lineproto.Encoder, len(batch.Tables))}
+			st := &state{}
 			var n int
 			encode := func() {
 				st.buf = st.buf[:0]
-				for i, t := range batch.Tables {
-					st.buf = st.encs[i].AppendTable(st.buf, t)
+				for _, t := range batch.Tables {
+					st.buf = st.enc.AppendTable(st.buf, t)
 				}
 				n = len(st.buf)
 				if level > 0 {

@@ -48,12 +48,10 @@ type Sink struct {
 	closed atomic.Bool
 }
 
-// state is what one Write needs: the encoders and buffers, reused from
-// batch to batch.
+// state is what one Write needs: the encoder (with its per-schema names
+// and tag-set cache) and buffers, reused from batch to batch.
 type state struct {
-	// encs[i] encodes b.Tables[i]: an encoder per table keeps its escaped
-	// names, which it would rebuild (and allocate) on every switch of table.
-	encs []lineproto.Encoder
+	enc  lineproto.Encoder
 	buf  []byte
 	gz   *gzip.Writer
 	zbuf bytes.Buffer
@@ -161,7 +159,7 @@ func (s *Sink) getState() *state {
 	case st := <-s.states:
 		return st
 	default:
-		return &state{}
+		return &state{enc: lineproto.Encoder{Precision: s.cfg.Precision}}
 	}
 }
 
@@ -177,12 +175,9 @@ func (s *Sink) putState(st *state) {
 func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	st := s.getState()
 	st.buf = st.buf[:0]
-	for len(st.encs) < len(b.Tables) {
-		st.encs = append(st.encs, lineproto.Encoder{Precision: s.cfg.Precision})
-	}
-	for i, t := range b.Tables {
+	for _, t := range b.Tables {
 		if t.Len() > 0 {
-			st.buf = st.encs[i].AppendTable(st.buf, t)
+			st.buf = st.enc.AppendTable(st.buf, t)
 		}
 	}
 	if len(st.buf) == 0 {
