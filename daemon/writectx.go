@@ -25,6 +25,13 @@ type writeCtx struct {
 	deadline time.Time
 	timer    *time.Timer
 	stop     func() bool // unregisters the parent watch
+	afters   []afterFn   // AfterFunc callbacks of the current write
+	nextID   uint64
+}
+
+type afterFn struct {
+	f  func()
+	id uint64
 }
 
 var _ context.Context = (*writeCtx)(nil)
@@ -50,6 +57,7 @@ func (c *writeCtx) arm() {
 		c.done, c.closed, c.err = make(chan struct{}), false, nil
 	}
 	c.deadline = time.Now().Add(c.timeout)
+	c.afters = c.afters[:0] // callbacks belong to one write
 	c.mu.Unlock()
 	c.timer.Reset(c.timeout)
 }
@@ -83,6 +91,37 @@ func (c *writeCtx) cancelLocked(err error) {
 	if !c.closed {
 		c.closed, c.err = true, err
 		close(c.done)
+		for _, a := range c.afters {
+			go a.f()
+		}
+		c.afters = c.afters[:0]
+	}
+}
+
+// AfterFunc arranges for f to run in its own goroutine when the context
+// is done, like context.AfterFunc. Having the method lets
+// context.AfterFunc and context.WithCancel (pgx watches every round trip
+// with them) register here instead of starting a goroutine per call.
+func (c *writeCtx) AfterFunc(f func()) (stop func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		go f()
+		return func() bool { return false }
+	}
+	c.nextID++
+	id := c.nextID
+	c.afters = append(c.afters, afterFn{f: f, id: id})
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, a := range c.afters {
+			if a.id == id {
+				c.afters = append(c.afters[:i], c.afters[i+1:]...)
+				return true
+			}
+		}
+		return false
 	}
 }
 

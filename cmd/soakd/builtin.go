@@ -5,6 +5,7 @@ import (
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/file"
 	"github.com/soakd/soakd/sinks/null"
+	"github.com/soakd/soakd/sinks/postgres"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/iot"
 	"github.com/soakd/soakd/sources/seq"
@@ -16,6 +17,7 @@ func plugins() *daemon.Plugins {
 	series := []sources.Kind{sources.Series}
 	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV}, Open: null.Open, Check: null.Check})
 	r.Add(sinks.Entry{Schemes: []string{"file"}, Kinds: series, Open: file.Open, Check: file.Check})
+	r.Add(sinks.Entry{Schemes: []string{"postgres", "postgresql"}, Kinds: series, Open: postgres.Open, Check: postgres.Check})
 
 	srcs := daemon.Sources{
 		{

@@ -1,0 +1,80 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestWriteCtxDeadlinePerWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		c := newWriteCtx(parent, 100*time.Millisecond)
+		defer c.close()
+
+		// A write that takes longer than the timeout is cancelled.
+		c.arm()
+		select {
+		case <-c.Done():
+		case <-time.After(time.Second):
+			t.Fatal("deadline did not fire")
+		}
+		if !errors.Is(c.Err(), context.DeadlineExceeded) {
+			t.Fatalf("Err = %v", c.Err())
+		}
+		c.disarm()
+
+		// The next write starts afresh and is not cancelled early.
+		c.arm()
+		if c.Err() != nil {
+			t.Fatalf("re-armed context already done: %v", c.Err())
+		}
+		time.Sleep(50 * time.Millisecond)
+		c.disarm()
+		if c.Err() != nil {
+			t.Fatal("a write that finished in time was cancelled")
+		}
+		time.Sleep(time.Second) // a stale timer must not fire later
+		if c.Err() != nil {
+			t.Fatal("stale timer cancelled an idle context")
+		}
+
+		// context.AfterFunc registers through the method (no goroutine
+		// per call) and fires on the deadline; stopped callbacks do not.
+		c.arm()
+		fired, stopped := make(chan struct{}), make(chan struct{})
+		context.AfterFunc(c, func() { close(fired) })
+		stop := context.AfterFunc(c, func() { close(stopped) })
+		if !stop() {
+			t.Fatal("stop of a pending callback should report true")
+		}
+		<-fired
+		synctest.Wait()
+		select {
+		case <-stopped:
+			t.Fatal("a stopped callback ran")
+		default:
+		}
+		c.disarm()
+
+		// Cancelling the parent (end of the grace period) ends every write.
+		c.arm()
+		cancel()
+		<-c.Done()
+		if !errors.Is(c.Err(), context.Canceled) {
+			t.Fatalf("after parent cancel Err = %v", c.Err())
+		}
+	})
+}
+
+func BenchmarkWriteCtxArm(b *testing.B) {
+	c := newWriteCtx(context.Background(), time.Minute)
+	defer c.close()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		c.arm()
+		c.disarm()
+	}
+}

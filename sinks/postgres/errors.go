@@ -1,0 +1,86 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/soakd/soakd/sinks"
+)
+
+// classifyCode maps a SQLSTATE to a class, and says whether resending the
+// statement may help. A server-reported error means the statement (and
+// its implicit or explicit transaction) was not applied, so resending is
+// always safe; Rejected errors are marked not to be retried because the
+// same rows would fail the same way.
+func classifyCode(code string) (sinks.Class, bool) {
+	switch code {
+	case "57014": // query_canceled (statement_timeout, cancel request)
+		return sinks.Timeout, true
+	case "57P01", "57P02", "57P03", "57P05": // admin/crash shutdown, cannot connect now, idle session timeout
+		// The server is going away or not up yet: to a soak test that is
+		// the connection being lost, not a failed write.
+		return sinks.Connection, true
+	case "25006": // read_only_sql_transaction (a standby, or default_transaction_read_only)
+		return sinks.Rejected, false
+	case "55P03", "55006": // lock_not_available, object_in_use
+		return sinks.Server, true
+	}
+	if len(code) < 2 {
+		return sinks.Other, false
+	}
+	switch code[:2] {
+	case "08": // connection exception
+		return sinks.Connection, true
+	case "40": // transaction rollback: serialization failure, deadlock
+		return sinks.Server, true
+	case "53", "57", "58", "XX", "F0", "HV", "25", "55": // resources, operator intervention, system, internal
+		return sinks.Server, true
+	case "22", "23", "42", "0A", "28", "3D", "3F", "54", "44", "21", "2B", "2F", "38", "39", "0L", "0P", "P0":
+		// data, constraint, syntax/access, unsupported, auth, missing
+		// database/schema, limits, check option, privileges, routines
+		return sinks.Rejected, false
+	}
+	return sinks.Other, false
+}
+
+// classify wraps err in a *sinks.Error. connLost tells that the
+// connection the error came from is now closed. dedup says that a batch
+// applied twice is harmless, so any failure may be retried.
+func classify(err error, connLost, dedup bool) error {
+	if err == nil {
+		return nil
+	}
+	var se *sinks.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		c, retry := classifyCode(pgErr.Code)
+		return sinks.NewError(c, retry, err)
+	}
+	var ce *pgconn.ConnectError
+	connect := errors.As(err, &ce)
+	// Nothing reached the server when connecting failed or pgconn says so.
+	safe := connect || pgconn.SafeToRetry(err) || dedup
+	switch {
+	case pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		return sinks.NewError(sinks.Timeout, safe, err)
+	case connect || connLost || isNetwork(err):
+		return sinks.NewError(sinks.Connection, safe, err)
+	}
+	return sinks.NewError(sinks.Other, safe, err)
+}
+
+func isNetwork(err error) bool {
+	var ne net.Error
+	var oe *net.OpError
+	return errors.As(err, &ne) || errors.As(err, &oe) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, net.ErrClosed)
+}

@@ -1,0 +1,553 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// DefaultConnectTimeout bounds establishing one connection when the URL
+// has no connect_timeout.
+const DefaultConnectTimeout = 10 * time.Second
+
+// cancelGrace is how long a write whose context ended waits for the
+// server to confirm the cancellation before closing the connection.
+const cancelGrace = time.Second
+
+// Reconnect backoff after a connection or timeout failure: writes wait
+// (while their context allows) instead of hammering a server that is
+// down; the wait doubles per failure up to the maximum and ends at the
+// first success.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 2 * time.Second
+)
+
+// Sink writes series batches to a PostgreSQL-wire database.
+type Sink struct {
+	cfg    Config
+	pool   *pgxpool.Pool
+	log    *zap.Logger
+	target string // redacted URL, for logs
+
+	plansMu sync.Mutex
+	plans   atomic.Pointer[[]*plan] // copy-on-write, indexed by plan.id
+
+	writers chan *writer // free list, bounded by the pool size
+
+	backoff   backoff
+	closeOnce sync.Once
+}
+
+var (
+	_ sinks.Sink     = (*Sink)(nil)
+	_ sinks.Preparer = (*Sink)(nil)
+	_ sinks.Pinger   = (*Sink)(nil)
+)
+
+// writer is the reusable state of one Write.
+type writer struct {
+	cr copyReader
+	pe paramEncoder
+	sb strings.Builder
+}
+
+// connState is what a connection has been given: prepared statements and
+// staging tables. It lives in the connection's CustomData, so it goes
+// away with the connection.
+type connState struct {
+	prepared map[string]bool
+	staged   map[int]bool
+}
+
+const connStateKey = "soakd.postgres"
+
+func stateOf(pc *pgconn.PgConn) *connState {
+	m := pc.CustomData()
+	if st, ok := m[connStateKey].(*connState); ok {
+		return st
+	}
+	st := &connState{prepared: map[string]bool{}, staged: map[int]bool{}}
+	m[connStateKey] = st
+	return st
+}
+
+// parse validates u and builds the pool configuration (no I/O).
+func parse(u *url.URL, o sinks.Options) (Config, *pgxpool.Config, error) {
+	c, connString, err := ParseURL(u)
+	if err != nil {
+		return c, nil, err
+	}
+	pc, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		var pe *pgconn.ParseConfigError
+		if errors.As(err, &pe) {
+			pe.ConnString = sinks.Redact(pe.ConnString)
+		}
+		return c, nil, fmt.Errorf("invalid connection settings: %w", err)
+	}
+	if pc.ConnConfig.Password == "" && o.Password != "" {
+		pc.ConnConfig.Password = o.Password
+	}
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		pc.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	// When a write's context ends, ask the server to cancel the statement
+	// before dropping the connection: a cancelled statement is rolled back
+	// and reported (57014), so the write's outcome is known and rows
+	// stored keep matching rows acknowledged. The connection is closed
+	// only if the server does not answer within cancelGrace.
+	pc.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
+	}
+	if !u.Query().Has("pool_max_conns") {
+		w := max(o.Workers, 1)
+		// One connection per worker, plus one so that readiness pings and
+		// Prepare never wait behind busy writers.
+		pc.MaxConns = int32(min(w+1, 1<<20))
+	}
+	return c, pc, nil
+}
+
+// Open is the registry's OpenFunc: it parses u and builds the connection
+// pool without connecting (Prepare and the first Write connect).
+func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
+	return New(u, o)
+}
+
+// New is Open with the concrete type.
+func New(u *url.URL, o sinks.Options) (*Sink, error) {
+	if o.Kind != 0 && o.Kind != sources.Series {
+		return nil, fmt.Errorf("the postgres sink takes series workloads, not %s", o.Kind)
+	}
+	c, pc, err := parse(u, o)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sink{cfg: c, log: o.Logger, target: sinks.RedactURL(u)}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	plans := make([]*plan, 0, len(o.Schemas))
+	for i, sc := range o.Schemas {
+		p, err := newPlan(i, c, sc)
+		if err != nil {
+			return nil, err
+		}
+		plans = append(plans, p)
+	}
+	s.plans.Store(&plans)
+	s.writers = make(chan *writer, pc.MaxConns)
+	// NewWithConfig connects nobody while MinConns is 0 (the default).
+	s.pool, err = pgxpool.NewWithConfig(context.Background(), pc)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build connection pool: %w", err)
+	}
+	return s, nil
+}
+
+// Config returns the parsed soakd settings.
+func (s *Sink) Config() Config { return s.cfg }
+
+// planFor returns the plan of sc, building it on first sight (a source
+// whose schemas were not passed in Options).
+func (s *Sink) planFor(sc *sources.Schema) (*plan, error) {
+	for _, p := range *s.plans.Load() {
+		if p.schema == sc {
+			return p, nil
+		}
+	}
+	s.plansMu.Lock()
+	defer s.plansMu.Unlock()
+	old := *s.plans.Load()
+	for _, p := range old {
+		if p.schema == sc {
+			return p, nil
+		}
+	}
+	p, err := newPlan(len(old), s.cfg, sc)
+	if err != nil {
+		return nil, err
+	}
+	nw := append(old[:len(old):len(old)], p)
+	s.plans.Store(&nw)
+	return p, nil
+}
+
+func (s *Sink) getWriter() *writer {
+	select {
+	case w := <-s.writers:
+		return w
+	default:
+		return &writer{}
+	}
+}
+
+func (s *Sink) putWriter(w *writer) {
+	w.cr.t = nil
+	select {
+	case s.writers <- w:
+	default:
+	}
+}
+
+// Write stores every row of b's tables, one round trip per table for
+// COPY (inside one transaction when there are several tables) and one
+// pipelined round trip for INSERT and unnest. It returns the payload
+// bytes sent.
+func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
+	rows := 0
+	for _, t := range b.Tables {
+		if t.Len() == 0 {
+			continue
+		}
+		if err := checkTable(t); err != nil {
+			return 0, sinks.NewError(sinks.Other, false, err)
+		}
+		rows += t.Len()
+	}
+	if rows == 0 {
+		if len(b.Ops) > 0 {
+			return 0, sinks.NewError(sinks.Rejected, false, errors.New("the postgres sink takes series batches, not key-value operations"))
+		}
+		return 0, nil
+	}
+	if s.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout)
+		defer cancel()
+	}
+	if err := s.backoff.wait(ctx); err != nil {
+		// The server was unreachable moments ago and the write's time ran
+		// out before the next attempt: still a connection problem.
+		return 0, sinks.NewError(sinks.Connection, true, fmt.Errorf("server unreachable, waiting to reconnect: %w", err))
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, s.failed(classify(fmt.Errorf("cannot connect: %w", err), true, s.cfg.Dedup))
+	}
+	pc := conn.Conn().PgConn()
+	w := s.getWriter()
+	var n int
+	switch s.cfg.Method {
+	case Copy:
+		n, err = s.writeCopy(ctx, pc, w, b.Tables)
+	default:
+		n, err = s.writePipeline(ctx, pc, w, b.Tables)
+	}
+	s.putWriter(w)
+	if err != nil {
+		lost := pc.IsClosed()
+		if !lost && s.cfg.Method != Copy {
+			// A failed pipeline leaves it unknown which statements got
+			// prepared: start over on a fresh connection.
+			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = pc.Close(cctx)
+			cancel()
+		}
+		// Release destroys connections that are closed or still in a
+		// transaction.
+		conn.Release()
+		return n, s.failed(classify(err, lost, s.cfg.Dedup))
+	}
+	conn.Release()
+	s.backoff.ok()
+	return n, nil
+}
+
+// failed starts or extends the reconnect backoff for errors that say the
+// server is unreachable.
+func (s *Sink) failed(err error) error {
+	switch sinks.ClassOf(err) {
+	case sinks.Connection, sinks.Timeout:
+		s.backoff.fail()
+	}
+	return err
+}
+
+// exec runs sql (one or more statements) with the simple protocol.
+func exec(ctx context.Context, pc *pgconn.PgConn, sql string) error {
+	return pc.Exec(ctx, sql).Close()
+}
+
+func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tables []*sources.Table) (int, error) {
+	var st *connState
+	nonEmpty := 0
+	for _, t := range tables {
+		if t.Len() > 0 {
+			nonEmpty++
+		}
+	}
+	dedup := s.cfg.Dedup
+	if dedup {
+		st = stateOf(pc)
+	}
+	if dedup || nonEmpty > 1 {
+		// Several COPYs (or a COPY and its merge) must commit together,
+		// or a failed batch would leave some of its rows stored.
+		if dedup {
+			// Staging tables are created before BEGIN so that a failed
+			// batch does not roll back their creation.
+			for _, t := range tables {
+				if t.Len() == 0 {
+					continue
+				}
+				p, err := s.planFor(t.Schema)
+				if err != nil {
+					return 0, sinks.NewError(sinks.Rejected, false, err)
+				}
+				if !st.staged[p.id] {
+					if err := exec(ctx, pc, p.stageCreate); err != nil {
+						return 0, fmt.Errorf("cannot create staging table for %s: %w", p.schema.Measurement, err)
+					}
+					st.staged[p.id] = true
+				}
+			}
+		}
+		if err := exec(ctx, pc, "BEGIN"); err != nil {
+			return 0, fmt.Errorf("cannot begin transaction: %w", err)
+		}
+	}
+	total := 0
+	w.sb.Reset()
+	for _, t := range tables {
+		n := t.Len()
+		if n == 0 {
+			continue
+		}
+		p, err := s.planFor(t.Schema)
+		if err != nil {
+			return total, sinks.NewError(sinks.Rejected, false, err)
+		}
+		sql := p.copySQL
+		if dedup {
+			sql = p.stageCopy
+			if w.sb.Len() > 0 {
+				w.sb.WriteString("; ")
+			}
+			w.sb.WriteString(p.stageMerge)
+		}
+		w.cr.reset(t)
+		tag, err := pc.CopyFrom(ctx, &w.cr, sql)
+		total += w.cr.total
+		if err != nil {
+			return total, fmt.Errorf("cannot copy %d rows into %s: %w", n, p.schema.Measurement, err)
+		}
+		if got := tag.RowsAffected(); got != int64(n) && s.cfg.Dialect != KWDB {
+			return total, sinks.NewError(sinks.Other, false, fmt.Errorf("copied %d rows into %s but the server stored %d", n, p.schema.Measurement, got))
+		}
+	}
+	switch {
+	case dedup:
+		w.sb.WriteString("; COMMIT")
+		if err := exec(ctx, pc, w.sb.String()); err != nil {
+			return total, fmt.Errorf("cannot merge staged rows: %w", err)
+		}
+	case nonEmpty > 1:
+		if err := exec(ctx, pc, "COMMIT"); err != nil {
+			return total, fmt.Errorf("cannot commit: %w", err)
+		}
+	}
+	return total, nil
+}
+
+// pending is what a pipelined request will answer.
+type pending struct {
+	p       *plan
+	rows    int
+	prepare string // statement name for a Prepare request
+}
+
+func (s *Sink) writePipeline(ctx context.Context, pc *pgconn.PgConn, w *writer, tables []*sources.Table) (int, error) {
+	st := stateOf(pc)
+	w.pe.reset()
+	// Encode every table first: parameters point into one buffer that
+	// must not move while requests are queued.
+	type span struct {
+		p          *plan
+		t          *sources.Table
+		first, end int // parameter indexes
+	}
+	var spansArr [16]span
+	spans := spansArr[:0]
+	for _, t := range tables {
+		if t.Len() == 0 {
+			continue
+		}
+		p, err := s.planFor(t.Schema)
+		if err != nil {
+			return 0, sinks.NewError(sinks.Rejected, false, err)
+		}
+		first := len(w.pe.ends)
+		if s.cfg.Method == Unnest {
+			w.pe.arrays(t)
+		} else {
+			w.pe.rows(t)
+		}
+		spans = append(spans, span{p, t, first, len(w.pe.ends)})
+	}
+	vals := w.pe.finish()
+	bytes := len(w.pe.buf)
+
+	var pendArr [64]pending
+	pend := pendArr[:0]
+	pl := pc.StartPipeline(ctx)
+	for _, sp := range spans {
+		p := sp.p
+		if s.cfg.Method == Unnest {
+			if !st.prepared[p.unnestName] {
+				pl.SendPrepare(p.unnestName, p.unnestSQL, p.unnestOIDs)
+				pend = append(pend, pending{prepare: p.unnestName})
+				st.prepared[p.unnestName] = true
+			}
+			pl.SendQueryPrepared(p.unnestName, vals[sp.first:sp.end], binaryFormat, nil)
+			pend = append(pend, pending{p: p, rows: sp.t.Len()})
+			continue
+		}
+		p.chunks(sp.t.Len(), func(start, rows int) {
+			stm := p.insertStmt(rows)
+			if !st.prepared[stm.name] {
+				pl.SendPrepare(stm.name, stm.sql, p.insertOIDs)
+				pend = append(pend, pending{prepare: stm.name})
+				st.prepared[stm.name] = true
+			}
+			from := sp.first + start*p.nCols
+			pl.SendQueryPrepared(stm.name, vals[from:from+rows*p.nCols], binaryFormat, nil)
+			pend = append(pend, pending{p: p, rows: rows})
+		})
+	}
+	if err := pl.Sync(); err != nil {
+		_ = pl.Close()
+		return 0, fmt.Errorf("cannot send %d statements: %w", len(pend), err)
+	}
+	// Statements are marked prepared as they are queued (a batch may use
+	// one several times); after any failure the caller closes the
+	// connection, and the marks go with it.
+	var firstErr error
+	for i := 0; ; {
+		res, err := pl.GetResults()
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) {
+				i++
+				continue
+			}
+			break
+		}
+		switch r := res.(type) {
+		case *pgconn.StatementDescription:
+			i++
+		case *pgconn.ResultReader:
+			tag, err := r.Close()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			if err == nil && i < len(pend) && pend[i].p != nil && !s.cfg.Dedup && s.cfg.Dialect != KWDB &&
+				tag.RowsAffected() != int64(pend[i].rows) && firstErr == nil {
+				firstErr = sinks.NewError(sinks.Other, false, fmt.Errorf("inserted %d rows into %s but the server stored %d",
+					pend[i].rows, pend[i].p.schema.Measurement, tag.RowsAffected()))
+			}
+			i++
+		case *pgconn.PipelineSync, nil:
+			res = nil
+		}
+		if res == nil {
+			break
+		}
+	}
+	if err := pl.Close(); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	if firstErr != nil {
+		return bytes, fmt.Errorf("cannot insert %d statements' rows (%s): %w", len(pend), s.cfg.Method, firstErr)
+	}
+	return bytes, nil
+}
+
+// Ping checks that the server answers, for /readyz.
+func (s *Sink) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return classify(fmt.Errorf("cannot reach %s: %w", s.target, err), true, false)
+	}
+	return nil
+}
+
+// Close closes the pool. The engine calls it once, after every Write has
+// returned; later calls do nothing.
+func (s *Sink) Close(context.Context) error {
+	s.closeOnce.Do(s.pool.Close)
+	return nil
+}
+
+// backoff delays writes after failures that say the server is away.
+type backoff struct {
+	until atomic.Int64 // Unix nanoseconds before which writes wait; 0 = none
+	mu    sync.Mutex
+	delay time.Duration
+}
+
+func (b *backoff) wait(ctx context.Context) error {
+	u := b.until.Load()
+	if u == 0 {
+		return nil
+	}
+	d := time.Until(time.Unix(0, u))
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *backoff) fail() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	if now.UnixNano() < b.until.Load() {
+		// Other workers failing during the same wait do not lengthen it:
+		// the delay grows once per round of attempts.
+		return
+	}
+	switch {
+	case b.delay == 0:
+		b.delay = minBackoff
+	case b.delay < maxBackoff:
+		b.delay = min(2*b.delay, maxBackoff)
+	}
+	// Jitter (0.75x to 1.25x) so workers do not reconnect in lockstep.
+	d := time.Duration(float64(b.delay) * (0.75 + rand.Float64()/2))
+	b.until.Store(now.Add(d).UnixNano())
+}
+
+func (b *backoff) ok() {
+	if b.until.Load() == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.delay = 0
+	b.until.Store(0)
+	b.mu.Unlock()
+}
