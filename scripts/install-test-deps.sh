@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what soakd's integration tests need, if it is missing, on a
 # Debian machine with Go: PostgreSQL server binaries, redis-server and
-# Prometheus from Debian's packages, and InfluxDB 1.8.10 built with
-# `go install`. Idempotent; each step is skipped when its result is there.
+# Prometheus from Debian's packages, and InfluxDB 1.8.10 and
+# VictoriaMetrics v1.151.0 built with `go install`. Idempotent; each step is skipped when its result is there.
 # Packages' own services are kept from starting (tests start their own
 # servers on free loopback ports).
 set -euo pipefail
@@ -50,4 +50,18 @@ if ! go version -m "$influxd" 2>/dev/null | grep -q 'github.com/influxdata/influ
 		GOFLAGS=-mod=mod GOBIN=$gobin go install github.com/influxdata/influxdb/cmd/influxd@v1.8.10
 	fi
 fi
-log "ok: postgres $(ls -d /usr/lib/postgresql/*/bin | tail -1), $(command -v redis-server), $(command -v prometheus), $influxd"
+# VictoriaMetrics v1.151.0 (the newest that builds with Go 1.26; about 1 min
+# cold) for sinks/influx's test of the v1 line-protocol path on a second
+# product.
+vm=$gobin/victoria-metrics
+vmmod='github.com/VictoriaMetrics/VictoriaMetrics[[:space:]]*v1.151.0'
+if ! go version -m "$vm" 2>/dev/null | grep -q "$vmmod"; then
+	if [ -x /opt/peers/bin/victoria-metrics ] && go version -m /opt/peers/bin/victoria-metrics 2>/dev/null | grep -q "$vmmod"; then
+		log "copying victoria-metrics v1.151.0 from /opt/peers/bin"
+		mkdir -p "$gobin" && cp -p /opt/peers/bin/victoria-metrics "$vm"
+	else
+		log "go install github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics@v1.151.0"
+		GOFLAGS=-mod=mod GOBIN=$gobin go install github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics@v1.151.0
+	fi
+fi
+log "ok: postgres $(ls -d /usr/lib/postgresql/*/bin | tail -1), $(command -v redis-server), $(command -v prometheus), $influxd, $vm"

@@ -163,7 +163,8 @@ func redact(u *url.URL) (string, bool) {
 func isSecretParam(k string) bool {
 	k = strings.ToLower(k)
 	return strings.Contains(k, "password") || strings.Contains(k, "token") || k == "secret" ||
-		k == "sslkey" || strings.HasSuffix(k, "secret")
+		k == "sslkey" || strings.HasSuffix(k, "secret") ||
+		k == "p" // InfluxDB 1.x: ?u=USER&p=PASSWORD
 }
 
 // redactErr drops the URL text that url.Parse puts in its errors (it may

@@ -10,9 +10,12 @@
 package lineproto
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/soakd/soakd/sources"
 )
@@ -130,11 +133,12 @@ func (e *Encoder) appendTags(dst []byte, se *schemaEnc, dev uint32) []byte {
 	s := se.schema
 	for k := range s.TagKeys {
 		e.scratch = s.Tags.AppendTag(e.scratch[:0], dev, k)
-		if len(e.scratch) == 0 {
-			continue // line protocol has no empty tag values
-		}
+		mark := len(dst)
 		dst = append(dst, se.tagKey[k]...)
-		dst = appendEscapedBytes(dst, e.scratch, keyEscapes)
+		n := len(dst)
+		if dst = appendEscapedBytes(dst, e.scratch, keyEscapes); len(dst) == n {
+			dst = dst[:mark] // line protocol has no empty tag values
+		}
 	}
 	n := len(dst) - start
 	if dev < maxCachedDevice && n <= 0xffff && e.cached+n+4 <= TagCacheBytes {
@@ -256,31 +260,53 @@ const (
 	keyEscapes                          // comma, equals, space (tag keys/values, field keys)
 )
 
-func needsEscape(c byte, set escapeSet) bool {
-	switch c {
-	case ',', ' ', '\\':
-		return true
-	case '=':
-		return set == keyEscapes
-	case '\n', '\r', '\t':
-		return true
+// Byte classes for escaping. InfluxDB (1.x models, 2.x, and the reference
+// encoder github.com/influxdata/line-protocol/v2) unescapes only "\,", "\ "
+// and "\=" in names and tag values; any other backslash is kept as is.
+// So backslashes are written unescaped ("a\\b" would be stored with two
+// backslashes), and what line protocol cannot carry is replaced.
+const (
+	plainByte   = iota
+	escapedByte // written after a backslash
+	controlByte // no way to carry it (a newline ends the line): an escaped space
+	highByte    // part of a multi-byte UTF-8 sequence: checked, invalid -> U+FFFD
+)
+
+var byteClass = func() (t [2][256]uint8) {
+	for set := range t {
+		for c := 0; c < 256; c++ {
+			switch {
+			case c < 0x20 || c == 0x7f:
+				t[set][c] = controlByte
+			case c >= 0x80:
+				t[set][c] = highByte
+			case c == ',' || c == ' ' || c == '=' && escapeSet(set) == keyEscapes:
+				t[set][c] = escapedByte
+			}
+		}
 	}
-	return false
-}
+	return t
+}()
 
 func escapeString(s string, set escapeSet) []byte { return appendEscaped(nil, s, set) }
 
 func appendEscaped(dst []byte, s string, set escapeSet) []byte {
-	for i := 0; i < len(s); i++ {
-		dst = appendEscapedByte(dst, s[i], set)
-	}
-	return dst
+	return appendEscapedBytes(dst, []byte(s), set)
 }
 
+// appendEscapedBytes appends s escaped for the given position. Trailing
+// backslashes are dropped: before the separator that follows they would
+// escape it, and no parser reads "\\" as one backslash. Control characters
+// become spaces and invalid UTF-8 becomes U+FFFD. Nothing is appended when
+// that leaves s empty.
 func appendEscapedBytes(dst, s []byte, set escapeSet) []byte {
+	for len(s) > 0 && s[len(s)-1] == '\\' {
+		s = s[:len(s)-1]
+	}
+	cls := &byteClass[set]
 	clean := true
 	for _, c := range s {
-		if needsEscape(c, set) {
+		if cls[c] != plainByte {
 			clean = false
 			break
 		}
@@ -288,21 +314,91 @@ func appendEscapedBytes(dst, s []byte, set escapeSet) []byte {
 	if clean {
 		return append(dst, s...)
 	}
-	for _, c := range s {
-		dst = appendEscapedByte(dst, c, set)
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch cls[c] {
+		case escapedByte:
+			dst = append(dst, '\\', c)
+		case controlByte:
+			dst = append(dst, '\\', ' ')
+		case highByte:
+			r, n := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && n <= 1 {
+				dst = append(dst, "\uFFFD"...)
+			} else {
+				dst = append(dst, s[i:i+n]...)
+			}
+			i += n
+			continue
+		default:
+			dst = append(dst, c)
+		}
+		i++
 	}
 	return dst
 }
 
-// appendEscapedByte escapes c for line protocol. Newlines and tabs cannot
-// be escaped in line protocol, so they are replaced by spaces (escaped).
-func appendEscapedByte(dst []byte, c byte, set escapeSet) []byte {
-	switch c {
-	case '\n', '\r', '\t':
-		return append(dst, '\\', ' ')
+// CheckSchema reports why s cannot be written as line protocol that
+// InfluxDB stores as named: an empty, non-UTF-8 or control-character name,
+// a name ending in a backslash, a measurement starting with '#' (InfluxDB
+// skips the line as a comment and answers 204), a duplicate key, or a key
+// InfluxDB reserves (time, _measurement, _field). Sinks call it once when
+// they open; tag values are per row and are made safe by the encoder.
+func CheckSchema(s *sources.Schema) error {
+	var errs []error
+	bad := func(what, name string) {
+		if msg := checkName(name); msg != "" {
+			errs = append(errs, fmt.Errorf("line protocol: %s %q %s", what, name, msg))
+		}
 	}
-	if needsEscape(c, set) {
-		dst = append(dst, '\\')
+	bad("measurement", s.Measurement)
+	if len(s.Measurement) > 0 && s.Measurement[0] == '#' {
+		errs = append(errs, fmt.Errorf("line protocol: measurement %q starts with '#', which InfluxDB reads as a comment", s.Measurement))
 	}
-	return append(dst, c)
+	if len(s.Fields) == 0 {
+		errs = append(errs, fmt.Errorf("line protocol: measurement %q has no fields", s.Measurement))
+	}
+	if len(s.TagKeys) > 0 && s.Tags == nil {
+		errs = append(errs, fmt.Errorf("line protocol: measurement %q has tag keys but no Tagger", s.Measurement))
+	}
+	seen := map[string]bool{}
+	key := func(what, name string) {
+		bad(what, name)
+		switch name {
+		case "time", "_measurement", "_field":
+			errs = append(errs, fmt.Errorf("line protocol: %s %q is reserved by InfluxDB", what, name))
+		}
+		if seen[what+"\x00"+name] {
+			errs = append(errs, fmt.Errorf("line protocol: %s %q appears twice", what, name))
+		}
+		seen[what+"\x00"+name] = true
+	}
+	for _, k := range s.TagKeys {
+		key("tag key", k)
+	}
+	for _, f := range s.Fields {
+		key("field", f.Name)
+		if strings.Contains(f.Name, `\"`) {
+			// InfluxDB 1.x unescapes \" in field keys only.
+			errs = append(errs, fmt.Errorf(`line protocol: field %q contains \", which InfluxDB 1.x reads as "`, f.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkName(s string) string {
+	switch {
+	case s == "":
+		return "is empty"
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	case s[len(s)-1] == '\\':
+		return "ends with a backslash, which would escape the separator after it"
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return "contains a control character, which line protocol cannot carry"
+		}
+	}
+	return ""
 }

@@ -1,0 +1,147 @@
+package influx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// startInfluxAuth starts InfluxDB 1.8 with authentication on, an admin
+// "admin"/"s3cret" and a user "writer"/"w-pass" allowed to write to the
+// database "shared" only.
+func startInfluxAuth(t *testing.T) string {
+	t.Helper()
+	bin := testserver.InfluxBinary()
+	if bin == "" {
+		testserver.Unavailable(t, "no influxd binary (go install github.com/influxdata/influxdb/cmd/influxd@v1.8.10)")
+	}
+	dir := testserver.TempDir(t, "")
+	addr := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))
+	conf := fmt.Sprintf(`reporting-disabled = true
+bind-address = "127.0.0.1:%d"
+[meta]
+  dir = "%[2]s/meta"
+[data]
+  dir = "%[2]s/data"
+  wal-dir = "%[2]s/wal"
+  query-log-enabled = false
+[monitor]
+  store-enabled = false
+[http]
+  bind-address = "%[3]s"
+  auth-enabled = true
+  log-enabled = false
+[logging]
+  level = "warn"
+`, testserver.FreePort(t), dir, addr)
+	cf := filepath.Join(dir, "influxdb.conf")
+	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	testserver.Start(t, testserver.Command{
+		Name: "influxd", Path: bin, Args: []string{"run", "-config", cf}, Dir: dir,
+		Ready: func(ctx context.Context) error {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/ping", nil)
+			resp, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			return nil
+		},
+	})
+	// With no user yet, InfluxDB accepts creating the first admin.
+	for _, q := range []string{
+		`CREATE USER admin WITH PASSWORD 's3cret' WITH ALL PRIVILEGES`,
+		`CREATE DATABASE shared`,
+		`CREATE USER writer WITH PASSWORD 'w-pass'`,
+		`GRANT WRITE ON shared TO writer`,
+	} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/query", strings.NewReader(url.Values{"q": {q}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth("admin", "s3cret")
+		resp, err := hc.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %v %v", q, err, resp)
+		}
+		resp.Body.Close()
+	}
+	return addr
+}
+
+func TestAuth(t *testing.T) {
+	addr := startInfluxAuth(t)
+	schemas := []*sources.Schema{cpuSchema("cpu")}
+	ctx := context.Background()
+	write := func(raw string, o sinks.Options) error {
+		t.Helper()
+		o.Schemas = schemas
+		s := openSink(t, fmt.Sprintf(raw, addr), o)
+		if err := s.Prepare(ctx); err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		b := sources.NewSeriesBatch(schemas)
+		(&gen{devices: 3, start: time.Now().Add(-time.Hour), step: time.Second}).fill(b, 30)
+		_, err := s.Write(ctx, b)
+		return err
+	}
+	for _, tc := range []struct {
+		name, url string
+		o         sinks.Options
+	}{
+		{"v1 user info", "influx1://admin:s3cret@%s?db=a1", sinks.Options{}},
+		{"v1 u and p", "influx1://%s?db=a2&u=admin&p=s3cret", sinks.Options{}},
+		{"v1 password from options", "influx1://admin@%s?db=a3", sinks.Options{Password: "s3cret"}},
+		{"v1 token user:password", "influx1://%s?db=a4&auth=token", sinks.Options{Token: "admin:s3cret"}},
+		{"v2 token user:password", "influx://%s?bucket=a5/autogen", sinks.Options{Token: "admin:s3cret"}},
+		{"v2 user info as token", "influx://admin:s3cret@%s?bucket=a6", sinks.Options{}},
+		// Not an admin: CREATE DATABASE is refused, the database exists.
+		{"v1 writer", "influx1://writer:w-pass@%s?db=shared", sinks.Options{}},
+		{"v2 writer", "influx://%s?bucket=shared", sinks.Options{Token: "writer:w-pass"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := write(tc.url, tc.o); err != nil {
+				t.Fatalf("write with valid credentials: %v", err)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name, url string
+		o         sinks.Options
+		status    int
+	}{
+		{"v1 wrong password", "influx1://admin:nope@%s?db=a1&create=false", sinks.Options{}, 401},
+		{"v1 no credentials", "influx1://%s?db=a1&create=false", sinks.Options{}, 401},
+		{"v2 wrong token", "influx://%s?bucket=a5&create=false", sinks.Options{Token: "admin:nope"}, 401},
+		{"v1 writer elsewhere", "influx1://writer:w-pass@%s?db=a1&create=false", sinks.Options{}, 403},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := write(tc.url, tc.o)
+			var se *StatusError
+			if sinks.ClassOf(err) != sinks.Rejected || !errors.As(err, &se) || se.StatusCode != tc.status {
+				t.Fatalf("write = %v, want rejected with HTTP %d", err, tc.status)
+			}
+			if strings.Contains(err.Error(), "nope") || strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("error shows a password: %v", err)
+			}
+		})
+	}
+	// Creating a database the user may not create, and which does not
+	// exist, fails Prepare as rejected with the server's reason.
+	s := openSink(t, fmt.Sprintf("influx1://writer:w-pass@%s?db=forbidden", addr), sinks.Options{Schemas: schemas})
+	if err := s.Prepare(ctx); sinks.ClassOf(err) != sinks.Rejected || !strings.Contains(err.Error(), "admin") {
+		t.Errorf("Prepare without the right to create: %v, want rejected naming the admin privilege", err)
+	}
+}

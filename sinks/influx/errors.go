@@ -1,0 +1,308 @@
+package influx
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/sinks"
+)
+
+// StatusError is a write the target answered with a non-2xx status. The
+// sink returns it wrapped in a *sinks.Error that carries the class.
+type StatusError struct {
+	StatusCode int
+	// Message is the server's error message (at most maxMessage bytes).
+	Message string
+	// Partial reports a partial write: the target stored some points of the
+	// batch and dropped Dropped of Points (InfluxDB 1.x "partial write: ...
+	// dropped=N", 2.x "partial write error (N written)").
+	Partial bool
+	Dropped int
+	Points  int
+}
+
+func (e *StatusError) Error() string {
+	if e.Partial {
+		return fmt.Sprintf("partial write: %d of %d points not stored (HTTP %d): %s", e.Dropped, e.Points, e.StatusCode, e.Message)
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.StatusCode, e.Message)
+}
+
+// Stored is the number of points of the batch the target stored despite
+// the error (only partial writes store any).
+func (e *StatusError) Stored() int {
+	if e.Partial && e.Points > e.Dropped {
+		return e.Points - e.Dropped
+	}
+	return 0
+}
+
+const (
+	maxMessage = 1024
+	// maxRetryAfter bounds a server's Retry-After, so that a broken header
+	// cannot park the workload for days.
+	maxRetryAfter = 10 * time.Minute
+)
+
+// classifyStatus turns a non-2xx answer into a classified error.
+//
+// Line-protocol writes are idempotent in InfluxDB (a point with the same
+// measurement, tag set and timestamp overwrites the stored one with the
+// same values), so a batch whose fate is unknown (5xx, timeouts, broken
+// connections) may be resent when idempotent is true. 429 and 503 say the
+// request was not processed, so they are always safe to resend.
+func classifyStatus(code int, h http.Header, body errBody, points int, idempotent bool) error {
+	se := &StatusError{StatusCode: code, Message: body.msg, Points: points}
+	if code >= 400 && code < 500 {
+		se.Partial, se.Dropped = parsePartial(body, points)
+	}
+	class, retry := sinks.Rejected, false
+	switch {
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		class, retry = sinks.Server, true
+	case code == http.StatusRequestTimeout:
+		class, retry = sinks.Timeout, true // the server gave up reading the request
+	case code == http.StatusGatewayTimeout:
+		class, retry = sinks.Timeout, idempotent
+	case code >= 500:
+		class, retry = sinks.Server, idempotent
+	case code >= 400:
+		class, retry = sinks.Rejected, false
+	default:
+		class = sinks.Other
+	}
+	return &sinks.Error{Class: class, Retry: retry, RetryAfter: retryAfter(h, time.Now()), Err: se}
+}
+
+// parsePartial recognises partial writes. InfluxDB 1.x lists every line it
+// could not parse ("unable to parse '...'", counted in the whole body) and
+// ends with "dropped=N" for points it parsed but refused.
+func parsePartial(body errBody, points int) (bool, int) {
+	msg := body.msg
+	if i := strings.Index(msg, "partial write error ("); i >= 0 { // 2.x
+		rest := msg[i+len("partial write error ("):]
+		if j := strings.Index(rest, " written)"); j > 0 {
+			if n, err := strconv.Atoi(rest[:j]); err == nil {
+				return true, max(points-n, 0)
+			}
+		}
+		return true, 0
+	}
+	if !strings.HasPrefix(msg, "partial write") { // 1.x
+		return false, 0
+	}
+	dropped := body.unparsed
+	// The message may be truncated; the count ends the body.
+	if i := strings.LastIndex(body.tail, "dropped="); i >= 0 {
+		rest := body.tail[i+len("dropped="):]
+		j := 0
+		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+			j++
+		}
+		if n, err := strconv.Atoi(rest[:j]); err == nil {
+			dropped += n
+		}
+	}
+	return true, min(dropped, points)
+}
+
+// retryAfter parses Retry-After (seconds or an HTTP date).
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		d = time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return max(0, min(d, maxRetryAfter))
+}
+
+// classifyTransport classifies a request that got no HTTP answer.
+func classifyTransport(ctx context.Context, err error, idempotent bool) error {
+	var (
+		cve *tls.CertificateVerificationError
+		uae x509.UnknownAuthorityError
+		hne x509.HostnameError
+		cie x509.CertificateInvalidError
+		rhe tls.RecordHeaderError
+		ne  net.Error
+		oe  *net.OpError
+	)
+	switch {
+	case errors.As(err, &cve) || errors.As(err, &uae) || errors.As(err, &hne) || errors.As(err, &cie):
+		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("TLS certificate not accepted (see ?insecure=true): %w", err))
+	case errors.As(err, &rhe):
+		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("TLS handshake failed; does the server speak TLS? %w", err))
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return sinks.NewError(sinks.Timeout, idempotent, err)
+	case errors.As(err, &oe) && oe.Op == "dial" || errors.Is(err, syscall.ECONNREFUSED):
+		// Nothing was sent: always safe to resend.
+		return sinks.NewError(sinks.Connection, true, err)
+	}
+	class := sinks.ClassOf(err)
+	if class == sinks.Other && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+		class = sinks.Connection // the server closed the connection mid-request
+	}
+	return sinks.NewError(class, idempotent && class != sinks.Other, err)
+}
+
+// errBody is what readError keeps of an error response.
+type errBody struct {
+	msg      string // the server's message, at most maxMessage bytes
+	tail     string // the last bytes of the body
+	unparsed int    // "unable to parse" in the whole body
+}
+
+// readError reads an error response: its message, its tail and the number
+// of "unable to parse" in the whole body, which InfluxDB 1.x repeats for
+// every line it rejected. The body is read to the end, so the connection
+// can be reused, in constant memory.
+func readError(resp *http.Response) errBody {
+	const pat = "unable to parse"
+	var eb errBody
+	head := make([]byte, 0, maxMessage)
+	const tailSize = 64
+	tail := make([]byte, 0, 2*tailSize)
+	buf := make([]byte, 32<<10)
+	carry := 0 // bytes kept from the previous chunk so matches across chunks count
+	for {
+		n, err := resp.Body.Read(buf[carry:])
+		chunk := buf[:carry+n]
+		if room := maxMessage - len(head); room > 0 {
+			head = append(head, buf[carry:carry+min(n, room)]...)
+		}
+		eb.unparsed += bytes.Count(chunk, []byte(pat))
+		fresh := chunk[carry:]
+		if len(fresh) > tailSize {
+			fresh = fresh[len(fresh)-tailSize:]
+		}
+		if tail = append(tail, fresh...); len(tail) > tailSize {
+			tail = append(tail[:0], tail[len(tail)-tailSize:]...)
+		}
+		// keep the last len(pat)-1 bytes: too short to hold a whole match,
+		// so nothing is counted twice
+		keep := min(len(chunk), len(pat)-1)
+		copy(buf, chunk[len(chunk)-keep:])
+		carry = keep
+		if err != nil {
+			break
+		}
+	}
+	eb.tail = string(tail)
+	eb.msg = errorMessage(resp, head)
+	return eb
+}
+
+func errorMessage(resp *http.Response, head []byte) string {
+	// InfluxDB 1.x copies its message into a header, unescaped.
+	if h := resp.Header.Get("X-Influxdb-Error"); h != "" {
+		return truncate(h)
+	}
+	var j struct {
+		Error   string `json:"error"`   // 1.x
+		Message string `json:"message"` // 2.x
+		Code    string `json:"code"`
+	}
+	if json.Unmarshal(head, &j) == nil {
+		switch {
+		case j.Error != "":
+			return truncate(j.Error)
+		case j.Message != "":
+			return truncate(j.Message)
+		}
+	}
+	if s := strings.TrimSpace(string(head)); s != "" {
+		return truncate(s)
+	}
+	return http.StatusText(resp.StatusCode)
+}
+
+func truncate(s string) string {
+	if len(s) > maxMessage {
+		return s[:maxMessage] + "..."
+	}
+	return s
+}
+
+// errLog logs each distinct server error once, not once per batch: a
+// rejected schema or a full disk would otherwise log thousands of lines
+// per minute. It remembers a bounded number of messages.
+type errLog struct {
+	log  *zap.Logger
+	mu   sync.Mutex
+	seen map[string]bool
+	full bool
+}
+
+const maxDistinctErrors = 64
+
+func newErrLog(l *zap.Logger) *errLog { return &errLog{log: l, seen: map[string]bool{}} }
+
+// once logs err (a classified write error) the first time its kind is seen.
+func (l *errLog) once(err error) {
+	var se *StatusError
+	if !errors.As(err, &se) {
+		return // transport errors are counted by class; the engine logs them
+	}
+	key := strconv.Itoa(se.StatusCode) + " " + errorKey(se.Message)
+	l.mu.Lock()
+	if l.seen[key] {
+		l.mu.Unlock()
+		return
+	}
+	if len(l.seen) >= maxDistinctErrors {
+		full := l.full
+		l.full = true
+		l.mu.Unlock()
+		if !full {
+			l.log.Warn("too many distinct write errors; no more are logged")
+		}
+		return
+	}
+	l.seen[key] = true
+	l.mu.Unlock()
+	l.log.Warn("write failed (logged once for each distinct error)",
+		zap.String("class", string(sinks.ClassOf(err))), zap.Int("status", se.StatusCode),
+		zap.String("error", se.Message), zap.Bool("partial", se.Partial), zap.Int("dropped", se.Dropped))
+}
+
+// errorKey is what makes two messages "the same error": the text before
+// the first quote (InfluxDB quotes the offending line, field or database),
+// with digits folded.
+func errorKey(msg string) string {
+	if i := strings.IndexAny(msg, `'"`); i >= 0 {
+		msg = msg[:i]
+	}
+	if len(msg) > 120 {
+		msg = msg[:120]
+	}
+	b := []byte(msg)
+	for i, c := range b {
+		if c >= '0' && c <= '9' {
+			b[i] = '#'
+		}
+	}
+	return string(b)
+}

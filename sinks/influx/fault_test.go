@@ -1,0 +1,119 @@
+package influx
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// Restart influxd mid-run, then freeze it (SIGSTOP) for longer than the
+// request timeout: writes fail with connection and timeout errors, all of
+// them retryable; nothing crashes; writing resumes by itself; and once
+// every batch is acknowledged the database holds exactly the acknowledged
+// rows (resending a batch whose outcome was unknown stored nothing twice).
+// The driver retries like the engine does: only what Retryable allows,
+// after the server's Retry-After or a backoff.
+func TestFaultRestartAndStall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restarts a server")
+	}
+	for _, raw := range []string{
+		"influx1://%s?db=fault1&timeout=1s",
+		"influx://%s?bucket=fault2&timeout=1s&gzip=true",
+	} {
+		t.Run(raw[:8], func(t *testing.T) {
+			// A server per subtest: a restarted server belongs to the test
+			// that restarted it.
+			srv := startInflux(t)
+			const workers, batches, rows = 2, 120, 200
+			schemas := []*sources.Schema{cpuSchema("cpu")}
+			s := openSink(t, fmt.Sprintf(raw, srv.Addr), sinks.Options{Schemas: schemas, Workers: workers})
+			ctx := context.Background()
+			if err := s.Prepare(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var (
+				mu      sync.Mutex
+				classes = map[sinks.Class]int{}
+				acked   atomic.Int64
+				done    atomic.Int64 // batches acknowledged
+			)
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					b := sources.NewSeriesBatch(schemas)
+					// Disjoint rows per worker: a different day each.
+					g := &gen{devices: 10, start: time.Now().Add(-time.Duration(w+1) * 48 * time.Hour), step: time.Second}
+					for range batches {
+						g.fill(b, rows)
+						deadline := time.Now().Add(90 * time.Second)
+						for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, 500*time.Millisecond) {
+							_, err := s.Write(ctx, b)
+							if err == nil {
+								acked.Add(rows)
+								done.Add(1)
+								break
+							}
+							mu.Lock()
+							classes[sinks.ClassOf(err)]++
+							mu.Unlock()
+							retry, after := sinks.Retryable(err)
+							if !retry || time.Now().After(deadline) {
+								t.Errorf("worker %d: giving up on a batch: %v (retryable %v)", w, err, retry)
+								return
+							}
+							time.Sleep(max(after, backoff))
+						}
+					}
+				}()
+			}
+			waitFor := func(n int64) {
+				for done.Load() < n && !t.Failed() {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			waitFor(40)
+			srv.Restart(t)
+			waitFor(done.Load() + 40) // writing resumed after the restart
+			if err := srv.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2500 * time.Millisecond) // > timeout=1s
+			if err := srv.Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("errors by class: %v; rows acknowledged: %d", classes, acked.Load())
+			if classes[sinks.Connection] == 0 {
+				t.Errorf("no connection errors during a restart: %v", classes)
+			}
+			if classes[sinks.Timeout] == 0 {
+				t.Errorf("no timeouts while the server was stopped for 2.5 s with timeout=1s: %v", classes)
+			}
+			for c := range classes {
+				if c != sinks.Connection && c != sinks.Timeout && c != sinks.Server {
+					t.Errorf("unexpected error class %s: %v", c, classes)
+				}
+			}
+			if want := int64(workers * batches * rows); acked.Load() != want {
+				t.Errorf("acknowledged %d rows, want %d", acked.Load(), want)
+			}
+			db := s.cfg.DB + s.cfg.Bucket
+			if got := countField(t, srv, db, "cpu", "usage_user"); got != acked.Load() {
+				t.Errorf("stored %d rows, acknowledged %d", got, acked.Load())
+			}
+		})
+	}
+}

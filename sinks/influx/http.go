@@ -1,0 +1,131 @@
+package influx
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// newTransport returns a Transport sized for workers concurrent writers:
+// one kept-alive connection per worker (plus Prepare and Ping), large
+// write buffers for megabyte bodies, and no transparent response
+// decompression.
+func newTransport(c *Config, workers int) *http.Transport {
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	t := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           d.DialContext,
+		MaxIdleConns:          workers + 2,
+		MaxIdleConnsPerHost:   workers + 2,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		WriteBufferSize:       64 << 10,
+		ReadBufferSize:        8 << 10,
+	}
+	if c.TLS {
+		// HTTP/1.1 also over TLS (a custom dialer leaves HTTP/2 off): one
+		// connection per worker, as without TLS, rather than every
+		// worker's megabyte bodies multiplexed over one connection.
+		t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.Insecure} //nolint:gosec // only when the user asks
+	}
+	return t
+}
+
+// waitTransport makes RoundTrip return only once the wrapped transport has
+// closed the request body (or the request's context is done).
+//
+// net/http may read and close a request body after RoundTrip returned (the
+// RoundTripper contract allows it, e.g. when the server answers before it
+// has read the whole body). The sink sends batches straight from a buffer
+// that it reuses for the next batch, so it must know that the transport is
+// done with it. If the context ends first, the sink drops the buffer
+// instead of reusing it.
+//
+// It also counts the body bytes the transport read (the bytes sent), into
+// the *int64 stored in the request's context under sentKey.
+type waitTransport struct{ rt http.RoundTripper }
+
+type sentKey struct{}
+
+func (t waitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return t.rt.RoundTrip(req)
+	}
+	w := &bodyWait{closed: make(chan struct{}, 1)}
+	r := *req // RoundTrip must not modify req
+	r.Body = w.track(req.Body)
+	if get := req.GetBody; get != nil {
+		// The transport resends on a fresh body when a kept-alive
+		// connection turns out to be closed before anything was written.
+		r.GetBody = func() (io.ReadCloser, error) {
+			b, err := get()
+			if err != nil {
+				return nil, err
+			}
+			return w.track(b), nil
+		}
+	}
+	resp, err := t.rt.RoundTrip(&r)
+	w.wait(req.Context())
+	if p, ok := req.Context().Value(sentKey{}).(*int64); ok {
+		*p += w.n.Load()
+	}
+	return resp, err
+}
+
+// bodyWait tracks the bodies handed to the transport for one request.
+type bodyWait struct {
+	open   atomic.Int32
+	n      atomic.Int64
+	closed chan struct{} // a token each time open drops to 0
+}
+
+func (w *bodyWait) track(rc io.ReadCloser) io.ReadCloser {
+	w.open.Add(1)
+	return &trackedBody{rc: rc, w: w}
+}
+
+// wait returns once every tracked body is closed or ctx is done. A stale
+// token (open went to 0 and up again on a resend) only causes another
+// look at open.
+func (w *bodyWait) wait(ctx context.Context) {
+	for w.open.Load() > 0 {
+		select {
+		case <-w.closed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+type trackedBody struct {
+	rc     io.ReadCloser
+	w      *bodyWait
+	closed atomic.Bool
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	b.w.n.Add(int64(n))
+	return n, err
+}
+
+func (b *trackedBody) Close() error {
+	if b.closed.Swap(true) {
+		return nil
+	}
+	err := b.rc.Close()
+	if b.w.open.Add(-1) == 0 {
+		select {
+		case b.w.closed <- struct{}{}:
+		default:
+		}
+	}
+	return err
+}

@@ -1,0 +1,321 @@
+package influx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sinks/lineproto"
+	"github.com/soakd/soakd/sources"
+)
+
+// Both APIs against a real InfluxDB 1.8: the database is created by
+// Prepare, SELECT count(*) per measurement equals the rows written, and
+// the bytes reported are the bytes sent.
+func TestWriteCounts(t *testing.T) {
+	srv := startInflux(t)
+	for _, tc := range []struct {
+		name, url string
+	}{
+		{"v1", "influx1://%s?db=v1plain"},
+		{"v1 gzip ms rp", "influx1://%s?db=v1gzip&rp=autogen&gzip=true&precision=ms"},
+		{"v1 api param user", "influx://reader:pw@%s?api=v1&db=v1api&precision=s"},
+		{"v2 client", "influx://%s?bucket=v2plain&org=ignored"},
+		{"v2 client gzip rp token", "influx://%s?bucket=v2gzip/autogen&token=admin:pw&gzip=true&precision=us"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := fmt.Sprintf(tc.url, srv.Addr)
+			schemas := []*sources.Schema{cpuSchema("cpu"), cpuSchema("mem")}
+			s := openSink(t, raw, sinks.Options{Schemas: schemas, Workers: 2, BatchSize: 500})
+			ctx := context.Background()
+			if err := s.Ping(ctx); err != nil {
+				t.Fatalf("Ping: %v", err)
+			}
+			if err := s.Prepare(ctx); err != nil {
+				t.Fatalf("Prepare: %v", err)
+			}
+			if err := s.Prepare(ctx); err != nil {
+				t.Fatalf("Prepare is not idempotent: %v", err)
+			}
+			db := s.cfg.DB
+			if s.cfg.API == V2 {
+				db, _, _ = strings.Cut(s.cfg.Bucket, "/")
+			}
+			// A whole second per step so that precision=s keeps rows apart.
+			g := &gen{devices: 7, start: time.Now().Add(-24 * time.Hour).Truncate(time.Second), step: time.Second}
+			b := sources.NewSeriesBatch(schemas)
+			rows := 0
+			for _, n := range []int{500, 500, 1, 333, 0} {
+				g.fill(b, n)
+				sent, err := s.Write(ctx, b)
+				if err != nil {
+					t.Fatalf("Write(%d rows): %v", n, err)
+				}
+				if n > 0 && sent <= 0 || n == 0 && sent != 0 {
+					t.Errorf("Write(%d rows) reported %d bytes sent", n, sent)
+				}
+				rows += n
+			}
+			for _, m := range []string{"cpu", "mem"} {
+				for _, f := range []string{"usage_user", "procs"} {
+					if got := countField(t, srv, db, m, f); got != int64(rows) {
+						t.Errorf("SELECT count(%s) FROM %s = %d, want %d", f, m, got, rows)
+					}
+				}
+			}
+			tags := influxQuery(t, srv, db, `SHOW TAG VALUES FROM "cpu" WITH KEY = "hostname"`)
+			if len(tags) != 1 || len(tags[0].Values) != g.devices {
+				t.Errorf("hostname tag values: %v, want %d", tags, g.devices)
+			}
+		})
+	}
+}
+
+// The bytes a write reports are the request body: compressed with gzip.
+func TestWriteBytes(t *testing.T) {
+	srv := startInflux(t)
+	schemas := []*sources.Schema{cpuSchema("cpu")}
+	b := sources.NewSeriesBatch(schemas)
+	g := &gen{devices: 10, start: time.Now().Add(-time.Hour), step: time.Second}
+	g.fill(b, 1000)
+	var e lineproto.Encoder
+	plain := len(e.AppendTable(nil, b.Tables[0]))
+	ctx := context.Background()
+	for _, tc := range []struct {
+		url     string
+		lo, hi  int
+		explain string
+	}{
+		{"influx1://%s?db=bytes", plain, plain, "uncompressed"},
+		{"influx1://%s?db=bytes&gzip=true", plain / 50, plain / 3, "gzip"},
+		{"influx://%s?bucket=bytes", plain, plain, "v2 uncompressed"},
+		{"influx://%s?bucket=bytes&gzip=true", plain / 50, plain / 3, "v2 gzip"},
+	} {
+		s := openSink(t, fmt.Sprintf(tc.url, srv.Addr), sinks.Options{Schemas: schemas})
+		if err := s.Prepare(ctx); err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.Write(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < tc.lo || n > tc.hi {
+			t.Errorf("%s: %d bytes sent, want %d..%d (line protocol is %d bytes)", tc.explain, n, tc.lo, tc.hi, plain)
+		}
+	}
+}
+
+// Names and tag values with spaces, commas, equals signs, backslashes and
+// other awkward content read back from InfluxDB as written (in the
+// canonical form the encoder documents), through both APIs.
+func TestEscapingRoundTrip(t *testing.T) {
+	srv := startInflux(t)
+	values := []string{
+		"plain", "with space", "comma,here", "equals=sign", "a=b,c=d e", `back\slash`, `two\\back`,
+		`back\ space`, `back\,comma`, `back\=eq`, `\lead`, `trail\`, `"quoted"`, "ünïcödé 🚀",
+		"#hash", " lead", "trail ", "=", ",", " ", "tab\there", "new\nline", `'single'`,
+	}
+	canon := func(s string) string {
+		s = strings.NewReplacer("\t", " ", "\n", " ").Replace(s)
+		return strings.TrimRight(s, `\`)
+	}
+	for _, api := range []string{"influx1://%s?db=esc1", "influx://%s?bucket=esc2"} {
+		t.Run(api[:8], func(t *testing.T) {
+			tg := make(testTagger, len(values))
+			for i, v := range values {
+				tg[i] = []string{v}
+			}
+			meas := []string{"my measurement", "m,with=commas", `back\slash m`, "unicode µ"}
+			var schemas []*sources.Schema
+			for _, m := range meas {
+				schemas = append(schemas, &sources.Schema{Measurement: m, TagKeys: []string{"tag key, =x"}, Tags: tg,
+					Fields: []sources.Field{{Name: "field name,=x", Kind: sources.Float}}})
+			}
+			s := openSink(t, fmt.Sprintf(api, srv.Addr), sinks.Options{Schemas: schemas})
+			ctx := context.Background()
+			if err := s.Prepare(ctx); err != nil {
+				t.Fatal(err)
+			}
+			db := s.cfg.DB + s.cfg.Bucket
+			b := sources.NewSeriesBatch(schemas)
+			g := &gen{devices: len(values), start: time.Now().Add(-time.Hour), step: time.Millisecond}
+			g.fill(b, len(values))
+			if _, err := s.Write(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			got := influxQuery(t, srv, db, "SHOW MEASUREMENTS")
+			var names []string
+			for _, v := range got[0].Values {
+				names = append(names, v[0].(string))
+			}
+			slices.Sort(names)
+			want := slices.Sorted(slices.Values(meas))
+			if !slices.Equal(names, want) {
+				t.Errorf("measurements %q, want %q", names, want)
+			}
+			for _, m := range meas {
+				ss := influxQuery(t, srv, db, fmt.Sprintf("SHOW TAG VALUES FROM %s WITH KEY = %s", quoteIdent(m), quoteIdent("tag key, =x")))
+				var tagVals []string
+				for _, v := range ss[0].Values {
+					tagVals = append(tagVals, v[1].(string))
+				}
+				var wantVals []string
+				for _, v := range values {
+					if c := canon(v); c != "" && !slices.Contains(wantVals, c) {
+						wantVals = append(wantVals, c)
+					}
+				}
+				slices.Sort(tagVals)
+				slices.Sort(wantVals)
+				if !slices.Equal(tagVals, wantVals) {
+					t.Errorf("%s: tag values\n%q\nwant\n%q", m, tagVals, wantVals)
+				}
+				// Every row is there, with its field: nothing was silently dropped.
+				if n := countField(t, srv, db, m, "field name,=x"); n != int64(len(values)) {
+					t.Errorf("%s: count %d, want %d", m, n, len(values))
+				}
+			}
+		})
+	}
+}
+
+// A limitation of InfluxDB 1.x's line splitter, not of the encoder (whose
+// output InfluxData's reference decoder reads correctly): it pairs
+// backslashes left to right, so a tag value holding a backslash before an
+// escaped space and equals sign, then a double quote, hides the end of the
+// line. The server rejects the batch; it is reported as rejected with the
+// server's message, never lost silently.
+func TestInfluxDB1SplitterLimitation(t *testing.T) {
+	srv := startInflux(t)
+	tg := testTagger{{`x\ \="`}, {"fine"}}
+	schemas := []*sources.Schema{{Measurement: "m", TagKeys: []string{"k"}, Tags: tg,
+		Fields: []sources.Field{{Name: "f", Kind: sources.Float}}}}
+	s := openSink(t, fmt.Sprintf("influx1://%s?db=split", srv.Addr), sinks.Options{Schemas: schemas})
+	ctx := context.Background()
+	if err := s.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := sources.NewSeriesBatch(schemas)
+	(&gen{devices: 2, start: time.Now().Add(-time.Hour), step: time.Second}).fill(b, 2)
+	_, err := s.Write(ctx, b)
+	if sinks.ClassOf(err) != sinks.Rejected || !strings.Contains(err.Error(), "unable to parse") {
+		t.Fatalf("Write = %v, want rejected: unable to parse", err)
+	}
+}
+
+// Rejections carry the server's message and are logged once per distinct
+// error; a partial write reports how many points were not stored.
+func TestRejected(t *testing.T) {
+	srv := startInflux(t)
+	ctx := context.Background()
+	core, logs := observer.New(zap.WarnLevel)
+	log := zap.New(core)
+
+	// create=false and no database: 404.
+	schemas := []*sources.Schema{cpuSchema("cpu")}
+	s := openSink(t, fmt.Sprintf("influx1://%s?db=missing&create=false", srv.Addr), sinks.Options{Schemas: schemas, Logger: log})
+	if err := s.Prepare(ctx); err != nil {
+		t.Fatalf("Prepare with create=false: %v", err)
+	}
+	b := sources.NewSeriesBatch(schemas)
+	g := &gen{devices: 3, start: time.Now().Add(-time.Hour), step: time.Second}
+	for range 5 {
+		g.fill(b, 10)
+		_, err := s.Write(ctx, b)
+		var se *StatusError
+		if sinks.ClassOf(err) != sinks.Rejected || !errors.As(err, &se) || se.StatusCode != 404 || !strings.Contains(se.Message, `database not found: "missing"`) {
+			t.Fatalf("Write to a missing database = %v, want rejected 404 with the server's message", err)
+		}
+		if retry, _ := sinks.Retryable(err); retry {
+			t.Error("a rejected write is marked retryable")
+		}
+	}
+	if logs.Len() != 1 {
+		t.Errorf("%d log entries for 5 identical rejections, want 1: %v", logs.Len(), logs.All())
+	}
+
+	// Field type conflict: "procs" exists as an integer, then comes as a
+	// float. InfluxDB stores the rest of the batch and drops those points.
+	intSchema := []*sources.Schema{cpuSchema("conflict")}
+	floatSchema := []*sources.Schema{cpuSchema("conflict")}
+	floatSchema[0].Fields[2].Kind = sources.Float
+	s1 := openSink(t, fmt.Sprintf("influx1://%s?db=partial", srv.Addr), sinks.Options{Schemas: intSchema, Logger: log})
+	s2 := openSink(t, fmt.Sprintf("influx1://%s?db=partial", srv.Addr), sinks.Options{Schemas: floatSchema, Logger: log})
+	if err := s1.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b1 := sources.NewSeriesBatch(intSchema)
+	g1 := &gen{devices: 4, start: time.Now().Add(-time.Hour), step: time.Second}
+	g1.fill(b1, 8)
+	if _, err := s1.Write(ctx, b1); err != nil {
+		t.Fatal(err)
+	}
+	b2 := sources.NewSeriesBatch(floatSchema)
+	g1.fill(b2, 8)
+	_, err := s2.Write(ctx, b2)
+	var se *StatusError
+	if sinks.ClassOf(err) != sinks.Rejected || !errors.As(err, &se) || !se.Partial {
+		t.Fatalf("conflicting write = %v, want a rejected partial write", err)
+	}
+	if se.Points != 8 || se.Dropped != 8 || se.Stored() != 0 {
+		t.Errorf("partial write: points %d dropped %d stored %d, want 8 8 0 (%v)", se.Points, se.Dropped, se.Stored(), err)
+	}
+	if !strings.Contains(err.Error(), "8 of 8 points not stored") || !strings.Contains(err.Error(), "field type conflict") {
+		t.Errorf("message %q", err)
+	}
+	if n := countField(t, srv, "partial", "conflict", "usage_user"); n != 8 {
+		t.Errorf("count after the partial write: %d, want 8 (the first batch only)", n)
+	}
+	if logs.FilterMessageSnippet("write failed").Len() != 2 {
+		t.Errorf("want one log entry per distinct error: %v", logs.All())
+	}
+	for _, e := range logs.All() {
+		if e.ContextMap()["error"] == nil {
+			t.Errorf("log entry without the server's message: %v", e.ContextMap())
+		}
+	}
+}
+
+// Ping follows the server; a stopped server is a connection error, and
+// the database is created on whichever write API is used.
+func TestPingAndDown(t *testing.T) {
+	srv := startInflux(t)
+	ctx := context.Background()
+	schemas := []*sources.Schema{cpuSchema("cpu")}
+	for _, raw := range []string{"influx1://%s?db=ping", "influx://%s?bucket=ping"} {
+		s := openSink(t, fmt.Sprintf(raw, srv.Addr), sinks.Options{Schemas: schemas})
+		if err := s.Ping(ctx); err != nil {
+			t.Fatalf("Ping: %v", err)
+		}
+	}
+	srv.StopKeep()
+	for _, raw := range []string{"influx1://%s?db=ping&timeout=2s", "influx://%s?bucket=ping&timeout=2s"} {
+		s := openSink(t, fmt.Sprintf(raw, srv.Addr), sinks.Options{Schemas: schemas})
+		if err := s.Ping(ctx); sinks.ClassOf(err) != sinks.Connection {
+			t.Errorf("Ping of a stopped server = %v, want a connection error", err)
+		}
+		if err := s.Prepare(ctx); sinks.ClassOf(err) != sinks.Connection {
+			t.Errorf("Prepare against a stopped server = %v, want a connection error (the engine retries those)", err)
+		}
+		b := sources.NewSeriesBatch(schemas)
+		(&gen{devices: 1, start: time.Now(), step: time.Second}).fill(b, 1)
+		_, err := s.Write(ctx, b)
+		if retry, _ := sinks.Retryable(err); sinks.ClassOf(err) != sinks.Connection || !retry {
+			t.Errorf("Write to a stopped server = %v, want a retryable connection error", err)
+		}
+	}
+	srv.Resume(t)
+}
+
+// The server must not matter for an unused keepalive: testserver keeps
+// its helpers honest here too.
+var _ = testserver.Required

@@ -1,0 +1,287 @@
+package influx
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/soakd/soakd/sinks"
+)
+
+// Ping reports whether the target answers its ping endpoint with 2xx
+// (v1: the product's ping path, v2: /ping, which InfluxDB 1.8, 2.x and 3.x
+// serve).
+func (s *Sink) Ping(ctx context.Context) error {
+	_, err := s.ping(ctx)
+	return err
+}
+
+// ping returns the server's X-Influxdb-Version header.
+func (s *Sink) ping(ctx context.Context) (string, error) {
+	path := "/ping"
+	if s.cfg.API == V1 {
+		path = s.cfg.PingPath
+	}
+	resp, err := s.do(ctx, http.MethodGet, path, "", nil)
+	if err != nil {
+		return "", fmt.Errorf("cannot ping %s: %w", s.cfg.String(), err)
+	}
+	resp.Body.Close()
+	return resp.Header.Get("X-Influxdb-Version"), nil
+}
+
+// Prepare creates the database (v1: CREATE DATABASE through InfluxQL
+// /query, for InfluxDB) or the bucket (v2: InfluxDB 2.x buckets API;
+// InfluxDB 1.8 through /query; 3.x creates databases on the first write)
+// unless ?create=false. It is idempotent.
+func (s *Sink) Prepare(ctx context.Context) error {
+	if !s.cfg.Create {
+		return nil
+	}
+	if s.cfg.API == V1 {
+		if !s.cfg.Product.CreateDB {
+			return nil
+		}
+		return s.createDatabase(ctx, s.cfg.DB)
+	}
+	ver, err := s.ping(ctx)
+	if err != nil {
+		return err
+	}
+	// InfluxDB 1.8+: the bucket is DB or DB/RP.
+	db, _, _ := strings.Cut(s.cfg.Bucket, "/")
+	switch majorVersion(ver) {
+	case 1:
+		return s.createDatabase(ctx, db)
+	case 2:
+		return s.createBucket(ctx)
+	case 0: // no version (1.x built from source says "unknown")
+		found, err := s.createBucketIfAPI(ctx)
+		if found || err != nil {
+			return err
+		}
+		return s.createDatabase(ctx, db)
+	}
+	return nil // 3.x creates databases on the first write
+}
+
+// majorVersion parses X-Influxdb-Version ("1.8.10", "v2.7.4", "3.0.1");
+// 0 when unknown.
+func majorVersion(v string) int {
+	v = strings.TrimPrefix(v, "v")
+	major, _, _ := strings.Cut(v, ".")
+	n, err := strconv.Atoi(major)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// createBucketIfAPI creates the bucket when the server has the 2.x
+// buckets API; found reports whether it has.
+func (s *Sink) createBucketIfAPI(ctx context.Context) (found bool, err error) {
+	err = s.createBucket(ctx)
+	var se *StatusError
+	if errors.As(err, &se) && se.StatusCode == http.StatusNotFound {
+		return false, nil
+	}
+	return true, err
+}
+
+// createDatabase runs CREATE DATABASE (a no-op when it exists). A user
+// without admin rights cannot run it; then an existing database is fine.
+func (s *Sink) createDatabase(ctx context.Context, db string) error {
+	err := s.influxQL(ctx, "CREATE DATABASE "+quoteIdent(db))
+	if err == nil || sinks.ClassOf(err) != sinks.Rejected {
+		return err
+	}
+	if ok, err2 := s.databaseExists(ctx, db); err2 == nil && ok {
+		return nil
+	}
+	return err
+}
+
+func (s *Sink) databaseExists(ctx context.Context, db string) (bool, error) {
+	var out struct {
+		Results []struct {
+			Series []struct {
+				Values [][]any `json:"values"`
+			} `json:"series"`
+		} `json:"results"`
+	}
+	resp, err := s.do(ctx, http.MethodGet, "/query?"+url.Values{"q": {"SHOW DATABASES"}}.Encode(), "", nil)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&out); err != nil {
+		return false, err
+	}
+	for _, r := range out.Results {
+		for _, ser := range r.Series {
+			for _, v := range ser.Values {
+				if len(v) > 0 && v[0] == db {
+					return true, nil
+				}
+			}
+		}
+	}
+	return false, nil
+}
+
+// influxQL runs one InfluxQL statement through POST /query and returns
+// the statement's error, if any, as rejected.
+func (s *Sink) influxQL(ctx context.Context, stmt string) error {
+	form := url.Values{"q": {stmt}}.Encode()
+	resp, err := s.do(ctx, http.MethodPost, "/query", "application/x-www-form-urlencoded", strings.NewReader(form))
+	if err != nil {
+		return fmt.Errorf("cannot run %s on %s: %w", stmt, s.cfg.String(), err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Error   string `json:"error"`
+		Results []struct {
+			Error string `json:"error"`
+		} `json:"results"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil {
+		return sinks.NewError(sinks.Other, false, fmt.Errorf("cannot read the answer to %s from %s: %w", stmt, s.cfg.String(), err))
+	}
+	for _, r := range out.Results {
+		if r.Error != "" {
+			out.Error = r.Error
+		}
+	}
+	if out.Error != "" {
+		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("%s on %s: %s", stmt, s.cfg.String(), out.Error))
+	}
+	return nil
+}
+
+// createBucket creates the bucket through the InfluxDB 2.x API: look it
+// up, find the organisation's id, create it with infinite retention.
+func (s *Sink) createBucket(ctx context.Context) error {
+	q := url.Values{"name": {s.cfg.Bucket}}
+	if s.cfg.Org != "" {
+		q.Set("org", s.cfg.Org)
+	}
+	var buckets struct {
+		Buckets []struct {
+			Name string `json:"name"`
+		} `json:"buckets"`
+	}
+	if err := s.getJSON(ctx, "/api/v2/buckets?"+q.Encode(), &buckets); err != nil {
+		return fmt.Errorf("cannot look up bucket %q: %w", s.cfg.Bucket, err)
+	}
+	for _, b := range buckets.Buckets {
+		if b.Name == s.cfg.Bucket {
+			return nil
+		}
+	}
+	if s.cfg.Org == "" {
+		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("bucket %q does not exist; give ?org= to create it", s.cfg.Bucket))
+	}
+	var orgs struct {
+		Orgs []struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"orgs"`
+	}
+	if err := s.getJSON(ctx, "/api/v2/orgs?"+url.Values{"org": {s.cfg.Org}}.Encode(), &orgs); err != nil {
+		return fmt.Errorf("cannot look up organisation %q: %w", s.cfg.Org, err)
+	}
+	id := ""
+	for _, o := range orgs.Orgs {
+		if o.Name == s.cfg.Org {
+			id = o.ID
+		}
+	}
+	if id == "" {
+		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("organisation %q not found", s.cfg.Org))
+	}
+	body, _ := json.Marshal(map[string]any{"name": s.cfg.Bucket, "orgID": id, "retentionRules": []any{}})
+	resp, err := s.do(ctx, http.MethodPost, "/api/v2/buckets", "application/json", bytes.NewReader(body))
+	if err != nil {
+		if se := (*StatusError)(nil); errors.As(err, &se) && se.StatusCode == http.StatusUnprocessableEntity {
+			return nil // created meanwhile by another process
+		}
+		return fmt.Errorf("cannot create bucket %q: %w", s.cfg.Bucket, err)
+	}
+	resp.Body.Close()
+	s.log.Info("created bucket")
+	return nil
+}
+
+// getJSON GETs path and decodes a 2xx answer into out.
+func (s *Sink) getJSON(ctx context.Context, path string, out any) error {
+	resp, err := s.do(ctx, http.MethodGet, path, "", nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(out); err != nil {
+		return sinks.NewError(sinks.Other, false, fmt.Errorf("cannot decode %s: %w", path, err))
+	}
+	return nil
+}
+
+// do sends a management request (not a write) with the sink's
+// credentials and returns the response of a 2xx answer; anything else is
+// a classified error. Management requests are idempotent.
+func (s *Sink) do(ctx context.Context, method, path, ctype string, body io.Reader) (*http.Response, error) {
+	limit := 30 * time.Second
+	if s.cfg.Timeout > 0 {
+		limit = min(limit, s.cfg.Timeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	req, err := http.NewRequestWithContext(ctx, method, s.cfg.baseURL()+path, body)
+	if err != nil {
+		cancel()
+		return nil, sinks.NewError(sinks.Other, false, err)
+	}
+	req.Header.Set("User-Agent", userAgent)
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	if s.auth != "" {
+		req.Header.Set("Authorization", s.auth)
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		err = classifyTransport(ctx, err, true)
+		cancel()
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		eb := readError(resp)
+		resp.Body.Close()
+		cancel()
+		return nil, classifyStatus(resp.StatusCode, resp.Header, eb, 0, true)
+	}
+	resp.Body = cancelOnClose{resp.Body, cancel}
+	return resp, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// quoteIdent quotes an InfluxQL identifier.
+func quoteIdent(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
