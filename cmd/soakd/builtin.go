@@ -4,6 +4,7 @@ import (
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/file"
+	"github.com/soakd/soakd/sinks/influx"
 	"github.com/soakd/soakd/sinks/null"
 	"github.com/soakd/soakd/sinks/postgres"
 	"github.com/soakd/soakd/sources"
@@ -18,6 +19,7 @@ func plugins() *daemon.Plugins {
 	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV}, Open: null.Open, Check: null.Check})
 	r.Add(sinks.Entry{Schemes: []string{"file"}, Kinds: series, Open: file.Open, Check: file.Check})
 	r.Add(sinks.Entry{Schemes: []string{"postgres", "postgresql"}, Kinds: series, Open: postgres.Open, Check: postgres.Check})
+	r.Add(sinks.Entry{Schemes: []string{"influx", "influxs", "influx1"}, Kinds: series, Open: influx.Open, Check: influx.Check})
 
 	srcs := daemon.Sources{
 		{
