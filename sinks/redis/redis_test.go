@@ -473,3 +473,49 @@ func BenchmarkWrite(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParallel drives the sink closed-loop from 50 goroutines (25 per
+// CPU on the 2-core test machine), like redis-benchmark -c 50: compare
+// its kvops/s with redis-benchmark -c 50 -P N -d 100 against the same
+// server (bench/redis.sh does it through the daemon).
+func BenchmarkParallel(b *testing.B) {
+	srv := testserver.Redis(b)
+	for _, tc := range []struct {
+		name, workload string
+		pipeline       int
+	}{
+		{"set-P1", "update=1", 1}, {"get-P1", "read=1", 1},
+		{"set-P16", "update=1", 16}, {"get-P16", "read=1", 16},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := kv.DefaultConfig()
+			c.Records, c.Fields, c.FieldLength, c.KeyPrefix = 10000, 1, 100, "par:"
+			c.Workload, _ = kv.ParseWorkload(tc.workload)
+			c.Distribution = kv.Uniform
+			src := source(b, c)
+			s := open(b, srv.URL+"?index=false", sinks.Options{DataType: "string", KeyPrefix: "par:", Workers: 50})
+			runLoad(b, src, s, 2)
+			var part sync.Mutex
+			next := 0
+			b.SetParallelism(25)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				part.Lock()
+				st, _ := src.Stream(next%50, 50)
+				next++
+				part.Unlock()
+				batch := src.NewBatch()
+				ctx := context.Background()
+				for pb.Next() {
+					batch.Reset()
+					_ = st.Fill(batch, tc.pipeline, 0)
+					if _, err := s.Write(ctx, batch); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N*tc.pipeline)/b.Elapsed().Seconds(), "kvops/s")
+		})
+	}
+}

@@ -341,3 +341,11 @@ func (m *LoadMode) UnmarshalText(b []byte) error {
 	}
 	return fmt.Errorf("load %q: want auto or off", string(b))
 }
+
+// RecordType returns DATA_TYPE; the engine passes it to the sink as
+// sinks.Options.DataType.
+func (c *Config) RecordType() string { return string(c.DataType) }
+
+// RecordKeyPrefix returns KEY_PREFIX; the engine passes it to the sink as
+// sinks.Options.KeyPrefix.
+func (c *Config) RecordKeyPrefix() string { return c.KeyPrefix }
