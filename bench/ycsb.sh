@@ -58,7 +58,7 @@ rcli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
 soakd_run() {
 	local log=$1 sum=$2
 	shift 2
-	env -i PATH="$PATH" HOME="${HOME:-/root}" SOAKD_LISTEN= SOAKD_PROGRESS_INTERVAL=0 SOAKD_SUMMARY_JSON="$sum" \
+	env -i PATH="$PATH" HOME="${HOME:-/root}" SOAKD_LISTEN=127.0.0.1:0 SOAKD_PROGRESS_INTERVAL=0 SOAKD_SUMMARY_JSON="$sum" \
 		SOAKD_WORKLOADS=kv "$@" timeout "${BENCH_TIMEOUT:-300}" "$SOAKD" >"$log" 2>&1
 }
 
@@ -66,8 +66,8 @@ soakd_run() {
 # summary (the response latency, from the intended start; in closed loop
 # that is from the start of the batch).
 soakd_figure() {
-	jq -r --arg op "$2" '.workloads[0] as $w | ($w.ops[] | select(.op == $op)) as $o |
-		"\($o.count / $w.seconds | floor) \($o.response_seconds.p50 * 1000 | . * 1000 | round / 1000) \($o.response_seconds.p99 * 1000 | . * 1000 | round / 1000)"' "$1"
+	jq -r --arg op "$2" '.workloads[0].ops[] | select(.op == $op) |
+		"\(.per_second | floor) \(.response_seconds.p50 * 1e6 | round / 1000) \(.response_seconds.p99 * 1e6 | round / 1000)"' "$1"
 }
 
 # median of the numbers on stdin

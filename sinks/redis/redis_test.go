@@ -483,21 +483,28 @@ func BenchmarkParallel(b *testing.B) {
 	for _, tc := range []struct {
 		name, workload string
 		pipeline       int
+		dt             DataType
+		fields, par    int
 	}{
-		{"set-P1", "update=1", 1}, {"get-P1", "read=1", 1},
-		{"set-P16", "update=1", 16}, {"get-P16", "read=1", 16},
+		{"set-P1", "update=1", 1, String, 1, 25}, {"get-P1", "read=1", 1, String, 1, 25},
+		{"set-P16", "update=1", 16, String, 1, 25}, {"get-P16", "read=1", 16, String, 1, 25},
+		// go-ycsb's workloads a and c (hash, 10 x 100 B, uniform) with 16 threads.
+		{"ycsb-a-hash-P1", "a", 1, Hash, 10, 8}, {"ycsb-c-hash-P1", "c", 1, Hash, 10, 8},
+		{"ycsb-a-hash-P16", "a", 16, Hash, 10, 8}, {"ycsb-c-hash-P16", "c", 16, Hash, 10, 8},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			c := kv.DefaultConfig()
-			c.Records, c.Fields, c.FieldLength, c.KeyPrefix = 10000, 1, 100, "par:"
+			c.Records, c.Fields, c.FieldLength, c.KeyPrefix = 100000, tc.fields, 100, "par-"+string(tc.dt)+":"
 			c.Workload, _ = kv.ParseWorkload(tc.workload)
 			c.Distribution = kv.Uniform
 			src := source(b, c)
-			s := open(b, srv.URL+"?index=false", sinks.Options{DataType: "string", KeyPrefix: "par:", Workers: 50})
-			runLoad(b, src, s, 2)
+			s := open(b, srv.URL+"?index=false", sinks.Options{DataType: string(tc.dt), KeyPrefix: c.KeyPrefix, Workers: 50})
+			if b.N == 1 {
+				runLoad(b, src, s, 2)
+			}
 			var part sync.Mutex
 			next := 0
-			b.SetParallelism(25)
+			b.SetParallelism(tc.par)
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				part.Lock()

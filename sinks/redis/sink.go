@@ -75,7 +75,12 @@ type Sink struct {
 	log      *zap.Logger
 	where    string // redacted target, for error messages
 
-	calls  sync.Pool
+	// free holds the call states not in use. In single-server and
+	// sentinel mode each owns a dedicated connection (goredis.Conn), so a
+	// batch skips the pool's per-checkout health probe (a recvfrom
+	// syscall) and goes straight to write and read.
+	mu     sync.Mutex
+	free   []*call
 	misses atomic.Int64
 	closed atomic.Bool
 }
@@ -191,15 +196,18 @@ func (s *Sink) Addr() string { return s.cfg.Addrs[0] }
 func (s *Sink) Misses() int64 { return s.misses.Load() }
 
 // call is the state of one Write: the pipeline and the prepared commands
-// of this goroutine, reused through s.calls.
+// of one worker at a time, kept in s.free between writes.
 type call struct {
+	conn  *goredis.Conn // dedicated connection (nil in cluster mode)
 	pipe  goredis.Pipeliner
 	cmds  []goredis.Cmder
 	used  []*slot
 	slots [numKinds][]*slot
 	next  [numKinds]int
 	scans []scan
-	keys  []string // scan keys found in the index
+	// broken marks a connection that failed; it is replaced before the
+	// next batch.
+	broken bool
 }
 
 type scan struct {
@@ -208,10 +216,31 @@ type scan struct {
 }
 
 func (s *Sink) getCall() *call {
-	if c, ok := s.calls.Get().(*call); ok {
-		return c
+	s.mu.Lock()
+	var c *call
+	if n := len(s.free); n > 0 {
+		c = s.free[n-1]
+		s.free[n-1] = nil
+		s.free = s.free[:n-1]
 	}
-	return &call{pipe: s.c.Pipeline()}
+	s.mu.Unlock()
+	if c == nil {
+		c = &call{}
+	}
+	if c.broken && c.conn != nil {
+		_ = c.conn.Close()
+		c.conn, c.pipe = nil, nil
+	}
+	c.broken = false
+	if c.pipe == nil {
+		if s.single != nil {
+			c.conn = s.single.Conn()
+			c.pipe = c.conn.Pipeline()
+		} else {
+			c.pipe = s.c.Pipeline()
+		}
+	}
+	return c
 }
 
 func (s *Sink) putCall(c *call) {
@@ -221,9 +250,16 @@ func (s *Sink) putCall(c *call) {
 	c.next = [numKinds]int{}
 	clear(c.scans)
 	c.scans = c.scans[:0]
-	clear(c.keys)
-	c.keys = c.keys[:0]
-	s.calls.Put(c)
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		if c.conn != nil {
+			_ = c.conn.Close()
+		}
+		return
+	}
+	s.free = append(s.free, c)
+	s.mu.Unlock()
 }
 
 // add queues a command of kind k with n fields and returns its slot for
@@ -299,7 +335,6 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	c.cmds = c.cmds[:0]
 	c.used = c.used[:0]
 	for _, sc := range scans {
-		c.keys = append(c.keys, sc.cmd.Val()...)
 		for _, k := range sc.cmd.Val() {
 			s.addRead(c, k, sc.field, b)
 		}
@@ -445,6 +480,12 @@ func (s *Sink) exec(ctx context.Context, c *call) error {
 		s.misses.Add(int64(misses))
 	}
 	if first != nil {
+		var rerr goredis.Error
+		if !errors.As(first, &rerr) {
+			// A transport failure (or a deadline in the middle of the
+			// replies) leaves the dedicated connection unusable.
+			c.broken = true
+		}
 		return s.wrap(len(c.cmds), first)
 	}
 	return nil
@@ -503,6 +544,15 @@ func (s *Sink) Close(ctx context.Context) error {
 		n, err = s.cleanup(ctx)
 		s.log.Info("redis cleanup", zap.String("prefix", s.prefix), zap.Int64("deleted", n), zap.Error(err))
 	}
+	s.mu.Lock()
+	free := s.free
+	s.free = nil
+	s.mu.Unlock()
+	for _, c := range free {
+		if c.conn != nil {
+			err = errors.Join(err, ignoreClosed(c.conn.Close()))
+		}
+	}
 	err = errors.Join(err, s.c.Close())
 	if s.embedded != nil {
 		s.embedded.Close()
@@ -545,6 +595,13 @@ func (s *Sink) cleanup(ctx context.Context) (int64, error) {
 	}
 	err := del(ctx, s.single)
 	return deleted.Load(), err
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, goredis.ErrClosed) {
+		return nil
+	}
+	return err
 }
 
 // globEscape escapes the glob characters of a SCAN MATCH pattern.
