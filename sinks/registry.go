@@ -125,29 +125,39 @@ func Redact(raw string) string {
 	if err != nil {
 		return "<unparsable URL>"
 	}
-	return RedactURL(u)
+	if s, changed := redact(u); changed {
+		return s
+	}
+	return raw // unchanged: keep it as the user wrote it
 }
 
 // RedactURL is Redact for a parsed URL.
 func RedactURL(u *url.URL) string {
+	s, _ := redact(u)
+	return s
+}
+
+func redact(u *url.URL) (string, bool) {
 	c := *u
+	changed := false
 	if c.User != nil {
 		if _, has := c.User.Password(); has {
 			c.User = url.UserPassword(c.User.Username(), "xxxxx")
-		}
-	}
-	q := c.Query()
-	changed := false
-	for k := range q {
-		if isSecretParam(k) {
-			q.Set(k, "xxxxx")
 			changed = true
 		}
 	}
-	if changed {
+	q := c.Query()
+	qChanged := false
+	for k := range q {
+		if isSecretParam(k) {
+			q.Set(k, "xxxxx")
+			qChanged = true
+		}
+	}
+	if qChanged {
 		c.RawQuery = q.Encode()
 	}
-	return c.String()
+	return c.String(), changed || qChanged
 }
 
 func isSecretParam(k string) bool {

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sinks/null"
+	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/sources/seq"
+)
+
+// plugins is the one list of sources and sinks soakd knows.
+func plugins() *daemon.Plugins {
+	r := sinks.NewRegistry()
+	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV}, Open: null.Open, Check: null.Check})
+
+	srcs := daemon.Sources{
+		{
+			Names:    []string{"seq"},
+			Kind:     sources.Series,
+			Settings: func() any { return &seq.Config{} },
+			Validate: func(w *daemon.Workload) error { return w.Ext.(*seq.Config).Validate() },
+			New: func(w *daemon.Workload) (sources.Source, error) {
+				return seq.New(*w.Ext.(*seq.Config), w.Shard)
+			},
+		},
+	}
+	return &daemon.Plugins{
+		Sources: srcs,
+		Sinks:   r,
+		// In-process targets only: a run with no TARGET sends nothing out.
+		Builtin: map[sources.Kind]string{
+			sources.Series: "null://?latency=1ms..4ms",
+			sources.KV:     "null://?latency=200us..800us",
+		},
+	}
+}

@@ -1,0 +1,340 @@
+// Command soakd puts continuous, realistic load on databases and exports
+// what happens as Prometheus metrics.
+//
+//	soakd [run] [flags]      run the configured workloads (the default)
+//	soakd config [--check]   list every setting, or only check them
+//	soakd version
+//
+// Every setting is an environment variable SOAKD_* and a flag: SOAKD_IOT_RATE
+// is --iot-rate. Flags win over the environment.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"golang.org/x/term"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/sinks"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3".
+var version = ""
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitConfig = 2
+)
+
+func main() {
+	os.Exit(realMain(context.Background(), os.Args[1:], environMap(os.Environ()), os.Stdout, os.Stderr))
+}
+
+func environMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v := bi.Main.Version
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += "+" + s.Value[:12]
+			}
+		}
+		if v != "" {
+			return v
+		}
+	}
+	return "(devel)"
+}
+
+const usage = `soakd puts continuous, realistic load on databases and exports honest
+latency as Prometheus metrics.
+
+Usage:
+  soakd [run] [flags]        run the configured workloads (default)
+  soakd config [--check]     list every setting (env var, flag, default, value)
+  soakd version              print the version
+
+Every setting is an environment variable and a flag: SOAKD_IOT_RATE is
+--iot-rate. Run "soakd config" for the full list. With no target set, each
+workload writes to a built-in in-process target.
+
+Exit codes: 0 ok, 1 the run failed, 2 invalid configuration.
+`
+
+func realMain(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
+	cmd := "run"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "run":
+		return runCmd(ctx, args, environ, stdout, stderr)
+	case "config":
+		return configCmd(args, environ, stdout, stderr)
+	case "version":
+		fmt.Fprintf(stdout, "soakd %s (%s %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return exitOK
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "soakd: unknown command %q\n\n%s", cmd, usage)
+	return exitConfig
+}
+
+// flags is the parsed command line.
+type flags struct {
+	env  map[string]string // environ with the setting flags applied
+	keys []string          // the variables set by flags
+	cmd  map[string]bool   // command flags (e.g. check) that were given
+	help bool
+}
+
+// parseFlags applies --name=value and --name value flags onto a copy of
+// environ as SOAKD_NAME=value. cmdFlags are boolean flags of the command
+// itself, not settings.
+func parseFlags(args []string, environ map[string]string, cmdFlags ...string) (flags, error) {
+	f := flags{env: make(map[string]string, len(environ)+len(args)), cmd: map[string]bool{}}
+	for k, v := range environ {
+		f.env[k] = v
+	}
+	isCmd := map[string]bool{}
+	for _, c := range cmdFlags {
+		isCmd[c] = true
+	}
+	boolSetting := map[string]bool{"pprof": true}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			return f, fmt.Errorf("unexpected argument %q (settings are flags like --iot-rate 1000)", a)
+		}
+		name := strings.TrimLeft(a, "-")
+		if name == "h" || name == "help" {
+			f.help = true
+			return f, nil
+		}
+		name, value, hasValue := strings.Cut(name, "=")
+		if name == "" {
+			return f, fmt.Errorf("bad flag %q", a)
+		}
+		if isCmd[name] {
+			f.cmd[name] = true
+			continue
+		}
+		if !hasValue {
+			switch {
+			case boolSetting[name]:
+				value = "true"
+			case i+1 < len(args):
+				i++
+				value = args[i]
+			default:
+				return f, fmt.Errorf("flag --%s needs a value", name)
+			}
+		}
+		key := daemon.EnvPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		f.env[key] = value
+		f.keys = append(f.keys, key)
+	}
+	return f, nil
+}
+
+// loadConfig reads and validates the configuration; every problem is
+// returned at once.
+func loadConfig(f flags, p *daemon.Plugins) (*daemon.Config, error) {
+	cfg, parseErr := daemon.Load(f.env, p.Sources)
+	errs := []error{cfg.Check(p, parseErr)}
+	// A flag that names no setting is an error; an unknown variable in the
+	// environment only a warning (see daemon.UnknownVars).
+	known := map[string]bool{}
+	for _, s := range cfg.Settings() {
+		known[s.Key] = true
+	}
+	for _, k := range f.keys {
+		if !known[k] {
+			errs = append(errs, fmt.Errorf("unknown flag --%s (see soakd config)", strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, daemon.EnvPrefix), "_", "-"))))
+		}
+	}
+	return cfg, errors.Join(errs...)
+}
+
+func printConfigErrors(w io.Writer, err error) {
+	fmt.Fprintln(w, "soakd: invalid configuration:")
+	for _, line := range flatten(err) {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+}
+
+func flatten(err error) []string {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []string
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []string{err.Error()}
+}
+
+func runCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
+	f, err := parseFlags(args, environ)
+	if err != nil {
+		fmt.Fprintf(stderr, "soakd: %v\n", err)
+		return exitConfig
+	}
+	if f.help {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	p := plugins()
+	cfg, err := loadConfig(f, p)
+	if err != nil {
+		printConfigErrors(stderr, err)
+		return exitConfig
+	}
+	tty := isTerminal(stderr)
+	log, err := newLogger(cfg, stderr, tty)
+	if err != nil {
+		fmt.Fprintf(stderr, "soakd: %v\n", err)
+		return exitConfig
+	}
+	defer func() { _ = log.Sync() }()
+	if unk := daemon.UnknownVars(f.env, cfg.Settings()); len(unk) > 0 {
+		log.Warn("ignoring unknown SOAKD_ variables (typo, or a workload not in SOAKD_WORKLOADS?)", zap.Strings("vars", unk))
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var bar io.Writer
+	if tty {
+		bar = stderr
+	}
+	log.Info("soakd starting", zap.String("version", buildVersion()), zap.Strings("workloads", cfg.Workloads))
+	sum, runErr := daemon.Run(ctx, cfg, daemon.Deps{
+		Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(), Bar: bar,
+	})
+	if sum != nil {
+		sum.WriteText(stdout)
+		if cfg.SummaryJSON != "" {
+			if err := sum.WriteJSONFile(cfg.SummaryJSON); err != nil {
+				log.Error("cannot write the summary", zap.Error(err))
+				return exitFailed
+			}
+		}
+		if runErr == nil {
+			runErr = sum.Failed()
+		}
+	}
+	if runErr != nil {
+		log.Error("run failed", zap.Error(runErr))
+		return exitFailed
+	}
+	return exitOK
+}
+
+func configCmd(args []string, environ map[string]string, stdout, stderr io.Writer) int {
+	f, err := parseFlags(args, environ, "check")
+	if f.help {
+		fmt.Fprint(stdout, "Usage: soakd config [--check] [setting flags]\n\nLists every setting with its env var, flag, default and current value; --check only validates them.\n")
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "soakd: %v\n", err)
+		return exitConfig
+	}
+	p := plugins()
+	cfg, err := loadConfig(f, p)
+	if f.cmd["check"] {
+		if err != nil {
+			printConfigErrors(stderr, err)
+			return exitConfig
+		}
+		fmt.Fprintln(stdout, "configuration ok")
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "VARIABLE\tFLAG\tDEFAULT\tVALUE\tHELP")
+	for _, s := range cfg.Settings() {
+		v, set := f.env[s.Key]
+		switch {
+		case !set:
+			v = ""
+		case s.Secret && v != "":
+			v = "(set)"
+		case s.URL:
+			v = sinks.Redact(v)
+		}
+		def := s.Default
+		if def == "" {
+			def = "-"
+		}
+		fmt.Fprintf(tw, "%s\t--%s\t%s\t%s\t%s\n", s.Key, s.Flag, def, v, s.Help)
+	}
+	_ = tw.Flush()
+	if err != nil {
+		fmt.Fprintln(stderr)
+		printConfigErrors(stderr, err)
+		return exitConfig
+	}
+	return exitOK
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// newLogger builds the zap logger: console lines on a terminal, JSON
+// otherwise (or as LOG_FORMAT says), sampled so error storms stay cheap.
+func newLogger(cfg *daemon.Config, out io.Writer, tty bool) (*zap.Logger, error) {
+	var lvl zapcore.Level
+	if err := lvl.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return nil, fmt.Errorf("%sLOG_LEVEL: %w", daemon.EnvPrefix, err)
+	}
+	format := cfg.LogFormat
+	if format == "auto" {
+		format = "json"
+		if tty {
+			format = "console"
+		}
+	}
+	var enc zapcore.Encoder
+	if format == "console" {
+		ec := zap.NewDevelopmentEncoderConfig()
+		ec.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05")
+		enc = zapcore.NewConsoleEncoder(ec)
+	} else {
+		ec := zap.NewProductionEncoderConfig()
+		ec.EncodeTime = zapcore.ISO8601TimeEncoder
+		enc = zapcore.NewJSONEncoder(ec)
+	}
+	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(out)), lvl)
+	core = zapcore.NewSamplerWithOptions(core, 1e9, 20, 100)
+	return zap.New(core), nil
+}

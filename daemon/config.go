@@ -1,0 +1,406 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/sources"
+)
+
+// ListenOff as SOAKD_LISTEN disables the HTTP server (an empty value
+// means the default, as for every setting).
+const ListenOff = "off"
+
+// EnvPrefix starts every soakd environment variable.
+const EnvPrefix = "SOAKD_"
+
+// Config is soakd's whole configuration, read from SOAKD_* environment
+// variables (each also a flag, see Flags). Workload settings are read from
+// SOAKD_<W>_* for each name W in Workloads.
+type Config struct {
+	Workloads        []string      `env:"WORKLOADS" envDefault:"iot,kv" envSeparator:"," help:"workloads to run; each workload W reads its settings from SOAKD_<W>_*"`
+	Listen           string        `env:"LISTEN" envDefault:":9480" help:"HTTP address for /metrics /healthz /readyz /status /control; off = no HTTP server"`
+	Duration         time.Duration `env:"DURATION" envDefault:"0s" help:"stop the whole run after this long; 0 = until every workload ends or SIGINT/SIGTERM"`
+	ShutdownGrace    time.Duration `env:"SHUTDOWN_GRACE" envDefault:"30s" help:"on stop, how long writes in flight may take to finish before they are cancelled"`
+	Progress         time.Duration `env:"PROGRESS_INTERVAL" envDefault:"10s" help:"how often a progress line is logged; 0 = never"`
+	LogLevel         string        `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
+	LogFormat        string        `env:"LOG_FORMAT" envDefault:"auto" help:"auto (console on a terminal, JSON otherwise), json or console"`
+	ControlToken     string        `env:"CONTROL_TOKEN" secret:"true" help:"bearer token that enables POST /control (set rate, pause, resume); empty = /control disabled"`
+	ControlTokenFile string        `env:"CONTROL_TOKEN_FILE,file" secret:"true" help:"file holding the control token (e.g. a Kubernetes secret)"`
+	SummaryJSON      string        `env:"SUMMARY_JSON" help:"write the end-of-run summary as JSON to this file (flag --summary-json)"`
+	Pprof            bool          `env:"PPROF" envDefault:"false" help:"serve /debug/pprof on the HTTP address"`
+
+	// Workload holds one entry per name in Workloads, in that order.
+	Workload []*Workload `env:"-"`
+}
+
+// Workload configures one stream of load: a source, a target and a rate.
+type Workload struct {
+	Name         string        `env:"-"`
+	Source       string        `env:"SOURCE" help:"data source: devops, devops-full, iot, massive, kv; default: the workload's name when it names a source"`
+	Target       string        `env:"TARGET" secret:"url" help:"sink URL (postgres://, influx://, influx1://, redis://, null://, file://); empty = a built-in target"`
+	Rate         pace.Rate     `env:"RATE" envDefault:"1000" help:"max, units/s (5000, 2.5k), stages DUR:TARGET,... (30s:1000,5m:20000) or step:START+STEP/EVERY[..MAX]"`
+	Workers      int           `env:"WORKERS" envDefault:"4" help:"concurrent writers (connections)"`
+	BatchSize    int           `env:"BATCH_SIZE" envDefault:"1000" help:"rows per write (series sources)"`
+	Pipeline     int           `env:"PIPELINE" envDefault:"1" help:"operations per round trip (kv source)"`
+	MaxLag       time.Duration `env:"MAX_LAG" envDefault:"1s" help:"scheduled work later than this when a worker gets to it is dropped and counted in soakd_dropped_total"`
+	Duration     time.Duration `env:"DURATION" envDefault:"0s" help:"stop this workload after this long; 0 = no limit"`
+	Timeout      time.Duration `env:"TIMEOUT" envDefault:"30s" help:"deadline of one write; 0 = none"`
+	Retries      int           `env:"RETRIES" envDefault:"2" help:"resend a failed batch this many times when the sink says it is safe"`
+	RetryBackoff time.Duration `env:"RETRY_BACKOFF" envDefault:"100ms" help:"first retry wait; doubles per attempt up to 5s, with jitter; a server's Retry-After wins"`
+	Seed         uint64        `env:"SEED" envDefault:"1" help:"random seed; the same seed gives the same data"`
+	Shard        sources.Shard `env:"SHARD" help:"i/N: this process owns the i-th of N disjoint slices of devices/keys and 1/N of the rate"`
+	Password     string        `env:"PASSWORD" secret:"true" help:"target password when the URL has none"`
+	PasswordFile string        `env:"PASSWORD_FILE,file" secret:"true" help:"file holding the target password"`
+	Token        string        `env:"TOKEN" secret:"true" help:"target API token when the URL has none"`
+	TokenFile    string        `env:"TOKEN_FILE,file" secret:"true" help:"file holding the target API token"`
+
+	// Ext holds the source's own settings (a pointer to the struct its
+	// SourceEntry.Settings returns), parsed from the same SOAKD_<W>_* prefix.
+	Ext any `env:"-"`
+}
+
+// Secret returns the effective password and token (file variants win).
+func (w *Workload) Secret() (password, token string) {
+	password, token = w.Password, w.Token
+	if w.PasswordFile != "" {
+		password = strings.TrimRight(w.PasswordFile, "\r\n")
+	}
+	if w.TokenFile != "" {
+		token = strings.TrimRight(w.TokenFile, "\r\n")
+	}
+	return password, token
+}
+
+// EffectiveControlToken returns the control token (the file variant wins).
+func (c *Config) EffectiveControlToken() string {
+	if c.ControlTokenFile != "" {
+		return strings.TrimRight(c.ControlTokenFile, "\r\n")
+	}
+	return c.ControlToken
+}
+
+// ConfigError is a problem with one setting, named by its variable.
+type ConfigError struct {
+	Key string // e.g. SOAKD_IOT_RATE
+	Err error
+}
+
+func (e *ConfigError) Error() string { return e.Key + ": " + e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func cfgErr(key, format string, args ...any) error {
+	return &ConfigError{Key: key, Err: fmt.Errorf(format, args...)}
+}
+
+// Prefix is the environment prefix of workload name's settings.
+func Prefix(name string) string { return EnvPrefix + strings.ToUpper(name) + "_" }
+
+var workloadName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+
+// Load reads the configuration from environ (KEY=VALUE pairs as in
+// os.Environ, or a map in tests) with defaults applied. It returns every
+// parse problem at once, each naming its environment variable; semantic
+// checks are in Validate.
+func Load(environ map[string]string, srcs Sources) (*Config, error) {
+	var errs []error
+	cfg := &Config{}
+	if err := env.ParseWithOptions(cfg, env.Options{Environment: environ, Prefix: EnvPrefix}); err != nil {
+		errs = append(errs, nameErrors(err, cfg, EnvPrefix)...)
+	}
+	seen := map[string]bool{}
+	for _, raw := range cfg.Workloads {
+		name := strings.TrimSpace(raw)
+		if name == "" {
+			continue
+		}
+		if !workloadName.MatchString(name) {
+			errs = append(errs, cfgErr(EnvPrefix+"WORKLOADS", "workload name %q must be lower case letters, digits and _ (starting with a letter, at most 32)", name))
+			continue
+		}
+		if seen[name] {
+			errs = append(errs, cfgErr(EnvPrefix+"WORKLOADS", "workload %q is listed twice", name))
+			continue
+		}
+		seen[name] = true
+		w := &Workload{Name: name}
+		p := Prefix(name)
+		if err := env.ParseWithOptions(w, env.Options{Environment: environ, Prefix: p}); err != nil {
+			errs = append(errs, nameErrors(err, w, p)...)
+		}
+		if w.Source == "" && srcs.Lookup(name) != nil {
+			w.Source = name
+		}
+		if e := srcs.Lookup(w.Source); e != nil && e.Settings != nil {
+			w.Ext = e.Settings()
+			if err := env.ParseWithOptions(w.Ext, env.Options{Environment: environ, Prefix: p}); err != nil {
+				errs = append(errs, nameErrors(err, w.Ext, p)...)
+			}
+		}
+		cfg.Workload = append(cfg.Workload, w)
+	}
+	if len(cfg.Workload) == 0 && len(errs) == 0 {
+		errs = append(errs, cfgErr(EnvPrefix+"WORKLOADS", "no workload to run"))
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// nameErrors rewrites caarlos0/env's errors, which name Go fields, so each
+// names its environment variable.
+func nameErrors(err error, v any, prefix string) []error {
+	keys := map[string]string{} // Go field name -> env var
+	for _, s := range settingsOf(v, prefix) {
+		keys[s.Field] = s.Key
+	}
+	var agg env.AggregateError
+	list := []error{err}
+	if errors.As(err, &agg) {
+		list = agg.Errors
+	}
+	out := make([]error, 0, len(list))
+	for _, e := range list {
+		var pe env.ParseError
+		var fe env.LoadFileContentError
+		switch {
+		case errors.As(e, &pe):
+			key := keys[pe.Name]
+			if key == "" {
+				key = prefix + pe.Name
+			}
+			out = append(out, &ConfigError{Key: key, Err: pe.Err})
+		case errors.As(e, &fe):
+			out = append(out, &ConfigError{Key: fe.Key, Err: fmt.Errorf("cannot read file %q: %w", fe.Filename, fe.Err)})
+		default:
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Check loads nothing: it runs Validate and drops the problems of settings
+// that already failed to parse (their zero values would only repeat them),
+// so a user sees each problem once.
+func (c *Config) Check(p *Plugins, parseErr error) error {
+	failed := map[string]bool{}
+	for _, e := range flattenErrs(parseErr) {
+		var ce *ConfigError
+		if errors.As(e, &ce) {
+			failed[ce.Key] = true
+		}
+	}
+	errs := flattenErrs(parseErr)
+	for _, e := range flattenErrs(c.Validate(p)) {
+		var ce *ConfigError
+		if errors.As(e, &ce) && failed[ce.Key] {
+			continue
+		}
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
+}
+
+func flattenErrs(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flattenErrs(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// Validate checks cfg without I/O and returns every problem found, each
+// naming its environment variable: the daemon's own settings, each
+// workload's source and its settings, and each target URL (scheme known,
+// accepts the source's kind, parameters valid).
+func (c *Config) Validate(p *Plugins) error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, cfgErr(EnvPrefix+key, format, args...))
+	}
+	if c.Listen != ListenOff {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			bad("LISTEN", "%q is not host:port (e.g. :9480 or 127.0.0.1:9480) or off", c.Listen)
+		}
+	}
+	if c.Duration < 0 {
+		bad("DURATION", "must not be negative")
+	}
+	if c.ShutdownGrace < 0 {
+		bad("SHUTDOWN_GRACE", "must not be negative")
+	}
+	if c.Progress < 0 {
+		bad("PROGRESS_INTERVAL", "must not be negative")
+	}
+	var lvl zapcore.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		bad("LOG_LEVEL", "%q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	if !slices.Contains([]string{"auto", "json", "console"}, c.LogFormat) {
+		bad("LOG_FORMAT", "%q is not one of auto, json, console", c.LogFormat)
+	}
+	for _, w := range c.Workload {
+		errs = append(errs, w.validate()...)
+		errs = append(errs, w.validatePlugins(p)...)
+	}
+	return errors.Join(errs...)
+}
+
+func (w *Workload) validatePlugins(p *Plugins) []error {
+	pre := Prefix(w.Name)
+	e := p.Sources.Lookup(w.Source)
+	if e == nil {
+		if w.Source == "" {
+			return []error{cfgErr(pre+"SOURCE", "not set and %q names no source (known: %s)", w.Name, strings.Join(p.Sources.Names(), ", "))}
+		}
+		return []error{cfgErr(pre+"SOURCE", "unknown source %q (known: %s)", w.Source, strings.Join(p.Sources.Names(), ", "))}
+	}
+	var errs []error
+	if e.Validate != nil {
+		if err := e.Validate(w); err != nil {
+			errs = append(errs, prefixSettingErrors(err, pre)...)
+		}
+	}
+	target := w.Target
+	if target == "" {
+		target = p.Builtin[e.Kind]
+	}
+	if err := p.Sinks.Check(target, e.Kind); err != nil {
+		errs = append(errs, &ConfigError{Key: pre + "TARGET", Err: err})
+	}
+	return errs
+}
+
+// prefixSettingErrors names the full variable of each *sources.SettingError.
+func prefixSettingErrors(err error, prefix string) []error {
+	var list []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	} else {
+		list = []error{err}
+	}
+	out := make([]error, 0, len(list))
+	for _, e := range list {
+		var se *sources.SettingError
+		if errors.As(e, &se) {
+			out = append(out, &ConfigError{Key: prefix + se.Setting, Err: se.Err})
+		} else {
+			out = append(out, &ConfigError{Key: prefix + "SOURCE", Err: e})
+		}
+	}
+	return out
+}
+
+func (w *Workload) validate() []error {
+	var errs []error
+	p := Prefix(w.Name)
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, cfgErr(p+key, format, args...))
+	}
+	if w.Workers < 1 || w.Workers > 100000 {
+		bad("WORKERS", "%d is out of range [1, 100000]", w.Workers)
+	}
+	if w.BatchSize < 1 || w.BatchSize > 10_000_000 {
+		bad("BATCH_SIZE", "%d is out of range [1, 10000000]", w.BatchSize)
+	}
+	if w.Pipeline < 1 || w.Pipeline > 1_000_000 {
+		bad("PIPELINE", "%d is out of range [1, 1000000]", w.Pipeline)
+	}
+	if w.MaxLag <= 0 {
+		bad("MAX_LAG", "must be positive (e.g. 1s)")
+	}
+	if w.Duration < 0 {
+		bad("DURATION", "must not be negative")
+	}
+	if w.Timeout < 0 {
+		bad("TIMEOUT", "must not be negative")
+	}
+	if w.Retries < 0 || w.Retries > 100 {
+		bad("RETRIES", "%d is out of range [0, 100]", w.Retries)
+	}
+	if w.RetryBackoff < 0 {
+		bad("RETRY_BACKOFF", "must not be negative")
+	}
+	if w.Password != "" && w.PasswordFile != "" {
+		bad("PASSWORD_FILE", "set only one of %sPASSWORD and %sPASSWORD_FILE", p, p)
+	}
+	if w.Token != "" && w.TokenFile != "" {
+		bad("TOKEN_FILE", "set only one of %sTOKEN and %sTOKEN_FILE", p, p)
+	}
+	if w.Rate.Profile == nil && !w.Rate.Max {
+		bad("RATE", "no rate set")
+	}
+	return errs
+}
+
+// Setting describes one configuration variable.
+type Setting struct {
+	Key     string // environment variable, e.g. SOAKD_IOT_RATE
+	Flag    string // flag name without dashes, e.g. iot-rate
+	Default string
+	Help    string
+	Secret  bool // value never shown
+	URL     bool // value shown with its password redacted
+	Field   string
+	File    bool // the variable names a file whose content is the value
+}
+
+// settingsOf lists the settings of struct pointer v under prefix, walking
+// nested structs as caarlos0/env does (envPrefix tags are not used here).
+func settingsOf(v any, prefix string) []Setting {
+	var out []Setting
+	walkSettings(reflectTypeOf(v), prefix, &out)
+	return out
+}
+
+// Settings lists every setting of cfg: the global ones, then each
+// workload's own and its source's, in a stable order.
+func (c *Config) Settings() []Setting {
+	out := settingsOf(&Config{}, EnvPrefix)
+	for _, w := range c.Workload {
+		p := Prefix(w.Name)
+		out = append(out, settingsOf(&Workload{}, p)...)
+		if w.Ext != nil {
+			out = append(out, settingsOf(w.Ext, p)...)
+		}
+	}
+	return out
+}
+
+// flagName turns SOAKD_IOT_BATCH_SIZE into iot-batch-size.
+func flagName(key string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(key, EnvPrefix)), "_", "-")
+}
+
+// UnknownVars returns the SOAKD_* variables in environ that are no setting
+// (typos, or settings of workloads not listed in SOAKD_WORKLOADS),
+// ignoring those Kubernetes injects for a Service named soakd.
+func UnknownVars(environ map[string]string, settings []Setting) []string {
+	known := map[string]bool{}
+	for _, s := range settings {
+		known[s.Key] = true
+	}
+	var out []string
+	for k := range environ {
+		if !strings.HasPrefix(k, EnvPrefix) || known[k] || strings.HasPrefix(k, EnvPrefix+"SERVICE_") || strings.HasPrefix(k, EnvPrefix+"PORT") {
+			continue
+		}
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,135 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+	p := testPlugins()
+	cfg := loadTest(t, map[string]string{"SOAKD_WORKLOADS": "seq"}, p)
+	w := cfg.Workload[0]
+	if w.Source != "seq" {
+		t.Errorf("SOURCE should default to the workload name when it names a source, got %q", w.Source)
+	}
+	if w.Workers != 4 || w.BatchSize != 1000 || w.MaxLag != time.Second || w.Rate.String() != "1000" {
+		t.Errorf("defaults: %+v", w)
+	}
+	if cfg.Listen != ":9480" || cfg.ShutdownGrace != 30*time.Second {
+		t.Errorf("global defaults: %+v", cfg)
+	}
+}
+
+// Every problem is reported at once, each naming its variable.
+func TestConfigErrorsNameVariables(t *testing.T) {
+	t.Parallel()
+	p := testPlugins()
+	env := map[string]string{
+		"SOAKD_WORKLOADS":    "a,b",
+		"SOAKD_A_SOURCE":     "seq",
+		"SOAKD_A_RATE":       "30s:fast",
+		"SOAKD_A_WORKERS":    "-3",
+		"SOAKD_A_MAX_LAG":    "soon",
+		"SOAKD_A_TARGET":     "postgress://db/x",
+		"SOAKD_B_SOURCE":     "nope",
+		"SOAKD_DURATION":     "1 hour",
+		"SOAKD_A_DEVICES":    "0",
+		"SOAKD_LOG_LEVEL":    "loud",
+		"SOAKD_A_BATCH_SIZE": "0",
+	}
+	cfg, err := Load(env, p.Sources)
+	text := cfg.Check(p, err).Error()
+	if n := strings.Count(text, "SOAKD_A_RATE"); n != 1 {
+		t.Errorf("SOAKD_A_RATE reported %d times, want once:\n%s", n, text)
+	}
+	for _, want := range []string{
+		`SOAKD_A_RATE: rate "30s:fast"`,
+		`SOAKD_A_WORKERS: -3 is out of range`,
+		`SOAKD_A_MAX_LAG: `,
+		`SOAKD_A_TARGET: unknown scheme "postgress"`,
+		`SOAKD_B_SOURCE: unknown source "nope" (known: seq)`,
+		`SOAKD_DURATION: `,
+		`SOAKD_A_DEVICES: 0 is out of range`,
+		`SOAKD_LOG_LEVEL: "loud"`,
+		`SOAKD_A_BATCH_SIZE: 0 is out of range`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("errors do not mention %q:\n%s", want, text)
+		}
+	}
+}
+
+func TestConfigMoreErrors(t *testing.T) {
+	t.Parallel()
+	p := testPlugins()
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		want string
+	}{
+		"bad workload name": {map[string]string{"SOAKD_WORKLOADS": "Iot"}, "SOAKD_WORKLOADS: workload name \"Iot\""},
+		"duplicate":         {map[string]string{"SOAKD_WORKLOADS": "seq,seq"}, "listed twice"},
+		"none":              {map[string]string{"SOAKD_WORKLOADS": " , "}, "no workload to run"},
+		"no source":         {map[string]string{"SOAKD_WORKLOADS": "x"}, `SOAKD_X_SOURCE: not set and "x" names no source`},
+		"null params":       {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://?latency=fast"}, "SOAKD_SEQ_TARGET: latency \"fast\""},
+		"both passwords":    {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_PASSWORD": "a", "SOAKD_SEQ_PASSWORD_FILE": "/etc/hostname"}, "set only one of"},
+		"missing file":      {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TOKEN_FILE": "/nonexistent/tok"}, "SOAKD_SEQ_TOKEN_FILE: cannot read file"},
+		"bad shard":         {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_SHARD": "4/4"}, "SOAKD_SEQ_SHARD: "},
+		"bad listen":        {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_LISTEN": "9480"}, "SOAKD_LISTEN: \"9480\" is not host:port"},
+		"negative grace":    {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SHUTDOWN_GRACE": "-1s"}, "SOAKD_SHUTDOWN_GRACE: must not be negative"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := Load(tc.env, p.Sources)
+			err = cfg.Check(p, err)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSecretsFromFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := testPlugins()
+	cfg := loadTest(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_PASSWORD_FILE": pw, "SOAKD_CONTROL_TOKEN_FILE": pw}, p)
+	if got, _ := cfg.Workload[0].Secret(); got != "s3cret" {
+		t.Errorf("password from file = %q", got)
+	}
+	if cfg.EffectiveControlToken() != "s3cret" {
+		t.Errorf("control token from file = %q", cfg.EffectiveControlToken())
+	}
+}
+
+func TestSettingsAndUnknownVars(t *testing.T) {
+	t.Parallel()
+	p := testPlugins()
+	cfg := loadTest(t, map[string]string{"SOAKD_WORKLOADS": "seq"}, p)
+	var keys []string
+	for _, s := range cfg.Settings() {
+		keys = append(keys, s.Key)
+		if s.Help == "" {
+			t.Errorf("%s has no help", s.Key)
+		}
+		if want := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(s.Key, "SOAKD_"), "_", "-")); s.Flag != want {
+			t.Errorf("%s: flag %q, want %q", s.Key, s.Flag, want)
+		}
+	}
+	for _, want := range []string{"SOAKD_WORKLOADS", "SOAKD_SEQ_RATE", "SOAKD_SEQ_DEVICES", "SOAKD_SEQ_PASSWORD_FILE"} {
+		if !strings.Contains(strings.Join(keys, " "), want) {
+			t.Errorf("settings lack %s", want)
+		}
+	}
+	unk := UnknownVars(map[string]string{"SOAKD_SEQ_RAT": "1", "SOAKD_SEQ_RATE": "1", "SOAKD_SERVICE_HOST": "x", "SOAKD_PORT_9480_TCP": "x", "HOME": "/"}, cfg.Settings())
+	if strings.Join(unk, ",") != "SOAKD_SEQ_RAT" {
+		t.Errorf("UnknownVars = %v", unk)
+	}
+}

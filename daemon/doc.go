@@ -1,0 +1,33 @@
+// Package daemon is soakd's engine: configuration, rate profiles (package
+// pace), the open-loop scheduler, workers, metrics, the HTTP endpoints and
+// the end-of-run summary.
+//
+// Each workload runs a scheduler that emits tickets (a batch's intended
+// start time) at the times its rate profile says, on one reused timer,
+// into a small bounded queue. Workers take a ticket, fill a batch from one
+// of the source's streams and write it to the sink. Response latency is
+// measured from the intended start, service latency from the actual send,
+// so a stalled target shows up in the response latency instead of hiding
+// behind a slower send rate (no coordinated omission). A ticket that is
+// later than MAX_LAG when a worker gets to it is dropped and counted.
+// RATE=max runs closed loop: every worker writes batch after batch.
+//
+// Running a workload in-process (as the integration tests do):
+//
+//	p := &daemon.Plugins{Sources: ..., Sinks: reg, Builtin: ...}
+//	cfg, err := daemon.Load(map[string]string{
+//		"SOAKD_WORKLOADS":       "w",
+//		"SOAKD_W_SOURCE":        "devops",
+//		"SOAKD_W_TARGET":        pgURL,
+//		"SOAKD_W_RATE":          "max",
+//		"SOAKD_LISTEN":          "off",
+//	}, p.Sources)
+//	if err := cfg.Check(p, err); err != nil { ... }
+//	sum, err := daemon.Run(ctx, cfg, daemon.Deps{
+//		Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+//	})
+//	// sum.Workloads[0].Units: rows (or ops) acknowledged = soakd_rows_total
+//
+// Run returns when every workload has ended (finite data set, DURATION),
+// or ctx is done; cancelling ctx is what SIGTERM does in soakd.
+package daemon

@@ -1,0 +1,286 @@
+package daemon
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+func testEnv(kv ...string) map[string]string {
+	m := map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+// A 1 s stall of the target at a constant 1000 ops/s must show in the
+// response latency (measured from the intended start) while the service
+// latency (from the actual send) stays small: the stall delays about 1000
+// operations but only the few in flight saw it. A closed-loop tool would
+// report only the latter.
+func TestCoordinatedOmission(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "1",
+			"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_DURATION", "10s", "SOAKD_SEQ_MAX_LAG", "5s",
+			"SOAKD_SEQ_TARGET", "null://?latency=1ms&stall=1s@4s"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		w := res.sum.Workloads[0]
+		if w.Units != 10000 || w.Dropped != 0 {
+			t.Fatalf("acked %d dropped %d, want 10000 and 0", w.Units, w.Dropped)
+		}
+		op := w.Ops[0]
+		t.Logf("response p50 %.4fs p99 %.4fs max %.4fs; service p50 %.4fs p99 %.4fs max %.4fs",
+			op.Response.P50, op.Response.P99, op.Response.Max, op.Service.P50, op.Service.P99, op.Service.Max)
+		if op.Response.P99 < 0.5 {
+			t.Errorf("response p99 = %.3fs, want >= 0.5s: the stall is hidden", op.Response.P99)
+		}
+		if op.Service.P99 > 0.05 {
+			t.Errorf("service p99 = %.3fs, want small", op.Service.P99)
+		}
+		if op.Service.Max < 0.9 {
+			t.Errorf("service max = %.3fs: the writes in flight during the stall should have taken ~1s", op.Service.Max)
+		}
+	})
+}
+
+// Past MAX_LAG, work is dropped and counted, and nothing is lost from the
+// books: every scheduled unit is acknowledged or dropped.
+func TestDropsAccounting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "10",
+			"SOAKD_SEQ_WORKERS", "2", "SOAKD_SEQ_DURATION", "20s", "SOAKD_SEQ_MAX_LAG", "100ms",
+			"SOAKD_SEQ_TARGET", "null://?capacity=500"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		w := res.sum.Workloads[0]
+		if w.Dropped == 0 {
+			t.Fatal("nothing dropped though the target handles a quarter of the rate")
+		}
+		if w.Scheduled != w.Units+w.Dropped+w.Failed {
+			t.Fatalf("scheduled %d != acked %d + dropped %d + failed %d", w.Scheduled, w.Units, w.Dropped, w.Failed)
+		}
+		if w.Scheduled != 40000 {
+			t.Errorf("scheduled %d units in 20s at 2000/s, want 40000", w.Scheduled)
+		}
+		// The modelled server does 500 units/s; what it acknowledged is that.
+		if w.Units < 9000 || w.Units > 10100 {
+			t.Errorf("acked %d, want about 10000 (500/s for 20 s)", w.Units)
+		}
+		if got := gatherValue(t, res, "soakd_dropped_total"); int64(got) != w.Dropped {
+			t.Errorf("soakd_dropped_total = %v, summary says %d", got, w.Dropped)
+		}
+		// Response latency of what was sent stays within MAX_LAG plus the service time.
+		if p99 := w.Ops[0].Response.P99; p99 > 0.2 {
+			t.Errorf("response p99 %.3fs: work later than MAX_LAG should have been dropped", p99)
+		}
+	})
+}
+
+// gatherValue returns the value of the one counter or gauge called name.
+func gatherValue(t *testing.T, res runResult, name string) float64 {
+	t.Helper()
+	mfs, err := res.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// Stages, step profiles and their end: a finite profile ends the workload
+// after sending exactly its integral.
+func TestFiniteProfileSendsIntegral(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		// 0 -> 1000/s over 10 s, then 1000/s for 5 s: 5000 + 5000 units.
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "10s:1000,5s:1000", "SOAKD_SEQ_BATCH_SIZE", "7"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		w := res.sum.Workloads[0]
+		if w.Units != 10000 {
+			t.Fatalf("acked %d, want 10000 (the integral, with a partial last batch)", w.Units)
+		}
+		if w.Seconds < 15 || w.Seconds > 15.1 {
+			t.Errorf("took %.3fs, want 15s", w.Seconds)
+		}
+	})
+}
+
+// A finite data set ends the workload when every stream is exhausted,
+// with every row written once.
+func TestFiniteSourceEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "max", "SOAKD_SEQ_ROWS", "123457",
+			"SOAKD_SEQ_DEVICES", "13", "SOAKD_SEQ_WORKERS", "3", "SOAKD_SEQ_BATCH_SIZE", "1000"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		if got := res.sum.Workloads[0].Units; got != 123457 {
+			t.Fatalf("acked %d rows, want 123457", got)
+		}
+	})
+}
+
+// failingSink fails every write with a given error.
+type failingSink struct{ err error }
+
+func (f failingSink) Write(context.Context, *sources.Batch) (int, error) { return 0, f.err }
+func (f failingSink) Close(context.Context) error                        { return nil }
+
+func TestErrorsCountedAndRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins(sinks.Entry{Schemes: []string{"fail"}, Kinds: []sources.Kind{sources.Series},
+			Open: func(_ context.Context, u *url.URL, _ sinks.Options) (sinks.Sink, error) {
+				retry := u.Query().Get("retry") == "1"
+				return failingSink{sinks.NewError(sinks.Connection, retry, context.Canceled)}, nil
+			}})
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "10", "SOAKD_SEQ_BATCH_SIZE", "1",
+			"SOAKD_SEQ_DURATION", "10s", "SOAKD_SEQ_RETRIES", "2", "SOAKD_SEQ_TARGET", "fail://x?retry=1"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		w := res.sum.Workloads[0]
+		if w.Units != 0 || w.Failed != 100 {
+			t.Fatalf("acked %d failed %d, want 0 and 100", w.Units, w.Failed)
+		}
+		if got := w.Errors["connection"]; got != 300 {
+			t.Errorf("connection errors %d, want 300 (3 attempts per batch)", got)
+		}
+		if res.sum.Failed() == nil {
+			t.Error("a run where every write failed must fail")
+		}
+	})
+}
+
+// SIGTERM (ctx done) stops scheduling; writes in flight get the grace
+// period; Run returns with a summary.
+func TestGracefulShutdown(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		latency  string
+		wantAcks bool
+		maxTook  time.Duration
+	}{
+		{"in-flight writes finish within grace", "2s", true, 5*time.Second + 2*time.Second},
+		{"grace cuts writes still in flight", "1h", false, 5*time.Second + 3*time.Second + time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := testPlugins()
+				cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "10",
+					"SOAKD_SEQ_WORKERS", "2", "SOAKD_SHUTDOWN_GRACE", "3s", "SOAKD_SEQ_TIMEOUT", "0",
+					"SOAKD_SEQ_TARGET", "null://?latency="+tc.latency), p)
+				ctx, cancel := context.WithCancel(context.Background())
+				time.AfterFunc(5*time.Second, cancel)
+				t0 := time.Now()
+				res := runTest(ctx, cfg, p, nil)
+				took := time.Since(t0)
+				if res.err != nil {
+					t.Fatal(res.err)
+				}
+				if took > tc.maxTook {
+					t.Errorf("Run took %v after a stop at 5s with grace 3s", took)
+				}
+				w := res.sum.Workloads[0]
+				if tc.wantAcks && w.Units == 0 {
+					t.Error("writes in flight should have finished within the grace period")
+				}
+				if !tc.wantAcks && w.Errors["timeout"] == 0 {
+					t.Errorf("writes cut by the grace period should count as timeouts: %+v", w.Errors)
+				}
+			})
+		})
+	}
+}
+
+// Metric names follow Prometheus conventions and are exactly DESIGN.md's.
+func TestMetricsLintAndNames(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "10",
+			"SOAKD_SEQ_DURATION", "2s", "SOAKD_SEQ_TARGET", "null://"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		problems, err := testutil.GatherAndLint(res.reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pr := range problems {
+			t.Errorf("lint: %s: %s", pr.Metric, pr.Text)
+		}
+		want := `
+# HELP soakd_rows_total Rows acknowledged by the target.
+# TYPE soakd_rows_total counter
+soakd_rows_total{workload="seq"} 200
+# HELP soakd_ops_total Batches (series) or key-value operations by outcome.
+# TYPE soakd_ops_total counter
+soakd_ops_total{op="write",result="error",workload="seq"} 0
+soakd_ops_total{op="write",result="ok",workload="seq"} 20
+# HELP soakd_dropped_total Scheduled units never sent because they were later than MAX_LAG.
+# TYPE soakd_dropped_total counter
+soakd_dropped_total{workload="seq"} 0
+# HELP soakd_workers Configured workers.
+# TYPE soakd_workers gauge
+soakd_workers{workload="seq"} 4
+`
+		if err := testutil.GatherAndCompare(res.reg, strings.NewReader(want),
+			"soakd_rows_total", "soakd_ops_total", "soakd_dropped_total", "soakd_workers"); err != nil {
+			t.Error(err)
+		}
+		mfs, err := res.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]bool{}
+		for _, mf := range mfs {
+			names[mf.GetName()] = true
+		}
+		for _, n := range []string{"soakd_target_rate", "soakd_rows_total", "soakd_values_total", "soakd_ops_total",
+			"soakd_errors_total", "soakd_dropped_total", "soakd_bytes_total", "soakd_response_seconds",
+			"soakd_service_seconds", "soakd_schedule_lag_seconds", "soakd_inflight", "soakd_workers",
+			"soakd_build_info", "go_goroutines", "process_cpu_seconds_total"} {
+			if !names[n] {
+				t.Errorf("metric %s missing", n)
+			}
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "soakd_response_seconds" {
+				h := mf.GetMetric()[0].GetHistogram()
+				if h.GetSchema() == 0 && len(h.GetPositiveSpan()) == 0 {
+					t.Error("soakd_response_seconds has no native histogram")
+				}
+				if len(h.GetBucket()) == 0 {
+					t.Error("soakd_response_seconds has no classic buckets")
+				}
+			}
+		}
+	})
+}
+
+// The classes in metrics and summaries are the sinks' classes.
+func TestErrClassSlots(t *testing.T) {
+	var r runner
+	if len(r.errCount) != len(sinks.Classes) {
+		t.Fatalf("runner.errCount has %d slots for %d classes", len(r.errCount), len(sinks.Classes))
+	}
+}

@@ -1,0 +1,247 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/sinks"
+)
+
+// httpAPI serves the daemon's endpoints.
+type httpAPI struct {
+	cfg     *Config
+	wls     []*workload
+	rep     *reporter
+	started time.Time
+	version string
+	token   [sha256.Size]byte // of the control token; /control is off when hasTok is false
+	hasTok  bool
+	log     *zap.Logger
+}
+
+func startHTTP(cfg *Config, d Deps, wls []*workload, rep *reporter, started time.Time) (*http.Server, error) {
+	l := d.Listener
+	if l == nil {
+		if cfg.Listen == ListenOff {
+			return nil, nil
+		}
+		var err error
+		l, err = net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("%sLISTEN: cannot listen on %s: %w", EnvPrefix, cfg.Listen, err)
+		}
+	}
+	a := &httpAPI{cfg: cfg, wls: wls, rep: rep, started: started, version: d.Version, log: d.Logger}
+	if tok := cfg.EffectiveControlToken(); tok != "" {
+		a.token, a.hasTok = sha256.Sum256([]byte(tok)), true
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{
+		EnableOpenMetrics: true, ErrorLog: zap.NewStdLog(d.Logger), Registry: d.Registry}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", a.readyz)
+	mux.HandleFunc("GET /status", a.status)
+	mux.HandleFunc("POST /control", a.control)
+	if cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.Logger.Error("HTTP server stopped", zap.Error(err))
+		}
+	}()
+	d.Logger.Info("serving /metrics /healthz /readyz /status", zap.String("addr", l.Addr().String()),
+		zap.Bool("control", a.hasTok))
+	return srv, nil
+}
+
+// readyz is 200 when every workload's target is prepared and answers.
+func (a *httpAPI) readyz(w http.ResponseWriter, _ *http.Request) {
+	var notReady []string
+	for _, wl := range a.wls {
+		if ok, err := wl.ready.get(); !ok {
+			msg := wl.name + ": not prepared yet"
+			if err != nil {
+				msg = wl.name + ": " + string(sinks.ClassOf(err)) + " error"
+			}
+			notReady = append(notReady, msg)
+		}
+	}
+	if len(notReady) > 0 {
+		http.Error(w, "not ready: "+strings.Join(notReady, "; "), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// StatusWorkload is one workload in /status.
+type StatusWorkload struct {
+	Name       string           `json:"name"`
+	Source     string           `json:"source"`
+	Target     string           `json:"target"`
+	Phase      string           `json:"phase"`
+	State      string           `json:"state"` // starting, running, paused, done
+	Rate       string           `json:"rate"`
+	TargetRate float64          `json:"target_rate"`
+	Achieved   float64          `json:"achieved_rate"` // over the last 10 s
+	Unit       string           `json:"unit"`
+	Acked      int64            `json:"acked"`
+	Failed     int64            `json:"failed"`
+	Dropped    int64            `json:"dropped"`
+	Errors     map[string]int64 `json:"errors"`
+	P50        float64          `json:"p50_seconds"`
+	P99        float64          `json:"p99_seconds"`
+	LagSeconds float64          `json:"lag_seconds"`
+	Workers    int              `json:"workers"`
+	Ready      bool             `json:"ready"`
+}
+
+// Status is the /status document.
+type Status struct {
+	Version   string           `json:"version"`
+	Uptime    float64          `json:"uptime_seconds"`
+	Workloads []StatusWorkload `json:"workloads"`
+}
+
+func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
+	st := Status{Version: a.version, Uptime: time.Since(a.started).Seconds()}
+	for i, wl := range a.wls {
+		snap := a.rep.snapshot(i)
+		q := mergeWindow(&snap, wl.kind)
+		s := StatusWorkload{
+			Name: wl.name, Source: wl.cfg.Source, Target: wl.target, Phase: *wl.phase.Load(),
+			Rate: wl.cfg.Rate.String(), Achieved: snap.achieved, Unit: unitName(wl.kind),
+			Acked: wl.acked.Load(), Failed: wl.failedU.Load(), Dropped: wl.dropped.Load(),
+			Errors: map[string]int64{}, P50: q.P50, P99: q.P99, Workers: wl.cfg.Workers,
+		}
+		s.Ready, _ = wl.ready.get()
+		for j, c := range sinks.Classes {
+			s.Errors[string(c)] = wl.errCount[j].Load()
+		}
+		sch := wl.sched.Load()
+		switch {
+		case wl.finished.Load():
+			s.State = "done"
+		case wl.start.IsZero():
+			s.State = "starting"
+		case sch.paused:
+			s.State = "paused"
+		default:
+			s.State = "running"
+		}
+		if !wl.start.IsZero() {
+			s.TargetRate = sch.rateAt(wl.since())
+			s.LagSeconds = wl.lagNow().Seconds()
+		}
+		st.Workloads = append(st.Workloads, s)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(st)
+}
+
+// control changes a workload at run time:
+//
+//	POST /control?workload=iot&rate=5000        new rate profile, from now
+//	POST /control?workload=iot&action=pause     stop scheduling (resume continues the profile)
+//	POST /control?workload=iot&action=resume
+//
+// workload may be omitted when there is one, or "all". Authorization:
+// Bearer SOAKD_CONTROL_TOKEN.
+func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
+	if !a.hasTok {
+		http.Error(w, "control is disabled: set SOAKD_CONTROL_TOKEN to enable it", http.StatusNotFound)
+		return
+	}
+	auth := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(auth, "Bearer ")
+	sum := sha256.Sum256([]byte(tok))
+	// Comparing fixed-size digests in constant time leaks neither the
+	// token nor its length.
+	if subtle.ConstantTimeCompare(sum[:], a.token[:]) != 1 || !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="soakd"`)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var req controlReq
+	rate, action := r.Form.Get("rate"), r.Form.Get("action")
+	switch {
+	case rate != "" && action != "":
+		http.Error(w, "give either rate or action, not both", http.StatusBadRequest)
+		return
+	case rate != "":
+		p, err := pace.Parse(rate)
+		if err != nil {
+			http.Error(w, "rate: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		req.rate = &p
+	case action == "pause":
+		req.pause = true
+	case action == "resume":
+		req.resume = true
+	default:
+		http.Error(w, "want rate=RATE or action=pause|resume", http.StatusBadRequest)
+		return
+	}
+	targets, err := a.pick(r.Form.Get("workload"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	for _, wl := range targets {
+		if wl.finished.Load() || wl.start.IsZero() {
+			http.Error(w, wl.name+": workload is not running", http.StatusConflict)
+			return
+		}
+		if err := wl.control(ctx, req); err != nil {
+			http.Error(w, wl.name+": "+err.Error(), http.StatusConflict)
+			return
+		}
+		a.log.Info("control", zap.String("workload", wl.name), zap.String("rate", rate), zap.String("action", action))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintln(w, `{"ok":true}`)
+}
+
+func (a *httpAPI) pick(name string) ([]*workload, error) {
+	if name == "all" || (name == "" && len(a.wls) == 1) {
+		return a.wls, nil
+	}
+	var names []string
+	for _, wl := range a.wls {
+		if wl.name == name {
+			return []*workload{wl}, nil
+		}
+		names = append(names, wl.name)
+	}
+	if name == "" {
+		return nil, fmt.Errorf("workload: say which (%s, or all)", strings.Join(names, ", "))
+	}
+	return nil, fmt.Errorf("workload %q: unknown (%s, or all)", name, strings.Join(names, ", "))
+}

@@ -1,0 +1,64 @@
+package daemon
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sinks/null"
+	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/sources/seq"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testPlugins are the seq source and the null sink, plus any extra sinks.
+func testPlugins(extra ...sinks.Entry) *Plugins {
+	r := sinks.NewRegistry()
+	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV}, Open: null.Open, Check: null.Check})
+	for _, e := range extra {
+		r.Add(e)
+	}
+	return &Plugins{
+		Sources: Sources{{
+			Names: []string{"seq"}, Kind: sources.Series,
+			Settings: func() any { return &seq.Config{} },
+			Validate: func(w *Workload) error { return w.Ext.(*seq.Config).Validate() },
+			New:      func(w *Workload) (sources.Source, error) { return seq.New(*w.Ext.(*seq.Config), w.Shard) },
+		}},
+		Sinks:   r,
+		Builtin: map[sources.Kind]string{sources.Series: "null://"},
+	}
+}
+
+// loadTest loads and validates env (a map of SOAKD_* settings).
+func loadTest(t testing.TB, env map[string]string, p *Plugins) *Config {
+	t.Helper()
+	cfg, err := Load(env, p.Sources)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if err := cfg.Validate(p); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	return cfg
+}
+
+type runResult struct {
+	sum *Summary
+	err error
+	reg *prometheus.Registry
+}
+
+// runTest runs cfg to its end with a fresh registry. l, if not nil,
+// serves the HTTP endpoints.
+func runTest(ctx context.Context, cfg *Config, p *Plugins, l net.Listener) runResult {
+	reg := prometheus.NewRegistry()
+	sum, err := Run(ctx, cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test", Listener: l})
+	return runResult{sum, err, reg}
+}

@@ -1,0 +1,53 @@
+package daemon
+
+import (
+	"slices"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// SourceEntry registers a data source under one or more names.
+type SourceEntry struct {
+	Names []string
+	Kind  sources.Kind
+	// Settings returns a pointer to a fresh struct of the source's own
+	// settings (env tags without prefix), or nil when it has none.
+	Settings func() any
+	// Validate checks w (and w.Ext) without I/O; errors should be
+	// *sources.SettingError so they name the variable.
+	Validate func(w *Workload) error
+	// New builds the source for w. It must be cheap and do no I/O.
+	New func(w *Workload) (sources.Source, error)
+}
+
+// Sources is the list of known sources.
+type Sources []SourceEntry
+
+// Lookup returns the entry named name, or nil.
+func (s Sources) Lookup(name string) *SourceEntry {
+	for i := range s {
+		if slices.Contains(s[i].Names, name) {
+			return &s[i]
+		}
+	}
+	return nil
+}
+
+// Names lists every source name, in registration order.
+func (s Sources) Names() []string {
+	var out []string
+	for _, e := range s {
+		out = append(out, e.Names...)
+	}
+	return out
+}
+
+// Plugins is the composition root's list of sources and sinks.
+type Plugins struct {
+	Sources Sources
+	Sinks   *sinks.Registry
+	// Builtin is the target used when a workload sets none, per kind. It
+	// must be in-process: nothing is sent to a host the user did not name.
+	Builtin map[sources.Kind]string
+}

@@ -1,0 +1,341 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// Deps are what Run needs besides the configuration.
+type Deps struct {
+	Logger   *zap.Logger
+	Registry *prometheus.Registry
+	Plugins  *Plugins
+	Version  string
+	// Listener, when set, serves the HTTP endpoints instead of listening
+	// on Config.Listen (tests pass a 127.0.0.1:0 listener).
+	Listener net.Listener
+	// Bar, when set, receives a progress bar for finite runs (a terminal).
+	Bar io.Writer
+}
+
+// workload is one configured workload, opened and ready to run.
+type workload struct {
+	*runner
+	entry   *SourceEntry
+	target  string // redacted, for logs and /status
+	builtin bool
+	ready   readiness
+}
+
+// readiness is a workload's /readyz state.
+type readiness struct {
+	mu       sync.Mutex
+	prepared bool
+	pingErr  error
+}
+
+func (r *readiness) get() (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.prepared && r.pingErr == nil, r.pingErr
+}
+
+// Run runs every workload of cfg until each ends, cfg.Duration passes, or
+// ctx is done (SIGINT/SIGTERM): then scheduling stops, writes in flight get
+// cfg.ShutdownGrace to finish, sinks are closed in reverse order and the
+// summary is returned. It returns an error only when the run could not
+// start or a workload failed for good (e.g. its schema was rejected).
+func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
+	log := d.Logger
+	m := NewMetrics(d.Registry, d.Version)
+	started := time.Now()
+
+	wls, err := openWorkloads(ctx, cfg, d, m)
+	if err != nil {
+		return nil, err
+	}
+	defer closeSinks(wls, log)
+
+	// genCtx ends scheduling (signal or DURATION); drainCtx ends writes in
+	// flight SHUTDOWN_GRACE later.
+	genCtx, stopGen := context.WithCancel(ctx)
+	defer stopGen()
+	if cfg.Duration > 0 {
+		var cancel context.CancelFunc
+		genCtx, cancel = context.WithTimeout(genCtx, cfg.Duration)
+		defer cancel()
+	}
+	drainCtx, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopDrain()
+	allDone := make(chan struct{})
+	go func() {
+		select {
+		case <-genCtx.Done():
+		case <-allDone:
+			return
+		}
+		if ctx.Err() != nil {
+			log.Info("stopping: no new work is scheduled; writes in flight may finish", zap.Duration("shutdown_grace", cfg.ShutdownGrace))
+		}
+		t := time.NewTimer(cfg.ShutdownGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			log.Warn("shutdown grace over: cancelling writes still in flight")
+			stopDrain()
+		case <-allDone:
+		}
+	}()
+
+	rep := newReporter(cfg, wls, log, d.Bar)
+	srv, err := startHTTP(cfg, d, wls, rep, started)
+	if err != nil {
+		return nil, err
+	}
+	repDone := make(chan struct{})
+	go func() { rep.run(genCtx); close(repDone) }()
+	pingDone := make(chan struct{})
+	go func() { pingLoop(genCtx, wls); close(pingDone) }()
+
+	g := new(errgroup.Group)
+	for _, w := range wls {
+		g.Go(func() error { return w.runAll(genCtx, drainCtx) })
+	}
+	runErr := g.Wait()
+	close(allDone)
+	stopGen()
+	<-repDone
+	<-pingDone
+	rep.finish()
+	if srv != nil {
+		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = srv.Shutdown(shutCtx)
+		cancel()
+	}
+	sum := summarize(d.Version, started, wls)
+	return sum, runErr
+}
+
+func openWorkloads(ctx context.Context, cfg *Config, d Deps, m *Metrics) ([]*workload, error) {
+	var wls []*workload
+	fail := func(err error) ([]*workload, error) {
+		closeSinks(wls, d.Logger)
+		return nil, err
+	}
+	for _, wc := range cfg.Workload {
+		e := d.Plugins.Sources.Lookup(wc.Source)
+		if e == nil {
+			return fail(fmt.Errorf("%sSOURCE: unknown source %q", Prefix(wc.Name), wc.Source))
+		}
+		src, err := e.New(wc)
+		if err != nil {
+			return fail(fmt.Errorf("%sSOURCE: cannot build source %q: %w", Prefix(wc.Name), wc.Source, err))
+		}
+		target, builtin := wc.Target, false
+		if target == "" {
+			target, builtin = d.Plugins.Builtin[e.Kind], true
+		}
+		log := d.Logger.With(zap.String("workload", wc.Name))
+		password, token := wc.Secret()
+		sink, err := d.Plugins.Sinks.Open(ctx, target, sinks.Options{
+			Workload: wc.Name, Kind: e.Kind, Schemas: src.Schemas(), Workers: wc.Workers,
+			BatchSize: batchSize(wc, e.Kind), Logger: log.With(zap.String("sink", schemeOf(target))),
+			Password: password, Token: token, DataType: dataType(wc),
+		})
+		if err != nil {
+			return fail(fmt.Errorf("%sTARGET: %w", Prefix(wc.Name), err))
+		}
+		w := &workload{entry: e, target: sinks.Redact(target), builtin: builtin}
+		w.runner = newRunner(wc, e.Kind, src, sink, m.forWorkload(wc.Name, e.Kind, wc.Workers), log)
+		wls = append(wls, w)
+		rate := wc.Rate.String()
+		if builtin {
+			log.Warn("no target set: using the built-in target, nothing leaves this process",
+				zap.String("target", w.target), zap.String("set", Prefix(wc.Name)+"TARGET"))
+		}
+		log.Info("workload", zap.String("source", wc.Source), zap.String("target", w.target),
+			zap.String("rate", rate), zap.Int("workers", wc.Workers), zap.Int("batch", w.batchSize))
+	}
+	return wls, nil
+}
+
+func batchSize(w *Workload, k sources.Kind) int {
+	if k == sources.KV {
+		return w.Pipeline
+	}
+	return w.BatchSize
+}
+
+// dataType reads DATA_TYPE from the source's settings when it has one.
+func dataType(w *Workload) string {
+	if dt, ok := w.Ext.(interface{ RecordType() string }); ok {
+		return dt.RecordType()
+	}
+	return ""
+}
+
+func schemeOf(target string) string {
+	u, err := sinks.Parse(target)
+	if err != nil {
+		return "?"
+	}
+	return u.Scheme
+}
+
+// closeSinks closes sinks in reverse open order, each with a deadline.
+func closeSinks(wls []*workload, log *zap.Logger) {
+	for i := len(wls) - 1; i >= 0; i-- {
+		w := wls[i]
+		if w.sink == nil {
+			continue
+		}
+		t0 := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := w.sink.Close(ctx); err != nil {
+			w.log.Warn("cannot close sink", zap.Error(err))
+		}
+		cancel()
+		w.sink = nil
+		w.log.Debug("sink closed", zap.Duration("took", time.Since(t0)))
+	}
+}
+
+// runAll prepares the sink, runs the load phase when the source has one,
+// then the workload.
+func (w *workload) runAll(genCtx, drainCtx context.Context) error {
+	w.start = time.Now()
+	w.startWall = w.start.UnixNano()
+	defer w.finished.Store(true)
+	if err := w.prepare(genCtx); err != nil {
+		if genCtx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if err := w.preload(genCtx, drainCtx); err != nil {
+		return err
+	}
+	if genCtx.Err() != nil {
+		return nil
+	}
+	run := "run"
+	w.phase.Store(&run)
+	return w.run(genCtx, drainCtx, w.src, w.cfg.Rate.Max, w.cfg.Duration)
+}
+
+// prepare calls the sink's Prepare, retrying while the target is
+// unreachable; a rejected schema fails the workload.
+func (w *workload) prepare(ctx context.Context) error {
+	p, ok := w.sink.(sinks.Preparer)
+	if !ok {
+		w.ready.mu.Lock()
+		w.ready.prepared = true
+		w.ready.mu.Unlock()
+		return nil
+	}
+	for attempt := 0; ; attempt++ {
+		t0 := time.Now()
+		err := p.Prepare(ctx)
+		if err == nil {
+			w.log.Info("target prepared", zap.Duration("took", time.Since(t0)))
+			w.ready.mu.Lock()
+			w.ready.prepared, w.ready.pingErr = true, nil
+			w.ready.mu.Unlock()
+			return nil
+		}
+		w.ready.mu.Lock()
+		w.ready.pingErr = err
+		w.ready.mu.Unlock()
+		class := sinks.ClassOf(err)
+		if class == sinks.Rejected {
+			return fmt.Errorf("workload %s: target rejected the schema: %w", w.name, err)
+		}
+		w.errLog.log(w.log, "prepare", "cannot prepare the target; retrying", err)
+		if !sleepCtx(ctx, backoff(time.Second, attempt, 0)) {
+			return ctx.Err()
+		}
+	}
+}
+
+// preload runs the KV load phase (LOAD=auto) when records are missing.
+func (w *workload) preload(genCtx, drainCtx context.Context) error {
+	pl, ok := w.src.(sources.Preloader)
+	if !ok {
+		return nil
+	}
+	load, probe, err := pl.Preload()
+	if err != nil {
+		return fmt.Errorf("workload %s: cannot build the load phase: %w", w.name, err)
+	}
+	if load == nil {
+		return nil
+	}
+	if pr, ok := w.sink.(sinks.Prober); ok && probe != nil {
+		b := w.newWorker(drainCtx, w.src).b
+		b.Reset()
+		probe(b)
+		ctx, cancel := context.WithTimeout(genCtx, 30*time.Second)
+		n, err := pr.Present(ctx, b)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("workload %s: cannot check for loaded records: %w", w.name, err)
+		}
+		if n == len(b.Ops) {
+			w.log.Info("records already loaded; skipping the load phase", zap.Int("probed", n))
+			return nil
+		}
+	}
+	phase := "load"
+	w.phase.Store(&phase)
+	t0 := time.Now()
+	w.log.Info("loading records before the run")
+	if err := w.run(genCtx, drainCtx, load, w.cfg.Rate.Max, 0); err != nil {
+		return err
+	}
+	w.log.Info("load phase done", zap.Duration("took", time.Since(t0)))
+	return nil
+}
+
+// pingLoop refreshes every sink's readiness every 5 s.
+func pingLoop(ctx context.Context, wls []*workload) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		for _, w := range wls {
+			p, ok := w.sink.(sinks.Pinger)
+			if !ok {
+				continue
+			}
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			err := p.Ping(pctx)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			w.ready.mu.Lock()
+			w.ready.pingErr = err
+			w.ready.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// errNoProgress is returned by Failed when a workload sent nothing but
+// errors.
+var errNoProgress = errors.New("no write succeeded")

@@ -1,0 +1,116 @@
+package daemon
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// writeCtx is the context a worker passes to Sink.Write. It carries the
+// per-write deadline (SOAKD_<W>_TIMEOUT) and is re-armed for every write
+// without allocating, which context.WithTimeout cannot do: at hundreds of
+// thousands of writes per second that allocation would dominate. It is done
+// when the deadline passes or its parent (the drain context) is done.
+//
+// A writeCtx is used by one worker; Done/Err/Deadline may be called from
+// the sink's goroutines during a write.
+type writeCtx struct {
+	parent  context.Context
+	timeout time.Duration
+
+	mu       sync.Mutex
+	done     chan struct{}
+	closed   bool
+	err      error
+	deadline time.Time
+	timer    *time.Timer
+	stop     func() bool // unregisters the parent watch
+}
+
+var _ context.Context = (*writeCtx)(nil)
+
+func newWriteCtx(parent context.Context, timeout time.Duration) *writeCtx {
+	c := &writeCtx{parent: parent, timeout: timeout, done: make(chan struct{})}
+	if timeout > 0 {
+		c.timer = time.AfterFunc(time.Hour, c.expire)
+		c.timer.Stop()
+	}
+	c.stop = context.AfterFunc(parent, func() { c.cancel(parent.Err()) })
+	return c
+}
+
+// arm starts the deadline for one write.
+func (c *writeCtx) arm() {
+	if c.timeout <= 0 {
+		return
+	}
+	c.mu.Lock()
+	if c.closed && c.parent.Err() == nil {
+		// The previous write timed out: start afresh.
+		c.done, c.closed, c.err = make(chan struct{}), false, nil
+	}
+	c.deadline = time.Now().Add(c.timeout)
+	c.mu.Unlock()
+	c.timer.Reset(c.timeout)
+}
+
+// disarm ends the deadline after a write returned.
+func (c *writeCtx) disarm() {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+}
+
+// expire runs on the timer goroutine. A timer armed for an earlier write
+// may fire after that write returned; the deadline check ignores it.
+// The check and the cancel happen under one lock so a stale timer cannot
+// cancel a write armed in between.
+func (c *writeCtx) expire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
+		c.cancelLocked(context.DeadlineExceeded)
+	}
+}
+
+func (c *writeCtx) cancel(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancelLocked(err)
+}
+
+func (c *writeCtx) cancelLocked(err error) {
+	if !c.closed {
+		c.closed, c.err = true, err
+		close(c.done)
+	}
+}
+
+// close releases the timer and the parent watch.
+func (c *writeCtx) close() {
+	c.disarm()
+	c.stop()
+}
+
+func (c *writeCtx) Deadline() (time.Time, bool) {
+	if c.timeout <= 0 {
+		return c.parent.Deadline()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deadline, true
+}
+
+func (c *writeCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.done
+}
+
+func (c *writeCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *writeCtx) Value(key any) any { return c.parent.Value(key) }

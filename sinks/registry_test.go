@@ -1,0 +1,84 @@
+package sinks
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/soakd/soakd/sources"
+)
+
+func TestRedact(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want, secret string }{
+		{"postgres://u:hunter2@h:5432/db", "postgres://u:xxxxx@h:5432/db", "hunter2"},
+		{"influx://h:8086?org=o&token=s3cr3t", "influx://h:8086?org=o&token=xxxxx", "s3cr3t"},
+		{"redis://:pw@h:6379/0", "redis://:xxxxx@h:6379/0", "pw"},
+		{"null://?latency=2ms", "null://?latency=2ms", ""},
+		{"postgres://h/db?password=abc&sslmode=disable", "postgres://h/db?password=xxxxx&sslmode=disable", "abc"},
+		{"postgres://u:p%zz@h", "<unparsable URL>", "p%zz"},
+	} {
+		got := Redact(tc.in)
+		if got != tc.want {
+			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if tc.secret != "" && strings.Contains(got, tc.secret) {
+			t.Errorf("Redact(%q) leaks %q", tc.in, tc.secret)
+		}
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	t.Parallel()
+	r := NewRegistry()
+	opened := ""
+	r.Add(Entry{Schemes: []string{"a", "b"}, Kinds: []sources.Kind{sources.Series},
+		Open: func(_ context.Context, u *url.URL, _ Options) (Sink, error) { opened = u.Scheme; return nil, nil }})
+	if got := strings.Join(r.Schemes(), ","); got != "a,b" {
+		t.Fatalf("Schemes = %s", got)
+	}
+	if err := r.Check("A://x", sources.Series); err != nil {
+		t.Fatalf("scheme match should ignore case: %v", err)
+	}
+	if _, err := r.Open(context.Background(), "b://x", Options{Kind: sources.Series}); err != nil || opened != "b" {
+		t.Fatalf("Open: %v, opened %q", err, opened)
+	}
+	for in, want := range map[string]string{
+		"c://x":   `unknown scheme "c" (known: a, b)`,
+		"a://x":   "does not accept kv workloads",
+		"nohost":  "has no scheme",
+		"%zz://x": "invalid URL",
+	} {
+		if err := r.Check(in, sources.KV); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check(%q) = %v, want %q", in, err, want)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a duplicate scheme must panic")
+		}
+	}()
+	r.Add(Entry{Schemes: []string{"a"}, Open: func(context.Context, *url.URL, Options) (Sink, error) { return nil, nil }})
+}
+
+func FuzzRedact(f *testing.F) {
+	f.Add("postgres://u:hunter2@h:5432/db?password=x")
+	f.Add("redis://:pw@h/0")
+	f.Add("%")
+	f.Fuzz(func(t *testing.T, s string) {
+		got := Redact(s)
+		u, err := url.Parse(s)
+		if err != nil {
+			if got != "<unparsable URL>" {
+				t.Fatalf("unparsable %q gave %q", s, got)
+			}
+			return
+		}
+		if u.User != nil {
+			if p, ok := u.User.Password(); ok && len(p) > 3 && p != "xxxxx" && strings.Contains(got, url.UserPassword("", p).String()[1:]) {
+				t.Fatalf("password of %q leaked in %q", s, got)
+			}
+		}
+	})
+}

@@ -1,0 +1,79 @@
+package seq
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/soakd/soakd/sources"
+)
+
+// Every n from 0 to ROWS-1 appears exactly once across all streams and
+// shards, and Total agrees with what is generated.
+func TestStreamsCoverRowsOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		devices, parts, shards int
+		rows                   int64
+	}{{10, 4, 1, 1000}, {7, 3, 2, 1001}, {1, 1, 1, 5}, {5, 8, 1, 23}, {3, 2, 3, 100}} {
+		seen := make([]int, tc.rows)
+		var total int64
+		for sh := 0; sh < tc.shards; sh++ {
+			src, err := New(Config{Devices: tc.devices, Rows: tc.rows, Interval: 1}, sources.Shard{Index: sh, Count: tc.shards})
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += src.Total()
+			for p := 0; p < tc.parts; p++ {
+				st, _ := src.Stream(p, tc.parts)
+				b := sources.NewSeriesBatch(src.Schemas())
+				lastTime := map[uint32]int64{}
+				for {
+					b.Reset()
+					err := st.Fill(b, 7, 0)
+					tb := b.Tables[0]
+					for i, n := range tb.Ints[0] {
+						seen[n]++
+						if prev, ok := lastTime[tb.Device[i]]; ok && tb.Time[i] <= prev {
+							t.Fatalf("device %d time went back", tb.Device[i])
+						}
+						lastTime[tb.Device[i]] = tb.Time[i]
+					}
+					if errors.Is(err, sources.ErrDone) {
+						break
+					}
+				}
+			}
+		}
+		for n, c := range seen {
+			if c != 1 {
+				t.Fatalf("%+v: n=%d seen %d times", tc, n, c)
+			}
+		}
+		if total != tc.rows {
+			t.Fatalf("%+v: Total = %d, want %d", tc, total, tc.rows)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	var se *sources.SettingError
+	if err := (Config{Devices: 0, Interval: 1}).Validate(); !errors.As(err, &se) || se.Setting != "DEVICES" {
+		t.Fatalf("got %v, want a DEVICES setting error", err)
+	}
+	if err := (Config{Devices: 1, Rows: -1, Interval: 1}).Validate(); !errors.As(err, &se) || se.Setting != "ROWS" {
+		t.Fatalf("got %v, want a ROWS setting error", err)
+	}
+}
+
+func BenchmarkFill(b *testing.B) {
+	src, _ := New(Config{Devices: 1000, Interval: 1}, sources.Shard{})
+	st, _ := src.Stream(0, 1)
+	batch := sources.NewSeriesBatch(src.Schemas())
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		batch.Reset()
+		_ = st.Fill(batch, 1000, 0)
+	}
+	b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "rows/s")
+}
