@@ -474,6 +474,14 @@ func BenchmarkWrite(b *testing.B) {
 	}
 }
 
+// cpuTime is the CPU time (user + system) this process has used: the
+// client side of a benchmark against a server in another process.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // BenchmarkParallel drives the sink closed-loop from 50 goroutines (25 per
 // CPU on the 2-core test machine), like redis-benchmark -c 50: compare
 // its kvops/s with redis-benchmark -c 50 -P N -d 100 against the same
@@ -506,6 +514,7 @@ func BenchmarkParallel(b *testing.B) {
 			next := 0
 			b.SetParallelism(tc.par)
 			b.ReportAllocs()
+			cpu0 := cpuTime()
 			b.RunParallel(func(pb *testing.PB) {
 				part.Lock()
 				st, _ := src.Stream(next%50, 50)
@@ -523,6 +532,72 @@ func BenchmarkParallel(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N*tc.pipeline)/b.Elapsed().Seconds(), "kvops/s")
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*tc.pipeline), "cpu-ns/kvop")
+		})
+	}
+}
+
+// BenchmarkNaivePipeline is the same SET/GET load as BenchmarkParallel's
+// -P16 cases written the plain go-redis way (pipe.Set / pipe.Get, a new
+// command and boxed arguments per operation, pooled connections), as the
+// baseline for the sink's prepared commands.
+func BenchmarkNaivePipeline(b *testing.B) {
+	srv := testserver.Redis(b)
+	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true, PoolSize: 54,
+		PipelinePoolSize: -1, MaxRetries: -1})
+	defer client.Close()
+	val := strings.Repeat("v", 100)
+	// The keys of BenchmarkParallel's data set (same count and length).
+	c := kv.DefaultConfig()
+	c.Records, c.Fields, c.KeyPrefix = 100000, 1, "par-string:"
+	load, _, _ := source(b, c).Preload()
+	st, _ := load.Stream(0, 1)
+	var all []string
+	for batch := (&sources.Batch{}); ; batch.Reset() {
+		err := st.Fill(batch, 1000, 0)
+		for i := range batch.Ops {
+			all = append(all, string(batch.Key(&batch.Ops[i])))
+		}
+		if err != nil {
+			break
+		}
+	}
+	for _, get := range []bool{false, true} {
+		name := "set-P16"
+		if get {
+			name = "get-P16"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetParallelism(25)
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				keys := make([]string, 16)
+				n := 0
+				for pb.Next() {
+					for i := range keys {
+						keys[i] = all[n%len(all)]
+						n++
+					}
+					_, err := client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+						for _, k := range keys {
+							if get {
+								p.Get(ctx, k)
+							} else {
+								p.Set(ctx, k, val, 0)
+							}
+						}
+						return nil
+					})
+					if err != nil && !errors.Is(err, goredis.Nil) {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N*16)/b.Elapsed().Seconds(), "kvops/s")
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*16), "cpu-ns/kvop")
 		})
 	}
 }
