@@ -601,3 +601,102 @@ func BenchmarkNaivePipeline(b *testing.B) {
 		})
 	}
 }
+
+// commandCalls returns how often the server ran cmd (INFO commandstats).
+func serverCalls(t testing.TB, a *goredis.Client, cmd string) int64 {
+	t.Helper()
+	info, err := a.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
+			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// 100k operations of a mixed workload reach the server in the configured
+// proportions (±2 %), each operation as exactly its commands.
+func TestServerSeesProportions(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix = 20000, "mix:"
+	c.Workload, _ = kv.ParseWorkload("read=0.5,update=0.3,insert=0.1,rmw=0.1")
+	src := source(t, c)
+	s := open(t, srv.URL+"?index=false", sinks.Options{DataType: "hash", KeyPrefix: "mix:"})
+	runLoad(t, src, s, 4)
+	a.ConfigResetStat(context.Background())
+	const n = 100_000
+	count := runOps(t, src, s, n, 16)
+	hmget, hset := serverCalls(t, a, "hmget"), serverCalls(t, a, "hset")
+	if want := int64(count[sources.OpRead] + count[sources.OpRMW]); hmget != want {
+		t.Errorf("server ran %d HMGET, want %d (reads + read-modify-writes)", hmget, want)
+	}
+	if want := int64(count[sources.OpUpdate] + count[sources.OpInsert] + count[sources.OpRMW]); hset != want {
+		t.Errorf("server ran %d HSET, want %d (updates + inserts + read-modify-writes)", hset, want)
+	}
+	for op, want := range map[sources.Op]float64{sources.OpRead: 0.5, sources.OpUpdate: 0.3, sources.OpInsert: 0.1, sources.OpRMW: 0.1} {
+		if got := float64(count[op]) / n; got < want-0.02 || got > want+0.02 {
+			t.Errorf("%s: %.4f of the operations, want %.2f ± 0.02", op, got, want)
+		}
+	}
+	if keys, _ := a.DBSize(context.Background()).Result(); keys != int64(20000+count[sources.OpInsert]) {
+		t.Errorf("%d keys after %d inserts into 20000 records", keys, count[sources.OpInsert])
+	}
+}
+
+// With zipfian keys a few records take most reads: the server's LFU
+// counters (log factor 0: one step per access, saturating at 255) show
+// a handful of saturated keys, where uniform keys leave none.
+func TestServerSeesZipfianHotKeys(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	ctx := context.Background()
+	for k, v := range map[string]string{"maxmemory-policy": "allkeys-lfu", "lfu-log-factor": "0", "lfu-decay-time": "0"} {
+		if err := a.ConfigSet(ctx, k, v).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hot := func(dist kv.Distribution, prefix string) (saturated int) {
+		c := kv.DefaultConfig()
+		c.Records, c.Fields, c.KeyPrefix = 20000, 1, prefix
+		c.Workload, _ = kv.ParseWorkload("c")
+		c.Distribution = dist
+		src := source(t, c)
+		s := open(t, srv.URL+"?index=false", sinks.Options{DataType: "string", KeyPrefix: prefix})
+		runLoad(t, src, s, 4)
+		runOps(t, src, s, 100_000, 16)
+		keys, err := a.Keys(ctx, prefix+"*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := a.Pipeline()
+		freqs := make([]*goredis.IntCmd, len(keys))
+		for i, k := range keys {
+			freqs[i] = p.ObjectFreq(ctx, k)
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range freqs {
+			if f.Val() >= 250 {
+				saturated++
+			}
+		}
+		return saturated
+	}
+	// Zipfian: rank i gets 100000 * i^-0.99 / 26.47 reads, >= 250 for the
+	// ~15 hottest; uniform: 5 reads per record on average.
+	z, u := hot(kv.Zipfian, "zipf:"), hot(kv.Uniform, "unif:")
+	t.Logf("keys read >= 250 times: zipfian %d, uniform %d", z, u)
+	if z < 8 || z > 30 {
+		t.Errorf("zipfian: %d keys read >= 250 times, want about 15", z)
+	}
+	if u != 0 {
+		t.Errorf("uniform: %d keys read >= 250 times, want 0", u)
+	}
+}

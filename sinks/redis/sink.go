@@ -314,7 +314,9 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 		case sources.OpInsert:
 			s.addWrite(c, key, -1, val, b, op.Record, true)
 		case sources.OpRMW:
-			s.addRead(c, key, op.Field, b)
+			// The op's Field is the one it writes; the read is of the
+			// whole record, as with YCSB's default readallfields=true.
+			s.addRead(c, key, -1, b)
 			s.addWrite(c, key, op.Field, val, b, op.Record, false)
 		case sources.OpScan:
 			// Phase one: the keys of ScanLen records from this one on.

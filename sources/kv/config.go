@@ -23,7 +23,7 @@ type Config struct {
 	KeyPrefix    string       `env:"KEY_PREFIX" envDefault:"soakd:" help:"prepended to every key (keys are PREFIX + user + hashed record number); usertable/ gives go-ycsb's redis keys"`
 	Load         LoadMode     `env:"LOAD" envDefault:"auto" help:"auto: insert the records first when a sample of them is missing; off: never"`
 	ScanLength   int          `env:"SCAN_LENGTH" envDefault:"100" help:"longest scan, in records; each scan reads a uniform 1..SCAN_LENGTH"`
-	ReadAll      bool         `env:"READ_ALL_FIELDS" envDefault:"true" help:"reads and scans fetch every field (false: one random field)"`
+	ReadAll      bool         `env:"READ_ALL_FIELDS" envDefault:"true" help:"reads and scans fetch every field (false: one random field); a read-modify-write reads the whole record"`
 	WriteAll     bool         `env:"WRITE_ALL_FIELDS" envDefault:"false" help:"updates and read-modify-writes write every field (false: one random field)"`
 	HotspotData  float64      `env:"HOTSPOT_DATA" envDefault:"0.2" help:"hotspot distribution: fraction of the records that are hot"`
 	HotspotOps   float64      `env:"HOTSPOT_OPS" envDefault:"0.8" help:"hotspot distribution: fraction of the operations that go to hot records"`
