@@ -3,14 +3,11 @@ package redis
 import (
 	"context"
 	"net"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -75,21 +72,6 @@ func opSummary(t *testing.T, w daemon.WorkloadSummary, op string) daemon.OpSumma
 	return daemon.OpSummary{}
 }
 
-func commandCalls(t *testing.T, a *goredis.Client, cmd string) int64 {
-	t.Helper()
-	info, err := a.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(info, "\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
-			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
 // LOAD=auto inserts exactly RECORDS records, then runs the workload; a
 // second run finds them and skips the load.
 func TestDaemonLoadAuto(t *testing.T) {
@@ -101,7 +83,7 @@ func TestDaemonLoadAuto(t *testing.T) {
 	if n, _ := a.DBSize(context.Background()).Result(); n != 3000 {
 		t.Fatalf("DBSIZE = %d after LOAD=auto, want 3000", n)
 	}
-	if hset := commandCalls(t, a, "hset"); hset != 3000 {
+	if hset := serverCalls(t, a, "hset"); hset != 3000 {
 		t.Fatalf("%d HSETs, want the 3000 of the load", hset)
 	}
 	read := opSummary(t, w, "read")
@@ -116,7 +98,7 @@ func TestDaemonLoadAuto(t *testing.T) {
 		t.Fatalf("the load phase inserted %d records, want 3000", insert.Count)
 	}
 	runDaemon(t, context.Background(), zaptest.NewLogger(t), settings...)
-	if hset := commandCalls(t, a, "hset"); hset != 3000 {
+	if hset := serverCalls(t, a, "hset"); hset != 3000 {
 		t.Fatalf("%d HSETs after a second run: the load ran again", hset)
 	}
 }

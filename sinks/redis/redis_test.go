@@ -602,7 +602,7 @@ func BenchmarkNaivePipeline(b *testing.B) {
 	}
 }
 
-// commandCalls returns how often the server ran cmd (INFO commandstats).
+// serverCalls returns how often the server ran cmd (INFO commandstats).
 func serverCalls(t testing.TB, a *goredis.Client, cmd string) int64 {
 	t.Helper()
 	info, err := a.Info(context.Background(), "commandstats").Result()
