@@ -133,3 +133,34 @@ func TestSettingsAndUnknownVars(t *testing.T) {
 		t.Errorf("UnknownVars = %v", unk)
 	}
 }
+
+// Any values in any settings give errors, never a panic, and a config
+// that passes Check has sane values.
+func FuzzConfig(f *testing.F) {
+	f.Add("seq", "1000", "4", "1s", "null://", "0/1", "10")
+	f.Add("a,b", "step:1+1/1s..5", "0", "-1s", "postgres://x", "9/3", "-5")
+	f.Add("seq", "30s:1e9,1h:0", "99999999999", "1h", "null://?latency=exp:1ms&capacity=1e12", "", "0")
+	p := testPlugins()
+	f.Fuzz(func(t *testing.T, workloads, rate, workers, maxLag, target, shard, devices string) {
+		envm := map[string]string{"SOAKD_WORKLOADS": workloads}
+		for _, w := range strings.Split(workloads, ",") {
+			pre := "SOAKD_" + strings.ToUpper(w) + "_"
+			envm[pre+"SOURCE"] = "seq"
+			envm[pre+"RATE"] = rate
+			envm[pre+"WORKERS"] = workers
+			envm[pre+"MAX_LAG"] = maxLag
+			envm[pre+"TARGET"] = target
+			envm[pre+"SHARD"] = shard
+			envm[pre+"DEVICES"] = devices
+		}
+		cfg, err := Load(envm, p.Sources)
+		if err := cfg.Check(p, err); err != nil {
+			return
+		}
+		for _, w := range cfg.Workload {
+			if w.Workers < 1 || w.MaxLag <= 0 || (w.Rate.Profile == nil && !w.Rate.Max) {
+				t.Fatalf("accepted a bad workload: %+v", w)
+			}
+		}
+	})
+}

@@ -284,3 +284,40 @@ func TestErrClassSlots(t *testing.T) {
 		t.Fatalf("runner.errCount has %d slots for %d classes", len(r.errCount), len(sinks.Classes))
 	}
 }
+
+// SHARD=i/N runs 1/N of the rate: N processes add up to RATE.
+func TestShardRunsItsShareOfTheRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "4000", "SOAKD_SEQ_BATCH_SIZE", "10",
+			"SOAKD_SEQ_SHARD", "1/4", "SOAKD_SEQ_DURATION", "10s"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		if got := res.sum.Workloads[0].Units; got != 10000 {
+			t.Fatalf("shard 1/4 of 4000/s for 10 s acked %d, want 10000", got)
+		}
+	})
+}
+
+// unreachable is a sink whose target never answers Prepare.
+type unreachable struct{ failingSink }
+
+func (unreachable) Prepare(context.Context) error {
+	return sinks.NewError(sinks.Connection, true, context.DeadlineExceeded)
+}
+
+// A target that never becomes ready fails the run (exit 1), after
+// retrying for as long as the run lasts.
+func TestNeverReadyFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins(sinks.Entry{Schemes: []string{"down"}, Kinds: []sources.Kind{sources.Series},
+			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return unreachable{}, nil }})
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "down://x", "SOAKD_DURATION", "20s"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		if err := res.sum.Failed(); err == nil || !strings.Contains(err.Error(), "never became ready") {
+			t.Fatalf("Failed() = %v", err)
+		}
+	})
+}

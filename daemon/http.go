@@ -107,11 +107,20 @@ type StatusWorkload struct {
 	Failed     int64            `json:"failed"`
 	Dropped    int64            `json:"dropped"`
 	Errors     map[string]int64 `json:"errors"`
-	P50        float64          `json:"p50_seconds"`
-	P99        float64          `json:"p99_seconds"`
-	LagSeconds float64          `json:"lag_seconds"`
-	Workers    int              `json:"workers"`
-	Ready      bool             `json:"ready"`
+	// Latency is the response latency per op over the last window
+	// (PROGRESS_INTERVAL, or 10 s): op is write for series, read, update,
+	// insert, scan, rmw for KV.
+	Latency    map[string]OpLatency `json:"latency"`
+	LagSeconds float64              `json:"lag_seconds"`
+	Workers    int                  `json:"workers"`
+	Ready      bool                 `json:"ready"`
+}
+
+// OpLatency is an op's response latency quantiles in /status.
+type OpLatency struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50_seconds"`
+	P99   float64 `json:"p99_seconds"`
 }
 
 // Status is the /status document.
@@ -125,12 +134,16 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 	st := Status{Version: a.version, Uptime: time.Since(a.started).Seconds()}
 	for i, wl := range a.wls {
 		snap := a.rep.snapshot(i)
-		q := mergeWindow(&snap, wl.kind)
 		s := StatusWorkload{
 			Name: wl.name, Source: wl.cfg.Source, Target: wl.target, Phase: *wl.phase.Load(),
 			Rate: wl.cfg.Rate.String(), Achieved: snap.achieved, Unit: unitName(wl.kind),
 			Acked: wl.acked.Load(), Failed: wl.failedU.Load(), Dropped: wl.dropped.Load(),
-			Errors: map[string]int64{}, P50: q.P50, P99: q.P99, Workers: wl.cfg.Workers,
+			Errors: map[string]int64{}, Latency: map[string]OpLatency{}, Workers: wl.cfg.Workers,
+		}
+		for op := range snap.window {
+			if q := snap.window[op].response; q.Count > 0 {
+				s.Latency[opName(op)] = OpLatency{Count: q.Count, P50: q.P50, P99: q.P99}
+			}
 		}
 		s.Ready, _ = wl.ready.get()
 		for j, c := range sinks.Classes {

@@ -183,36 +183,29 @@ func (r *reporter) progress(now time.Time) {
 		for j := range w.errCount {
 			errs += w.errCount[j].Load()
 		}
-		resp := mergeWindow(st, w.kind)
 		target := w.sched.Load().rateAt(w.since())
 		tgt := "max"
 		if w.sched.Load().profile != nil {
 			tgt = fmt.Sprintf("%.0f", target)
 		}
-		w.log.Info(fmt.Sprintf("%s: %.0f %s/s (target %s), p50 %s p99 %s, errors %d (+%d), dropped %d",
-			w.name, st.achieved, unitName(w.kind), tgt, fmtDur(resp.P50), fmtDur(resp.P99), errs, errs-st.lastErrs, w.dropped.Load()),
-			zap.String("phase", *w.phase.Load()),
+		var lat strings.Builder
+		fields := []zap.Field{zap.String("phase", *w.phase.Load()),
 			zap.Float64("rate", st.achieved), zap.Float64("target_rate", target),
-			zap.Float64("p50_seconds", resp.P50), zap.Float64("p99_seconds", resp.P99),
 			zap.Int64("errors", errs), zap.Int64("dropped", w.dropped.Load()),
-			zap.Float64("lag_seconds", w.lagNow().Seconds()))
+			zap.Float64("lag_seconds", w.lagNow().Seconds())}
+		for op := range st.window {
+			q := st.window[op].response
+			if q.Count == 0 {
+				continue
+			}
+			name := opName(op)
+			fmt.Fprintf(&lat, ", %s p50 %s p99 %s", name, fmtDur(q.P50), fmtDur(q.P99))
+			fields = append(fields, zap.Float64(name+"_p50_seconds", q.P50), zap.Float64(name+"_p99_seconds", q.P99))
+		}
+		w.log.Info(fmt.Sprintf("%s: %.0f %s/s (target %s)%s, errors %d (+%d), dropped %d",
+			w.name, st.achieved, unitName(w.kind), tgt, lat.String(), errs, errs-st.lastErrs, w.dropped.Load()), fields...)
 		st.lastErrs = errs
 	}
-}
-
-// mergeWindow is the response quantiles of the busiest op in the window
-// (series have one op; for KV the op with the most operations).
-func mergeWindow(st *liveState, kind sources.Kind) Quantiles {
-	if kind != sources.KV {
-		return st.window[writeOp].response
-	}
-	var best Quantiles
-	for op := 0; op < int(sources.NumOps); op++ {
-		if q := st.window[op].response; q.Count > best.Count {
-			best = q
-		}
-	}
-	return best
 }
 
 // snapshot copies a workload's live state for /status.

@@ -45,6 +45,9 @@ type WorkloadSummary struct {
 	Scheduled int64            `json:"scheduled_units"`
 	Errors    map[string]int64 `json:"errors"` // failed attempts by class
 	Ops       []OpSummary      `json:"ops"`
+	// Prepared is false when the target never became ready (schema not
+	// created, server unreachable) before the run ended.
+	Prepared bool `json:"prepared"`
 }
 
 // OpSummary is the latency of one op (write, or a KV op) over the run.
@@ -60,6 +63,9 @@ type OpSummary struct {
 // which makes the run exit 1.
 func (s *Summary) Failed() error {
 	for _, w := range s.Workloads {
+		if !w.Prepared {
+			return fmt.Errorf("workload %s: the target never became ready", w.Name)
+		}
 		if w.Units == 0 && (w.Failed > 0 || errsTotal(w.Errors) > 0) {
 			return fmt.Errorf("workload %s: %w (%d failed attempts)", w.Name, errNoProgress, errsTotal(w.Errors))
 		}
@@ -89,6 +95,9 @@ func summarize(version string, started time.Time, wls []*workload) *Summary {
 			Bytes: w.bytesN.Load(), Failed: w.failedU.Load(), Dropped: w.dropped.Load(),
 			Scheduled: w.scheduled.Load(), Errors: map[string]int64{},
 		}
+		w.ready.mu.Lock()
+		ws.Prepared = w.ready.prepared
+		w.ready.mu.Unlock()
 		for i, c := range sinks.Classes {
 			ws.Errors[string(c)] = w.errCount[i].Load()
 		}

@@ -111,7 +111,7 @@ func newRunner(cfg *Workload, kind sources.Kind, src sources.Source, sink sinks.
 	}
 	s := &schedule{}
 	if !cfg.Rate.Max {
-		s.profile = cfg.Rate.Profile
+		s.profile = r.perShard(cfg.Rate.Profile)
 	}
 	r.sched.Store(s)
 	r.pending.Store(-1)
@@ -121,6 +121,15 @@ func newRunner(cfg *Workload, kind sources.Kind, src sources.Source, sink sinks.
 }
 
 func (r *runner) since() time.Duration { return time.Since(r.start) }
+
+// perShard scales a rate, which is always the total over every shard, to
+// this process's share (SHARD=i/N runs 1/N of it).
+func (r *runner) perShard(p pace.Profile) pace.Profile {
+	if n := r.cfg.Shard.Count; n > 1 {
+		return pace.Scale(p, 1/float64(n))
+	}
+	return p
+}
 
 // phaseRun is the state of one pass over a source: the run itself, or a
 // KV load phase before it.
@@ -303,7 +312,7 @@ func (r *runner) applyControl(c controlReq, sent float64) {
 			err = errors.New("rate max (closed loop) cannot be set at run time")
 			break
 		}
-		next = schedule{profile: c.rate.Profile, tBase: now, nBase: sent, paused: old.paused, pausedAt: now}
+		next = schedule{profile: r.perShard(c.rate.Profile), tBase: now, nBase: sent, paused: old.paused, pausedAt: now}
 	case c.pause:
 		if !old.paused {
 			next.paused, next.pausedAt = true, now
@@ -419,33 +428,43 @@ func (r *runner) closedWorker(genCtx, drainCtx context.Context, p *phaseRun, dur
 // execute fills one batch from a free stream and writes it. It returns
 // false when the worker should stop (every stream ended, or shutdown).
 func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) bool {
-	var st sources.Stream
-	select {
-	case st = <-p.streams:
-	case <-p.exhausted:
-		return false
-	case <-ctx.Done():
-		return false
-	}
 	b := w.b
 	b.Reset()
-	err := st.Fill(b, t.units, r.startWall+int64(t.due))
-	ended := errors.Is(err, sources.ErrDone)
-	if err != nil && !ended {
-		r.errLog.log(r.log, "source", "cannot generate a batch", err)
+	// A stream that ends (or owns no devices at all) before the ticket is
+	// full hands over to the next live stream, so no scheduled unit is
+	// lost while data remains.
+	var held sources.Stream
+	for held == nil && b.Len() < t.units {
+		var st sources.Stream
+		select {
+		case st = <-p.streams:
+		case <-p.exhausted:
+		case <-ctx.Done():
+		}
+		if st == nil {
+			break
+		}
+		err := st.Fill(b, t.units-b.Len(), r.startWall+int64(t.due))
+		if err == nil {
+			held = st
+			break
+		}
+		if !errors.Is(err, sources.ErrDone) {
+			r.errLog.log(r.log, "source", "cannot generate a batch; retiring the stream", err)
+		}
+		if p.live.Add(-1) == 0 {
+			close(p.exhausted)
+		}
 	}
 	if b.Len() > 0 {
 		r.write(ctx, w, t.due)
 	}
+	if held == nil {
+		return !isClosed(p.exhausted) && ctx.Err() == nil
+	}
 	// The stream goes back only after the write, so one device's rows
 	// reach the target in time order.
-	if ended || err != nil {
-		if p.live.Add(-1) == 0 {
-			close(p.exhausted)
-		}
-		return true
-	}
-	p.streams <- st
+	p.streams <- held
 	return true
 }
 

@@ -75,6 +75,10 @@ type Table struct {
 	Floats [][]float64
 	Ints   [][]int64
 	Null   [][]bool
+
+	// nullStore keeps the Null columns' storage across Reset (which sets
+	// Null[f] to nil), so SetNull does not allocate in steady state.
+	nullStore [][]bool
 }
 
 // NewTable returns an empty table for s with its column slices allocated.
@@ -86,6 +90,47 @@ func NewTable(s *Schema) *Table {
 		Null:   make([][]bool, len(s.Fields)),
 	}
 	return t
+}
+
+// SetNull marks field f of row i (0 <= i < Len()) as null. When Null[f]
+// is nil it is created, all false, from storage the table keeps across
+// Resets, so sources that mark nulls do not allocate in steady state.
+// Rows appended after a SetNull must be covered by PadNulls before the
+// batch is handed to a sink.
+func (t *Table) SetNull(f, i int) {
+	if t.nullStore == nil {
+		t.nullStore = make([][]bool, len(t.Null))
+	}
+	n := t.Null[f]
+	if n == nil {
+		n = t.nullStore[f][:0]
+	}
+	for len(n) <= i {
+		n = append(n, false)
+	}
+	n[i] = true
+	t.Null[f] = n
+	if cap(n) > cap(t.nullStore[f]) {
+		t.nullStore[f] = n
+	}
+}
+
+// PadNulls extends every non-nil Null[f] with false up to Len() rows, so
+// that each has one entry per row as sinks expect.
+func (t *Table) PadNulls() {
+	rows := t.Len()
+	for f, n := range t.Null {
+		if n == nil || len(n) == rows {
+			continue
+		}
+		for len(n) < rows {
+			n = append(n, false)
+		}
+		t.Null[f] = n
+		if cap(n) > cap(t.nullStore[f]) {
+			t.nullStore[f] = n
+		}
+	}
 }
 
 // Len is the number of rows in the table.

@@ -68,14 +68,16 @@ func (s Shard) String() string {
 func (s Shard) Whole() bool { return s.Count <= 1 }
 
 // Split returns the sub-slice part of parts of this shard: the slice
-// Index*parts+part of Count*parts. Used to give each worker of a shard a
-// disjoint slice.
+// Index+part*Count of Count*parts. The parts of a shard are disjoint and
+// their union is the shard: item i belongs to part p exactly when
+// i mod Count == Index and (i / Count) mod parts == p. Used to give each
+// worker of a shard a disjoint slice.
 func (s Shard) Split(part, parts int) Shard {
 	c := s.Count
 	if c == 0 {
 		c = 1
 	}
-	return Shard{Index: s.Index*parts + part, Count: c * parts}
+	return Shard{Index: s.Index + part*c, Count: c * parts}
 }
 
 // Owns reports whether item number i (a device or record) belongs to the

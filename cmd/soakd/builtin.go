@@ -3,17 +3,32 @@ package main
 import (
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sinks/file"
 	"github.com/soakd/soakd/sinks/null"
 	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/sources/iot"
 	"github.com/soakd/soakd/sources/seq"
 )
 
 // plugins is the one list of sources and sinks soakd knows.
 func plugins() *daemon.Plugins {
 	r := sinks.NewRegistry()
+	series := []sources.Kind{sources.Series}
 	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV}, Open: null.Open, Check: null.Check})
+	r.Add(sinks.Entry{Schemes: []string{"file"}, Kinds: series, Open: file.Open, Check: file.Check})
 
 	srcs := daemon.Sources{
+		{
+			Names:    iot.Names(),
+			Kind:     sources.Series,
+			Settings: func() any { return &iot.Config{} },
+			Validate: func(w *daemon.Workload) error {
+				return iot.Defaults(w.Source, *w.Ext.(*iot.Config)).Validate()
+			},
+			New: func(w *daemon.Workload) (sources.Source, error) {
+				return iot.New(w.Source, *w.Ext.(*iot.Config), w.Seed, w.Shard)
+			},
+		},
 		{
 			Names:    []string{"seq"},
 			Kind:     sources.Series,

@@ -2,6 +2,7 @@
 // what happens as Prometheus metrics.
 //
 //	soakd [run] [flags]      run the configured workloads (the default)
+//	soakd generate [flags]   write a data file like tsbs_generate_data
 //	soakd config [--check]   list every setting, or only check them
 //	soakd version
 //
@@ -28,6 +29,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/gencmd"
 	"github.com/soakd/soakd/sinks"
 )
 
@@ -78,6 +80,7 @@ latency as Prometheus metrics.
 
 Usage:
   soakd [run] [flags]        run the configured workloads (default)
+  soakd generate [flags]     write a data file like tsbs_generate_data (soakd generate --help)
   soakd config [--check]     list every setting (env var, flag, default, value)
   soakd version              print the version
 
@@ -98,6 +101,8 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 		return runCmd(ctx, args, environ, stdout, stderr)
 	case "config":
 		return configCmd(args, environ, stdout, stderr)
+	case "generate":
+		return gencmd.Main(ctx, args, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "soakd %s (%s %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return exitOK

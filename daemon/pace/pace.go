@@ -449,3 +449,22 @@ func seconds(f float64) time.Duration {
 	}
 	return time.Duration(math.Round(f * 1e9))
 }
+
+// Scale returns p with every rate multiplied by f (> 0): a process that
+// owns one of N shards runs Scale(p, 1/N) so the shards add up to p.
+func Scale(p Profile, f float64) Profile {
+	if f == 1 {
+		return p
+	}
+	return scaled{p, f}
+}
+
+type scaled struct {
+	p Profile
+	f float64
+}
+
+func (s scaled) Count(e time.Duration) float64      { return s.f * s.p.Count(e) }
+func (s scaled) At(n float64) (time.Duration, bool) { return s.p.At(n / s.f) }
+func (s scaled) RateAt(e time.Duration) float64     { return s.f * s.p.RateAt(e) }
+func (s scaled) End() time.Duration                 { return s.p.End() }

@@ -209,3 +209,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestScale(t *testing.T) {
+	t.Parallel()
+	p := Scale(MustParse("10s:4000").Profile, 0.25)
+	if got := p.Count(10 * time.Second); math.Abs(got-5000) > 1e-6 {
+		t.Errorf("Count = %v, want 5000 (a quarter of 20000)", got)
+	}
+	if got := p.RateAt(5 * time.Second); got != 500 {
+		t.Errorf("RateAt = %v, want 500", got)
+	}
+	checkInverse(t, "scaled", p, 10*time.Second)
+	if Scale(Constant(5), 1) != Constant(5) {
+		t.Error("Scale by 1 should return the profile")
+	}
+}

@@ -58,31 +58,98 @@ func (p Precision) divisor() int64 {
 // Encoder turns table rows into lines. The zero value writes nanosecond
 // timestamps. An Encoder is not safe for concurrent use; give each worker
 // its own.
+//
+// It keeps, per schema, the escaped measurement, tag keys and field keys,
+// and caches each device's escaped tag set (",k=v,k=v"), since a Tagger
+// gives a device the same tags for ever. The cache holds at most
+// TagCacheBytes bytes per Encoder; devices beyond it are encoded directly.
 type Encoder struct {
 	Precision Precision
-	scratch   []byte
-	// keys caches the escaped "measurement" and ",tag=" prefixes per schema.
+
+	scratch []byte
+	cur     *schemaEnc
+	schemas []*schemaEnc
+	cached  int // bytes held by all tag caches
+
+	lastTs    int64
+	lastTsSet bool
+	tsText    []byte
+}
+
+// TagCacheBytes bounds the memory an Encoder spends on cached tag sets.
+const TagCacheBytes = 2 << 20
+
+// maxCachedDevice bounds the per-schema index of the tag cache.
+const maxCachedDevice = 1 << 18
+
+type schemaEnc struct {
 	schema *sources.Schema
 	meas   []byte
 	tagKey [][]byte // ",key=" escaped
-	field  [][]byte // "name=" escaped (first) / ",name=" (rest) are built from this
+	field  [][]byte // "name=" escaped
+	// tag cache: off[d] is 1 + the offset of device d's tag set in arena,
+	// whose length is in size[d]; 0 means not cached.
+	off   []uint32
+	size  []uint16
+	arena []byte
 }
 
-func (e *Encoder) prepare(s *sources.Schema) {
-	if e.schema == s {
-		return
+func (e *Encoder) prepare(s *sources.Schema) *schemaEnc {
+	if e.cur != nil && e.cur.schema == s {
+		return e.cur
 	}
-	e.schema = s
-	e.meas = appendEscaped(e.meas[:0], s.Measurement, measurementEscapes)
-	e.tagKey = e.tagKey[:0]
+	for _, se := range e.schemas {
+		if se.schema == s {
+			e.cur = se
+			return se
+		}
+	}
+	se := &schemaEnc{schema: s}
+	se.meas = appendEscaped(nil, s.Measurement, measurementEscapes)
 	for _, k := range s.TagKeys {
 		b := append([]byte{','}, escapeString(k, keyEscapes)...)
-		e.tagKey = append(e.tagKey, append(b, '='))
+		se.tagKey = append(se.tagKey, append(b, '='))
 	}
-	e.field = e.field[:0]
 	for _, f := range s.Fields {
-		e.field = append(e.field, append(escapeString(f.Name, keyEscapes), '='))
+		se.field = append(se.field, append(escapeString(f.Name, keyEscapes), '='))
 	}
+	e.schemas = append(e.schemas, se)
+	e.cur = se
+	return se
+}
+
+// appendTags appends device dev's escaped tag set, from the cache when
+// it can.
+func (e *Encoder) appendTags(dst []byte, se *schemaEnc, dev uint32) []byte {
+	if int(dev) < len(se.off) {
+		if o := se.off[dev]; o != 0 {
+			return append(dst, se.arena[o-1:o-1+uint32(se.size[dev])]...)
+		}
+	}
+	start := len(dst)
+	s := se.schema
+	for k := range s.TagKeys {
+		e.scratch = s.Tags.AppendTag(e.scratch[:0], dev, k)
+		if len(e.scratch) == 0 {
+			continue // line protocol has no empty tag values
+		}
+		dst = append(dst, se.tagKey[k]...)
+		dst = appendEscapedBytes(dst, e.scratch, keyEscapes)
+	}
+	n := len(dst) - start
+	if dev < maxCachedDevice && n <= 0xffff && e.cached+n+4 <= TagCacheBytes {
+		if int(dev) >= len(se.off) {
+			grow := int(dev) + 1 - len(se.off)
+			e.cached += grow * 6
+			se.off = append(se.off, make([]uint32, grow)...)
+			se.size = append(se.size, make([]uint16, grow)...)
+		}
+		se.off[dev] = uint32(len(se.arena)) + 1
+		se.size[dev] = uint16(n)
+		se.arena = append(se.arena, dst[start:]...)
+		e.cached += n
+	}
+	return dst
 }
 
 // AppendTable appends every row of t that has at least one value; rows
@@ -99,28 +166,20 @@ func (e *Encoder) AppendTable(dst []byte, t *sources.Table) []byte {
 // (and dst unchanged) when the row has no value to write.
 func (e *Encoder) AppendRow(dst []byte, t *sources.Table, i int) (out []byte, ok bool) {
 	s := t.Schema
-	e.prepare(s)
+	se := e.prepare(s)
 	start := len(dst)
-	dst = append(dst, e.meas...)
-	dev := t.Device[i]
-	for k := range s.TagKeys {
-		e.scratch = s.Tags.AppendTag(e.scratch[:0], dev, k)
-		if len(e.scratch) == 0 {
-			continue // line protocol has no empty tag values
-		}
-		dst = append(dst, e.tagKey[k]...)
-		dst = appendEscapedBytes(dst, e.scratch, keyEscapes)
-	}
+	dst = append(dst, se.meas...)
+	dst = e.appendTags(dst, se, t.Device[i])
 	sep := byte(' ')
 	n := 0
-	for f, fd := range s.Fields {
+	for f := range s.Fields {
 		if nulls := t.Null[f]; nulls != nil && nulls[i] {
 			continue
 		}
-		switch fd.Kind {
+		switch fd := &s.Fields[f]; fd.Kind {
 		case sources.Int:
 			dst = append(dst, sep)
-			dst = append(dst, e.field[f]...)
+			dst = append(dst, se.field[f]...)
 			dst = strconv.AppendInt(dst, t.Ints[f][i], 10)
 			dst = append(dst, 'i')
 		default:
@@ -129,7 +188,7 @@ func (e *Encoder) AppendRow(dst []byte, t *sources.Table, i int) (out []byte, ok
 				continue
 			}
 			dst = append(dst, sep)
-			dst = append(dst, e.field[f]...)
+			dst = append(dst, se.field[f]...)
 			dst = AppendFloat(dst, v, fd.Decimals)
 		}
 		sep = ','
@@ -139,7 +198,12 @@ func (e *Encoder) AppendRow(dst []byte, t *sources.Table, i int) (out []byte, ok
 		return dst[:start], false
 	}
 	dst = append(dst, ' ')
-	dst = strconv.AppendInt(dst, floorDiv(t.Time[i], e.Precision.divisor()), 10)
+	if ts := t.Time[i]; !e.lastTsSet || ts != e.lastTs {
+		// rows of one round share their timestamp: format it once
+		e.tsText = strconv.AppendInt(e.tsText[:0], floorDiv(ts, e.Precision.divisor()), 10)
+		e.lastTs, e.lastTsSet = ts, true
+	}
+	dst = append(dst, e.tsText...)
 	return append(dst, '\n'), true
 }
 

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain doubles as soakd itself when SOAKD_TEST_MAIN=1, so tests can
+// run the real binary as a subprocess and signal it.
+func TestMain(m *testing.M) {
+	if os.Getenv("SOAKD_TEST_MAIN") == "1" {
+		main()
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func run(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := realMain(context.Background(), args, env, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestBadConfigExits2WithEveryProblem(t *testing.T) {
+	code, out, errs := run(t, map[string]string{
+		"SOAKD_WORKLOADS": "a", "SOAKD_A_SOURCE": "seq", "SOAKD_A_RATE": "step:1000",
+		"SOAKD_A_TARGET": "postgress://x", "SOAKD_A_DURATION": "forever",
+	}, "--a-workers", "-1", "--listen", "off")
+	if code != exitConfig {
+		t.Fatalf("exit %d, want 2; stderr:\n%s", code, errs)
+	}
+	for _, want := range []string{"SOAKD_A_RATE: rate \"step:1000\"", "SOAKD_A_TARGET: unknown scheme \"postgress\"",
+		"SOAKD_A_DURATION: ", "SOAKD_A_WORKERS: -1 is out of range"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	if out != "" {
+		t.Errorf("nothing should run; stdout:\n%s", out)
+	}
+	if code, _, errs := run(t, nil, "--no-such-setting", "1"); code != exitConfig || !strings.Contains(errs, "unknown flag --no-such-setting") {
+		t.Errorf("unknown flag: exit %d\n%s", code, errs)
+	}
+	if code, _, _ := run(t, nil, "frobnicate"); code != exitConfig {
+		t.Errorf("unknown command: exit %d", code)
+	}
+}
+
+func TestConfigCommand(t *testing.T) {
+	env := map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_PASSWORD": "hunter2",
+		"SOAKD_SEQ_TARGET": "null://?latency=1ms"}
+	code, out, errs := run(t, env, "config")
+	if code != exitOK {
+		t.Fatalf("config: exit %d\n%s", code, errs)
+	}
+	for _, want := range []string{"SOAKD_SEQ_RATE", "--seq-rate", "SOAKD_SEQ_DEVICES", "SOAKD_SHUTDOWN_GRACE", "(set)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "hunter2") {
+		t.Error("config prints a password")
+	}
+	if code, out, _ := run(t, env, "config", "--check"); code != exitOK || !strings.Contains(out, "configuration ok") {
+		t.Errorf("config --check: exit %d %s", code, out)
+	}
+	if code, _, errs := run(t, env, "config", "--check", "--seq-rate", "x"); code != exitConfig || !strings.Contains(errs, "SOAKD_SEQ_RATE") {
+		t.Errorf("config --check with a bad rate: exit %d %s", code, errs)
+	}
+	if code, out, _ := run(t, nil, "version"); code != exitOK || !strings.HasPrefix(out, "soakd ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+}
+
+// A finite run exits 0 and prints the summary; --summary-json writes it.
+func TestRunWritesSummary(t *testing.T) {
+	js := filepath.Join(t.TempDir(), "sum.json")
+	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "seq"},
+		"--seq-rate", "max", "--seq-rows", "5000", "--listen", "off", "--summary-json", js)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if !strings.Contains(out, "loaded 5000 rows in") || !strings.Contains(out, "WRITE") {
+		t.Errorf("summary:\n%s", out)
+	}
+	if !strings.Contains(errs, "built-in target") {
+		t.Errorf("the log must say a built-in target is used:\n%s", errs)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Workloads []struct {
+			Units int64 `json:"units"`
+		} `json:"workloads"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil || len(s.Workloads) != 1 || s.Workloads[0].Units != 5000 {
+		t.Errorf("summary JSON: %v %s", err, b)
+	}
+}
+
+// SIGTERM during a run: scheduling stops, writes in flight finish within
+// SHUTDOWN_GRACE, the summary is printed and soakd exits 0.
+func TestSIGTERMGracefulExit(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "SOAKD_TEST_MAIN=1", "SOAKD_WORKLOADS=seq", "SOAKD_SEQ_RATE=500",
+		"SOAKD_SEQ_BATCH_SIZE=10", "SOAKD_SEQ_TARGET=null://?latency=300ms", "SOAKD_SHUTDOWN_GRACE=3s")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	t0 := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	took := time.Since(t0)
+	if err != nil {
+		t.Fatalf("exit: %v\nstderr:\n%s", err, errb.String())
+	}
+	if took > 3*time.Second+time.Second {
+		t.Errorf("took %v to exit after SIGTERM with a 3s grace", took)
+	}
+	if !strings.Contains(out.String(), "loaded ") || !strings.Contains(out.String(), "errors: none") {
+		t.Errorf("summary missing or with errors:\n%s\nstderr:\n%s", out.String(), errb.String())
+	}
+	if !strings.Contains(errb.String(), "stopping") {
+		t.Errorf("the log should say it is stopping:\n%s", errb.String())
+	}
+}

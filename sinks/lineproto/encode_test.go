@@ -1,0 +1,55 @@
+package lineproto
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/soakd/soakd/sources"
+)
+
+type fixedTags [][]string // [device][tag]
+
+func (f fixedTags) AppendTag(dst []byte, d uint32, tag int) []byte { return append(dst, f[d][tag]...) }
+
+func TestEncoderCachesTagSetsAndSwitchesSchemas(t *testing.T) {
+	t.Parallel()
+	tags := fixedTags{{"a b", "x,y"}, {"c=d", ""}}
+	s1 := &sources.Schema{Measurement: "m 1", TagKeys: []string{"k1", "k 2"}, Tags: tags,
+		Fields: []sources.Field{{Name: "i", Kind: sources.Int}, {Name: "f", Kind: sources.Float, Decimals: 2}}}
+	s2 := &sources.Schema{Measurement: "m2", TagKeys: []string{"k1"}, Tags: tags,
+		Fields: []sources.Field{{Name: "v", Kind: sources.Int}}}
+	t1, t2 := sources.NewTable(s1), sources.NewTable(s2)
+	for d := uint32(0); d < 2; d++ {
+		t1.Device = append(t1.Device, d)
+		t1.Time = append(t1.Time, 1000+int64(d))
+		t1.Ints[0] = append(t1.Ints[0], int64(d))
+		t1.Floats[1] = append(t1.Floats[1], 1.5)
+		t2.Device = append(t2.Device, d)
+		t2.Time = append(t2.Time, 1000)
+		t2.Ints[0] = append(t2.Ints[0], -7)
+	}
+	t1.SetNull(0, 1)
+	t1.PadNulls()
+	want := strings.Join([]string{
+		`m\ 1,k1=a\ b,k\ 2=x\,y i=0i,f=1.5 1000`,
+		`m2,k1=a\ b v=-7i 1000`,
+		`m\ 1,k1=c\=d f=1.5 1001`,
+		`m2,k1=c\=d v=-7i 1000`,
+	}, "\n") + "\n"
+	var e Encoder
+	for pass := 0; pass < 3; pass++ { // first pass fills the caches, the others use them
+		var buf []byte
+		for i := 0; i < 2; i++ {
+			buf, _ = e.AppendRow(buf, t1, i)
+			buf, _ = e.AppendRow(buf, t2, i)
+		}
+		if string(buf) != want {
+			t.Fatalf("pass %d:\n%s\nwant\n%s", pass, buf, want)
+		}
+	}
+	var cold Encoder
+	if got := cold.AppendTable(nil, t1); !bytes.Equal(got, e.AppendTable(nil, t1)) {
+		t.Fatalf("cached and fresh encoders differ:\n%s", got)
+	}
+}

@@ -1,0 +1,100 @@
+package null
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+func parse(t testing.TB, s string) (Config, error) {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ParseURL(u)
+}
+
+func TestParseURL(t *testing.T) {
+	t.Parallel()
+	c, err := parse(t, "null://?latency=1ms..5ms&capacity=50000&stall=1s@10s&fail=0.25&fail_class=timeout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Latency != (Dist{Kind: "uniform", Min: time.Millisecond, Max: 5 * time.Millisecond}) || c.Capacity != 50000 ||
+		c.StallFor != time.Second || c.StallAt != 10*time.Second || c.Fail != 0.25 || c.FailClass != sinks.Timeout {
+		t.Fatalf("parsed %+v", c)
+	}
+	for in, want := range map[string]string{
+		"null://?latency=fast":     `latency "fast"`,
+		"null://?latency=5ms..1ms": "MIN <= MAX",
+		"null://?latency=exp:-1ms": "exp:MEAN",
+		"null://?capacity=0":       "capacity",
+		"null://?capacity=NaN":     "capacity",
+		"null://?stall=1s":         "DURATION@AFTER",
+		"null://?fail=2":           "fraction",
+		"null://?fail_class=slow":  "fail_class",
+		"null://?latncy=1ms":       `unknown parameter "latncy"`,
+	} {
+		if _, err := parse(t, in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", in, err, want)
+		}
+	}
+}
+
+func TestWriteModel(t *testing.T) {
+	t.Parallel()
+	b := &sources.Batch{Ops: make([]sources.KVOp, 100)}
+	// 1000 units/s: two writes of 100 units queue behind each other.
+	s := New(Config{Capacity: 1000})
+	t0 := time.Now()
+	for i := 0; i < 3; i++ {
+		if _, err := s.Write(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(t0); d < 290*time.Millisecond {
+		t.Errorf("3 writes of 100 units at capacity 1000/s took %v, want >= 300ms", d)
+	}
+	f := New(Config{Fail: 1, FailClass: sinks.Rejected})
+	_, err := f.Write(context.Background(), b)
+	if sinks.ClassOf(err) != sinks.Rejected || !errors.Is(err, ErrInjected) {
+		t.Errorf("injected failure: %v", err)
+	}
+	if ok, _ := sinks.Retryable(err); ok {
+		t.Error("a rejected write is not retryable")
+	}
+	slow := New(Config{Latency: Dist{Kind: "fixed", Min: time.Hour}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := slow.Write(ctx, b); sinks.ClassOf(err) != sinks.Timeout {
+		t.Errorf("cancelled write: %v, want a timeout", err)
+	}
+}
+
+func FuzzParseURL(f *testing.F) {
+	for _, s := range []string{"null://", "null://?latency=2ms", "null://?latency=1ms..5ms&capacity=5", "null://?stall=1s@2s&fail=0.5",
+		"null://?latency=exp:3ms", "null://?latency=..", "null://?stall=@"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := url.Parse(s)
+		if err != nil {
+			return
+		}
+		c, err := ParseURL(u)
+		if err != nil {
+			return
+		}
+		if c.Capacity < 0 || c.Fail < 0 || c.Fail > 1 || c.Latency.Min < 0 || c.Latency.Max < c.Latency.Min && c.Latency.Kind == "uniform" {
+			t.Fatalf("accepted %q as %+v", s, c)
+		}
+		_ = c.Latency.Sample()
+	})
+}

@@ -1,0 +1,251 @@
+package iot
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/soakd/soakd/sources"
+)
+
+// Names lists the sources this package provides.
+func Names() []string { return []string{"devops", "devops-full", "iot", "massive"} }
+
+// Source is an iot data set: devices that report one row per measurement
+// every round. Build it with New or Build.
+type Source struct {
+	name  string
+	cfg   Config
+	seed  uint64
+	shard sources.Shard
+	model model
+	sch   []*sources.Schema
+
+	wall     bool
+	start    int64 // first timestamp (simulated), Unix ns
+	interval int64
+	finite   bool
+	end      int64 // exclusive end, Unix ns (finite)
+	steps    int64 // simulated finite: rounds with on-time readings
+	devices  int   // devices in the shard
+
+	lateThr uint64 // OUT_OF_ORDER fraction as a hash threshold
+	lateMax int64  // ns
+	offThr  uint64 // OFFLINE fraction as a hash threshold
+	offDur  int64  // ns
+	missThr uint64 // MISSING fraction as a 32-bit threshold
+}
+
+// Finite is a Source with an END under the simulated clock: its number of
+// rows is known in advance.
+type Finite struct{ *Source }
+
+// Total is the number of rows the data set (this shard) holds.
+func (f Finite) Total() int64 { return f.Source.Rows() }
+
+var (
+	_ sources.Source = (*Source)(nil)
+	_ sources.Sized  = Finite{}
+)
+
+// New builds the named source (see Names) for one shard. It does no I/O;
+// START=now is read from the clock. Finite sources implement
+// sources.Sized.
+func New(source string, c Config, seed uint64, shard sources.Shard) (sources.Source, error) {
+	s, err := Build(source, c, seed, shard)
+	if err != nil {
+		return nil, err
+	}
+	if s.finite && !s.wall {
+		return Finite{s}, nil
+	}
+	return s, nil
+}
+
+// Unwrap returns the *Source behind a source made by New, or nil.
+func Unwrap(src sources.Source) *Source {
+	switch s := src.(type) {
+	case *Source:
+		return s
+	case Finite:
+		return s.Source
+	}
+	return nil
+}
+
+// Defaults applies the source's defaults for the knobs left empty: iot
+// (TSBS trucks) has TSBS-like irregularity, the others none.
+func Defaults(source string, c Config) Config {
+	if source == "iot" {
+		if !c.OutOfOrder.Set {
+			c.OutOfOrder = OutOfOrder{Set: true, Fraction: 0.05, MaxLate: max(time.Minute, c.Interval)}
+		}
+		if !c.Missing.Set {
+			c.Missing = Missing{Set: true, Fraction: 0.01}
+		}
+	}
+	return c
+}
+
+// Build is New returning the concrete type (for data file writers, which
+// use Stream.NextRound and Stream.FillUntil).
+func Build(source string, c Config, seed uint64, shard sources.Shard) (*Source, error) {
+	c = Defaults(source, c)
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if shard.Count == 0 {
+		shard = sources.Shard{Index: 0, Count: 1}
+	}
+	if shard.Index < 0 || shard.Index >= shard.Count {
+		return nil, sources.Invalid("SHARD", "%s: want 0 <= i < N", shard)
+	}
+	s := &Source{name: source, cfg: c, seed: seed, shard: shard, wall: c.Clock == Wall, interval: int64(c.Interval)}
+	if c.Start.Now {
+		now := time.Now().UnixNano()
+		s.start = now - now%s.interval // shards started within one interval agree
+	} else {
+		s.start = c.Start.T.UnixNano()
+	}
+	if c.End.Set {
+		s.finite = true
+		if s.wall {
+			if c.End.Rel > 0 {
+				s.end = time.Now().UnixNano() + int64(c.End.Rel)
+			} else {
+				s.end = c.End.T.UnixNano()
+			}
+		} else {
+			s.end = c.End.resolve(time.Unix(0, s.start)).UnixNano()
+			s.steps = (s.end - s.start) / s.interval
+			if s.steps < 1 {
+				return nil, sources.Invalid("END", "%s is less than one INTERVAL (%s) after START %s: the data set would be empty",
+					c.End, c.Interval, time.Unix(0, s.start).UTC().Format(time.RFC3339))
+			}
+		}
+	}
+	origin := s.start
+	switch source {
+	case "devops":
+		s.model = newMulti(newCPU(hostTags{seed}))
+	case "devops-full":
+		s.model = newDevopsFull(seed, origin)
+	case "iot":
+		s.model = newTrucks(seed)
+	case "massive":
+		s.model = newMassive(c.Columns, c.ColumnType)
+	default:
+		return nil, sources.Invalid("SOURCE", "unknown source %q (known: %s)", source, strings.Join(Names(), ", "))
+	}
+	s.sch = s.model.schemas()
+	precomputeTags(s.sch, c.Scale)
+	if i := shard.Index; i < c.Scale {
+		s.devices = (c.Scale - i + shard.Count - 1) / shard.Count
+	}
+	if f := c.OutOfOrder.Fraction; f > 0 {
+		// A reading is never made late in a round where late readings of
+		// its device are due (see Stream.hasDue), which happens in about a
+		// fraction f of rounds: draw with f/(1-f) so that a fraction f of
+		// all readings ends up late.
+		s.lateThr = threshold(f / (1 - f))
+		s.lateMax = int64(c.OutOfOrder.MaxLate)
+	}
+	if c.Offline.Fraction > 0 {
+		s.offThr = threshold(c.Offline.Fraction)
+		s.offDur = int64(c.Offline.Duration)
+	}
+	if c.Missing.Fraction > 0 {
+		s.missThr = uint64(math.Ceil(c.Missing.Fraction * (1 << 32)))
+	}
+	return s, nil
+}
+
+// Name returns the source's name.
+func (s *Source) Name() string { return s.name }
+
+// Kind is sources.Series.
+func (s *Source) Kind() sources.Kind { return sources.Series }
+
+// Schemas lists the source's tables.
+func (s *Source) Schemas() []*sources.Schema { return s.sch }
+
+// Config returns the configuration in effect (with the source's defaults).
+func (s *Source) Config() Config { return s.cfg }
+
+// Devices is the number of devices in this shard.
+func (s *Source) Devices() int { return s.devices }
+
+// Steps is the number of readings per device of a finite simulated data
+// set (0 when endless or under the wall clock).
+func (s *Source) Steps() int64 { return s.steps }
+
+// Rounds is the number of rounds Stream.NextRound starts for a finite
+// simulated data set: Steps, plus a last round in which late and buffered
+// readings are flushed.
+func (s *Source) Rounds() int64 {
+	if !s.finite || s.wall {
+		return 0
+	}
+	return s.steps + 1
+}
+
+// Rows is the number of rows of a finite simulated data set (this
+// shard): devices x steps x tables, whatever the knobs (late and offline
+// readings are delayed, never lost or repeated); 0 otherwise.
+func (s *Source) Rows() int64 {
+	return int64(s.devices) * s.steps * int64(len(s.sch))
+}
+
+// Start is the first timestamp of the simulated clock.
+func (s *Source) Start() time.Time { return time.Unix(0, s.start).UTC() }
+
+// Stream returns cursor part of parts over the shard: it owns the devices
+// d with shard.Split(part, parts).Owns(d).
+func (s *Source) Stream(part, parts int) (sources.Stream, error) {
+	return s.OpenStream(part, parts)
+}
+
+// OpenStream is Stream returning the concrete type.
+func (s *Source) OpenStream(part, parts int) (*Stream, error) {
+	if parts < 1 || part < 0 || part >= parts {
+		return nil, fmt.Errorf("stream %d of %d: want 0 <= part < parts", part, parts)
+	}
+	sp := s.shard.Split(part, parts)
+	st := &Stream{
+		src:    s,
+		model:  s.model,
+		nm:     len(s.sch),
+		words:  s.model.words(),
+		base:   uint64(sp.Index),
+		stride: uint64(sp.Count),
+		round:  -1,
+		maxTs:  math.MinInt64 / 2,
+	}
+	if sp.Index < s.cfg.Scale {
+		st.count = (s.cfg.Scale - sp.Index + sp.Count - 1) / sp.Count
+	}
+	st.k = st.count
+	if st.words > 0 {
+		st.state = make([]int64, st.count*st.words)
+		for k := range st.count {
+			st.model.init(st.state[k*st.words:(k+1)*st.words], devKey(s.seed, st.device(k)))
+		}
+	}
+	if s.offThr != 0 {
+		st.offStart = make([]int64, st.count)
+		st.missed = make([]uint32, st.count)
+		for i := range st.offStart {
+			st.offStart[i] = noOff
+		}
+	}
+	return st, nil
+}
+
+// errRoundOpen is returned by NextRound when the current round is not
+// complete.
+var errRoundOpen = errors.New("BUG: iot: NextRound before the current round was filled")
+
+// Shard is the shard the source was built for.
+func (s *Source) Shard() sources.Shard { return s.shard }
