@@ -59,6 +59,10 @@ type Options struct {
 	// DataType is how KV records are stored (string, hash, set, zset),
 	// from SOAKD_<W>_DATA_TYPE.
 	DataType string
+	// KeyPrefix is the prefix the source puts on every KV key, from
+	// SOAKD_<W>_KEY_PREFIX; KV sinks name their own keys (e.g. a scan
+	// index) with it and clean up under it.
+	KeyPrefix string
 }
 
 // Prober is implemented by KV sinks for the load phase (see

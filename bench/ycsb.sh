@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# soakd against go-ycsb (v1.0.3, /opt/peers/bin) on the same redis-server:
+# YCSB workloads A and C, 100000 records of 10 x 100-byte fields stored as
+# hashes, uniform keys, THREADS (16) threads = soakd workers = connections,
+# RUNS (3) rounds, each tool right after the other.
+#
+#   PEERS_RUN=/tmp/soakd-peers-kv REDIS_PORT=56779 bench/ycsb.sh
+#
+# Both tools use the same keys: go-ycsb's redis binding names a record
+# "usertable/user<hash>", which is soakd's KEY_PREFIX=usertable/ scheme, so
+# go-ycsb loads once and soakd's LOAD=auto probe finds the records.
+# soakd runs closed loop (RATE=max) with PIPELINE=1 (like go-ycsb, one
+# operation per round trip) and with PIPELINE=16 (soakd's batching over
+# the same connections).
+#
+# Env: RUNS=3, THREADS=16, OPS=1000000 (go-ycsb operations per run),
+#      SECS=20 (soakd run length), SOAKD_BIN.
+# ---- helpers (the same in bench/redis.sh and bench/ycsb.sh) ----
+# (PEERS_DIR); soakd is built from this checkout.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PEERS_DIR=${PEERS_DIR:-$root/../shared/peers}
+[ -d "$PEERS_DIR" ] || PEERS_DIR=/work/shared/peers
+# shellcheck source=/dev/null
+. "$PEERS_DIR/lib.sh"
+RUNS=${RUNS:-3}
+OUT=${OUT:-$PEERS_RUN/logs/soakd-bench-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+
+# build_soakd: soakd from this checkout into $OUT (SOAKD_BIN wins).
+build_soakd() {
+	if [ -n "${SOAKD_BIN:-}" ]; then
+		echo "$SOAKD_BIN"
+		return
+	fi
+	(cd "$root" && go build -o "$OUT/soakd" ./cmd/soakd) >&2 || die "cannot build soakd"
+	echo "$OUT/soakd"
+}
+
+started_redis=0
+ensure_redis() {
+	if "$PEERS_DIR/servers.sh" status redis | grep -q running; then
+		return
+	fi
+	"$PEERS_DIR/servers.sh" start redis >&2 || die "cannot start redis-server"
+	started_redis=1
+}
+stop_redis() {
+	if [ "$started_redis" = 1 ]; then
+		"$PEERS_DIR/servers.sh" stop redis >&2 || true
+	fi
+}
+
+rcli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
+
+# soakd_run LOG SUMMARY_JSON VAR=VALUE...: one soakd run with the given
+# SOAKD_* settings (nothing else from the environment leaks in).
+soakd_run() {
+	local log=$1 sum=$2
+	shift 2
+	env -i PATH="$PATH" HOME="${HOME:-/root}" SOAKD_LISTEN=127.0.0.1:0 SOAKD_PROGRESS_INTERVAL=0 SOAKD_SUMMARY_JSON="$sum" \
+		SOAKD_WORKLOADS=kv "$@" timeout "${BENCH_TIMEOUT:-300}" "$SOAKD" >"$log" 2>&1
+}
+
+# soakd_figure SUMMARY_JSON OP: "ops_per_s p50_ms p99_ms" of OP from a
+# summary (the response latency, from the intended start; in closed loop
+# that is from the start of the batch).
+soakd_figure() {
+	jq -r --arg op "$2" '.workloads[0].ops[] | select(.op == $op) |
+		"\(.per_second | floor) \(.response_seconds.p50 * 1e6 | round / 1000) \(.response_seconds.p99 * 1e6 | round / 1000)"' "$1"
+}
+
+# median of the numbers on stdin
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)] }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+# ---- end of helpers ----
+
+THREADS=${THREADS:-16}
+OPS=${OPS:-1000000}
+SECS=${SECS:-20}
+RECORDS=100000
+
+YCSB=$(command -v go-ycsb || echo "$PEERS_BIN/go-ycsb")
+[ -x "$YCSB" ] || die "no go-ycsb (run $PEERS_DIR/install.sh ycsb)"
+command -v jq >/dev/null || die "no jq"
+SOAKD=$(build_soakd)
+ensure_redis
+trap stop_redis EXIT
+echo "# soakd vs go-ycsb $(date -u +%Y-%m-%dT%H:%M:%SZ) nproc=$(nproc) go-ycsb=$(go version -m "$YCSB" | awk '$1 == "mod" { print $3; exit }') port=$REDIS_PORT threads=$THREADS runs=$RUNS logs=$OUT"
+
+# go-ycsb v1.0.3's workloads/workload{a,c} (bench-peers.sh uses the same).
+props=$OUT/props
+mkdir -p "$props"
+printf '%s\n' workload=core readallfields=true readproportion=0.5 updateproportion=0.5 \
+	scanproportion=0 insertproportion=0 requestdistribution=uniform >"$props/workloada"
+printf '%s\n' workload=core readallfields=true readproportion=1 updateproportion=0 \
+	scanproportion=0 insertproportion=0 requestdistribution=uniform >"$props/workloadc"
+common=(-p recordcount=$RECORDS -p "redis.addr=127.0.0.1:$REDIS_PORT" -p redis.datatype=hash)
+
+rcli flushall >/dev/null
+"$YCSB" load redis -P "$props/workloada" "${common[@]}" -p threadcount=16 >"$OUT/ycsb-load.log" 2>&1 ||
+	die "go-ycsb load failed, see $OUT/ycsb-load.log"
+n=$(rcli dbsize)
+[ "$n" = $RECORDS ] || die "go-ycsb loaded $n records, want $RECORDS"
+
+# ycsb_figure LOG OP: "TOTAL-ops_per_s OP-p99_ms" from the final summary.
+ycsb_figure() {
+	awk -v op="$2" '
+	/^Run finished, takes/ { done = 1; next }
+	done && $1 == "TOTAL" { for (i = 1; i <= NF; i++) if ($i == "OPS:") { t = $(i + 1); sub(/,$/, "", t) } }
+	done && $1 == op { for (i = 1; i <= NF; i++) if ($i == "99th(us):") { p = $(i + 1); sub(/,$/, "", p) } }
+	END { printf "%d %.3f\n", t, p / 1000 }' "$1"
+}
+
+declare -A res
+for ((r = 1; r <= RUNS; r++)); do
+	for wl in a c; do
+		log=$OUT/ycsb-$wl-$r.log
+		timeout "${BENCH_TIMEOUT:-300}" "$YCSB" run redis -P "$props/workload$wl" "${common[@]}" \
+			-p operationcount="$OPS" -p threadcount="$THREADS" >"$log" 2>&1 || log "go-ycsb $wl run $r failed, see $log"
+		read -r ops p99 < <(ycsb_figure "$log" READ)
+		echo "figure=ycsb_$wl tool=go-ycsb run=$r threads=$THREADS ops_per_s=$ops read_p99_ms=$p99"
+		res[ycsb,$wl,$r]="$ops $p99"
+		for p in 1 16; do
+			log=$OUT/soakd-$wl-P$p-$r.log
+			sum=$OUT/soakd-$wl-P$p-$r.json
+			soakd_run "$log" "$sum" SOAKD_KV_TARGET="redis://127.0.0.1:$REDIS_PORT?index=false" \
+				SOAKD_KV_RATE=max SOAKD_KV_WORKERS="$THREADS" SOAKD_KV_PIPELINE=$p SOAKD_KV_DURATION=${SECS}s \
+				SOAKD_KV_WORKLOAD=$wl SOAKD_KV_DISTRIBUTION=uniform SOAKD_KV_RECORDS=$RECORDS \
+				SOAKD_KV_DATA_TYPE=hash SOAKD_KV_FIELDS=10 SOAKD_KV_FIELD_LENGTH=100 \
+				SOAKD_KV_KEY_PREFIX=usertable/ SOAKD_KV_LOAD=auto ||
+				log "soakd $wl P$p run $r failed (exit $?), see $log"
+			total=$(jq -r '.workloads[0] | (.units / .seconds | floor)' "$sum" 2>/dev/null || echo 0)
+			read -r _ _ rp99 < <(soakd_figure "$sum" read 2>/dev/null || echo "0 0 0")
+			echo "figure=ycsb_$wl tool=soakd run=$r workers=$THREADS pipeline=$p ops_per_s=$total read_p99_ms=$rp99"
+			res[soakd$p,$wl,$r]="$total $rp99"
+		done
+	done
+done
+n=$(rcli dbsize)
+[ "$n" = $RECORDS ] || log "warning: $n keys after the runs, want $RECORDS (a run inserted or lost records)"
+
+echo
+echo "| workload | go-ycsb ops/s | soakd P1 ops/s | ratio | soakd P16 ops/s | ratio | go-ycsb read p99 ms | soakd P1 read p99 ms | soakd P16 read p99 ms |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+for wl in a c; do
+	col() { for ((r = 1; r <= RUNS; r++)); do v=${res[$1,$wl,$r]}; if [ "$2" = 1 ]; then echo "${v% *}"; else echo "${v#* }"; fi; done | median; }
+	y=$(col ycsb 1) s1=$(col soakd1 1) s16=$(col soakd16 1)
+	echo "| ${wl^^} ($THREADS threads) | $y | $s1 | $(ratio "$s1" "$y") | $s16 | $(ratio "$s16" "$y") | $(col ycsb 2) | $(col soakd1 2) | $(col soakd16 2) |"
+done

@@ -1,0 +1,161 @@
+package redis
+
+import (
+	"context"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/sources/kv"
+)
+
+// plugins registers the kv source and this sink the way cmd/soakd does.
+func plugins() *daemon.Plugins {
+	r := sinks.NewRegistry()
+	r.Add(sinks.Entry{Schemes: Schemes, Kinds: []sources.Kind{sources.KV}, Open: Open, Check: Check})
+	return &daemon.Plugins{
+		Sources: daemon.Sources{{
+			Names:    []string{"kv"},
+			Kind:     sources.KV,
+			Settings: func() any { return &kv.Config{} },
+			Validate: func(w *daemon.Workload) error { return w.Ext.(*kv.Config).Validate() },
+			New: func(w *daemon.Workload) (sources.Source, error) {
+				return kv.New(*w.Ext.(*kv.Config), w.Seed, w.Shard)
+			},
+		}},
+		Sinks:   r,
+		Builtin: map[sources.Kind]string{sources.KV: "redis://embedded"},
+	}
+}
+
+// runDaemon runs the engine with SOAKD_KV_* settings kv (pairs, without
+// the prefix) and returns the kv workload's summary.
+func runDaemon(t *testing.T, ctx context.Context, log *zap.Logger, kvs ...string) daemon.WorkloadSummary {
+	t.Helper()
+	env := map[string]string{"SOAKD_LISTEN": "", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_WORKLOADS": "kv"}
+	for i := 0; i+1 < len(kvs); i += 2 {
+		env["SOAKD_KV_"+kvs[i]] = kvs[i+1]
+	}
+	p := plugins()
+	cfg, err := daemon.Load(env, p.Sources)
+	if err := cfg.Check(p, err); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Listener: ln})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return sum.Workloads[0]
+}
+
+func opSummary(t *testing.T, w daemon.WorkloadSummary, op string) daemon.OpSummary {
+	t.Helper()
+	for _, o := range w.Ops {
+		if o.Op == op {
+			return o
+		}
+	}
+	t.Fatalf("no %s op in the summary: %+v", op, w.Ops)
+	return daemon.OpSummary{}
+}
+
+// LOAD=auto inserts exactly RECORDS records, then runs the workload; a
+// second run finds them and skips the load.
+func TestDaemonLoadAuto(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	settings := []string{"TARGET", srv.URL + "?index=false", "RECORDS", "3000", "WORKLOAD", "c", "RATE", "max",
+		"WORKERS", "4", "PIPELINE", "8", "DURATION", "1s", "DATA_TYPE", "hash", "KEY_PREFIX", "auto:"}
+	w := runDaemon(t, context.Background(), zaptest.NewLogger(t), settings...)
+	if n, _ := a.DBSize(context.Background()).Result(); n != 3000 {
+		t.Fatalf("DBSIZE = %d after LOAD=auto, want 3000", n)
+	}
+	if hset := serverCalls(t, a, "hset"); hset != 3000 {
+		t.Fatalf("%d HSETs, want the 3000 of the load", hset)
+	}
+	read := opSummary(t, w, "read")
+	var errs int64
+	for _, n := range w.Errors {
+		errs += n
+	}
+	if read.Count == 0 || errs != 0 || w.Failed != 0 {
+		t.Fatalf("reads %d, failed %d, errors %v", read.Count, w.Failed, w.Errors)
+	}
+	if insert := opSummary(t, w, "insert"); insert.Count != 3000 {
+		t.Fatalf("the load phase inserted %d records, want 3000", insert.Count)
+	}
+	runDaemon(t, context.Background(), zaptest.NewLogger(t), settings...)
+	if hset := serverCalls(t, a, "hset"); hset != 3000 {
+		t.Fatalf("%d HSETs after a second run: the load ran again", hset)
+	}
+}
+
+// A restart of redis-server in the middle of a run: the failures are
+// counted as connection errors, and writing resumes.
+func TestDaemonServerRestart(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	go func() {
+		time.Sleep(2 * time.Second)
+		srv.Restart(t)
+	}()
+	w := runDaemon(t, context.Background(), zap.NewNop(), "TARGET", srv.URL, "RECORDS", "1000", "WORKLOAD", "a",
+		"RATE", "2000", "WORKERS", "8", "PIPELINE", "4", "DURATION", "6s", "MAX_LAG", "10s", "RETRIES", "0",
+		"DATA_TYPE", "hash", "KEY_PREFIX", "rs:")
+	t.Logf("units %d failed %d dropped %d errors %v", w.Units, w.Failed, w.Dropped, w.Errors)
+	if w.Errors[string(sinks.Connection)] == 0 {
+		t.Errorf("no connection errors counted across a restart: %v", w.Errors)
+	}
+	if other := w.Errors[string(sinks.Other)]; other != 0 {
+		t.Errorf("%d unclassified errors", other)
+	}
+	// No persistence: the restarted server started empty, so every key
+	// there was written after the restart.
+	if n, _ := a.DBSize(context.Background()).Result(); n == 0 {
+		t.Error("no writes after the restart")
+	}
+	if w.Units < 8000 {
+		t.Errorf("only %d ops acknowledged in 6 s at 2000/s", w.Units)
+	}
+}
+
+// SIGSTOP for 1 s at a constant rate: the response p99 (from the intended
+// start) shows the stall, the service p99 (from the send) does not.
+func TestDaemonStallShowsInResponseLatency(t *testing.T) {
+	srv := testserver.Redis(t)
+	go func() {
+		time.Sleep(2500 * time.Millisecond)
+		_ = srv.Signal(syscall.SIGSTOP)
+		time.Sleep(time.Second)
+		_ = srv.Signal(syscall.SIGCONT)
+	}()
+	w := runDaemon(t, context.Background(), zap.NewNop(), "TARGET", srv.URL, "RECORDS", "1000", "WORKLOAD", "c",
+		"RATE", "1000", "WORKERS", "8", "PIPELINE", "1", "DURATION", "6s", "MAX_LAG", "10s",
+		"DATA_TYPE", "string", "FIELDS", "1", "KEY_PREFIX", "st:")
+	read := opSummary(t, w, "read")
+	t.Logf("reads %d: response p50 %.4fs p99 %.4fs max %.4fs; service p50 %.4fs p99 %.4fs max %.4fs; errors %v dropped %d",
+		read.Count, read.Response.P50, read.Response.P99, read.Response.Max,
+		read.Service.P50, read.Service.P99, read.Service.Max, w.Errors, w.Dropped)
+	if read.Response.P99 < 0.5 {
+		t.Errorf("response p99 %.3fs, want >= 0.5s: the stall is hidden", read.Response.P99)
+	}
+	if read.Service.P99 >= 0.5 {
+		t.Errorf("service p99 %.3fs, want < 0.5s: only the few reads in flight saw the stall", read.Service.P99)
+	}
+	if read.Service.Max < 0.8 {
+		t.Errorf("service max %.3fs: the reads in flight during the stall should have waited ~1s", read.Service.Max)
+	}
+}

@@ -1,0 +1,78 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/soakd/soakd/sinks"
+)
+
+// replyError is an error reply read from a raw (array) reply, where
+// go-redis does not parse it into a typed error.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+
+// RedisError marks it as a server reply, like go-redis's own errors.
+func (replyError) RedisError() {}
+
+// classify maps a go-redis or network error to a class, and says whether
+// sending the batch again is safe. Every operation soakd sends is safe to
+// apply twice (SET, HSET, SADD, ZADD overwrite; a repeated SPOP+SADD
+// still leaves FIELDS members), so only rejections are not retried.
+func classify(err error) (sinks.Class, bool) {
+	var rerr goredis.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, goredis.ErrPoolTimeout):
+		return sinks.Timeout, true
+	case errors.Is(err, context.Canceled):
+		return sinks.Timeout, true
+	case errors.As(err, &rerr):
+		return classifyReply(err, rerr.Error())
+	case errors.Is(err, goredis.ErrClosed), errors.Is(err, goredis.ErrPoolExhausted),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return sinks.Connection, true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return sinks.Timeout, true
+	}
+	if c := sinks.ClassOf(err); c != sinks.Other {
+		return c, true
+	}
+	return sinks.Other, false
+}
+
+// classifyReply classifies an error reply from the server. Busy or
+// failing-over servers (LOADING, BUSY, TRYAGAIN, CLUSTERDOWN, MASTERDOWN,
+// too many clients) are server errors worth retrying; everything else
+// (OOM, READONLY, NOAUTH, WRONGPASS, NOPERM, WRONGTYPE, a MOVED seen
+// outside a cluster client, unknown commands) is a rejection.
+func classifyReply(err error, msg string) (sinks.Class, bool) {
+	switch {
+	case goredis.IsLoadingError(err), goredis.IsTryAgainError(err), goredis.IsClusterDownError(err),
+		goredis.IsMasterDownError(err), goredis.IsMaxClientsError(err):
+		return sinks.Server, true
+	case goredis.IsOOMError(err), goredis.IsReadOnlyError(err), goredis.IsAuthError(err),
+		goredis.IsPermissionError(err), goredis.IsExecAbortError(err):
+		return sinks.Rejected, false
+	}
+	if _, ok := goredis.IsMovedError(err); ok {
+		return sinks.Rejected, false
+	}
+	// Raw array replies and codes go-redis has no helper for (BUSY,
+	// WRONGTYPE, ...) by their first word, as the protocol defines them.
+	code, _, _ := strings.Cut(strings.TrimPrefix(msg, "ERR "), " ")
+	switch code {
+	case "LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN":
+		return sinks.Server, true
+	}
+	return sinks.Rejected, false
+}

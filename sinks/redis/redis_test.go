@@ -1,0 +1,702 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/sources/kv"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func open(t testing.TB, rawURL string, o sinks.Options) *Sink {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Workers == 0 {
+		o.Workers = 4
+	}
+	s, err := Open(context.Background(), u, o)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", rawURL, err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s.(*Sink)
+}
+
+// admin is a plain go-redis client to check what the sink stored.
+func admin(t testing.TB, srv *testserver.Server) *goredis.Client {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func source(t testing.TB, c kv.Config) *kv.Source {
+	t.Helper()
+	src, err := kv.New(c, 1, sources.Shard{Index: 0, Count: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src.(*kv.Source)
+}
+
+// runLoad writes the whole load phase of src through s with workers
+// goroutines and returns the records written.
+func runLoad(t testing.TB, src *kv.Source, s *Sink, workers int) int64 {
+	t.Helper()
+	load, _, err := src.Preload()
+	if err != nil || load == nil {
+		t.Fatalf("Preload: %v, %v", load, err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var n int64
+	for w := range workers {
+		st, err := load.Stream(w, workers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			b := src.NewBatch()
+			for {
+				b.Reset()
+				ferr := st.Fill(b, 50, 0)
+				if _, err := s.Write(context.Background(), b); err != nil {
+					t.Errorf("load write: %v", err)
+					return
+				}
+				mu.Lock()
+				n += int64(len(b.Ops))
+				mu.Unlock()
+				if errors.Is(ferr, sources.ErrDone) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return n
+}
+
+// runOps runs n ops of src's workload through s in batches of pipeline.
+func runOps(t testing.TB, src *kv.Source, s *Sink, n, pipeline int) [sources.NumOps]int {
+	t.Helper()
+	st, err := src.Stream(0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count [sources.NumOps]int
+	b := src.NewBatch()
+	for done := 0; done < n; done += pipeline {
+		b.Reset()
+		_ = st.Fill(b, pipeline, 0)
+		if _, err := s.Write(context.Background(), b); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		for _, op := range b.Ops {
+			count[op.Op]++
+		}
+	}
+	return count
+}
+
+// checkRecords checks that every key of the data set holds fields values
+// of fieldLen bytes, read with the data type's own commands.
+func checkRecords(t *testing.T, a *goredis.Client, dt DataType, prefix string, fields, fieldLen int) int {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := a.Keys(ctx, prefix+"user*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		var vals []string
+		switch dt {
+		case String:
+			v, err := a.Get(ctx, k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(v) != fields*fieldLen {
+				t.Fatalf("%s: string of %d bytes, want %d", k, len(v), fields*fieldLen)
+			}
+			for i := range fields {
+				vals = append(vals, v[i*fieldLen:(i+1)*fieldLen])
+			}
+		case Hash:
+			m, err := a.HGetAll(ctx, k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range fields {
+				v, ok := m["field"+strconv.Itoa(i)]
+				if !ok {
+					t.Fatalf("%s: no field%d in %v", k, i, m)
+				}
+				vals = append(vals, v)
+			}
+			if len(m) != fields {
+				t.Fatalf("%s: %d fields, want %d", k, len(m), fields)
+			}
+		case Set:
+			vals, err = a.SMembers(ctx, k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+		case ZSet:
+			zs, err := a.ZRangeWithScores(ctx, k, 0, -1).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, z := range zs {
+				if z.Score != float64(i) {
+					t.Fatalf("%s: member %d has score %v, want %d", k, i, z.Score, i)
+				}
+				vals = append(vals, z.Member.(string))
+			}
+		}
+		if len(vals) != fields {
+			t.Fatalf("%s (%s): %d fields, want %d", k, dt, len(vals), fields)
+		}
+		for _, v := range vals {
+			if len(v) != fieldLen {
+				t.Fatalf("%s: field of %d bytes, want %d", k, len(v), fieldLen)
+			}
+		}
+	}
+	return len(keys)
+}
+
+func TestDataTypes(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	ctx := context.Background()
+	for _, dt := range []DataType{String, Hash, Set, ZSet} {
+		t.Run(string(dt), func(t *testing.T) {
+			prefix := "dt-" + string(dt) + ":"
+			c := kv.DefaultConfig()
+			c.Records, c.Fields, c.FieldLength = 300, 5, 17
+			c.KeyPrefix = prefix
+			c.Workload, _ = kv.ParseWorkload("read=0.3,update=0.2,insert=0.1,scan=0.1,rmw=0.3")
+			c.Distribution = kv.Uniform
+			src := source(t, c)
+			s := open(t, srv.URL, sinks.Options{DataType: string(dt), KeyPrefix: prefix})
+			if n := runLoad(t, src, s, 3); n != 300 {
+				t.Fatalf("load wrote %d records", n)
+			}
+			if n := checkRecords(t, a, dt, prefix, 5, 17); n != 300 {
+				t.Fatalf("%d records stored after the load, want 300", n)
+			}
+			if n, _ := a.ZCard(ctx, prefix+"_indices").Result(); n != 300 {
+				t.Fatalf("scan index has %d keys, want 300", n)
+			}
+			count := runOps(t, src, s, 4000, 16)
+			// Updates of one field and read-modify-writes keep FIELDS values.
+			stored := checkRecords(t, a, dt, prefix, 5, 17)
+			if stored != 300+count[sources.OpInsert] {
+				t.Fatalf("%d records after %d inserts, want %d", stored, count[sources.OpInsert], 300+count[sources.OpInsert])
+			}
+			if m := s.Misses(); m != 0 {
+				t.Errorf("%d reads found no record", m)
+			}
+			// Every read and write of all fields too.
+			c.ReadAll, c.WriteAll = false, true
+			runOps(t, source(t, c), s, 1000, 16)
+			checkRecords(t, a, dt, prefix, 5, 17)
+		})
+	}
+}
+
+func TestLoadAutoExactRecords(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix = 5000, "load:"
+	src := source(t, c)
+	s := open(t, srv.URL+"?index=false", sinks.Options{DataType: "hash", KeyPrefix: "load:", Workers: 8})
+	_, probe, _ := src.Preload()
+	b := src.NewBatch()
+	probe(b)
+	if n, err := s.Present(context.Background(), b); err != nil || n != 0 {
+		t.Fatalf("Present before the load = %d, %v; want 0", n, err)
+	}
+	runLoad(t, src, s, 8)
+	if n, err := a.DBSize(context.Background()).Result(); err != nil || n != 5000 {
+		t.Fatalf("DBSIZE = %d, %v after loading 5000 records", n, err)
+	}
+	if n, err := s.Present(context.Background(), b); err != nil || n != len(b.Ops) || n != 1000 {
+		t.Fatalf("Present after the load = %d of %d, %v", n, len(b.Ops), err)
+	}
+}
+
+func TestWorkloadKeysAndMisses(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix = 1000, "m:"
+	c.Workload, _ = kv.ParseWorkload("c")
+	src := source(t, c)
+	s := open(t, srv.URL, sinks.Options{DataType: "string", KeyPrefix: "m:"})
+	runOps(t, src, s, 800, 16)
+	if m := s.Misses(); m != 800 {
+		t.Fatalf("%d misses reading an empty database 800 times", m)
+	}
+	if n, _ := a.DBSize(context.Background()).Result(); n != 0 {
+		t.Fatalf("reads created %d keys", n)
+	}
+}
+
+func errClass(t *testing.T, err error) sinks.Class {
+	t.Helper()
+	var se *sinks.Error
+	if !errors.As(err, &se) {
+		t.Fatalf("error %v is not a *sinks.Error", err)
+	}
+	return se.Class
+}
+
+func insertBatch(t testing.TB) (*kv.Source, *sources.Batch) {
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix = 10, "e:"
+	src := source(t, c)
+	load, _, _ := src.Preload()
+	st, _ := load.Stream(0, 1)
+	b := src.NewBatch()
+	_ = st.Fill(b, 10, 0)
+	return src, b
+}
+
+func TestErrorClasses(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	ctx := context.Background()
+	_, b := insertBatch(t)
+
+	// WRONGTYPE: the key holds a list.
+	s := open(t, srv.URL, sinks.Options{DataType: "hash", KeyPrefix: "e:"})
+	a.RPush(ctx, string(b.Key(&b.Ops[3])), "x")
+	_, err := s.Write(ctx, b)
+	if err == nil || errClass(t, err) != sinks.Rejected || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Fatalf("write over a list: %v, want rejected WRONGTYPE", err)
+	}
+	if ok, _ := sinks.Retryable(err); ok {
+		t.Error("WRONGTYPE marked retryable")
+	}
+	a.FlushAll(ctx)
+
+	// OOM with maxmemory and noeviction.
+	a.ConfigSet(ctx, "maxmemory-policy", "noeviction")
+	a.ConfigSet(ctx, "maxmemory", "1")
+	_, err = s.Write(ctx, b)
+	if err == nil || errClass(t, err) != sinks.Rejected || !strings.Contains(err.Error(), "OOM") {
+		t.Fatalf("write over maxmemory: %v, want rejected OOM", err)
+	}
+	a.ConfigSet(ctx, "maxmemory", "0")
+
+	// NOAUTH, then the password from Options works.
+	a.ConfigSet(ctx, "requirepass", "s3cret")
+	defer func() {
+		c := goredis.NewClient(&goredis.Options{Addr: srv.Addr, Password: "s3cret", Protocol: 2, DisableIdentity: true})
+		c.ConfigSet(ctx, "requirepass", "")
+		c.Close()
+	}()
+	noauth := open(t, srv.URL, sinks.Options{DataType: "hash"})
+	_, err = noauth.Write(ctx, b)
+	if err == nil || errClass(t, err) != sinks.Rejected {
+		t.Fatalf("write without a password: %v, want rejected", err)
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("error shows the password: %v", err)
+	}
+	withpw := open(t, srv.URL, sinks.Options{DataType: "hash", Password: "s3cret"})
+	if _, err := withpw.Write(ctx, b); err != nil {
+		t.Fatalf("write with Options.Password: %v", err)
+	}
+	acl := open(t, "redis://default:s3cret@"+srv.Addr, sinks.Options{DataType: "hash"})
+	if err := acl.Ping(ctx); err != nil {
+		t.Fatalf("ping with user:password in the URL: %v", err)
+	}
+}
+
+func TestServerDownAndBack(t *testing.T) {
+	srv := testserver.Redis(t)
+	ctx := context.Background()
+	_, b := insertBatch(t)
+	s := open(t, srv.URL, sinks.Options{DataType: "hash", Workers: 2})
+	if _, err := s.Write(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	srv.StopKeep()
+	_, err := s.Write(ctx, b)
+	if err == nil || errClass(t, err) != sinks.Connection {
+		t.Fatalf("write to a stopped server: %v, want connection", err)
+	}
+	if ok, _ := sinks.Retryable(err); !ok {
+		t.Error("connection error not retryable")
+	}
+	if s.Ping(ctx) == nil {
+		t.Error("Ping of a stopped server succeeded")
+	}
+	srv.Resume(t)
+	var lastErr error
+	for range 50 { // the client reconnects on its own
+		if _, lastErr = s.Write(ctx, b); lastErr == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if lastErr != nil {
+		t.Fatalf("writes did not resume after the server came back: %v", lastErr)
+	}
+}
+
+func TestStalledServerRespectsContext(t *testing.T) {
+	srv := testserver.Redis(t)
+	_, b := insertBatch(t)
+	s := open(t, srv.URL, sinks.Options{DataType: "hash"})
+	if err := srv.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Signal(syscall.SIGCONT)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := s.Write(ctx, b)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("Write took %v with a 300ms deadline", took)
+	}
+	if err == nil || errClass(t, err) != sinks.Timeout {
+		t.Fatalf("write to a stopped server: %v, want timeout", err)
+	}
+}
+
+func TestCleanup(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	ctx := context.Background()
+	a.Set(ctx, "other:user1", "keep", 0)
+	a.Set(ctx, "cl*user1", "keep", 0) // a glob character in another prefix
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix = 2500, "cl:"
+	src := source(t, c)
+	s := open(t, srv.URL+"?cleanup=true", sinks.Options{DataType: "set", KeyPrefix: "cl:"})
+	runLoad(t, src, s, 2)
+	if n, _ := a.DBSize(ctx).Result(); n != 2500+1+2 {
+		t.Fatalf("DBSIZE %d before cleanup", n)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := a.DBSize(ctx).Result(); n != 2 {
+		t.Fatalf("DBSIZE %d after cleanup, want the 2 other keys", n)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	u, _ := url.Parse(srv.URL + "?cleanup=true")
+	if _, err := Open(ctx, u, sinks.Options{DataType: "set"}); err == nil || !strings.Contains(err.Error(), "KEY_PREFIX") {
+		t.Fatalf("cleanup without a prefix: %v", err)
+	}
+}
+
+func TestEmbedded(t *testing.T) {
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix = 200, "demo:"
+	c.Workload, _ = kv.ParseWorkload("read=0.4,update=0.3,insert=0.1,scan=0.1,rmw=0.1")
+	for _, dt := range []DataType{String, Hash, Set, ZSet} {
+		src := source(t, c)
+		s := open(t, "redis://embedded", sinks.Options{DataType: string(dt), KeyPrefix: "demo:"})
+		if err := s.Ping(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		runLoad(t, src, s, 2)
+		runOps(t, src, s, 500, 10)
+		if len(s.embedded.Keys()) < 200 {
+			t.Fatalf("%s: embedded server holds %d keys", dt, len(s.embedded.Keys()))
+		}
+		if m := s.Misses(); m != 0 {
+			t.Errorf("%s: %d misses", dt, m)
+		}
+	}
+}
+
+func BenchmarkWrite(b *testing.B) {
+	srv := testserver.Redis(b)
+	for _, tc := range []struct {
+		name, workload string
+		dt             DataType
+		fields         int
+	}{
+		{"set-1x100", "update=1", String, 1},
+		{"get-1x100", "read=1", String, 1},
+		{"ycsb-a-hash-10x100", "a", Hash, 10},
+		{"ycsb-c-hash-10x100", "c", Hash, 10},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := kv.DefaultConfig()
+			c.Records, c.Fields, c.FieldLength, c.KeyPrefix = 10000, tc.fields, 100, "bench-"+tc.name+":"
+			c.Workload, _ = kv.ParseWorkload(tc.workload)
+			c.Distribution = kv.Uniform
+			c.WriteAll = true
+			src := source(b, c)
+			s := open(b, srv.URL+"?index=false", sinks.Options{DataType: string(tc.dt), KeyPrefix: c.KeyPrefix})
+			runLoad(b, src, s, 2)
+			st, _ := src.Stream(0, 1)
+			batch := src.NewBatch()
+			ctx := context.Background()
+			const pipeline = 16
+			b.ReportAllocs()
+			for b.Loop() {
+				batch.Reset()
+				_ = st.Fill(batch, pipeline, 0)
+				if _, err := s.Write(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*pipeline), "ns/kvop")
+		})
+	}
+}
+
+// cpuTime is the CPU time (user + system) this process has used: the
+// client side of a benchmark against a server in another process.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkParallel drives the sink closed-loop from 50 goroutines (25 per
+// CPU on the 2-core test machine), like redis-benchmark -c 50: compare
+// its kvops/s with redis-benchmark -c 50 -P N -d 100 against the same
+// server (bench/redis.sh does it through the daemon).
+func BenchmarkParallel(b *testing.B) {
+	srv := testserver.Redis(b)
+	for _, tc := range []struct {
+		name, workload string
+		pipeline       int
+		dt             DataType
+		fields, par    int
+	}{
+		{"set-P1", "update=1", 1, String, 1, 25}, {"get-P1", "read=1", 1, String, 1, 25},
+		{"set-P16", "update=1", 16, String, 1, 25}, {"get-P16", "read=1", 16, String, 1, 25},
+		// go-ycsb's workloads a and c (hash, 10 x 100 B, uniform) with 16 threads.
+		{"ycsb-a-hash-P1", "a", 1, Hash, 10, 8}, {"ycsb-c-hash-P1", "c", 1, Hash, 10, 8},
+		{"ycsb-a-hash-P16", "a", 16, Hash, 10, 8}, {"ycsb-c-hash-P16", "c", 16, Hash, 10, 8},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := kv.DefaultConfig()
+			c.Records, c.Fields, c.FieldLength, c.KeyPrefix = 100000, tc.fields, 100, "par-"+string(tc.dt)+":"
+			c.Workload, _ = kv.ParseWorkload(tc.workload)
+			c.Distribution = kv.Uniform
+			src := source(b, c)
+			s := open(b, srv.URL+"?index=false", sinks.Options{DataType: string(tc.dt), KeyPrefix: c.KeyPrefix, Workers: 50})
+			if b.N == 1 {
+				runLoad(b, src, s, 2)
+			}
+			var part sync.Mutex
+			next := 0
+			b.SetParallelism(tc.par)
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			b.RunParallel(func(pb *testing.PB) {
+				part.Lock()
+				st, _ := src.Stream(next%50, 50)
+				next++
+				part.Unlock()
+				batch := src.NewBatch()
+				ctx := context.Background()
+				for pb.Next() {
+					batch.Reset()
+					_ = st.Fill(batch, tc.pipeline, 0)
+					if _, err := s.Write(ctx, batch); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N*tc.pipeline)/b.Elapsed().Seconds(), "kvops/s")
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*tc.pipeline), "cpu-ns/kvop")
+		})
+	}
+}
+
+// BenchmarkNaivePipeline is the same SET/GET load as BenchmarkParallel's
+// -P16 cases written the plain go-redis way (pipe.Set / pipe.Get, a new
+// command and boxed arguments per operation, pooled connections), as the
+// baseline for the sink's prepared commands.
+func BenchmarkNaivePipeline(b *testing.B) {
+	srv := testserver.Redis(b)
+	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true, PoolSize: 54,
+		PipelinePoolSize: -1, MaxRetries: -1})
+	defer client.Close()
+	val := strings.Repeat("v", 100)
+	// The keys of BenchmarkParallel's data set (same count and length).
+	c := kv.DefaultConfig()
+	c.Records, c.Fields, c.KeyPrefix = 100000, 1, "par-string:"
+	load, _, _ := source(b, c).Preload()
+	st, _ := load.Stream(0, 1)
+	var all []string
+	for batch := (&sources.Batch{}); ; batch.Reset() {
+		err := st.Fill(batch, 1000, 0)
+		for i := range batch.Ops {
+			all = append(all, string(batch.Key(&batch.Ops[i])))
+		}
+		if err != nil {
+			break
+		}
+	}
+	for _, get := range []bool{false, true} {
+		name := "set-P16"
+		if get {
+			name = "get-P16"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetParallelism(25)
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				keys := make([]string, 16)
+				n := 0
+				for pb.Next() {
+					for i := range keys {
+						keys[i] = all[n%len(all)]
+						n++
+					}
+					_, err := client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+						for _, k := range keys {
+							if get {
+								p.Get(ctx, k)
+							} else {
+								p.Set(ctx, k, val, 0)
+							}
+						}
+						return nil
+					})
+					if err != nil && !errors.Is(err, goredis.Nil) {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N*16)/b.Elapsed().Seconds(), "kvops/s")
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*16), "cpu-ns/kvop")
+		})
+	}
+}
+
+// serverCalls returns how often the server ran cmd (INFO commandstats).
+func serverCalls(t testing.TB, a *goredis.Client, cmd string) int64 {
+	t.Helper()
+	info, err := a.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
+			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// 100k operations of a mixed workload reach the server in the configured
+// proportions (±2 %), each operation as exactly its commands.
+func TestServerSeesProportions(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix = 20000, "mix:"
+	c.Workload, _ = kv.ParseWorkload("read=0.5,update=0.3,insert=0.1,rmw=0.1")
+	src := source(t, c)
+	s := open(t, srv.URL+"?index=false", sinks.Options{DataType: "hash", KeyPrefix: "mix:"})
+	runLoad(t, src, s, 4)
+	a.ConfigResetStat(context.Background())
+	const n = 100_000
+	count := runOps(t, src, s, n, 16)
+	hmget, hset := serverCalls(t, a, "hmget"), serverCalls(t, a, "hset")
+	if want := int64(count[sources.OpRead] + count[sources.OpRMW]); hmget != want {
+		t.Errorf("server ran %d HMGET, want %d (reads + read-modify-writes)", hmget, want)
+	}
+	if want := int64(count[sources.OpUpdate] + count[sources.OpInsert] + count[sources.OpRMW]); hset != want {
+		t.Errorf("server ran %d HSET, want %d (updates + inserts + read-modify-writes)", hset, want)
+	}
+	for op, want := range map[sources.Op]float64{sources.OpRead: 0.5, sources.OpUpdate: 0.3, sources.OpInsert: 0.1, sources.OpRMW: 0.1} {
+		if got := float64(count[op]) / n; got < want-0.02 || got > want+0.02 {
+			t.Errorf("%s: %.4f of the operations, want %.2f ± 0.02", op, got, want)
+		}
+	}
+	if keys, _ := a.DBSize(context.Background()).Result(); keys != int64(20000+count[sources.OpInsert]) {
+		t.Errorf("%d keys after %d inserts into 20000 records", keys, count[sources.OpInsert])
+	}
+}
+
+// With zipfian keys a few records take most reads: the server's LFU
+// counters (log factor 0: one step per access, saturating at 255) show
+// a handful of saturated keys, where uniform keys leave none.
+func TestServerSeesZipfianHotKeys(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	ctx := context.Background()
+	for k, v := range map[string]string{"maxmemory-policy": "allkeys-lfu", "lfu-log-factor": "0", "lfu-decay-time": "0"} {
+		if err := a.ConfigSet(ctx, k, v).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hot := func(dist kv.Distribution, prefix string) (saturated int) {
+		c := kv.DefaultConfig()
+		c.Records, c.Fields, c.KeyPrefix = 20000, 1, prefix
+		c.Workload, _ = kv.ParseWorkload("c")
+		c.Distribution = dist
+		src := source(t, c)
+		s := open(t, srv.URL+"?index=false", sinks.Options{DataType: "string", KeyPrefix: prefix})
+		runLoad(t, src, s, 4)
+		runOps(t, src, s, 100_000, 16)
+		keys, err := a.Keys(ctx, prefix+"*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := a.Pipeline()
+		freqs := make([]*goredis.IntCmd, len(keys))
+		for i, k := range keys {
+			freqs[i] = p.ObjectFreq(ctx, k)
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range freqs {
+			if f.Val() >= 250 {
+				saturated++
+			}
+		}
+		return saturated
+	}
+	// Zipfian: rank i gets 100000 * i^-0.99 / 26.47 reads, >= 250 for the
+	// ~15 hottest; uniform: 5 reads per record on average.
+	z, u := hot(kv.Zipfian, "zipf:"), hot(kv.Uniform, "unif:")
+	t.Logf("keys read >= 250 times: zipfian %d, uniform %d", z, u)
+	if z < 8 || z > 30 {
+		t.Errorf("zipfian: %d keys read >= 250 times, want about 15", z)
+	}
+	if u != 0 {
+		t.Errorf("uniform: %d keys read >= 250 times, want 0", u)
+	}
+}

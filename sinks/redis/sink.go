@@ -1,0 +1,637 @@
+package redis
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// client is what the sink needs from go-redis. *goredis.Client (one
+// server, or the master found by sentinels) and *goredis.ClusterClient
+// both satisfy it.
+type client interface {
+	Pipeline() goredis.Pipeliner
+	Ping(ctx context.Context) *goredis.StatusCmd
+	Close() error
+}
+
+var (
+	_ client = (*goredis.Client)(nil)
+	_ client = (*goredis.ClusterClient)(nil)
+)
+
+// DataType is how a record is stored.
+type DataType string
+
+// Data types (sinks.Options.DataType).
+const (
+	String DataType = "string" // one value, the fields back to back: SET / GET, SETRANGE / GETRANGE
+	Hash   DataType = "hash"   // HSET / HMGET, HGET
+	Set    DataType = "set"    // SADD / SMEMBERS, SRANDMEMBER; an update replaces a random member (SPOP + SADD)
+	ZSet   DataType = "zset"   // ZADD with the field index as score / ZRANGE, ZRANGEBYSCORE
+)
+
+func parseDataType(s string) (DataType, error) {
+	switch d := DataType(strings.ToLower(s)); d {
+	case "":
+		return Hash, nil
+	case String, Hash, Set, ZSet:
+		return d, nil
+	}
+	return "", fmt.Errorf("data type %q: want string, hash, set or zset", s)
+}
+
+// maxFields bounds the field names prepared at open (sources/kv allows
+// up to 1024 fields).
+const maxFields = 1024
+
+// Sink executes KV batches as Redis pipelines, one round trip per batch
+// (two when the batch has scans: the index lookup, then the reads).
+type Sink struct {
+	cfg      Config
+	dt       DataType
+	c        client
+	cluster  *goredis.ClusterClient
+	single   *goredis.Client
+	embedded *miniredis.Miniredis
+	fresh    bool // cluster: build new command objects for every batch
+	prefix   string
+	index    string
+	names    []string // field0..field1023
+	log      *zap.Logger
+	where    string // redacted target, for error messages
+
+	// free holds the call states not in use. In single-server and
+	// sentinel mode each owns a dedicated connection (goredis.Conn), so a
+	// batch skips the pool's per-checkout health probe (a recvfrom
+	// syscall) and goes straight to write and read.
+	mu     sync.Mutex
+	free   []*call
+	misses atomic.Int64
+	closed atomic.Bool
+}
+
+var (
+	_ sinks.Sink   = (*Sink)(nil)
+	_ sinks.Pinger = (*Sink)(nil)
+	_ sinks.Prober = (*Sink)(nil)
+)
+
+// Open is the registry's OpenFunc. It builds the client and does no I/O
+// (go-redis dials on first use), except for redis://embedded, which starts
+// the in-process server.
+func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
+	if o.Kind != 0 && o.Kind != sources.KV {
+		return nil, fmt.Errorf("%s:// takes kv workloads, not %s", u.Scheme, o.Kind)
+	}
+	cfg, err := ParseURL(u)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, o, sinks.RedactURL(u))
+}
+
+// New builds a sink for a parsed URL. where names the target in error
+// messages and must not hold secrets.
+func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
+	dt, err := parseDataType(o.DataType)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Cleanup && o.KeyPrefix == "" {
+		return nil, errors.New("cleanup=true needs a KEY_PREFIX, so it deletes only this workload's keys")
+	}
+	if cfg.Password == "" {
+		cfg.Password = o.Password
+	}
+	log := o.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	quietClient.Do(func() { goredis.SetLogger(clientLog{log.Named("go-redis")}) })
+	s := &Sink{cfg: cfg, dt: dt, prefix: o.KeyPrefix, index: o.KeyPrefix + "_indices", log: log, where: where}
+	s.names = make([]string, maxFields)
+	for i := range s.names {
+		s.names[i] = "field" + strconv.Itoa(i)
+	}
+	pool := cfg.PoolSize
+	if pool == 0 {
+		// One connection per worker plus a few for probes, pings and
+		// cleanup, so a write never waits for a connection.
+		pool = max(o.Workers, 1) + 4
+	}
+	retries := cfg.MaxRetries
+	if retries == 0 {
+		retries = -1 // go-redis: -1 disables retries; the engine retries
+	}
+	var tlsCfg *tls.Config
+	if cfg.TLS {
+		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.SkipVerify} //nolint:gosec // opt-in via ?skip_verify=true
+	}
+	switch cfg.Mode {
+	case Embedded:
+		m := miniredis.NewMiniRedis()
+		if err := m.StartAddr("127.0.0.1:0"); err != nil {
+			return nil, fmt.Errorf("cannot start the embedded Redis server: %w", err)
+		}
+		s.embedded = m
+		cfg.Addrs = []string{m.Addr()}
+		fallthrough
+	case Single:
+		s.single = goredis.NewClient(&goredis.Options{
+			Addr: cfg.Addrs[0], DB: cfg.DB, Username: cfg.Username, Password: cfg.Password,
+			Protocol: cfg.Protocol, TLSConfig: tlsCfg, ClientName: cfg.ClientName,
+			DialTimeout: cfg.DialTimeout, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
+			ContextTimeoutEnabled: true, PoolSize: pool, PipelinePoolSize: -1, MaxRetries: retries,
+			DisableIdentity: true,
+		})
+		s.c = s.single
+	case Sentinel:
+		s.single = goredis.NewFailoverClient(&goredis.FailoverOptions{
+			MasterName: cfg.MasterName, SentinelAddrs: cfg.Addrs,
+			SentinelUsername: cfg.SentinelUsername, SentinelPassword: cfg.SentinelPassword,
+			DB: cfg.DB, Username: cfg.Username, Password: cfg.Password,
+			Protocol: cfg.Protocol, TLSConfig: tlsCfg, ClientName: cfg.ClientName,
+			DialTimeout: cfg.DialTimeout, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
+			ContextTimeoutEnabled: true, PoolSize: pool, MaxRetries: retries,
+			DisableIdentity: true,
+		})
+		s.c = s.single
+	case Cluster:
+		s.cluster = goredis.NewClusterClient(&goredis.ClusterOptions{
+			Addrs: cfg.Addrs, Username: cfg.Username, Password: cfg.Password,
+			Protocol: cfg.Protocol, TLSConfig: tlsCfg, ClientName: cfg.ClientName,
+			DialTimeout: cfg.DialTimeout, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
+			ContextTimeoutEnabled: true, PoolSize: pool, MaxRetries: retries,
+			DisableIdentity: true,
+		})
+		s.c = s.cluster
+		s.fresh = true
+	}
+	s.cfg = cfg
+	return s, nil
+}
+
+// Addr returns the address of the server (the embedded one's for
+// redis://embedded), or the first seed of a cluster or sentinel set.
+func (s *Sink) Addr() string { return s.cfg.Addrs[0] }
+
+// Misses returns how many reads so far found no record (nil or empty
+// reply). The sink contract has no per-op result, so misses are not
+// errors; a growing count during a run means records were lost.
+func (s *Sink) Misses() int64 { return s.misses.Load() }
+
+// call is the state of one Write: the pipeline and the prepared commands
+// of one worker at a time, kept in s.free between writes.
+type call struct {
+	conn  *goredis.Conn // dedicated connection (nil in cluster mode)
+	pipe  goredis.Pipeliner
+	cmds  []goredis.Cmder
+	used  []*slot
+	slots [numKinds][]*slot
+	next  [numKinds]int
+	scans []scan
+	// broken marks a connection that failed; it is replaced before the
+	// next batch.
+	broken bool
+}
+
+type scan struct {
+	cmd   *goredis.StringSliceCmd
+	field int16
+}
+
+func (s *Sink) getCall() *call {
+	s.mu.Lock()
+	var c *call
+	if n := len(s.free); n > 0 {
+		c = s.free[n-1]
+		s.free[n-1] = nil
+		s.free = s.free[:n-1]
+	}
+	s.mu.Unlock()
+	if c == nil {
+		c = &call{}
+	}
+	if c.broken && c.conn != nil {
+		_ = c.conn.Close()
+		c.conn, c.pipe = nil, nil
+	}
+	c.broken = false
+	if c.pipe == nil {
+		if s.single != nil {
+			c.conn = s.single.Conn()
+			c.pipe = c.conn.Pipeline()
+		} else {
+			c.pipe = s.c.Pipeline()
+		}
+	}
+	return c
+}
+
+func (s *Sink) putCall(c *call) {
+	c.cmds = c.cmds[:0]
+	clear(c.used)
+	c.used = c.used[:0]
+	c.next = [numKinds]int{}
+	clear(c.scans)
+	c.scans = c.scans[:0]
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		if c.conn != nil {
+			_ = c.conn.Close()
+		}
+		return
+	}
+	s.free = append(s.free, c)
+	s.mu.Unlock()
+}
+
+// add queues a command of kind k with n fields and returns its slot for
+// the caller to fill. bufLen is the largest scalar reply expected.
+func (s *Sink) add(c *call, k kind, n, bufLen int) *slot {
+	var sl *slot
+	if i := c.next[k]; i < len(c.slots[k]) && c.slots[k][i].n == n {
+		sl = c.slots[k][i]
+	} else {
+		sl = newSlot(k, n, s.names, &s.index)
+		if i < len(c.slots[k]) {
+			c.slots[k][i] = sl
+		} else {
+			c.slots[k] = append(c.slots[k], sl)
+		}
+	}
+	c.next[k]++
+	c.cmds = append(c.cmds, sl.prepare(bufLen, s.fresh))
+	c.used = append(c.used, sl)
+	return sl
+}
+
+// Reply buffer sizes: status and integer replies are short; a read of a
+// field or record gets room for twice the expected size, so a record
+// written with other settings is still read, not refused.
+const smallReply = 64
+
+func valueBuf(n int) int { return 2*n + 64 }
+
+// Write runs the operations of b as one pipeline and returns the key and
+// value bytes sent.
+func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
+	if len(b.Ops) == 0 {
+		return 0, ctx.Err()
+	}
+	if b.Fields < 1 || b.Fields > maxFields || b.FieldLength < 1 {
+		return 0, fmt.Errorf("BUG: redis sink: batch with %d fields of %d bytes", b.Fields, b.FieldLength)
+	}
+	c := s.getCall()
+	defer s.putCall(c)
+	sent := 0
+	for i := range b.Ops {
+		op := &b.Ops[i]
+		key := view(b.Key(op))
+		val := b.Value(op)
+		sent += len(key) + len(val)
+		switch op.Op {
+		case sources.OpRead:
+			s.addRead(c, key, op.Field, b)
+		case sources.OpUpdate:
+			s.addWrite(c, key, op.Field, val, b, op.Record, false)
+		case sources.OpInsert:
+			s.addWrite(c, key, -1, val, b, op.Record, true)
+		case sources.OpRMW:
+			// The op's Field is the one it writes; the read is of the
+			// whole record, as with YCSB's default readallfields=true.
+			s.addRead(c, key, -1, b)
+			s.addWrite(c, key, op.Field, val, b, op.Record, false)
+		case sources.OpScan:
+			// Phase one: the keys of ScanLen records from this one on.
+			cmd := goredis.NewStringSliceCmd(ctx, "ZRANGEBYSCORE", s.index, op.Record, "+inf", "LIMIT", 0, op.ScanLen)
+			c.cmds = append(c.cmds, cmd)
+			c.used = append(c.used, nil)
+			c.scans = append(c.scans, scan{cmd: cmd, field: op.Field})
+		}
+	}
+	if err := s.exec(ctx, c); err != nil {
+		return sent, err
+	}
+	if len(c.scans) == 0 {
+		return sent, nil
+	}
+	// Phase two: read the records the index lookups found.
+	scans := c.scans
+	c.cmds = c.cmds[:0]
+	c.used = c.used[:0]
+	for _, sc := range scans {
+		for _, k := range sc.cmd.Val() {
+			s.addRead(c, k, sc.field, b)
+		}
+	}
+	c.scans = c.scans[:0]
+	if len(c.cmds) == 0 {
+		return sent, nil
+	}
+	return sent, s.exec(ctx, c)
+}
+
+func (s *Sink) addRead(c *call, key string, field int16, b *sources.Batch) {
+	fl := b.FieldLength
+	if field < 0 {
+		switch s.dt {
+		case String:
+			s.add(c, kGet, 0, valueBuf(b.Fields*fl)).strs[0] = key
+		case Hash:
+			s.add(c, kHMGet, b.Fields, 0).strs[0] = key
+		case Set:
+			s.add(c, kSMembers, 0, 0).strs[0] = key
+		case ZSet:
+			s.add(c, kZRange, 0, 0).strs[0] = key
+		}
+		return
+	}
+	f := int64(field)
+	switch s.dt {
+	case String:
+		sl := s.add(c, kGetRange, 0, valueBuf(fl))
+		sl.strs[0] = key
+		sl.nums[0], sl.nums[1] = f*int64(fl), (f+1)*int64(fl)-1
+	case Hash:
+		sl := s.add(c, kHGet, 1, valueBuf(fl))
+		sl.strs[0], sl.strs[1] = key, s.names[field]
+	case Set:
+		s.add(c, kSRand, 0, valueBuf(fl)).strs[0] = key
+	case ZSet:
+		sl := s.add(c, kZRangeBy, 0, 0)
+		sl.strs[0] = key
+		sl.nums[0], sl.nums[1] = f, f
+	}
+}
+
+// addWrite writes all fields (field < 0; val holds them back to back) or
+// one field of a record.
+func (s *Sink) addWrite(c *call, key string, field int16, val []byte, b *sources.Batch, record uint64, insert bool) {
+	fl := b.FieldLength
+	n := len(val) / fl
+	switch s.dt {
+	case String:
+		if field < 0 {
+			sl := s.add(c, kSet, 0, smallReply)
+			sl.strs[0], sl.strs[1] = key, view(val)
+		} else {
+			sl := s.add(c, kSetRange, 0, smallReply)
+			sl.strs[0], sl.strs[1] = key, view(val)
+			sl.nums[0] = int64(field) * int64(fl)
+		}
+	case Hash:
+		sl := s.add(c, kHSet, n, smallReply)
+		sl.strs[0] = key
+		for i := range n {
+			name := i
+			if field >= 0 {
+				name = int(field)
+			}
+			sl.strs[1+2*i] = s.names[name]
+			sl.strs[2+2*i] = view(val[i*fl : (i+1)*fl])
+		}
+	case Set:
+		if field < 0 {
+			s.add(c, kDel, 0, smallReply).strs[0] = key
+		} else {
+			s.add(c, kSPop, 0, valueBuf(fl)).strs[0] = key
+		}
+		sl := s.add(c, kSAdd, n, smallReply)
+		sl.strs[0] = key
+		for i := range n {
+			sl.strs[1+i] = view(val[i*fl : (i+1)*fl])
+		}
+	case ZSet:
+		if field < 0 {
+			s.add(c, kDel, 0, smallReply).strs[0] = key
+		} else {
+			sl := s.add(c, kZRem, 0, smallReply)
+			sl.strs[0] = key
+			sl.nums[0], sl.nums[1] = int64(field), int64(field)
+		}
+		sl := s.add(c, kZAdd, n, smallReply)
+		sl.strs[0] = key
+		for i := range n {
+			sl.nums[i] = int64(i)
+			if field >= 0 {
+				sl.nums[i] = int64(field)
+			}
+			sl.strs[1+i] = view(val[i*fl : (i+1)*fl])
+		}
+	}
+	if insert && s.cfg.Index {
+		sl := s.add(c, kIdxAdd, 0, smallReply)
+		sl.strs[0] = key
+		sl.nums[0] = int64(record)
+	}
+}
+
+// exec sends the queued commands and checks every reply. It returns the
+// first failure, classified; nil and empty replies of reads are counted
+// as misses.
+func (s *Sink) exec(ctx context.Context, c *call) error {
+	if err := c.pipe.BatchProcess(ctx, c.cmds...); err != nil {
+		c.pipe.Discard()
+		return s.wrap(len(c.cmds), err)
+	}
+	// Exec's error is the first command's error, which includes the
+	// redis.Nil of a missing key; the replies are checked one by one below.
+	_, _ = c.pipe.Exec(ctx)
+	var first error
+	misses := 0
+	for i, cmd := range c.cmds {
+		err := cmd.Err()
+		if i < len(c.used) && c.used[i] != nil {
+			sl := c.used[i]
+			if err == nil && shapes[sl.kind].reply == array {
+				if len(sl.rw.errText) > 0 {
+					err = replyError(string(sl.rw.errText))
+				} else if sl.rw.empty && shapes[sl.kind].read {
+					misses++
+				}
+			}
+		}
+		if errors.Is(err, goredis.Nil) {
+			if i < len(c.used) && c.used[i] != nil && shapes[c.used[i].kind].read {
+				misses++
+			}
+			continue
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if misses > 0 {
+		s.misses.Add(int64(misses))
+	}
+	if first != nil {
+		var rerr goredis.Error
+		if !errors.As(first, &rerr) {
+			// A transport failure (or a deadline in the middle of the
+			// replies) leaves the dedicated connection unusable.
+			c.broken = true
+		}
+		return s.wrap(len(c.cmds), first)
+	}
+	return nil
+}
+
+func (s *Sink) wrap(n int, err error) error {
+	class, retry := classify(err)
+	return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w", n, s.where, err))
+}
+
+// Present counts how many of the keys read by b's operations exist (one
+// EXISTS per key, pipelined).
+func (s *Sink) Present(ctx context.Context, b *sources.Batch) (int, error) {
+	c := s.getCall()
+	defer s.putCall(c)
+	for i := range b.Ops {
+		s.add(c, kExists, 0, smallReply).strs[0] = view(b.Key(&b.Ops[i]))
+	}
+	if len(c.cmds) == 0 {
+		return 0, nil
+	}
+	if err := s.exec(ctx, c); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, sl := range c.used {
+		if string(sl.zc.Bytes()) == "1" {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Ping checks that the target answers.
+func (s *Sink) Ping(ctx context.Context) error {
+	if err := s.c.Ping(ctx).Err(); err != nil {
+		return s.wrap(1, err)
+	}
+	return nil
+}
+
+// Close deletes the workload's keys when ?cleanup=true, then closes the
+// client (and stops the embedded server). Safe to call more than once.
+func (s *Sink) Close(ctx context.Context) error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	var err error
+	if s.cfg.Cleanup {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, cleanupTimeout)
+			defer cancel()
+		}
+		var n int64
+		n, err = s.cleanup(ctx)
+		s.log.Info("redis cleanup", zap.String("prefix", s.prefix), zap.Int64("deleted", n), zap.Error(err))
+	}
+	s.mu.Lock()
+	free := s.free
+	s.free = nil
+	s.mu.Unlock()
+	for _, c := range free {
+		if c.conn != nil {
+			err = errors.Join(err, ignoreClosed(c.conn.Close()))
+		}
+	}
+	err = errors.Join(err, s.c.Close())
+	if s.embedded != nil {
+		s.embedded.Close()
+	}
+	return err
+}
+
+// cleanup deletes every key under the prefix (including the scan index)
+// with SCAN + UNLINK, on every master of a cluster.
+func (s *Sink) cleanup(ctx context.Context) (int64, error) {
+	var deleted atomic.Int64
+	del := func(ctx context.Context, c goredis.Cmdable) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, globEscape(s.prefix)+"*", 1000).Result()
+			if err != nil {
+				return fmt.Errorf("cannot scan for keys under %q: %w", s.prefix, err)
+			}
+			if len(keys) > 0 {
+				// One UNLINK per key: in a cluster the keys of one SCAN
+				// page are in different slots.
+				p := c.Pipeline()
+				for _, k := range keys {
+					p.Unlink(ctx, k)
+				}
+				if _, err := p.Exec(ctx); err != nil {
+					return fmt.Errorf("cannot unlink %d keys under %q: %w", len(keys), s.prefix, err)
+				}
+				deleted.Add(int64(len(keys)))
+			}
+			if next == 0 {
+				return nil
+			}
+			cursor = next
+		}
+	}
+	if s.cluster != nil {
+		err := s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return del(ctx, c) })
+		return deleted.Load(), err
+	}
+	err := del(ctx, s.single)
+	return deleted.Load(), err
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, goredis.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// globEscape escapes the glob characters of a SCAN MATCH pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// go-redis logs every failed dial on its own global logger; during an
+// outage that is a line per write attempt. The failures already reach the
+// engine as classified errors, so the client's own lines go to the first
+// sink's logger at debug level.
+var quietClient sync.Once
+
+type clientLog struct{ l *zap.Logger }
+
+func (c clientLog) Printf(_ context.Context, format string, v ...any) {
+	if ce := c.l.Check(zap.DebugLevel, "client"); ce != nil {
+		ce.Write(zap.String("msg", fmt.Sprintf(format, v...)))
+	}
+}
+
+// cleanupTimeout bounds the cleanup when Close gets a context without a
+// deadline.
+const cleanupTimeout = 5 * time.Minute

@@ -1,0 +1,120 @@
+package redis
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/soakd/soakd/sources"
+)
+
+func TestParseURL(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, in string
+		check    func(t *testing.T, c Config)
+		err      string
+	}{
+		{name: "single", in: "redis://127.0.0.1:6380/2", check: func(t *testing.T, c Config) {
+			if c.Mode != Single || c.Addrs[0] != "127.0.0.1:6380" || c.DB != 2 || c.TLS || !c.Index || c.Cleanup || c.Protocol != 2 {
+				t.Errorf("%+v", c)
+			}
+		}},
+		{name: "default port and acl", in: "redis://bob:pw@db.local", check: func(t *testing.T, c Config) {
+			if c.Addrs[0] != "db.local:6379" || c.Username != "bob" || c.Password != "pw" {
+				t.Errorf("%+v", c)
+			}
+		}},
+		{name: "tls and params", in: "rediss://h:6390?cleanup=true&index=false&skip_verify=true&protocol=3&read_timeout=2s&pool_size=64&max_retries=2&client_name=soak", check: func(t *testing.T, c Config) {
+			if !c.TLS || !c.Cleanup || c.Index || !c.SkipVerify || c.Protocol != 3 || c.ReadTimeout != 2*time.Second ||
+				c.PoolSize != 64 || c.MaxRetries != 2 || c.ClientName != "soak" {
+				t.Errorf("%+v", c)
+			}
+		}},
+		{name: "cluster", in: "redis-cluster://a:7000,b:7001?addr=c:7002&tls=true", check: func(t *testing.T, c Config) {
+			if c.Mode != Cluster || strings.Join(c.Addrs, " ") != "a:7000 b:7001 c:7002" || !c.TLS {
+				t.Errorf("%+v", c)
+			}
+		}},
+		{name: "sentinel", in: "redis-sentinel://u:p@s1,s2:26380/mymaster/3?sentinel_password=x", check: func(t *testing.T, c Config) {
+			if c.Mode != Sentinel || strings.Join(c.Addrs, " ") != "s1:26379 s2:26380" || c.MasterName != "mymaster" ||
+				c.DB != 3 || c.SentinelPassword != "x" || c.Password != "p" {
+				t.Errorf("%+v", c)
+			}
+		}},
+		{name: "embedded", in: "redis://embedded", check: func(t *testing.T, c Config) {
+			if c.Mode != Embedded || len(c.Addrs) != 0 {
+				t.Errorf("%+v", c)
+			}
+		}},
+		{name: "unknown param", in: "redis://h?pipeline=4", err: `unknown parameter "pipeline"`},
+		{name: "bad bool", in: "redis://h?cleanup=yes please", err: "cleanup"},
+		{name: "bad db", in: "redis://h/x", err: `database "x"`},
+		{name: "bad port", in: "redis://h:0", err: "port must be"},
+		{name: "two hosts", in: "redis://a:1,b:2", err: "takes one"},
+		{name: "no master", in: "redis-sentinel://s1", err: "no master name"},
+		{name: "cluster db", in: "redis-cluster://a:1/3", err: "only database 0"},
+		{name: "tls single", in: "redis://h?tls=true", err: "use rediss://"},
+		{name: "protocol", in: "redis://h?protocol=4", err: "protocol"},
+		{name: "duration", in: "redis://h?dial_timeout=-1s", err: "dial_timeout"},
+		{name: "no host", in: "redis-cluster://", err: "no host"},
+		{name: "sentinel param elsewhere", in: "redis://h?sentinel_password=x", err: "only for redis-sentinel"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			u, err := url.Parse(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := ParseURL(u)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("ParseURL(%s) error %v, want one containing %q", tt.in, err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseURL(%s): %v", tt.in, err)
+			}
+			tt.check(t, c)
+		})
+	}
+	u, _ := url.Parse("redis://h")
+	if err := Check(u, sources.Series); err == nil {
+		t.Error("Check accepted a series workload")
+	}
+}
+
+func TestPasswordNeverInErrors(t *testing.T) {
+	t.Parallel()
+	u, _ := url.Parse("redis://user:hunter2@h:1,b:2?bogus=1")
+	_, err := ParseURL(u)
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func FuzzParseURL(f *testing.F) {
+	for _, s := range []string{"redis://h:1/0", "rediss://u:p@h?cleanup=true", "redis-cluster://a:1,b:2?addr=c", "redis-sentinel://s/m/1",
+		"redis://embedded", "redis://h?read_timeout=1s&pool_size=3", "redis-cluster://:0,", "redis://[::1]:6379/1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := url.Parse(s)
+		if err != nil {
+			return
+		}
+		c, err := ParseURL(u)
+		if err != nil {
+			return
+		}
+		if c.Mode != Embedded && len(c.Addrs) == 0 {
+			t.Fatalf("%q accepted without an address", s)
+		}
+		if c.Mode == Sentinel && c.MasterName == "" {
+			t.Fatalf("%q accepted without a master", s)
+		}
+	})
+}

@@ -1,0 +1,357 @@
+package kv
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/soakd/soakd/sources"
+)
+
+// Source is the YCSB core workload. It implements sources.Source,
+// sources.Batcher and sources.Preloader.
+//
+// Records are numbered 0..RECORDS-1; a shard i/N owns the records r with
+// r mod N == i, and works on them through their index j (r = j*N + i), so
+// shards never touch each other's keys. Record r's key is KEY_PREFIX +
+// "user" + fnv64(r). Run-phase inserts take the next index from a counter
+// shared by all streams of the source, so they continue the key space
+// without collisions; an insert counts as present for reads once the
+// stream that generated it has been asked for its next batch (the worker
+// has finished writing the batch holding it), as YCSB's acknowledged
+// counter does.
+type Source struct {
+	cfg   Config
+	seed  uint64
+	shard sources.Shard
+	dist  Distribution
+	// owned is the number of records of this shard loaded by the load phase.
+	owned uint64
+	// cum is the cumulative operation mix, for choosing an op with one draw.
+	cum    [sources.NumOps]float64
+	prefix []byte
+	// pool is random printable bytes that values are copied from.
+	pool []byte
+	zeta *zeta
+
+	inserts   bool
+	nextIndex atomic.Uint64 // next record index an insert takes
+	mu        sync.Mutex
+	streams   atomic.Pointer[[]*stream]
+}
+
+var (
+	_ sources.Source    = (*Source)(nil)
+	_ sources.Batcher   = (*Source)(nil)
+	_ sources.Preloader = (*Source)(nil)
+)
+
+// New builds the source for one shard. It is cheap (no I/O; a 64 KiB value
+// pool and a few hundred floats of zipfian constants).
+// With WORKLOAD=load it returns a *LoadSource, a finite source.
+func New(c Config, seed uint64, shard sources.Shard) (sources.Source, error) {
+	s, err := newSource(c, seed, shard)
+	if err != nil {
+		return nil, err
+	}
+	if c.Workload.Name == "load" {
+		return &LoadSource{s}, nil
+	}
+	return s, nil
+}
+
+func newSource(c Config, seed uint64, shard sources.Shard) (*Source, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if shard.Count == 0 {
+		shard = sources.Shard{Index: 0, Count: 1}
+	}
+	owned := ownedCount(uint64(c.Records), shard)
+	if owned == 0 {
+		return nil, sources.Invalid("RECORDS", "%d records cannot be split into %d shards: shard %s owns none", c.Records, shard.Count, shard)
+	}
+	s := &Source{
+		cfg:     c,
+		seed:    seed,
+		shard:   shard,
+		dist:    c.dist(),
+		owned:   owned,
+		prefix:  []byte(c.KeyPrefix),
+		inserts: c.Workload.Has(sources.OpInsert) && c.Workload.Name != "load",
+	}
+	acc := 0.0
+	for op := range s.cum {
+		acc += c.Workload.Mix[op]
+		s.cum[op] = acc
+	}
+	s.cum[sources.NumOps-1] = math.Inf(1) // rounding never falls off the end
+	z := newZeta(zipfTheta)
+	s.zeta = &z
+	s.pool = valuePool(seed, max(64<<10, 2*c.Fields*c.FieldLength))
+	s.nextIndex.Store(owned)
+	empty := []*stream{}
+	s.streams.Store(&empty)
+	return s, nil
+}
+
+// ownedCount is the number of records r < records with r mod N == i.
+func ownedCount(records uint64, sh sources.Shard) uint64 {
+	n, i := uint64(sh.Count), uint64(sh.Index)
+	if i >= records {
+		return 0
+	}
+	return (records - i + n - 1) / n
+}
+
+// valuePool returns n random printable ASCII bytes (a function of seed).
+func valuePool(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, 0x76616c756573))
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = byte(' ' + 1 + r.IntN('~'-' ')) // '!'..'~'
+	}
+	return p
+}
+
+// Name returns "kv".
+func (s *Source) Name() string { return "kv" }
+
+// Kind returns sources.KV.
+func (s *Source) Kind() sources.Kind { return sources.KV }
+
+// Schemas returns nil: KV sources have no tables.
+func (s *Source) Schemas() []*sources.Schema { return nil }
+
+// Records returns the number of records this shard loads.
+func (s *Source) Records() uint64 { return s.owned }
+
+// NewBatch returns an empty batch describing this source's records.
+func (s *Source) NewBatch() *sources.Batch {
+	return &sources.Batch{Fields: s.cfg.Fields, FieldLength: s.cfg.FieldLength}
+}
+
+// Stream returns the operation stream of worker part of parts. Every
+// stream chooses among all records of the shard, with its own random
+// sequence (a function of SEED, the shard and part).
+func (s *Source) Stream(part, parts int) (sources.Stream, error) {
+	if parts < 1 || part < 0 || part >= parts {
+		return nil, fmt.Errorf("kv: stream %d of %d: want 0 <= part < parts", part, parts)
+	}
+	st := &stream{
+		src: s,
+		rng: rand.New(rand.NewPCG(s.seed, streamSalt(s.shard, part, parts))),
+	}
+	st.pending.Store(math.MaxUint64)
+	switch s.dist {
+	case Uniform:
+		st.choose = uniformChooser{}
+	case Latest:
+		st.choose = latestChooser{g: newZipf(s.zeta, 1)}
+	case Hotspot:
+		st.choose = hotspotChooser{data: s.cfg.HotspotData, ops: s.cfg.HotspotOps}
+	default:
+		st.choose = scrambledChooser{g: newZipf(s.zeta, scrambledItems)}
+	}
+	if s.inserts {
+		s.mu.Lock()
+		old := *s.streams.Load()
+		next := make([]*stream, len(old), len(old)+1)
+		copy(next, old)
+		next = append(next, st)
+		s.streams.Store(&next)
+		s.mu.Unlock()
+	}
+	return st, nil
+}
+
+func streamSalt(sh sources.Shard, part, parts int) uint64 {
+	return fnv64(uint64(sh.Index)<<40 ^ uint64(sh.Count)<<20 ^ uint64(part)<<8 ^ uint64(parts))
+}
+
+// present is the number of record indexes that reads may choose: the
+// loaded ones plus the inserts whose batches have been written, i.e. below
+// the lowest index still pending in any stream.
+func (s *Source) present() uint64 {
+	if !s.inserts {
+		return s.owned
+	}
+	n := s.nextIndex.Load()
+	for _, st := range *s.streams.Load() {
+		if p := st.pending.Load(); p < n {
+			n = p
+		}
+	}
+	return n
+}
+
+// record maps a record index of this shard to its record number.
+func (s *Source) record(j uint64) uint64 {
+	return j*uint64(s.shard.Count) + uint64(s.shard.Index)
+}
+
+// appendKey appends the key of record r: KEY_PREFIX + "user" + fnv64(r).
+func (s *Source) appendKey(b *sources.Batch, op *sources.KVOp, r uint64) {
+	op.Record = r
+	op.KeyOff = uint32(len(b.Keys))
+	b.Keys = append(b.Keys, s.prefix...)
+	b.Keys = append(b.Keys, "user"...)
+	b.Keys = strconv.AppendUint(b.Keys, fnv64(r), 10)
+	op.KeyLen = uint32(len(b.Keys)) - op.KeyOff
+}
+
+// appendValues appends n field values of FIELD_LENGTH bytes, copied from
+// random offsets of the pool.
+func (s *Source) appendValues(b *sources.Batch, op *sources.KVOp, rng *rand.Rand, n int) {
+	l := s.cfg.FieldLength
+	op.ValOff = uint32(len(b.Values))
+	span := uint64(len(s.pool) - l)
+	for range n {
+		o := rng.Uint64N(span)
+		b.Values = append(b.Values, s.pool[o:o+uint64(l)]...)
+	}
+	op.ValLen = uint32(len(b.Values)) - op.ValOff
+}
+
+// stream is one worker's operation generator.
+type stream struct {
+	src    *Source
+	rng    *rand.Rand
+	choose chooser
+	// pending is the lowest insert index handed out in the batch being
+	// written, MaxUint64 when none; present() keeps reads below it.
+	pending atomic.Uint64
+}
+
+// Fill appends max operations drawn from the workload mix. It never
+// returns ErrDone: the run is as long as the engine says.
+func (st *stream) Fill(b *sources.Batch, max int, _ int64) error {
+	s := st.src
+	c := &s.cfg
+	// The previous batch of this stream has been written: its inserts are
+	// now visible to reads.
+	st.pending.Store(math.MaxUint64)
+	n := s.present()
+	for range max {
+		u := st.rng.Float64()
+		op := sources.Op(0)
+		for u >= s.cum[op] {
+			op++
+		}
+		b.Ops = append(b.Ops, sources.KVOp{Op: op, Field: -1})
+		o := &b.Ops[len(b.Ops)-1]
+		if op == sources.OpInsert {
+			if st.pending.Load() == math.MaxUint64 {
+				// A lower bound first, so present() never counts the
+				// index taken below as written.
+				st.pending.Store(s.nextIndex.Load())
+			}
+			j := s.nextIndex.Add(1) - 1
+			s.appendKey(b, o, s.record(j))
+			s.appendValues(b, o, st.rng, c.Fields)
+			continue
+		}
+		s.appendKey(b, o, s.record(st.choose.next(st.rng, n)))
+		switch op {
+		case sources.OpRead, sources.OpScan:
+			if !c.ReadAll {
+				o.Field = int16(st.rng.IntN(c.Fields))
+			}
+			if op == sources.OpScan {
+				o.ScanLen = int32(1 + st.rng.IntN(c.ScanLength))
+			}
+		case sources.OpUpdate, sources.OpRMW:
+			if c.WriteAll {
+				s.appendValues(b, o, st.rng, c.Fields)
+			} else {
+				o.Field = int16(st.rng.IntN(c.Fields))
+				s.appendValues(b, o, st.rng, 1)
+			}
+		}
+	}
+	return nil
+}
+
+// loadStream inserts the record indexes [lo, hi) of the shard in order.
+type loadStream struct {
+	src    *Source
+	rng    *rand.Rand
+	lo, hi uint64
+}
+
+func (s *Source) loadStream(part, parts int) *loadStream {
+	lo := s.owned * uint64(part) / uint64(parts)
+	hi := s.owned * uint64(part+1) / uint64(parts)
+	return &loadStream{src: s, lo: lo, hi: hi,
+		rng: rand.New(rand.NewPCG(s.seed, streamSalt(s.shard, part, parts)^0x6c6f6164))}
+}
+
+// Fill appends up to max inserts and returns sources.ErrDone with the
+// last of them.
+func (ls *loadStream) Fill(b *sources.Batch, max int, _ int64) error {
+	s := ls.src
+	for i := 0; i < max && ls.lo < ls.hi; i++ {
+		b.Ops = append(b.Ops, sources.KVOp{Op: sources.OpInsert, Field: -1})
+		o := &b.Ops[len(b.Ops)-1]
+		s.appendKey(b, o, s.record(ls.lo))
+		s.appendValues(b, o, ls.rng, s.cfg.Fields)
+		ls.lo++
+	}
+	if ls.lo >= ls.hi {
+		return sources.ErrDone
+	}
+	return nil
+}
+
+// LoadSource is the finite load phase: it inserts every record of the
+// shard once, split between the streams in order. It is what
+// WORKLOAD=load runs and what Preload returns.
+type LoadSource struct{ *Source }
+
+var (
+	_ sources.Source = (*LoadSource)(nil)
+	_ sources.Sized  = (*LoadSource)(nil)
+)
+
+// Stream returns part of parts of the load.
+func (l *LoadSource) Stream(part, parts int) (sources.Stream, error) {
+	if parts < 1 || part < 0 || part >= parts {
+		return nil, fmt.Errorf("kv: load stream %d of %d: want 0 <= part < parts", part, parts)
+	}
+	return l.loadStream(part, parts), nil
+}
+
+// Total is the number of records the load inserts (this shard's).
+func (l *LoadSource) Total() int64 { return int64(l.owned) }
+
+// Preload returns nil: a load has no load phase before it.
+func (l *LoadSource) Preload() (sources.Source, func(b *sources.Batch), error) { return nil, nil, nil }
+
+// probeSamples is how many records the load probe reads.
+const probeSamples = 1000
+
+// Preload returns the load phase (LOAD=auto): a finite source inserting
+// the shard's records, and a probe that reads up to 1000 of them spread
+// evenly over the shard (including the first and the last). It returns a
+// nil load for LOAD=off and for WORKLOAD=load, which is a load itself.
+func (s *Source) Preload() (sources.Source, func(b *sources.Batch), error) {
+	if s.cfg.Load == LoadOff || s.cfg.Workload.Name == "load" {
+		return nil, nil, nil
+	}
+	return &LoadSource{s}, s.probe, nil
+}
+
+func (s *Source) probe(b *sources.Batch) {
+	n := min(s.owned, probeSamples)
+	for k := range n {
+		j := uint64(0)
+		if n > 1 {
+			j = k * (s.owned - 1) / (n - 1)
+		}
+		b.Ops = append(b.Ops, sources.KVOp{Op: sources.OpRead, Field: -1})
+		s.appendKey(b, &b.Ops[len(b.Ops)-1], s.record(j))
+	}
+}
