@@ -55,6 +55,7 @@ type Workload struct {
 	Pipeline     int           `env:"PIPELINE" envDefault:"1" help:"operations per round trip (kv source)"`
 	MaxLag       time.Duration `env:"MAX_LAG" envDefault:"1s" help:"scheduled work later than this when a worker gets to it is dropped and counted in soakd_dropped_total"`
 	Duration     time.Duration `env:"DURATION" envDefault:"0s" help:"stop this workload after this long; 0 = no limit"`
+	LoadRate     pace.Rate     `env:"LOAD_RATE" envDefault:"10000" help:"rate of the load phase (kv LOAD=auto: inserting the records the run reads), any RATE grammar; max = as fast as possible"`
 	Timeout      time.Duration `env:"TIMEOUT" envDefault:"30s" help:"deadline of one write; 0 = none"`
 	Retries      int           `env:"RETRIES" envDefault:"2" help:"resend a failed batch this many times when the sink says it is safe"`
 	RetryBackoff time.Duration `env:"RETRY_BACKOFF" envDefault:"100ms" help:"first retry wait; doubles per attempt up to 5s, with jitter; a server's Retry-After wins"`
@@ -343,6 +344,9 @@ func (w *Workload) validate() []error {
 	}
 	if w.Rate.Profile == nil && !w.Rate.Max {
 		bad("RATE", "no rate set")
+	}
+	if w.LoadRate.Profile == nil && !w.LoadRate.Max {
+		bad("LOAD_RATE", "no rate set")
 	}
 	return errs
 }

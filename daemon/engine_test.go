@@ -279,9 +279,9 @@ soakd_workers{workload="seq"} 4
 
 // The classes in metrics and summaries are the sinks' classes.
 func TestErrClassSlots(t *testing.T) {
-	var r runner
-	if len(r.errCount) != len(sinks.Classes) {
-		t.Fatalf("runner.errCount has %d slots for %d classes", len(r.errCount), len(sinks.Classes))
+	var ps phaseStats
+	if len(ps.errCount) != len(sinks.Classes) {
+		t.Fatalf("phaseStats.errCount has %d slots for %d classes", len(ps.errCount), len(sinks.Classes))
 	}
 }
 

@@ -135,19 +135,22 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 	for i, wl := range a.wls {
 		snap := a.rep.snapshot(i)
 		s := StatusWorkload{
-			Name: wl.name, Source: wl.cfg.Source, Target: wl.target, Phase: *wl.phase.Load(),
-			Rate: wl.cfg.Rate.String(), Achieved: snap.achieved, Unit: unitName(wl.kind),
-			Acked: wl.acked.Load(), Failed: wl.failedU.Load(), Dropped: wl.dropped.Load(),
-			Errors: map[string]int64{}, Latency: map[string]OpLatency{}, Workers: wl.cfg.Workers,
+			Name: wl.name, Source: wl.cfg.Source, Target: wl.target, Rate: wl.cfg.Rate.String(),
+			Achieved: snap.achieved, Unit: unitName(wl.kind), Workers: wl.cfg.Workers,
+			Errors: map[string]int64{}, Latency: map[string]OpLatency{},
+		}
+		s.Ready, _ = wl.ready.get()
+		if ps := wl.cur.Load(); ps != nil {
+			s.Phase, s.Rate = ps.name, ps.rate.String()
+			s.Acked, s.Failed, s.Dropped = ps.acked.Load(), ps.failedU.Load(), ps.dropped.Load()
+			for j, c := range sinks.Classes {
+				s.Errors[string(c)] = ps.errCount[j].Load()
+			}
 		}
 		for op := range snap.window {
 			if q := snap.window[op].response; q.Count > 0 {
 				s.Latency[opName(op)] = OpLatency{Count: q.Count, P50: q.P50, P99: q.P99}
 			}
-		}
-		s.Ready, _ = wl.ready.get()
-		for j, c := range sinks.Classes {
-			s.Errors[string(c)] = wl.errCount[j].Load()
 		}
 		sch := wl.sched.Load()
 		switch {

@@ -38,6 +38,7 @@ type liveState struct {
 		at    time.Time
 		acked int64
 	}
+	phase    *phaseStats // the samples' phase; a new phase starts them over
 	n        int
 	achieved float64
 	window   [sources.NumOps + 1]struct{ response, service Quantiles }
@@ -128,12 +129,17 @@ func (r *reporter) tick(now time.Time) {
 	var done int64
 	for i, w := range r.wls {
 		st := r.state[i]
-		if w.started() {
-			w.m.targetRate.Set(w.sched.Load().rateAt(w.since()))
-			w.m.lag.Set(w.lagNow().Seconds())
+		ps := w.cur.Load()
+		if ps == nil {
+			continue
 		}
-		acked := w.acked.Load()
-		done += acked + w.failedU.Load() + w.dropped.Load()
+		w.m.targetRate.Set(w.sched.Load().rateAt(w.since()))
+		w.m.lag.Set(w.lagNow().Seconds())
+		if st.phase != ps {
+			st.phase, st.n, st.achieved, st.lastErrs = ps, 0, 0, 0
+		}
+		acked := ps.acked.Load()
+		done += acked + ps.failedU.Load() + ps.dropped.Load()
 		st.samples[st.n%rateSamples].at, st.samples[st.n%rateSamples].acked = now, acked
 		st.n++
 		oldest := st.samples[st.n%rateSamples]
@@ -171,27 +177,28 @@ func (r *reporter) progress(now time.Time) {
 	defer r.mu.Unlock()
 	for i, w := range r.wls {
 		st := r.state[i]
-		for op := range w.rec {
-			st.window[op].response = w.rec[op].response.swapWindow()
-			st.window[op].service = w.rec[op].service.swapWindow()
-		}
-		st.lastWin = now
-		if r.cfg.Progress <= 0 || r.bar != nil || !w.started() {
+		ps := w.cur.Load()
+		if ps == nil {
 			continue
 		}
-		var errs int64
-		for j := range w.errCount {
-			errs += w.errCount[j].Load()
+		for op := range ps.rec {
+			st.window[op].response = ps.rec[op].response.swapWindow()
+			st.window[op].service = ps.rec[op].service.swapWindow()
 		}
+		st.lastWin = now
+		if r.cfg.Progress <= 0 || r.bar != nil || w.finished.Load() {
+			continue
+		}
+		errs := ps.errors()
 		target := w.sched.Load().rateAt(w.since())
 		tgt := "max"
 		if w.sched.Load().profile != nil {
 			tgt = fmt.Sprintf("%.0f", target)
 		}
 		var lat strings.Builder
-		fields := []zap.Field{zap.String("phase", *w.phase.Load()),
+		fields := []zap.Field{zap.String("phase", ps.name),
 			zap.Float64("rate", st.achieved), zap.Float64("target_rate", target),
-			zap.Int64("errors", errs), zap.Int64("dropped", w.dropped.Load()),
+			zap.Int64("errors", errs), zap.Int64("dropped", ps.dropped.Load()),
 			zap.Float64("lag_seconds", w.lagNow().Seconds())}
 		for op := range st.window {
 			q := st.window[op].response
@@ -202,8 +209,12 @@ func (r *reporter) progress(now time.Time) {
 			fmt.Fprintf(&lat, ", %s p50 %s p99 %s", name, fmtDur(q.P50), fmtDur(q.P99))
 			fields = append(fields, zap.Float64(name+"_p50_seconds", q.P50), zap.Float64(name+"_p99_seconds", q.P99))
 		}
-		w.log.Info(fmt.Sprintf("%s: %.0f %s/s (target %s)%s, errors %d (+%d), dropped %d",
-			w.name, st.achieved, unitName(w.kind), tgt, lat.String(), errs, errs-st.lastErrs, w.dropped.Load()), fields...)
+		phase := ""
+		if ps.name != "run" {
+			phase = " [" + ps.name + " phase]"
+		}
+		w.log.Info(fmt.Sprintf("%s%s: %.0f %s/s (target %s)%s, errors %d (+%d), dropped %d",
+			w.name, phase, st.achieved, unitName(w.kind), tgt, lat.String(), errs, errs-st.lastErrs, ps.dropped.Load()), fields...)
 		st.lastErrs = errs
 	}
 }

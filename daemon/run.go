@@ -152,7 +152,7 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps, m *Metrics) ([]*wor
 		sink, err := d.Plugins.Sinks.Open(ctx, target, sinks.Options{
 			Workload: wc.Name, Kind: e.Kind, Schemas: src.Schemas(), Workers: wc.Workers,
 			BatchSize: batchSize(wc, e.Kind), Logger: log.With(zap.String("sink", schemeOf(target))),
-			Password: password, Token: token, DataType: dataType(wc),
+			Password: password, Token: token, DataType: dataType(wc), KeyPrefix: keyPrefix(wc),
 		})
 		if err != nil {
 			return fail(fmt.Errorf("%sTARGET: %w", Prefix(wc.Name), err))
@@ -186,6 +186,14 @@ func dataType(w *Workload) string {
 	return ""
 }
 
+// keyPrefix reads KEY_PREFIX from the source's settings when it has one.
+func keyPrefix(w *Workload) string {
+	if kp, ok := w.Ext.(interface{ RecordKeyPrefix() string }); ok {
+		return kp.RecordKeyPrefix()
+	}
+	return ""
+}
+
 func schemeOf(target string) string {
 	u, err := sinks.Parse(target)
 	if err != nil {
@@ -215,10 +223,7 @@ func closeSinks(wls []*workload, log *zap.Logger) {
 // runAll prepares the sink, runs the load phase when the source has one,
 // then the workload.
 func (w *workload) runAll(genCtx, drainCtx context.Context) error {
-	defer func() {
-		w.ended.Store(int64(mono()))
-		w.finished.Store(true)
-	}()
+	defer w.finished.Store(true)
 	if err := w.prepare(genCtx); err != nil {
 		if genCtx.Err() != nil {
 			return nil
@@ -231,9 +236,7 @@ func (w *workload) runAll(genCtx, drainCtx context.Context) error {
 	if genCtx.Err() != nil {
 		return nil
 	}
-	run := "run"
-	w.phase.Store(&run)
-	return w.run(genCtx, drainCtx, w.src, w.cfg.Rate.Max, w.cfg.Duration)
+	return w.run(genCtx, drainCtx, "run", w.src, w.cfg.Rate, w.cfg.Duration)
 }
 
 // prepare calls the sink's Prepare, retrying while the target is
@@ -284,8 +287,7 @@ func (w *workload) preload(genCtx, drainCtx context.Context) error {
 		return nil
 	}
 	if pr, ok := w.sink.(sinks.Prober); ok && probe != nil {
-		b := w.newWorker(drainCtx, w.src).b
-		b.Reset()
+		b := newBatch(w.src)
 		probe(b)
 		ctx, cancel := context.WithTimeout(genCtx, 30*time.Second)
 		n, err := pr.Present(ctx, b)
@@ -298,11 +300,9 @@ func (w *workload) preload(genCtx, drainCtx context.Context) error {
 			return nil
 		}
 	}
-	phase := "load"
-	w.phase.Store(&phase)
 	t0 := time.Now()
-	w.log.Info("loading records before the run")
-	if err := w.run(genCtx, drainCtx, load, w.cfg.Rate.Max, 0); err != nil {
+	w.log.Info("loading records before the run", zap.String("load_rate", w.cfg.LoadRate.String()))
+	if err := w.run(genCtx, drainCtx, "load", load, w.cfg.LoadRate, 0); err != nil {
 		return err
 	}
 	w.log.Info("load phase done", zap.Duration("took", time.Since(t0)))

@@ -23,7 +23,10 @@ type Summary struct {
 
 // WorkloadSummary is one workload's totals.
 type WorkloadSummary struct {
-	Name    string `json:"name"`
+	Name string `json:"name"`
+	// Phase is run, or load for a KV load phase (LOAD=auto), which gets
+	// its own entry before the run's, as YCSB reports load and run apart.
+	Phase   string `json:"phase"`
 	Source  string `json:"source"`
 	Target  string `json:"target"` // password redacted
 	Kind    string `json:"kind"`   // series or kv
@@ -84,40 +87,43 @@ func errsTotal(m map[string]int64) int64 {
 func summarize(version string, started time.Time, wls []*workload) *Summary {
 	s := &Summary{Version: version, Started: started, Seconds: time.Since(started).Seconds()}
 	for _, w := range wls {
-		secs := w.elapsed().Seconds()
-		var startedAt time.Time
-		if w.started() {
-			startedAt = monoBase.Add(time.Duration(w.first.Load()))
-		}
-		ws := WorkloadSummary{
-			Name: w.name, Source: w.cfg.Source, Target: w.target, Kind: w.kind.String(),
-			Rate: w.cfg.Rate.String(), Workers: w.cfg.Workers, Batch: w.batchSize, Seconds: secs, Started: startedAt,
-			Units: w.acked.Load(), UnitName: unitName(w.kind), Values: w.valuesN.Load(),
-			Bytes: w.bytesN.Load(), Failed: w.failedU.Load(), Dropped: w.dropped.Load(),
-			Scheduled: w.scheduled.Load(), Errors: map[string]int64{},
-		}
 		w.ready.mu.Lock()
-		ws.Prepared = w.ready.prepared
+		prepared := w.ready.prepared
 		w.ready.mu.Unlock()
-		for i, c := range sinks.Classes {
-			ws.Errors[string(c)] = w.errCount[i].Load()
+		phases := w.allPhases()
+		if len(phases) == 0 { // never started: report the workload with zeros
+			phases = []*phaseStats{{name: "run", rate: w.cfg.Rate, begin: mono()}}
 		}
-		if secs > 0 {
-			ws.UnitRate = float64(ws.Units) / secs
-			ws.ValueRate = float64(ws.Values) / secs
-		}
-		for op := range w.rec {
-			resp := w.rec[op].response.summary()
-			if resp.Count == 0 {
-				continue
+		for _, ps := range phases {
+			secs := ps.elapsed().Seconds()
+			ws := WorkloadSummary{
+				Name: w.name, Phase: ps.name, Source: w.cfg.Source, Target: w.target, Kind: w.kind.String(),
+				Rate: ps.rate.String(), Workers: w.cfg.Workers, Batch: w.batchSize, Seconds: secs,
+				Started: monoBase.Add(ps.begin), Prepared: prepared,
+				Units: ps.acked.Load(), UnitName: unitName(w.kind), Values: ps.valuesN.Load(),
+				Bytes: ps.bytesN.Load(), Failed: ps.failedU.Load(), Dropped: ps.dropped.Load(),
+				Scheduled: ps.scheduled.Load(), Errors: map[string]int64{},
 			}
-			o := OpSummary{Op: opName(op), Count: resp.Count, Response: resp, Service: w.rec[op].service.summary()}
+			for i, c := range sinks.Classes {
+				ws.Errors[string(c)] = ps.errCount[i].Load()
+			}
 			if secs > 0 {
-				o.PerSec = float64(resp.Count) / secs
+				ws.UnitRate = float64(ws.Units) / secs
+				ws.ValueRate = float64(ws.Values) / secs
 			}
-			ws.Ops = append(ws.Ops, o)
+			for op := range ps.rec {
+				resp := ps.rec[op].response.summary()
+				if resp.Count == 0 {
+					continue
+				}
+				o := OpSummary{Op: opName(op), Count: resp.Count, Response: resp, Service: ps.rec[op].service.summary()}
+				if secs > 0 {
+					o.PerSec = float64(resp.Count) / secs
+				}
+				ws.Ops = append(ws.Ops, o)
+			}
+			s.Workloads = append(s.Workloads, ws)
 		}
-		s.Workloads = append(s.Workloads, ws)
 	}
 	return s
 }
@@ -129,8 +135,12 @@ func (s *Summary) WriteText(out io.Writer) {
 		if w.Kind == sources.KV.String() {
 			verb = "ran"
 		}
-		fmt.Fprintf(out, "\n== workload %s: source %s -> %s, rate %s, %d workers, batch %d\n",
-			w.Name, w.Source, w.Target, w.Rate, w.Workers, w.Batch)
+		phase := ""
+		if w.Phase != "run" {
+			phase = " (" + w.Phase + " phase)"
+		}
+		fmt.Fprintf(out, "\n== workload %s%s: source %s -> %s, rate %s, %d workers, batch %d\n",
+			w.Name, phase, w.Source, w.Target, w.Rate, w.Workers, w.Batch)
 		fmt.Fprintf(out, "%s %d %s in %.1fsec with %d workers (mean rate %.2f %s/sec)\n",
 			verb, w.Units, w.UnitName, w.Seconds, w.Workers, w.UnitRate, w.UnitName)
 		if w.Values > 0 {
@@ -170,6 +180,17 @@ func (s *Summary) WriteJSONFile(path string) error {
 	}
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("cannot write summary: %w", err)
+	}
+	return nil
+}
+
+// Workload returns the summary of workload name's phase (run or load), or
+// nil.
+func (s *Summary) Workload(name, phase string) *WorkloadSummary {
+	for i := range s.Workloads {
+		if w := &s.Workloads[i]; w.Name == name && w.Phase == phase {
+			return w
+		}
 	}
 	return nil
 }

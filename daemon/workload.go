@@ -65,35 +65,61 @@ type runner struct {
 	log       *zap.Logger
 	m         *workloadMetrics
 	batchSize int
-	rec       [sources.NumOps + 1]struct{ response, service recorder }
 	errLog    *throttle
 
 	// The schedule's origin: every due time is relative to the start of
 	// the current phase (load, then run), read by the reporter and HTTP
-	// while workers run, hence atomic. Monotonic offsets from monoBase;
-	// 0 = not started.
+	// while workers run, hence atomic. Monotonic offsets from monoBase.
 	origin    atomic.Int64
 	startWall atomic.Int64 // Unix ns at origin, for row timestamps
-	first     atomic.Int64 // origin of the first phase
-	ended     atomic.Int64 // when the workload finished
+	first     atomic.Int64 // origin of the first phase; 0 = not started
 
-	sched     atomic.Pointer[schedule]
-	ctl       chan controlReq
-	pending   atomic.Int64 // due (ns since start) of the ticket the scheduler waits to enqueue; -1 = none
-	lastLag   atomic.Int64 // lag (ns) of the last ticket a worker took
+	sched    atomic.Pointer[schedule]
+	ctl      chan controlReq
+	pending  atomic.Int64 // due (ns since origin) of the ticket the scheduler waits to enqueue; -1 = none
+	lastLag  atomic.Int64 // lag (ns) of the last ticket a worker took
+	dropOnce sync.Once
+	finished atomic.Bool
+
+	cur      atomic.Pointer[phaseStats] // the phase running now
+	phasesMu sync.Mutex
+	phases   []*phaseStats // every phase started, in order
+}
+
+// phaseStats are one phase's totals, for /status, progress lines and the
+// summary (Prometheus has the same counts per workload, but reading them
+// back is awkward and mixes a KV load phase with the run).
+type phaseStats struct {
+	name  string // load or run
+	rate  pace.Rate
+	begin time.Duration // mono() at the start
+	ended atomic.Int64  // mono() at the end; 0 = running
+
+	acked     atomic.Int64 // units acknowledged
+	failedU   atomic.Int64 // units in batches that failed for good
+	valuesN   atomic.Int64
+	bytesN    atomic.Int64
 	scheduled atomic.Int64 // units scheduled (sent to workers or dropped)
 	dropped   atomic.Int64
-	dropOnce  sync.Once
-	finished  atomic.Bool
-	phase     atomic.Pointer[string]
+	errCount  [5]atomic.Int64 // failed attempts, by position in sinks.Classes
+	rec       [sources.NumOps + 1]struct{ response, service recorder }
+}
 
-	// Totals for /status, progress lines and the summary (Prometheus has
-	// the same counts, but reading them back is awkward).
-	acked    atomic.Int64 // units acknowledged
-	failedU  atomic.Int64 // units in batches that failed for good
-	valuesN  atomic.Int64
-	bytesN   atomic.Int64
-	errCount [5]atomic.Int64 // failed attempts, by position in sinks.Classes
+// elapsed is the phase's running time, to its end or now.
+func (ps *phaseStats) elapsed() time.Duration {
+	end := time.Duration(ps.ended.Load())
+	if end == 0 {
+		end = mono()
+	}
+	return end - ps.begin
+}
+
+func (ps *phaseStats) errors() int64 {
+	var n int64
+	for i := range ps.errCount {
+		n += ps.errCount[i].Load()
+	}
+	return n
 }
 
 func classPos(c sinks.Class) int {
@@ -117,8 +143,6 @@ func newRunner(cfg *Workload, kind sources.Kind, src sources.Source, sink sinks.
 	}
 	r.sched.Store(&schedule{})
 	r.pending.Store(-1)
-	run := "run"
-	r.phase.Store(&run)
 	return r
 }
 
@@ -132,34 +156,42 @@ func mono() time.Duration { return time.Since(monoBase) + 1 }
 func (r *runner) since() time.Duration { return mono() - time.Duration(r.origin.Load()) }
 
 // started reports whether the workload's first phase has begun.
-func (r *runner) started() bool { return r.first.Load() != 0 }
+func (r *runner) started() bool { return r.cur.Load() != nil }
 
-// elapsed is the workload's running time: from its first phase to its end
-// (or now).
+// elapsed is the workload's running time since its first phase began.
 func (r *runner) elapsed() time.Duration {
-	f := r.first.Load()
-	if f == 0 {
-		return 0
+	if f := r.first.Load(); f != 0 {
+		return mono() - time.Duration(f)
 	}
-	end := r.ended.Load()
-	if end == 0 {
-		end = int64(mono())
-	}
-	return time.Duration(end - f)
+	return 0
 }
 
-// beginPhase makes now the origin of the schedule and restarts the rate
-// profile from its beginning.
-func (r *runner) beginPhase() {
+// beginPhase starts phase name: now becomes the schedule's origin, the
+// rate profile starts from its beginning, and the totals start at zero.
+func (r *runner) beginPhase(name string, rate pace.Rate) *phaseStats {
 	now := mono()
+	ps := &phaseStats{name: name, rate: rate, begin: now}
 	r.startWall.Store(time.Now().UnixNano())
 	r.origin.Store(int64(now))
 	r.first.CompareAndSwap(0, int64(now))
 	s := &schedule{}
-	if !r.cfg.Rate.Max {
-		s.profile = r.perShard(r.cfg.Rate.Profile)
+	if !rate.Max {
+		s.profile = r.perShard(rate.Profile)
 	}
 	r.sched.Store(s)
+	r.lastLag.Store(0)
+	r.phasesMu.Lock()
+	r.phases = append(r.phases, ps)
+	r.phasesMu.Unlock()
+	r.cur.Store(ps)
+	return ps
+}
+
+// allPhases returns the phases started so far.
+func (r *runner) allPhases() []*phaseStats {
+	r.phasesMu.Lock()
+	defer r.phasesMu.Unlock()
+	return append([]*phaseStats(nil), r.phases...)
 }
 
 // perShard scales a rate, which is always the total over every shard, to
@@ -174,6 +206,7 @@ func (r *runner) perShard(p pace.Profile) pace.Profile {
 // phaseRun is the state of one pass over a source: the run itself, or a
 // KV load phase before it.
 type phaseRun struct {
+	st        *phaseStats
 	src       sources.Source
 	streams   chan sources.Stream // free streams; a worker holds one across Fill and Write
 	live      atomic.Int32
@@ -200,12 +233,14 @@ func (r *runner) newPhase(src sources.Source) (*phaseRun, error) {
 
 // run executes one phase until its source ends, the duration passes, or
 // genCtx is done; writes in flight may finish until drainCtx is done.
-func (r *runner) run(genCtx, drainCtx context.Context, src sources.Source, closedLoop bool, duration time.Duration) error {
+func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.Source, rate pace.Rate, duration time.Duration) error {
 	p, err := r.newPhase(src)
 	if err != nil {
 		return err
 	}
-	r.beginPhase()
+	p.st = r.beginPhase(name, rate)
+	defer func() { p.st.ended.Store(int64(mono())) }()
+	closedLoop := rate.Max
 	var wg sync.WaitGroup
 	for i := 0; i < r.cfg.Workers; i++ {
 		wg.Add(1)
@@ -318,15 +353,15 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			cutoff := math.Floor(s.nBase + s.profile.Count(now-maxLag-s.tBase))
 			n := math.Max(units, math.Floor((cutoff-sent)/B)*B)
 			sent += n
-			r.scheduled.Add(int64(n))
-			r.drop(int64(n))
+			p.st.scheduled.Add(int64(n))
+			r.drop(p.st, int64(n))
 			continue
 		}
 		r.pending.Store(int64(due))
 		select {
 		case p.queue <- ticket{due: due, units: int(units)}:
 			sent += units
-			r.scheduled.Add(int64(units))
+			p.st.scheduled.Add(int64(units))
 		case <-ctx.Done():
 			return
 		case <-p.exhausted:
@@ -392,8 +427,8 @@ func (r *runner) control(ctx context.Context, c controlReq) error {
 }
 
 // drop counts n scheduled units as dropped.
-func (r *runner) drop(n int64) {
-	r.dropped.Add(n)
+func (r *runner) drop(ps *phaseStats, n int64) {
+	ps.dropped.Add(n)
 	r.m.dropped.Add(float64(n))
 	r.dropOnce.Do(func() {
 		r.log.Warn("dropping scheduled work: the target or the workers cannot keep up; "+
@@ -413,34 +448,38 @@ func isClosed(c chan struct{}) bool {
 
 // worker holds what one worker reuses across batches.
 type worker struct {
+	st     *phaseStats
 	b      *sources.Batch
 	wctx   *writeCtx
 	counts [sources.NumOps]int64
 }
 
-func (r *runner) newWorker(drainCtx context.Context, src sources.Source) *worker {
-	var b *sources.Batch
+func (r *runner) newWorker(drainCtx context.Context, st *phaseStats, src sources.Source) *worker {
+	return &worker{st: st, b: newBatch(src), wctx: newWriteCtx(drainCtx, r.cfg.Timeout)}
+}
+
+// newBatch returns an empty batch shaped for src.
+func newBatch(src sources.Source) *sources.Batch {
 	if bs, ok := src.(sources.Batcher); ok {
-		b = bs.NewBatch()
-	} else {
-		b = sources.NewSeriesBatch(src.Schemas())
+		return bs.NewBatch()
 	}
-	return &worker{b: b, wctx: newWriteCtx(drainCtx, r.cfg.Timeout)}
+	return sources.NewSeriesBatch(src.Schemas())
 }
 
 // openWorker takes tickets until the queue is closed.
 func (r *runner) openWorker(drainCtx context.Context, p *phaseRun) {
-	w := r.newWorker(drainCtx, p.src)
+	w := r.newWorker(drainCtx, p.st, p.src)
 	defer w.wctx.close()
 	maxLag := r.cfg.MaxLag
 	for t := range p.queue {
 		if drainCtx.Err() != nil {
-			continue // drain the queue without sending
+			p.st.scheduled.Add(-int64(t.units)) // drain the queue without sending
+			continue
 		}
 		lag := r.since() - t.due
 		r.lastLag.Store(int64(lag))
 		if lag > maxLag {
-			r.drop(int64(t.units))
+			r.drop(p.st, int64(t.units))
 			continue
 		}
 		if !r.execute(drainCtx, p, w, t) {
@@ -452,14 +491,14 @@ func (r *runner) openWorker(drainCtx context.Context, p *phaseRun) {
 // closedWorker sends batch after batch as fast as the target answers
 // (RATE=max); the intended start of a batch is when the worker starts it.
 func (r *runner) closedWorker(genCtx, drainCtx context.Context, p *phaseRun, duration time.Duration) {
-	w := r.newWorker(drainCtx, p.src)
+	w := r.newWorker(drainCtx, p.st, p.src)
 	defer w.wctx.close()
 	for genCtx.Err() == nil && !isClosed(p.exhausted) {
 		now := r.since()
 		if duration > 0 && now >= duration {
 			return
 		}
-		r.scheduled.Add(int64(r.batchSize))
+		p.st.scheduled.Add(int64(r.batchSize))
 		if !r.execute(drainCtx, p, w, ticket{due: now, units: r.batchSize}) {
 			return
 		}
@@ -500,6 +539,10 @@ func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) 
 	if b.Len() > 0 {
 		r.write(ctx, w, t.due)
 	}
+	if n := t.units - b.Len(); held == nil && n > 0 {
+		// The data set ended inside this ticket: those units never existed.
+		w.st.scheduled.Add(-int64(n))
+	}
 	if held == nil {
 		return !isClosed(p.exhausted) && ctx.Err() == nil
 	}
@@ -530,7 +573,7 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) {
 		done := r.since()
 		if n > 0 {
 			r.m.bytes.Add(float64(n))
-			r.bytesN.Add(int64(n))
+			w.st.bytesN.Add(int64(n))
 		}
 		if err == nil {
 			r.succeeded(w, done-due, done-sendStart)
@@ -547,8 +590,8 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) {
 			r.failed(w, class, true)
 			if n := min(sinks.Stored(err), b.Len()); n > 0 {
 				// A partial write: count what the target kept.
-				r.acked.Add(int64(n))
-				r.failedU.Add(-int64(n))
+				w.st.acked.Add(int64(n))
+				w.st.failedU.Add(-int64(n))
 				if !kv {
 					r.m.rows.Add(float64(n))
 				}
@@ -565,16 +608,16 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) {
 // succeeded counts an acknowledged batch and records its latencies.
 func (r *runner) succeeded(w *worker, response, service time.Duration) {
 	b := w.b
-	r.acked.Add(int64(b.Len()))
+	w.st.acked.Add(int64(b.Len()))
 	if r.kind != sources.KV {
-		r.valuesN.Add(int64(b.NumValues))
+		w.st.valuesN.Add(int64(b.NumValues))
 		om := r.m.ops[writeOp]
 		om.ok.Inc()
 		om.response.Observe(response.Seconds())
 		om.service.Observe(service.Seconds())
 		r.m.rows.Add(float64(b.Len()))
 		r.m.values.Add(float64(b.NumValues))
-		rec := &r.rec[writeOp]
+		rec := &w.st.rec[writeOp]
 		rec.response.record(response, 1)
 		rec.service.record(service, 1)
 		return
@@ -590,8 +633,8 @@ func (r *runner) succeeded(w *worker, response, service time.Duration) {
 			om.response.Observe(rs)
 			om.service.Observe(ss)
 		}
-		r.rec[op].response.record(response, c)
-		r.rec[op].service.record(service, c)
+		w.st.rec[op].response.record(response, c)
+		w.st.rec[op].service.record(service, c)
 	}
 }
 
@@ -599,9 +642,9 @@ func (r *runner) succeeded(w *worker, response, service time.Duration) {
 // as failed operations.
 func (r *runner) failed(w *worker, class sinks.Class, final bool) {
 	if final {
-		r.failedU.Add(int64(w.b.Len()))
+		w.st.failedU.Add(int64(w.b.Len()))
 	} else {
-		r.errCount[classPos(class)].Add(1)
+		w.st.errCount[classPos(class)].Add(1)
 	}
 	if r.kind != sources.KV {
 		om := r.m.ops[writeOp]

@@ -7,8 +7,10 @@ import (
 	"github.com/soakd/soakd/sinks/influx"
 	"github.com/soakd/soakd/sinks/null"
 	"github.com/soakd/soakd/sinks/postgres"
+	"github.com/soakd/soakd/sinks/redis"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/iot"
+	"github.com/soakd/soakd/sources/kv"
 	"github.com/soakd/soakd/sources/seq"
 )
 
@@ -20,6 +22,7 @@ func plugins() *daemon.Plugins {
 	r.Add(sinks.Entry{Schemes: []string{"file"}, Kinds: series, Open: file.Open, Check: file.Check})
 	r.Add(sinks.Entry{Schemes: []string{"postgres", "postgresql"}, Kinds: series, Open: postgres.Open, Check: postgres.Check})
 	r.Add(sinks.Entry{Schemes: []string{"influx", "influxs", "influx1"}, Kinds: series, Open: influx.Open, Check: influx.Check})
+	r.Add(sinks.Entry{Schemes: redis.Schemes, Kinds: []sources.Kind{sources.KV}, Open: redis.Open, Check: redis.Check})
 
 	srcs := daemon.Sources{
 		{
@@ -31,6 +34,15 @@ func plugins() *daemon.Plugins {
 			},
 			New: func(w *daemon.Workload) (sources.Source, error) {
 				return iot.New(w.Source, *w.Ext.(*iot.Config), w.Seed, w.Shard)
+			},
+		},
+		{
+			Names:    []string{"kv"},
+			Kind:     sources.KV,
+			Settings: func() any { return &kv.Config{} },
+			Validate: func(w *daemon.Workload) error { return w.Ext.(*kv.Config).Validate() },
+			New: func(w *daemon.Workload) (sources.Source, error) {
+				return kv.New(*w.Ext.(*kv.Config), w.Seed, w.Shard)
 			},
 		},
 		{
@@ -49,7 +61,7 @@ func plugins() *daemon.Plugins {
 		// In-process targets only: a run with no TARGET sends nothing out.
 		Builtin: map[sources.Kind]string{
 			sources.Series: "null://?latency=1ms..4ms",
-			sources.KV:     "null://?latency=200us..800us",
+			sources.KV:     "redis://embedded",
 		},
 	}
 }

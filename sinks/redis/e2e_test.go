@@ -38,10 +38,26 @@ func plugins() *daemon.Plugins {
 }
 
 // runDaemon runs the engine with SOAKD_KV_* settings kv (pairs, without
-// the prefix) and returns the kv workload's summary.
+// the prefix) and returns the summary of the kv workload's run phase.
 func runDaemon(t *testing.T, ctx context.Context, log *zap.Logger, kvs ...string) daemon.WorkloadSummary {
 	t.Helper()
-	env := map[string]string{"SOAKD_LISTEN": "", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_WORKLOADS": "kv"}
+	return *runPhase(t, runDaemonSummary(t, ctx, log, kvs...), "run")
+}
+
+// runPhase returns the kv workload's summary of phase (run or load).
+func runPhase(t *testing.T, sum *daemon.Summary, phase string) *daemon.WorkloadSummary {
+	t.Helper()
+	w := sum.Workload("kv", phase)
+	if w == nil {
+		t.Fatalf("no %s phase in the summary: %+v", phase, sum.Workloads)
+	}
+	return w
+}
+
+// runDaemonSummary is runDaemon returning the whole summary.
+func runDaemonSummary(t *testing.T, ctx context.Context, log *zap.Logger, kvs ...string) *daemon.Summary {
+	t.Helper()
+	env := map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_WORKLOADS": "kv"}
 	for i := 0; i+1 < len(kvs); i += 2 {
 		env["SOAKD_KV_"+kvs[i]] = kvs[i+1]
 	}
@@ -58,7 +74,7 @@ func runDaemon(t *testing.T, ctx context.Context, log *zap.Logger, kvs ...string
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	return sum.Workloads[0]
+	return sum
 }
 
 func opSummary(t *testing.T, w daemon.WorkloadSummary, op string) daemon.OpSummary {
@@ -79,7 +95,8 @@ func TestDaemonLoadAuto(t *testing.T) {
 	a := admin(t, srv)
 	settings := []string{"TARGET", srv.URL + "?index=false", "RECORDS", "3000", "WORKLOAD", "c", "RATE", "max",
 		"WORKERS", "4", "PIPELINE", "8", "DURATION", "1s", "DATA_TYPE", "hash", "KEY_PREFIX", "auto:"}
-	w := runDaemon(t, context.Background(), zaptest.NewLogger(t), settings...)
+	sum := runDaemonSummary(t, context.Background(), zaptest.NewLogger(t), settings...)
+	w, load := *runPhase(t, sum, "run"), *runPhase(t, sum, "load")
 	if n, _ := a.DBSize(context.Background()).Result(); n != 3000 {
 		t.Fatalf("DBSIZE = %d after LOAD=auto, want 3000", n)
 	}
@@ -94,7 +111,7 @@ func TestDaemonLoadAuto(t *testing.T) {
 	if read.Count == 0 || errs != 0 || w.Failed != 0 {
 		t.Fatalf("reads %d, failed %d, errors %v", read.Count, w.Failed, w.Errors)
 	}
-	if insert := opSummary(t, w, "insert"); insert.Count != 3000 {
+	if insert := opSummary(t, load, "insert"); insert.Count != 3000 || load.Units != 3000 || load.Scheduled != 3000 {
 		t.Fatalf("the load phase inserted %d records, want 3000", insert.Count)
 	}
 	runDaemon(t, context.Background(), zaptest.NewLogger(t), settings...)
