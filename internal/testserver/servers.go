@@ -179,13 +179,28 @@ func InfluxBinary() string {
 	return FindBinary("influxd", GoBinDirs()...)
 }
 
+// InfluxOption changes the configuration of a test InfluxDB.
+type InfluxOption func(*influxOptions)
+
+type influxOptions struct {
+	auth bool
+}
+
+// InfluxAuth turns authentication on (with no user yet, InfluxDB lets the
+// first admin be created without credentials).
+func InfluxAuth() InfluxOption { return func(o *influxOptions) { o.auth = true } }
+
 // Influx starts InfluxDB 1.x (influxd) on a free port with reporting off.
 // Its URL is http://127.0.0.1:PORT.
-func Influx(t testing.TB) *Server {
+func Influx(t testing.TB, opts ...InfluxOption) *Server {
 	t.Helper()
 	bin := InfluxBinary()
 	if bin == "" {
 		Unavailable(t, "no influxd binary (go install github.com/influxdata/influxdb/cmd/influxd@v1.8.10)")
+	}
+	var o influxOptions
+	for _, opt := range opts {
+		opt(&o)
 	}
 	dir := TempDir(t, "")
 	port, rpc := FreePort(t), FreePort(t)
@@ -206,12 +221,13 @@ bind-address = "127.0.0.1:%d"
   bind-address = "%[3]s"
   log-enabled = false
   flux-enabled = false
+  auth-enabled = %[4]t
 [continuous_queries]
   enabled = false
 [logging]
   suppress-logo = true
   level = "warn"
-`, rpc, dir, addr)
+`, rpc, dir, addr, o.auth)
 	cf := filepath.Join(dir, "influxdb.conf")
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)

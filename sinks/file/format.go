@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/soakd/soakd/internal/devcache"
 	"github.com/soakd/soakd/sinks/lineproto"
 	"github.com/soakd/soakd/sources"
 )
@@ -102,22 +103,17 @@ type textEncoder struct {
 	tsText  []byte
 	cur     *tagCache
 	caches  []*tagCache
-	cached  int
+	budget  devcache.Budget // bytes held by all tag caches
 }
 
 // tagCacheBytes bounds the memory a text encoder spends caching encoded
 // tag columns (a device's tags never change).
 const tagCacheBytes = 2 << 20
 
-const maxCachedDevice = 1 << 18
-
-// tagCache holds, per device, the encoded tag columns of one schema:
-// off[d] is 1 + the offset in arena (0 = not cached), size[d] the length.
+// tagCache holds, per device, the encoded tag columns of one schema.
 type tagCache struct {
 	schema *sources.Schema
-	off    []uint32
-	size   []uint16
-	arena  []byte
+	devcache.Cache
 }
 
 func (e *textEncoder) cache(s *sources.Schema) *tagCache {
@@ -139,10 +135,8 @@ func (e *textEncoder) cache(s *sources.Schema) *tagCache {
 // appendTags appends sep and each tag column of device dev.
 func (e *textEncoder) appendTags(dst []byte, s *sources.Schema, dev uint32, sep byte) []byte {
 	c := e.cache(s)
-	if int(dev) < len(c.off) {
-		if o := c.off[dev]; o != 0 {
-			return append(dst, c.arena[o-1:o-1+uint32(c.size[dev])]...)
-		}
+	if out, ok := c.Append(dst, dev); ok {
+		return out
 	}
 	start := len(dst)
 	for k := range s.TagKeys {
@@ -157,19 +151,10 @@ func (e *textEncoder) appendTags(dst []byte, s *sources.Schema, dev uint32, sep 
 			dst = appendCopy(dst, e.scratch)
 		}
 	}
-	n := len(dst) - start
-	if dev < maxCachedDevice && n <= 0xffff && e.cached+n+4 <= tagCacheBytes {
-		if int(dev) >= len(c.off) {
-			grow := int(dev) + 1 - len(c.off)
-			e.cached += grow * 6
-			c.off = append(c.off, make([]uint32, grow)...)
-			c.size = append(c.size, make([]uint16, grow)...)
-		}
-		c.off[dev] = uint32(len(c.arena)) + 1
-		c.size[dev] = uint16(n)
-		c.arena = append(c.arena, dst[start:]...)
-		e.cached += n
+	if e.budget.Limit == 0 {
+		e.budget.Limit = tagCacheBytes
 	}
+	c.Put(dev, dst[start:], &e.budget)
 	return dst
 }
 

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,46 +20,9 @@ import (
 // database "shared" only.
 func startInfluxAuth(t *testing.T) string {
 	t.Helper()
-	bin := testserver.InfluxBinary()
-	if bin == "" {
-		testserver.Unavailable(t, "no influxd binary (go install github.com/influxdata/influxdb/cmd/influxd@v1.8.10)")
-	}
-	dir := testserver.TempDir(t, "")
-	addr := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))
-	conf := fmt.Sprintf(`reporting-disabled = true
-bind-address = "127.0.0.1:%d"
-[meta]
-  dir = "%[2]s/meta"
-[data]
-  dir = "%[2]s/data"
-  wal-dir = "%[2]s/wal"
-  query-log-enabled = false
-[monitor]
-  store-enabled = false
-[http]
-  bind-address = "%[3]s"
-  auth-enabled = true
-  log-enabled = false
-[logging]
-  level = "warn"
-`, testserver.FreePort(t), dir, addr)
-	cf := filepath.Join(dir, "influxdb.conf")
-	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	srv := testserver.Influx(t, testserver.InfluxAuth())
+	addr := srv.Addr
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
-	testserver.Start(t, testserver.Command{
-		Name: "influxd", Path: bin, Args: []string{"run", "-config", cf}, Dir: dir,
-		Ready: func(ctx context.Context) error {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/ping", nil)
-			resp, err := hc.Do(req)
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			return nil
-		},
-	})
 	// With no user yet, InfluxDB accepts creating the first admin.
 	for _, q := range []string{
 		`CREATE USER admin WITH PASSWORD 's3cret' WITH ALL PRIVILEGES`,

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/soakd/soakd/internal/devcache"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -72,7 +73,7 @@ type Encoder struct {
 	scratch []byte
 	cur     *schemaEnc
 	schemas []*schemaEnc
-	cached  int // bytes held by all tag caches
+	budget  devcache.Budget // bytes held by all schemas' tag caches
 
 	lastTs    int64
 	lastTsSet bool
@@ -82,19 +83,12 @@ type Encoder struct {
 // TagCacheBytes bounds the memory an Encoder spends on cached tag sets.
 const TagCacheBytes = 2 << 20
 
-// maxCachedDevice bounds the per-schema index of the tag cache.
-const maxCachedDevice = 1 << 18
-
 type schemaEnc struct {
 	schema *sources.Schema
 	meas   []byte
-	tagKey [][]byte // ",key=" escaped
-	field  [][]byte // "name=" escaped
-	// tag cache: off[d] is 1 + the offset of device d's tag set in arena,
-	// whose length is in size[d]; 0 means not cached.
-	off   []uint32
-	size  []uint16
-	arena []byte
+	tagKey [][]byte       // ",key=" escaped
+	field  [][]byte       // "name=" escaped
+	tags   devcache.Cache // escaped tag sets by device
 }
 
 func (e *Encoder) prepare(s *sources.Schema) *schemaEnc {
@@ -124,10 +118,8 @@ func (e *Encoder) prepare(s *sources.Schema) *schemaEnc {
 // appendTags appends device dev's escaped tag set, from the cache when
 // it can.
 func (e *Encoder) appendTags(dst []byte, se *schemaEnc, dev uint32) []byte {
-	if int(dev) < len(se.off) {
-		if o := se.off[dev]; o != 0 {
-			return append(dst, se.arena[o-1:o-1+uint32(se.size[dev])]...)
-		}
+	if out, ok := se.tags.Append(dst, dev); ok {
+		return out
 	}
 	start := len(dst)
 	s := se.schema
@@ -140,19 +132,10 @@ func (e *Encoder) appendTags(dst []byte, se *schemaEnc, dev uint32) []byte {
 			dst = dst[:mark] // line protocol has no empty tag values
 		}
 	}
-	n := len(dst) - start
-	if dev < maxCachedDevice && n <= 0xffff && e.cached+n+4 <= TagCacheBytes {
-		if int(dev) >= len(se.off) {
-			grow := int(dev) + 1 - len(se.off)
-			e.cached += grow * 6
-			se.off = append(se.off, make([]uint32, grow)...)
-			se.size = append(se.size, make([]uint16, grow)...)
-		}
-		se.off[dev] = uint32(len(se.arena)) + 1
-		se.size[dev] = uint16(n)
-		se.arena = append(se.arena, dst[start:]...)
-		e.cached += n
+	if e.budget.Limit == 0 {
+		e.budget.Limit = TagCacheBytes
 	}
+	se.tags.Put(dev, dst[start:], &e.budget)
 	return dst
 }
 

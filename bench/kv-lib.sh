@@ -1,0 +1,60 @@
+# shellcheck shell=bash
+# Helpers shared by bench/redis.sh and bench/ycsb.sh (sourced, not run):
+# the peer tools' settings from ../shared/peers/lib.sh (PEERS_DIR), soakd
+# built from this checkout, redis-server start/stop, one soakd run, and
+# reading figures from soakd's summary JSON.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PEERS_DIR=${PEERS_DIR:-$root/../shared/peers}
+[ -d "$PEERS_DIR" ] || PEERS_DIR=/work/shared/peers
+# shellcheck source=/dev/null
+. "$PEERS_DIR/lib.sh"
+RUNS=${RUNS:-3}
+OUT=${OUT:-$PEERS_RUN/logs/soakd-bench-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+
+# build_soakd: soakd from this checkout into $OUT (SOAKD_BIN wins).
+build_soakd() {
+	if [ -n "${SOAKD_BIN:-}" ]; then
+		echo "$SOAKD_BIN"
+		return
+	fi
+	(cd "$root" && go build -o "$OUT/soakd" ./cmd/soakd) >&2 || die "cannot build soakd"
+	echo "$OUT/soakd"
+}
+
+started_redis=0
+ensure_redis() {
+	if "$PEERS_DIR/servers.sh" status redis | grep -q running; then
+		return
+	fi
+	"$PEERS_DIR/servers.sh" start redis >&2 || die "cannot start redis-server"
+	started_redis=1
+}
+stop_redis() {
+	if [ "$started_redis" = 1 ]; then
+		"$PEERS_DIR/servers.sh" stop redis >&2 || true
+	fi
+}
+
+rcli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
+
+# soakd_run LOG SUMMARY_JSON VAR=VALUE...: one soakd run with the given
+# SOAKD_* settings (nothing else from the environment leaks in).
+soakd_run() {
+	local log=$1 sum=$2
+	shift 2
+	env -i PATH="$PATH" HOME="${HOME:-/root}" SOAKD_LISTEN=127.0.0.1:0 SOAKD_PROGRESS_INTERVAL=0 SOAKD_SUMMARY_JSON="$sum" \
+		SOAKD_WORKLOADS=kv "$@" timeout "${BENCH_TIMEOUT:-300}" "$SOAKD" >"$log" 2>&1
+}
+
+# soakd_figure SUMMARY_JSON OP: "ops_per_s p50_ms p99_ms" of OP from a
+# summary (the response latency, from the intended start; in closed loop
+# that is from the start of the batch).
+soakd_figure() {
+	jq -r --arg op "$2" '.workloads[] | select(.phase == "run") | .ops[] | select(.op == $op) |
+		"\(.per_second | floor) \(.response_seconds.p50 * 1e6 | round / 1000) \(.response_seconds.p99 * 1e6 | round / 1000)"' "$1"
+}
+
+# median of the numbers on stdin
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)] }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
