@@ -8,7 +8,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -376,6 +378,33 @@ func TestPartialWritesCountStoredRows(t *testing.T) {
 		}
 		if got := gatherValue(t, res, "soakd_rows_total"); got != 40 {
 			t.Errorf("soakd_rows_total = %v, want 40", got)
+		}
+	})
+}
+
+// While the target cannot keep up, soakd_schedule_lag_seconds shows how far
+// behind the schedule is; it stays within MAX_LAG (older work is dropped).
+func TestLagGauge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "10",
+			"SOAKD_SEQ_WORKERS", "2", "SOAKD_SEQ_DURATION", "10s", "SOAKD_SEQ_MAX_LAG", "2s",
+			"SOAKD_SEQ_TARGET", "null://?capacity=500"), p)
+		reg := prometheus.NewRegistry()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p})
+		}()
+		time.Sleep(5500 * time.Millisecond)
+		lag := gatherValue(t, runResult{reg: reg}, "soakd_schedule_lag_seconds")
+		rate := gatherValue(t, runResult{reg: reg}, "soakd_target_rate")
+		<-done
+		if lag < 0.5 || lag > 2.5 {
+			t.Errorf("lag %.3fs while the target does a quarter of the rate; want between 0.5s and MAX_LAG", lag)
+		}
+		if rate != 2000 {
+			t.Errorf("soakd_target_rate = %v", rate)
 		}
 	})
 }

@@ -98,9 +98,8 @@ func (r *reporter) newBar(out io.Writer) *progressbar.ProgressBar {
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionSetPredictTime(true),
 	}
-	if !r.byTime {
-		opts = append(opts, progressbar.OptionShowIts(), progressbar.OptionSetItsString("units"))
-	}
+	// The description carries the achieved rate; the bar's own would be
+	// wrong, since the bar is set to totals, not incremented.
 	return progressbar.NewOptions64(r.total, opts...)
 }
 
