@@ -47,7 +47,7 @@ type Config struct {
 // Workload configures one stream of load: a source, a target and a rate.
 type Workload struct {
 	Name         string        `env:"-"`
-	Source       string        `env:"SOURCE" help:"data source: devops, devops-full, iot, massive, kv; default: the workload's name when it names a source"`
+	Source       string        `env:"SOURCE" help:"data source: devops, devops-full, iot, massive, kv, seq; default: the workload's name when it names a source"`
 	Target       string        `env:"TARGET" secret:"url" help:"sink URL (postgres://, influx://, influx1://, redis://, null://, file://); empty = a built-in target"`
 	Rate         pace.Rate     `env:"RATE" envDefault:"1000" help:"max, units/s (5000, 2.5k), stages DUR:TARGET,... (30s:1000,5m:20000) or step:START+STEP/EVERY[..MAX]"`
 	Workers      int           `env:"WORKERS" envDefault:"4" help:"concurrent writers (connections)"`

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # soakd's whole test suite, as CI runs it: installs the servers the
 # integration tests need when missing, then go vet, staticcheck and every
-# test (unit, integration against real servers, fuzz seed corpora).
+# test (unit, integration against real servers, fuzz seed corpora), then
+# the suite again under the race detector.
 # Extra arguments go to `go test` (e.g. -run TestX, -v).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,3 +17,7 @@ echo "== staticcheck" >&2
 go tool staticcheck ./...
 echo "== go test" >&2
 go test -count=1 -timeout 60m "$@" ./...
+# Again under the race detector; -short skips only the real-time rate
+# checks, whose timing the detector's overhead would distort.
+echo "== go test -race -short" >&2
+go test -race -short -count=1 -timeout 60m "$@" ./...

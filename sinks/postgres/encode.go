@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 
 	"github.com/soakd/soakd/sources"
 )
@@ -110,6 +111,13 @@ const copyChunk = 64 << 10
 // it from a goroutine of its own while the caller waits, so it is never
 // used concurrently.
 type copyReader struct {
+	// pgconn.CopyFrom reads from a goroutine of its own and, on some
+	// connection errors, returns without waiting for it. mu and abandoned
+	// make sure that goroutine never touches the caller's table (or the
+	// next batch's) after Write has returned.
+	mu        sync.Mutex
+	abandoned bool
+
 	t     *sources.Table
 	row   int
 	buf   []byte
@@ -118,9 +126,22 @@ type copyReader struct {
 	total int // bytes produced
 }
 
+// errAbandoned stops a CopyFrom goroutine that outlived its Write.
+var errAbandoned = errors.New("copy abandoned after an error")
+
 func (r *copyReader) reset(t *sources.Table) {
 	r.t, r.row, r.off, r.done, r.total = t, 0, 0, false, 0
 	r.buf = append(r.buf[:0], copyHeader...)
+}
+
+// abandon ends the reader for good after a failed CopyFrom (waiting for a
+// Read in progress) and returns the bytes it produced. The reader must not
+// be reused: a goroutine may still hold it.
+func (r *copyReader) abandon() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.abandoned, r.t = true, nil
+	return r.total
 }
 
 // fill encodes the next rows (and the trailer after the last one).
@@ -140,6 +161,11 @@ func (r *copyReader) fill() {
 
 // Read implements io.Reader.
 func (r *copyReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.abandoned {
+		return 0, errAbandoned
+	}
 	n := 0
 	for n < len(p) {
 		if r.off == len(r.buf) {

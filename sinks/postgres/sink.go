@@ -64,6 +64,9 @@ type writer struct {
 	cr copyReader
 	pe paramEncoder
 	sb strings.Builder
+	// broken marks a writer whose copy reader a pgconn goroutine may
+	// still hold: it is dropped, never reused.
+	broken bool
 }
 
 // connState is what a connection has been given: prepared statements and
@@ -198,6 +201,9 @@ func (s *Sink) getWriter() *writer {
 }
 
 func (s *Sink) putWriter(w *writer) {
+	if w.broken {
+		return
+	}
 	w.cr.t = nil
 	select {
 	case s.writers <- w:
@@ -343,10 +349,12 @@ func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tabl
 		}
 		w.cr.reset(t)
 		tag, err := pc.CopyFrom(ctx, &w.cr, sql)
-		total += w.cr.total
 		if err != nil {
+			w.broken = true
+			total += w.cr.abandon()
 			return total, fmt.Errorf("cannot copy %d rows into %s: %w", n, p.schema.Measurement, err)
 		}
+		total += w.cr.total
 		if got := tag.RowsAffected(); got != int64(n) && s.cfg.Dialect != KWDB {
 			return total, sinks.NewError(sinks.Other, false, fmt.Errorf("copied %d rows into %s but the server stored %d", n, p.schema.Measurement, got))
 		}
