@@ -10,9 +10,7 @@
 # shared/peers/RESULTS.md); progress on stderr.
 #
 # Env: RUNS=3  SCALES="100 4000"  TSBS=/opt/peers/bin/tsbs_generate_data
-#      SOAKD=path to a soakd binary with the generate subcommand (default:
-#      built from ./cmd/soakd, or from internal/gencmd's test binary while
-#      cmd/soakd does not have it yet)
+#      SOAKD=path to a soakd binary (default: built from ./cmd/soakd)
 #      MASSIVE_SPAN=+1m  ONLY="tsbs massive"
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,16 +25,8 @@ log() { echo "gen.sh: $*" >&2; }
 wants() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 if [ -z "${SOAKD:-}" ]; then
-	if [ -d "$root/cmd/soakd" ] && (cd "$root" && go build -o "$tmp/soakd" ./cmd/soakd) &&
-		"$tmp/soakd" generate --help >/dev/null 2>&1; then
-		SOAKD=$tmp/soakd
-	else
-		log "cmd/soakd has no generate subcommand yet: using internal/gencmd's test binary"
-		(cd "$root" && go test -c -o "$tmp/gencmd.test" ./internal/gencmd)
-		printf '#!/bin/sh\n[ "$1" = generate ] && shift\nGENCMD_MAIN=1 exec %s -- "$@"\n' "$tmp/gencmd.test" >"$tmp/soakd"
-		chmod +x "$tmp/soakd"
-		SOAKD=$tmp/soakd
-	fi
+	(cd "$root" && go build -o "$tmp/soakd" ./cmd/soakd) || { log "cannot build soakd"; exit 1; }
+	SOAKD=$tmp/soakd
 fi
 
 now() { date +%s.%N; }

@@ -288,22 +288,12 @@ func (w *Workload) validatePlugins(p *Plugins) []error {
 
 // prefixSettingErrors names the full variable of each *sources.SettingError.
 func prefixSettingErrors(err error, prefix string) []error {
-	var list []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		list = j.Unwrap()
-	} else {
-		list = []error{err}
-	}
-	out := make([]error, 0, len(list))
-	for _, e := range list {
-		var se *sources.SettingError
-		if errors.As(e, &se) {
-			out = append(out, &ConfigError{Key: prefix + se.Setting, Err: se.Err})
-		} else {
-			out = append(out, &ConfigError{Key: prefix + "SOURCE", Err: e})
+	return flattenErrs(sources.RenameSettings(err, func(setting string, cause error) error {
+		if setting == "" {
+			setting = "SOURCE"
 		}
-	}
-	return out
+		return &ConfigError{Key: prefix + setting, Err: cause}
+	}))
 }
 
 func (w *Workload) validate() []error {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -103,7 +104,7 @@ func (r *reporter) newBar(out io.Writer) *progressbar.ProgressBar {
 	return progressbar.NewOptions64(r.total, opts...)
 }
 
-func (r *reporter) run(ctx interface{ Done() <-chan struct{} }) {
+func (r *reporter) run(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	last := time.Now()

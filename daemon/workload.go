@@ -285,12 +285,7 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 		case c := <-r.ctl:
 			ctlReq = &c
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
+		timer.Stop() // since Go 1.23 no stale tick survives Stop
 		return false
 	}
 	for {
@@ -306,7 +301,7 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 		if duration > 0 && now >= duration {
 			return
 		}
-		if s.paused || s.profile == nil {
+		if s.paused { // profile is never nil here: closed loop has no scheduler
 			limit := time.Duration(math.MaxInt64)
 			if duration > 0 {
 				limit = duration - now

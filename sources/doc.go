@@ -6,9 +6,9 @@
 // appends the next units (rows or key-value operations) into a Batch that the
 // caller owns and reuses, so steady-state generation does not allocate.
 //
-//	src, _ := iot.NewDevops(cfg)            // a Source
-//	st, _ := src.Stream(0, 4)               // worker 0 of 4
-//	var b sources.Batch
+//	src, _ := iot.New("devops", cfg, seed, sources.Shard{}) // a Source
+//	st, _ := src.Stream(0, 4)                               // worker 0 of 4
+//	b := sources.NewSeriesBatch(src.Schemas())
 //	for {
 //		b.Reset()
 //		err := st.Fill(&b, 1000, time.Now().UnixNano())

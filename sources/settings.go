@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -64,9 +65,6 @@ func (s Shard) String() string {
 	return strconv.Itoa(s.Index) + "/" + strconv.Itoa(s.Count)
 }
 
-// Whole reports whether the shard is the whole data set.
-func (s Shard) Whole() bool { return s.Count <= 1 }
-
 // Split returns the sub-slice part of parts of this shard: the slice
 // Index+part*Count of Count*parts. The parts of a shard are disjoint and
 // their union is the shard: item i belongs to part p exactly when
@@ -87,4 +85,28 @@ func (s Shard) Owns(i uint64) bool {
 		return true
 	}
 	return i%uint64(s.Count) == uint64(s.Index)
+}
+
+// RenameSettings rewrites each error joined in err (as Validate returns
+// them) with rename(setting, cause): setting is the *SettingError's name
+// and cause its error, or "" and the error itself for other errors. Callers
+// use it to name settings as the user wrote them (an env var, a flag).
+func RenameSettings(err error, rename func(setting string, cause error) error) error {
+	if err == nil {
+		return nil
+	}
+	list := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	}
+	out := make([]error, 0, len(list))
+	for _, e := range list {
+		var se *SettingError
+		if errors.As(e, &se) {
+			out = append(out, rename(se.Setting, se.Err))
+		} else {
+			out = append(out, rename("", e))
+		}
+	}
+	return errors.Join(out...)
 }

@@ -42,11 +42,11 @@ func (c *Cache) Append(dst []byte, dev uint32) (out []byte, ok bool) {
 // Put caches b as device dev's bytes when the budget allows; it copies b.
 func (c *Cache) Put(dev uint32, b []byte, budget *Budget) {
 	n := len(b)
-	if dev >= MaxDevice || n > 0xffff || budget.Used+n+4 > budget.Limit {
+	grow := max(0, int(dev)+1-len(c.off)) // index slots to add, 6 bytes each
+	if dev >= MaxDevice || n > 0xffff || budget.Used+n+grow*6 > budget.Limit {
 		return
 	}
-	if int(dev) >= len(c.off) {
-		grow := int(dev) + 1 - len(c.off)
+	if grow > 0 {
 		budget.Used += grow * 6
 		c.off = append(c.off, make([]uint32, grow)...)
 		c.size = append(c.size, make([]uint16, grow)...)

@@ -33,6 +33,22 @@ func TestCache(t *testing.T) {
 	}
 }
 
+// The index counts against the budget too: two caches sharing one budget
+// cannot grow past it with sparse, high device numbers.
+func TestBudgetCountsIndex(t *testing.T) {
+	t.Parallel()
+	b := Budget{Limit: 2 << 20}
+	var c1, c2 Cache
+	c1.Put(MaxDevice-1, []byte("x"), &b)
+	c2.Put(MaxDevice-1, []byte("y"), &b)
+	if b.Used > b.Limit {
+		t.Fatalf("used %d of a %d budget", b.Used, b.Limit)
+	}
+	if _, ok := c2.Append(nil, MaxDevice-1); ok {
+		t.Error("the second cache should not fit in the budget")
+	}
+}
+
 func BenchmarkAppend(b *testing.B) {
 	bud := Budget{Limit: 1 << 20}
 	var c Cache

@@ -123,22 +123,12 @@ func flagName(setting string) string {
 
 // settingErrors rewrites *sources.SettingError into flag terms.
 func settingErrors(err error) error {
-	var out []error
-	var list []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		list = j.Unwrap()
-	} else {
-		list = []error{err}
-	}
-	for _, e := range list {
-		var se *sources.SettingError
-		if errors.As(e, &se) {
-			out = append(out, fmt.Errorf("%s: %w", flagName(se.Setting), se.Err))
-		} else {
-			out = append(out, e)
+	return sources.RenameSettings(err, func(setting string, cause error) error {
+		if setting == "" {
+			return cause
 		}
-	}
-	return errors.Join(out...)
+		return fmt.Errorf("%s: %w", flagName(setting), cause)
+	})
 }
 
 // Main runs `soakd generate args...` and returns the exit code: 0 done, 1
@@ -157,7 +147,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "soakd generate: %v\n", settingErrors(err))
 		return 2
 	}
-	multi := o.format.PerTable() && len(src.Schemas()) > 1
+	multi := o.format.Split(src.Schemas())
 	if multi && o.out == "" {
 		fmt.Fprintf(stderr, "soakd generate: --format %s writes one file per measurement and %s has %d: give --out FILE (e.g. --out data%s)\n",
 			o.format, o.source, len(src.Schemas()), o.format.Ext())
@@ -214,57 +204,20 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// openOutputs opens the output(s): one, or one per table for csv/pgcopy
-// of a multi-measurement source; CSV files start with their header.
+// openOutputs opens the output(s) (see file.OpenOutputs); --out "" is
+// standard output.
 func openOutputs(o *options, src *iot.Source, stdout io.Writer) ([]*bufio.Writer, func() error, error) {
-	var files []*os.File
-	var ws []*bufio.Writer
-	closeAll := func() error {
-		var errs []error
-		for _, w := range ws {
-			if err := w.Flush(); err != nil {
-				errs = append(errs, fmt.Errorf("cannot write the output: %w", err))
-			}
-		}
-		for _, f := range files {
-			if err := f.Close(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		return errors.Join(errs...)
+	path := o.out
+	if path == "" {
+		path = "-"
 	}
-	open := func(path string, header []byte) error {
-		var w io.Writer = stdout
-		if path != "" {
-			f, err := os.Create(path)
-			if err != nil {
-				return fmt.Errorf("cannot create --out file: %w", err)
-			}
-			files = append(files, f)
-			w = f
-		}
-		bw := bufio.NewWriterSize(w, 1<<20)
-		bw.Write(header) // errors resurface on Flush
-		ws = append(ws, bw)
-		return nil
-	}
-	schemas := src.Schemas()
-	var err error
-	switch {
-	case o.format.PerTable() && len(schemas) > 1:
-		for _, s := range schemas {
-			if err = open(file.TableFile(o.out, s.Measurement), o.format.Header(s)); err != nil {
-				break
-			}
-		}
-	case o.format.PerTable():
-		err = open(o.out, o.format.Header(schemas[0]))
-	default:
-		err = open(o.out, nil)
-	}
+	outs, err := file.OpenOutputs(path, o.format, src.Schemas(), false, stdout)
 	if err != nil {
-		_ = closeAll()
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("cannot create --out file: %w", err)
 	}
-	return ws, closeAll, nil
+	ws := make([]*bufio.Writer, len(outs))
+	for i, out := range outs {
+		ws[i] = out.W
+	}
+	return ws, func() error { return file.CloseOutputs(outs) }, nil
 }

@@ -10,7 +10,6 @@ package testserver
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -298,6 +297,3 @@ func DialReady(addr string) func(ctx context.Context) error {
 		return c.Close()
 	}
 }
-
-// ErrMissing is returned by the server helpers' Find functions.
-var ErrMissing = errors.New("binary not found")

@@ -19,7 +19,6 @@
 package file
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -99,7 +98,7 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 
 // New returns a sink writing tables of schemas as c says.
 func New(c Config, schemas []*sources.Schema) (*Sink, error) {
-	if c.Format.PerTable() && len(schemas) > 1 && c.Path == "-" {
+	if c.Format.Split(schemas) && c.Path == "-" {
 		return nil, fmt.Errorf("format %s writes one file per measurement and this source has %d: give a file:// path, not standard output", c.Format, len(schemas))
 	}
 	s := &Sink{cfg: c, schemas: schemas}
@@ -114,7 +113,7 @@ type Sink struct {
 	pool    sync.Pool // *encState
 
 	mu     sync.Mutex
-	outs   []*output
+	outs   []*Output
 	opened bool
 	closed bool
 }
@@ -123,14 +122,6 @@ var (
 	_ sinks.Sink     = (*Sink)(nil)
 	_ sinks.Preparer = (*Sink)(nil)
 )
-
-type output struct {
-	schema *sources.Schema // nil: every table (line protocol)
-	name   string
-	f      *os.File
-	w      *bufio.Writer
-	own    bool // close f on Close
-}
 
 type encState struct {
 	enc  RowEncoder
@@ -154,58 +145,18 @@ func (s *Sink) open() error {
 	if s.closed {
 		return errors.New("file sink is closed")
 	}
-	if s.cfg.Format.PerTable() && len(s.schemas) > 1 {
-		for _, sc := range s.schemas {
-			if err := s.addOutput(sc, TableFile(s.cfg.Path, sc.Measurement)); err != nil {
-				return err
-			}
-		}
-	} else {
-		var sc *sources.Schema
-		if s.cfg.Format.PerTable() && len(s.schemas) == 1 {
-			sc = s.schemas[0]
-		}
-		if err := s.addOutput(sc, s.cfg.Path); err != nil {
-			return err
-		}
+	outs, err := OpenOutputs(s.cfg.Path, s.cfg.Format, s.schemas, s.cfg.Append, Stdout)
+	if err != nil {
+		return sinks.NewError(sinks.Rejected, false, err)
 	}
-	s.opened = true
-	return nil
-}
-
-func (s *Sink) addOutput(sc *sources.Schema, name string) error {
-	o := &output{schema: sc, name: name}
-	empty := true
-	if name == "-" {
-		o.w = bufio.NewWriterSize(Stdout, 1<<20)
-	} else {
-		flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-		if s.cfg.Append {
-			flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-		}
-		f, err := os.OpenFile(name, flag, 0o644)
-		if err != nil {
-			return sinks.NewError(sinks.Rejected, false, fmt.Errorf("cannot open %s: %w", name, err))
-		}
-		if st, err := f.Stat(); err == nil && st.Size() > 0 {
-			empty = false
-		}
-		o.f, o.own = f, true
-		o.w = bufio.NewWriterSize(f, 1<<20)
-	}
-	if sc != nil && empty {
-		if _, err := o.w.Write(s.cfg.Format.Header(sc)); err != nil {
-			return sinks.NewError(sinks.Server, false, fmt.Errorf("cannot write header of %s: %w", name, err))
-		}
-	}
-	s.outs = append(s.outs, o)
+	s.outs, s.opened = outs, true
 	return nil
 }
 
 // outputFor returns the index of the output of table schema sc.
 func (s *Sink) outputFor(sc *sources.Schema) (int, error) {
 	for i, o := range s.outs {
-		if o.schema == nil || o.schema == sc {
+		if o.Schema == nil || o.Schema == sc {
 			return i, nil
 		}
 	}
@@ -257,10 +208,10 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 		if len(buf) == 0 {
 			continue
 		}
-		w, err := s.outs[i].w.Write(buf)
+		w, err := s.outs[i].W.Write(buf)
 		total += w
 		if err != nil {
-			return total, sinks.NewError(sinks.Server, false, fmt.Errorf("cannot write %d bytes to %s: %w", len(buf), s.outs[i].name, err))
+			return total, sinks.NewError(sinks.Server, false, fmt.Errorf("cannot write %d bytes to %s: %w", len(buf), s.outs[i].Name, err))
 		}
 	}
 	return total, nil
@@ -274,16 +225,5 @@ func (s *Sink) Close(context.Context) error {
 		return nil
 	}
 	s.closed = true
-	var errs []error
-	for _, o := range s.outs {
-		if err := o.w.Flush(); err != nil {
-			errs = append(errs, fmt.Errorf("cannot flush %s: %w", o.name, err))
-		}
-		if o.own {
-			if err := o.f.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("cannot close %s: %w", o.name, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return CloseOutputs(s.outs)
 }

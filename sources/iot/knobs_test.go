@@ -310,8 +310,6 @@ func TestFloatsHaveTheirDecimals(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"devops-full", "iot"} {
 		src := build(t, name, cfg(t, 20, "1h"), 1, sources.Shard{})
-		c := collect(t, src, 1, 1000)
-		_ = c
 		st, _ := src.Stream(0, 1)
 		b := sources.NewSeriesBatch(src.Schemas())
 		must(t, st.Fill(b, 500, 0))

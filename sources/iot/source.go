@@ -171,9 +171,6 @@ func (s *Source) Kind() sources.Kind { return sources.Series }
 // Schemas lists the source's tables.
 func (s *Source) Schemas() []*sources.Schema { return s.sch }
 
-// Config returns the configuration in effect (with the source's defaults).
-func (s *Source) Config() Config { return s.cfg }
-
 // Devices is the number of devices in this shard.
 func (s *Source) Devices() int { return s.devices }
 
@@ -197,9 +194,6 @@ func (s *Source) Rounds() int64 {
 func (s *Source) Rows() int64 {
 	return int64(s.devices) * s.steps * int64(len(s.sch))
 }
-
-// Start is the first timestamp of the simulated clock.
-func (s *Source) Start() time.Time { return time.Unix(0, s.start).UTC() }
 
 // Stream returns cursor part of parts over the shard: it owns the devices
 // d with shard.Split(part, parts).Owns(d).
