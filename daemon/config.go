@@ -280,7 +280,8 @@ func (w *Workload) validatePlugins(p *Plugins) []error {
 	if target == "" {
 		target = p.Builtin[e.Kind]
 	}
-	if err := p.Sinks.Check(target, e.Kind); err != nil {
+	// A sink may report several problems in one URL: each gets its line.
+	for _, err := range flattenErrs(p.Sinks.Check(target, e.Kind)) {
 		errs = append(errs, &ConfigError{Key: pre + "TARGET", Err: err})
 	}
 	return errs

@@ -3,6 +3,7 @@ package sinks
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"syscall"
@@ -73,8 +74,10 @@ func ClassOf(err error) Class {
 		return Timeout
 	}
 	var oe *net.OpError
+	// A connection closed under a request reads as EOF.
 	if errors.As(err, &oe) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) {
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return Connection
 	}
 	return Other

@@ -2,6 +2,9 @@ package sinks
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"testing"
@@ -81,4 +84,19 @@ func FuzzRedact(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestClassOf(t *testing.T) {
+	t.Parallel()
+	for err, want := range map[error]Class{
+		io.EOF: Connection,
+		fmt.Errorf("read: %w", io.ErrUnexpectedEOF): Connection,
+		context.DeadlineExceeded:                    Timeout,
+		NewError(Rejected, false, io.EOF):           Rejected,
+		errors.New("something else"):                Other,
+	} {
+		if got := ClassOf(err); got != want {
+			t.Errorf("ClassOf(%v) = %s, want %s", err, got, want)
+		}
+	}
 }
