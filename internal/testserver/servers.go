@@ -123,22 +123,31 @@ func Postgres(t testing.TB) *Server {
 		URL: fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr)}
 }
 
-// Redis starts redis-server without persistence on a free port. Its URL
-// is redis://127.0.0.1:PORT/0.
-func Redis(t testing.TB) *Server {
+// RedisBinary finds redis-server; the test is skipped (or fails under
+// SOAKD_REQUIRE_SERVERS=1) when there is none.
+func RedisBinary(t testing.TB) string {
 	t.Helper()
 	bin := FindBinary("redis-server", "/usr/bin", "/usr/local/bin")
 	if bin == "" {
 		Unavailable(t, "no redis-server binary")
 	}
+	return bin
+}
+
+// Redis starts redis-server without persistence on a free port, with any
+// extra arguments (e.g. "--cluster-enabled", "yes"; relative paths are in
+// its data directory). Its URL is redis://127.0.0.1:PORT/0.
+func Redis(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	bin := RedisBinary(t)
 	dir := TempDir(t, "")
 	port := FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	c := Command{
 		Name: "redis-server",
 		Path: bin,
-		Args: []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
-			"--dir", dir, "--protected-mode", "yes", "--daemonize", "no"},
+		Args: append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
+			"--dir", dir, "--protected-mode", "yes", "--daemonize", "no"}, extra...),
 		Dir:   dir,
 		Ready: redisPing(addr),
 	}
@@ -237,7 +246,7 @@ bind-address = "127.0.0.1:%d"
 		Path:  bin,
 		Args:  []string{"run", "-config", cf},
 		Dir:   dir,
-		Ready: httpReady("http://" + addr + "/ping"),
+		Ready: HTTPReady("http://" + addr + "/ping"),
 	}
 	p := Start(t, c)
 	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: "http://" + addr}
@@ -274,19 +283,24 @@ func Prometheus(t testing.TB, scrapeEvery time.Duration, targets ...string) *Ser
 		Args: []string{"--config.file=" + cf, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
 			"--web.listen-address=" + addr, "--enable-feature=native-histograms"},
 		Dir:   dir,
-		Ready: httpReady("http://" + addr + "/-/ready"),
+		Ready: HTTPReady("http://" + addr + "/-/ready"),
 	}
 	p := Start(t, c)
 	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: "http://" + addr}
 }
 
-func httpReady(url string) func(ctx context.Context) error {
+// readyClient polls readiness without keeping connections (and their
+// goroutines) alive after the check.
+var readyClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+
+// HTTPReady is a Ready function that succeeds once GET url answers 2xx.
+func HTTPReady(url string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := readyClient.Do(req)
 		if err != nil {
 			return err
 		}
@@ -296,4 +310,27 @@ func httpReady(url string) func(ctx context.Context) error {
 		}
 		return nil
 	}
+}
+
+// VictoriaMetrics starts a single-node victoria-metrics on a free port.
+// Its URL is http://127.0.0.1:PORT.
+func VictoriaMetrics(t testing.TB) *Server {
+	t.Helper()
+	bin := FindBinary("victoria-metrics", GoBinDirs()...)
+	if bin == "" {
+		Unavailable(t, "no victoria-metrics binary (go install github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics@v1.151.0)")
+	}
+	dir := TempDir(t, "")
+	port := FreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	c := Command{
+		Name: "victoria-metrics",
+		Path: bin,
+		Args: []string{"-httpListenAddr=" + addr, "-storageDataPath=" + filepath.Join(dir, "data"), "-retentionPeriod=100y",
+			"-loggerLevel=ERROR"},
+		Dir:   dir,
+		Ready: HTTPReady("http://" + addr + "/health"),
+	}
+	p := Start(t, c)
+	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: "http://" + addr}
 }

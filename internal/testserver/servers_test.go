@@ -30,14 +30,28 @@ func TestServersStart(t *testing.T) {
 	t.Run("influx", func(t *testing.T) {
 		t.Parallel()
 		s := Influx(t)
-		if err := httpReady(s.URL + "/ping")(ctx); err != nil {
+		if err := HTTPReady(s.URL + "/ping")(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("victoria-metrics", func(t *testing.T) {
+		t.Parallel()
+		s := VictoriaMetrics(t)
+		if err := HTTPReady(s.URL + "/health")(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("redis cluster node", func(t *testing.T) {
+		t.Parallel()
+		s := Redis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+		if err := redisPing(s.Addr)(ctx); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("prometheus", func(t *testing.T) {
 		t.Parallel()
 		s := Prometheus(t, time.Second, "127.0.0.1:1")
-		if err := httpReady(s.URL + "/-/healthy")(ctx); err != nil {
+		if err := HTTPReady(s.URL + "/-/healthy")(ctx); err != nil {
 			t.Fatal(err)
 		}
 	})
