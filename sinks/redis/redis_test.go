@@ -442,18 +442,24 @@ func BenchmarkWrite(b *testing.B) {
 		name, workload string
 		dt             DataType
 		fields         int
+		oneField       bool // updates write one field (inserts write all)
 	}{
-		{"set-1x100", "update=1", String, 1},
-		{"get-1x100", "read=1", String, 1},
-		{"ycsb-a-hash-10x100", "a", Hash, 10},
-		{"ycsb-c-hash-10x100", "c", Hash, 10},
+		{"set-1x100", "update=1", String, 1, false},
+		{"get-1x100", "read=1", String, 1, false},
+		{"ycsb-a-hash-10x100", "a", Hash, 10, false},
+		{"ycsb-c-hash-10x100", "c", Hash, 10, false},
+		// One-field updates and all-field inserts of the same command in
+		// one batch.
+		{"mixed-hash-10x100", "read=0.5,update=0.3,insert=0.2", Hash, 10, true},
+		{"mixed-set-10x100", "read=0.5,update=0.3,insert=0.2", Set, 10, true},
+		{"mixed-zset-10x100", "read=0.5,update=0.3,insert=0.2", ZSet, 10, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			c := kv.DefaultConfig()
 			c.Records, c.Fields, c.FieldLength, c.KeyPrefix = 10000, tc.fields, 100, "bench-"+tc.name+":"
 			c.Workload, _ = kv.ParseWorkload(tc.workload)
 			c.Distribution = kv.Uniform
-			c.WriteAll = true
+			c.WriteAll = !tc.oneField
 			src := source(b, c)
 			s := open(b, srv.URL+"?index=false", sinks.Options{DataType: string(tc.dt), KeyPrefix: c.KeyPrefix})
 			runLoad(b, src, s, 2)
