@@ -198,12 +198,15 @@ func (s *Sink) Misses() int64 { return s.misses.Load() }
 // call is the state of one Write: the pipeline and the prepared commands
 // of one worker at a time, kept in s.free between writes.
 type call struct {
-	conn  *goredis.Conn // dedicated connection (nil in cluster mode)
-	pipe  goredis.Pipeliner
-	cmds  []goredis.Cmder
-	used  []*slot
-	slots [numKinds][]*slot
-	next  [numKinds]int
+	conn *goredis.Conn // dedicated connection (nil in cluster mode)
+	pipe goredis.Pipeliner
+	cmds []goredis.Cmder
+	used []*slot
+	// slots holds the prepared commands by kind and by whether they carry
+	// one field or several, so a batch mixing one-field updates and
+	// all-field inserts of the same command reuses both.
+	slots [numKinds][2][]*slot
+	next  [numKinds][2]int
 	scans []scan
 	// broken marks a connection that failed; it is replaced before the
 	// next batch.
@@ -247,7 +250,7 @@ func (s *Sink) putCall(c *call) {
 	c.cmds = c.cmds[:0]
 	clear(c.used)
 	c.used = c.used[:0]
-	c.next = [numKinds]int{}
+	c.next = [numKinds][2]int{}
 	clear(c.scans)
 	c.scans = c.scans[:0]
 	s.mu.Lock()
@@ -265,18 +268,23 @@ func (s *Sink) putCall(c *call) {
 // add queues a command of kind k with n fields and returns its slot for
 // the caller to fill. bufLen is the largest scalar reply expected.
 func (s *Sink) add(c *call, k kind, n, bufLen int) *slot {
+	v := 0
+	if n > 1 {
+		v = 1
+	}
+	slots := &c.slots[k][v]
 	var sl *slot
-	if i := c.next[k]; i < len(c.slots[k]) && c.slots[k][i].n == n {
-		sl = c.slots[k][i]
+	if i := c.next[k][v]; i < len(*slots) && (*slots)[i].n == n {
+		sl = (*slots)[i]
 	} else {
 		sl = newSlot(k, n, s.names, &s.index)
-		if i < len(c.slots[k]) {
-			c.slots[k][i] = sl
+		if i < len(*slots) {
+			(*slots)[i] = sl
 		} else {
-			c.slots[k] = append(c.slots[k], sl)
+			*slots = append(*slots, sl)
 		}
 	}
-	c.next[k]++
+	c.next[k][v]++
 	c.cmds = append(c.cmds, sl.prepare(bufLen, s.fresh))
 	c.used = append(c.used, sl)
 	return sl
