@@ -24,10 +24,10 @@
 // Parameters: cleanup (delete KEY_PREFIX* at exit, default false), index
 // (maintain the scan index, default true), db, tls, skip_verify, protocol
 // (2 or 3, default 2), dial_timeout, read_timeout, write_timeout,
-// pool_size (default workers + 4), max_retries (default 0: the engine
-// retries), client_name, addr (more cluster seeds or sentinels),
-// sentinel_username, sentinel_password. A password in the URL wins over
-// SOAKD_<W>_PASSWORD.
+// pool_size (default workers + 4), client_name, addr (more cluster seeds
+// or sentinels), sentinel_username, sentinel_password. A password in the
+// URL wins over SOAKD_<W>_PASSWORD. Failed writes are retried by the
+// engine, never by the client.
 //
 // Registered in cmd/soakd as:
 //

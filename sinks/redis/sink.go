@@ -134,10 +134,10 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 		// cleanup, so a write never waits for a connection.
 		pool = max(o.Workers, 1) + 4
 	}
-	retries := cfg.MaxRetries
-	if retries == 0 {
-		retries = -1 // go-redis: -1 disables retries; the engine retries
-	}
+	// The engine retries (and counts) failed writes. go-redis would not
+	// retry the sink's pipelines anyway: they hold NoRetry commands
+	// (ZeroCopyStringCmd, RawWriteToCmd). -1 disables its retries.
+	const retries = -1
 	var tlsCfg *tls.Config
 	if cfg.TLS {
 		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.SkipVerify} //nolint:gosec // opt-in via ?skip_verify=true

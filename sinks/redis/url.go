@@ -46,7 +46,6 @@ type Config struct {
 	ReadTimeout                        time.Duration
 	WriteTimeout                       time.Duration
 	PoolSize                           int // 0 = workers + headroom
-	MaxRetries                         int // client-level retries of a failed pipeline; 0 = none
 	ClientName                         string
 	// Cleanup deletes the workload's keys (KEY_PREFIX*) when the sink closes.
 	Cleanup bool
@@ -56,7 +55,7 @@ type Config struct {
 }
 
 var params = []string{"db", "cleanup", "index", "tls", "skip_verify", "protocol", "dial_timeout", "read_timeout",
-	"write_timeout", "pool_size", "max_retries", "client_name", "addr", "sentinel_username", "sentinel_password"}
+	"write_timeout", "pool_size", "client_name", "addr", "sentinel_username", "sentinel_password"}
 
 // Schemes are the URL schemes of the sink.
 var Schemes = []string{"redis", "rediss", "redis-cluster", "redis-sentinel"}
@@ -170,7 +169,6 @@ func ParseURL(u *url.URL) (Config, error) {
 	durParam(q, "read_timeout", &c.ReadTimeout, bad)
 	durParam(q, "write_timeout", &c.WriteTimeout, bad)
 	intParam(q, "pool_size", &c.PoolSize, 1, 100000, bad)
-	intParam(q, "max_retries", &c.MaxRetries, 0, 100, bad)
 	c.ClientName = q.Get("client_name")
 	if q.Has("sentinel_username") || q.Has("sentinel_password") {
 		if c.Mode != Sentinel {

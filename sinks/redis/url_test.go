@@ -26,9 +26,9 @@ func TestParseURL(t *testing.T) {
 				t.Errorf("%+v", c)
 			}
 		}},
-		{name: "tls and params", in: "rediss://h:6390?cleanup=true&index=false&skip_verify=true&protocol=3&read_timeout=2s&pool_size=64&max_retries=2&client_name=soak", check: func(t *testing.T, c Config) {
+		{name: "tls and params", in: "rediss://h:6390?cleanup=true&index=false&skip_verify=true&protocol=3&read_timeout=2s&pool_size=64&client_name=soak", check: func(t *testing.T, c Config) {
 			if !c.TLS || !c.Cleanup || c.Index || !c.SkipVerify || c.Protocol != 3 || c.ReadTimeout != 2*time.Second ||
-				c.PoolSize != 64 || c.MaxRetries != 2 || c.ClientName != "soak" {
+				c.PoolSize != 64 || c.ClientName != "soak" {
 				t.Errorf("%+v", c)
 			}
 		}},
@@ -49,6 +49,7 @@ func TestParseURL(t *testing.T) {
 			}
 		}},
 		{name: "unknown param", in: "redis://h?pipeline=4", err: `unknown parameter "pipeline"`},
+		{name: "max_retries", in: "redis://h?max_retries=2", err: `unknown parameter "max_retries"`},
 		{name: "bad bool", in: "redis://h?cleanup=yes please", err: "cleanup"},
 		{name: "bad db", in: "redis://h/x", err: `database "x"`},
 		{name: "bad port", in: "redis://h:0", err: "port must be"},
