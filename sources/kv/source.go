@@ -49,8 +49,9 @@ var (
 	_ sources.Preloader = (*Source)(nil)
 )
 
-// New builds the source for one shard. It is cheap (no I/O; a 64 KiB value
-// pool and a few hundred floats of zipfian constants).
+// New builds the source for one shard. It is cheap (no I/O; a value pool
+// of 64 KiB, or twice FIELD_LENGTH when that is larger, and a few hundred
+// floats of zipfian constants).
 // With WORKLOAD=load it returns a *LoadSource, a finite source.
 func New(c Config, seed uint64, shard sources.Shard) (sources.Source, error) {
 	s, err := newSource(c, seed, shard)
@@ -91,7 +92,9 @@ func newSource(c Config, seed uint64, shard sources.Shard) (*Source, error) {
 	s.cum[sources.NumOps-1] = math.Inf(1) // rounding never falls off the end
 	z := newZeta(zipfTheta)
 	s.zeta = &z
-	s.pool = valuePool(seed, max(64<<10, 2*c.Fields*c.FieldLength))
+	// Values are copied one field at a time, so the pool only needs room
+	// for a field at many offsets.
+	s.pool = valuePool(seed, max(64<<10, 2*c.FieldLength))
 	s.nextIndex.Store(owned)
 	empty := []*stream{}
 	s.streams.Store(&empty)
