@@ -17,35 +17,16 @@ import (
 	"github.com/soakd/soakd/sources/kv"
 )
 
-func redisBinary(t *testing.T) string {
-	t.Helper()
-	bin := testserver.FindBinary("redis-server", "/usr/bin", "/usr/local/bin")
-	if bin == "" {
-		testserver.Unavailable(t, "no redis-server binary")
-	}
-	return bin
-}
-
 // clusterNode starts a redis-server in cluster mode on a free port.
-func clusterNode(t *testing.T, bin string) string {
+func clusterNode(t *testing.T) string {
 	t.Helper()
-	dir := testserver.TempDir(t, "")
-	port := testserver.FreePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	testserver.Start(t, testserver.Command{
-		Name: "redis-server (cluster)", Path: bin, Dir: dir,
-		Args: []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
-			"--dir", dir, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf")},
-		Ready: testserver.DialReady(addr),
-	})
-	return addr
+	return testserver.Redis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf").Addr
 }
 
 // A two-node Redis Cluster (slots split in half): the sink routes every
 // key to its node, and cleanup deletes on both masters.
 func TestCluster(t *testing.T) {
-	bin := redisBinary(t)
-	a, b := clusterNode(t, bin), clusterNode(t, bin)
+	a, b := clusterNode(t), clusterNode(t)
 	ctx := context.Background()
 	ca := goredis.NewClient(&goredis.Options{Addr: a, Protocol: 2, DisableIdentity: true})
 	cb := goredis.NewClient(&goredis.Options{Addr: b, Protocol: 2, DisableIdentity: true})
@@ -106,7 +87,7 @@ func TestCluster(t *testing.T) {
 // A master watched by a sentinel: the sink asks the sentinel for the
 // master and writes there.
 func TestSentinel(t *testing.T) {
-	bin := redisBinary(t)
+	bin := testserver.RedisBinary(t)
 	master := testserver.Redis(t)
 	dir := testserver.TempDir(t, "")
 	port := testserver.FreePort(t)
