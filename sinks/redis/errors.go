@@ -22,6 +22,13 @@ func (e replyError) Error() string { return string(e) }
 // RedisError marks it as a server reply, like go-redis's own errors.
 func (replyError) RedisError() {}
 
+// redirected reports whether err is a MOVED or ASK reply read from a raw
+// (array) reply, which go-redis did not follow.
+func redirected(err error) bool {
+	var r replyError
+	return errors.As(err, &r) && (strings.HasPrefix(string(r), "MOVED ") || strings.HasPrefix(string(r), "ASK "))
+}
+
 // classify maps a go-redis or network error to a class, and says whether
 // sending the batch again is safe. Every operation soakd sends is safe to
 // apply twice (SET, HSET, SADD, ZADD overwrite; a repeated SPOP+SADD

@@ -490,6 +490,14 @@ func (s *Sink) exec(ctx context.Context, c *call) error {
 		s.misses.Add(int64(misses))
 	}
 	if first != nil {
+		if s.cluster != nil && redirected(first) {
+			// The cluster client follows MOVED and ASK only in the replies
+			// it parses; the raw array replies hand them over as bytes.
+			// Refresh the slot map and let the engine send the batch again.
+			s.cluster.ReloadState(ctx)
+			return sinks.NewError(sinks.Server, true, fmt.Errorf("cannot run a pipeline of %d commands on %s (a slot moved; reloading the slot map): %w",
+				len(c.cmds), s.where, first))
+		}
 		var rerr goredis.Error
 		if !errors.As(first, &rerr) {
 			// A transport failure (or a deadline in the middle of the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/kv"
 )
 
@@ -74,6 +75,42 @@ func TestCluster(t *testing.T) {
 	if m := s.Misses(); m != 0 {
 		t.Errorf("%d misses", m)
 	}
+
+	// Move the slot of one of a's records to b. HMGET's reply is read raw,
+	// so the MOVED answer is not followed by go-redis: the sink must
+	// reload the slot map and report a retryable error, and the next
+	// attempt must read the record from b.
+	keys, _, err := ca.Scan(ctx, 0, "cl:user*", 100).Result()
+	must(err)
+	if len(keys) == 0 {
+		t.Fatalf("no record on %s", a)
+	}
+	key := keys[0]
+	migrateSlot(t, ca, cb, key)
+	if n, _ := cb.Exists(ctx, key).Result(); n != 1 {
+		t.Fatalf("%s not on %s after the migration", key, b)
+	}
+	read := &sources.Batch{Fields: c.Fields, FieldLength: c.FieldLength, Keys: []byte(key),
+		Ops: []sources.KVOp{{Op: sources.OpRead, Field: -1, KeyLen: uint32(len(key))}}}
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		_, lastErr = s.Write(ctx, read)
+		if lastErr == nil {
+			t.Logf("read of %s after the migration succeeded at attempt %d", key, attempt+1)
+			break
+		}
+		if ok, _ := sinks.Retryable(lastErr); !ok || errClass(t, lastErr) != sinks.Server {
+			t.Fatalf("read after the migration: %v, want a retryable server error", lastErr)
+		}
+		if attempt == 50 {
+			t.Fatalf("reads did not recover from the slot move: %v", lastErr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if m := s.Misses(); m != 0 {
+		t.Errorf("%d misses after the migration", m)
+	}
+
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +119,42 @@ func TestCluster(t *testing.T) {
 	if na+nb != 0 {
 		t.Fatalf("cleanup left %d + %d keys", na, nb)
 	}
+}
+
+// migrateSlot moves the slot of key, with its keys, from node from to node
+// to, as redis-cli --cluster reshard does.
+func migrateSlot(t *testing.T, from, to *goredis.Client, key string) {
+	t.Helper()
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	slot, err := from.ClusterKeySlot(ctx, key).Result()
+	must(err)
+	fromID, err := from.ClusterMyID(ctx).Result()
+	must(err)
+	toID, err := to.ClusterMyID(ctx).Result()
+	must(err)
+	must(to.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID).Err())
+	must(from.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID).Err())
+	host, port, _ := strings.Cut(to.Options().Addr, ":")
+	for {
+		keys, err := from.ClusterGetKeysInSlot(ctx, int(slot), 100).Result()
+		must(err)
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		must(from.Do(ctx, args...).Err())
+	}
+	must(to.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", toID).Err())
+	must(from.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", toID).Err())
 }
 
 // A master watched by a sentinel: the sink asks the sentinel for the
