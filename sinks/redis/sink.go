@@ -466,23 +466,31 @@ func (s *Sink) exec(ctx context.Context, c *call) error {
 	misses := 0
 	for i, cmd := range c.cmds {
 		err := cmd.Err()
-		if i < len(c.used) && c.used[i] != nil {
-			sl := c.used[i]
-			if err == nil && shapes[sl.kind].reply == array {
-				if len(sl.rw.errText) > 0 {
-					err = replyError(string(sl.rw.errText))
-				} else if sl.rw.empty && shapes[sl.kind].read {
-					misses++
-				}
+		sl := c.used[i] // nil for the index lookup of a scan
+		if sl != nil && err == nil && shapes[sl.kind].reply == array {
+			if len(sl.rw.errText) > 0 {
+				err = replyError(string(sl.rw.errText))
+			} else if sl.rw.empty && shapes[sl.kind].read {
+				misses++
 			}
 		}
 		if errors.Is(err, goredis.Nil) {
-			if i < len(c.used) && c.used[i] != nil && shapes[c.used[i].kind].read {
+			if sl != nil && shapes[sl.kind].read {
 				misses++
 			}
 			continue
 		}
-		if err != nil && first == nil {
+		if err == nil {
+			continue
+		}
+		var rerr goredis.Error
+		if !errors.As(err, &rerr) {
+			// A transport failure (or a deadline in the middle of the
+			// replies) leaves the dedicated connection unusable, whichever
+			// command saw it first.
+			c.broken = true
+		}
+		if first == nil {
 			first = err
 		}
 	}
@@ -497,12 +505,6 @@ func (s *Sink) exec(ctx context.Context, c *call) error {
 			s.cluster.ReloadState(ctx)
 			return sinks.NewError(sinks.Server, true, fmt.Errorf("cannot run a pipeline of %d commands on %s (a slot moved; reloading the slot map): %w",
 				len(c.cmds), s.where, first))
-		}
-		var rerr goredis.Error
-		if !errors.As(first, &rerr) {
-			// A transport failure (or a deadline in the middle of the
-			// replies) leaves the dedicated connection unusable.
-			c.broken = true
 		}
 		return s.wrap(len(c.cmds), first)
 	}
