@@ -455,10 +455,9 @@ func (s *Sink) addWrite(c *call, key string, field int16, val []byte, b *sources
 // first failure, classified; nil and empty replies of reads are counted
 // as misses.
 func (s *Sink) exec(ctx context.Context, c *call) error {
-	if err := c.pipe.BatchProcess(ctx, c.cmds...); err != nil {
-		c.pipe.Discard()
-		return s.wrap(len(c.cmds), err)
-	}
+	// Both pipelines in use (Conn's and ClusterClient's) are a
+	// *goredis.Pipeline, whose BatchProcess only queues and never fails.
+	_ = c.pipe.BatchProcess(ctx, c.cmds...)
 	// Exec's error is the first command's error, which includes the
 	// redis.Nil of a missing key; the replies are checked one by one below.
 	_, _ = c.pipe.Exec(ctx)
