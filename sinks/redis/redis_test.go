@@ -13,6 +13,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
@@ -252,13 +254,21 @@ func TestWorkloadKeysAndMisses(t *testing.T) {
 	c.Records, c.KeyPrefix = 1000, "m:"
 	c.Workload, _ = kv.ParseWorkload("c")
 	src := source(t, c)
-	s := open(t, srv.URL, sinks.Options{DataType: "string", KeyPrefix: "m:"})
+	core, logs := observer.New(zap.InfoLevel)
+	s := open(t, srv.URL, sinks.Options{DataType: "string", KeyPrefix: "m:", Logger: zap.New(core)})
 	runOps(t, src, s, 800, 16)
 	if m := s.Misses(); m != 800 {
 		t.Fatalf("%d misses reading an empty database 800 times", m)
 	}
 	if n, _ := a.DBSize(context.Background()).Result(); n != 0 {
 		t.Fatalf("reads created %d keys", n)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	logged := logs.FilterMessage("redis reads found no record").All()
+	if len(logged) != 1 || logged[0].ContextMap()["misses"] != int64(800) {
+		t.Fatalf("Close logged %+v, want one line with the 800 misses", logs.All())
 	}
 }
 

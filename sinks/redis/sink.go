@@ -192,7 +192,8 @@ func (s *Sink) Addr() string { return s.cfg.Addrs[0] }
 
 // Misses returns how many reads so far found no record (nil or empty
 // reply). The sink contract has no per-op result, so misses are not
-// errors; a growing count during a run means records were lost.
+// errors; Close logs the total, and a growing count during a run means
+// records were lost.
 func (s *Sink) Misses() int64 { return s.misses.Load() }
 
 // call is the state of one Write: the pipeline and the prepared commands
@@ -546,11 +547,16 @@ func (s *Sink) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close deletes the workload's keys when ?cleanup=true, then closes the
-// client (and stops the embedded server). Safe to call more than once.
+// Close logs the reads that found no record, deletes the workload's keys
+// when ?cleanup=true, then closes the client (and stops the embedded
+// server). Safe to call more than once.
 func (s *Sink) Close(ctx context.Context) error {
 	if s.closed.Swap(true) {
 		return nil
+	}
+	if m := s.misses.Load(); m > 0 {
+		s.log.Info("redis reads found no record", zap.Int64("misses", m), zap.String("where", s.where),
+			zap.String("hint", "the records were never loaded (LOAD=off) or were lost; misses that grow from run to run mean lost records"))
 	}
 	var err error
 	if s.cfg.Cleanup {
