@@ -87,6 +87,46 @@ func (s Shard) Owns(i uint64) bool {
 	return i%uint64(s.Count) == uint64(s.Index)
 }
 
+// DataType is how a KV sink stores a record (DATA_TYPE). Sources read it
+// with their record settings and sinks receive it as
+// sinks.Options.DataType; ParseDataType is the one parser for both.
+type DataType string
+
+// Data types.
+const (
+	// DataTypeString packs the fields of a record in one value.
+	DataTypeString DataType = "string"
+	// DataTypeHash stores a record as a hash of its fields (the default).
+	DataTypeHash DataType = "hash"
+	// DataTypeSet stores a record as a set of its field values.
+	DataTypeSet DataType = "set"
+	// DataTypeZSet stores a record as a sorted set, the field index as
+	// the score.
+	DataTypeZSet DataType = "zset"
+)
+
+// ParseDataType parses string, hash, set or zset (case-insensitive); the
+// empty string is the default, hash.
+func ParseDataType(s string) (DataType, error) {
+	switch v := DataType(strings.ToLower(strings.TrimSpace(s))); v {
+	case "":
+		return DataTypeHash, nil
+	case DataTypeString, DataTypeHash, DataTypeSet, DataTypeZSet:
+		return v, nil
+	}
+	return "", fmt.Errorf("data type %q: want string, hash, set or zset", s)
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler (see ParseDataType).
+func (t *DataType) UnmarshalText(b []byte) error {
+	v, err := ParseDataType(string(b))
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
+
 // RenameSettings rewrites each error joined in err (as Validate returns
 // them) with rename(setting, cause): setting is the *SettingError's name
 // and cause its error, or "" and the error itself for other errors. Callers

@@ -1,6 +1,9 @@
 package sources
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestShardSplitPartitions checks that the parts of every shard are
 // disjoint and together own exactly the shard's items.
@@ -23,6 +26,21 @@ func TestShardSplitPartitions(t *testing.T) {
 					t.Fatalf("shard %v split %d: item %d owned by %d parts, want %d", sh, parts, i, owners, want)
 				}
 			}
+		}
+	}
+}
+
+func TestParseDataType(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]DataType{"": DataTypeHash, "hash": DataTypeHash, " String ": DataTypeString,
+		"SET": DataTypeSet, "zset": DataTypeZSet} {
+		if got, err := ParseDataType(in); err != nil || got != want {
+			t.Errorf("ParseDataType(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"list", "hashes", "z set"} {
+		if _, err := ParseDataType(in); err == nil || !strings.Contains(err.Error(), in) {
+			t.Errorf("ParseDataType(%q) error %v, want one naming the value", in, err)
 		}
 	}
 }
