@@ -14,19 +14,19 @@ import (
 // SOAKD_<W>_* (the tags carry the names without that prefix) and passes
 // DataType and KeyPrefix on to the sink (sinks.Options).
 type Config struct {
-	Workload     Workload     `env:"WORKLOAD" envDefault:"a" help:"YCSB workload: load, a..f, or proportions like read=0.5,update=0.5 (read, update, insert, scan, rmw)"`
-	Distribution Distribution `env:"DISTRIBUTION" envDefault:"auto" help:"request distribution: zipfian (theta 0.99, scrambled), uniform, latest, hotspot, or auto (the workload's own: latest for d, zipfian otherwise)"`
-	Records      int64        `env:"RECORDS" envDefault:"100000" help:"records in the data set, all shards together; inserts add more"`
-	Fields       int          `env:"FIELDS" envDefault:"10" help:"fields per record (field0..fieldN-1)"`
-	FieldLength  int          `env:"FIELD_LENGTH" envDefault:"100" help:"bytes per field value"`
-	DataType     DataType     `env:"DATA_TYPE" envDefault:"hash" help:"how the sink stores a record: string (fields packed in one value), hash, set, zset"`
-	KeyPrefix    string       `env:"KEY_PREFIX" envDefault:"soakd:" help:"prepended to every key (keys are PREFIX + user + hashed record number); usertable/ gives go-ycsb's redis keys"`
-	Load         LoadMode     `env:"LOAD" envDefault:"auto" help:"auto: insert the records first when a sample of them is missing; off: never"`
-	ScanLength   int          `env:"SCAN_LENGTH" envDefault:"100" help:"longest scan, in records; each scan reads a uniform 1..SCAN_LENGTH"`
-	ReadAll      bool         `env:"READ_ALL_FIELDS" envDefault:"true" help:"reads and scans fetch every field (false: one random field); a read-modify-write reads the whole record"`
-	WriteAll     bool         `env:"WRITE_ALL_FIELDS" envDefault:"false" help:"updates and read-modify-writes write every field (false: one random field)"`
-	HotspotData  float64      `env:"HOTSPOT_DATA" envDefault:"0.2" help:"hotspot distribution: fraction of the records that are hot"`
-	HotspotOps   float64      `env:"HOTSPOT_OPS" envDefault:"0.8" help:"hotspot distribution: fraction of the operations that go to hot records"`
+	Workload     Workload         `env:"WORKLOAD" envDefault:"a" help:"YCSB workload: load, a..f, or proportions like read=0.5,update=0.5 (read, update, insert, scan, rmw)"`
+	Distribution Distribution     `env:"DISTRIBUTION" envDefault:"auto" help:"request distribution: zipfian (theta 0.99, scrambled), uniform, latest, hotspot, or auto (the workload's own: latest for d, zipfian otherwise)"`
+	Records      int64            `env:"RECORDS" envDefault:"100000" help:"records in the data set, all shards together; inserts add more"`
+	Fields       int              `env:"FIELDS" envDefault:"10" help:"fields per record (field0..fieldN-1)"`
+	FieldLength  int              `env:"FIELD_LENGTH" envDefault:"100" help:"bytes per field value"`
+	DataType     sources.DataType `env:"DATA_TYPE" envDefault:"hash" help:"how the sink stores a record: string (fields packed in one value), hash, set, zset"`
+	KeyPrefix    string           `env:"KEY_PREFIX" envDefault:"soakd:" help:"prepended to every key (keys are PREFIX + user + hashed record number); usertable/ gives go-ycsb's redis keys"`
+	Load         LoadMode         `env:"LOAD" envDefault:"auto" help:"auto: insert the records first when a sample of them is missing; off: never"`
+	ScanLength   int              `env:"SCAN_LENGTH" envDefault:"100" help:"longest scan, in records; each scan reads a uniform 1..SCAN_LENGTH"`
+	ReadAll      bool             `env:"READ_ALL_FIELDS" envDefault:"true" help:"reads and scans fetch every field (false: one random field); a read-modify-write reads the whole record"`
+	WriteAll     bool             `env:"WRITE_ALL_FIELDS" envDefault:"false" help:"updates and read-modify-writes write every field (false: one random field)"`
+	HotspotData  float64          `env:"HOTSPOT_DATA" envDefault:"0.2" help:"hotspot distribution: fraction of the records that are hot"`
+	HotspotOps   float64          `env:"HOTSPOT_OPS" envDefault:"0.8" help:"hotspot distribution: fraction of the operations that go to hot records"`
 }
 
 // Limits that keep one record and one batch's arenas within the batch's
@@ -48,7 +48,7 @@ func DefaultConfig() Config {
 		Records:      100000,
 		Fields:       10,
 		FieldLength:  100,
-		DataType:     Hash,
+		DataType:     sources.DataTypeHash,
 		KeyPrefix:    "soakd:",
 		Load:         LoadAuto,
 		ScanLength:   100,
@@ -85,7 +85,7 @@ func (c Config) Validate() error {
 	if c.Fields >= 1 && c.FieldLength >= 1 && c.Fields*c.FieldLength > maxRecordBytes {
 		bad("FIELD_LENGTH", "FIELDS x FIELD_LENGTH = %d bytes per record: want at most %d", c.Fields*c.FieldLength, maxRecordBytes)
 	}
-	if _, err := ParseDataType(string(c.DataType)); err != nil {
+	if _, err := sources.ParseDataType(string(c.DataType)); err != nil {
 		bad("DATA_TYPE", "%v", err)
 	}
 	if len(c.KeyPrefix) > maxPrefix {
@@ -276,44 +276,6 @@ func (d *Distribution) UnmarshalText(b []byte) error {
 		return nil
 	}
 	return fmt.Errorf("distribution %q: want zipfian, uniform, latest, hotspot or auto", string(b))
-}
-
-// DataType is how a sink stores a record. It is a source setting because
-// the engine reads it with the workload's other record settings; the sink
-// receives it as sinks.Options.DataType.
-type DataType string
-
-// Data types.
-const (
-	// String packs the fields of a record in one value (SET/GET).
-	String DataType = "string"
-	// Hash stores a record as a hash of its fields (HSET/HGETALL).
-	Hash DataType = "hash"
-	// Set stores a record as a set of its field values (SADD/SMEMBERS).
-	Set DataType = "set"
-	// ZSet stores a record as a sorted set, the field index as the score
-	// (ZADD/ZRANGE).
-	ZSet DataType = "zset"
-)
-
-// ParseDataType parses string, hash, set or zset (case-insensitive).
-func ParseDataType(s string) (DataType, error) {
-	v := DataType(strings.ToLower(strings.TrimSpace(s)))
-	switch v {
-	case String, Hash, Set, ZSet:
-		return v, nil
-	}
-	return "", fmt.Errorf("data type %q: want string, hash, set or zset", s)
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (t *DataType) UnmarshalText(b []byte) error {
-	v, err := ParseDataType(string(b))
-	if err != nil {
-		return err
-	}
-	*t = v
-	return nil
 }
 
 // LoadMode says whether the records are loaded before the run.

@@ -140,7 +140,7 @@ func TestConfigFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Workload.Mix != mix(0.25, 0, 0, 0.75, 0) || c.Distribution != Uniform || c.DataType != ZSet || c.Load != LoadOff {
+	if c.Workload.Mix != mix(0.25, 0, 0, 0.75, 0) || c.Distribution != Uniform || c.DataType != sources.DataTypeZSet || c.Load != LoadOff {
 		t.Fatalf("parsed %+v", c)
 	}
 	if err := c.Validate(); err != nil {
