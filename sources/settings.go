@@ -87,6 +87,10 @@ func (s Shard) Owns(i uint64) bool {
 	return i%uint64(s.Count) == uint64(s.Index)
 }
 
+// MaxFields is the most fields a KV record may have (FIELDS); sinks
+// prepare the field names field0.. up to it.
+const MaxFields = 1024
+
 // DataType is how a KV sink stores a record (DATA_TYPE). Sources read it
 // with their record settings and sinks receive it as
 // sinks.Options.DataType; ParseDataType is the one parser for both.
