@@ -32,7 +32,6 @@ type Config struct {
 // Limits that keep one record and one batch's arenas within the batch's
 // uint32 offsets and field index int16.
 const (
-	maxFields      = 1024
 	maxFieldLength = 1 << 20
 	maxRecordBytes = 64 << 20
 	maxRecords     = 1 << 48
@@ -76,8 +75,8 @@ func (c Config) Validate() error {
 	if c.Records < 1 || c.Records > maxRecords {
 		bad("RECORDS", "%d: want 1..%d", c.Records, int64(maxRecords))
 	}
-	if c.Fields < 1 || c.Fields > maxFields {
-		bad("FIELDS", "%d: want 1..%d", c.Fields, maxFields)
+	if c.Fields < 1 || c.Fields > sources.MaxFields {
+		bad("FIELDS", "%d: want 1..%d", c.Fields, sources.MaxFields)
 	}
 	if c.FieldLength < 1 || c.FieldLength > maxFieldLength {
 		bad("FIELD_LENGTH", "%d: want 1..%d bytes", c.FieldLength, maxFieldLength)
