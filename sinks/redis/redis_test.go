@@ -120,7 +120,7 @@ func runOps(t testing.TB, src *kv.Source, s *Sink, n, pipeline int) [sources.Num
 
 // checkRecords checks that every key of the data set holds fields values
 // of fieldLen bytes, read with the data type's own commands.
-func checkRecords(t *testing.T, a *goredis.Client, dt DataType, prefix string, fields, fieldLen int) int {
+func checkRecords(t *testing.T, a *goredis.Client, dt sources.DataType, prefix string, fields, fieldLen int) int {
 	t.Helper()
 	ctx := context.Background()
 	keys, err := a.Keys(ctx, prefix+"user*").Result()
@@ -130,7 +130,7 @@ func checkRecords(t *testing.T, a *goredis.Client, dt DataType, prefix string, f
 	for _, k := range keys {
 		var vals []string
 		switch dt {
-		case String:
+		case sources.DataTypeString:
 			v, err := a.Get(ctx, k).Result()
 			if err != nil {
 				t.Fatal(err)
@@ -141,7 +141,7 @@ func checkRecords(t *testing.T, a *goredis.Client, dt DataType, prefix string, f
 			for i := range fields {
 				vals = append(vals, v[i*fieldLen:(i+1)*fieldLen])
 			}
-		case Hash:
+		case sources.DataTypeHash:
 			m, err := a.HGetAll(ctx, k).Result()
 			if err != nil {
 				t.Fatal(err)
@@ -156,12 +156,12 @@ func checkRecords(t *testing.T, a *goredis.Client, dt DataType, prefix string, f
 			if len(m) != fields {
 				t.Fatalf("%s: %d fields, want %d", k, len(m), fields)
 			}
-		case Set:
+		case sources.DataTypeSet:
 			vals, err = a.SMembers(ctx, k).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
-		case ZSet:
+		case sources.DataTypeZSet:
 			zs, err := a.ZRangeWithScores(ctx, k, 0, -1).Result()
 			if err != nil {
 				t.Fatal(err)
@@ -189,7 +189,7 @@ func TestDataTypes(t *testing.T) {
 	srv := testserver.Redis(t)
 	a := admin(t, srv)
 	ctx := context.Background()
-	for _, dt := range []DataType{String, Hash, Set, ZSet} {
+	for _, dt := range []sources.DataType{sources.DataTypeString, sources.DataTypeHash, sources.DataTypeSet, sources.DataTypeZSet} {
 		t.Run(string(dt), func(t *testing.T) {
 			prefix := "dt-" + string(dt) + ":"
 			c := kv.DefaultConfig()
@@ -429,7 +429,7 @@ func TestEmbedded(t *testing.T) {
 	c := kv.DefaultConfig()
 	c.Records, c.KeyPrefix = 200, "demo:"
 	c.Workload, _ = kv.ParseWorkload("read=0.4,update=0.3,insert=0.1,scan=0.1,rmw=0.1")
-	for _, dt := range []DataType{String, Hash, Set, ZSet} {
+	for _, dt := range []sources.DataType{sources.DataTypeString, sources.DataTypeHash, sources.DataTypeSet, sources.DataTypeZSet} {
 		src := source(t, c)
 		s := open(t, "redis://embedded", sinks.Options{DataType: string(dt), KeyPrefix: "demo:"})
 		if err := s.Ping(context.Background()); err != nil {
@@ -450,19 +450,19 @@ func BenchmarkWrite(b *testing.B) {
 	srv := testserver.Redis(b)
 	for _, tc := range []struct {
 		name, workload string
-		dt             DataType
+		dt             sources.DataType
 		fields         int
 		oneField       bool // updates write one field (inserts write all)
 	}{
-		{"set-1x100", "update=1", String, 1, false},
-		{"get-1x100", "read=1", String, 1, false},
-		{"ycsb-a-hash-10x100", "a", Hash, 10, false},
-		{"ycsb-c-hash-10x100", "c", Hash, 10, false},
+		{"set-1x100", "update=1", sources.DataTypeString, 1, false},
+		{"get-1x100", "read=1", sources.DataTypeString, 1, false},
+		{"ycsb-a-hash-10x100", "a", sources.DataTypeHash, 10, false},
+		{"ycsb-c-hash-10x100", "c", sources.DataTypeHash, 10, false},
 		// One-field updates and all-field inserts of the same command in
 		// one batch.
-		{"mixed-hash-10x100", "read=0.5,update=0.3,insert=0.2", Hash, 10, true},
-		{"mixed-set-10x100", "read=0.5,update=0.3,insert=0.2", Set, 10, true},
-		{"mixed-zset-10x100", "read=0.5,update=0.3,insert=0.2", ZSet, 10, true},
+		{"mixed-hash-10x100", "read=0.5,update=0.3,insert=0.2", sources.DataTypeHash, 10, true},
+		{"mixed-set-10x100", "read=0.5,update=0.3,insert=0.2", sources.DataTypeSet, 10, true},
+		{"mixed-zset-10x100", "read=0.5,update=0.3,insert=0.2", sources.DataTypeZSet, 10, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			c := kv.DefaultConfig()
@@ -507,14 +507,14 @@ func BenchmarkParallel(b *testing.B) {
 	for _, tc := range []struct {
 		name, workload string
 		pipeline       int
-		dt             DataType
+		dt             sources.DataType
 		fields, par    int
 	}{
-		{"set-P1", "update=1", 1, String, 1, 25}, {"get-P1", "read=1", 1, String, 1, 25},
-		{"set-P16", "update=1", 16, String, 1, 25}, {"get-P16", "read=1", 16, String, 1, 25},
+		{"set-P1", "update=1", 1, sources.DataTypeString, 1, 25}, {"get-P1", "read=1", 1, sources.DataTypeString, 1, 25},
+		{"set-P16", "update=1", 16, sources.DataTypeString, 1, 25}, {"get-P16", "read=1", 16, sources.DataTypeString, 1, 25},
 		// go-ycsb's workloads a and c (hash, 10 x 100 B, uniform) with 16 threads.
-		{"ycsb-a-hash-P1", "a", 1, Hash, 10, 8}, {"ycsb-c-hash-P1", "c", 1, Hash, 10, 8},
-		{"ycsb-a-hash-P16", "a", 16, Hash, 10, 8}, {"ycsb-c-hash-P16", "c", 16, Hash, 10, 8},
+		{"ycsb-a-hash-P1", "a", 1, sources.DataTypeHash, 10, 8}, {"ycsb-c-hash-P1", "c", 1, sources.DataTypeHash, 10, 8},
+		{"ycsb-a-hash-P16", "a", 16, sources.DataTypeHash, 10, 8}, {"ycsb-c-hash-P16", "c", 16, sources.DataTypeHash, 10, 8},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			c := kv.DefaultConfig()

@@ -34,36 +34,11 @@ var (
 	_ client = (*goredis.ClusterClient)(nil)
 )
 
-// DataType is how a record is stored.
-type DataType string
-
-// Data types (sinks.Options.DataType).
-const (
-	String DataType = "string" // one value, the fields back to back: SET / GET, SETRANGE / GETRANGE
-	Hash   DataType = "hash"   // HSET / HMGET, HGET
-	Set    DataType = "set"    // SADD / SMEMBERS, SRANDMEMBER; an update replaces a random member (SPOP + SADD)
-	ZSet   DataType = "zset"   // ZADD with the field index as score / ZRANGE, ZRANGEBYSCORE
-)
-
-func parseDataType(s string) (DataType, error) {
-	switch d := DataType(strings.ToLower(s)); d {
-	case "":
-		return Hash, nil
-	case String, Hash, Set, ZSet:
-		return d, nil
-	}
-	return "", fmt.Errorf("data type %q: want string, hash, set or zset", s)
-}
-
-// maxFields bounds the field names prepared at open (sources/kv allows
-// up to 1024 fields).
-const maxFields = 1024
-
 // Sink executes KV batches as Redis pipelines, one round trip per batch
 // (two when the batch has scans: the index lookup, then the reads).
 type Sink struct {
 	cfg      Config
-	dt       DataType
+	dt       sources.DataType
 	c        client
 	cluster  *goredis.ClusterClient
 	single   *goredis.Client
@@ -108,7 +83,7 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 // New builds a sink for a parsed URL. where names the target in error
 // messages and must not hold secrets.
 func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
-	dt, err := parseDataType(o.DataType)
+	dt, err := sources.ParseDataType(o.DataType)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +99,7 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 	}
 	quietClient.Do(func() { goredis.SetLogger(clientLog{log.Named("go-redis")}) })
 	s := &Sink{cfg: cfg, dt: dt, prefix: o.KeyPrefix, index: o.KeyPrefix + "_indices", log: log, where: where}
-	s.names = make([]string, maxFields)
+	s.names = make([]string, sources.MaxFields)
 	for i := range s.names {
 		s.names[i] = "field" + strconv.Itoa(i)
 	}
@@ -304,7 +279,7 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	if len(b.Ops) == 0 {
 		return 0, ctx.Err()
 	}
-	if b.Fields < 1 || b.Fields > maxFields || b.FieldLength < 1 {
+	if b.Fields < 1 || b.Fields > sources.MaxFields || b.FieldLength < 1 {
 		return 0, fmt.Errorf("BUG: redis sink: batch with %d fields of %d bytes", b.Fields, b.FieldLength)
 	}
 	c := s.getCall()
@@ -361,29 +336,29 @@ func (s *Sink) addRead(c *call, key string, field int16, b *sources.Batch) {
 	fl := b.FieldLength
 	if field < 0 {
 		switch s.dt {
-		case String:
+		case sources.DataTypeString:
 			s.add(c, kGet, 0, valueBuf(b.Fields*fl)).strs[0] = key
-		case Hash:
+		case sources.DataTypeHash:
 			s.add(c, kHMGet, b.Fields, 0).strs[0] = key
-		case Set:
+		case sources.DataTypeSet:
 			s.add(c, kSMembers, 0, 0).strs[0] = key
-		case ZSet:
+		case sources.DataTypeZSet:
 			s.add(c, kZRange, 0, 0).strs[0] = key
 		}
 		return
 	}
 	f := int64(field)
 	switch s.dt {
-	case String:
+	case sources.DataTypeString:
 		sl := s.add(c, kGetRange, 0, valueBuf(fl))
 		sl.strs[0] = key
 		sl.nums[0], sl.nums[1] = f*int64(fl), (f+1)*int64(fl)-1
-	case Hash:
+	case sources.DataTypeHash:
 		sl := s.add(c, kHGet, 1, valueBuf(fl))
 		sl.strs[0], sl.strs[1] = key, s.names[field]
-	case Set:
+	case sources.DataTypeSet:
 		s.add(c, kSRand, 0, valueBuf(fl)).strs[0] = key
-	case ZSet:
+	case sources.DataTypeZSet:
 		sl := s.add(c, kZRangeBy, 0, 0)
 		sl.strs[0] = key
 		sl.nums[0], sl.nums[1] = f, f
@@ -396,7 +371,7 @@ func (s *Sink) addWrite(c *call, key string, field int16, val []byte, b *sources
 	fl := b.FieldLength
 	n := len(val) / fl
 	switch s.dt {
-	case String:
+	case sources.DataTypeString:
 		if field < 0 {
 			sl := s.add(c, kSet, 0, smallReply)
 			sl.strs[0], sl.strs[1] = key, view(val)
@@ -405,7 +380,7 @@ func (s *Sink) addWrite(c *call, key string, field int16, val []byte, b *sources
 			sl.strs[0], sl.strs[1] = key, view(val)
 			sl.nums[0] = int64(field) * int64(fl)
 		}
-	case Hash:
+	case sources.DataTypeHash:
 		sl := s.add(c, kHSet, n, smallReply)
 		sl.strs[0] = key
 		for i := range n {
@@ -416,7 +391,7 @@ func (s *Sink) addWrite(c *call, key string, field int16, val []byte, b *sources
 			sl.strs[1+2*i] = s.names[name]
 			sl.strs[2+2*i] = view(val[i*fl : (i+1)*fl])
 		}
-	case Set:
+	case sources.DataTypeSet:
 		if field < 0 {
 			s.add(c, kDel, 0, smallReply).strs[0] = key
 		} else {
@@ -427,7 +402,7 @@ func (s *Sink) addWrite(c *call, key string, field int16, val []byte, b *sources
 		for i := range n {
 			sl.strs[1+i] = view(val[i*fl : (i+1)*fl])
 		}
-	case ZSet:
+	case sources.DataTypeZSet:
 		if field < 0 {
 			s.add(c, kDel, 0, smallReply).strs[0] = key
 		} else {
