@@ -70,9 +70,6 @@ var (
 // (go-redis dials on first use), except for redis://embedded, which starts
 // the in-process server.
 func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
-	if o.Kind != 0 && o.Kind != sources.KV {
-		return nil, fmt.Errorf("%s:// takes kv workloads, not %s", u.Scheme, o.Kind)
-	}
 	cfg, err := ParseURL(u)
 	if err != nil {
 		return nil, err

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/soakd/soakd/sources"
 )
 
 func TestParseURL(t *testing.T) {
@@ -81,10 +79,6 @@ func TestParseURL(t *testing.T) {
 			}
 			tt.check(t, c)
 		})
-	}
-	u, _ := url.Parse("redis://h")
-	if err := Check(u, sources.Series); err == nil {
-		t.Error("Check accepted a series workload")
 	}
 }
 
