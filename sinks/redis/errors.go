@@ -3,10 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"strings"
-	"syscall"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -33,23 +30,17 @@ func redirected(err error) bool {
 // sending the batch again is safe. Every operation soakd sends is safe to
 // apply twice (SET, HSET, SADD, ZADD overwrite; a repeated SPOP+SADD
 // still leaves FIELDS members), so only rejections are not retried.
+// Timeouts and network errors are sinks.ClassOf's; this adds go-redis's
+// own errors and the server's error replies.
 func classify(err error) (sinks.Class, bool) {
 	var rerr goredis.Error
 	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, goredis.ErrPoolTimeout):
+	case errors.Is(err, goredis.ErrPoolTimeout), errors.Is(err, context.Canceled):
 		return sinks.Timeout, true
-	case errors.Is(err, context.Canceled):
-		return sinks.Timeout, true
+	case errors.Is(err, goredis.ErrClosed), errors.Is(err, goredis.ErrPoolExhausted):
+		return sinks.Connection, true
 	case errors.As(err, &rerr):
 		return classifyReply(err, rerr.Error())
-	case errors.Is(err, goredis.ErrClosed), errors.Is(err, goredis.ErrPoolExhausted),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return sinks.Connection, true
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return sinks.Timeout, true
 	}
 	if c := sinks.ClassOf(err); c != sinks.Other {
 		return c, true
