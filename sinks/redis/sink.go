@@ -43,7 +43,6 @@ type Sink struct {
 	cluster  *goredis.ClusterClient
 	single   *goredis.Client
 	embedded *miniredis.Miniredis
-	fresh    bool // cluster: build new command objects for every batch
 	prefix   string
 	index    string
 	names    []string // field0..field1023
@@ -152,15 +151,9 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 			DisableIdentity: true,
 		})
 		s.c = s.cluster
-		s.fresh = true
 	}
-	s.cfg = cfg
 	return s, nil
 }
-
-// Addr returns the address of the server (the embedded one's for
-// redis://embedded), or the first seed of a cluster or sentinel set.
-func (s *Sink) Addr() string { return s.cfg.Addrs[0] }
 
 // Misses returns how many reads so far found no record (nil or empty
 // reply). The sink contract has no per-op result, so misses are not
@@ -258,7 +251,8 @@ func (s *Sink) add(c *call, k kind, n, bufLen int) *slot {
 		}
 	}
 	c.next[k][v]++
-	c.cmds = append(c.cmds, sl.prepare(bufLen, s.fresh))
+	// A cluster client caches the key's slot on the command object.
+	c.cmds = append(c.cmds, sl.prepare(bufLen, s.cluster != nil))
 	c.used = append(c.used, sl)
 	return sl
 }
