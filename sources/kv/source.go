@@ -129,9 +129,6 @@ func (s *Source) Kind() sources.Kind { return sources.KV }
 // Schemas returns nil: KV sources have no tables.
 func (s *Source) Schemas() []*sources.Schema { return nil }
 
-// Records returns the number of records this shard loads.
-func (s *Source) Records() uint64 { return s.owned }
-
 // NewBatch returns an empty batch describing this source's records.
 func (s *Source) NewBatch() *sources.Batch {
 	return &sources.Batch{Fields: s.cfg.Fields, FieldLength: s.cfg.FieldLength}
@@ -339,9 +336,10 @@ const probeSamples = 1000
 // Preload returns the load phase (LOAD=auto): a finite source inserting
 // the shard's records, and a probe that reads up to 1000 of them spread
 // evenly over the shard (including the first and the last). It returns a
-// nil load for LOAD=off and for WORKLOAD=load, which is a load itself.
+// nil load for LOAD=off. (WORKLOAD=load is a *LoadSource, whose Preload
+// returns nil.)
 func (s *Source) Preload() (sources.Source, func(b *sources.Batch), error) {
-	if s.cfg.Load == LoadOff || s.cfg.Workload.Name == "load" {
+	if s.cfg.Load == LoadOff {
 		return nil, nil, nil
 	}
 	return &LoadSource{s}, s.probe, nil
