@@ -200,6 +200,12 @@ func TestValidate(t *testing.T) {
 	if _, err := New(DefaultConfig(), 1, sources.Shard{Index: 5, Count: 8}); err != nil {
 		t.Errorf("shard 5/8: %v", err)
 	}
+	for _, sh := range []sources.Shard{{Index: 2, Count: 2}, {Index: 5, Count: 2}, {Index: -1, Count: 2}, {Index: 0, Count: -1}} {
+		var se *sources.SettingError
+		if _, err := New(DefaultConfig(), 1, sh); !errors.As(err, &se) || se.Setting != "SHARD" {
+			t.Errorf("shard %+v: error %v, want one naming SHARD", sh, err)
+		}
+	}
 	small := DefaultConfig()
 	small.Records = 3
 	if _, err := New(small, 1, sources.Shard{Index: 5, Count: 8}); err == nil || !strings.Contains(err.Error(), "RECORDS") {

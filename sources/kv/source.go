@@ -71,6 +71,10 @@ func newSource(c Config, seed uint64, shard sources.Shard) (*Source, error) {
 	if shard.Count == 0 {
 		shard = sources.Shard{Index: 0, Count: 1}
 	}
+	if shard.Index < 0 || shard.Index >= shard.Count {
+		// Shard i+N would own shard i's records.
+		return nil, sources.Invalid("SHARD", "%s: want 0 <= i < N", shard)
+	}
 	owned := ownedCount(uint64(c.Records), shard)
 	if owned == 0 {
 		return nil, sources.Invalid("RECORDS", "%d records cannot be split into %d shards: shard %s owns none", c.Records, shard.Count, shard)
