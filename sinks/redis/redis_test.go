@@ -331,8 +331,19 @@ func TestErrorClasses(t *testing.T) {
 	if err == nil || errClass(t, err) != sinks.Rejected {
 		t.Fatalf("write without a password: %v, want rejected", err)
 	}
-	if strings.Contains(err.Error(), "s3cret") {
-		t.Fatalf("error shows the password: %v", err)
+	// A wrong password in the URL is refused and never shown. (Not
+	// "WRONG": the server's WRONGPASS reply holds that.)
+	const wrong = "n0t-the-pa55word"
+	bad := open(t, "redis://default:"+wrong+"@"+srv.Addr, sinks.Options{DataType: "hash"})
+	_, werr := bad.Write(ctx, b)
+	perr := bad.Ping(ctx)
+	for _, err := range []error{werr, perr} {
+		if err == nil || errClass(t, err) != sinks.Rejected {
+			t.Fatalf("wrong password: %v, want rejected", err)
+		}
+		if strings.Contains(err.Error(), wrong) {
+			t.Fatalf("error shows the password: %v", err)
+		}
 	}
 	withpw := open(t, srv.URL, sinks.Options{DataType: "hash", Password: "s3cret"})
 	if _, err := withpw.Write(ctx, b); err != nil {

@@ -425,9 +425,12 @@ func (s *Sink) exec(ctx context.Context, c *call) error {
 	// Both pipelines in use (Conn's and ClusterClient's) are a
 	// *goredis.Pipeline, whose BatchProcess only queues and never fails.
 	_ = c.pipe.BatchProcess(ctx, c.cmds...)
-	// Exec's error is the first command's error, which includes the
-	// redis.Nil of a missing key; the replies are checked one by one below.
-	_, _ = c.pipe.Exec(ctx)
+	// Exec's error is the first command's error (the redis.Nil of a
+	// missing key included), checked reply by reply below, or a failure
+	// before any command was sent that go-redis does not copy into the
+	// commands: an error reply to AUTH or SELECT while setting up the
+	// connection.
+	_, execErr := c.pipe.Exec(ctx)
 	var first error
 	misses := 0
 	for i, cmd := range c.cmds {
@@ -462,6 +465,11 @@ func (s *Sink) exec(ctx context.Context, c *call) error {
 	}
 	if misses > 0 {
 		s.misses.Add(int64(misses))
+	}
+	if first == nil && execErr != nil && !errors.Is(execErr, goredis.Nil) {
+		// Nothing was sent; the connection failed to set up.
+		c.broken = true
+		first = execErr
 	}
 	if first != nil {
 		if s.cluster != nil && redirected(first) {
