@@ -392,6 +392,8 @@ func TestLatestFollowsInserts(t *testing.T) {
 	var maxInserted uint64
 	reads, recent := 0, 0
 	fillN(t, st, b, 50_000, 10, func(b *sources.Batch) {
+		// The records present when the batch was filled: its own inserts
+		// are still pending.
 		present := s.present()
 		for _, op := range b.Ops {
 			switch op.Op {
@@ -399,7 +401,7 @@ func TestLatestFollowsInserts(t *testing.T) {
 				maxInserted = max(maxInserted, op.Record)
 			case sources.OpRead:
 				reads++
-				if op.Record >= present+10 {
+				if op.Record >= present {
 					t.Fatalf("read record %d, only %d present", op.Record, present)
 				}
 				if op.Record+100 >= present {
@@ -471,8 +473,8 @@ func TestShardsDisjointAndLoadExact(t *testing.T) {
 		})
 		b.Reset()
 		probe(b)
-		if len(b.Ops) != int(total) && len(b.Ops) != probeSamples {
-			t.Errorf("probe has %d ops", len(b.Ops))
+		if want := min(int(total), probeSamples); len(b.Ops) != want {
+			t.Errorf("shard %d: probe has %d ops, want %d", i, len(b.Ops), want)
 		}
 	}
 	if len(seen) != 1001 {
@@ -570,28 +572,30 @@ func TestFillDoesNotAllocate(t *testing.T) {
 }
 
 func BenchmarkFill(b *testing.B) {
-	for _, w := range []string{"a", "c", "d", "e"} {
-		for _, dist := range []Distribution{Zipfian, Uniform} {
-			b.Run(w+"/"+string(dist), func(b *testing.B) {
-				c := DefaultConfig()
-				c.Workload, _ = ParseWorkload(w)
-				if w != "d" {
-					c.Distribution = dist
-				}
-				src, err := New(c, 1, whole())
-				if err != nil {
-					b.Fatal(err)
-				}
-				st, _ := src.Stream(0, 1)
-				bt := src.(sources.Batcher).NewBatch()
-				b.ReportAllocs()
-				const pipeline = 16
-				for b.Loop() {
-					bt.Reset()
-					_ = st.Fill(bt, pipeline, 0)
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*pipeline), "ns/op-kv")
-			})
-		}
+	for _, tc := range []struct {
+		w    string
+		dist Distribution
+	}{
+		{"a", Zipfian}, {"a", Uniform}, {"c", Zipfian}, {"c", Uniform},
+		{"d", Latest}, {"d", Uniform}, {"e", Zipfian}, {"e", Uniform},
+	} {
+		b.Run(tc.w+"/"+string(tc.dist), func(b *testing.B) {
+			c := DefaultConfig()
+			c.Workload, _ = ParseWorkload(tc.w)
+			c.Distribution = tc.dist
+			src, err := New(c, 1, whole())
+			if err != nil {
+				b.Fatal(err)
+			}
+			st, _ := src.Stream(0, 1)
+			bt := src.(sources.Batcher).NewBatch()
+			b.ReportAllocs()
+			const pipeline = 16
+			for b.Loop() {
+				bt.Reset()
+				_ = st.Fill(bt, pipeline, 0)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*pipeline), "ns/op-kv")
+		})
 	}
 }
