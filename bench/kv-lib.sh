@@ -36,7 +36,12 @@ stop_redis() {
 	fi
 }
 
-rcli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
+# rcli ARGS...: redis-cli against the bench server (the pinned peer first).
+rcli() {
+	local bin
+	bin=$(peer_bin redis-cli) || die "no redis-cli (apt-get install redis-tools)"
+	"$bin" -h 127.0.0.1 -p "$REDIS_PORT" "$@"
+}
 
 # soakd_run LOG SUMMARY_JSON VAR=VALUE...: one soakd run with the given
 # SOAKD_* settings (nothing else from the environment leaks in).

@@ -21,12 +21,12 @@ N=${N:-1000000}
 SECS=${SECS:-10}
 KEYS=${KEYS:-100000}
 
-command -v redis-benchmark >/dev/null || die "no redis-benchmark (apt-get install redis-tools)"
+RB=$(peer_bin redis-benchmark) || die "no redis-benchmark (apt-get install redis-tools)"
 command -v jq >/dev/null || die "no jq"
 SOAKD=$(build_soakd)
 ensure_redis
 trap stop_redis EXIT
-echo "# soakd vs redis-benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ) nproc=$(nproc) redis=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') port=$REDIS_PORT runs=$RUNS logs=$OUT"
+echo "# soakd vs redis-benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ) nproc=$(nproc) redis=$("$(peer_bin redis-server)" --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') port=$REDIS_PORT runs=$RUNS logs=$OUT"
 
 declare -A res
 for ((r = 1; r <= RUNS; r++)); do
@@ -34,7 +34,7 @@ for ((r = 1; r <= RUNS; r++)); do
 		for op in set get; do
 			# redis-benchmark (its GET reads the keys its SET wrote: same key space, 100 B values)
 			log=$OUT/rb-$op-P$p-$r.csv
-			timeout "${BENCH_TIMEOUT:-300}" redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -c 50 -P $p -d 100 \
+			timeout "${BENCH_TIMEOUT:-300}" "$RB" -h 127.0.0.1 -p "$REDIS_PORT" -c 50 -P $p -d 100 \
 				-r "$KEYS" -n "$N" -t $op --csv >"$log" 2>&1
 			read -r rps p50 p99 < <(tr -d '"' <"$log" | awk -F, -v t="${op^^}" '$1 == t { print int($2), $5, $7 }')
 			echo "figure=redis_${op}_P$p tool=redis-benchmark run=$r clients=50 pipeline=$p value_bytes=100 ops_per_s=${rps:-0} p50_ms=${p50:-} p99_ms=${p99:-}"

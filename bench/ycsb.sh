@@ -24,8 +24,7 @@ OPS=${OPS:-1000000}
 SECS=${SECS:-20}
 RECORDS=100000
 
-YCSB=$(command -v go-ycsb || echo "$PEERS_BIN/go-ycsb")
-[ -x "$YCSB" ] || die "no go-ycsb (run $PEERS_DIR/install.sh ycsb)"
+YCSB=$(peer_bin go-ycsb) || die "no go-ycsb (run $PEERS_DIR/install.sh ycsb)"
 command -v jq >/dev/null || die "no jq"
 SOAKD=$(build_soakd)
 ensure_redis
