@@ -219,7 +219,8 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	}
 	if t := s.cfg.Timeout; t > 0 {
 		// Only when it is tighter than the caller's deadline: deriving from
-		// the engine's reusable write context costs a goroutine per write.
+		// the engine's reusable write context costs a context and a timer
+		// per write.
 		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > t {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, t)
