@@ -1,7 +1,6 @@
 package influx
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"syscall"
@@ -52,6 +51,8 @@ type engineRun struct {
 
 // runEngine loads env (SOAKD_* settings), validates it and starts a run;
 // the result arrives on the returned channel. reg is live during the run.
+// The run ends with the test: its context is the test's, and cleanup
+// waits for it.
 func runEngine(t *testing.T, env map[string]string) (*prometheus.Registry, <-chan engineRun) {
 	t.Helper()
 	env["SOAKD_LISTEN"] = "off"
@@ -66,10 +67,16 @@ func runEngine(t *testing.T, env map[string]string) (*prometheus.Registry, <-cha
 	}
 	reg := prometheus.NewRegistry()
 	out := make(chan engineRun, 1)
+	ctx, log := t.Context(), zaptest.NewLogger(t)
 	go func() {
-		sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zaptest.NewLogger(t), Registry: reg, Plugins: p, Version: "test"})
+		defer close(out)
+		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: log, Registry: reg, Plugins: p, Version: "test"})
 		out <- engineRun{sum, err, reg}
 	}()
+	t.Cleanup(func() {
+		for range out { // closed once the run has returned, received or not
+		}
+	})
 	return reg, out
 }
 
