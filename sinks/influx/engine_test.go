@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/null"
 	"github.com/soakd/soakd/sources"
@@ -102,7 +103,7 @@ func metricSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // engine counts as acknowledged (soakd_rows_total, the summary) are the
 // rows InfluxDB holds.
 func TestEngineRun(t *testing.T) {
-	srv := startInflux(t)
+	srv := testserver.Influx(t)
 	for _, target := range []string{
 		"influx1://%s?db=e2e1&gzip=true",
 		"influx://%s?bucket=e2e2&precision=ms",
@@ -147,7 +148,7 @@ func TestEngineFault(t *testing.T) {
 	if testing.Short() {
 		t.Skip("restarts a server")
 	}
-	srv := startInflux(t)
+	srv := testserver.Influx(t)
 	const rows = 400000
 	reg, done := runEngine(t, map[string]string{
 		"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "seq",
@@ -207,7 +208,7 @@ func TestEngineFault(t *testing.T) {
 // readings, 1 % null fields, trucks missing a tag), count(field) over
 // every field of every measurement adds up to soakd_values_total.
 func TestEngineSources(t *testing.T) {
-	srv := startInflux(t)
+	srv := testserver.Influx(t)
 	for _, src := range iot.Names() {
 		for _, missing := range []string{"none", ""} {
 			name := src + "/missing=" + missing
