@@ -190,16 +190,19 @@ func TestSecretsFromOptions(t *testing.T) {
 	}
 }
 
-// Open rejects KV workloads and schemas line protocol cannot carry.
+// KV workloads are rejected (by the registry entry, as cmd/soakd has it),
+// and so are schemas line protocol cannot carry.
 func TestOpenChecks(t *testing.T) {
 	t.Parallel()
-	u := mustParse(t, "influx1://h:1?db=x")
-	if _, err := Open(context.Background(), u, sinks.Options{Kind: sources.KV}); err == nil || !strings.Contains(err.Error(), "not kv workloads") {
+	const raw = "influx1://h:1?db=x"
+	reg := enginePlugins().Sinks
+	if _, err := reg.Open(context.Background(), raw, sinks.Options{Kind: sources.KV}); err == nil || !strings.Contains(err.Error(), "kv workloads") {
 		t.Errorf("KV: %v", err)
 	}
-	if err := Check(u, sources.KV); err == nil {
+	if err := reg.Check(raw, sources.KV); err == nil {
 		t.Error("Check accepted a KV workload")
 	}
+	u := mustParse(t, raw)
 	bad := &sources.Schema{Measurement: "#cpu", Fields: []sources.Field{{Name: "time", Kind: sources.Float}}}
 	_, err := Open(context.Background(), u, sinks.Options{Kind: sources.Series, Schemas: []*sources.Schema{bad}})
 	if err == nil || !strings.Contains(err.Error(), "comment") || !strings.Contains(err.Error(), "reserved") {

@@ -96,15 +96,12 @@ var (
 	_ sinks.Pinger   = (*Sink)(nil)
 )
 
-// Open is the registry's OpenFunc for influx://, influxs:// and influx1://.
-// It does no I/O.
+// Open is the registry's OpenFunc for influx://, influxs:// and influx1://
+// (the registry entry accepts series workloads only). It does no I/O.
 func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 	cfg, err := ParseURL(u)
 	if err != nil {
 		return nil, err
-	}
-	if o.Kind != 0 && o.Kind != sources.Series {
-		return nil, fmt.Errorf("%s:// writes series (rows), not %s workloads", u.Scheme, o.Kind)
 	}
 	var errs []error
 	for _, s := range o.Schemas {
@@ -118,10 +115,7 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 }
 
 // Check is the registry's CheckFunc: it validates the URL's parameters.
-func Check(u *url.URL, kind sources.Kind) error {
-	if kind != 0 && kind != sources.Series {
-		return fmt.Errorf("%s:// writes series (rows), not %s workloads", u.Scheme, kind)
-	}
+func Check(u *url.URL, _ sources.Kind) error {
 	_, err := ParseURL(u)
 	return err
 }
