@@ -284,11 +284,9 @@ func boolParam(q url.Values, name string, def bool) (bool, error) {
 
 // Check is the registry's CheckFunc: it validates a postgres:// URL
 // without I/O, including what pgx itself would reject (ports, sslmode,
-// pool settings, unreadable certificate files).
-func Check(u *url.URL, kind sources.Kind) error {
-	if kind != 0 && kind != sources.Series {
-		return fmt.Errorf("the postgres sink takes series workloads, not %s", kind)
-	}
+// pool settings, unreadable certificate files). The registry entry
+// accepts series workloads only.
+func Check(u *url.URL, _ sources.Kind) error {
 	_, _, err := parse(u, sinks.Options{Workers: 1})
 	return err
 }
