@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/sources/iot"
 )
 
 var testBase = time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -209,51 +210,84 @@ func benchTable(rows int) *sources.Table {
 	return tb
 }
 
+// devopsTable returns the cpu table of rows rows of the devops source
+// (100 hosts): its tagger computes every tag value from the device
+// number, as sources with many devices do.
+func devopsTable(b *testing.B, rows int) *sources.Table {
+	b.Helper()
+	c := iot.DefaultConfig()
+	c.Start = iot.Start{T: testBase}
+	src, err := iot.New("devops", c, 1, sources.Shard{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := src.Stream(0, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := sources.NewSeriesBatch(src.Schemas())
+	if err := st.Fill(batch, rows, 0); err != nil {
+		b.Fatal(err)
+	}
+	if tb := batch.Tables[0]; tb.Len() == rows {
+		return tb
+	}
+	b.Fatalf("devops filled %d rows into its first table, want %d", batch.Tables[0].Len(), rows)
+	return nil
+}
+
 // BenchmarkEncode compares the encoders on a 10,000-row cpu batch (one
-// op = one batch). "pgx-boxed" is what pgx.CopyFrom does with a
-// CopyFromSource: each value boxed in an []any row and encoded through
-// pgtype.Map.
+// op = one batch), with tag values kept as strings ("stored") and
+// computed by the devops source's tagger ("devops"). "pgx-boxed" is what
+// pgx.CopyFrom does with a CopyFromSource: each value boxed in an []any
+// row and encoded through pgtype.Map.
 func BenchmarkEncode(b *testing.B) {
 	const rows = 10000
 	tb := benchTable(rows)
 	s := tb.Schema
-	b.Run("copy", func(b *testing.B) {
-		var r copyReader
-		buf := make([]byte, 65531)
-		b.ReportAllocs()
-		for b.Loop() {
-			r.reset(tb)
-			for {
-				if _, err := r.Read(buf); err == io.EOF {
-					break
+	for _, c := range []struct {
+		tags string
+		tb   *sources.Table
+	}{{"stored", tb}, {"devops", devopsTable(b, rows)}} {
+		tb := c.tb
+		b.Run(c.tags+"/copy", func(b *testing.B) {
+			var r copyReader
+			buf := make([]byte, 65531)
+			b.ReportAllocs()
+			for b.Loop() {
+				r.reset(tb)
+				for {
+					if _, err := r.Read(buf); err == io.EOF {
+						break
+					}
 				}
 			}
-		}
-		b.SetBytes(int64(r.total))
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
-	})
-	b.Run("insert-params", func(b *testing.B) {
-		var e paramEncoder
-		b.ReportAllocs()
-		for b.Loop() {
-			e.reset()
-			e.rows(tb)
-			e.finish()
-		}
-		b.SetBytes(int64(len(e.buf)))
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
-	})
-	b.Run("unnest-arrays", func(b *testing.B) {
-		var e paramEncoder
-		b.ReportAllocs()
-		for b.Loop() {
-			e.reset()
-			e.arrays(tb)
-			e.finish()
-		}
-		b.SetBytes(int64(len(e.buf)))
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
-	})
+			b.SetBytes(int64(r.total))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+		})
+		b.Run(c.tags+"/insert-params", func(b *testing.B) {
+			var e paramEncoder
+			b.ReportAllocs()
+			for b.Loop() {
+				e.reset()
+				e.rows(tb)
+				e.finish()
+			}
+			b.SetBytes(int64(len(e.buf)))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+		})
+		b.Run(c.tags+"/unnest-arrays", func(b *testing.B) {
+			var e paramEncoder
+			b.ReportAllocs()
+			for b.Loop() {
+				e.reset()
+				e.arrays(tb)
+				e.finish()
+			}
+			b.SetBytes(int64(len(e.buf)))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+		})
+	}
 	b.Run("pgx-boxed", func(b *testing.B) {
 		m := pgtype.NewMap()
 		oids := []uint32{pgtype.TimestamptzOID}
