@@ -124,6 +124,35 @@ func TestCopyEncoding(t *testing.T) {
 	}
 }
 
+// One reader alternating between schemas, with its tag cache roomy or
+// nearly full, writes the same stream as a fresh reader: cached tags
+// belong to their schema and device, and devices past the budget are
+// encoded directly.
+func TestCopyTagCache(t *testing.T) {
+	t.Parallel()
+	var tables []*sources.Table
+	for _, s := range []*sources.Schema{cpuSchema("cpu", 40), mixedSchema("trucks", 40)} {
+		tb := sources.NewTable(s)
+		fill(tb, 40, 0, 200, testBase, true)
+		tables = append(tables, tb)
+	}
+	for _, limit := range []int{0, 300} { // 0: the default
+		var r copyReader
+		r.budget.Limit = limit
+		for round := range 3 {
+			for _, tb := range tables {
+				var fresh copyReader
+				if got, want := r.appendAll(nil, tb), fresh.appendAll(nil, tb); !bytes.Equal(got, want) {
+					t.Fatalf("limit %d round %d %s: stream differs from a fresh reader's", limit, round, tb.Schema.Measurement)
+				}
+			}
+		}
+		if limit > 0 && r.budget.Used > limit {
+			t.Errorf("tag caches hold %d bytes, limit %d", r.budget.Used, limit)
+		}
+	}
+}
+
 func TestParamEncoding(t *testing.T) {
 	t.Parallel()
 	s := mixedSchema("trucks", 3)
