@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"strings"
 	"sync"
@@ -28,15 +27,6 @@ const DefaultConnectTimeout = 10 * time.Second
 // server to confirm the cancellation before closing the connection.
 const cancelGrace = time.Second
 
-// Reconnect backoff after a connection or timeout failure: writes wait
-// (while their context allows) instead of hammering a server that is
-// down; the wait doubles per failure up to the maximum and ends at the
-// first success.
-const (
-	minBackoff = 100 * time.Millisecond
-	maxBackoff = 2 * time.Second
-)
-
 // Sink writes series batches to a PostgreSQL-wire database.
 type Sink struct {
 	cfg    Config
@@ -49,7 +39,6 @@ type Sink struct {
 
 	writers chan *writer // free list, bounded by the pool size
 
-	backoff   backoff
 	closeOnce sync.Once
 }
 
@@ -237,14 +226,9 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout)
 		defer cancel()
 	}
-	if err := s.backoff.wait(ctx); err != nil {
-		// The server was unreachable moments ago and the write's time ran
-		// out before the next attempt: still a connection problem.
-		return 0, sinks.NewError(sinks.Connection, true, fmt.Errorf("server unreachable, waiting to reconnect: %w", err))
-	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return 0, s.failed(classify(fmt.Errorf("cannot connect: %w", err), true, s.cfg.Dedup))
+		return 0, classify(fmt.Errorf("cannot connect: %w", err), true, s.cfg.Dedup)
 	}
 	pc := conn.Conn().PgConn()
 	w := s.getWriter()
@@ -268,21 +252,10 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 		// Release destroys connections that are closed or still in a
 		// transaction.
 		conn.Release()
-		return n, s.failed(classify(err, lost, s.cfg.Dedup))
+		return n, classify(err, lost, s.cfg.Dedup)
 	}
 	conn.Release()
-	s.backoff.ok()
 	return n, nil
-}
-
-// failed starts or extends the reconnect backoff for errors that say the
-// server is unreachable.
-func (s *Sink) failed(err error) error {
-	switch sinks.ClassOf(err) {
-	case sinks.Connection, sinks.Timeout:
-		s.backoff.fail()
-	}
-	return err
 }
 
 // exec runs sql (one or more statements) with the simple protocol.
@@ -502,60 +475,4 @@ func (s *Sink) Ping(ctx context.Context) error {
 func (s *Sink) Close(context.Context) error {
 	s.closeOnce.Do(s.pool.Close)
 	return nil
-}
-
-// backoff delays writes after failures that say the server is away.
-type backoff struct {
-	until atomic.Int64 // Unix nanoseconds before which writes wait; 0 = none
-	mu    sync.Mutex
-	delay time.Duration
-}
-
-func (b *backoff) wait(ctx context.Context) error {
-	u := b.until.Load()
-	if u == 0 {
-		return nil
-	}
-	d := time.Until(time.Unix(0, u))
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (b *backoff) fail() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := time.Now()
-	if now.UnixNano() < b.until.Load() {
-		// Other workers failing during the same wait do not lengthen it:
-		// the delay grows once per round of attempts.
-		return
-	}
-	switch {
-	case b.delay == 0:
-		b.delay = minBackoff
-	case b.delay < maxBackoff:
-		b.delay = min(2*b.delay, maxBackoff)
-	}
-	// Jitter (0.75x to 1.25x) so workers do not reconnect in lockstep.
-	d := time.Duration(float64(b.delay) * (0.75 + rand.Float64()/2))
-	b.until.Store(now.Add(d).UnixNano())
-}
-
-func (b *backoff) ok() {
-	if b.until.Load() == 0 {
-		return
-	}
-	b.mu.Lock()
-	b.delay = 0
-	b.until.Store(0)
-	b.mu.Unlock()
 }

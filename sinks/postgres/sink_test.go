@@ -248,13 +248,9 @@ func TestErrorClasses(t *testing.T) {
 		port := testserver.FreePort(t)
 		s := openSink(t, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), nil, cpu)
 		for i := range 3 {
-			start := time.Now()
 			_, err := s.Write(ctx, batch)
 			if c, retry := classOf(t, err); c != sinks.Connection || !retry {
 				t.Errorf("write %d: %v: class %s retry %v, want connection, retry", i, err, c, retry)
-			}
-			if i > 0 && time.Since(start) < minBackoff/2 {
-				t.Errorf("write %d failed after %v: no reconnect backoff", i, time.Since(start))
 			}
 		}
 		if err := s.Ping(ctx); err == nil || sinks.ClassOf(err) != sinks.Connection {
