@@ -233,7 +233,7 @@ func ParseURL(u *url.URL) (Config, string, error) {
 		errs = append(errs, errors.New("dedup=true with insert=copy needs a temporary staging table, which CockroachDB does not offer by default; use insert=unnest (the default for cockroach with dedup)"))
 	}
 	if len(errs) > 0 {
-		return c, "", urlErrors(errs)
+		return c, "", errors.Join(errs...) // one error per problem: the engine prints each on its line
 	}
 	// Keep the other parameters exactly as written: libpq (and pgx)
 	// decode only %XX escapes, not '+', so re-encoding would turn
@@ -252,23 +252,6 @@ func ParseURL(u *url.URL) (Config, string, error) {
 	cu.Fragment, cu.RawFragment = "", ""
 	return c, cu.String(), nil
 }
-
-// urlErrors are every problem of one URL, on one line (the engine puts
-// the setting's name in front of it).
-type urlErrors []error
-
-func (e urlErrors) Error() string {
-	var b strings.Builder
-	for i, err := range e {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(err.Error())
-	}
-	return b.String()
-}
-
-func (e urlErrors) Unwrap() []error { return e }
 
 func boolParam(q url.Values, name string, def bool) (bool, error) {
 	if !q.Has(name) {
