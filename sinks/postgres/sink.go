@@ -323,8 +323,14 @@ func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tabl
 		w.cr.reset(t)
 		tag, err := pc.CopyFrom(ctx, &w.cr, sql)
 		if err != nil {
-			w.broken = true
-			total += w.cr.abandon()
+			// pgconn returns without waiting for its reader goroutine only
+			// after closing the connection; otherwise (a rejected batch)
+			// the goroutine is done and the writer can be reused.
+			if w.broken = pc.IsClosed(); w.broken {
+				total += w.cr.abandon()
+			} else {
+				total += w.cr.total
+			}
 			return total, fmt.Errorf("cannot copy %d rows into %s: %w", n, p.schema.Measurement, err)
 		}
 		total += w.cr.total
