@@ -152,9 +152,6 @@ func New(u *url.URL, o sinks.Options) (*Sink, error) {
 	return s, nil
 }
 
-// Config returns the parsed soakd settings.
-func (s *Sink) Config() Config { return s.cfg }
-
 // planFor returns the plan of sc, building it on first sight (a source
 // whose schemas were not passed in Options).
 func (s *Sink) planFor(sc *sources.Schema) (*plan, error) {
@@ -352,11 +349,11 @@ func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tabl
 	return total, nil
 }
 
-// pending is what a pipelined request will answer.
+// pending is what a pipelined request will answer: rows for plan p, or
+// (p nil) a statement description for a Prepare.
 type pending struct {
-	p       *plan
-	rows    int
-	prepare string // statement name for a Prepare request
+	p    *plan
+	rows int
 }
 
 func (s *Sink) writePipeline(ctx context.Context, pc *pgconn.PgConn, w *writer, tables []*sources.Table) (int, error) {
@@ -398,7 +395,7 @@ func (s *Sink) writePipeline(ctx context.Context, pc *pgconn.PgConn, w *writer, 
 		if s.cfg.Method == Unnest {
 			if !st.prepared[p.unnestName] {
 				pl.SendPrepare(p.unnestName, p.unnestSQL, p.unnestOIDs)
-				pend = append(pend, pending{prepare: p.unnestName})
+				pend = append(pend, pending{})
 				st.prepared[p.unnestName] = true
 			}
 			pl.SendQueryPrepared(p.unnestName, vals[sp.first:sp.end], binaryFormat, nil)
@@ -409,7 +406,7 @@ func (s *Sink) writePipeline(ctx context.Context, pc *pgconn.PgConn, w *writer, 
 			stm := p.insertStmt(rows)
 			if !st.prepared[stm.name] {
 				pl.SendPrepare(stm.name, stm.sql, p.insertOIDs)
-				pend = append(pend, pending{prepare: stm.name})
+				pend = append(pend, pending{})
 				st.prepared[stm.name] = true
 			}
 			from := sp.first + start*p.nCols
