@@ -261,32 +261,33 @@ func exec(ctx context.Context, pc *pgconn.PgConn, sql string) error {
 }
 
 func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tables []*sources.Table) (int, error) {
-	var st *connState
-	nonEmpty := 0
+	// The non-empty tables with their plans, looked up once.
+	type copyJob struct {
+		p *plan
+		t *sources.Table
+	}
+	var jobsArr [16]copyJob
+	jobs := jobsArr[:0]
 	for _, t := range tables {
-		if t.Len() > 0 {
-			nonEmpty++
+		if t.Len() == 0 {
+			continue
 		}
+		p, err := s.planFor(t.Schema)
+		if err != nil {
+			return 0, sinks.NewError(sinks.Rejected, false, err)
+		}
+		jobs = append(jobs, copyJob{p, t})
 	}
 	dedup := s.cfg.Dedup
-	if dedup {
-		st = stateOf(pc)
-	}
-	if dedup || nonEmpty > 1 {
+	if dedup || len(jobs) > 1 {
 		// Several COPYs (or a COPY and its merge) must commit together,
 		// or a failed batch would leave some of its rows stored.
 		if dedup {
 			// Staging tables are created before BEGIN so that a failed
 			// batch does not roll back their creation.
-			for _, t := range tables {
-				if t.Len() == 0 {
-					continue
-				}
-				p, err := s.planFor(t.Schema)
-				if err != nil {
-					return 0, sinks.NewError(sinks.Rejected, false, err)
-				}
-				if !st.staged[p.id] {
+			st := stateOf(pc)
+			for _, j := range jobs {
+				if p := j.p; !st.staged[p.id] {
 					if err := exec(ctx, pc, p.stageCreate); err != nil {
 						return 0, fmt.Errorf("cannot create staging table for %s: %w", p.schema.Measurement, err)
 					}
@@ -300,15 +301,8 @@ func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tabl
 	}
 	total := 0
 	w.sb.Reset()
-	for _, t := range tables {
-		n := t.Len()
-		if n == 0 {
-			continue
-		}
-		p, err := s.planFor(t.Schema)
-		if err != nil {
-			return total, sinks.NewError(sinks.Rejected, false, err)
-		}
+	for _, j := range jobs {
+		p, t, n := j.p, j.t, j.t.Len()
 		sql := p.copySQL
 		if dedup {
 			sql = p.stageCopy
@@ -341,7 +335,7 @@ func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tabl
 		if err := exec(ctx, pc, w.sb.String()); err != nil {
 			return total, fmt.Errorf("cannot merge staged rows: %w", err)
 		}
-	case nonEmpty > 1:
+	case len(jobs) > 1:
 		if err := exec(ctx, pc, "COMMIT"); err != nil {
 			return total, fmt.Errorf("cannot commit: %w", err)
 		}
