@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"strconv"
 	"testing"
@@ -160,6 +161,23 @@ func TestParamEncoding(t *testing.T) {
 	fill(tb, 3, 0, 50, testBase, true)
 	want := expectRows(tb)
 	nc := 1 + len(s.TagKeys) + len(s.Fields)
+	// render renders a non-null value of column c as expectRows does.
+	render := func(c int, v []byte) string {
+		if c > len(s.TagKeys) || c == 0 {
+			if len(v) != 8 {
+				return fmt.Sprintf("<%d bytes>", len(v))
+			}
+		}
+		switch {
+		case c == 0:
+			return strconv.FormatInt(int64(binary.BigEndian.Uint64(v))+pgEpochMicros, 10)
+		case c <= len(s.TagKeys):
+			return string(v)
+		case s.Fields[c-1-len(s.TagKeys)].Kind == sources.Int:
+			return strconv.FormatInt(int64(binary.BigEndian.Uint64(v)), 10)
+		}
+		return strconv.FormatUint(binary.BigEndian.Uint64(v), 16)
+	}
 
 	var e paramEncoder
 	e.reset()
@@ -172,18 +190,9 @@ func TestParamEncoding(t *testing.T) {
 		for c := range nc {
 			v := vals[i*nc+c]
 			w := want[i].cols[c]
-			var got string
-			switch {
-			case v == nil:
-				got = "NULL"
-			case c == 0:
-				got = strconv.FormatInt(int64(binary.BigEndian.Uint64(v))+pgEpochMicros, 10)
-			case c <= len(s.TagKeys):
-				got = string(v)
-			case s.Fields[c-1-len(s.TagKeys)].Kind == sources.Int:
-				got = strconv.FormatInt(int64(binary.BigEndian.Uint64(v)), 10)
-			default:
-				got = strconv.FormatUint(binary.BigEndian.Uint64(v), 16)
+			got := "NULL"
+			if v != nil {
+				got = render(c, v)
 			}
 			if got != w {
 				t.Fatalf("row %d column %d: %q, want %q", i, c, got, w)
@@ -212,15 +221,21 @@ func TestParamEncoding(t *testing.T) {
 		}
 		p := v[20:]
 		for i := range tb.Len() {
+			if len(p) < 4 {
+				t.Fatalf("array %d ends before element %d", c, i)
+			}
 			l := int32(binary.BigEndian.Uint32(p))
 			p = p[4:]
-			if l == -1 {
-				if want[i].cols[c] != "NULL" {
-					t.Fatalf("array %d element %d is NULL, want %s", c, i, want[i].cols[c])
+			got := "NULL"
+			if l >= 0 {
+				if int(l) > len(p) {
+					t.Fatalf("array %d element %d: length %d past the end", c, i, l)
 				}
-				continue
+				got, p = render(c, p[:l]), p[l:]
 			}
-			p = p[l:]
+			if w := want[i].cols[c]; got != w {
+				t.Fatalf("array %d element %d: %q, want %q", c, i, got, w)
+			}
 		}
 		if len(p) != 0 {
 			t.Fatalf("array %d: %d trailing bytes", c, len(p))
