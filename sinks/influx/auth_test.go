@@ -2,8 +2,10 @@ package influx
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -34,10 +36,26 @@ func startInfluxAuth(t *testing.T) string {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.SetBasicAuth("admin", "s3cret")
 		resp, err := hc.Do(req)
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("%s: %v %v", q, err, resp)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
 		}
+		// InfluxDB sends the 200 before it runs the statement, and aborts
+		// the statement when the client goes away: read the whole answer,
+		// which also carries the statement's error.
+		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		var out struct {
+			Error   string `json:"error"`
+			Results []struct {
+				Error string `json:"error"`
+			} `json:"results"`
+		}
+		if err == nil {
+			err = json.Unmarshal(body, &out)
+		}
+		if err != nil || resp.StatusCode != 200 || out.Error != "" || len(out.Results) != 1 || out.Results[0].Error != "" {
+			t.Fatalf("%s: HTTP %d %s (%v)", q, resp.StatusCode, body, err)
+		}
 	}
 	return addr
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -100,7 +101,7 @@ func BenchmarkEncode(b *testing.B) {
 // Whole writes of 10,000 rows into a real InfluxDB 1.8 (the server's time
 // dominates; allocs/row shows the client side stays per batch, not per row).
 func BenchmarkWriteV1(b *testing.B) {
-	srv := startInflux(b)
+	srv := testserver.Influx(b)
 	const rows = 10000
 	schemas, batch := benchBatch(rows)
 	for _, gz := range []bool{false, true} {

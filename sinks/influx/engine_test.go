@@ -1,7 +1,6 @@
 package influx
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"syscall"
@@ -12,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/null"
 	"github.com/soakd/soakd/sources"
@@ -52,6 +52,8 @@ type engineRun struct {
 
 // runEngine loads env (SOAKD_* settings), validates it and starts a run;
 // the result arrives on the returned channel. reg is live during the run.
+// The run ends with the test: its context is the test's, and cleanup
+// waits for it.
 func runEngine(t *testing.T, env map[string]string) (*prometheus.Registry, <-chan engineRun) {
 	t.Helper()
 	env["SOAKD_LISTEN"] = "off"
@@ -66,10 +68,16 @@ func runEngine(t *testing.T, env map[string]string) (*prometheus.Registry, <-cha
 	}
 	reg := prometheus.NewRegistry()
 	out := make(chan engineRun, 1)
+	ctx, log := t.Context(), zaptest.NewLogger(t)
 	go func() {
-		sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zaptest.NewLogger(t), Registry: reg, Plugins: p, Version: "test"})
+		defer close(out)
+		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: log, Registry: reg, Plugins: p, Version: "test"})
 		out <- engineRun{sum, err, reg}
 	}()
+	t.Cleanup(func() {
+		for range out { // closed once the run has returned, received or not
+		}
+	})
 	return reg, out
 }
 
@@ -95,7 +103,7 @@ func metricSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // engine counts as acknowledged (soakd_rows_total, the summary) are the
 // rows InfluxDB holds.
 func TestEngineRun(t *testing.T) {
-	srv := startInflux(t)
+	srv := testserver.Influx(t)
 	for _, target := range []string{
 		"influx1://%s?db=e2e1&gzip=true",
 		"influx://%s?bucket=e2e2&precision=ms",
@@ -140,7 +148,7 @@ func TestEngineFault(t *testing.T) {
 	if testing.Short() {
 		t.Skip("restarts a server")
 	}
-	srv := startInflux(t)
+	srv := testserver.Influx(t)
 	const rows = 400000
 	reg, done := runEngine(t, map[string]string{
 		"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "seq",
@@ -200,7 +208,7 @@ func TestEngineFault(t *testing.T) {
 // readings, 1 % null fields, trucks missing a tag), count(field) over
 // every field of every measurement adds up to soakd_values_total.
 func TestEngineSources(t *testing.T) {
-	srv := startInflux(t)
+	srv := testserver.Influx(t)
 	for _, src := range iot.Names() {
 		for _, missing := range []string{"none", ""} {
 			name := src + "/missing=" + missing

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -161,10 +160,7 @@ func classifyTransport(ctx context.Context, err error, idempotent bool) error {
 		// Nothing was sent: always safe to resend.
 		return sinks.NewError(sinks.Connection, true, err)
 	}
-	class := sinks.ClassOf(err)
-	if class == sinks.Other && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
-		class = sinks.Connection // the server closed the connection mid-request
-	}
+	class := sinks.ClassOf(err) // EOF too: the server closed the connection mid-request
 	return sinks.NewError(class, idempotent && class != sinks.Other, err)
 }
 

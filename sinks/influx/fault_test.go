@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -31,7 +32,7 @@ func TestFaultRestartAndStall(t *testing.T) {
 		t.Run(raw[:8], func(t *testing.T) {
 			// A server per subtest: a restarted server belongs to the test
 			// that restarted it.
-			srv := startInflux(t)
+			srv := testserver.Influx(t)
 			const workers, batches, rows = 2, 120, 200
 			schemas := []*sources.Schema{cpuSchema("cpu")}
 			s := openSink(t, fmt.Sprintf(raw, srv.Addr), sinks.Options{Schemas: schemas, Workers: workers})

@@ -46,12 +46,7 @@ func newTransport(c *Config, workers int) *http.Transport {
 // that it reuses for the next batch, so it must know that the transport is
 // done with it. If the context ends first, the sink drops the buffer
 // instead of reusing it.
-//
-// It also counts the body bytes the transport read (the bytes sent), into
-// the *int64 stored in the request's context under sentKey.
 type waitTransport struct{ rt http.RoundTripper }
-
-type sentKey struct{}
 
 func (t waitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body == nil || req.Body == http.NoBody {
@@ -73,16 +68,12 @@ func (t waitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.rt.RoundTrip(&r)
 	w.wait(req.Context())
-	if p, ok := req.Context().Value(sentKey{}).(*int64); ok {
-		*p += w.n.Load()
-	}
 	return resp, err
 }
 
 // bodyWait tracks the bodies handed to the transport for one request.
 type bodyWait struct {
 	open   atomic.Int32
-	n      atomic.Int64
 	closed chan struct{} // a token each time open drops to 0
 }
 
@@ -110,11 +101,7 @@ type trackedBody struct {
 	closed atomic.Bool
 }
 
-func (b *trackedBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	b.w.n.Add(int64(n))
-	return n, err
-}
+func (b *trackedBody) Read(p []byte) (int, error) { return b.rc.Read(p) }
 
 func (b *trackedBody) Close() error {
 	if b.closed.Swap(true) {

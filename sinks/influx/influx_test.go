@@ -22,7 +22,7 @@ import (
 // Prepare, SELECT count(*) per measurement equals the rows written, and
 // the bytes reported are the bytes sent.
 func TestWriteCounts(t *testing.T) {
-	srv := startInflux(t)
+	srv := testserver.Influx(t)
 	for _, tc := range []struct {
 		name, url string
 	}{
@@ -82,7 +82,7 @@ func TestWriteCounts(t *testing.T) {
 
 // The bytes a write reports are the request body: compressed with gzip.
 func TestWriteBytes(t *testing.T) {
-	srv := startInflux(t)
+	srv := testserver.Influx(t)
 	schemas := []*sources.Schema{cpuSchema("cpu")}
 	b := sources.NewSeriesBatch(schemas)
 	g := &gen{devices: 10, start: time.Now().Add(-time.Hour), step: time.Second}
@@ -118,7 +118,7 @@ func TestWriteBytes(t *testing.T) {
 // other awkward content read back from InfluxDB as written (in the
 // canonical form the encoder documents), through both APIs.
 func TestEscapingRoundTrip(t *testing.T) {
-	srv := startInflux(t)
+	srv := testserver.Influx(t)
 	values := []string{
 		"plain", "with space", "comma,here", "equals=sign", "a=b,c=d e", `back\slash`, `two\\back`,
 		`back\ space`, `back\,comma`, `back\=eq`, `\lead`, `trail\`, `"quoted"`, "ünïcödé 🚀",
@@ -195,7 +195,7 @@ func TestEscapingRoundTrip(t *testing.T) {
 // line. The server rejects the batch; it is reported as rejected with the
 // server's message, never lost silently.
 func TestInfluxDB1SplitterLimitation(t *testing.T) {
-	srv := startInflux(t)
+	srv := testserver.Influx(t)
 	tg := testTagger{{`x\ \="`}, {"fine"}}
 	schemas := []*sources.Schema{{Measurement: "m", TagKeys: []string{"k"}, Tags: tg,
 		Fields: []sources.Field{{Name: "f", Kind: sources.Float}}}}
@@ -215,7 +215,7 @@ func TestInfluxDB1SplitterLimitation(t *testing.T) {
 // Rejections carry the server's message and are logged once per distinct
 // error; a partial write reports how many points were not stored.
 func TestRejected(t *testing.T) {
-	srv := startInflux(t)
+	srv := testserver.Influx(t)
 	ctx := context.Background()
 	core, logs := observer.New(zap.WarnLevel)
 	log := zap.New(core)
@@ -288,7 +288,7 @@ func TestRejected(t *testing.T) {
 // Ping follows the server; a stopped server is a connection error, and
 // the database is created on whichever write API is used.
 func TestPingAndDown(t *testing.T) {
-	srv := startInflux(t)
+	srv := testserver.Influx(t)
 	ctx := context.Background()
 	schemas := []*sources.Schema{cpuSchema("cpu")}
 	for _, raw := range []string{"influx1://%s?db=ping", "influx://%s?bucket=ping"} {
@@ -315,7 +315,3 @@ func TestPingAndDown(t *testing.T) {
 	}
 	srv.Resume(t)
 }
-
-// The server must not matter for an unused keepalive: testserver keeps
-// its helpers honest here too.
-var _ = testserver.Required

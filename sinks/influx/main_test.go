@@ -21,16 +21,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// startInflux starts a real InfluxDB 1.8 for the test.
-func startInflux(t testing.TB) *testserver.Server {
-	t.Helper()
-	srv := testserver.Influx(t)
-	// The harness polls /ping with http.DefaultClient; drop the kept-alive
-	// connection (and its goroutines) before goleak looks.
-	t.Cleanup(http.DefaultClient.CloseIdleConnections)
-	return srv
-}
-
 // openSink opens raw with the test's logger and closes it at cleanup.
 func openSink(t *testing.T, raw string, o sinks.Options) *Sink {
 	t.Helper()

@@ -11,11 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
-	"github.com/influxdata/influxdb-client-go/v2/api"
-	http2 "github.com/influxdata/influxdb-client-go/v2/api/http"
 	"github.com/klauspost/compress/gzip"
 	"go.uber.org/zap"
 
@@ -39,8 +36,7 @@ type Sink struct {
 	writeURL string // v1
 
 	client     influxdb2.Client // v2
-	v2w        api.WriteAPIBlocking
-	v2WriteURL string // the URL v2w posts to, for gzip bodies
+	v2WriteURL string           // the client's write URL
 
 	// states holds idle per-write buffers: at most one per worker is kept,
 	// so memory stays bounded by workers x batch size.
@@ -55,7 +51,43 @@ type state struct {
 	buf  []byte
 	gz   *gzip.Writer
 	zbuf bytes.Buffer
-	sent int64
+
+	payload []byte       // the request body: buf or zbuf's bytes
+	sent    atomic.Int64 // bytes the transport read from payload
+	getBody func() (io.ReadCloser, error)
+}
+
+// body is a request body over a state's payload that counts the bytes the
+// transport reads from it, resends included: the bytes sent. Counting
+// here rather than through a value in the request's context leaves the
+// engine's write context unwrapped: net/http would start a goroutine per
+// request to watch a wrapped context, as it cannot see its AfterFunc.
+type body struct {
+	r    bytes.Reader // a field, not embedded: WriteTo would bypass Read
+	sent *atomic.Int64
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.sent.Add(int64(n))
+	return n, err
+}
+
+func (*body) Close() error { return nil }
+
+// newBody returns a fresh body over st.payload (also r.GetBody, for the
+// transport's resends).
+func (st *state) newBody() (io.ReadCloser, error) {
+	b := &body{sent: &st.sent}
+	b.r.Reset(st.payload)
+	return b, nil
+}
+
+// setBody makes st.payload the body of r.
+func (st *state) setBody(r *http.Request) {
+	r.Body, _ = st.newBody()
+	r.ContentLength = int64(len(st.payload))
+	r.GetBody = st.getBody
 }
 
 var (
@@ -64,15 +96,12 @@ var (
 	_ sinks.Pinger   = (*Sink)(nil)
 )
 
-// Open is the registry's OpenFunc for influx://, influxs:// and influx1://.
-// It does no I/O.
+// Open is the registry's OpenFunc for influx://, influxs:// and influx1://
+// (the registry entry accepts series workloads only). It does no I/O.
 func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 	cfg, err := ParseURL(u)
 	if err != nil {
 		return nil, err
-	}
-	if o.Kind != 0 && o.Kind != sources.Series {
-		return nil, fmt.Errorf("%s:// writes series (rows), not %s workloads", u.Scheme, o.Kind)
 	}
 	var errs []error
 	for _, s := range o.Schemas {
@@ -86,10 +115,7 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 }
 
 // Check is the registry's CheckFunc: it validates the URL's parameters.
-func Check(u *url.URL, kind sources.Kind) error {
-	if kind != 0 && kind != sources.Series {
-		return fmt.Errorf("%s:// writes series (rows), not %s workloads", u.Scheme, kind)
-	}
+func Check(u *url.URL, _ sources.Kind) error {
 	_, err := ParseURL(u)
 	return err
 }
@@ -135,7 +161,6 @@ func New(cfg Config, o sinks.Options) *Sink {
 		SetPrecision(precisionDuration(cfg.Precision)).
 		SetLogLevel(0) // errors only; the sink logs what matters itself
 	s.client = influxdb2.NewClientWithOptions(cfg.baseURL(), strings.TrimPrefix(s.auth, "Token "), opts)
-	s.v2w = s.client.WriteAPIBlocking(cfg.Org, cfg.Bucket)
 	// The client's write URL: API URL + write?org=&bucket=&precision=.
 	q := url.Values{"org": {cfg.Org}, "bucket": {cfg.Bucket}, "precision": {cfg.Precision.String()}}
 	s.v2WriteURL = s.client.HTTPService().ServerAPIURL() + "write?" + q.Encode()
@@ -159,7 +184,9 @@ func (s *Sink) getState() *state {
 	case st := <-s.states:
 		return st
 	default:
-		return &state{enc: lineproto.Encoder{Precision: s.cfg.Precision}}
+		st := &state{enc: lineproto.Encoder{Precision: s.cfg.Precision}}
+		st.getBody = st.newBody // one method value per state, not per write
+		return st
 	}
 }
 
@@ -186,22 +213,26 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	}
 	if t := s.cfg.Timeout; t > 0 {
 		// Only when it is tighter than the caller's deadline: deriving from
-		// the engine's reusable write context costs a goroutine per write.
+		// the engine's reusable write context costs a context and a timer
+		// per write.
 		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > t {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, t)
 			defer cancel()
 		}
 	}
-	st.sent = 0
-	ctx = context.WithValue(ctx, sentKey{}, &st.sent)
+	st.payload = st.buf
+	if s.cfg.Gzip > 0 {
+		st.payload = st.compress(s.cfg.Gzip)
+	}
+	st.sent.Store(0)
 	var err error
 	if s.cfg.API == V1 {
 		err = s.writeV1(ctx, st)
 	} else {
 		err = s.writeV2(ctx, st)
 	}
-	sent := int(st.sent)
+	sent := int(st.sent.Load())
 	if ctx.Err() == nil {
 		s.putState(st)
 	} // else the transport may still be reading the buffers: let them go
@@ -213,14 +244,11 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 }
 
 func (s *Sink) writeV1(ctx context.Context, st *state) error {
-	body := st.buf
-	if s.cfg.Gzip > 0 {
-		body = st.compress(s.cfg.Gzip)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.writeURL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.writeURL, nil)
 	if err != nil {
 		return sinks.NewError(sinks.Other, false, err)
 	}
+	st.setBody(req)
 	req.Header.Set("Content-Type", "text/plain; charset=utf-8")
 	req.Header.Set("User-Agent", userAgent)
 	if s.cfg.Gzip > 0 {
@@ -242,35 +270,27 @@ func (s *Sink) writeV1(ctx context.Context, st *state) error {
 }
 
 func (s *Sink) writeV2(ctx context.Context, st *state) error {
-	var err error
-	if s.cfg.Gzip > 0 {
-		// The client would compress every batch with a new standard-library
-		// writer at the default level (about 8 us of CPU per 350-byte row
-		// here) in a goroutine of its own. The same request, compressed
-		// into a reused buffer at the configured level, goes through the
-		// client's HTTP service (auth, user agent, error parsing).
-		body := st.compress(s.cfg.Gzip)
-		if perr := s.client.HTTPService().DoPostRequest(ctx, s.v2WriteURL, bytes.NewReader(body), func(r *http.Request) {
+	// The request the client's write API would send, through the
+	// client's HTTP service (auth, user agent, error parsing), but with
+	// the sink's counting body over its reused buffer (safe because
+	// waitTransport returns only after the body is closed). The client
+	// would also compress every batch with a new standard-library writer
+	// at the default level (about 8 us of CPU per 350-byte row here) in a
+	// goroutine of its own.
+	he := s.client.HTTPService().DoPostRequest(ctx, s.v2WriteURL, nil, func(r *http.Request) {
+		st.setBody(r)
+		if s.cfg.Gzip > 0 {
 			r.Header.Set("Content-Encoding", "gzip")
-			r.Header.Set("Content-Type", "text/plain; charset=utf-8")
-		}, func(r *http.Response) error {
-			_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
-			return r.Body.Close()
-		}); perr != nil {
-			err = perr
 		}
-	} else {
-		// WriteRecord takes the whole batch as one record: the client
-		// joins a single argument without copying and sends it as the
-		// request body. The string aliases the reused buffer, which is
-		// safe because waitTransport returns only after the body is closed.
-		err = s.v2w.WriteRecord(ctx, unsafe.String(unsafe.SliceData(st.buf), len(st.buf)))
-	}
-	if err == nil {
+		r.Header.Set("Content-Type", "text/plain; charset=utf-8")
+	}, func(r *http.Response) error {
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
+		return r.Body.Close()
+	})
+	switch {
+	case he == nil:
 		return nil
-	}
-	var he *http2.Error
-	if errors.As(err, &he) && he.StatusCode != 0 {
+	case he.StatusCode != 0:
 		msg := he.Message
 		if msg == "" {
 			msg = he.Code
@@ -278,7 +298,7 @@ func (s *Sink) writeV2(ctx context.Context, st *state) error {
 		eb := errBody{msg: truncate(msg), tail: msg[max(0, len(msg)-64):], unparsed: strings.Count(msg, "unable to parse")}
 		return classifyStatus(he.StatusCode, he.Header, eb, lines(st.buf), s.cfg.Idempotent)
 	}
-	return classifyTransport(ctx, err, s.cfg.Idempotent)
+	return classifyTransport(ctx, he, s.cfg.Idempotent)
 }
 
 func (st *state) compress(level int) []byte {

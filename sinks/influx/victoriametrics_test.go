@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,39 +16,6 @@ import (
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
-
-// startVictoriaMetrics starts a single-node VictoriaMetrics (installed by
-// the peers' install.sh) on a free port, or skips.
-func startVictoriaMetrics(t *testing.T) string {
-	t.Helper()
-	bin := testserver.FindBinary("victoria-metrics", testserver.GoBinDirs()...)
-	if bin == "" {
-		testserver.Unavailable(t, "no victoria-metrics binary (../shared/peers/install.sh vm)")
-	}
-	dir := testserver.TempDir(t, "")
-	addr := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))
-	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	testserver.Start(t, testserver.Command{
-		Name: "victoria-metrics",
-		Path: bin,
-		Args: []string{"-httpListenAddr=" + addr, "-storageDataPath=" + filepath.Join(dir, "data"), "-retentionPeriod=100y",
-			"-loggerLevel=ERROR"},
-		Dir: dir,
-		Ready: func(ctx context.Context) error {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/health", nil)
-			resp, err := hc.Do(req)
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				return fmt.Errorf("/health: %s", resp.Status)
-			}
-			return nil
-		},
-	})
-	return addr
-}
 
 // vmExport returns every sample VictoriaMetrics holds for series matching
 // match, after flushing its buffers.
@@ -86,7 +52,7 @@ func vmExport(t *testing.T, addr, match string) (samples map[string]int, labels 
 // Every row arrives once per field; tags with spaces, commas and equals
 // signs arrive intact.
 func TestVictoriaMetrics(t *testing.T) {
-	addr := startVictoriaMetrics(t)
+	addr := testserver.VictoriaMetrics(t).Addr
 	tg := testTagger{{"plain"}, {"with space"}, {"comma,here"}, {"equals=sign"}, {"a=b,c d"}}
 	schemas := []*sources.Schema{{Measurement: "cpu", TagKeys: []string{"host"}, Tags: tg,
 		Fields: []sources.Field{{Name: "usage", Kind: sources.Float, Decimals: 2}, {Name: "procs", Kind: sources.Int}}}}

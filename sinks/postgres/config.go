@@ -233,7 +233,7 @@ func ParseURL(u *url.URL) (Config, string, error) {
 		errs = append(errs, errors.New("dedup=true with insert=copy needs a temporary staging table, which CockroachDB does not offer by default; use insert=unnest (the default for cockroach with dedup)"))
 	}
 	if len(errs) > 0 {
-		return c, "", urlErrors(errs)
+		return c, "", errors.Join(errs...) // one error per problem: the engine prints each on its line
 	}
 	// Keep the other parameters exactly as written: libpq (and pgx)
 	// decode only %XX escapes, not '+', so re-encoding would turn
@@ -253,23 +253,6 @@ func ParseURL(u *url.URL) (Config, string, error) {
 	return c, cu.String(), nil
 }
 
-// urlErrors are every problem of one URL, on one line (the engine puts
-// the setting's name in front of it).
-type urlErrors []error
-
-func (e urlErrors) Error() string {
-	var b strings.Builder
-	for i, err := range e {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(err.Error())
-	}
-	return b.String()
-}
-
-func (e urlErrors) Unwrap() []error { return e }
-
 func boolParam(q url.Values, name string, def bool) (bool, error) {
 	if !q.Has(name) {
 		return def, nil
@@ -284,11 +267,9 @@ func boolParam(q url.Values, name string, def bool) (bool, error) {
 
 // Check is the registry's CheckFunc: it validates a postgres:// URL
 // without I/O, including what pgx itself would reject (ports, sslmode,
-// pool settings, unreadable certificate files).
-func Check(u *url.URL, kind sources.Kind) error {
-	if kind != 0 && kind != sources.Series {
-		return fmt.Errorf("the postgres sink takes series workloads, not %s", kind)
-	}
+// pool settings, unreadable certificate files). The registry entry
+// accepts series workloads only.
+func Check(u *url.URL, _ sources.Kind) error {
 	_, _, err := parse(u, sinks.Options{Workers: 1})
 	return err
 }

@@ -255,7 +255,7 @@ func createTable(c Config, p *plan) []string {
 		// Data columns first (the timestamp must be the first), then tags.
 		b.WriteString("  " + p.cols[0] + " TIMESTAMPTZ NOT NULL")
 		for i, f := range s.Fields {
-			b.WriteString(",\n  " + p.cols[1+len(s.TagKeys)+i] + " " + kwdbType(f.Kind))
+			b.WriteString(",\n  " + p.cols[1+len(s.TagKeys)+i] + " " + fieldType(c.Dialect, f.Kind))
 		}
 		b.WriteString("\n) TAGS (\n")
 		for i := range s.TagKeys {
@@ -273,7 +273,7 @@ func createTable(c Config, p *plan) []string {
 		// secondary index on a time-series table: no CREATE INDEX.
 		return []string{b.String()}
 	}
-	b.WriteString("  " + p.cols[0] + " " + timeType(c.Dialect) + " NOT NULL")
+	b.WriteString("  " + p.cols[0] + " timestamptz NOT NULL")
 	for i := range s.TagKeys {
 		b.WriteString(",\n  " + p.cols[1+i] + " " + textType(c.Dialect))
 		if i == s.DeviceTag {
@@ -321,8 +321,6 @@ func hypertable(c Config, p *plan) string {
 // literal quotes s as an SQL string literal.
 func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-func timeType(Dialect) string { return "timestamptz" }
-
 func textType(d Dialect) string {
 	if d == Cockroach {
 		return "STRING"
@@ -332,19 +330,12 @@ func textType(d Dialect) string {
 
 func fieldType(d Dialect, k sources.FieldKind) string {
 	switch {
-	case d == Cockroach && k == sources.Int:
+	case (d == Cockroach || d == KWDB) && k == sources.Int:
 		return "INT8"
-	case d == Cockroach:
+	case d == Cockroach || d == KWDB:
 		return "FLOAT8"
 	case k == sources.Int:
 		return "bigint"
 	}
 	return "double precision"
-}
-
-func kwdbType(k sources.FieldKind) string {
-	if k == sources.Int {
-		return "INT8"
-	}
-	return "FLOAT8"
 }

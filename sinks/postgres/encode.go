@@ -8,6 +8,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/soakd/soakd/internal/devcache"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -65,23 +66,14 @@ func checkTable(t *sources.Table) error {
 	return nil
 }
 
-// appendCopyRow appends row i of t as one binary COPY tuple.
-func appendCopyRow(b []byte, t *sources.Table, i int) []byte {
+// appendCopyRow appends row i of r's table as one binary COPY tuple.
+func (r *copyReader) appendCopyRow(b []byte, i int) []byte {
+	t := r.t
 	s := t.Schema
 	n := 1 + len(s.TagKeys) + len(s.Fields)
 	b = append(b, byte(n>>8), byte(n), 0, 0, 0, 8)
 	b = binary.BigEndian.AppendUint64(b, uint64(pgTime(t.Time[i])))
-	dev := t.Device[i]
-	for k := range s.TagKeys {
-		at := len(b)
-		b = append(b, 0, 0, 0, 0)
-		b = s.Tags.AppendTag(b, dev, k)
-		if l := len(b) - at - 4; l > 0 {
-			binary.BigEndian.PutUint32(b[at:], uint32(l))
-		} else {
-			copy(b[at:], nullField[:]) // a device without this tag
-		}
-	}
+	b = r.appendTags(b, t.Device[i])
 	for f := range s.Fields {
 		if nl := t.Null[f]; nl != nil && nl[i] {
 			b = append(b, nullField[:]...)
@@ -97,6 +89,42 @@ func appendCopyRow(b []byte, t *sources.Table, i int) []byte {
 		b = binary.BigEndian.AppendUint64(b, v)
 	}
 	return b
+}
+
+// appendTags appends device dev's tag fields (each length-prefixed, or a
+// NULL marker for a tag the device lacks), from the cache when it can: a
+// Tagger gives a device the same tags for ever, and computing them can
+// cost more than the rest of the row.
+func (r *copyReader) appendTags(b []byte, dev uint32) []byte {
+	if out, ok := r.tags.Append(b, dev); ok {
+		return out
+	}
+	start := len(b)
+	s := r.t.Schema
+	for k := range s.TagKeys {
+		at := len(b)
+		b = append(b, 0, 0, 0, 0)
+		b = s.Tags.AppendTag(b, dev, k)
+		if l := len(b) - at - 4; l > 0 {
+			binary.BigEndian.PutUint32(b[at:], uint32(l))
+		} else {
+			copy(b[at:], nullField[:]) // a device without this tag
+		}
+	}
+	if r.budget.Limit == 0 {
+		r.budget.Limit = tagCacheBytes
+	}
+	r.tags.Put(dev, b[start:], &r.budget)
+	return b
+}
+
+// tagCacheBytes bounds the memory a copyReader spends on cached tags.
+const tagCacheBytes = 2 << 20
+
+// schemaTags is the tag cache of one schema.
+type schemaTags struct {
+	schema *sources.Schema
+	tags   devcache.Cache
 }
 
 // copyHeader starts a binary COPY stream: signature, flags, no extension.
@@ -124,6 +152,10 @@ type copyReader struct {
 	off   int
 	done  bool
 	total int // bytes produced
+
+	tags    *devcache.Cache // encoded tag fields of t's schema by device
+	schemas []*schemaTags
+	budget  devcache.Budget // bytes held by all schemas' tag caches
 }
 
 // errAbandoned stops a CopyFrom goroutine that outlived its Write.
@@ -132,6 +164,17 @@ var errAbandoned = errors.New("copy abandoned after an error")
 func (r *copyReader) reset(t *sources.Table) {
 	r.t, r.row, r.off, r.done, r.total = t, 0, 0, false, 0
 	r.buf = append(r.buf[:0], copyHeader...)
+	r.tags = nil
+	for _, st := range r.schemas {
+		if st.schema == t.Schema {
+			r.tags = &st.tags
+		}
+	}
+	if r.tags == nil {
+		st := &schemaTags{schema: t.Schema}
+		r.schemas = append(r.schemas, st)
+		r.tags = &st.tags
+	}
 }
 
 // abandon ends the reader for good after a failed CopyFrom (waiting for a
@@ -149,7 +192,7 @@ func (r *copyReader) fill() {
 	b := r.buf[:0]
 	n := r.t.Len()
 	for r.row < n && len(b) < copyChunk {
-		b = appendCopyRow(b, r.t, r.row)
+		b = r.appendCopyRow(b, r.row)
 		r.row++
 	}
 	if r.row == n {

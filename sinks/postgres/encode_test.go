@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"strconv"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/sources/iot"
 )
 
 var testBase = time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -123,6 +125,35 @@ func TestCopyEncoding(t *testing.T) {
 	}
 }
 
+// One reader alternating between schemas, with its tag cache roomy or
+// nearly full, writes the same stream as a fresh reader: cached tags
+// belong to their schema and device, and devices past the budget are
+// encoded directly.
+func TestCopyTagCache(t *testing.T) {
+	t.Parallel()
+	var tables []*sources.Table
+	for _, s := range []*sources.Schema{cpuSchema("cpu", 40), mixedSchema("trucks", 40)} {
+		tb := sources.NewTable(s)
+		fill(tb, 40, 0, 200, testBase, true)
+		tables = append(tables, tb)
+	}
+	for _, limit := range []int{0, 300} { // 0: the default
+		var r copyReader
+		r.budget.Limit = limit
+		for round := range 3 {
+			for _, tb := range tables {
+				var fresh copyReader
+				if got, want := r.appendAll(nil, tb), fresh.appendAll(nil, tb); !bytes.Equal(got, want) {
+					t.Fatalf("limit %d round %d %s: stream differs from a fresh reader's", limit, round, tb.Schema.Measurement)
+				}
+			}
+		}
+		if limit > 0 && r.budget.Used > limit {
+			t.Errorf("tag caches hold %d bytes, limit %d", r.budget.Used, limit)
+		}
+	}
+}
+
 func TestParamEncoding(t *testing.T) {
 	t.Parallel()
 	s := mixedSchema("trucks", 3)
@@ -130,6 +161,23 @@ func TestParamEncoding(t *testing.T) {
 	fill(tb, 3, 0, 50, testBase, true)
 	want := expectRows(tb)
 	nc := 1 + len(s.TagKeys) + len(s.Fields)
+	// render renders a non-null value of column c as expectRows does.
+	render := func(c int, v []byte) string {
+		if c > len(s.TagKeys) || c == 0 {
+			if len(v) != 8 {
+				return fmt.Sprintf("<%d bytes>", len(v))
+			}
+		}
+		switch {
+		case c == 0:
+			return strconv.FormatInt(int64(binary.BigEndian.Uint64(v))+pgEpochMicros, 10)
+		case c <= len(s.TagKeys):
+			return string(v)
+		case s.Fields[c-1-len(s.TagKeys)].Kind == sources.Int:
+			return strconv.FormatInt(int64(binary.BigEndian.Uint64(v)), 10)
+		}
+		return strconv.FormatUint(binary.BigEndian.Uint64(v), 16)
+	}
 
 	var e paramEncoder
 	e.reset()
@@ -142,18 +190,9 @@ func TestParamEncoding(t *testing.T) {
 		for c := range nc {
 			v := vals[i*nc+c]
 			w := want[i].cols[c]
-			var got string
-			switch {
-			case v == nil:
-				got = "NULL"
-			case c == 0:
-				got = strconv.FormatInt(int64(binary.BigEndian.Uint64(v))+pgEpochMicros, 10)
-			case c <= len(s.TagKeys):
-				got = string(v)
-			case s.Fields[c-1-len(s.TagKeys)].Kind == sources.Int:
-				got = strconv.FormatInt(int64(binary.BigEndian.Uint64(v)), 10)
-			default:
-				got = strconv.FormatUint(binary.BigEndian.Uint64(v), 16)
+			got := "NULL"
+			if v != nil {
+				got = render(c, v)
 			}
 			if got != w {
 				t.Fatalf("row %d column %d: %q, want %q", i, c, got, w)
@@ -182,15 +221,21 @@ func TestParamEncoding(t *testing.T) {
 		}
 		p := v[20:]
 		for i := range tb.Len() {
+			if len(p) < 4 {
+				t.Fatalf("array %d ends before element %d", c, i)
+			}
 			l := int32(binary.BigEndian.Uint32(p))
 			p = p[4:]
-			if l == -1 {
-				if want[i].cols[c] != "NULL" {
-					t.Fatalf("array %d element %d is NULL, want %s", c, i, want[i].cols[c])
+			got := "NULL"
+			if l >= 0 {
+				if int(l) > len(p) {
+					t.Fatalf("array %d element %d: length %d past the end", c, i, l)
 				}
-				continue
+				got, p = render(c, p[:l]), p[l:]
 			}
-			p = p[l:]
+			if w := want[i].cols[c]; got != w {
+				t.Fatalf("array %d element %d: %q, want %q", c, i, got, w)
+			}
 		}
 		if len(p) != 0 {
 			t.Fatalf("array %d: %d trailing bytes", c, len(p))
@@ -209,51 +254,84 @@ func benchTable(rows int) *sources.Table {
 	return tb
 }
 
+// devopsTable returns the cpu table of rows rows of the devops source
+// (100 hosts): its tagger computes every tag value from the device
+// number, as sources with many devices do.
+func devopsTable(b *testing.B, rows int) *sources.Table {
+	b.Helper()
+	c := iot.DefaultConfig()
+	c.Start = iot.Start{T: testBase}
+	src, err := iot.New("devops", c, 1, sources.Shard{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := src.Stream(0, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := sources.NewSeriesBatch(src.Schemas())
+	if err := st.Fill(batch, rows, 0); err != nil {
+		b.Fatal(err)
+	}
+	if tb := batch.Tables[0]; tb.Len() == rows {
+		return tb
+	}
+	b.Fatalf("devops filled %d rows into its first table, want %d", batch.Tables[0].Len(), rows)
+	return nil
+}
+
 // BenchmarkEncode compares the encoders on a 10,000-row cpu batch (one
-// op = one batch). "pgx-boxed" is what pgx.CopyFrom does with a
-// CopyFromSource: each value boxed in an []any row and encoded through
-// pgtype.Map.
+// op = one batch), with tag values kept as strings ("stored") and
+// computed by the devops source's tagger ("devops"). "pgx-boxed" is what
+// pgx.CopyFrom does with a CopyFromSource: each value boxed in an []any
+// row and encoded through pgtype.Map.
 func BenchmarkEncode(b *testing.B) {
 	const rows = 10000
 	tb := benchTable(rows)
 	s := tb.Schema
-	b.Run("copy", func(b *testing.B) {
-		var r copyReader
-		buf := make([]byte, 65531)
-		b.ReportAllocs()
-		for b.Loop() {
-			r.reset(tb)
-			for {
-				if _, err := r.Read(buf); err == io.EOF {
-					break
+	for _, c := range []struct {
+		tags string
+		tb   *sources.Table
+	}{{"stored", tb}, {"devops", devopsTable(b, rows)}} {
+		tb := c.tb
+		b.Run(c.tags+"/copy", func(b *testing.B) {
+			var r copyReader
+			buf := make([]byte, 65531)
+			b.ReportAllocs()
+			for b.Loop() {
+				r.reset(tb)
+				for {
+					if _, err := r.Read(buf); err == io.EOF {
+						break
+					}
 				}
 			}
-		}
-		b.SetBytes(int64(r.total))
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
-	})
-	b.Run("insert-params", func(b *testing.B) {
-		var e paramEncoder
-		b.ReportAllocs()
-		for b.Loop() {
-			e.reset()
-			e.rows(tb)
-			e.finish()
-		}
-		b.SetBytes(int64(len(e.buf)))
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
-	})
-	b.Run("unnest-arrays", func(b *testing.B) {
-		var e paramEncoder
-		b.ReportAllocs()
-		for b.Loop() {
-			e.reset()
-			e.arrays(tb)
-			e.finish()
-		}
-		b.SetBytes(int64(len(e.buf)))
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
-	})
+			b.SetBytes(int64(r.total))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+		})
+		b.Run(c.tags+"/insert-params", func(b *testing.B) {
+			var e paramEncoder
+			b.ReportAllocs()
+			for b.Loop() {
+				e.reset()
+				e.rows(tb)
+				e.finish()
+			}
+			b.SetBytes(int64(len(e.buf)))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+		})
+		b.Run(c.tags+"/unnest-arrays", func(b *testing.B) {
+			var e paramEncoder
+			b.ReportAllocs()
+			for b.Loop() {
+				e.reset()
+				e.arrays(tb)
+				e.finish()
+			}
+			b.SetBytes(int64(len(e.buf)))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+		})
+	}
 	b.Run("pgx-boxed", func(b *testing.B) {
 		m := pgtype.NewMap()
 		oids := []uint32{pgtype.TimestamptzOID}

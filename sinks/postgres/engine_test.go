@@ -43,6 +43,14 @@ type engineRun struct {
 // it to its end, as `soakd run` does.
 func runEngine(ctx context.Context, t *testing.T, reg *prometheus.Registry, env map[string]string) engineRun {
 	t.Helper()
+	cfg, p := engineConfig(t, env)
+	return run(ctx, cfg, p, reg)
+}
+
+// engineConfig loads and checks env (SOAKD_* settings, the workload
+// named w).
+func engineConfig(t *testing.T, env map[string]string) (*daemon.Config, *daemon.Plugins) {
+	t.Helper()
 	env["SOAKD_LISTEN"] = "off"
 	env["SOAKD_PROGRESS_INTERVAL"] = "0"
 	env["SOAKD_WORKLOADS"] = "w"
@@ -51,6 +59,12 @@ func runEngine(ctx context.Context, t *testing.T, reg *prometheus.Registry, env 
 	if err := cfg.Check(p, err); err != nil {
 		t.Fatalf("config: %v", err)
 	}
+	return cfg, p
+}
+
+// run runs cfg to its end. It does not use the test, so it may run on a
+// goroutine of its own.
+func run(ctx context.Context, cfg *daemon.Config, p *daemon.Plugins, reg *prometheus.Registry) engineRun {
 	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test"})
 	return engineRun{sum, err, reg}
 }
@@ -140,16 +154,24 @@ func TestEngineFault(t *testing.T) {
 		t.Run(method, func(t *testing.T) {
 			srv := testserver.Postgres(t)
 			reg := prometheus.NewRegistry()
+			cfg, p := engineConfig(t, map[string]string{
+				"SOAKD_W_SOURCE": "seq", "SOAKD_W_DEVICES": "100",
+				"SOAKD_W_TARGET": withParams(srv.URL, "insert", method), "SOAKD_W_RATE": "20000",
+				"SOAKD_W_WORKERS": "4", "SOAKD_W_BATCH_SIZE": "200", "SOAKD_W_DURATION": "9s",
+				"SOAKD_W_TIMEOUT": "2s", "SOAKD_W_MAX_LAG": "1s",
+			})
 			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
 			done := make(chan engineRun, 1)
 			go func() {
-				done <- runEngine(ctx, t, reg, map[string]string{
-					"SOAKD_W_SOURCE": "seq", "SOAKD_W_DEVICES": "100",
-					"SOAKD_W_TARGET": withParams(srv.URL, "insert", method), "SOAKD_W_RATE": "20000",
-					"SOAKD_W_WORKERS": "4", "SOAKD_W_BATCH_SIZE": "200", "SOAKD_W_DURATION": "9s",
-					"SOAKD_W_TIMEOUT": "2s", "SOAKD_W_MAX_LAG": "1s",
-				})
+				defer close(done)
+				done <- run(ctx, cfg, p, reg)
+			}()
+			// However the test ends (a failed wait below exits it), the
+			// run ends first: done is closed once it has returned.
+			defer func() {
+				cancel()
+				for range done {
+				}
 			}()
 			rows := func() float64 { return counter(t, reg, "soakd_rows_total", nil) }
 			waitFor(t, 10*time.Second, "first rows", func() bool { return rows() > 0 })

@@ -3,9 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
-	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -77,10 +75,10 @@ func classify(err error, connLost, dedup bool) error {
 	return sinks.NewError(sinks.Other, safe, err)
 }
 
+// isNetwork reports a failure of the connection itself: any net.Error
+// (syscall errnos are ones too) and what sinks.ClassOf calls a connection
+// error (a closed connection, EOF, ...).
 func isNetwork(err error) bool {
 	var ne net.Error
-	var oe *net.OpError
-	return errors.As(err, &ne) || errors.As(err, &oe) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, net.ErrClosed)
+	return errors.As(err, &ne) || sinks.ClassOf(err) == sinks.Connection
 }

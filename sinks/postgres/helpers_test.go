@@ -120,7 +120,8 @@ func expectRows(t *sources.Table) []row {
 	var buf []byte
 	for i := range t.Len() {
 		var cols []string
-		us := pgTime(t.Time[i]) + pgEpochMicros
+		// Independent of pgTime: PostgreSQL keeps microseconds, rounded down.
+		us := time.Unix(0, t.Time[i]).UnixMicro()
 		cols = append(cols, strconv.FormatInt(us, 10))
 		for k := range s.TagKeys {
 			buf = s.Tags.AppendTag(buf[:0], t.Device[i], k)

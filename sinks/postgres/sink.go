@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"strings"
 	"sync"
@@ -28,15 +27,6 @@ const DefaultConnectTimeout = 10 * time.Second
 // server to confirm the cancellation before closing the connection.
 const cancelGrace = time.Second
 
-// Reconnect backoff after a connection or timeout failure: writes wait
-// (while their context allows) instead of hammering a server that is
-// down; the wait doubles per failure up to the maximum and ends at the
-// first success.
-const (
-	minBackoff = 100 * time.Millisecond
-	maxBackoff = 2 * time.Second
-)
-
 // Sink writes series batches to a PostgreSQL-wire database.
 type Sink struct {
 	cfg    Config
@@ -49,7 +39,6 @@ type Sink struct {
 
 	writers chan *writer // free list, bounded by the pool size
 
-	backoff   backoff
 	closeOnce sync.Once
 }
 
@@ -163,9 +152,6 @@ func New(u *url.URL, o sinks.Options) (*Sink, error) {
 	return s, nil
 }
 
-// Config returns the parsed soakd settings.
-func (s *Sink) Config() Config { return s.cfg }
-
 // planFor returns the plan of sc, building it on first sight (a source
 // whose schemas were not passed in Options).
 func (s *Sink) planFor(sc *sources.Schema) (*plan, error) {
@@ -237,14 +223,9 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout)
 		defer cancel()
 	}
-	if err := s.backoff.wait(ctx); err != nil {
-		// The server was unreachable moments ago and the write's time ran
-		// out before the next attempt: still a connection problem.
-		return 0, sinks.NewError(sinks.Connection, true, fmt.Errorf("server unreachable, waiting to reconnect: %w", err))
-	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return 0, s.failed(classify(fmt.Errorf("cannot connect: %w", err), true, s.cfg.Dedup))
+		return 0, classify(fmt.Errorf("cannot connect: %w", err), true, s.cfg.Dedup)
 	}
 	pc := conn.Conn().PgConn()
 	w := s.getWriter()
@@ -268,21 +249,10 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 		// Release destroys connections that are closed or still in a
 		// transaction.
 		conn.Release()
-		return n, s.failed(classify(err, lost, s.cfg.Dedup))
+		return n, classify(err, lost, s.cfg.Dedup)
 	}
 	conn.Release()
-	s.backoff.ok()
 	return n, nil
-}
-
-// failed starts or extends the reconnect backoff for errors that say the
-// server is unreachable.
-func (s *Sink) failed(err error) error {
-	switch sinks.ClassOf(err) {
-	case sinks.Connection, sinks.Timeout:
-		s.backoff.fail()
-	}
-	return err
 }
 
 // exec runs sql (one or more statements) with the simple protocol.
@@ -291,32 +261,33 @@ func exec(ctx context.Context, pc *pgconn.PgConn, sql string) error {
 }
 
 func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tables []*sources.Table) (int, error) {
-	var st *connState
-	nonEmpty := 0
+	// The non-empty tables with their plans, looked up once.
+	type copyJob struct {
+		p *plan
+		t *sources.Table
+	}
+	var jobsArr [16]copyJob
+	jobs := jobsArr[:0]
 	for _, t := range tables {
-		if t.Len() > 0 {
-			nonEmpty++
+		if t.Len() == 0 {
+			continue
 		}
+		p, err := s.planFor(t.Schema)
+		if err != nil {
+			return 0, sinks.NewError(sinks.Rejected, false, err)
+		}
+		jobs = append(jobs, copyJob{p, t})
 	}
 	dedup := s.cfg.Dedup
-	if dedup {
-		st = stateOf(pc)
-	}
-	if dedup || nonEmpty > 1 {
+	if dedup || len(jobs) > 1 {
 		// Several COPYs (or a COPY and its merge) must commit together,
 		// or a failed batch would leave some of its rows stored.
 		if dedup {
 			// Staging tables are created before BEGIN so that a failed
 			// batch does not roll back their creation.
-			for _, t := range tables {
-				if t.Len() == 0 {
-					continue
-				}
-				p, err := s.planFor(t.Schema)
-				if err != nil {
-					return 0, sinks.NewError(sinks.Rejected, false, err)
-				}
-				if !st.staged[p.id] {
+			st := stateOf(pc)
+			for _, j := range jobs {
+				if p := j.p; !st.staged[p.id] {
 					if err := exec(ctx, pc, p.stageCreate); err != nil {
 						return 0, fmt.Errorf("cannot create staging table for %s: %w", p.schema.Measurement, err)
 					}
@@ -330,15 +301,8 @@ func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tabl
 	}
 	total := 0
 	w.sb.Reset()
-	for _, t := range tables {
-		n := t.Len()
-		if n == 0 {
-			continue
-		}
-		p, err := s.planFor(t.Schema)
-		if err != nil {
-			return total, sinks.NewError(sinks.Rejected, false, err)
-		}
+	for _, j := range jobs {
+		p, t, n := j.p, j.t, j.t.Len()
 		sql := p.copySQL
 		if dedup {
 			sql = p.stageCopy
@@ -350,8 +314,14 @@ func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tabl
 		w.cr.reset(t)
 		tag, err := pc.CopyFrom(ctx, &w.cr, sql)
 		if err != nil {
-			w.broken = true
-			total += w.cr.abandon()
+			// pgconn returns without waiting for its reader goroutine only
+			// after closing the connection; otherwise (a rejected batch)
+			// the goroutine is done and the writer can be reused.
+			if w.broken = pc.IsClosed(); w.broken {
+				total += w.cr.abandon()
+			} else {
+				total += w.cr.total
+			}
 			return total, fmt.Errorf("cannot copy %d rows into %s: %w", n, p.schema.Measurement, err)
 		}
 		total += w.cr.total
@@ -365,7 +335,7 @@ func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tabl
 		if err := exec(ctx, pc, w.sb.String()); err != nil {
 			return total, fmt.Errorf("cannot merge staged rows: %w", err)
 		}
-	case nonEmpty > 1:
+	case len(jobs) > 1:
 		if err := exec(ctx, pc, "COMMIT"); err != nil {
 			return total, fmt.Errorf("cannot commit: %w", err)
 		}
@@ -373,11 +343,11 @@ func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tabl
 	return total, nil
 }
 
-// pending is what a pipelined request will answer.
+// pending is what a pipelined request will answer: rows for plan p, or
+// (p nil) a statement description for a Prepare.
 type pending struct {
-	p       *plan
-	rows    int
-	prepare string // statement name for a Prepare request
+	p    *plan
+	rows int
 }
 
 func (s *Sink) writePipeline(ctx context.Context, pc *pgconn.PgConn, w *writer, tables []*sources.Table) (int, error) {
@@ -419,7 +389,7 @@ func (s *Sink) writePipeline(ctx context.Context, pc *pgconn.PgConn, w *writer, 
 		if s.cfg.Method == Unnest {
 			if !st.prepared[p.unnestName] {
 				pl.SendPrepare(p.unnestName, p.unnestSQL, p.unnestOIDs)
-				pend = append(pend, pending{prepare: p.unnestName})
+				pend = append(pend, pending{})
 				st.prepared[p.unnestName] = true
 			}
 			pl.SendQueryPrepared(p.unnestName, vals[sp.first:sp.end], binaryFormat, nil)
@@ -430,7 +400,7 @@ func (s *Sink) writePipeline(ctx context.Context, pc *pgconn.PgConn, w *writer, 
 			stm := p.insertStmt(rows)
 			if !st.prepared[stm.name] {
 				pl.SendPrepare(stm.name, stm.sql, p.insertOIDs)
-				pend = append(pend, pending{prepare: stm.name})
+				pend = append(pend, pending{})
 				st.prepared[stm.name] = true
 			}
 			from := sp.first + start*p.nCols
@@ -502,60 +472,4 @@ func (s *Sink) Ping(ctx context.Context) error {
 func (s *Sink) Close(context.Context) error {
 	s.closeOnce.Do(s.pool.Close)
 	return nil
-}
-
-// backoff delays writes after failures that say the server is away.
-type backoff struct {
-	until atomic.Int64 // Unix nanoseconds before which writes wait; 0 = none
-	mu    sync.Mutex
-	delay time.Duration
-}
-
-func (b *backoff) wait(ctx context.Context) error {
-	u := b.until.Load()
-	if u == 0 {
-		return nil
-	}
-	d := time.Until(time.Unix(0, u))
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (b *backoff) fail() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := time.Now()
-	if now.UnixNano() < b.until.Load() {
-		// Other workers failing during the same wait do not lengthen it:
-		// the delay grows once per round of attempts.
-		return
-	}
-	switch {
-	case b.delay == 0:
-		b.delay = minBackoff
-	case b.delay < maxBackoff:
-		b.delay = min(2*b.delay, maxBackoff)
-	}
-	// Jitter (0.75x to 1.25x) so workers do not reconnect in lockstep.
-	d := time.Duration(float64(b.delay) * (0.75 + rand.Float64()/2))
-	b.until.Store(now.Add(d).UnixNano())
-}
-
-func (b *backoff) ok() {
-	if b.until.Load() == 0 {
-		return
-	}
-	b.mu.Lock()
-	b.delay = 0
-	b.until.Store(0)
-	b.mu.Unlock()
 }
