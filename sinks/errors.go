@@ -28,8 +28,21 @@ const (
 	Other Class = "other"
 )
 
-// Classes lists every class, in a fixed order.
-var Classes = []Class{Timeout, Connection, Rejected, Server, Other}
+// Classes lists every class, in a fixed order. It is an array so that
+// per-class counters can be arrays of len(Classes): a class outside this
+// list (a sink's typo) is counted as Other, never indexed out of range.
+var Classes = [...]Class{Timeout, Connection, Rejected, Server, Other}
+
+// Index returns c's position in Classes; a class not in the list is
+// Other's position.
+func (c Class) Index() int {
+	for i, k := range Classes {
+		if k == c {
+			return i
+		}
+	}
+	return len(Classes) - 1
+}
 
 // Error is a classified sink error. Sinks wrap what their client library
 // returns so the engine can count it by class and decide on retries.

@@ -1,0 +1,23 @@
+package sinks
+
+import "testing"
+
+// Every class has its own slot; a class no sink should return (a typo)
+// lands in Other's, never out of range.
+func TestClassIndex(t *testing.T) {
+	seen := map[int]bool{}
+	for i, c := range Classes {
+		if got := c.Index(); got != i {
+			t.Errorf("%s.Index() = %d, want %d", c, got, i)
+		}
+		seen[c.Index()] = true
+	}
+	if len(seen) != len(Classes) {
+		t.Errorf("classes share slots: %v", seen)
+	}
+	for _, c := range []Class{"", "mystery", "Timeout"} {
+		if got := c.Index(); got != Other.Index() {
+			t.Errorf("Class(%q).Index() = %d, want Other's %d", c, got, Other.Index())
+		}
+	}
+}
