@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
 	"slices"
@@ -30,7 +31,7 @@ const EnvPrefix = "SOAKD_"
 type Config struct {
 	Workloads        []string      `env:"WORKLOADS" envDefault:"iot,kv" envSeparator:"," help:"workloads to run; each workload W reads its settings from SOAKD_<W>_*"`
 	Listen           string        `env:"LISTEN" envDefault:":9480" help:"HTTP address for /metrics /healthz /readyz /status /control; off = no HTTP server"`
-	Duration         time.Duration `env:"DURATION" envDefault:"0s" help:"stop the whole run after this long; 0 = until every workload ends or SIGINT/SIGTERM"`
+	Duration         time.Duration `env:"DURATION" envDefault:"0s" help:"hard stop for the whole process after this long, load phases included; 0 = until every workload ends or SIGINT/SIGTERM"`
 	ShutdownGrace    time.Duration `env:"SHUTDOWN_GRACE" envDefault:"30s" help:"on stop, how long writes in flight may take to finish before they are cancelled"`
 	Progress         time.Duration `env:"PROGRESS_INTERVAL" envDefault:"10s" help:"how often a progress line is logged; 0 = never"`
 	LogLevel         string        `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
@@ -54,8 +55,9 @@ type Workload struct {
 	BatchSize    int           `env:"BATCH_SIZE" envDefault:"1000" help:"rows per write (series sources)"`
 	Pipeline     int           `env:"PIPELINE" envDefault:"1" help:"operations per round trip (kv source)"`
 	MaxLag       time.Duration `env:"MAX_LAG" envDefault:"1s" help:"scheduled work later than this when a worker gets to it is dropped and counted in soakd_dropped_total"`
-	Duration     time.Duration `env:"DURATION" envDefault:"0s" help:"stop this workload after this long; 0 = no limit"`
+	Duration     time.Duration `env:"DURATION" envDefault:"0s" help:"length of this workload's run phase (a load phase before it is not included); 0 = no limit"`
 	LoadRate     pace.Rate     `env:"LOAD_RATE" envDefault:"10000" help:"rate of the load phase (kv LOAD=auto: inserting the records the run reads), any RATE grammar; max = as fast as possible"`
+	LoadDuration time.Duration `env:"LOAD_DURATION" envDefault:"0s" help:"bound of the load phase; when it passes, the run starts with the records loaded so far (a warning says how many); 0 = until every record is loaded"`
 	Timeout      time.Duration `env:"TIMEOUT" envDefault:"30s" help:"deadline of one write; 0 = none"`
 	Retries      int           `env:"RETRIES" envDefault:"2" help:"resend a failed batch this many times when the sink says it is safe"`
 	RetryBackoff time.Duration `env:"RETRY_BACKOFF" envDefault:"100ms" help:"first retry wait; doubles per attempt up to 5s, with jitter; a server's Retry-After wins"`
@@ -69,6 +71,9 @@ type Workload struct {
 	// Ext holds the source's own settings (a pointer to the struct its
 	// SourceEntry.Settings returns), parsed from the same SOAKD_<W>_* prefix.
 	Ext any `env:"-"`
+	// BuiltinDefaults lists the VAR=value defaults applied because the
+	// workload uses the built-in target (see SourceEntry.BuiltinDefaults).
+	BuiltinDefaults []string `env:"-"`
 }
 
 // Secret returns the effective password and token (file variants win).
@@ -144,7 +149,18 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 		}
 		if e := srcs.Lookup(w.Source); e != nil && e.Settings != nil {
 			w.Ext = e.Settings()
-			if err := env.ParseWithOptions(w.Ext, env.Options{Environment: environ, Prefix: p}); err != nil {
+			wenv := environ
+			if w.Target == "" && len(e.BuiltinDefaults) > 0 {
+				wenv = maps.Clone(environ)
+				for k, v := range e.BuiltinDefaults {
+					if _, set := wenv[p+k]; !set {
+						wenv[p+k] = v
+						w.BuiltinDefaults = append(w.BuiltinDefaults, p+k+"="+v)
+					}
+				}
+				slices.Sort(w.BuiltinDefaults)
+			}
+			if err := env.ParseWithOptions(w.Ext, env.Options{Environment: wenv, Prefix: p}); err != nil {
 				errs = append(errs, nameErrors(err, w.Ext, p)...)
 			}
 		}
@@ -317,6 +333,9 @@ func (w *Workload) validate() []error {
 	}
 	if w.Duration < 0 {
 		bad("DURATION", "must not be negative")
+	}
+	if w.LoadDuration < 0 {
+		bad("LOAD_DURATION", "must not be negative")
 	}
 	if w.Timeout < 0 {
 		bad("TIMEOUT", "must not be negative")

@@ -1,7 +1,10 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"net/url"
 	"strings"
 	"testing"
@@ -90,6 +93,39 @@ func TestDropsAccounting(t *testing.T) {
 		// Response latency of what was sent stays within MAX_LAG plus the service time.
 		if p99 := w.Ops[0].Response.P99; p99 > 0.2 {
 			t.Errorf("response p99 %.3fs: work later than MAX_LAG should have been dropped", p99)
+		}
+	})
+}
+
+// When every worker is stuck for longer than MAX_LAG, the queue fills and
+// the scheduler falls behind; once the target answers again it drops, in
+// one step, every batch already too late. Those units were scheduled and
+// dropped: the count scheduled stays the rate's integral.
+func TestSchedulerBulkDrops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "10",
+			"SOAKD_SEQ_WORKERS", "2", "SOAKD_SEQ_DURATION", "20s", "SOAKD_SEQ_MAX_LAG", "100ms",
+			"SOAKD_SEQ_TARGET", "null://?stall=3s@5s"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		w := res.sum.Workloads[0]
+		t.Logf("scheduled %d, acked %d, dropped %d", w.Scheduled, w.Units, w.Dropped)
+		if w.Scheduled != 40000 {
+			t.Errorf("scheduled %d units in 20 s at 2000/s, want 40000", w.Scheduled)
+		}
+		// About 3 s of the schedule fell in the stall; less than MAX_LAG of
+		// it can have been sent late.
+		if w.Dropped < 5600 || w.Dropped > 6000 {
+			t.Errorf("dropped %d, want about 3 s at 2000/s", w.Dropped)
+		}
+		if w.Scheduled != w.Units+w.Dropped+w.Failed || w.InFlight != 0 {
+			t.Errorf("scheduled %d != acked %d + dropped %d + failed %d (in flight %d)", w.Scheduled, w.Units, w.Dropped, w.Failed, w.InFlight)
+		}
+		if got := gatherValue(t, res, "soakd_scheduled_total"); int64(got) != w.Scheduled {
+			t.Errorf("soakd_scheduled_total = %v, summary says %d", got, w.Scheduled)
 		}
 	})
 }
@@ -238,15 +274,25 @@ soakd_rows_total{workload="seq"} 200
 # TYPE soakd_ops_total counter
 soakd_ops_total{op="write",result="error",workload="seq"} 0
 soakd_ops_total{op="write",result="ok",workload="seq"} 20
-# HELP soakd_dropped_total Scheduled units never sent because they were later than MAX_LAG.
+# HELP soakd_dropped_total Scheduled units never sent: later than MAX_LAG, or still queued when writes were cut at shutdown.
 # TYPE soakd_dropped_total counter
 soakd_dropped_total{workload="seq"} 0
+# HELP soakd_scheduled_total Units (rows or ops) the schedule released: acknowledged + failed + dropped + in flight.
+# TYPE soakd_scheduled_total counter
+soakd_scheduled_total{workload="seq"} 200
+# HELP soakd_failed_total Units (rows or ops) in batches that failed for good, after retries.
+# TYPE soakd_failed_total counter
+soakd_failed_total{workload="seq"} 0
+# HELP soakd_inflight_units Units scheduled but not yet acknowledged, failed or dropped: queued for a worker or being written.
+# TYPE soakd_inflight_units gauge
+soakd_inflight_units{workload="seq"} 0
 # HELP soakd_workers Configured workers.
 # TYPE soakd_workers gauge
 soakd_workers{workload="seq"} 4
 `
 		if err := testutil.GatherAndCompare(res.reg, strings.NewReader(want),
-			"soakd_rows_total", "soakd_ops_total", "soakd_dropped_total", "soakd_workers"); err != nil {
+			"soakd_rows_total", "soakd_ops_total", "soakd_dropped_total", "soakd_workers",
+			"soakd_scheduled_total", "soakd_failed_total", "soakd_inflight_units"); err != nil {
 			t.Error(err)
 		}
 		mfs, err := res.reg.Gather()
@@ -279,14 +325,6 @@ soakd_workers{workload="seq"} 4
 	})
 }
 
-// The classes in metrics and summaries are the sinks' classes.
-func TestErrClassSlots(t *testing.T) {
-	var ps phaseStats
-	if len(ps.errCount) != len(sinks.Classes) {
-		t.Fatalf("phaseStats.errCount has %d slots for %d classes", len(ps.errCount), len(sinks.Classes))
-	}
-}
-
 // SHARD=i/N runs 1/N of the rate: N processes add up to RATE.
 func TestShardRunsItsShareOfTheRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -300,26 +338,65 @@ func TestShardRunsItsShareOfTheRate(t *testing.T) {
 	})
 }
 
-// unreachable is a sink whose target never answers Prepare.
+// unreachable is a sink whose target never answers Prepare; its error
+// quotes the password, as some drivers' errors do.
 type unreachable struct{ failingSink }
 
 func (unreachable) Prepare(context.Context) error {
-	return sinks.NewError(sinks.Connection, true, context.DeadlineExceeded)
+	return sinks.NewError(sinks.Connection, true, errors.New("dial postgres://bench:hunter2@db:1/x: connection refused"))
 }
 
 // A target that never becomes ready fails the run (exit 1), after
-// retrying for as long as the run lasts.
+// retrying for as long as the run lasts, and the summary says why: the
+// last error (without the password), how many attempts, for how long.
 func TestNeverReadyFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := testPlugins(sinks.Entry{Schemes: []string{"down"}, Kinds: []sources.Kind{sources.Series},
 			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return unreachable{}, nil }})
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "down://x", "SOAKD_DURATION", "20s"), p)
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "down://bench:hunter2@db:1/x", "SOAKD_DURATION", "20s"), p)
 		res := runTest(context.Background(), cfg, p, nil)
 		if res.err != nil {
 			t.Fatal(res.err)
 		}
 		if err := res.sum.Failed(); err == nil || !strings.Contains(err.Error(), "never became ready") {
 			t.Fatalf("Failed() = %v", err)
+		}
+		f := res.sum.Workloads[0].Failure
+		if f == nil {
+			t.Fatal("no failure in the summary")
+		}
+		t.Logf("failure: %+v", *f)
+		// Backoff 1 s, 2 s, 4 s, 5 s... (±20 %): 6 or 7 attempts in 20 s.
+		if f.Class != "connection" || !strings.Contains(f.LastError, "connection refused") || f.Attempts < 5 || f.Attempts > 8 ||
+			f.Seconds < 12 || f.Seconds > 20 {
+			t.Errorf("failure %+v: want the connection error, 5-8 attempts over 12-20 s", *f)
+		}
+		var text bytes.Buffer
+		res.sum.WriteText(&text)
+		js, _ := json.Marshal(res.sum)
+		for _, out := range []string{text.String(), string(js), f.Reason + f.LastError} {
+			if strings.Contains(out, "hunter2") {
+				t.Errorf("the password leaked into the summary: %s", out)
+			}
+		}
+		if !strings.Contains(text.String(), "FAILED: the target never became ready") || !strings.Contains(text.String(), "connection refused") {
+			t.Errorf("text summary does not say why:\n%s", text.String())
+		}
+	})
+}
+
+// Every write failing fails the run, and the summary gives the last
+// error and the number of failed attempts.
+func TestNoWriteSucceededExplained(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?fail=1&fail_class=rejected",
+			"SOAKD_SEQ_RATE", "10", "SOAKD_SEQ_BATCH_SIZE", "1", "SOAKD_SEQ_DURATION", "5s"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		f := res.sum.Workloads[0].Failure
+		if f == nil || !strings.Contains(f.Reason, "no write succeeded") || f.Class != "rejected" || f.Attempts != 50 ||
+			f.LastError == "" || f.Seconds < 4.8 || f.Seconds > 5 {
+			t.Fatalf("failure %+v, want no write succeeded, rejected, 50 attempts over ~4.9 s", f)
 		}
 	})
 }

@@ -32,18 +32,8 @@ type httpAPI struct {
 	log     *zap.Logger
 }
 
-func startHTTP(cfg *Config, d Deps, wls []*workload, rep *reporter, started time.Time) (*http.Server, error) {
-	l := d.Listener
-	if l == nil {
-		if cfg.Listen == ListenOff {
-			return nil, nil
-		}
-		var err error
-		l, err = net.Listen("tcp", cfg.Listen)
-		if err != nil {
-			return nil, fmt.Errorf("%sLISTEN: cannot listen on %s: %w", EnvPrefix, cfg.Listen, err)
-		}
-	}
+// handler returns soakd's HTTP endpoints.
+func handler(cfg *Config, d Deps, wls []*workload, rep *reporter, started time.Time) http.Handler {
 	a := &httpAPI{cfg: cfg, wls: wls, rep: rep, started: started, version: d.Version, log: d.Logger}
 	if tok := cfg.EffectiveControlToken(); tok != "" {
 		a.token, a.hasTok = sha256.Sum256([]byte(tok)), true
@@ -62,14 +52,31 @@ func startHTTP(cfg *Config, d Deps, wls []*workload, rep *reporter, started time
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return mux
+}
+
+// serveHTTP serves h on d.Listener, or on Config.Listen unless that is
+// off (then it returns a nil server).
+func serveHTTP(cfg *Config, d Deps, h http.Handler) (*http.Server, error) {
+	l := d.Listener
+	if l == nil {
+		if cfg.Listen == ListenOff {
+			return nil, nil
+		}
+		var err error
+		l, err = net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("%sLISTEN: cannot listen on %s: %w", EnvPrefix, cfg.Listen, err)
+		}
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.Logger.Error("HTTP server stopped", zap.Error(err))
 		}
 	}()
 	d.Logger.Info("serving /metrics /healthz /readyz /status", zap.String("addr", l.Addr().String()),
-		zap.Bool("control", a.hasTok))
+		zap.Bool("control", cfg.EffectiveControlToken() != ""))
 	return srv, nil
 }
 
@@ -92,35 +99,58 @@ func (a *httpAPI) readyz(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "ready")
 }
 
-// StatusWorkload is one workload in /status.
+// StatusWorkload is one workload in /status. Its counts are the current
+// phase's, read in one snapshot: scheduled = acked + failed + dropped +
+// in_flight. Phases lists every phase started so far.
 type StatusWorkload struct {
-	Name       string           `json:"name"`
-	Source     string           `json:"source"`
-	Target     string           `json:"target"`
-	Phase      string           `json:"phase"`
-	State      string           `json:"state"` // starting, running, paused, done
-	Rate       string           `json:"rate"`
-	TargetRate float64          `json:"target_rate"`
-	Achieved   float64          `json:"achieved_rate"` // over the last 10 s
-	Unit       string           `json:"unit"`
-	Acked      int64            `json:"acked"`
-	Failed     int64            `json:"failed"`
-	Dropped    int64            `json:"dropped"`
-	Errors     map[string]int64 `json:"errors"`
-	// Latency is the response latency per op over the last window
-	// (PROGRESS_INTERVAL, or 10 s): op is write for series, read, update,
-	// insert, scan, rmw for KV.
+	Name       string  `json:"name"`
+	Source     string  `json:"source"`
+	Target     string  `json:"target"`
+	Phase      string  `json:"phase"`
+	State      string  `json:"state"` // starting, running, paused, done
+	Rate       string  `json:"rate"`
+	TargetRate float64 `json:"target_rate"`
+	Achieved   float64 `json:"achieved_rate"` // over the last 10 s
+	Unit       string  `json:"unit"`
+	StatusCounts
+	// Latency is the current phase's response and service latency per op
+	// over the last window (PROGRESS_INTERVAL, or 10 s; the window so far
+	// in a phase younger than that): op is write for series, read,
+	// update, insert, scan, rmw for KV.
 	Latency    map[string]OpLatency `json:"latency"`
 	LagSeconds float64              `json:"lag_seconds"`
 	Workers    int                  `json:"workers"`
 	Ready      bool                 `json:"ready"`
+	LastError  *ErrorSummary        `json:"last_error,omitempty"`
+	Phases     []StatusPhase        `json:"phases"`
 }
 
-// OpLatency is an op's response latency quantiles in /status.
+// StatusCounts are a phase's unit counts and failed attempts by class.
+type StatusCounts struct {
+	Scheduled int64            `json:"scheduled"`
+	Acked     int64            `json:"acked"`
+	Failed    int64            `json:"failed"`
+	Dropped   int64            `json:"dropped"`
+	InFlight  int64            `json:"in_flight"`
+	Errors    map[string]int64 `json:"errors"`
+}
+
+// StatusPhase is one phase of a workload in /status.
+type StatusPhase struct {
+	Name      string  `json:"name"`
+	Rate      string  `json:"rate"`
+	Seconds   float64 `json:"seconds"`
+	StoppedBy string  `json:"stopped_by,omitempty"` // empty while it runs
+	StatusCounts
+}
+
+// OpLatency is an op's latency quantiles in /status.
 type OpLatency struct {
-	Count int64   `json:"count"`
-	P50   float64 `json:"p50_seconds"`
-	P99   float64 `json:"p99_seconds"`
+	Count      int64   `json:"count"`
+	P50        float64 `json:"p50_seconds"`
+	P99        float64 `json:"p99_seconds"`
+	ServiceP50 float64 `json:"service_p50_seconds"`
+	ServiceP99 float64 `json:"service_p99_seconds"`
 }
 
 // Status is the /status document.
@@ -130,27 +160,41 @@ type Status struct {
 	Workloads []StatusWorkload `json:"workloads"`
 }
 
+func statusCounts(c *counts) StatusCounts {
+	return StatusCounts{Scheduled: c.scheduled, Acked: c.acked, Failed: c.failed, Dropped: c.dropped,
+		InFlight: c.inflight(), Errors: errorsByClass(c)}
+}
+
 func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 	st := Status{Version: a.version, Uptime: time.Since(a.started).Seconds()}
 	for i, wl := range a.wls {
-		snap := a.rep.snapshot(i)
+		achieved, window := a.rep.live(i)
 		s := StatusWorkload{
 			Name: wl.name, Source: wl.cfg.Source, Target: wl.target, Rate: wl.cfg.Rate.String(),
-			Achieved: snap.achieved, Unit: unitName(wl.kind), Workers: wl.cfg.Workers,
-			Errors: map[string]int64{}, Latency: map[string]OpLatency{},
+			Achieved: achieved, Unit: unitName(wl.kind), Workers: wl.cfg.Workers,
+			StatusCounts: statusCounts(&counts{}), Latency: map[string]OpLatency{}, Phases: []StatusPhase{},
 		}
 		s.Ready, _ = wl.ready.get()
-		if ps := wl.cur.Load(); ps != nil {
-			s.Phase, s.Rate = ps.name, ps.rate.String()
-			s.Acked, s.Failed, s.Dropped = ps.acked.Load(), ps.failedU.Load(), ps.dropped.Load()
-			for j, c := range sinks.Classes {
-				s.Errors[string(c)] = ps.errCount[j].Load()
+		cur := wl.cur.Load()
+		for _, ps := range wl.allPhases() {
+			c := ps.snapshot()
+			p := StatusPhase{Name: ps.name, Rate: ps.rate, Seconds: ps.elapsed().Seconds(),
+				StoppedBy: ps.stopReason(), StatusCounts: statusCounts(&c)}
+			s.Phases = append(s.Phases, p)
+			if ps == cur {
+				s.Phase, s.Rate, s.StatusCounts = ps.name, ps.rate, p.StatusCounts
 			}
 		}
-		for op := range snap.window {
-			if q := snap.window[op].response; q.Count > 0 {
-				s.Latency[opName(op)] = OpLatency{Count: q.Count, P50: q.P50, P99: q.P99}
+		if cur != nil {
+			for op := range window {
+				if q := window[op]; q.response.Count > 0 {
+					s.Latency[opName(op)] = OpLatency{Count: q.response.Count, P50: q.response.P50, P99: q.response.P99,
+						ServiceP50: q.service.P50, ServiceP99: q.service.P99}
+				}
 			}
+		}
+		if e := wl.lastError(); e.Text != "" {
+			s.LastError = errorSummary(e)
 		}
 		sch := wl.sched.Load()
 		switch {
@@ -163,7 +207,7 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 		default:
 			s.State = "running"
 		}
-		if wl.started() {
+		if wl.started() && !wl.finished.Load() {
 			s.TargetRate = sch.rateAt(wl.since())
 			s.LagSeconds = wl.lagNow().Seconds()
 		}

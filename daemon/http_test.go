@@ -12,7 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/sources/kv"
+	"go.uber.org/zap"
+	"net/http/httptest"
+	"testing/synctest"
 )
 
 func listen(t *testing.T) net.Listener {
@@ -188,23 +194,105 @@ func TestPrometheusScrapesNativeHistograms(t *testing.T) {
 		_, err := fmt.Sscan(r.Data.Result[0].Value[1].(string), &v)
 		return v, err == nil
 	}
-	var p99, rows float64
+	// histogram_quantile without _bucket only works on a native histogram;
+	// count and ops come from the same scrape, so they must be equal.
+	const (
+		qP99   = `histogram_quantile(0.99, soakd_response_seconds{workload="seq"})`
+		qCount = `histogram_count(soakd_response_seconds{workload="seq"}) - on() soakd_ops_total{workload="seq",op="write",result="ok"}`
+		qOps   = `soakd_ops_total{workload="seq",op="write",result="ok"}`
+	)
+	var p99, diff, ops float64
 	deadline := time.Now().Add(40 * time.Second)
 	for time.Now().Before(deadline) {
 		time.Sleep(time.Second)
-		var ok1, ok2 bool
-		// No _bucket suffix: this only works on a native histogram.
-		p99, ok1 = query(`histogram_quantile(0.99, rate(soakd_response_seconds{workload="seq"}[5s]))`)
-		rows, ok2 = query(`soakd_rows_total{workload="seq"}`)
-		if ok1 && ok2 && p99 > 0 && rows > 0 {
+		var ok1, ok2, ok3 bool
+		p99, ok1 = query(qP99)
+		diff, ok2 = query(qCount)
+		ops, ok3 = query(qOps)
+		if ok1 && ok2 && ok3 && ops > 1000 {
 			break
 		}
 	}
-	t.Logf("PromQL: response p99 %.4fs, rows %v", p99, rows)
-	if !(p99 >= 0.004 && p99 < 0.5) {
-		t.Errorf("native-histogram p99 = %v, want about 5 ms", p99)
+	cancel()
+	res := <-done
+	done <- res
+	want := res.sum.Workloads[0].Ops[0].Response.P99
+	t.Logf("PromQL: response p99 %.4fs over %v writes (soakd's own p99 %.4fs over %d at the end)", p99, ops, want,
+		res.sum.Workloads[0].Ops[0].Count)
+	if ops <= 1000 {
+		t.Fatalf("Prometheus scraped %v writes after 40 s", ops)
 	}
-	if rows <= 0 {
-		t.Errorf("soakd_rows_total not scraped")
+	if diff != 0 {
+		t.Errorf("histogram_count - soakd_ops_total{result=ok} = %v in one scrape, want 0", diff)
 	}
+	// Every write took at least 5 ms (the null target's latency); a native
+	// bucket is 9 % wide. The cumulative p99 moves little after the last
+	// scrape, so it is close to soakd's own.
+	if p99 < 0.005/1.1 || p99 > want*1.5 || p99 < want/1.5 {
+		t.Errorf("native-histogram p99 = %v, want >= 5 ms and close to soakd's own %v", p99, want)
+	}
+}
+
+// /status reports the phase running now: after a KV load phase (inserts)
+// the run's latency shows read and update only, and both phases' counts
+// are listed, each adding up.
+func TestStatusShowsCurrentPhase(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		p.Sources = append(p.Sources, SourceEntry{
+			Names: []string{"kv"}, Kind: sources.KV,
+			Settings: func() any { return &kv.Config{} },
+			Validate: func(w *Workload) error { return w.Ext.(*kv.Config).Validate() },
+			New:      func(w *Workload) (sources.Source, error) { return kv.New(*w.Ext.(*kv.Config), w.Seed, w.Shard) },
+		})
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "kv", "SOAKD_KV_TARGET", "null://?latency=1ms", "SOAKD_KV_RECORDS", "2000",
+			"SOAKD_KV_LOAD_RATE", "1000", "SOAKD_KV_RATE", "500", "SOAKD_KV_DURATION", "30s", "SOAKD_PROGRESS_INTERVAL", "5s"), p)
+		var h http.Handler
+		open := make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = Run(ctx, cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+				started: func(_ []*workload, hh http.Handler) { h = hh; close(open) }})
+		}()
+		<-open
+		get := func() StatusWorkload {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
+			var st Status
+			if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+				t.Fatal(err)
+			}
+			return st.Workloads[0]
+		}
+		time.Sleep(1500 * time.Millisecond) // in the load phase (2 s at 1000/s)
+		synctest.Wait()
+		s := get()
+		if s.Phase != "load" || len(s.Latency) != 1 || s.Latency["insert"].Count == 0 {
+			t.Fatalf("during the load phase: phase %q latency %v", s.Phase, s.Latency)
+		}
+		for _, at := range []time.Duration{1500 * time.Millisecond, 8 * time.Second} { // the run's first window, then later ones
+			time.Sleep(at)
+			synctest.Wait()
+			s = get()
+			if s.Phase != "run" || s.Latency["read"].Count == 0 || s.Latency["update"].Count == 0 || s.Latency["insert"].Count != 0 {
+				t.Fatalf("during the run phase: phase %q latency %v", s.Phase, s.Latency)
+			}
+		}
+		if len(s.Phases) != 2 || s.Phases[0].Name != "load" || s.Phases[0].Acked != 2000 || s.Phases[0].StoppedBy != stopEndOfData ||
+			s.Phases[1].Name != "run" || s.Phases[1].StoppedBy != "" {
+			t.Fatalf("phases %+v", s.Phases)
+		}
+		for _, ph := range s.Phases {
+			if ph.Scheduled != ph.Acked+ph.Failed+ph.Dropped+ph.InFlight {
+				t.Errorf("phase %s: %+v does not add up", ph.Name, ph.StatusCounts)
+			}
+		}
+		if s.Scheduled != s.Phases[1].Scheduled || s.Acked != s.Phases[1].Acked {
+			t.Errorf("top-level counts %+v are not the run phase's %+v", s.StatusCounts, s.Phases[1].StatusCounts)
+		}
+		cancel()
+		<-done
+	})
 }

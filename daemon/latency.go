@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"math"
+	"sort"
 	"sync"
 	"time"
 
@@ -15,37 +17,83 @@ const (
 	hdrDigits  = 3
 )
 
-// recorder keeps the latency distribution of one op for the summary
-// (since start) and the progress line (since the last window swap).
-// Prometheus gets the same observations through its own histograms; these
-// exist because exact quantiles cannot be read back from those. Memory is
-// fixed: two HDR histograms, created on first use.
-type recorder struct {
-	mu     sync.Mutex
-	total  *hdrhistogram.Histogram
-	window *hdrhistogram.Histogram
+// A worker does not touch shared histograms per write: it appends a
+// sample to a small buffer in its own tally, and the samples are merged
+// into the phase's histograms when the buffer is full or a reader takes a
+// snapshot. One sample covers a batch (series) or the operations of one op
+// in a pipeline (KV), so a pipeline of 16 reads costs one sample.
+
+// sample is the latencies of n units of one op.
+type sample struct {
+	op       uint8
+	n        int32
+	response time.Duration // intended start → done
+	service  time.Duration // actual send → done
 }
 
-func newHist() *hdrhistogram.Histogram {
-	return hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits)
+// sampleCap bounds a worker's unmerged samples (about 6 KiB).
+const sampleCap = 256
+
+type sampleBuf struct {
+	n int
+	s [sampleCap]sample
 }
 
-// record adds n observations of d.
-func (r *recorder) record(d time.Duration, n int64) {
-	v := int64(d)
-	if v < hdrLowest {
-		v = hdrLowest
-	} else if v > hdrHighest {
-		v = hdrHighest
+// add appends a sample; the caller makes room first (worker.lockRoom).
+func (b *sampleBuf) add(s sample) {
+	b.s[b.n] = s
+	b.n++
+}
+
+// phaseHist holds a phase's latency distributions per op, created on an
+// op's first sample. mu is taken before any tally's mu.
+type phaseHist struct {
+	mu  sync.Mutex
+	ops [opSlots]*opHist
+}
+
+// opHist is one op's response and service latency.
+type opHist struct {
+	response, service dist
+}
+
+// dist is one latency distribution kept three ways: since the phase began
+// (for the summary), since the last progress window (for progress lines
+// and /status), and as Prometheus buckets (for /metrics).
+type dist struct {
+	total, window *hdrhistogram.Histogram
+	prom          promBuckets
+}
+
+func newDist() dist {
+	return dist{
+		total:  hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits),
+		window: hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits),
 	}
-	r.mu.Lock()
-	if r.total == nil {
-		r.total, r.window = newHist(), newHist()
-	}
+}
+
+func (d *dist) record(v time.Duration, n int64) {
+	ns := min(max(int64(v), hdrLowest), hdrHighest)
 	// Values are clamped to the trackable range, so these cannot fail.
-	_ = r.total.RecordValues(v, n)
-	_ = r.window.RecordValues(v, n)
-	r.mu.Unlock()
+	_ = d.total.RecordValues(ns, n)
+	_ = d.window.RecordValues(ns, n)
+	d.prom.record(time.Duration(ns).Seconds(), n)
+}
+
+// mergeLocked moves b's samples into the histograms; hist.mu and the
+// owning tally's mu are held.
+func (h *phaseHist) mergeLocked(b *sampleBuf) {
+	for i := 0; i < b.n; i++ {
+		s := &b.s[i]
+		oh := h.ops[s.op]
+		if oh == nil {
+			oh = &opHist{response: newDist(), service: newDist()}
+			h.ops[s.op] = oh
+		}
+		oh.response.record(s.response, int64(s.n))
+		oh.service.record(s.service, int64(s.n))
+	}
+	b.n = 0
 }
 
 // Quantiles is a latency summary in seconds.
@@ -77,21 +125,97 @@ func quantiles(h *hdrhistogram.Histogram) Quantiles {
 	}
 }
 
-// summary returns the quantiles since start.
-func (r *recorder) summary() Quantiles {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return quantiles(r.total)
+// opQuantiles are one op's response and service quantiles.
+type opQuantiles struct{ response, service Quantiles }
+
+// swapWindows returns each op's quantiles since the previous swap and
+// starts new windows.
+func (h *phaseHist) swapWindows() [opSlots]opQuantiles {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out [opSlots]opQuantiles
+	for op, oh := range h.ops {
+		if oh == nil {
+			continue
+		}
+		out[op] = opQuantiles{quantiles(oh.response.window), quantiles(oh.service.window)}
+		oh.response.window.Reset()
+		oh.service.window.Reset()
+	}
+	return out
 }
 
-// swapWindow returns the quantiles since the previous swap and starts a
-// new window.
-func (r *recorder) swapWindow() Quantiles {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	q := quantiles(r.window)
-	if r.window != nil {
-		r.window.Reset()
+// windows returns each op's quantiles of the window in progress.
+func (h *phaseHist) windows() [opSlots]opQuantiles {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out [opSlots]opQuantiles
+	for op, oh := range h.ops {
+		if oh != nil {
+			out[op] = opQuantiles{quantiles(oh.response.window), quantiles(oh.service.window)}
+		}
 	}
-	return q
+	return out
+}
+
+// latencyBuckets are the classic buckets exposed next to the native
+// histogram, for Prometheus servers without native histogram support:
+// 100 µs to 1 min.
+var latencyBuckets = [...]float64{
+	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+	0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+}
+
+// Native histogram buckets use schema 3: bucket i holds values in
+// (2^((i-1)/8), 2^(i/8)], a factor of about 1.09 per bucket. Latencies
+// are clamped to [1 ns, 1 h], which spans bucket indexes -239..95.
+const (
+	nativeSchema = 3
+	nativeMin    = -240
+	nativeMax    = 96
+)
+
+// nativeBounds are 2^(i/8)/2 for i = 0..7: the fractions (as math.Frexp
+// returns them) at which schema 3's buckets start, as in client_golang.
+var nativeBounds = func() [8]float64 {
+	var b [8]float64
+	for i := range b {
+		b[i] = math.Exp2(float64(i)/8) / 2
+	}
+	return b
+}()
+
+// nativeIndex is the schema-3 bucket of v > 0 seconds, clamped.
+func nativeIndex(v float64) int {
+	frac, exp := math.Frexp(v)
+	i := sort.SearchFloat64s(nativeBounds[:], frac) + (exp-1)*len(nativeBounds)
+	return min(max(i, nativeMin), nativeMax)
+}
+
+// promBuckets is a latency distribution as Prometheus exposes it.
+type promBuckets struct {
+	count   uint64
+	sum     float64                     // seconds
+	classic [len(latencyBuckets)]uint64 // per bucket, not cumulative
+	native  [nativeMax - nativeMin + 1]int64
+}
+
+func (p *promBuckets) record(sec float64, n int64) {
+	p.count += uint64(n)
+	p.sum += sec * float64(n)
+	if i := sort.SearchFloat64s(latencyBuckets[:], sec); i < len(p.classic) {
+		p.classic[i] += uint64(n)
+	}
+	p.native[nativeIndex(sec)-nativeMin] += n
+}
+
+func (p *promBuckets) add(o *promBuckets) {
+	p.count += o.count
+	p.sum += o.sum
+	for i := range p.classic {
+		p.classic[i] += o.classic[i]
+	}
+	for i := range p.native {
+		p.native[i] += o.native[i]
+	}
 }

@@ -2,142 +2,206 @@ package daemon
 
 import (
 	"runtime"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
 
-// latencyBuckets are the classic buckets exposed next to the native
-// histogram, for Prometheus servers without native histogram support:
-// 100 µs to 1 min.
-var latencyBuckets = []float64{
-	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-	0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
-}
-
-// Metrics holds soakd's metric families. Names and labels are a contract
-// with dashboards and alert rules (see DESIGN.md); do not change them.
+// Metrics exposes soakd's metric families. Names and labels are a contract
+// with dashboards and alert rules (see README); do not change them.
+//
+// Every soakd_* value is read at scrape time from the same counts the
+// summary, /status and the progress line read (phaseStats.snapshot), so
+// within one scrape, per workload,
+//
+//	soakd_scheduled_total = acknowledged + soakd_failed_total + soakd_dropped_total + soakd_inflight_units
+//
+// where acknowledged is soakd_rows_total for series workloads and the sum
+// of soakd_ops_total{result="ok"} for KV workloads, and each latency
+// histogram's count equals its op's soakd_ops_total{result="ok"}.
 type Metrics struct {
-	targetRate *prometheus.GaugeVec
-	rows       *prometheus.CounterVec
-	values     *prometheus.CounterVec
-	ops        *prometheus.CounterVec
-	errors     *prometheus.CounterVec
-	dropped    *prometheus.CounterVec
-	bytes      *prometheus.CounterVec
-	response   *prometheus.HistogramVec
-	service    *prometheus.HistogramVec
-	lag        *prometheus.GaugeVec
-	inflight   *prometheus.GaugeVec
-	workers    *prometheus.GaugeVec
+	targetRate, rows, values, ops, errors, dropped, scheduled, failed,
+	inflightUnits, bytes, response, service, lag, inflight, workers *prometheus.Desc
+
+	created time.Time
+	mu      sync.Mutex
+	wls     []*workload
 }
 
 // NewMetrics creates soakd's metrics and registers them, with the Go and
 // process collectors and soakd_build_info, on reg.
 func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
-	hist := func(name, help string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:                            name,
-			Help:                            help,
-			Buckets:                         latencyBuckets,
-			NativeHistogramBucketFactor:     1.1,
-			NativeHistogramMaxBucketNumber:  160,
-			NativeHistogramMinResetDuration: 0,
-		}, []string{"workload", "op"})
+	w := []string{"workload"}
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, append(w, labels...), nil)
 	}
 	m := &Metrics{
-		targetRate: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "soakd_target_rate",
-			Help: "Current target rate in rows/s or ops/s (0 in max mode)."}, []string{"workload"}),
-		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soakd_rows_total",
-			Help: "Rows acknowledged by the target."}, []string{"workload"}),
-		values: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soakd_values_total",
-			Help: "Field values acknowledged by the target."}, []string{"workload"}),
-		ops: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soakd_ops_total",
-			Help: "Batches (series) or key-value operations by outcome."}, []string{"workload", "op", "result"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soakd_errors_total",
-			Help: "Failed write attempts by class (timeout, connection, rejected, server, other)."}, []string{"workload", "op", "class"}),
-		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soakd_dropped_total",
-			Help: "Scheduled units never sent because they were later than MAX_LAG."}, []string{"workload"}),
-		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "soakd_bytes_total",
-			Help: "Payload bytes sent to the target."}, []string{"workload"}),
-		response: hist("soakd_response_seconds", "Intended start to done, in seconds: the latency users feel, including waiting for a worker."),
-		service:  hist("soakd_service_seconds", "Actual send to done, in seconds: what the target took."),
-		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "soakd_schedule_lag_seconds",
-			Help: "How far behind its schedule the workload is now, in seconds."}, []string{"workload"}),
-		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "soakd_inflight",
-			Help: "Writes or pipelines in flight now."}, []string{"workload"}),
-		workers: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "soakd_workers",
-			Help: "Configured workers."}, []string{"workload"}),
+		created:    time.Now(),
+		targetRate: d("soakd_target_rate", "Current target rate in rows/s or ops/s (0 in max mode or paused)."),
+		rows:       d("soakd_rows_total", "Rows acknowledged by the target."),
+		values:     d("soakd_values_total", "Field values acknowledged by the target."),
+		ops:        d("soakd_ops_total", "Batches (series) or key-value operations by outcome.", "op", "result"),
+		errors:     d("soakd_errors_total", "Failed write attempts by class (timeout, connection, rejected, server, other).", "op", "class"),
+		dropped:    d("soakd_dropped_total", "Scheduled units never sent: later than MAX_LAG, or still queued when writes were cut at shutdown."),
+		scheduled:  d("soakd_scheduled_total", "Units (rows or ops) the schedule released: acknowledged + failed + dropped + in flight."),
+		failed:     d("soakd_failed_total", "Units (rows or ops) in batches that failed for good, after retries."),
+		inflightUnits: d("soakd_inflight_units",
+			"Units scheduled but not yet acknowledged, failed or dropped: queued for a worker or being written."),
+		bytes:    d("soakd_bytes_total", "Payload bytes sent to the target."),
+		response: d("soakd_response_seconds", "Intended start to done, in seconds: the latency users feel, including waiting for a worker.", "op"),
+		service:  d("soakd_service_seconds", "Actual send to done, in seconds: what the target took.", "op"),
+		lag:      d("soakd_schedule_lag_seconds", "How far behind its schedule the workload is now, in seconds."),
+		inflight: d("soakd_inflight", "Writes or pipelines in flight now."),
+		workers:  d("soakd_workers", "Configured workers."),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "soakd_build_info",
 		Help: "Always 1; labels say which build runs."}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
-	reg.MustRegister(m.targetRate, m.rows, m.values, m.ops, m.errors, m.dropped, m.bytes,
-		m.response, m.service, m.lag, m.inflight, m.workers, build,
+	reg.MustRegister(m, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-// opMetrics are one op's series, resolved once.
-type opMetrics struct {
-	ok, failed        prometheus.Counter
-	errors            map[sinks.Class]prometheus.Counter // error path only
-	response, service prometheus.Observer
+// add exposes w's metrics from now on.
+func (m *Metrics) add(w *workload) {
+	m.mu.Lock()
+	m.wls = append(m.wls, w)
+	m.mu.Unlock()
 }
 
-// workloadMetrics are one workload's series, resolved once so the hot
-// path does no label lookups.
-type workloadMetrics struct {
-	targetRate, lag, inflight prometheus.Gauge
-	rows, values, dropped     prometheus.Counter
-	bytes                     prometheus.Counter
-	ops                       [sources.NumOps + 1]*opMetrics // index NumOps = "write"
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.targetRate, m.rows, m.values, m.ops, m.errors, m.dropped,
+		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.lag, m.inflight, m.workers} {
+		ch <- d
+	}
 }
 
-// writeOp is the slot of the series op "write" in workloadMetrics.ops.
-const writeOp = sources.NumOps
-
-func opName(i int) string {
-	if i == int(writeOp) {
-		return "write"
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	wls := append([]*workload(nil), m.wls...)
+	m.mu.Unlock()
+	for _, w := range wls {
+		m.collect(ch, w)
 	}
-	return sources.Op(i).String()
 }
 
-func (m *Metrics) forWorkload(name string, kind sources.Kind, workers int) *workloadMetrics {
-	w := &workloadMetrics{
-		targetRate: m.targetRate.WithLabelValues(name),
-		lag:        m.lag.WithLabelValues(name),
-		inflight:   m.inflight.WithLabelValues(name),
-		rows:       m.rows.WithLabelValues(name),
-		values:     m.values.WithLabelValues(name),
-		dropped:    m.dropped.WithLabelValues(name),
-		bytes:      m.bytes.WithLabelValues(name),
+func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
+	name := w.name
+	c, lat := w.totals()
+	gauge := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, name)
 	}
-	m.workers.WithLabelValues(name).Set(float64(workers))
-	resolve := func(i int) {
-		op := opName(i)
-		om := &opMetrics{
-			ok:       m.ops.WithLabelValues(name, op, "ok"),
-			failed:   m.ops.WithLabelValues(name, op, "error"),
-			response: m.response.WithLabelValues(name, op),
-			service:  m.service.WithLabelValues(name, op),
-			errors:   map[sinks.Class]prometheus.Counter{},
-		}
-		for _, c := range sinks.Classes {
-			om.errors[c] = m.errors.WithLabelValues(name, op, string(c))
-		}
-		w.ops[i] = om
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{name}, labels...)...)
 	}
-	if kind == sources.KV {
-		for i := 0; i < int(sources.NumOps); i++ {
-			resolve(i)
-		}
-	} else {
-		resolve(int(writeOp))
+	rows, values := c.acked, c.values
+	if w.kind == sources.KV {
+		rows, values = 0, 0
 	}
-	return w
+	counter(m.rows, rows)
+	counter(m.values, values)
+	counter(m.scheduled, c.scheduled)
+	counter(m.failed, c.failed)
+	counter(m.dropped, c.dropped)
+	counter(m.bytes, c.bytes)
+	gauge(m.inflightUnits, float64(c.inflight()))
+	for _, op := range opsOf(w.kind) {
+		o := &c.ops[op]
+		counter(m.ops, o.ok, opName(op), "ok")
+		counter(m.ops, o.failed, opName(op), "error")
+		for i, cl := range sinks.Classes {
+			counter(m.errors, o.errors[i], opName(op), string(cl))
+		}
+		ch <- histMetric(m.response, &lat[op].response, m.created, name, opName(op))
+		ch <- histMetric(m.service, &lat[op].service, m.created, name, opName(op))
+	}
+	gauge(m.workers, float64(w.cfg.Workers))
+	var rate, lag float64
+	inflight := 0
+	if ps := w.cur.Load(); ps != nil {
+		rate = w.sched.Load().rateAt(w.since())
+		lag = w.lagNow().Seconds()
+		inflight = ps.writing()
+	}
+	gauge(m.targetRate, rate)
+	gauge(m.lag, lag)
+	gauge(m.inflight, float64(inflight))
+}
+
+// opsOf lists the op slots a workload of kind k reports.
+func opsOf(k sources.Kind) []int {
+	if k != sources.KV {
+		return []int{writeOp}
+	}
+	out := make([]int, sources.NumOps)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// latTotals are one op's latency buckets summed over phases.
+type latTotals struct{ response, service promBuckets }
+
+// totals sums every phase's counts and latency buckets, each phase read
+// in one snapshot so histogram counts agree with the op counts.
+func (w *workload) totals() (counts, *[opSlots]latTotals) {
+	var c counts
+	lat := new([opSlots]latTotals)
+	for _, ps := range w.allPhases() {
+		pc := ps.snapshotThen(func(h *phaseHist) {
+			for op, oh := range h.ops {
+				if oh != nil {
+					lat[op].response.add(&oh.response.prom)
+					lat[op].service.add(&oh.service.prom)
+				}
+			}
+		})
+		c.add(&pc)
+	}
+	return c, lat
+}
+
+// histMetric is a histogram with both a native (schema 3) and classic
+// buckets, as a prometheus.Histogram with both configured exposes.
+func histMetric(desc *prometheus.Desc, p *promBuckets, created time.Time, labels ...string) prometheus.Metric {
+	native := map[int]int64{}
+	for i, n := range p.native {
+		if n != 0 {
+			native[i+nativeMin] = n
+		}
+	}
+	m, err := prometheus.NewConstNativeHistogram(desc, p.count, p.sum, native, nil, 0, nativeSchema, 0, created, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(desc, err)
+	}
+	buckets := make([]*dto.Bucket, len(latencyBuckets))
+	var cum uint64
+	for i, ub := range latencyBuckets {
+		cum += p.classic[i]
+		buckets[i] = &dto.Bucket{CumulativeCount: new(cum), UpperBound: new(ub)}
+	}
+	return withClassic{m, buckets}
+}
+
+// withClassic adds classic buckets to a const native histogram.
+type withClassic struct {
+	prometheus.Metric
+	buckets []*dto.Bucket
+}
+
+func (h withClassic) Write(out *dto.Metric) error {
+	if err := h.Metric.Write(out); err != nil {
+		return err
+	}
+	out.Histogram.Bucket = h.buckets
+	return nil
 }

@@ -19,6 +19,11 @@ type SourceEntry struct {
 	Validate func(w *Workload) error
 	// New builds the source for w. It must be cheap and do no I/O.
 	New func(w *Workload) (sources.Source, error)
+	// BuiltinDefaults are source settings (names without the SOAKD_<W>_
+	// prefix) that a workload writing to the built-in target gets unless it
+	// sets them, e.g. a record count the in-process target holds in little
+	// memory.
+	BuiltinDefaults map[string]string
 }
 
 // Sources is the list of known sources.

@@ -3,12 +3,11 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"io"
+	"math"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/sources"
@@ -18,178 +17,115 @@ import (
 // units, to report the achieved rate over the last 10 s.
 const rateSamples = 11
 
-// reporter updates the gauges every second and, every progress interval,
-// logs one line per workload (or redraws the progress bar on a terminal).
+// reporter, every second, samples each workload's counts for the achieved
+// rate and redraws the progress bar; every progress interval it closes
+// the latency windows and logs one line per workload (unless a bar shows
+// progress instead).
 type reporter struct {
-	cfg    *Config
-	wls    []*workload
-	log    *zap.Logger
-	window time.Duration
+	cfg     *Config
+	wls     []*workload
+	log     *zap.Logger
+	window  time.Duration
+	started time.Duration // mono() when the run started
+	console *Console      // nil: no bar
 
-	mu     sync.Mutex
-	state  []*liveState
-	bar    *progressbar.ProgressBar
-	total  int64 // bar total in units, or seconds when byTime
-	byTime bool
+	mu    sync.Mutex
+	state []*liveState
 }
 
-// liveState is what /status shows of a workload, refreshed by the reporter.
+// liveState is what /status and the progress line show of a workload
+// beyond its counts, refreshed by the reporter.
 type liveState struct {
 	samples [rateSamples]struct {
-		at    time.Time
+		at    time.Duration
 		acked int64
 	}
-	phase    *phaseStats // the samples' phase; a new phase starts them over
+	phase    *phaseStats // the phase the samples and window belong to
 	n        int
 	achieved float64
-	window   [sources.NumOps + 1]struct{ response, service Quantiles }
+	window   [opSlots]opQuantiles // the last whole window of phase; Count 0 before the first
 	lastErrs int64
-	lastWin  time.Time
 }
 
-func newReporter(cfg *Config, wls []*workload, log *zap.Logger, barOut io.Writer) *reporter {
-	r := &reporter{cfg: cfg, wls: wls, log: log, window: cfg.Progress}
+func newReporter(cfg *Config, wls []*workload, log *zap.Logger, console *Console) *reporter {
+	r := &reporter{cfg: cfg, wls: wls, log: log, window: cfg.Progress, started: mono()}
 	if r.window <= 0 {
 		r.window = 10 * time.Second
 	}
 	for range wls {
-		r.state = append(r.state, &liveState{lastWin: time.Now()})
+		r.state = append(r.state, &liveState{})
 	}
-	if barOut != nil {
-		r.bar = r.newBar(barOut)
+	if console != nil && r.bounded() {
+		r.console = console
 	}
 	return r
-}
-
-// newBar returns a bar for finite runs: by units when every workload has a
-// finite data set, else by time when a duration is set; nil otherwise.
-func (r *reporter) newBar(out io.Writer) *progressbar.ProgressBar {
-	var units int64
-	finite := true
-	for _, w := range r.wls {
-		s, ok := w.src.(sources.Sized)
-		if !ok {
-			finite = false
-			break
-		}
-		units += s.Total()
-	}
-	desc := "running"
-	switch {
-	case finite && units > 0:
-		r.total = units
-	case r.cfg.Duration > 0:
-		r.total, r.byTime = int64(r.cfg.Duration.Seconds()), true
-	default:
-		minD := time.Duration(0)
-		for _, w := range r.wls {
-			if w.cfg.Duration <= 0 {
-				return nil
-			}
-			minD = max(minD, w.cfg.Duration)
-		}
-		r.total, r.byTime = int64(minD.Seconds()), true
-	}
-	opts := []progressbar.Option{
-		progressbar.OptionSetWriter(out),
-		progressbar.OptionSetDescription(desc),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(200 * time.Millisecond),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionSetPredictTime(true),
-	}
-	// The description carries the achieved rate; the bar's own would be
-	// wrong, since the bar is set to totals, not incremented.
-	return progressbar.NewOptions64(r.total, opts...)
 }
 
 func (r *reporter) run(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	last := time.Now()
+	last := mono()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case <-t.C:
+			now := mono()
 			r.tick(now)
-			if now.Sub(last) >= r.window-r.window/10 {
+			if now-last >= r.window-r.window/10 {
 				last = now
-				r.progress(now)
+				r.progress()
 			}
 		}
 	}
 }
 
-// tick updates gauges and rate samples.
-func (r *reporter) tick(now time.Time) {
+// tick samples the acknowledged counts and redraws the bar.
+func (r *reporter) tick(now time.Duration) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	var done int64
 	for i, w := range r.wls {
 		st := r.state[i]
 		ps := w.cur.Load()
 		if ps == nil {
 			continue
 		}
-		w.m.targetRate.Set(w.sched.Load().rateAt(w.since()))
-		w.m.lag.Set(w.lagNow().Seconds())
 		if st.phase != ps {
-			st.phase, st.n, st.achieved, st.lastErrs = ps, 0, 0, 0
+			*st = liveState{phase: ps}
 		}
-		acked := ps.acked.Load()
-		done += acked + ps.failedU.Load() + ps.dropped.Load()
+		acked := ps.snapshot().acked
 		st.samples[st.n%rateSamples].at, st.samples[st.n%rateSamples].acked = now, acked
 		st.n++
 		oldest := st.samples[st.n%rateSamples]
 		if st.n < rateSamples {
 			oldest = st.samples[0]
 		}
-		if dt := now.Sub(oldest.at).Seconds(); dt > 0 {
+		if dt := (now - oldest.at).Seconds(); dt > 0 {
 			st.achieved = float64(acked-oldest.acked) / dt
 		}
 	}
-	if r.bar != nil {
-		if r.byTime {
-			_ = r.bar.Set64(int64(r.wls[0].elapsed().Seconds()))
-		} else {
-			_ = r.bar.Set64(done)
-		}
-		r.bar.Describe(r.describe())
+	r.mu.Unlock()
+	if r.console != nil {
+		r.console.showBar(r.barLine(now, false))
 	}
 }
 
-func (r *reporter) describe() string {
-	var b strings.Builder
-	for i, w := range r.wls {
-		if i > 0 {
-			b.WriteString(" | ")
-		}
-		fmt.Fprintf(&b, "%s %.0f %s/s", w.name, r.state[i].achieved, unitName(w.kind))
-	}
-	return b.String()
-}
-
-// progress swaps the latency windows and logs a line per workload.
-func (r *reporter) progress(now time.Time) {
+// progress closes each workload's latency window and logs a line per
+// workload.
+func (r *reporter) progress() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i, w := range r.wls {
 		st := r.state[i]
 		ps := w.cur.Load()
-		if ps == nil {
+		if ps == nil || st.phase != ps {
 			continue
 		}
-		for op := range ps.rec {
-			st.window[op].response = ps.rec[op].response.swapWindow()
-			st.window[op].service = ps.rec[op].service.swapWindow()
-		}
-		st.lastWin = now
-		if r.cfg.Progress <= 0 || r.bar != nil || w.finished.Load() {
+		c := ps.snapshot()
+		st.window = ps.hist.swapWindows()
+		if r.cfg.Progress <= 0 || r.console != nil || w.finished.Load() {
 			continue
 		}
-		errs := ps.errors()
+		errs := c.errors()
 		target := w.sched.Load().rateAt(w.since())
 		tgt := "max"
 		if w.sched.Load().profile != nil {
@@ -198,8 +134,9 @@ func (r *reporter) progress(now time.Time) {
 		var lat strings.Builder
 		fields := []zap.Field{zap.String("phase", ps.name),
 			zap.Float64("rate", st.achieved), zap.Float64("target_rate", target),
-			zap.Int64("errors", errs), zap.Int64("dropped", ps.dropped.Load()),
-			zap.Float64("lag_seconds", w.lagNow().Seconds())}
+			zap.Int64("scheduled", c.scheduled), zap.Int64("acked", c.acked), zap.Int64("failed", c.failed),
+			zap.Int64("dropped", c.dropped), zap.Int64("in_flight", c.inflight()),
+			zap.Int64("errors", errs), zap.Float64("lag_seconds", w.lagNow().Seconds())}
 		for op := range st.window {
 			q := st.window[op].response
 			if q.Count == 0 {
@@ -214,22 +151,146 @@ func (r *reporter) progress(now time.Time) {
 			phase = " [" + ps.name + " phase]"
 		}
 		w.log.Info(fmt.Sprintf("%s%s: %.0f %s/s (target %s)%s, errors %d (+%d), dropped %d",
-			w.name, phase, st.achieved, unitName(w.kind), tgt, lat.String(), errs, errs-st.lastErrs, ps.dropped.Load()), fields...)
+			w.name, phase, st.achieved, unitName(w.kind), tgt, lat.String(), errs, errs-st.lastErrs, c.dropped), fields...)
 		st.lastErrs = errs
 	}
 }
 
-// snapshot copies a workload's live state for /status.
-func (r *reporter) snapshot(i int) liveState {
+// live returns a workload's achieved rate and its current phase's
+// latency window for /status: the last whole window, or the one in
+// progress while the phase is younger than one window.
+func (r *reporter) live(i int) (achieved float64, window [opSlots]opQuantiles) {
+	w := r.wls[i]
+	ps := w.cur.Load()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return *r.state[i]
+	st := r.state[i]
+	if st.phase == ps {
+		achieved = st.achieved
+		window = st.window
+	}
+	r.mu.Unlock()
+	if ps == nil {
+		return achieved, window
+	}
+	for op := range window {
+		if window[op].response.Count > 0 {
+			return achieved, window
+		}
+	}
+	ps.snapshot() // merge the workers' latest samples
+	return achieved, ps.hist.windows()
 }
 
-func (r *reporter) finish() {
-	if r.bar != nil {
-		_ = r.bar.Finish()
+// finish draws the bar's last frame: 100 % when the run ran its course.
+func (r *reporter) finish(genCtx context.Context) {
+	if r.console == nil {
+		return
 	}
+	stopped := genCtx.Err() != nil && stopCause(genCtx) == stopSignal
+	r.console.endBar(r.barLine(mono(), !stopped))
+}
+
+// bounded reports whether the run has a known end: SOAKD_DURATION, or
+// every workload a finite data set, a DURATION or a finite rate profile.
+func (r *reporter) bounded() bool {
+	if r.cfg.Duration > 0 {
+		return true
+	}
+	for _, w := range r.wls {
+		if _, _, ok := r.workloadProgress(w, mono()); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// workloadProgress is how far a workload's run phase is (0..1) and how
+// long it has left; ok is false when it has no known end.
+func (r *reporter) workloadProgress(w *workload, now time.Duration) (frac float64, left time.Duration, ok bool) {
+	if w.finished.Load() {
+		return 1, 0, true
+	}
+	runLen := w.cfg.Duration
+	if !w.cfg.Rate.Max {
+		if end := w.cfg.Rate.Profile.End(); end > 0 && (runLen == 0 || end < runLen) {
+			runLen = end
+		}
+	}
+	var total int64
+	if s, ok := w.src.(sources.Sized); ok {
+		total = s.Total()
+	}
+	if runLen == 0 && total == 0 {
+		return 0, 0, false
+	}
+	ps := w.cur.Load()
+	if ps == nil || ps.name != "run" {
+		return 0, runLen, true // preparing or loading: the run has not begun
+	}
+	if runLen > 0 {
+		el := min(ps.elapsed(), runLen)
+		frac, left = float64(el)/float64(runLen), runLen-el
+	}
+	if total > 0 {
+		c := ps.snapshot()
+		done := c.acked + c.failed + c.dropped
+		f := math.Min(float64(done)/float64(total), 1)
+		var l time.Duration
+		if rate := float64(done) / ps.elapsed().Seconds(); rate > 0 {
+			l = time.Duration(float64(total-done) / rate * float64(time.Second))
+		}
+		if runLen == 0 || f > frac {
+			frac, left = f, l
+		}
+	}
+	return frac, left, true
+}
+
+// barLine renders the bar: overall progress, time elapsed and left, and
+// each workload's achieved rate. done forces 100 %.
+func (r *reporter) barLine(now time.Duration, done bool) string {
+	elapsed := now - r.started
+	frac, left := 1.0, time.Duration(0)
+	for _, w := range r.wls {
+		f, l, ok := r.workloadProgress(w, now)
+		if !ok {
+			l = math.MaxInt64 // no end of its own: SOAKD_DURATION ends it
+		}
+		frac, left = math.Min(frac, f), max(left, l)
+	}
+	if d := r.cfg.Duration; d > 0 {
+		hf := math.Min(float64(elapsed)/float64(d), 1)
+		frac, left = math.Max(frac, hf), min(left, max(d-elapsed, 0))
+	}
+	if done {
+		frac, left = 1, 0
+	}
+	const width = 24
+	n := int(frac * width)
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%s%s] %3.0f%% %s elapsed, %s left", strings.Repeat("#", n), strings.Repeat("-", width-n),
+		100*frac, fmtClock(elapsed), fmtClock(left))
+	r.mu.Lock()
+	for i, w := range r.wls {
+		fmt.Fprintf(&b, " | %s %.0f %s/s", w.name, r.state[i].achieved, unitName(w.kind))
+		if ps := w.cur.Load(); ps != nil && ps.name != "run" {
+			fmt.Fprintf(&b, " (%s)", ps.name)
+		}
+	}
+	r.mu.Unlock()
+	return b.String()
+}
+
+// fmtClock prints a duration as 1h02m03s, 2m03s or 3s.
+func fmtClock(d time.Duration) string {
+	s := int64(d.Round(time.Second) / time.Second)
+	switch {
+	case s >= 3600:
+		return fmt.Sprintf("%dh%02dm%02ds", s/3600, s/60%60, s%60)
+	case s >= 60:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	}
+	return fmt.Sprintf("%ds", s)
 }
 
 func unitName(k sources.Kind) string {

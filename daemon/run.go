@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,8 +27,15 @@ type Deps struct {
 	// Listener, when set, serves the HTTP endpoints instead of listening
 	// on Config.Listen (tests pass a 127.0.0.1:0 listener).
 	Listener net.Listener
-	// Bar, when set, receives a progress bar for finite runs (a terminal).
-	Bar io.Writer
+	// Console, when set, shows a progress bar for finite runs (a
+	// terminal); the logger must write through it too, so log lines and
+	// the bar never share a line.
+	Console *Console
+
+	// started, when set, is called with the workloads and the HTTP
+	// endpoints once the workloads are open (tests drive /control and read
+	// counts through it without a network).
+	started func([]*workload, http.Handler)
 }
 
 // workload is one configured workload, opened and ready to run.
@@ -39,11 +47,14 @@ type workload struct {
 	ready   readiness
 }
 
-// readiness is a workload's /readyz state.
+// readiness is a workload's /readyz state and the story of its Prepare.
 type readiness struct {
 	mu       sync.Mutex
 	prepared bool
 	pingErr  error
+	attempts int       // Prepare calls that failed
+	lastErr  errorNote // the last of them
+	fatal    error     // why the workload stopped for good, if it did
 }
 
 func (r *readiness) get() (bool, error) {
@@ -52,29 +63,45 @@ func (r *readiness) get() (bool, error) {
 	return r.prepared && r.pingErr == nil, r.pingErr
 }
 
+// errHardStop is the cause of a stop by SOAKD_DURATION.
+var errHardStop = errors.New("SOAKD_DURATION reached")
+
+// stopCause names why genCtx ended: SOAKD_DURATION, or a signal (the
+// caller's context).
+func stopCause(ctx context.Context) string {
+	if errors.Is(context.Cause(ctx), errHardStop) {
+		return stopHard
+	}
+	return stopSignal
+}
+
 // Run runs every workload of cfg until each ends, cfg.Duration passes, or
 // ctx is done (SIGINT/SIGTERM): then scheduling stops, writes in flight get
 // cfg.ShutdownGrace to finish, sinks are closed in reverse order and the
 // summary is returned. It returns an error only when the run could not
-// start or a workload failed for good (e.g. its schema was rejected).
+// start or a workload failed for good (e.g. its schema was rejected); the
+// summary says why as well.
 func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	log := d.Logger
 	m := NewMetrics(d.Registry, d.Version)
 	started := time.Now()
 
-	wls, err := openWorkloads(ctx, cfg, d, m)
+	wls, err := openWorkloads(ctx, cfg, d)
 	if err != nil {
 		return nil, err
 	}
 	defer closeSinks(wls, log)
+	for _, w := range wls {
+		m.add(w)
+	}
 
-	// genCtx ends scheduling (signal or DURATION); drainCtx ends writes in
-	// flight SHUTDOWN_GRACE later.
-	genCtx, stopGen := context.WithCancel(ctx)
-	defer stopGen()
+	// genCtx ends scheduling (signal or SOAKD_DURATION); drainCtx ends
+	// writes in flight SHUTDOWN_GRACE later.
+	genCtx, stopGen := context.WithCancelCause(ctx)
+	defer stopGen(nil)
 	if cfg.Duration > 0 {
 		var cancel context.CancelFunc
-		genCtx, cancel = context.WithTimeout(genCtx, cfg.Duration)
+		genCtx, cancel = context.WithTimeoutCause(genCtx, cfg.Duration, errHardStop)
 		defer cancel()
 	}
 	drainCtx, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
@@ -99,10 +126,14 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 		}
 	}()
 
-	rep := newReporter(cfg, wls, log, d.Bar)
-	srv, err := startHTTP(cfg, d, wls, rep, started)
+	rep := newReporter(cfg, wls, log, d.Console)
+	h := handler(cfg, d, wls, rep, started)
+	srv, err := serveHTTP(cfg, d, h)
 	if err != nil {
 		return nil, err
+	}
+	if d.started != nil {
+		d.started(wls, h)
 	}
 	repDone := make(chan struct{})
 	go func() { rep.run(genCtx); close(repDone) }()
@@ -111,24 +142,24 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 
 	g := new(errgroup.Group)
 	for _, w := range wls {
-		g.Go(func() error { return w.runAll(genCtx, drainCtx) })
+		g.Go(func() error { return w.runAll(genCtx, drainCtx, cfg) })
 	}
 	runErr := g.Wait()
 	close(allDone)
-	stopGen()
+	stopGen(nil)
 	<-repDone
 	<-pingDone
-	rep.finish()
+	rep.finish(genCtx)
 	if srv != nil {
 		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = srv.Shutdown(shutCtx)
 		cancel()
 	}
-	sum := summarize(d.Version, started, wls)
+	sum := summarize(d.Version, started, cfg, wls)
 	return sum, runErr
 }
 
-func openWorkloads(ctx context.Context, cfg *Config, d Deps, m *Metrics) ([]*workload, error) {
+func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error) {
 	var wls []*workload
 	fail := func(err error) ([]*workload, error) {
 		closeSinks(wls, d.Logger)
@@ -158,12 +189,16 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps, m *Metrics) ([]*wor
 			return fail(fmt.Errorf("%sTARGET: %w", Prefix(wc.Name), err))
 		}
 		w := &workload{entry: e, target: sinks.Redact(target), builtin: builtin}
-		w.runner = newRunner(wc, e.Kind, src, sink, m.forWorkload(wc.Name, e.Kind, wc.Workers), log)
+		w.runner = newRunner(wc, e.Kind, src, sink, log)
 		wls = append(wls, w)
 		rate := wc.Rate.String()
 		if builtin {
-			log.Warn("no target set: using the built-in target, nothing leaves this process",
-				zap.String("target", w.target), zap.String("set", Prefix(wc.Name)+"TARGET"))
+			fields := []zap.Field{zap.String("target", w.target), zap.String("set", Prefix(wc.Name)+"TARGET")}
+			msg := "no target set: using the built-in target, nothing leaves this process"
+			if len(wc.BuiltinDefaults) > 0 {
+				msg += "; defaults for it, unless set: " + strings.Join(wc.BuiltinDefaults, " ")
+			}
+			log.Warn(msg, fields...)
 		}
 		log.Info("workload", zap.String("source", wc.Source), zap.String("target", w.target),
 			zap.String("rate", rate), zap.Int("workers", wc.Workers), zap.Int("batch", w.batchSize))
@@ -212,7 +247,7 @@ func closeSinks(wls []*workload, log *zap.Logger) {
 		t0 := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := w.sink.Close(ctx); err != nil {
-			w.log.Warn("cannot close sink", zap.Error(err))
+			w.log.Warn("cannot close sink", zap.String("error", w.scrub(err.Error())))
 		}
 		cancel()
 		w.sink = nil
@@ -221,22 +256,33 @@ func closeSinks(wls []*workload, log *zap.Logger) {
 }
 
 // runAll prepares the sink, runs the load phase when the source has one,
-// then the workload.
-func (w *workload) runAll(genCtx, drainCtx context.Context) error {
+// then the workload's run phase.
+func (w *workload) runAll(genCtx, drainCtx context.Context, cfg *Config) error {
 	defer w.finished.Store(true)
+	err := w.runPhases(genCtx, drainCtx, cfg)
+	if err != nil {
+		w.ready.mu.Lock()
+		w.ready.fatal = err
+		w.ready.mu.Unlock()
+	}
+	return err
+}
+
+func (w *workload) runPhases(genCtx, drainCtx context.Context, cfg *Config) error {
 	if err := w.prepare(genCtx); err != nil {
 		if genCtx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	if err := w.preload(genCtx, drainCtx); err != nil {
+	if err := w.preload(genCtx, drainCtx, cfg); err != nil {
 		return err
 	}
 	if genCtx.Err() != nil {
 		return nil
 	}
-	return w.run(genCtx, drainCtx, "run", w.src, w.cfg.Rate, w.cfg.Duration)
+	_, err := w.run(genCtx, drainCtx, "run", w.src, w.cfg.Rate, w.cfg.Duration, stopDuration)
+	return err
 }
 
 // prepare calls the sink's Prepare, retrying while the target is
@@ -259,14 +305,24 @@ func (w *workload) prepare(ctx context.Context) error {
 			w.ready.mu.Unlock()
 			return nil
 		}
+		if ctx.Err() != nil {
+			return ctx.Err() // stopped while preparing: not the target's failure
+		}
+		class := sinks.ClassOf(err)
+		text := w.scrub(err.Error())
+		now := time.Now()
 		w.ready.mu.Lock()
 		w.ready.pingErr = err
-		w.ready.mu.Unlock()
-		class := sinks.ClassOf(err)
-		if class == sinks.Rejected {
-			return fmt.Errorf("workload %s: target rejected the schema: %w", w.name, err)
+		w.ready.attempts++
+		if w.ready.lastErr.First.IsZero() {
+			w.ready.lastErr.First = t0
 		}
-		w.errLog.log(w.log, "prepare", "cannot prepare the target; retrying", err)
+		w.ready.lastErr.Text, w.ready.lastErr.Class, w.ready.lastErr.Last = text, class, now
+		w.ready.mu.Unlock()
+		if class == sinks.Rejected {
+			return fmt.Errorf("workload %s: target rejected the schema: %s", w.name, text)
+		}
+		w.errLog.log(w.log, "prepare", "cannot prepare the target; retrying", text)
 		if !sleepCtx(ctx, backoff(time.Second, attempt, 0)) {
 			return ctx.Err()
 		}
@@ -274,7 +330,7 @@ func (w *workload) prepare(ctx context.Context) error {
 }
 
 // preload runs the KV load phase (LOAD=auto) when records are missing.
-func (w *workload) preload(genCtx, drainCtx context.Context) error {
+func (w *workload) preload(genCtx, drainCtx context.Context, cfg *Config) error {
 	pl, ok := w.src.(sources.Preloader)
 	if !ok {
 		return nil
@@ -293,19 +349,37 @@ func (w *workload) preload(genCtx, drainCtx context.Context) error {
 		n, err := pr.Present(ctx, b)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("workload %s: cannot check for loaded records: %w", w.name, err)
+			return fmt.Errorf("workload %s: cannot check for loaded records: %s", w.name, w.scrub(err.Error()))
 		}
 		if n == len(b.Ops) {
 			w.log.Info("records already loaded; skipping the load phase", zap.Int("probed", n))
 			return nil
 		}
 	}
+	fields := []zap.Field{zap.String("load_rate", w.cfg.LoadRate.String())}
+	if cfg.Duration > 0 {
+		fields = append(fields, zap.Duration("soakd_duration", cfg.Duration),
+			zap.String("note", "SOAKD_DURATION is a hard stop for the process and includes this load phase; "+
+				Prefix(w.name)+"DURATION covers the run phase only"))
+	}
+	w.log.Info("loading records before the run", fields...)
 	t0 := time.Now()
-	w.log.Info("loading records before the run", zap.String("load_rate", w.cfg.LoadRate.String()))
-	if err := w.run(genCtx, drainCtx, "load", load, w.cfg.LoadRate, 0); err != nil {
+	reason, err := w.run(genCtx, drainCtx, "load", load, w.cfg.LoadRate, w.cfg.LoadDuration, stopLoadDuration)
+	if err != nil {
 		return err
 	}
-	w.log.Info("load phase done", zap.Duration("took", time.Since(t0)))
+	switch reason {
+	case stopEndOfData, stopEndOfProfile:
+		w.log.Info("load phase done", zap.Duration("took", time.Since(t0)))
+	case stopLoadDuration:
+		st := w.allPhases()[len(w.allPhases())-1].snapshot()
+		total := int64(-1)
+		if s, ok := load.(sources.Sized); ok {
+			total = s.Total()
+		}
+		w.log.Warn("load phase stopped by LOAD_DURATION before every record was loaded; the run reads records that may be missing",
+			zap.Int64("loaded", st.acked), zap.Int64("records", total), zap.Duration("load_duration", w.cfg.LoadDuration))
+	}
 	return nil
 }
 
@@ -336,7 +410,3 @@ func pingLoop(ctx context.Context, wls []*workload) {
 		}
 	}
 }
-
-// errNoProgress is returned by Failed when a workload sent nothing but
-// errors.
-var errNoProgress = errors.New("no write succeeded")

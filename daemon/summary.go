@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +22,9 @@ type Summary struct {
 	Workloads []WorkloadSummary `json:"workloads"`
 }
 
-// WorkloadSummary is one workload's totals.
+// WorkloadSummary is one phase of one workload. Its unit counts satisfy
+// scheduled = units + failed + dropped + in flight, and in flight is 0
+// for a phase that ended.
 type WorkloadSummary struct {
 	Name string `json:"name"`
 	// Phase is run, or load for a KV load phase (LOAD=auto), which gets
@@ -33,27 +36,59 @@ type WorkloadSummary struct {
 	Rate    string `json:"rate"`
 	Workers int    `json:"workers"`
 	Batch   int    `json:"batch"`
-	// Started is when the workload started (the origin of its schedule).
+	// Started is when the phase started (the origin of its schedule).
 	Started time.Time `json:"started"`
 	Seconds float64   `json:"seconds"`
+	// StoppedBy says why the phase ended: end of data set, end of rate
+	// profile, DURATION, LOAD_DURATION, SOAKD_DURATION or signal; empty
+	// when it never started.
+	StoppedBy string `json:"stopped_by"`
 	// Units are rows (series) or operations (kv) acknowledged.
-	Units     int64            `json:"units"`
-	UnitName  string           `json:"unit_name"`
-	UnitRate  float64          `json:"units_per_second"`
-	Values    int64            `json:"values,omitempty"`
-	ValueRate float64          `json:"values_per_second,omitempty"`
-	Bytes     int64            `json:"bytes"`
-	Failed    int64            `json:"failed_units"`
-	Dropped   int64            `json:"dropped_units"`
-	Scheduled int64            `json:"scheduled_units"`
-	Errors    map[string]int64 `json:"errors"` // failed attempts by class
-	Ops       []OpSummary      `json:"ops"`
+	Units     int64   `json:"units"`
+	UnitName  string  `json:"unit_name"`
+	UnitRate  float64 `json:"units_per_second"`
+	Values    int64   `json:"values,omitempty"`
+	ValueRate float64 `json:"values_per_second,omitempty"`
+	Bytes     int64   `json:"bytes"`
+	Scheduled int64   `json:"scheduled_units"`
+	Failed    int64   `json:"failed_units"`
+	Dropped   int64   `json:"dropped_units"`
+	// DroppedAtShutdown is the part of Dropped that was still queued when
+	// writes were cut at the end of SHUTDOWN_GRACE.
+	DroppedAtShutdown int64            `json:"dropped_at_shutdown_units"`
+	InFlight          int64            `json:"in_flight_units"`
+	Errors            map[string]int64 `json:"errors"` // failed attempts by class
+	Ops               []OpSummary      `json:"ops"`
 	// Prepared is false when the target never became ready (schema not
 	// created, server unreachable) before the run ended.
 	Prepared bool `json:"prepared"`
+	// LastError is the last write (or, before the target was ready,
+	// Prepare) error, when there was one.
+	LastError *ErrorSummary `json:"last_error,omitempty"`
+	// Failure says why the workload failed, when it did (the run then
+	// exits 1). It is set on the workload's last entry.
+	Failure *Failure `json:"failure,omitempty"`
 }
 
-// OpSummary is the latency of one op (write, or a KV op) over the run.
+// ErrorSummary is an error with its class and when it was seen.
+type ErrorSummary struct {
+	Text  string    `json:"text"`
+	Class string    `json:"class"`
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+}
+
+// Failure explains a failed workload: why, the last error, how many
+// attempts failed and over how long.
+type Failure struct {
+	Reason    string  `json:"reason"`
+	LastError string  `json:"last_error,omitempty"`
+	Class     string  `json:"class,omitempty"`
+	Attempts  int64   `json:"attempts"`
+	Seconds   float64 `json:"seconds"`
+}
+
+// OpSummary is the latency of one op (write, or a KV op) over the phase.
 type OpSummary struct {
 	Op       string    `json:"op"`
 	Count    int64     `json:"count"`
@@ -62,70 +97,154 @@ type OpSummary struct {
 	Service  Quantiles `json:"service_seconds"`
 }
 
-// Failed reports whether some workload had failures and not one success,
-// which makes the run exit 1.
+// Failed reports the first workload that failed, which makes the run
+// exit 1.
 func (s *Summary) Failed() error {
 	for _, w := range s.Workloads {
-		if !w.Prepared {
-			return fmt.Errorf("workload %s: the target never became ready", w.Name)
-		}
-		if w.Units == 0 && (w.Failed > 0 || errsTotal(w.Errors) > 0) {
-			return fmt.Errorf("workload %s: %w (%d failed attempts)", w.Name, errNoProgress, errsTotal(w.Errors))
+		if f := w.Failure; f != nil {
+			return fmt.Errorf("workload %s: %s", w.Name, f.Reason)
 		}
 	}
 	return nil
 }
 
-func errsTotal(m map[string]int64) int64 {
-	var n int64
-	for _, v := range m {
-		n += v
-	}
-	return n
-}
-
-func summarize(version string, started time.Time, wls []*workload) *Summary {
+func summarize(version string, started time.Time, cfg *Config, wls []*workload) *Summary {
 	s := &Summary{Version: version, Started: started, Seconds: time.Since(started).Seconds()}
 	for _, w := range wls {
 		w.ready.mu.Lock()
-		prepared := w.ready.prepared
+		prepared, prepAttempts, prepErr, fatal := w.ready.prepared, w.ready.attempts, w.ready.lastErr, w.ready.fatal
 		w.ready.mu.Unlock()
 		phases := w.allPhases()
-		if len(phases) == 0 { // never started: report the workload with zeros
-			phases = []*phaseStats{{name: "run", rate: w.cfg.Rate, begin: mono()}}
-		}
+		var entries []WorkloadSummary
+		var acked, failed, attempts int64
 		for _, ps := range phases {
-			secs := ps.elapsed().Seconds()
-			ws := WorkloadSummary{
-				Name: w.name, Phase: ps.name, Source: w.cfg.Source, Target: w.target, Kind: w.kind.String(),
-				Rate: ps.rate.String(), Workers: w.cfg.Workers, Batch: w.batchSize, Seconds: secs,
-				Started: monoBase.Add(ps.begin), Prepared: prepared,
-				Units: ps.acked.Load(), UnitName: unitName(w.kind), Values: ps.valuesN.Load(),
-				Bytes: ps.bytesN.Load(), Failed: ps.failedU.Load(), Dropped: ps.dropped.Load(),
-				Scheduled: ps.scheduled.Load(), Errors: map[string]int64{},
+			ws := w.phaseSummary(ps)
+			ws.Prepared = prepared
+			acked += ws.Units
+			failed += ws.Failed
+			for _, n := range ws.Errors {
+				attempts += n
 			}
-			for i, c := range sinks.Classes {
-				ws.Errors[string(c)] = ps.errCount[i].Load()
-			}
-			if secs > 0 {
-				ws.UnitRate = float64(ws.Units) / secs
-				ws.ValueRate = float64(ws.Values) / secs
-			}
-			for op := range ps.rec {
-				resp := ps.rec[op].response.summary()
-				if resp.Count == 0 {
-					continue
-				}
-				o := OpSummary{Op: opName(op), Count: resp.Count, Response: resp, Service: ps.rec[op].service.summary()}
-				if secs > 0 {
-					o.PerSec = float64(resp.Count) / secs
-				}
-				ws.Ops = append(ws.Ops, o)
-			}
-			s.Workloads = append(s.Workloads, ws)
+			entries = append(entries, ws)
 		}
+		if len(entries) == 0 { // never started: report the workload with zeros
+			entries = append(entries, WorkloadSummary{
+				Name: w.name, Phase: "run", Source: w.cfg.Source, Target: w.target, Kind: w.kind.String(),
+				Rate: w.cfg.Rate.String(), Workers: w.cfg.Workers, Batch: w.batchSize, UnitName: unitName(w.kind),
+				Errors: errorsByClass(nil), Prepared: prepared,
+			})
+		}
+		last := &entries[len(entries)-1]
+		writeErr := w.lastError()
+		switch {
+		case writeErr.Text != "":
+			last.LastError = errorSummary(writeErr)
+		case prepErr.Text != "":
+			last.LastError = errorSummary(prepErr)
+		}
+		switch {
+		case fatal != nil:
+			last.Failure = &Failure{Reason: w.scrub(fatal.Error())}
+			if writeErr.Text == "" && prepErr.Text != "" {
+				last.Failure.fill(prepErr, int64(prepAttempts))
+			}
+		case !prepared:
+			f := &Failure{Reason: "the target never became ready"}
+			if prepAttempts == 0 {
+				f.Reason += ": Prepare did not return before the run ended"
+			} else {
+				f.Reason += fmt.Sprintf(": %d attempts to prepare it failed", prepAttempts)
+				f.fill(prepErr, int64(prepAttempts))
+			}
+			last.Failure = f
+		case acked == 0 && (failed > 0 || attempts > 0):
+			f := &Failure{Reason: fmt.Sprintf("%s (%d failed attempts)", errNoProgress, attempts)}
+			f.fill(writeErr, attempts)
+			last.Failure = f
+		}
+		s.Workloads = append(s.Workloads, entries...)
+	}
+	if cfg != nil && cfg.Duration > 0 {
+		noteHardStop(s, cfg.Duration)
 	}
 	return s
+}
+
+func (f *Failure) fill(e errorNote, attempts int64) {
+	f.LastError, f.Class, f.Attempts = e.Text, string(e.Class), attempts
+	if !e.First.IsZero() {
+		f.Seconds = e.Last.Sub(e.First).Seconds()
+	}
+}
+
+func errorSummary(e errorNote) *ErrorSummary {
+	return &ErrorSummary{Text: e.Text, Class: string(e.Class), First: e.First, Last: e.Last}
+}
+
+// noteHardStop spells out, for a phase cut by SOAKD_DURATION after a load
+// phase, that the hard stop also covered the load phase.
+func noteHardStop(s *Summary, d time.Duration) {
+	for i := range s.Workloads {
+		ws := &s.Workloads[i]
+		if ws.Phase != "run" || ws.StoppedBy != stopHard {
+			continue
+		}
+		if load := s.Workload(ws.Name, "load"); load != nil {
+			ws.StoppedBy = fmt.Sprintf("%s (%v, which also covered the %.1fs load phase)", stopHard, d, load.Seconds)
+		}
+	}
+}
+
+// errNoProgress is the reason of a workload that sent nothing but errors.
+var errNoProgress = errors.New("no write succeeded")
+
+func errorsByClass(c *counts) map[string]int64 {
+	m := make(map[string]int64, numClasses)
+	var by [numClasses]int64
+	if c != nil {
+		by = c.byClass()
+	}
+	for i, cl := range sinks.Classes {
+		m[string(cl)] = by[i]
+	}
+	return m
+}
+
+// phaseSummary reports one phase from one snapshot of its counts.
+func (w *workload) phaseSummary(ps *phaseStats) WorkloadSummary {
+	var lat [opSlots]opQuantiles
+	c := ps.snapshotThen(func(h *phaseHist) {
+		for op, oh := range h.ops {
+			if oh != nil {
+				lat[op] = opQuantiles{quantiles(oh.response.total), quantiles(oh.service.total)}
+			}
+		}
+	})
+	secs := ps.elapsed().Seconds()
+	ws := WorkloadSummary{
+		Name: w.name, Phase: ps.name, Source: w.cfg.Source, Target: w.target, Kind: w.kind.String(),
+		Rate: ps.rate, Workers: w.cfg.Workers, Batch: w.batchSize, Seconds: secs,
+		Started: monoBase.Add(ps.begin), StoppedBy: ps.stopReason(),
+		Units: c.acked, UnitName: unitName(w.kind), Values: c.values, Bytes: c.bytes,
+		Scheduled: c.scheduled, Failed: c.failed, Dropped: c.dropped, DroppedAtShutdown: c.cut,
+		InFlight: c.inflight(), Errors: errorsByClass(&c),
+	}
+	if secs > 0 {
+		ws.UnitRate = float64(ws.Units) / secs
+		ws.ValueRate = float64(ws.Values) / secs
+	}
+	for op := range lat {
+		q := lat[op]
+		if q.response.Count == 0 {
+			continue
+		}
+		o := OpSummary{Op: opName(op), Count: q.response.Count, Response: q.response, Service: q.service}
+		if secs > 0 {
+			o.PerSec = float64(q.response.Count) / secs
+		}
+		ws.Ops = append(ws.Ops, o)
+	}
+	return ws
 }
 
 // WriteText prints the summary for people.
@@ -146,8 +265,15 @@ func (s *Summary) WriteText(out io.Writer) {
 		if w.Values > 0 {
 			fmt.Fprintf(out, "values: %d (mean rate %.2f values/sec)\n", w.Values, w.ValueRate)
 		}
-		fmt.Fprintf(out, "scheduled %d, failed %d, dropped %d (later than MAX_LAG), bytes sent %d\n",
-			w.Scheduled, w.Failed, w.Dropped, w.Bytes)
+		dropped := ""
+		if w.DroppedAtShutdown > 0 {
+			dropped = fmt.Sprintf(" (%d of them cut at shutdown)", w.DroppedAtShutdown)
+		}
+		fmt.Fprintf(out, "scheduled %d = acknowledged %d + failed %d + dropped %d%s + in flight %d; bytes sent %d\n",
+			w.Scheduled, w.Units, w.Failed, w.Dropped, dropped, w.InFlight, w.Bytes)
+		if w.StoppedBy != "" {
+			fmt.Fprintf(out, "stopped by: %s\n", w.StoppedBy)
+		}
 		var errs []string
 		for _, c := range sinks.Classes {
 			if n := w.Errors[string(c)]; n > 0 {
@@ -159,6 +285,9 @@ func (s *Summary) WriteText(out io.Writer) {
 		} else {
 			fmt.Fprintf(out, "errors (failed attempts): %s\n", strings.Join(errs, ", "))
 		}
+		if e := w.LastError; e != nil {
+			fmt.Fprintf(out, "last error (%s, %s): %s\n", e.Class, e.Last.Format(time.RFC3339), e.Text)
+		}
 		for _, o := range w.Ops {
 			for _, l := range []struct {
 				name string
@@ -167,6 +296,12 @@ func (s *Summary) WriteText(out io.Writer) {
 				q := l.q
 				fmt.Fprintf(out, "%-6s %-8s - Takes(s): %.1f, Count: %d, OPS: %.1f, Avg(us): %.0f, Min(us): %.0f, Max(us): %.0f, 50th(us): %.0f, 90th(us): %.0f, 99th(us): %.0f, 99.9th(us): %.0f\n",
 					strings.ToUpper(o.Op), l.name, w.Seconds, q.Count, o.PerSec, q.Mean*1e6, q.Min*1e6, q.Max*1e6, q.P50*1e6, q.P90*1e6, q.P99*1e6, q.P999*1e6)
+			}
+		}
+		if f := w.Failure; f != nil {
+			fmt.Fprintf(out, "FAILED: %s\n", f.Reason)
+			if f.LastError != "" {
+				fmt.Fprintf(out, "  last error (%s): %s\n  %d failed attempts over %.1fs\n", f.Class, f.LastError, f.Attempts, f.Seconds)
 			}
 		}
 	}

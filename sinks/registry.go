@@ -149,7 +149,7 @@ func redact(u *url.URL) (string, bool) {
 	q := c.Query()
 	qChanged := false
 	for k := range q {
-		if isSecretParam(k) {
+		if IsSecretParam(k) {
 			q.Set(k, "xxxxx")
 			qChanged = true
 		}
@@ -160,7 +160,9 @@ func redact(u *url.URL) (string, bool) {
 	return c.String(), changed || qChanged
 }
 
-func isSecretParam(k string) bool {
+// IsSecretParam reports whether URL query parameter k holds a secret
+// (password, token, key), which Redact hides.
+func IsSecretParam(k string) bool {
 	k = strings.ToLower(k)
 	return strings.Contains(k, "password") || strings.Contains(k, "token") || k == "secret" ||
 		k == "sslkey" || strings.HasSuffix(k, "secret") ||

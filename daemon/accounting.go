@@ -1,0 +1,243 @@
+package daemon
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// Every unit a phase schedules ends in exactly one of three places:
+// acknowledged by the target, failed for good, or dropped unsent. Until
+// then it is in flight (queued for a worker, or being written). So at
+// every instant
+//
+//	scheduled = acked + failed + dropped + in flight
+//
+// and in flight is 0 once the phase has ended. The counts live in tallies:
+// one for the scheduler and one per worker, each behind its own mutex, so
+// workers never share a lock or a cache line on the hot path. Readers (the
+// summary, /status, the progress line and /metrics) all go through
+// phaseStats.snapshot, which sums the tallies.
+
+// numClasses is the number of error classes; per-class counters are
+// arrays of this size, indexed by sinks.Class.Index.
+const numClasses = len(sinks.Classes)
+
+// opSlots are the ops a phase counts: the KV ops, then the series op
+// "write" (writeOp).
+const opSlots = int(sources.NumOps) + 1
+
+// writeOp is the slot of the series op "write".
+const writeOp = int(sources.NumOps)
+
+func opName(i int) string {
+	if i == writeOp {
+		return "write"
+	}
+	return sources.Op(i).String()
+}
+
+// opCounts are one op's outcomes.
+type opCounts struct {
+	// ok and failed count batches for series (op write) and operations
+	// for KV, as soakd_ops_total does.
+	ok, failed int64
+	// errors counts failed attempts by class (retries included); for KV
+	// each attempt counts once per operation of that op in the batch.
+	errors [numClasses]int64
+}
+
+// counts are a phase's totals, or one tally's share of them.
+type counts struct {
+	// scheduled is the number of units the schedule released. A worker's
+	// tally can hold a negative share: the units of a ticket beyond the
+	// end of a finite data set, which never existed, are taken back.
+	scheduled int64
+	acked     int64 // units the target acknowledged (stored)
+	failed    int64 // units in batches that failed for good
+	dropped   int64 // units never sent: later than MAX_LAG, or still queued when writes were cut at shutdown
+	cut       int64 // of dropped, those cut at shutdown
+	values    int64 // field values acknowledged (series)
+	bytes     int64 // payload bytes sent, failed attempts included
+	ops       [opSlots]opCounts
+}
+
+// inflight is what is neither acknowledged, failed nor dropped yet.
+func (c *counts) inflight() int64 { return c.scheduled - c.acked - c.failed - c.dropped }
+
+// errors is the number of failed attempts of every op and class.
+func (c *counts) errors() int64 {
+	var n int64
+	for op := range c.ops {
+		for _, e := range c.ops[op].errors {
+			n += e
+		}
+	}
+	return n
+}
+
+// byClass sums failed attempts per class over every op.
+func (c *counts) byClass() [numClasses]int64 {
+	var out [numClasses]int64
+	for op := range c.ops {
+		for i, e := range c.ops[op].errors {
+			out[i] += e
+		}
+	}
+	return out
+}
+
+func (c *counts) add(o *counts) {
+	c.scheduled += o.scheduled
+	c.acked += o.acked
+	c.failed += o.failed
+	c.dropped += o.dropped
+	c.cut += o.cut
+	c.values += o.values
+	c.bytes += o.bytes
+	for op := range c.ops {
+		c.ops[op].ok += o.ops[op].ok
+		c.ops[op].failed += o.ops[op].failed
+		for i := range c.ops[op].errors {
+			c.ops[op].errors[i] += o.ops[op].errors[i]
+		}
+	}
+}
+
+// tally is the share of a phase's counts kept by one goroutine (the
+// scheduler or a worker), with the latency samples it has not yet handed
+// to the phase's histograms. Only its owner writes it.
+type tally struct {
+	mu  sync.Mutex
+	c   counts
+	lat sampleBuf
+
+	// writing is set while the worker is inside Sink.Write (soakd_inflight).
+	writing atomic.Bool
+	// lag is the lateness of the last ticket the worker took, and lagAt
+	// when it took it (mono), for soakd_schedule_lag_seconds.
+	lag, lagAt atomic.Int64
+
+	_ [64]byte // keep neighbouring tallies off this one's cache lines
+}
+
+// phaseStats is one phase (load or run) of a workload: its tallies,
+// latency histograms and how it ended.
+type phaseStats struct {
+	name  string // load or run
+	rate  string // the phase's rate, as configured
+	begin time.Duration
+	ended atomic.Int64 // mono() at the end; 0 = running
+
+	sched   tally    // the scheduler's: units released, bulk drops
+	workers []*tally // one per worker
+	hist    phaseHist
+
+	stopMu  sync.Mutex
+	stopped string // why the phase ended, once it has
+}
+
+func newPhaseStats(name, rate string, workers int) *phaseStats {
+	ps := &phaseStats{name: name, rate: rate, begin: mono(), workers: make([]*tally, workers)}
+	for i := range ps.workers {
+		ps.workers[i] = &tally{}
+	}
+	return ps
+}
+
+// snapshot sums the tallies. Each tally is read under its lock, the
+// workers' first and the scheduler's last: a unit is added to scheduled
+// before any worker can count it as acknowledged, failed or dropped, so
+// the sum read never shows more units finished than scheduled. Latency
+// samples are merged into the histograms in the same pass, so histogram
+// counts agree with the op counts read (see phaseHist).
+func (ps *phaseStats) snapshot() counts { return ps.snapshotThen(nil) }
+
+// snapshotThen is snapshot, calling then (if not nil) with the histograms
+// before they can change again, so what it reads matches the counts.
+func (ps *phaseStats) snapshotThen(then func(*phaseHist)) counts {
+	var c counts
+	ps.hist.mu.Lock()
+	for _, t := range ps.workers {
+		t.mu.Lock()
+		c.add(&t.c)
+		ps.hist.mergeLocked(&t.lat)
+		t.mu.Unlock()
+	}
+	ps.sched.mu.Lock()
+	c.add(&ps.sched.c)
+	ps.sched.mu.Unlock()
+	if then != nil {
+		then(&ps.hist)
+	}
+	ps.hist.mu.Unlock()
+	return c
+}
+
+// elapsed is the phase's running time, to its end or now.
+func (ps *phaseStats) elapsed() time.Duration {
+	end := time.Duration(ps.ended.Load())
+	if end == 0 {
+		end = mono()
+	}
+	return end - ps.begin
+}
+
+// writing is the number of workers inside Sink.Write now.
+func (ps *phaseStats) writing() int {
+	n := 0
+	for _, t := range ps.workers {
+		if t.writing.Load() {
+			n++
+		}
+	}
+	return n
+}
+
+// end records why the phase ended and when.
+func (ps *phaseStats) end(reason string) {
+	ps.stopMu.Lock()
+	if ps.stopped == "" {
+		ps.stopped = reason
+	}
+	ps.stopMu.Unlock()
+	ps.ended.CompareAndSwap(0, int64(mono()))
+}
+
+// stopReason is why the phase ended ("" while it runs).
+func (ps *phaseStats) stopReason() string {
+	ps.stopMu.Lock()
+	defer ps.stopMu.Unlock()
+	return ps.stopped
+}
+
+// release counts n units as scheduled by the scheduler; unrelease takes
+// back units that were never handed to a worker.
+func (t *tally) release(n int64) {
+	t.mu.Lock()
+	t.c.scheduled += n
+	t.mu.Unlock()
+}
+
+// drop counts n scheduled units as dropped; cut says they were cut at
+// shutdown rather than late.
+func (t *tally) drop(n int64, cut bool) {
+	t.mu.Lock()
+	t.c.dropped += n
+	if cut {
+		t.c.cut += n
+	}
+	t.mu.Unlock()
+}
+
+// releaseAndDrop counts n units as scheduled and dropped at once (the
+// scheduler's bulk drop when it is behind).
+func (t *tally) releaseAndDrop(n int64) {
+	t.mu.Lock()
+	t.c.scheduled += n
+	t.c.dropped += n
+	t.mu.Unlock()
+}

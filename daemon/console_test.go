@@ -1,0 +1,108 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// screen replays terminal output: \r returns to the start of the line,
+// ESC[K erases to its end, \n ends it. It returns the finished lines and
+// the line the cursor is on.
+func screen(out string) (lines []string, current string) {
+	var line []rune
+	col := 0
+	for i := 0; i < len(out); {
+		switch {
+		case strings.HasPrefix(out[i:], "\x1b[K"):
+			line = line[:col]
+			i += 3
+		case out[i] == '\r':
+			col = 0
+			i++
+		case out[i] == '\n':
+			lines = append(lines, string(line))
+			line, col = nil, 0
+			i++
+		default:
+			r := []rune(out[i:])[0]
+			if col < len(line) {
+				line[col] = r
+			} else {
+				line = append(line, r)
+			}
+			col++
+			i += len(string(r))
+		}
+	}
+	return lines, string(line)
+}
+
+var barRE = regexp.MustCompile(`^\[[#-]{24}\] +(\d+)% (\S+) elapsed, (\S+) left`)
+
+// A run with a progress bar: every log line is a line of its own (none
+// holds a piece of the bar), the time left counts down with the
+// configured duration, and the last frame says 100 %.
+func TestConsoleBarAndLogsNeverShareALine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		con := NewConsole(&out)
+		enc := zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig())
+		log := zap.New(zapcore.NewCore(enc, zapcore.AddSync(con), zapcore.InfoLevel))
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "10",
+			"SOAKD_SEQ_DURATION", "20s", "SOAKD_SEQ_TARGET", "null://?latency=1ms&fail=0.3", "SOAKD_SEQ_RETRIES", "0"), p)
+		_, err := Run(context.Background(), cfg, Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Console: con})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, cur := screen(out.String())
+		if cur != "" {
+			t.Errorf("cursor left on a line holding %q", cur)
+		}
+		var bars, logs int
+		var lefts []string
+		for _, l := range lines {
+			isBar := barRE.MatchString(l)
+			isLog := strings.Contains(l, "INFO") || strings.Contains(l, "WARN")
+			switch {
+			case isBar && isLog, strings.Contains(l, "[#") && isLog, strings.Contains(l, "elapsed") && isLog:
+				t.Errorf("a log line and the bar share a line: %q", l)
+			case isBar:
+				bars++
+			case isLog:
+				logs++
+			default:
+				t.Errorf("line is neither the bar nor a log line: %q", l)
+			}
+		}
+		if logs < 3 {
+			t.Errorf("%d log lines; the failing writes should have logged", logs)
+		}
+		// Every frame was drawn over the previous one; the last stayed.
+		if bars != 1 {
+			t.Fatalf("%d finished bar lines, want the last frame only", bars)
+		}
+		m := barRE.FindStringSubmatch(lines[len(lines)-1])
+		if m == nil || m[1] != "100" || m[3] != "0s" {
+			t.Errorf("last frame %q, want 100 %% and 0s left", lines[len(lines)-1])
+		}
+		// Frames as drawn: time left goes down a second per second.
+		for _, f := range regexp.MustCompile(`\[[#-]{24}\][^\r\n\x1b]*`).FindAllString(out.String(), -1) {
+			if m := barRE.FindStringSubmatch(f); m != nil {
+				lefts = append(lefts, m[3])
+			}
+		}
+		want := []string{"19s", "18s", "17s"}
+		if len(lefts) < 5 || strings.Join(lefts[:3], " ") != strings.Join(want, " ") {
+			t.Errorf("time left per frame %v, want it to count down from %v", lefts, want)
+		}
+	})
+}

@@ -1,0 +1,164 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// write sends w.b, retrying while the sink says resending is safe, and
+// counts the outcome in the worker's tally. due is the batch's intended
+// start: response latency is measured from it, service latency from the
+// send of the attempt that succeeded.
+func (r *runner) write(ctx context.Context, w *worker, due time.Duration) {
+	b := w.b
+	if r.kind == sources.KV {
+		w.counts = [sources.NumOps]int64{}
+		for i := range b.Ops {
+			w.counts[b.Ops[i].Op]++
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		sendStart := r.since()
+		w.wctx.arm()
+		w.t.writing.Store(true)
+		n, err := r.sink.Write(w.wctx, b)
+		w.t.writing.Store(false)
+		w.wctx.disarm()
+		done := r.since()
+		if err == nil {
+			r.succeeded(w, n, done-due, done-sendStart)
+			return
+		}
+		class := sinks.ClassOf(err)
+		if class == sinks.Other && errors.Is(w.wctx.Err(), context.DeadlineExceeded) {
+			class = sinks.Timeout
+		}
+		r.attemptFailed(w, class, n)
+		r.noteError(err, class)
+		r.errLog.log(r.log, string(class), "write failed", r.scrub(err.Error()))
+		retry, after := sinks.Retryable(err)
+		if !retry || attempt >= r.cfg.Retries || ctx.Err() != nil ||
+			!sleepCtx(ctx, backoff(r.cfg.RetryBackoff, attempt, after)) {
+			r.batchFailed(w, min(sinks.Stored(err), b.Len()), done-due, done-sendStart)
+			return
+		}
+	}
+}
+
+// succeeded counts an acknowledged batch and records its latencies.
+func (r *runner) succeeded(w *worker, bytes int, response, service time.Duration) {
+	b := w.b
+	t := w.lockRoom()
+	c := &t.c
+	c.acked += int64(b.Len())
+	c.bytes += int64(bytes)
+	if r.kind != sources.KV {
+		c.values += int64(b.NumValues)
+		c.ops[writeOp].ok++
+		t.lat.add(sample{op: uint8(writeOp), n: 1, response: response, service: service})
+	} else {
+		for op, n := range w.counts {
+			if n > 0 {
+				c.ops[op].ok += n
+				t.lat.add(sample{op: uint8(op), n: int32(n), response: response, service: service})
+			}
+		}
+	}
+	t.mu.Unlock()
+}
+
+// attemptFailed counts one failed attempt by class (for KV once per
+// operation of each op in the batch, as soakd_errors_total does).
+func (r *runner) attemptFailed(w *worker, class sinks.Class, bytes int) {
+	ci := class.Index()
+	t := w.t
+	t.mu.Lock()
+	t.c.bytes += int64(bytes)
+	if r.kind != sources.KV {
+		t.c.ops[writeOp].errors[ci]++
+	} else {
+		for op, n := range w.counts {
+			t.c.ops[op].errors[ci] += n
+		}
+	}
+	t.mu.Unlock()
+}
+
+// batchFailed counts a batch that failed for good. stored is how many of
+// its units the target kept anyway (a partial write): those are
+// acknowledged, the rest failed. For KV the stored units are taken to be
+// the first ones of the pipeline, which a server executes in order.
+func (r *runner) batchFailed(w *worker, stored int, response, service time.Duration) {
+	b := w.b
+	t := w.lockRoom()
+	c := &t.c
+	c.acked += int64(stored)
+	c.failed += int64(b.Len() - stored)
+	if r.kind != sources.KV {
+		c.ops[writeOp].failed++
+		t.mu.Unlock()
+		return
+	}
+	var ok [sources.NumOps]int64
+	for i := range b.Ops[:stored] {
+		ok[b.Ops[i].Op]++
+	}
+	for op, n := range w.counts {
+		c.ops[op].ok += ok[op]
+		c.ops[op].failed += n - ok[op]
+		if ok[op] > 0 {
+			t.lat.add(sample{op: uint8(op), n: int32(ok[op]), response: response, service: service})
+		}
+	}
+	t.mu.Unlock()
+}
+
+// lockRoom locks the worker's tally with room for a sample per op. When
+// the sample buffer is full it is merged into the phase's histograms
+// first, taking the histogram lock before the tally's as every reader
+// does.
+func (w *worker) lockRoom() *tally {
+	t := w.t
+	t.mu.Lock()
+	if t.lat.n+opSlots <= len(t.lat.s) {
+		return t
+	}
+	t.mu.Unlock()
+	h := &w.ps.hist
+	h.mu.Lock()
+	t.mu.Lock()
+	h.mergeLocked(&t.lat)
+	h.mu.Unlock()
+	return t
+}
+
+// backoff is the wait before retry attempt+1: base·2^attempt capped at
+// 5 s, with ±20 % jitter so workers do not retry in lockstep; a server's
+// Retry-After wins when longer.
+func backoff(base time.Duration, attempt int, after time.Duration) time.Duration {
+	d := base << min(attempt, 16)
+	if d > 5*time.Second || d <= 0 {
+		d = 5 * time.Second
+	}
+	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	return max(d, after)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

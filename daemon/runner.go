@@ -1,0 +1,273 @@
+package daemon
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// runner runs one workload: for each phase (a KV load phase, then the
+// run) a scheduler goroutine emits tickets at the rate profile's times
+// (scheduler.go) and a pool of workers fills batches from the source's
+// streams and writes them to the sink (worker.go, retry.go). The counts
+// are kept as accounting.go describes.
+type runner struct {
+	name      string
+	cfg       *Workload
+	kind      sources.Kind
+	src       sources.Source
+	sink      sinks.Sink
+	log       *zap.Logger
+	batchSize int
+	errLog    *throttle
+	scrub     func(string) string // removes the workload's secrets from error text
+
+	// The schedule's origin: every due time is relative to the start of
+	// the current phase, read by the reporter and HTTP while workers run,
+	// hence atomic. Monotonic offsets from monoBase.
+	origin    atomic.Int64
+	startWall atomic.Int64 // Unix ns at origin, for row timestamps
+
+	sched    atomic.Pointer[schedule]
+	ctl      chan controlReq
+	pending  atomic.Int64 // due (ns since origin) of the ticket the scheduler waits to enqueue; -1 = none
+	dropOnce sync.Once
+	finished atomic.Bool
+
+	cur      atomic.Pointer[phaseStats] // the phase running now
+	phasesMu sync.Mutex
+	phases   []*phaseStats // every phase started, in order
+
+	errMu   sync.Mutex
+	lastErr errorNote // the last failed write
+}
+
+// errorNote is the last error of a kind, for summaries and /status.
+type errorNote struct {
+	Text  string
+	Class sinks.Class
+	First time.Time // when the first such error happened
+	Last  time.Time
+}
+
+func newRunner(cfg *Workload, kind sources.Kind, src sources.Source, sink sinks.Sink, log *zap.Logger) *runner {
+	r := &runner{
+		name: cfg.Name, cfg: cfg, kind: kind, src: src, sink: sink, log: log,
+		batchSize: cfg.BatchSize,
+		ctl:       make(chan controlReq),
+		errLog:    newThrottle(10 * time.Second),
+		scrub:     cfg.scrubber(),
+	}
+	if kind == sources.KV {
+		r.batchSize = cfg.Pipeline
+	}
+	r.sched.Store(&schedule{})
+	r.pending.Store(-1)
+	return r
+}
+
+// monoBase is the process's monotonic time origin.
+var monoBase = time.Now()
+
+// mono is the monotonic time since monoBase, never 0.
+func mono() time.Duration { return time.Since(monoBase) + 1 }
+
+// since is the time since the current phase started.
+func (r *runner) since() time.Duration { return mono() - time.Duration(r.origin.Load()) }
+
+// started reports whether the workload's first phase has begun.
+func (r *runner) started() bool { return r.cur.Load() != nil }
+
+// beginPhase starts phase name: now becomes the schedule's origin, the
+// rate profile starts from its beginning, and the counts start at zero.
+func (r *runner) beginPhase(name string, rate pace.Rate) *phaseStats {
+	ps := newPhaseStats(name, rate.String(), r.cfg.Workers)
+	r.startWall.Store(time.Now().UnixNano())
+	r.origin.Store(int64(ps.begin))
+	s := &schedule{}
+	if !rate.Max {
+		s.profile = r.perShard(rate.Profile)
+	}
+	r.sched.Store(s)
+	r.phasesMu.Lock()
+	r.phases = append(r.phases, ps)
+	r.phasesMu.Unlock()
+	r.cur.Store(ps)
+	return ps
+}
+
+// allPhases returns the phases started so far.
+func (r *runner) allPhases() []*phaseStats {
+	r.phasesMu.Lock()
+	defer r.phasesMu.Unlock()
+	return append([]*phaseStats(nil), r.phases...)
+}
+
+// perShard scales a rate, which is always the total over every shard, to
+// this process's share (SHARD=i/N runs 1/N of it).
+func (r *runner) perShard(p pace.Profile) pace.Profile {
+	if n := r.cfg.Shard.Count; n > 1 {
+		return pace.Scale(p, 1/float64(n))
+	}
+	return p
+}
+
+// Why a phase ended, as the summary and /status report it.
+const (
+	stopEndOfData    = "end of data set"
+	stopEndOfProfile = "end of rate profile"
+	stopDuration     = "DURATION"
+	stopLoadDuration = "LOAD_DURATION"
+	stopHard         = "SOAKD_DURATION"
+	stopSignal       = "signal"
+)
+
+// phaseRun is the state of one pass over a source.
+type phaseRun struct {
+	st        *phaseStats
+	src       sources.Source
+	streams   chan sources.Stream // free streams; a worker holds one across Fill and Write
+	live      atomic.Int32
+	exhausted chan struct{} // closed when every stream has ended
+	queue     chan ticket
+}
+
+func (r *runner) newPhase(src sources.Source) (*phaseRun, error) {
+	n := r.cfg.Workers
+	p := &phaseRun{src: src, streams: make(chan sources.Stream, n), exhausted: make(chan struct{})}
+	for i := 0; i < n; i++ {
+		s, err := src.Stream(i, n)
+		if err != nil {
+			return nil, err
+		}
+		p.streams <- s
+	}
+	p.live.Store(int32(n))
+	// Small and bounded: a ticket is two words, and a full queue makes
+	// the scheduler fall behind, which MAX_LAG then turns into drops.
+	p.queue = make(chan ticket, max(64, 2*n))
+	return p, nil
+}
+
+// run executes one phase until its source ends, its rate profile ends,
+// duration passes (durationName says which setting it is), or genCtx is
+// done; writes in flight may finish until drainCtx is done. It returns
+// why the phase ended.
+func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.Source, rate pace.Rate, duration time.Duration, durationName string) (string, error) {
+	p, err := r.newPhase(src)
+	if err != nil {
+		return "", err
+	}
+	p.st = r.beginPhase(name, rate)
+	closedLoop := rate.Max
+	var wg sync.WaitGroup
+	for i := 0; i < r.cfg.Workers; i++ {
+		w := r.newWorker(drainCtx, p, p.st.workers[i])
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer w.close()
+			if closedLoop {
+				r.closedWorker(genCtx, p, w, duration)
+			} else {
+				r.openWorker(p, w)
+			}
+		}()
+	}
+	if !closedLoop {
+		r.schedule(genCtx, p, duration)
+		close(p.queue)
+	}
+	wg.Wait()
+	reason := stopEndOfProfile
+	switch {
+	case isClosed(p.exhausted):
+		reason = stopEndOfData
+	case genCtx.Err() != nil:
+		reason = stopCause(genCtx)
+	case duration > 0 && r.since() >= duration:
+		reason = durationName
+	}
+	p.st.end(reason)
+	return reason, nil
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// lagNow is how far behind schedule the workload is: the wait of the
+// ticket the scheduler cannot hand over, or the lateness of the tickets
+// workers took in the last second.
+func (r *runner) lagNow() time.Duration {
+	var lag time.Duration
+	if d := r.pending.Load(); d >= 0 {
+		lag = r.since() - time.Duration(d)
+	}
+	if ps := r.cur.Load(); ps != nil {
+		now := mono()
+		for _, t := range ps.workers {
+			if now-time.Duration(t.lagAt.Load()) < time.Second {
+				lag = max(lag, time.Duration(t.lag.Load()))
+			}
+		}
+	}
+	return max(lag, 0)
+}
+
+// noteError remembers err as the workload's last write error.
+func (r *runner) noteError(err error, class sinks.Class) {
+	now := time.Now()
+	text := r.scrub(err.Error())
+	r.errMu.Lock()
+	if r.lastErr.First.IsZero() {
+		r.lastErr.First = now
+	}
+	r.lastErr.Text, r.lastErr.Class, r.lastErr.Last = text, class, now
+	r.errMu.Unlock()
+}
+
+func (r *runner) lastError() errorNote {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	return r.lastErr
+}
+
+// throttle limits repeated log lines: the first of each kind, then one per
+// period with the number suppressed.
+type throttle struct {
+	period time.Duration
+	mu     sync.Mutex
+	last   map[string]time.Time
+	count  map[string]int
+}
+
+func newThrottle(period time.Duration) *throttle {
+	return &throttle{period: period, last: map[string]time.Time{}, count: map[string]int{}}
+}
+
+func (t *throttle) log(l *zap.Logger, kind, msg, errText string) {
+	t.mu.Lock()
+	now := time.Now()
+	suppressed := t.count[kind]
+	if last, ok := t.last[kind]; ok && now.Sub(last) < t.period {
+		t.count[kind]++
+		t.mu.Unlock()
+		return
+	}
+	t.last[kind], t.count[kind] = now, 0
+	t.mu.Unlock()
+	l.Warn(msg, zap.String("class", kind), zap.String("error", errText), zap.Int("suppressed_since_last", suppressed))
+}

@@ -1,0 +1,225 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon/pace"
+)
+
+// ticket is one scheduled batch: its intended start (time since the
+// phase started) and how many units it may carry.
+type ticket struct {
+	due   time.Duration
+	units int
+}
+
+// schedule is the scheduler's current plan: units due at elapsed e are
+// nBase + profile.Count(e − tBase). A control change (new rate, pause,
+// resume) replaces it, so the count already sent is never re-planned.
+type schedule struct {
+	profile  pace.Profile // nil in closed-loop (max) mode
+	tBase    time.Duration
+	nBase    float64
+	paused   bool
+	pausedAt time.Duration
+}
+
+func (s *schedule) rateAt(e time.Duration) float64 {
+	if s.profile == nil || s.paused {
+		return 0
+	}
+	return s.profile.RateAt(e - s.tBase)
+}
+
+// controlReq is a run-time change asked through /control.
+type controlReq struct {
+	rate   *pace.Rate
+	pause  bool
+	resume bool
+	reply  chan error
+}
+
+// errClosedLoop is returned when /control asks a closed-loop workload for
+// something only open-loop workloads can do.
+var errClosedLoop = errors.New("workload runs closed loop (RATE=max); restart it with a numeric rate to control it")
+
+// schedule emits tickets at the profile's times on one reused timer until
+// the profile ends, the duration passes, every stream ends or ctx is done.
+// Every unit it releases is counted in the phase's scheduler tally before
+// a worker can see it; a ticket it could not hand over is taken back.
+func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Duration) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	B := float64(r.batchSize)
+	maxLag := r.cfg.MaxLag
+	st := &p.st.sched
+	sent := 0.0 // units scheduled so far in this phase (always whole)
+	defer r.pending.Store(-1)
+
+	// wait sleeps until elapsed reaches due; false when the schedule must
+	// be re-planned (control change) or stopped.
+	var ctlReq *controlReq
+	wait := func(d time.Duration) (ok bool) {
+		timer.Reset(d)
+		select {
+		case <-timer.C:
+			return true
+		case <-ctx.Done():
+		case <-p.exhausted:
+		case c := <-r.ctl:
+			ctlReq = &c
+		}
+		timer.Stop() // since Go 1.23 no stale tick survives Stop
+		return false
+	}
+	for {
+		if ctlReq != nil {
+			r.applyControl(*ctlReq, sent)
+			ctlReq = nil
+		}
+		if ctx.Err() != nil || isClosed(p.exhausted) {
+			return
+		}
+		s := r.sched.Load()
+		now := r.since()
+		if s.paused { // profile is never nil here: closed loop has no scheduler
+			limit := time.Duration(math.MaxInt64)
+			if duration > 0 {
+				if limit = duration - now; limit <= 0 {
+					return
+				}
+			}
+			if wait(limit) {
+				return // duration over while paused
+			}
+			continue
+		}
+		units := B
+		at, ok := s.profile.At(sent + B - s.nBase)
+		if !ok {
+			// The profile ends (or its rate is 0 forever): send what is
+			// left as a partial batch at the end, then stop.
+			end := s.profile.End()
+			if end == 0 {
+				if wait(time.Duration(math.MaxInt64)) {
+					return
+				}
+				continue
+			}
+			units = math.Floor(s.nBase+s.profile.Count(end)) - sent
+			if units < 1 {
+				return
+			}
+			at = end
+		}
+		due := s.tBase + at
+		if duration > 0 && due > duration {
+			// Everything due within the duration has been released, even
+			// if the scheduler ran late: the count is the rate's integral.
+			if now >= duration || wait(duration-now) {
+				return
+			}
+			continue
+		}
+		if due > now {
+			if !wait(due - now) {
+				continue
+			}
+			now = r.since()
+		}
+		if late := now - due; late > maxLag {
+			// Drop in bulk every batch already later than MAX_LAG: the
+			// scheduler catches up in O(1) however far behind it is.
+			cutoff := math.Floor(s.nBase + s.profile.Count(now-maxLag-s.tBase))
+			n := math.Max(units, math.Floor((cutoff-sent)/B)*B)
+			sent += n
+			st.releaseAndDrop(int64(n))
+			r.warnDrop()
+			continue
+		}
+		r.pending.Store(int64(due))
+		st.release(int64(units))
+		select {
+		case p.queue <- ticket{due: due, units: int(units)}:
+			sent += units
+		case <-ctx.Done():
+			st.release(-int64(units))
+			return
+		case <-p.exhausted:
+			st.release(-int64(units))
+			return
+		case c := <-r.ctl:
+			st.release(-int64(units))
+			ctlReq = &c
+		}
+		r.pending.Store(-1)
+	}
+}
+
+// applyControl changes the plan. sent is the count already scheduled, so
+// a new profile starts from now without a burst or a gap.
+func (r *runner) applyControl(c controlReq, sent float64) {
+	old := r.sched.Load()
+	now := r.since()
+	next := *old
+	var err error
+	switch {
+	case old.profile == nil:
+		err = errClosedLoop
+	case c.rate != nil:
+		if c.rate.Max {
+			err = errors.New("rate max (closed loop) cannot be set at run time")
+			break
+		}
+		next = schedule{profile: r.perShard(c.rate.Profile), tBase: now, nBase: sent, paused: old.paused, pausedAt: now}
+	case c.pause:
+		if !old.paused {
+			next.paused, next.pausedAt = true, now
+		}
+	case c.resume:
+		if old.paused {
+			// The profile's clock stops while paused, so a ramp resumes
+			// where it was instead of bursting to catch up.
+			next.paused = false
+			next.tBase += now - old.pausedAt
+		}
+	}
+	if err == nil {
+		r.sched.Store(&next)
+	}
+	c.reply <- err
+}
+
+// control asks the scheduler for a change and waits for its answer.
+func (r *runner) control(ctx context.Context, c controlReq) error {
+	if r.sched.Load().profile == nil {
+		return errClosedLoop
+	}
+	c.reply = make(chan error, 1)
+	select {
+	case r.ctl <- c:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-c.reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// warnDrop logs, once per workload, that work is being dropped.
+func (r *runner) warnDrop() {
+	r.dropOnce.Do(func() {
+		r.log.Warn("dropping scheduled work: the target or the workers cannot keep up; "+
+			"work later than MAX_LAG is counted in soakd_dropped_total (logged once)",
+			zap.Duration("max_lag", r.cfg.MaxLag), zap.Int("workers", r.cfg.Workers))
+	})
+}

@@ -1,0 +1,54 @@
+package daemon
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/soakd/soakd/sinks"
+)
+
+// scrubber returns a function that hides the workload's secrets (the
+// target URL's password and secret parameters, PASSWORD, TOKEN) in text:
+// error messages a driver built may quote them, and those messages reach
+// logs, /status and the summary.
+func (w *Workload) scrubber() func(string) string {
+	var secrets []string
+	add := func(s string) {
+		if s == "" {
+			return
+		}
+		secrets = append(secrets, s)
+		for _, e := range []string{url.QueryEscape(s), url.PathEscape(s)} {
+			if e != s {
+				secrets = append(secrets, e)
+			}
+		}
+	}
+	password, token := w.Secret()
+	add(password)
+	add(token)
+	if u, err := url.Parse(w.Target); err == nil {
+		if p, ok := u.User.Password(); ok {
+			add(p)
+		}
+		for k, vs := range u.Query() {
+			if sinks.IsSecretParam(k) {
+				for _, v := range vs {
+					add(v)
+				}
+			}
+		}
+	}
+	if len(secrets) == 0 {
+		return func(s string) string { return s }
+	}
+	// Longest first, so a secret that contains another is hidden whole.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	pairs := make([]string, 0, 2*len(secrets))
+	for _, s := range secrets {
+		pairs = append(pairs, s, "xxxxx")
+	}
+	r := strings.NewReplacer(pairs...)
+	return r.Replace
+}
