@@ -44,6 +44,10 @@ func plugins() *daemon.Plugins {
 			New: func(w *daemon.Workload) (sources.Source, error) {
 				return kv.New(*w.Ext.(*kv.Config), w.Seed, w.Shard)
 			},
+			// The built-in target keeps records in this process's memory:
+			// 10,000 default records (10 MB of values) keep the zero-config
+			// demo small; set RECORDS to load more.
+			BuiltinDefaults: map[string]string{"RECORDS": "10000"},
 		},
 		{
 			Names:    []string{"seq"},

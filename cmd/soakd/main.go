@@ -225,7 +225,15 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		return exitConfig
 	}
 	tty := isTerminal(stderr)
-	log, err := newLogger(cfg, stderr, tty)
+	var console *daemon.Console
+	logOut := stderr
+	if tty {
+		// Log lines and the progress bar share the terminal through the
+		// console, so they never end up on one line.
+		console = daemon.NewConsole(stderr)
+		logOut = console
+	}
+	log, err := newLogger(cfg, logOut, tty)
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd: %v\n", err)
 		return exitConfig
@@ -236,13 +244,9 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var bar io.Writer
-	if tty {
-		bar = stderr
-	}
 	log.Info("soakd starting", zap.String("version", buildVersion()), zap.Strings("workloads", cfg.Workloads))
 	sum, runErr := daemon.Run(ctx, cfg, daemon.Deps{
-		Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(), Bar: bar,
+		Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(), Console: console,
 	})
 	if sum != nil {
 		sum.WriteText(stdout)
