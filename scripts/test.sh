@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# soakd's whole test suite, as CI runs it: installs the servers the
-# integration tests need when missing, then go vet, staticcheck and every
-# test (unit, integration against real servers, fuzz seed corpora), then
-# the suite again under the race detector.
+# soakd's whole test suite, the README's test command: installs what the
+# integration tests need when missing (scripts/install-test-deps.sh), then
+# go vet, staticcheck and every test (unit, integration against real
+# servers, fuzz seed corpora), then the suite again with -short under the
+# race detector. A test whose server or tool is not found skips, unless
+# SOAKD_REQUIRE_SERVERS=1 (which CI's .ci/run exports) makes it fail.
 # Extra arguments go to `go test` (e.g. -run TestX, -v).
 set -euo pipefail
 cd "$(dirname "$0")/.."
