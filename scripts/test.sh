@@ -19,7 +19,9 @@ echo "== staticcheck" >&2
 go tool staticcheck ./...
 echo "== go test" >&2
 go test -count=1 -timeout 60m "$@" ./...
-# Again under the race detector; -short skips only the real-time rate
-# checks, whose timing the detector's overhead would distort.
+# Again under the race detector, with -short, which skips five tests: the
+# two real-time rate checks (the detector's overhead would distort their
+# timing), the scrape by a real Prometheus and sinks/influx's two tests that
+# restart influxd. Every other test runs again, integration tests included.
 echo "== go test -race -short" >&2
 go test -race -short -count=1 -timeout 60m "$@" ./...
