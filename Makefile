@@ -13,7 +13,9 @@ run:
 test:
 	./scripts/test.sh
 
-# Unit tests only: no real servers, no real-time runs.
+# The suite minus what -short skips: the two 10 s real-time rate checks, the
+# scrape by a real Prometheus and sinks/influx's two influxd restart tests.
+# The other integration tests still start their real servers.
 test-short:
 	$(GO) test -short ./...
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what soakd's integration tests need, if it is missing, on a
 # Debian machine with Go: PostgreSQL server binaries, redis-server and
-# Prometheus from Debian's packages, and InfluxDB 1.8.10 and
-# VictoriaMetrics v1.151.0 built with `go install`. Idempotent; each step is skipped when its result is there.
+# Prometheus from Debian's packages, InfluxDB 1.8.10 and VictoriaMetrics
+# v1.151.0 built with `go install`, and TSBS's tsbs_load_influx built from its
+# pinned commit. Idempotent; each step is skipped when its result is there.
 # Packages' own services are kept from starting (tests start their own
 # servers on free loopback ports).
 set -euo pipefail
@@ -64,4 +65,37 @@ if ! go version -m "$vm" 2>/dev/null | grep -q "$vmmod"; then
 		GOFLAGS=-mod=mod GOBIN=$gobin go install github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics@v1.151.0
 	fi
 fi
-log "ok: postgres $(ls -d /usr/lib/postgresql/*/bin | tail -1), $(command -v redis-server), $(command -v prometheus), $influxd, $vm"
+# tsbs_load_influx from TSBS at the commit the peer comparisons pin, for
+# internal/gencmd's TestTSBSLoaderAcceptsOutput. `go install pkg@version`
+# cannot work here (the proxy refuses the module's version list, which go
+# install reads for deprecations; the pseudo-version itself is served), so it
+# is built, as ../shared/peers/install.sh builds it, from a throwaway main
+# module that requires it (about 1 min cold). go version -m lists TSBS as the
+# binary's mod or, from older Go releases, as a dep of the wrapper.
+tsbsmod=github.com/timescale/tsbs
+tsbsver=v0.0.0-20230921131859-37fced794d56
+tsbs=$gobin/tsbs_load_influx
+has_tsbs() {
+	go version -m "$1" 2>/dev/null |
+		awk -v m=$tsbsmod -v v=$tsbsver '($1 == "mod" || $1 == "dep") && $2 == m && $3 == v { f = 1 } END { exit !f }'
+}
+if ! has_tsbs "$tsbs"; then
+	if [ -x /opt/peers/bin/tsbs_load_influx ] && has_tsbs /opt/peers/bin/tsbs_load_influx; then
+		log "copying tsbs_load_influx $tsbsver from /opt/peers/bin"
+		mkdir -p "$gobin" && cp -p /opt/peers/bin/tsbs_load_influx "$tsbs"
+	else
+		log "go build $tsbsmod/cmd/tsbs_load_influx ($tsbsver) in a wrapper module"
+		t0=$(date +%s)
+		dir=$(mktemp -d "${TMPDIR:-/tmp}/soakd-tsbs.XXXXXX")
+		printf 'module soakdtestdeps/tsbs\n\ngo 1.22\n\nrequire %s %s\n' $tsbsmod $tsbsver >"$dir/go.mod"
+		rc=0
+		(cd "$dir" && GOFLAGS=-mod=mod go build -o "$dir/tsbs_load_influx" $tsbsmod/cmd/tsbs_load_influx) || rc=$?
+		if [ $rc -eq 0 ]; then
+			mkdir -p "$gobin" && mv -f "$dir/tsbs_load_influx" "$tsbs"
+		fi
+		rm -rf "$dir"
+		[ $rc -eq 0 ] || { log "building tsbs_load_influx failed ($rc)"; exit $rc; }
+		log "built tsbs_load_influx in $(($(date +%s) - t0))s"
+	fi
+fi
+log "ok: postgres $(ls -d /usr/lib/postgresql/*/bin | tail -1), $(command -v redis-server), $(command -v prometheus), $influxd, $vm, $tsbs"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# soakd's whole test suite, as CI runs it: installs the servers the
-# integration tests need when missing, then go vet, staticcheck and every
-# test (unit, integration against real servers, fuzz seed corpora), then
-# the suite again under the race detector.
+# soakd's whole test suite, the README's test command: installs what the
+# integration tests need when missing (scripts/install-test-deps.sh), then
+# go vet, staticcheck and every test (unit, integration against real
+# servers, fuzz seed corpora), then the suite again with -short under the
+# race detector. A test whose server or tool is not found skips, unless
+# SOAKD_REQUIRE_SERVERS=1 (which CI's .ci/run exports) makes it fail.
 # Extra arguments go to `go test` (e.g. -run TestX, -v).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +19,9 @@ echo "== staticcheck" >&2
 go tool staticcheck ./...
 echo "== go test" >&2
 go test -count=1 -timeout 60m "$@" ./...
-# Again under the race detector; -short skips only the real-time rate
-# checks, whose timing the detector's overhead would distort.
+# Again under the race detector, with -short, which skips five tests: the
+# two real-time rate checks (the detector's overhead would distort their
+# timing), the scrape by a real Prometheus and sinks/influx's two tests that
+# restart influxd. Every other test runs again, integration tests included.
 echo "== go test -race -short" >&2
 go test -race -short -count=1 -timeout 60m "$@" ./...

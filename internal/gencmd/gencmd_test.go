@@ -219,7 +219,7 @@ func TestInfluxLoads(t *testing.T) {
 func TestTSBSLoaderAcceptsOutput(t *testing.T) {
 	loader := testserver.FindBinary("tsbs_load_influx", testserver.GoBinDirs()...)
 	if loader == "" {
-		testserver.Unavailable(t, "no tsbs_load_influx binary (shared/peers/install.sh tsbs)")
+		testserver.Unavailable(t, "no tsbs_load_influx binary (scripts/install-test-deps.sh builds it)")
 	}
 	srv := testserver.Influx(t)
 	out, _ := gen(t, "--source", "devops", "--scale", "10", "--end", "+1h")

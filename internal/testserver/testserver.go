@@ -17,6 +17,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -61,13 +62,23 @@ func FindBinary(name string, dirs ...string) string {
 	return ""
 }
 
-// GoBinDirs are the directories `go install` puts binaries in.
+// GoBinDirs are the directories `go install` puts binaries in, where
+// scripts/install-test-deps.sh puts influxd, victoria-metrics and
+// tsbs_load_influx: GOBIN, or else the bin directory of each GOPATH
+// entry, as `go env` reports them (so also when they are set in go's own
+// config file, `go env -w`), then ~/go/bin and /opt/peers/bin.
 func GoBinDirs() []string {
-	var dirs []string
-	if d := os.Getenv("GOBIN"); d != "" {
-		dirs = append(dirs, d)
+	gobin, gopath := os.Getenv("GOBIN"), os.Getenv("GOPATH")
+	if out, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output(); err == nil {
+		if l := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"); len(l) == 2 {
+			gobin, gopath = l[0], l[1]
+		}
 	}
-	if d := os.Getenv("GOPATH"); d != "" {
+	var dirs []string
+	if gobin != "" {
+		dirs = append(dirs, gobin)
+	}
+	for _, d := range filepath.SplitList(gopath) {
 		dirs = append(dirs, filepath.Join(d, "bin"))
 	}
 	if h, err := os.UserHomeDir(); err == nil {

@@ -45,6 +45,7 @@ func TestFaultRestartAndStall(t *testing.T) {
 				classes = map[sinks.Class]int{}
 				acked   atomic.Int64
 				done    atomic.Int64 // batches acknowledged
+				stop    atomic.Bool  // the test has failed and is ending
 			)
 			var wg sync.WaitGroup
 			for w := range workers {
@@ -59,6 +60,9 @@ func TestFaultRestartAndStall(t *testing.T) {
 						deadline := time.Now().Add(90 * time.Second)
 						for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, 500*time.Millisecond) {
 							_, err := s.Write(ctx, b)
+							if stop.Load() {
+								return
+							}
 							if err == nil {
 								acked.Add(rows)
 								done.Add(1)
@@ -77,14 +81,44 @@ func TestFaultRestartAndStall(t *testing.T) {
 					}
 				}()
 			}
-			waitFor := func(n int64) {
+			workersDone := make(chan struct{})
+			go func() { wg.Wait(); close(workersDone) }()
+			// When the test fails on its own goroutine, the workers stop
+			// before it ends (a worker blocked in Write stops when the
+			// server is killed at cleanup, without touching t).
+			defer func() {
+				stop.Store(true)
+				select {
+				case <-workersDone:
+				case <-time.After(5 * time.Second):
+				}
+			}()
+			// waitFor waits until n batches are acknowledged (or a worker
+			// has given up on one and said why). Each worker gives up on a
+			// batch after 90 s, so 2 minutes without reaching n means a
+			// write that never returns.
+			waitFor := func(n int64, what string) {
+				t.Helper()
+				const limit = 2 * time.Minute
+				timeout := time.NewTimer(limit)
+				defer timeout.Stop()
+				tick := time.NewTicker(10 * time.Millisecond)
+				defer tick.Stop()
 				for done.Load() < n && !t.Failed() {
-					time.Sleep(10 * time.Millisecond)
+					select {
+					case <-tick.C:
+					case <-workersDone:
+						if got := done.Load(); got < n {
+							t.Fatalf("%s: the workers ended after %d batches, want %d", what, got, n)
+						}
+					case <-timeout.C:
+						t.Fatalf("%s: %d batches acknowledged after %s, want %d: a write has not returned", what, done.Load(), limit, n)
+					}
 				}
 			}
-			waitFor(40)
+			waitFor(40, "before the restart")
 			srv.Restart(t)
-			waitFor(done.Load() + 40) // writing resumed after the restart
+			waitFor(done.Load()+40, "after the restart") // writing resumed
 			if err := srv.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +126,7 @@ func TestFaultRestartAndStall(t *testing.T) {
 			if err := srv.Signal(syscall.SIGCONT); err != nil {
 				t.Fatal(err)
 			}
-			wg.Wait()
+			<-workersDone
 
 			mu.Lock()
 			defer mu.Unlock()

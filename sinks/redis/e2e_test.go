@@ -57,6 +57,24 @@ func runPhase(t *testing.T, sum *daemon.Summary, phase string) *daemon.WorkloadS
 // runDaemonSummary is runDaemon returning the whole summary.
 func runDaemonSummary(t *testing.T, ctx context.Context, log *zap.Logger, kvs ...string) *daemon.Summary {
 	t.Helper()
+	sum, err := newDaemon(t, log, kvs...).run(ctx)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return sum
+}
+
+// testDaemon is a checked configuration, ready to run.
+type testDaemon struct {
+	cfg  *daemon.Config
+	deps daemon.Deps
+}
+
+// newDaemon loads and checks SOAKD_KV_* settings kvs (pairs, without the
+// prefix). It fails the test on a bad configuration, so it belongs on the
+// test goroutine.
+func newDaemon(t *testing.T, log *zap.Logger, kvs ...string) testDaemon {
+	t.Helper()
 	env := map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_WORKLOADS": "kv"}
 	for i := 0; i+1 < len(kvs); i += 2 {
 		env["SOAKD_KV_"+kvs[i]] = kvs[i+1]
@@ -70,11 +88,13 @@ func runDaemonSummary(t *testing.T, ctx context.Context, log *zap.Logger, kvs ..
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Listener: ln})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	return sum
+	return testDaemon{cfg, daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Listener: ln}}
+}
+
+// run runs the daemon to its end. It does not use the test, so it may run
+// on a goroutine of its own.
+func (d testDaemon) run(ctx context.Context) (*daemon.Summary, error) {
+	return daemon.Run(ctx, d.cfg, d.deps)
 }
 
 func opSummary(t *testing.T, w daemon.WorkloadSummary, op string) daemon.OpSummary {
@@ -121,17 +141,40 @@ func TestDaemonLoadAuto(t *testing.T) {
 }
 
 // A restart of redis-server in the middle of a run: the failures are
-// counted as connection errors, and writing resumes.
+// counted as connection errors, and writing resumes. The daemon runs on a
+// goroutine of its own; the test goroutine restarts the server, so a
+// failed restart can fail the test.
 func TestDaemonServerRestart(t *testing.T) {
 	srv := testserver.Redis(t)
 	a := admin(t, srv)
-	go func() {
-		time.Sleep(2 * time.Second)
-		srv.Restart(t)
-	}()
-	w := runDaemon(t, context.Background(), zap.NewNop(), "TARGET", srv.URL, "RECORDS", "1000", "WORKLOAD", "a",
+	d := newDaemon(t, zap.NewNop(), "TARGET", srv.URL, "RECORDS", "1000", "WORKLOAD", "a",
 		"RATE", "2000", "WORKERS", "8", "PIPELINE", "4", "DURATION", "6s", "MAX_LAG", "10s", "RETRIES", "0",
 		"DATA_TYPE", "hash", "KEY_PREFIX", "rs:")
+	type result struct {
+		sum *daemon.Summary
+		err error
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan result, 1)
+	go func() {
+		defer close(done)
+		sum, err := d.run(ctx)
+		done <- result{sum, err}
+	}()
+	// However the test ends (a failed restart ends it), the run ends
+	// first: done is closed once it has returned.
+	defer func() {
+		cancel()
+		for range done {
+		}
+	}()
+	time.Sleep(2 * time.Second)
+	srv.Restart(t)
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	w := *runPhase(t, r.sum, "run")
 	t.Logf("units %d failed %d dropped %d errors %v", w.Units, w.Failed, w.Dropped, w.Errors)
 	if w.Errors[string(sinks.Connection)] == 0 {
 		t.Errorf("no connection errors counted across a restart: %v", w.Errors)

@@ -16,8 +16,10 @@ type emitted struct {
 }
 
 // byRounds runs every stream with NextRound/FillUntil and returns the rows
-// per stream in emission order with their rounds.
-func byRounds(t *testing.T, src sources.Source, parts int) [][]emitted {
+// per stream in emission order with their rounds. Each stream must start
+// exactly rounds rounds: for a finite data set, its span / INTERVAL steps
+// plus a last round that flushes late and buffered readings.
+func byRounds(t *testing.T, src sources.Source, parts int, rounds int64) [][]emitted {
 	t.Helper()
 	s := Unwrap(src)
 	var out [][]emitted
@@ -32,8 +34,8 @@ func byRounds(t *testing.T, src sources.Source, parts int) [][]emitted {
 				if !errors.Is(err, sources.ErrDone) {
 					t.Fatal(err)
 				}
-				if r != s.Rounds() {
-					t.Fatalf("stream ended after %d rounds, want %d", r, s.Rounds())
+				if r != rounds {
+					t.Fatalf("stream ended after %d rounds, want %d", r, rounds)
 				}
 				break
 			}
@@ -109,16 +111,19 @@ func TestOutOfOrderFractionAndLateness(t *testing.T) {
 func TestOfflineDevicesBackfillInBursts(t *testing.T) {
 	t.Parallel()
 	const frac, scale = 0.1, 200
+	const steps = 24 * 360 // 24 h at the default INTERVAL, 10 s
 	src := build(t, "devops", cfg(t, scale, "24h", "OFFLINE", "0.1:10m"), 3, sources.Shard{})
-	s := Unwrap(src)
-	interval := int64(s.cfg.Interval)
-	steps := s.Steps()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() // cfg's START
+	interval := int64(10 * time.Second)
 	seen := make([]bool, scale*steps)
 	var delayed, total int64
-	for _, rows := range byRounds(t, src, 2) {
+	for _, rows := range byRounds(t, src, 2, steps+1) {
 		lastRound := map[uint32]int64{}
 		for _, e := range rows {
-			step := (e.ts - s.start) / interval
+			step := (e.ts - start) / interval
+			if e.ts < start || step >= steps || (e.ts-start)%interval != 0 || int(e.dev) >= scale {
+				t.Fatalf("row %+v is outside the data set", e.rowID)
+			}
 			if seen[int64(e.dev)*steps+step] {
 				t.Fatalf("row %+v emitted twice", e.rowID)
 			}
@@ -137,7 +142,7 @@ func TestOfflineDevicesBackfillInBursts(t *testing.T) {
 			lastRound[e.dev] = e.round
 		}
 	}
-	if want := s.Rows(); total != want {
+	if want := int64(scale * steps); total != want { // one table
 		t.Fatalf("%d rows, want %d", total, want)
 	}
 	if f := float64(delayed) / float64(total); math.Abs(f-frac) > 0.1*frac {
@@ -147,14 +152,16 @@ func TestOfflineDevicesBackfillInBursts(t *testing.T) {
 
 func TestLateRowsWithinLatenessInRounds(t *testing.T) {
 	t.Parallel()
+	const steps = 12 * 360 // 12 h at the default INTERVAL, 10 s
 	src := build(t, "iot", cfg(t, 30, "12h", "OUT_OF_ORDER", "0.3:1m", "MISSING", "none"), 5, sources.Shard{})
-	s := Unwrap(src)
-	interval := int64(s.cfg.Interval)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() // cfg's START
+	interval := int64(10 * time.Second)
 	maxRounds := int64(time.Minute) / interval
-	for _, rows := range byRounds(t, src, 3) {
+	for _, rows := range byRounds(t, src, 3, steps+1) {
 		for _, e := range rows {
-			lag := e.round - (e.ts-s.start)/interval
-			if lag < 0 || (lag > maxRounds && e.round != s.Rounds()-1) {
+			lag := e.round - (e.ts-start)/interval
+			// rounds 0..steps-1 emit the readings; round steps flushes
+			if lag < 0 || (lag > maxRounds && e.round != steps) {
 				t.Fatalf("row %+v emitted %d rounds late (max %d)", e.rowID, lag, maxRounds)
 			}
 		}

@@ -1,10 +1,12 @@
 package kv
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -360,6 +362,45 @@ func TestZipfianHotKeys(t *testing.T) {
 	}
 	if len(uc) < 80_000 {
 		t.Errorf("uniform touched %d distinct records of 100000 in %d reads", len(uc), n)
+	}
+}
+
+// YCSB scrambles its zipfian: rank i is hashed before it is taken modulo
+// the record count, so the hot records are spread over the key space
+// instead of being records 0, 1, 2, ... (which would put the hottest data
+// on one shard of a range-partitioned store). Unscrambled, the 10
+// lowest-numbered records would be the 10 hottest, with
+// zeta(10)/zeta(1e10) = 11.1 % of the operations, and the 20 hottest would
+// all lie in the first tenth of the range. Scrambled, the 10
+// lowest-numbered records get about their uniform share, 10/100000 of the
+// operations, and 20 hot records placed at random fill at least 5 of the
+// 10 tenths of the range but with a chance below 1e-5.
+func TestZipfianScrambledSpread(t *testing.T) {
+	t.Parallel()
+	const n, records = 200_000, 100_000
+	counts := keyCounts(t, Zipfian, records, n)
+	low := 0
+	for r := range uint64(10) {
+		low += counts[r]
+	}
+	if got := float64(low) / n; got > 0.01 {
+		t.Errorf("records 0..9 have %.4f of ops, want < 0.01: the hottest records are the lowest-numbered ones", got)
+	}
+	hot := make([]uint64, 0, len(counts))
+	for r := range counts {
+		hot = append(hot, r)
+	}
+	slices.SortFunc(hot, func(a, b uint64) int { return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a, b)) })
+	hot = hot[:20]
+	tenths := map[uint64]bool{}
+	for _, r := range hot {
+		tenths[r*10/records] = true
+	}
+	if len(tenths) < 5 {
+		t.Errorf("the 20 hottest records %v fall in %d tenths of the %d records, want >= 5", hot, len(tenths), records)
+	}
+	if hot[0] == 0 {
+		t.Errorf("the hottest record is record 0")
 	}
 }
 
