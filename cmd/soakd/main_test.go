@@ -111,6 +111,23 @@ func TestRunWritesSummary(t *testing.T) {
 	}
 }
 
+// With no target a kv workload runs against the built-in in-process
+// Redis server: the log names redis://embedded and every operation of
+// the load and the run succeeds.
+func TestBuiltinKVTarget(t *testing.T) {
+	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "kv"},
+		"--kv-records", "300", "--kv-rate", "1000", "--kv-duration", "500ms", "--listen", "off")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if !strings.Contains(errs, "built-in target") || !strings.Contains(errs, `"target":"redis://embedded"`) {
+		t.Errorf("the log must name the built-in target redis://embedded:\n%s", errs)
+	}
+	if !strings.Contains(out, "ran 300 ops") || strings.Count(out, "errors: none") != 2 || !strings.Contains(out, "READ ") {
+		t.Errorf("summary:\n%s", out)
+	}
+}
+
 // SIGTERM during a run: scheduling stops, writes in flight finish within
 // SHUTDOWN_GRACE, the summary is printed and soakd exits 0.
 func TestSIGTERMGracefulExit(t *testing.T) {
