@@ -436,27 +436,6 @@ func TestCleanup(t *testing.T) {
 	}
 }
 
-func TestEmbedded(t *testing.T) {
-	c := kv.DefaultConfig()
-	c.Records, c.KeyPrefix = 200, "demo:"
-	c.Workload, _ = kv.ParseWorkload("read=0.4,update=0.3,insert=0.1,scan=0.1,rmw=0.1")
-	for _, dt := range []sources.DataType{sources.DataTypeString, sources.DataTypeHash, sources.DataTypeSet, sources.DataTypeZSet} {
-		src := source(t, c)
-		s := open(t, "redis://embedded", sinks.Options{DataType: string(dt), KeyPrefix: "demo:"})
-		if err := s.Ping(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		runLoad(t, src, s, 2)
-		runOps(t, src, s, 500, 10)
-		if len(s.embedded.Keys()) < 200 {
-			t.Fatalf("%s: embedded server holds %d keys", dt, len(s.embedded.Keys()))
-		}
-		if m := s.Misses(); m != 0 {
-			t.Errorf("%s: %d misses", dt, m)
-		}
-	}
-}
-
 func BenchmarkWrite(b *testing.B) {
 	srv := testserver.Redis(b)
 	for _, tc := range []struct {

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
@@ -37,17 +36,16 @@ var (
 // Sink executes KV batches as Redis pipelines, one round trip per batch
 // (two when the batch has scans: the index lookup, then the reads).
 type Sink struct {
-	cfg      Config
-	dt       sources.DataType
-	c        client
-	cluster  *goredis.ClusterClient
-	single   *goredis.Client
-	embedded *miniredis.Miniredis
-	prefix   string
-	index    string
-	names    []string // field0..field1023
-	log      *zap.Logger
-	where    string // redacted target, for error messages
+	cfg     Config
+	dt      sources.DataType
+	c       client
+	cluster *goredis.ClusterClient
+	single  *goredis.Client
+	prefix  string
+	index   string
+	names   []string // field0..field1023
+	log     *zap.Logger
+	where   string // redacted target, for error messages
 
 	// free holds the call states not in use. In single-server and
 	// sentinel mode each owns a dedicated connection (goredis.Conn), so a
@@ -66,8 +64,7 @@ var (
 )
 
 // Open is the registry's OpenFunc. It builds the client and does no I/O
-// (go-redis dials on first use), except for redis://embedded, which starts
-// the in-process server.
+// (go-redis dials on first use).
 func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 	cfg, err := ParseURL(u)
 	if err != nil {
@@ -114,14 +111,6 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.SkipVerify} //nolint:gosec // opt-in via ?skip_verify=true
 	}
 	switch cfg.Mode {
-	case Embedded:
-		m := miniredis.NewMiniRedis()
-		if err := m.StartAddr("127.0.0.1:0"); err != nil {
-			return nil, fmt.Errorf("cannot start the embedded Redis server: %w", err)
-		}
-		s.embedded = m
-		cfg.Addrs = []string{m.Addr()}
-		fallthrough
 	case Single:
 		s.single = goredis.NewClient(&goredis.Options{
 			Addr: cfg.Addrs[0], DB: cfg.DB, Username: cfg.Username, Password: cfg.Password,
@@ -522,8 +511,7 @@ func (s *Sink) Ping(ctx context.Context) error {
 }
 
 // Close logs the reads that found no record, deletes the workload's keys
-// when ?cleanup=true, then closes the client (and stops the embedded
-// server). Safe to call more than once.
+// when ?cleanup=true, then closes the client. Safe to call more than once.
 func (s *Sink) Close(ctx context.Context) error {
 	if s.closed.Swap(true) {
 		return nil
@@ -552,11 +540,7 @@ func (s *Sink) Close(ctx context.Context) error {
 			err = errors.Join(err, ignoreClosed(c.conn.Close()))
 		}
 	}
-	err = errors.Join(err, s.c.Close())
-	if s.embedded != nil {
-		s.embedded.Close()
-	}
-	return err
+	return errors.Join(err, s.c.Close())
 }
 
 // cleanup deletes every key under the prefix (including the scan index)
