@@ -67,7 +67,10 @@ type Options struct {
 
 // Prober is implemented by KV sinks for the load phase (see
 // sources.Preloader): Present returns how many of the keys read by b's
-// operations exist in the target.
+// operations exist in the target. When the target holds records the
+// workload's settings cannot use (e.g. of another DATA_TYPE), Present
+// returns a *sources.SettingError naming the setting, and the engine
+// stops the run as misconfigured before any operation is sent.
 type Prober interface {
 	Present(ctx context.Context, b *sources.Batch) (int, error)
 }

@@ -247,6 +247,64 @@ func TestLoadAutoExactRecords(t *testing.T) {
 	}
 }
 
+// Records of another type under the prefix make Present fail with a
+// DATA_TYPE setting error that says what it found and how to fix it;
+// records of the sink's own type are counted.
+func TestPresentChecksType(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	ctx := context.Background()
+	types := []sources.DataType{sources.DataTypeString, sources.DataTypeHash, sources.DataTypeSet, sources.DataTypeZSet}
+	for i, stored := range types {
+		prefix := "pt-" + string(stored) + ":"
+		c := kv.DefaultConfig()
+		c.Records, c.KeyPrefix, c.DataType = 100, prefix, stored
+		src := source(t, c)
+		runLoad(t, src, open(t, srv.URL, sinks.Options{DataType: string(stored), KeyPrefix: prefix}), 2)
+		_, probe, _ := src.Preload()
+		b := src.NewBatch()
+		probe(b)
+		if n, err := open(t, srv.URL, sinks.Options{DataType: string(stored), KeyPrefix: prefix}).Present(ctx, b); err != nil || n != 100 {
+			t.Fatalf("%s records probed as %s: Present = %d, %v; want 100", stored, stored, n, err)
+		}
+		keys, _ := a.DBSize(ctx).Result()
+		want := types[(i+1)%len(types)]
+		n, err := open(t, srv.URL, sinks.Options{DataType: string(want), KeyPrefix: prefix}).Present(ctx, b)
+		var se *sources.SettingError
+		if !errors.As(err, &se) || se.Setting != "DATA_TYPE" {
+			t.Fatalf("%s records probed as %s: Present = %d, %v; want a DATA_TYPE setting error", stored, want, n, err)
+		}
+		for _, s := range []string{`KEY_PREFIX "` + prefix + `"`, srv.URL, "100 of the 100 keys probed hold a " + string(stored),
+			"DATA_TYPE=" + string(want) + " stores a " + string(want), "WRONGTYPE", "use another KEY_PREFIX",
+			"set DATA_TYPE=" + string(stored), "?cleanup=true", "--pattern '" + prefix + "*'"} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%s records probed as %s: the error lacks %q: %v", stored, want, s, err)
+			}
+		}
+		if after, _ := a.DBSize(ctx).Result(); after != keys {
+			t.Errorf("DBSIZE %d after Present, was %d", after, keys)
+		}
+	}
+
+	// A type no DATA_TYPE stores, under an empty KEY_PREFIX: nothing to
+	// delete by prefix, so the error suggests a KEY_PREFIX only.
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix = 3, ""
+	src := source(t, c)
+	_, probe, _ := src.Preload()
+	b := src.NewBatch()
+	probe(b)
+	if err := a.RPush(ctx, string(b.Key(&b.Ops[1])), "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := open(t, srv.URL, sinks.Options{DataType: "hash"}).Present(ctx, b)
+	var se *sources.SettingError
+	if !errors.As(err, &se) || se.Setting != "DATA_TYPE" || !strings.Contains(err.Error(), "1 of the 3 keys probed hold a list") ||
+		!strings.Contains(err.Error(), "set a KEY_PREFIX") || strings.Contains(err.Error(), "set DATA_TYPE") || strings.Contains(err.Error(), "cleanup") {
+		t.Fatalf("a list under no prefix: %v", err)
+	}
+}
+
 func TestWorkloadKeysAndMisses(t *testing.T) {
 	srv := testserver.Redis(t)
 	a := admin(t, srv)

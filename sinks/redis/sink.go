@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -479,13 +481,18 @@ func (s *Sink) wrap(n int, err error) error {
 	return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w", n, s.where, err))
 }
 
-// Present counts how many of the keys read by b's operations exist (one
-// EXISTS per key, pipelined).
+// Present counts how many of the keys read by b's operations hold a
+// record of the sink's data type (one TYPE per key, pipelined; a cluster
+// client sends each to its slot's node). A key that holds another type
+// is not a missing record but a configuration problem: every operation
+// on it would fail with WRONGTYPE, and a load would not replace it. Then
+// Present returns a *sources.SettingError for DATA_TYPE that says what
+// was found and how to fix it.
 func (s *Sink) Present(ctx context.Context, b *sources.Batch) (int, error) {
 	c := s.getCall()
 	defer s.putCall(c)
 	for i := range b.Ops {
-		s.add(c, kExists, 0, smallReply).strs[0] = view(b.Key(&b.Ops[i]))
+		s.add(c, kType, 0, smallReply).strs[0] = view(b.Key(&b.Ops[i]))
 	}
 	if len(c.cmds) == 0 {
 		return 0, nil
@@ -494,12 +501,62 @@ func (s *Sink) Present(ctx context.Context, b *sources.Batch) (int, error) {
 		return 0, err
 	}
 	n := 0
+	var other map[string]int
 	for _, sl := range c.used {
-		if string(sl.zc.Bytes()) == "1" {
+		switch t := sl.zc.Bytes(); string(t) {
+		case string(s.dt):
 			n++
+		case "none":
+		default:
+			if other == nil {
+				other = map[string]int{}
+			}
+			other[string(t)]++
 		}
 	}
+	if other != nil {
+		return 0, s.typeMismatch(other, len(c.used))
+	}
 	return n, nil
+}
+
+// typeMismatch is Present's error for keys that hold other types than
+// DATA_TYPE stores: found counts them by type, of probed keys.
+func (s *Sink) typeMismatch(found map[string]int, probed int) error {
+	types := slices.Sorted(maps.Keys(found))
+	var what strings.Builder
+	for i, t := range types {
+		if i > 0 {
+			what.WriteString(", ")
+		}
+		fmt.Fprintf(&what, "%d of the %d keys probed hold a %s", found[t], probed, t)
+	}
+	var fix []string
+	if s.prefix == "" {
+		fix = append(fix, "set a KEY_PREFIX of this workload's own")
+	} else {
+		fix = append(fix, "use another KEY_PREFIX")
+	}
+	if len(types) == 1 {
+		if dt, err := sources.ParseDataType(types[0]); err == nil && string(dt) == types[0] {
+			fix = append(fix, "set DATA_TYPE="+types[0])
+		}
+	}
+	if s.prefix != "" {
+		fix = append(fix, fmt.Sprintf("delete the keys (run once with ?cleanup=true in the TARGET URL, which deletes every key under KEY_PREFIX at exit, "+
+			"or: redis-cli --scan --pattern %s | xargs redis-cli unlink, on every master of a cluster)", shellQuote(globEscape(s.prefix)+"*")))
+	}
+	if len(fix) > 1 {
+		fix[len(fix)-1] = "or " + fix[len(fix)-1]
+	}
+	return sources.Invalid("DATA_TYPE", "KEY_PREFIX %q on %s holds records of another type: %s, but DATA_TYPE=%s stores a %s, "+
+		"so every operation on them would fail with WRONGTYPE; %s",
+		s.prefix, s.where, what.String(), s.dt, s.dt, strings.Join(fix, ", "))
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Ping checks that the target answers.

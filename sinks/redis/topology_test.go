@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -74,6 +75,20 @@ func TestCluster(t *testing.T) {
 	}
 	if m := s.Misses(); m != 0 {
 		t.Errorf("%d misses", m)
+	}
+
+	// The load probe asks each key's node for its type.
+	_, probe, _ := src.Preload()
+	pb := src.NewBatch()
+	probe(pb)
+	if n, err := s.Present(ctx, pb); err != nil || n != len(pb.Ops) {
+		t.Fatalf("Present after the load = %d of %d, %v", n, len(pb.Ops), err)
+	}
+	str := open(t, "redis-cluster://"+a+","+b, sinks.Options{DataType: "string", KeyPrefix: "cl:"})
+	var se *sources.SettingError
+	if _, err := str.Present(ctx, pb); !errors.As(err, &se) || se.Setting != "DATA_TYPE" ||
+		!strings.Contains(err.Error(), fmt.Sprintf("%d of the %d keys probed hold a hash", len(pb.Ops), len(pb.Ops))) {
+		t.Fatalf("hash records probed as strings in a cluster: %v", err)
 	}
 
 	// Move the slot of one of a's records to b. HMGET's reply is read raw,
