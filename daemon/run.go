@@ -292,6 +292,12 @@ func (w *workload) preload(genCtx, drainCtx context.Context) error {
 		ctx, cancel := context.WithTimeout(genCtx, 30*time.Second)
 		n, err := pr.Present(ctx, b)
 		cancel()
+		var se *sources.SettingError
+		if errors.As(err, &se) {
+			// The target holds records this workload cannot use: bad
+			// configuration, named by its variable.
+			return errors.Join(prefixSettingErrors(err, Prefix(w.name))...)
+		}
 		if err != nil {
 			return fmt.Errorf("workload %s: cannot check for loaded records: %w", w.name, err)
 		}
