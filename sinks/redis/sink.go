@@ -78,11 +78,16 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 // New builds a sink for a parsed URL. where names the target in error
 // messages and must not hold secrets.
 func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
-	dt, err := sources.ParseDataType(o.DataType)
-	if err != nil {
-		return nil, err
+	dt := o.Shape.DataType
+	switch dt {
+	case "":
+		dt = sources.DataTypeHash // DATA_TYPE's default
+	case sources.DataTypeString, sources.DataTypeHash, sources.DataTypeSet, sources.DataTypeZSet:
+	default:
+		return nil, fmt.Errorf("BUG: redis sink: data type %q", dt)
 	}
-	if cfg.Cleanup && o.KeyPrefix == "" {
+	prefix := o.Shape.KeyPrefix
+	if cfg.Cleanup && prefix == "" {
 		return nil, errors.New("cleanup=true needs a KEY_PREFIX, so it deletes only this workload's keys")
 	}
 	if cfg.Password == "" {
@@ -93,7 +98,7 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 		log = zap.NewNop()
 	}
 	quietClient.Do(func() { goredis.SetLogger(clientLog{log.Named("go-redis")}) })
-	s := &Sink{cfg: cfg, dt: dt, prefix: o.KeyPrefix, index: o.KeyPrefix + "_indices", log: log, where: where}
+	s := &Sink{cfg: cfg, dt: dt, prefix: prefix, index: prefix + "_indices", log: log, where: where}
 	s.names = make([]string, sources.MaxFields)
 	for i := range s.names {
 		s.names[i] = "field" + strconv.Itoa(i)

@@ -67,7 +67,7 @@ func TestDataTypes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := open(t, URL, sinks.Options{Workers: 1, DataType: string(dt), KeyPrefix: c.KeyPrefix})
+		s := open(t, URL, sinks.Options{Workers: 1, Shape: src.(sources.Shaped).Shape()})
 		if err := s.Ping(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestDataTypes(t *testing.T) {
 
 // Closing the sink stops the server: its port no longer answers.
 func TestCloseStopsServer(t *testing.T) {
-	s := open(t, URL+"?pool_size=2", sinks.Options{DataType: "hash"})
+	s := open(t, URL+"?pool_size=2", sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash}})
 	addr := s.srv.Addr()
 	if err := s.Ping(context.Background()); err != nil {
 		t.Fatal(err)
