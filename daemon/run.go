@@ -180,10 +180,14 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		}
 		log := d.Logger.With(zap.String("workload", wc.Name))
 		password, token := wc.Secret()
+		var shape sources.KVShape
+		if sh, ok := src.(sources.Shaped); ok {
+			shape = sh.Shape()
+		}
 		sink, err := d.Plugins.Sinks.Open(ctx, target, sinks.Options{
 			Workload: wc.Name, Kind: e.Kind, Schemas: src.Schemas(), Workers: wc.Workers,
 			BatchSize: batchSize(wc, e.Kind), Logger: log.With(zap.String("sink", schemeOf(target))),
-			Password: password, Token: token, DataType: dataType(wc), KeyPrefix: keyPrefix(wc),
+			Password: password, Token: token, Shape: shape,
 		})
 		if err != nil {
 			return fail(fmt.Errorf("%sTARGET: %w", Prefix(wc.Name), err))
@@ -211,22 +215,6 @@ func batchSize(w *Workload, k sources.Kind) int {
 		return w.Pipeline
 	}
 	return w.BatchSize
-}
-
-// dataType reads DATA_TYPE from the source's settings when it has one.
-func dataType(w *Workload) string {
-	if dt, ok := w.Ext.(interface{ RecordType() string }); ok {
-		return dt.RecordType()
-	}
-	return ""
-}
-
-// keyPrefix reads KEY_PREFIX from the source's settings when it has one.
-func keyPrefix(w *Workload) string {
-	if kp, ok := w.Ext.(interface{ RecordKeyPrefix() string }); ok {
-		return kp.RecordKeyPrefix()
-	}
-	return ""
 }
 
 func schemeOf(target string) string {
@@ -348,6 +336,12 @@ func (w *workload) preload(genCtx, drainCtx context.Context, cfg *Config) error 
 		ctx, cancel := context.WithTimeout(genCtx, 30*time.Second)
 		n, err := pr.Present(ctx, b)
 		cancel()
+		var se *sources.SettingError
+		if errors.As(err, &se) {
+			// The target holds records this workload cannot use: bad
+			// configuration, named by its variable.
+			return errors.Join(prefixSettingErrors(err, Prefix(w.name))...)
+		}
 		if err != nil {
 			return fmt.Errorf("workload %s: cannot check for loaded records: %s", w.name, w.scrub(err.Error()))
 		}

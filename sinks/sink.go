@@ -56,18 +56,18 @@ type Options struct {
 	// They must never be logged.
 	Password string
 	Token    string
-	// DataType is how KV records are stored (string, hash, set, zset),
-	// from SOAKD_<W>_DATA_TYPE.
-	DataType string
-	// KeyPrefix is the prefix the source puts on every KV key, from
-	// SOAKD_<W>_KEY_PREFIX; KV sinks name their own keys (e.g. a scan
-	// index) with it and clean up under it.
-	KeyPrefix string
+	// Shape is how a KV source's records are stored (DATA_TYPE,
+	// KEY_PREFIX), from its sources.Shaped; the zero value for sources
+	// that have none.
+	Shape sources.KVShape
 }
 
 // Prober is implemented by KV sinks for the load phase (see
 // sources.Preloader): Present returns how many of the keys read by b's
-// operations exist in the target.
+// operations exist in the target. When the target holds records the
+// workload's settings cannot use (e.g. of another DATA_TYPE), Present
+// returns a *sources.SettingError naming the setting, and the engine
+// stops the run as misconfigured before any operation is sent.
 type Prober interface {
 	Present(ctx context.Context, b *sources.Batch) (int, error)
 }

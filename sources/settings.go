@@ -92,8 +92,8 @@ func (s Shard) Owns(i uint64) bool {
 const MaxFields = 1024
 
 // DataType is how a KV sink stores a record (DATA_TYPE). Sources read it
-// with their record settings and sinks receive it as
-// sinks.Options.DataType; ParseDataType is the one parser for both.
+// with their record settings (ParseDataType) and hand it to sinks in
+// their KVShape.
 type DataType string
 
 // Data types.

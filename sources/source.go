@@ -49,6 +49,23 @@ type Batcher interface {
 	NewBatch() *Batch
 }
 
+// KVShape is how a KV source's records are stored: what a sink needs to
+// know about them besides each batch's FIELDS and FIELD_LENGTH.
+type KVShape struct {
+	// DataType is how a record is stored (DATA_TYPE).
+	DataType DataType
+	// KeyPrefix is on every key the source makes (KEY_PREFIX); a sink
+	// names its own keys (e.g. a scan index) with it and cleans up under
+	// it.
+	KeyPrefix string
+}
+
+// Shaped is implemented by KV sources. The engine hands Shape to the
+// sink when it opens it (sinks.Options.Shape).
+type Shaped interface {
+	Shape() KVShape
+}
+
 // Preloader is implemented by sources whose workload reads records that a
 // load phase must insert first (YCSB LOAD=auto). The engine calls Preload
 // before the run: it fills a batch with probe (read) operations for a

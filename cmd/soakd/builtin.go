@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"net/url"
+
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/file"
@@ -8,6 +11,7 @@ import (
 	"github.com/soakd/soakd/sinks/null"
 	"github.com/soakd/soakd/sinks/postgres"
 	"github.com/soakd/soakd/sinks/redis"
+	"github.com/soakd/soakd/sinks/redis/embedded"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/iot"
 	"github.com/soakd/soakd/sources/kv"
@@ -22,7 +26,7 @@ func plugins() *daemon.Plugins {
 	r.Add(sinks.Entry{Schemes: []string{"file"}, Kinds: series, Open: file.Open, Check: file.Check})
 	r.Add(sinks.Entry{Schemes: []string{"postgres", "postgresql"}, Kinds: series, Open: postgres.Open, Check: postgres.Check})
 	r.Add(sinks.Entry{Schemes: []string{"influx", "influxs", "influx1"}, Kinds: series, Open: influx.Open, Check: influx.Check})
-	r.Add(sinks.Entry{Schemes: redis.Schemes, Kinds: []sources.Kind{sources.KV}, Open: redis.Open, Check: redis.Check})
+	r.Add(sinks.Entry{Schemes: redis.Schemes, Kinds: []sources.Kind{sources.KV}, Open: openRedis, Check: redis.Check})
 
 	srcs := daemon.Sources{
 		{
@@ -65,7 +69,16 @@ func plugins() *daemon.Plugins {
 		// In-process targets only: a run with no TARGET sends nothing out.
 		Builtin: map[sources.Kind]string{
 			sources.Series: "null://?latency=1ms..4ms",
-			sources.KV:     "redis://embedded",
+			sources.KV:     embedded.URL,
 		},
 	}
+}
+
+// openRedis opens redis://embedded, the built-in KV target, as an
+// in-process server, and every other Redis URL with the redis sink.
+func openRedis(ctx context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
+	if embedded.Is(u) {
+		return embedded.Open(ctx, u, o)
+	}
+	return redis.Open(ctx, u, o)
 }

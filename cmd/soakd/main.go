@@ -260,6 +260,13 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 			runErr = sum.Failed()
 		}
 	}
+	var cfgErr *daemon.ConfigError
+	if errors.As(runErr, &cfgErr) {
+		// A setting the target contradicts, found once the run started
+		// (e.g. records of another DATA_TYPE under the KEY_PREFIX).
+		printConfigErrors(stderr, runErr)
+		return exitConfig
+	}
 	if runErr != nil {
 		log.Error("run failed", zap.Error(runErr))
 		return exitFailed

@@ -7,12 +7,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+
+	"github.com/soakd/soakd/internal/testserver"
 )
 
 // TestMain doubles as soakd itself when SOAKD_TEST_MAIN=1, so tests can
@@ -109,6 +113,92 @@ func TestRunWritesSummary(t *testing.T) {
 	if err := json.Unmarshal(b, &s); err != nil || len(s.Workloads) != 1 || s.Workloads[0].Units != 5000 {
 		t.Errorf("summary JSON: %v %s", err, b)
 	}
+}
+
+// With no target a kv workload runs against the built-in in-process
+// Redis server: the log names redis://embedded and every operation of
+// the load and the run succeeds.
+func TestBuiltinKVTarget(t *testing.T) {
+	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "kv"},
+		"--kv-records", "300", "--kv-rate", "1000", "--kv-duration", "500ms", "--listen", "off")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if !strings.Contains(errs, "built-in target") || !strings.Contains(errs, `"target":"redis://embedded"`) {
+		t.Errorf("the log must name the built-in target redis://embedded:\n%s", errs)
+	}
+	if !strings.Contains(out, "ran 300 ops") || strings.Count(out, "errors: none") != 2 || !strings.Contains(out, "READ ") {
+		t.Errorf("summary:\n%s", out)
+	}
+}
+
+// Records of another DATA_TYPE under the workload's KEY_PREFIX are bad
+// configuration: the run exits 2, the message names the variables, and
+// redis receives nothing but the probe's TYPE commands.
+func TestDataTypeMismatchExits2(t *testing.T) {
+	srv := testserver.Redis(t)
+	env := map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_LISTEN": "off", "SOAKD_KV_TARGET": srv.URL,
+		"SOAKD_KV_RECORDS": "200", "SOAKD_KV_DURATION": "300ms", "SOAKD_KV_KEY_PREFIX": "mm:", "SOAKD_KV_DATA_TYPE": "hash"}
+	if code, _, errs := run(t, env); code != exitOK {
+		t.Fatalf("the hash run: exit %d\n%s", code, errs)
+	}
+	a := goredis.NewClient(&goredis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true})
+	defer a.Close()
+	ctx := context.Background()
+	keys, err := a.DBSize(ctx).Result()
+	if err != nil || keys != 200+1 {
+		t.Fatalf("DBSIZE %d, %v after loading 200 records", keys, err)
+	}
+	before := commandCalls(t, a)
+
+	// Writing all fields, the run would SET over the hashes.
+	env["SOAKD_KV_DATA_TYPE"], env["SOAKD_KV_WRITE_ALL_FIELDS"] = "string", "true"
+	code, _, errs := run(t, env)
+	if code != exitConfig {
+		t.Fatalf("exit %d, want 2\n%s", code, errs)
+	}
+	for _, want := range []string{"soakd: invalid configuration:\n  SOAKD_KV_DATA_TYPE: ", `KEY_PREFIX "mm:"`,
+		"hold a hash", "DATA_TYPE=string stores a string", "set DATA_TYPE=hash", "?cleanup=true"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	if n, _ := a.DBSize(ctx).Result(); n != keys {
+		t.Errorf("DBSIZE %d after the string run, was %d", n, keys)
+	}
+	after := commandCalls(t, a)
+	for cmd, n := range after {
+		switch cmd {
+		case "type", "hello", "ping", "info", "dbsize": // the probe, connecting, and this test
+			continue
+		}
+		if n != before[cmd] {
+			t.Errorf("the string run sent %d %s commands", n-before[cmd], cmd)
+		}
+	}
+	if after["type"] == before["type"] {
+		t.Error("the string run did not probe the records' type")
+	}
+}
+
+// commandCalls returns the calls of every command the server ran (INFO
+// commandstats), by lower-case name.
+func commandCalls(t *testing.T, a *goredis.Client) map[string]int64 {
+	t.Helper()
+	info, err := a.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]int64{}
+	for line := range strings.SplitSeq(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
+		if !ok {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, ",")
+		calls[name], _ = strconv.ParseInt(n, 10, 64)
+	}
+	return calls
 }
 
 // SIGTERM during a run: scheduling stops, writes in flight finish within

@@ -35,7 +35,7 @@ const (
 	kZRange               // ZRANGE key 0 -1
 	kZRangeBy             // ZRANGEBYSCORE key min max
 	kIdxAdd               // ZADD index record key
-	kExists               // EXISTS key
+	kType                 // TYPE key
 	numKinds
 )
 
@@ -71,7 +71,7 @@ var shapes = [numKinds]shape{
 	kZRange:   {"ZRANGE", array, true},
 	kZRangeBy: {"ZRANGEBYSCORE", array, true},
 	kIdxAdd:   {"ZADD", scalar, false},
-	kExists:   {"EXISTS", scalar, false},
+	kType:     {"TYPE", scalar, false},
 }
 
 // slot is one prepared command.
@@ -104,7 +104,7 @@ func newSlot(k kind, n int, names []string, index *string) *slot {
 			num(0)
 		}
 		str(1)
-	case kGet, kSMembers, kSPop, kSRand, kDel, kExists:
+	case kGet, kSMembers, kSPop, kSRand, kDel, kType:
 		sl.strs = make([]string, 1)
 		str(0)
 	case kGetRange, kZRem, kZRangeBy:

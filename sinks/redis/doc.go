@@ -19,7 +19,10 @@
 //	rediss://...                                  TLS
 //	redis-cluster://[user:password@]host:port,host:port[?tls=true&...]
 //	redis-sentinel://[user:password@]host:26379,host:26379/master[/db][?sentinel_password=...]
-//	redis://embedded                              in-process server (demos)
+//
+// The built-in target redis://embedded, an in-process server, is package
+// embedded, which opens this sink on it; to this package "embedded" is a
+// host name.
 //
 // Parameters: cleanup (delete KEY_PREFIX* at exit, default false), index
 // (maintain the scan index, default true), db, tls, skip_verify, protocol
@@ -29,7 +32,8 @@
 // URL wins over SOAKD_<W>_PASSWORD. Failed writes are retried by the
 // engine, never by the client.
 //
-// Registered in cmd/soakd as:
+// Registered in cmd/soakd as (Open there routes redis://embedded to
+// package embedded first):
 //
 //	r.Add(sinks.Entry{Schemes: redis.Schemes, Kinds: []sources.Kind{sources.KV}, Open: redis.Open, Check: redis.Check})
 package redis

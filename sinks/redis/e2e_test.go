@@ -32,8 +32,7 @@ func plugins() *daemon.Plugins {
 				return kv.New(*w.Ext.(*kv.Config), w.Seed, w.Shard)
 			},
 		}},
-		Sinks:   r,
-		Builtin: map[sources.Kind]string{sources.KV: "redis://embedded"},
+		Sinks: r,
 	}
 }
 

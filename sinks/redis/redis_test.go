@@ -198,7 +198,7 @@ func TestDataTypes(t *testing.T) {
 			c.Workload, _ = kv.ParseWorkload("read=0.3,update=0.2,insert=0.1,scan=0.1,rmw=0.3")
 			c.Distribution = kv.Uniform
 			src := source(t, c)
-			s := open(t, srv.URL, sinks.Options{DataType: string(dt), KeyPrefix: prefix})
+			s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: dt, KeyPrefix: prefix}})
 			if n := runLoad(t, src, s, 3); n != 300 {
 				t.Fatalf("load wrote %d records", n)
 			}
@@ -231,7 +231,7 @@ func TestLoadAutoExactRecords(t *testing.T) {
 	c := kv.DefaultConfig()
 	c.Records, c.KeyPrefix = 5000, "load:"
 	src := source(t, c)
-	s := open(t, srv.URL+"?index=false", sinks.Options{DataType: "hash", KeyPrefix: "load:", Workers: 8})
+	s := open(t, srv.URL+"?index=false", sinks.Options{Shape: src.Shape(), Workers: 8})
 	_, probe, _ := src.Preload()
 	b := src.NewBatch()
 	probe(b)
@@ -247,6 +247,64 @@ func TestLoadAutoExactRecords(t *testing.T) {
 	}
 }
 
+// Records of another type under the prefix make Present fail with a
+// DATA_TYPE setting error that says what it found and how to fix it;
+// records of the sink's own type are counted.
+func TestPresentChecksType(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	ctx := context.Background()
+	types := []sources.DataType{sources.DataTypeString, sources.DataTypeHash, sources.DataTypeSet, sources.DataTypeZSet}
+	for i, stored := range types {
+		prefix := "pt-" + string(stored) + ":"
+		c := kv.DefaultConfig()
+		c.Records, c.KeyPrefix, c.DataType = 100, prefix, stored
+		src := source(t, c)
+		runLoad(t, src, open(t, srv.URL, sinks.Options{Shape: src.Shape()}), 2)
+		_, probe, _ := src.Preload()
+		b := src.NewBatch()
+		probe(b)
+		if n, err := open(t, srv.URL, sinks.Options{Shape: src.Shape()}).Present(ctx, b); err != nil || n != 100 {
+			t.Fatalf("%s records probed as %s: Present = %d, %v; want 100", stored, stored, n, err)
+		}
+		keys, _ := a.DBSize(ctx).Result()
+		want := types[(i+1)%len(types)]
+		n, err := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: want, KeyPrefix: prefix}}).Present(ctx, b)
+		var se *sources.SettingError
+		if !errors.As(err, &se) || se.Setting != "DATA_TYPE" {
+			t.Fatalf("%s records probed as %s: Present = %d, %v; want a DATA_TYPE setting error", stored, want, n, err)
+		}
+		for _, s := range []string{`KEY_PREFIX "` + prefix + `"`, srv.URL, "100 of the 100 keys probed hold a " + string(stored),
+			"DATA_TYPE=" + string(want) + " stores a " + string(want), "WRONGTYPE", "use another KEY_PREFIX",
+			"set DATA_TYPE=" + string(stored), "?cleanup=true", "--pattern '" + prefix + "*'"} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%s records probed as %s: the error lacks %q: %v", stored, want, s, err)
+			}
+		}
+		if after, _ := a.DBSize(ctx).Result(); after != keys {
+			t.Errorf("DBSIZE %d after Present, was %d", after, keys)
+		}
+	}
+
+	// A type no DATA_TYPE stores, under an empty KEY_PREFIX: nothing to
+	// delete by prefix, so the error suggests a KEY_PREFIX only.
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix = 3, ""
+	src := source(t, c)
+	_, probe, _ := src.Preload()
+	b := src.NewBatch()
+	probe(b)
+	if err := a.RPush(ctx, string(b.Key(&b.Ops[1])), "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash}}).Present(ctx, b)
+	var se *sources.SettingError
+	if !errors.As(err, &se) || se.Setting != "DATA_TYPE" || !strings.Contains(err.Error(), "1 of the 3 keys probed hold a list") ||
+		!strings.Contains(err.Error(), "set a KEY_PREFIX") || strings.Contains(err.Error(), "set DATA_TYPE") || strings.Contains(err.Error(), "cleanup") {
+		t.Fatalf("a list under no prefix: %v", err)
+	}
+}
+
 func TestWorkloadKeysAndMisses(t *testing.T) {
 	srv := testserver.Redis(t)
 	a := admin(t, srv)
@@ -255,7 +313,7 @@ func TestWorkloadKeysAndMisses(t *testing.T) {
 	c.Workload, _ = kv.ParseWorkload("c")
 	src := source(t, c)
 	core, logs := observer.New(zap.InfoLevel)
-	s := open(t, srv.URL, sinks.Options{DataType: "string", KeyPrefix: "m:", Logger: zap.New(core)})
+	s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeString, KeyPrefix: "m:"}, Logger: zap.New(core)})
 	runOps(t, src, s, 800, 16)
 	if m := s.Misses(); m != 800 {
 		t.Fatalf("%d misses reading an empty database 800 times", m)
@@ -299,7 +357,7 @@ func TestErrorClasses(t *testing.T) {
 	_, b := insertBatch(t)
 
 	// WRONGTYPE: the key holds a list.
-	s := open(t, srv.URL, sinks.Options{DataType: "hash", KeyPrefix: "e:"})
+	s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: "e:"}})
 	a.RPush(ctx, string(b.Key(&b.Ops[3])), "x")
 	_, err := s.Write(ctx, b)
 	if err == nil || errClass(t, err) != sinks.Rejected || !strings.Contains(err.Error(), "WRONGTYPE") {
@@ -326,7 +384,7 @@ func TestErrorClasses(t *testing.T) {
 		c.ConfigSet(ctx, "requirepass", "")
 		c.Close()
 	}()
-	noauth := open(t, srv.URL, sinks.Options{DataType: "hash"})
+	noauth := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash}})
 	_, err = noauth.Write(ctx, b)
 	if err == nil || errClass(t, err) != sinks.Rejected {
 		t.Fatalf("write without a password: %v, want rejected", err)
@@ -334,7 +392,7 @@ func TestErrorClasses(t *testing.T) {
 	// A wrong password in the URL is refused and never shown. (Not
 	// "WRONG": the server's WRONGPASS reply holds that.)
 	const wrong = "n0t-the-pa55word"
-	bad := open(t, "redis://default:"+wrong+"@"+srv.Addr, sinks.Options{DataType: "hash"})
+	bad := open(t, "redis://default:"+wrong+"@"+srv.Addr, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash}})
 	_, werr := bad.Write(ctx, b)
 	perr := bad.Ping(ctx)
 	for _, err := range []error{werr, perr} {
@@ -345,11 +403,11 @@ func TestErrorClasses(t *testing.T) {
 			t.Fatalf("error shows the password: %v", err)
 		}
 	}
-	withpw := open(t, srv.URL, sinks.Options{DataType: "hash", Password: "s3cret"})
+	withpw := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash}, Password: "s3cret"})
 	if _, err := withpw.Write(ctx, b); err != nil {
 		t.Fatalf("write with Options.Password: %v", err)
 	}
-	acl := open(t, "redis://default:s3cret@"+srv.Addr, sinks.Options{DataType: "hash"})
+	acl := open(t, "redis://default:s3cret@"+srv.Addr, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash}})
 	if err := acl.Ping(ctx); err != nil {
 		t.Fatalf("ping with user:password in the URL: %v", err)
 	}
@@ -359,7 +417,7 @@ func TestServerDownAndBack(t *testing.T) {
 	srv := testserver.Redis(t)
 	ctx := context.Background()
 	_, b := insertBatch(t)
-	s := open(t, srv.URL, sinks.Options{DataType: "hash", Workers: 2})
+	s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash}, Workers: 2})
 	if _, err := s.Write(ctx, b); err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +448,7 @@ func TestServerDownAndBack(t *testing.T) {
 func TestStalledServerRespectsContext(t *testing.T) {
 	srv := testserver.Redis(t)
 	_, b := insertBatch(t)
-	s := open(t, srv.URL, sinks.Options{DataType: "hash"})
+	s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash}})
 	if err := srv.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +474,7 @@ func TestCleanup(t *testing.T) {
 	c := kv.DefaultConfig()
 	c.Records, c.KeyPrefix = 2500, "cl:"
 	src := source(t, c)
-	s := open(t, srv.URL+"?cleanup=true", sinks.Options{DataType: "set", KeyPrefix: "cl:"})
+	s := open(t, srv.URL+"?cleanup=true", sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeSet, KeyPrefix: "cl:"}})
 	runLoad(t, src, s, 2)
 	if n, _ := a.DBSize(ctx).Result(); n != 2500+1+2 {
 		t.Fatalf("DBSIZE %d before cleanup", n)
@@ -431,29 +489,8 @@ func TestCleanup(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	u, _ := url.Parse(srv.URL + "?cleanup=true")
-	if _, err := Open(ctx, u, sinks.Options{DataType: "set"}); err == nil || !strings.Contains(err.Error(), "KEY_PREFIX") {
+	if _, err := Open(ctx, u, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeSet}}); err == nil || !strings.Contains(err.Error(), "KEY_PREFIX") {
 		t.Fatalf("cleanup without a prefix: %v", err)
-	}
-}
-
-func TestEmbedded(t *testing.T) {
-	c := kv.DefaultConfig()
-	c.Records, c.KeyPrefix = 200, "demo:"
-	c.Workload, _ = kv.ParseWorkload("read=0.4,update=0.3,insert=0.1,scan=0.1,rmw=0.1")
-	for _, dt := range []sources.DataType{sources.DataTypeString, sources.DataTypeHash, sources.DataTypeSet, sources.DataTypeZSet} {
-		src := source(t, c)
-		s := open(t, "redis://embedded", sinks.Options{DataType: string(dt), KeyPrefix: "demo:"})
-		if err := s.Ping(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		runLoad(t, src, s, 2)
-		runOps(t, src, s, 500, 10)
-		if len(s.embedded.Keys()) < 200 {
-			t.Fatalf("%s: embedded server holds %d keys", dt, len(s.embedded.Keys()))
-		}
-		if m := s.Misses(); m != 0 {
-			t.Errorf("%s: %d misses", dt, m)
-		}
 	}
 }
 
@@ -482,7 +519,7 @@ func BenchmarkWrite(b *testing.B) {
 			c.Distribution = kv.Uniform
 			c.WriteAll = !tc.oneField
 			src := source(b, c)
-			s := open(b, srv.URL+"?index=false", sinks.Options{DataType: string(tc.dt), KeyPrefix: c.KeyPrefix})
+			s := open(b, srv.URL+"?index=false", sinks.Options{Shape: sources.KVShape{DataType: tc.dt, KeyPrefix: c.KeyPrefix}})
 			runLoad(b, src, s, 2)
 			st, _ := src.Stream(0, 1)
 			batch := src.NewBatch()
@@ -533,7 +570,7 @@ func BenchmarkParallel(b *testing.B) {
 			c.Workload, _ = kv.ParseWorkload(tc.workload)
 			c.Distribution = kv.Uniform
 			src := source(b, c)
-			s := open(b, srv.URL+"?index=false", sinks.Options{DataType: string(tc.dt), KeyPrefix: c.KeyPrefix, Workers: 50})
+			s := open(b, srv.URL+"?index=false", sinks.Options{Shape: sources.KVShape{DataType: tc.dt, KeyPrefix: c.KeyPrefix}, Workers: 50})
 			if b.N == 1 {
 				runLoad(b, src, s, 2)
 			}
@@ -654,7 +691,7 @@ func TestServerSeesProportions(t *testing.T) {
 	c.Records, c.KeyPrefix = 20000, "mix:"
 	c.Workload, _ = kv.ParseWorkload("read=0.5,update=0.3,insert=0.1,rmw=0.1")
 	src := source(t, c)
-	s := open(t, srv.URL+"?index=false", sinks.Options{DataType: "hash", KeyPrefix: "mix:"})
+	s := open(t, srv.URL+"?index=false", sinks.Options{Shape: src.Shape()})
 	runLoad(t, src, s, 4)
 	a.ConfigResetStat(context.Background())
 	const n = 100_000
@@ -694,7 +731,7 @@ func TestServerSeesZipfianHotKeys(t *testing.T) {
 		c.Workload, _ = kv.ParseWorkload("c")
 		c.Distribution = dist
 		src := source(t, c)
-		s := open(t, srv.URL+"?index=false", sinks.Options{DataType: "string", KeyPrefix: prefix})
+		s := open(t, srv.URL+"?index=false", sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeString, KeyPrefix: prefix}})
 		runLoad(t, src, s, 4)
 		runOps(t, src, s, 100_000, 16)
 		keys, err := a.Keys(ctx, prefix+"*").Result()

@@ -5,14 +5,15 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
@@ -37,17 +38,16 @@ var (
 // Sink executes KV batches as Redis pipelines, one round trip per batch
 // (two when the batch has scans: the index lookup, then the reads).
 type Sink struct {
-	cfg      Config
-	dt       sources.DataType
-	c        client
-	cluster  *goredis.ClusterClient
-	single   *goredis.Client
-	embedded *miniredis.Miniredis
-	prefix   string
-	index    string
-	names    []string // field0..field1023
-	log      *zap.Logger
-	where    string // redacted target, for error messages
+	cfg     Config
+	dt      sources.DataType
+	c       client
+	cluster *goredis.ClusterClient
+	single  *goredis.Client
+	prefix  string
+	index   string
+	names   []string // field0..field1023
+	log     *zap.Logger
+	where   string // redacted target, for error messages
 
 	// free holds the call states not in use. In single-server and
 	// sentinel mode each owns a dedicated connection (goredis.Conn), so a
@@ -66,8 +66,7 @@ var (
 )
 
 // Open is the registry's OpenFunc. It builds the client and does no I/O
-// (go-redis dials on first use), except for redis://embedded, which starts
-// the in-process server.
+// (go-redis dials on first use).
 func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 	cfg, err := ParseURL(u)
 	if err != nil {
@@ -79,11 +78,16 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 // New builds a sink for a parsed URL. where names the target in error
 // messages and must not hold secrets.
 func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
-	dt, err := sources.ParseDataType(o.DataType)
-	if err != nil {
-		return nil, err
+	dt := o.Shape.DataType
+	switch dt {
+	case "":
+		dt = sources.DataTypeHash // DATA_TYPE's default
+	case sources.DataTypeString, sources.DataTypeHash, sources.DataTypeSet, sources.DataTypeZSet:
+	default:
+		return nil, fmt.Errorf("BUG: redis sink: data type %q", dt)
 	}
-	if cfg.Cleanup && o.KeyPrefix == "" {
+	prefix := o.Shape.KeyPrefix
+	if cfg.Cleanup && prefix == "" {
 		return nil, errors.New("cleanup=true needs a KEY_PREFIX, so it deletes only this workload's keys")
 	}
 	if cfg.Password == "" {
@@ -94,7 +98,7 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 		log = zap.NewNop()
 	}
 	quietClient.Do(func() { goredis.SetLogger(clientLog{log.Named("go-redis")}) })
-	s := &Sink{cfg: cfg, dt: dt, prefix: o.KeyPrefix, index: o.KeyPrefix + "_indices", log: log, where: where}
+	s := &Sink{cfg: cfg, dt: dt, prefix: prefix, index: prefix + "_indices", log: log, where: where}
 	s.names = make([]string, sources.MaxFields)
 	for i := range s.names {
 		s.names[i] = "field" + strconv.Itoa(i)
@@ -114,14 +118,6 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.SkipVerify} //nolint:gosec // opt-in via ?skip_verify=true
 	}
 	switch cfg.Mode {
-	case Embedded:
-		m := miniredis.NewMiniRedis()
-		if err := m.StartAddr("127.0.0.1:0"); err != nil {
-			return nil, fmt.Errorf("cannot start the embedded Redis server: %w", err)
-		}
-		s.embedded = m
-		cfg.Addrs = []string{m.Addr()}
-		fallthrough
 	case Single:
 		s.single = goredis.NewClient(&goredis.Options{
 			Addr: cfg.Addrs[0], DB: cfg.DB, Username: cfg.Username, Password: cfg.Password,
@@ -490,13 +486,18 @@ func (s *Sink) wrap(n int, err error) error {
 	return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w", n, s.where, err))
 }
 
-// Present counts how many of the keys read by b's operations exist (one
-// EXISTS per key, pipelined).
+// Present counts how many of the keys read by b's operations hold a
+// record of the sink's data type (one TYPE per key, pipelined; a cluster
+// client sends each to its slot's node). A key that holds another type
+// is not a missing record but a configuration problem: every operation
+// on it would fail with WRONGTYPE, and a load would not replace it. Then
+// Present returns a *sources.SettingError for DATA_TYPE that says what
+// was found and how to fix it.
 func (s *Sink) Present(ctx context.Context, b *sources.Batch) (int, error) {
 	c := s.getCall()
 	defer s.putCall(c)
 	for i := range b.Ops {
-		s.add(c, kExists, 0, smallReply).strs[0] = view(b.Key(&b.Ops[i]))
+		s.add(c, kType, 0, smallReply).strs[0] = view(b.Key(&b.Ops[i]))
 	}
 	if len(c.cmds) == 0 {
 		return 0, nil
@@ -505,12 +506,62 @@ func (s *Sink) Present(ctx context.Context, b *sources.Batch) (int, error) {
 		return 0, err
 	}
 	n := 0
+	var other map[string]int
 	for _, sl := range c.used {
-		if string(sl.zc.Bytes()) == "1" {
+		switch t := sl.zc.Bytes(); string(t) {
+		case string(s.dt):
 			n++
+		case "none":
+		default:
+			if other == nil {
+				other = map[string]int{}
+			}
+			other[string(t)]++
 		}
 	}
+	if other != nil {
+		return 0, s.typeMismatch(other, len(c.used))
+	}
 	return n, nil
+}
+
+// typeMismatch is Present's error for keys that hold other types than
+// DATA_TYPE stores: found counts them by type, of probed keys.
+func (s *Sink) typeMismatch(found map[string]int, probed int) error {
+	types := slices.Sorted(maps.Keys(found))
+	var what strings.Builder
+	for i, t := range types {
+		if i > 0 {
+			what.WriteString(", ")
+		}
+		fmt.Fprintf(&what, "%d of the %d keys probed hold a %s", found[t], probed, t)
+	}
+	var fix []string
+	if s.prefix == "" {
+		fix = append(fix, "set a KEY_PREFIX of this workload's own")
+	} else {
+		fix = append(fix, "use another KEY_PREFIX")
+	}
+	if len(types) == 1 {
+		if dt, err := sources.ParseDataType(types[0]); err == nil && string(dt) == types[0] {
+			fix = append(fix, "set DATA_TYPE="+types[0])
+		}
+	}
+	if s.prefix != "" {
+		fix = append(fix, fmt.Sprintf("delete the keys (run once with ?cleanup=true in the TARGET URL, which deletes every key under KEY_PREFIX at exit, "+
+			"or: redis-cli --scan --pattern %s | xargs redis-cli unlink, on every master of a cluster)", shellQuote(globEscape(s.prefix)+"*")))
+	}
+	if len(fix) > 1 {
+		fix[len(fix)-1] = "or " + fix[len(fix)-1]
+	}
+	return sources.Invalid("DATA_TYPE", "KEY_PREFIX %q on %s holds records of another type: %s, but DATA_TYPE=%s stores a %s, "+
+		"so every operation on them would fail with WRONGTYPE; %s",
+		s.prefix, s.where, what.String(), s.dt, s.dt, strings.Join(fix, ", "))
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Ping checks that the target answers.
@@ -522,8 +573,7 @@ func (s *Sink) Ping(ctx context.Context) error {
 }
 
 // Close logs the reads that found no record, deletes the workload's keys
-// when ?cleanup=true, then closes the client (and stops the embedded
-// server). Safe to call more than once.
+// when ?cleanup=true, then closes the client. Safe to call more than once.
 func (s *Sink) Close(ctx context.Context) error {
 	if s.closed.Swap(true) {
 		return nil
@@ -552,11 +602,7 @@ func (s *Sink) Close(ctx context.Context) error {
 			err = errors.Join(err, ignoreClosed(c.conn.Close()))
 		}
 	}
-	err = errors.Join(err, s.c.Close())
-	if s.embedded != nil {
-		s.embedded.Close()
-	}
-	return err
+	return errors.Join(err, s.c.Close())
 }
 
 // cleanup deletes every key under the prefix (including the scan index)

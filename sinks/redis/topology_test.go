@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -60,7 +61,7 @@ func TestCluster(t *testing.T) {
 	c.Records, c.KeyPrefix = 2000, "cl:"
 	c.Workload, _ = kv.ParseWorkload("read=0.4,update=0.3,insert=0.1,scan=0.1,rmw=0.1")
 	src := source(t, c)
-	s := open(t, "redis-cluster://"+a+","+b+"?cleanup=true", sinks.Options{DataType: "hash", KeyPrefix: "cl:", Workers: 4})
+	s := open(t, "redis-cluster://"+a+","+b+"?cleanup=true", sinks.Options{Shape: src.Shape(), Workers: 4})
 	if err := s.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +75,20 @@ func TestCluster(t *testing.T) {
 	}
 	if m := s.Misses(); m != 0 {
 		t.Errorf("%d misses", m)
+	}
+
+	// The load probe asks each key's node for its type.
+	_, probe, _ := src.Preload()
+	pb := src.NewBatch()
+	probe(pb)
+	if n, err := s.Present(ctx, pb); err != nil || n != len(pb.Ops) {
+		t.Fatalf("Present after the load = %d of %d, %v", n, len(pb.Ops), err)
+	}
+	str := open(t, "redis-cluster://"+a+","+b, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeString, KeyPrefix: "cl:"}})
+	var se *sources.SettingError
+	if _, err := str.Present(ctx, pb); !errors.As(err, &se) || se.Setting != "DATA_TYPE" ||
+		!strings.Contains(err.Error(), fmt.Sprintf("%d of the %d keys probed hold a hash", len(pb.Ops), len(pb.Ops))) {
+		t.Fatalf("hash records probed as strings in a cluster: %v", err)
 	}
 
 	// Move the slot of one of a's records to b. HMGET's reply is read raw,
@@ -178,7 +193,7 @@ func TestSentinel(t *testing.T) {
 	c := kv.DefaultConfig()
 	c.Records, c.KeyPrefix = 500, "sn:"
 	src := source(t, c)
-	s := open(t, "redis-sentinel://"+addr+"/mymaster/0", sinks.Options{DataType: "string", KeyPrefix: "sn:"})
+	s := open(t, "redis-sentinel://"+addr+"/mymaster/0", sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeString, KeyPrefix: "sn:"}})
 	if err := s.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +202,7 @@ func TestSentinel(t *testing.T) {
 		t.Fatalf("master holds %d keys after loading 500 records through the sentinel", n)
 	}
 	u := "redis-sentinel://" + addr + "/othermaster"
-	bad := open(t, u, sinks.Options{DataType: "string"})
+	bad := open(t, u, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeString}})
 	if err := bad.Ping(context.Background()); err == nil {
 		t.Fatalf("ping of an unknown master through %s succeeded", u)
 	}

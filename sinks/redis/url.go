@@ -24,8 +24,6 @@ const (
 	Cluster
 	// Sentinel is a master found through sentinels (redis-sentinel://).
 	Sentinel
-	// Embedded is an in-process server (redis://embedded) for demos.
-	Embedded
 )
 
 // Config is the parsed form of a sink URL.
@@ -91,34 +89,30 @@ func ParseURL(u *url.URL) (Config, error) {
 			bad("unknown parameter %q (known: %s)", k, strings.Join(params, ", "))
 		}
 	}
-	if u.Host == "embedded" && c.Mode == Single && !c.TLS {
-		c.Mode = Embedded
-	} else {
-		for h := range strings.SplitSeq(u.Host, ",") {
-			if h == "" {
-				continue
-			}
-			c.Addrs = append(c.Addrs, withPort(h, c.Mode))
+	for h := range strings.SplitSeq(u.Host, ",") {
+		if h == "" {
+			continue
 		}
-		for _, h := range q["addr"] {
-			if c.Mode == Single {
-				bad("addr: only redis-cluster:// and redis-sentinel:// take more addresses")
-				break
-			}
-			c.Addrs = append(c.Addrs, withPort(h, c.Mode))
+		c.Addrs = append(c.Addrs, withPort(h, c.Mode))
+	}
+	for _, h := range q["addr"] {
+		if c.Mode == Single {
+			bad("addr: only redis-cluster:// and redis-sentinel:// take more addresses")
+			break
 		}
-		if len(c.Addrs) == 0 {
-			bad("no host: want %s://HOST[:PORT]", u.Scheme)
-		}
-		if c.Mode == Single && len(c.Addrs) > 1 {
-			bad("%d hosts: redis:// takes one (use redis-cluster:// or redis-sentinel:// for several)", len(c.Addrs))
-		}
-		for _, a := range c.Addrs {
-			if _, p, err := net.SplitHostPort(a); err != nil {
-				bad("address %q: %v", a, err)
-			} else if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-				bad("address %q: port must be 1..65535", a)
-			}
+		c.Addrs = append(c.Addrs, withPort(h, c.Mode))
+	}
+	if len(c.Addrs) == 0 {
+		bad("no host: want %s://HOST[:PORT]", u.Scheme)
+	}
+	if c.Mode == Single && len(c.Addrs) > 1 {
+		bad("%d hosts: redis:// takes one (use redis-cluster:// or redis-sentinel:// for several)", len(c.Addrs))
+	}
+	for _, a := range c.Addrs {
+		if _, p, err := net.SplitHostPort(a); err != nil {
+			bad("address %q: %v", a, err)
+		} else if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			bad("address %q: port must be 1..65535", a)
 		}
 	}
 	path := strings.Trim(u.Path, "/")
@@ -151,7 +145,7 @@ func ParseURL(u *url.URL) (Config, error) {
 	boolParam(q, "cleanup", &c.Cleanup, bad)
 	boolParam(q, "index", &c.Index, bad)
 	if q.Has("tls") {
-		if c.Mode == Single || c.Mode == Embedded {
+		if c.Mode == Single {
 			bad("tls: use rediss:// for TLS to a single server")
 		} else {
 			boolParam(q, "tls", &c.TLS, bad)

@@ -11,8 +11,8 @@ import (
 )
 
 // Config holds the settings of a kv workload. The engine parses it from
-// SOAKD_<W>_* (the tags carry the names without that prefix) and passes
-// DataType and KeyPrefix on to the sink (sinks.Options).
+// SOAKD_<W>_* (the tags carry the names without that prefix); the source
+// hands DataType and KeyPrefix to the sink as its Shape.
 type Config struct {
 	Workload     Workload         `env:"WORKLOAD" envDefault:"a" help:"YCSB workload: load, a..f, or proportions like read=0.5,update=0.5 (read, update, insert, scan, rmw)"`
 	Distribution Distribution     `env:"DISTRIBUTION" envDefault:"auto" help:"request distribution: zipfian (theta 0.99, scrambled), uniform, latest, hotspot, or auto (the workload's own: latest for d, zipfian otherwise)"`
@@ -302,11 +302,3 @@ func (m *LoadMode) UnmarshalText(b []byte) error {
 	}
 	return fmt.Errorf("load %q: want auto or off", string(b))
 }
-
-// RecordType returns DATA_TYPE; the engine passes it to the sink as
-// sinks.Options.DataType.
-func (c *Config) RecordType() string { return string(c.DataType) }
-
-// RecordKeyPrefix returns KEY_PREFIX; the engine passes it to the sink as
-// sinks.Options.KeyPrefix.
-func (c *Config) RecordKeyPrefix() string { return c.KeyPrefix }

@@ -164,6 +164,29 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 }
 
+// Shape hands the sink DATA_TYPE, in its canonical lower case, and
+// KEY_PREFIX; the load source of WORKLOAD=load has it too.
+func TestShape(t *testing.T) {
+	t.Parallel()
+	c := DefaultConfig()
+	c.DataType, c.KeyPrefix = "ZSet", "usertable/"
+	want := sources.KVShape{DataType: sources.DataTypeZSet, KeyPrefix: "usertable/"}
+	for _, w := range []string{"a", "load"} {
+		c.Workload, _ = ParseWorkload(w)
+		src, err := New(c, 1, whole())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, ok := src.(sources.Shaped)
+		if !ok {
+			t.Fatalf("WORKLOAD=%s: %T is not a sources.Shaped", w, src)
+		}
+		if got := sh.Shape(); got != want {
+			t.Errorf("WORKLOAD=%s: Shape() = %+v, want %+v", w, got, want)
+		}
+	}
+}
+
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	c := DefaultConfig()

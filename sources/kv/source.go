@@ -12,7 +12,7 @@ import (
 )
 
 // Source is the YCSB core workload. It implements sources.Source,
-// sources.Batcher and sources.Preloader.
+// sources.Batcher, sources.Preloader and sources.Shaped.
 //
 // Records are numbered 0..RECORDS-1; a shard i/N owns the records r with
 // r mod N == i, and works on them through their index j (r = j*N + i), so
@@ -32,6 +32,7 @@ type Source struct {
 	owned uint64
 	// cum is the cumulative operation mix, for choosing an op with one draw.
 	cum    [sources.NumOps]float64
+	shape  sources.KVShape
 	prefix []byte
 	// pool is random printable bytes that values are copied from.
 	pool []byte
@@ -47,6 +48,7 @@ var (
 	_ sources.Source    = (*Source)(nil)
 	_ sources.Batcher   = (*Source)(nil)
 	_ sources.Preloader = (*Source)(nil)
+	_ sources.Shaped    = (*Source)(nil)
 )
 
 // New builds the source for one shard. It is cheap (no I/O; a value pool
@@ -75,6 +77,8 @@ func newSource(c Config, seed uint64, shard sources.Shard) (*Source, error) {
 		// Shard i+N would own shard i's records.
 		return nil, sources.Invalid("SHARD", "%s: want 0 <= i < N", shard)
 	}
+	// Validate accepted it; this makes it lower case.
+	dt, _ := sources.ParseDataType(string(c.DataType))
 	owned := ownedCount(uint64(c.Records), shard)
 	if owned == 0 {
 		return nil, sources.Invalid("RECORDS", "%d records cannot be split into %d shards: shard %s owns none", c.Records, shard.Count, shard)
@@ -86,6 +90,7 @@ func newSource(c Config, seed uint64, shard sources.Shard) (*Source, error) {
 		dist:    c.dist(),
 		owned:   owned,
 		prefix:  []byte(c.KeyPrefix),
+		shape:   sources.KVShape{DataType: dt, KeyPrefix: c.KeyPrefix},
 		inserts: c.Workload.Has(sources.OpInsert) && c.Workload.Name != "load",
 	}
 	acc := 0.0
@@ -132,6 +137,9 @@ func (s *Source) Kind() sources.Kind { return sources.KV }
 
 // Schemas returns nil: KV sources have no tables.
 func (s *Source) Schemas() []*sources.Schema { return nil }
+
+// Shape returns DATA_TYPE and KEY_PREFIX, for the sink.
+func (s *Source) Shape() sources.KVShape { return s.shape }
 
 // NewBatch returns an empty batch describing this source's records.
 func (s *Source) NewBatch() *sources.Batch {
