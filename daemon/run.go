@@ -66,11 +66,16 @@ func (r *readiness) get() (bool, error) {
 // errHardStop is the cause of a stop by SOAKD_DURATION.
 var errHardStop = errors.New("SOAKD_DURATION reached")
 
-// stopCause names why genCtx ended: SOAKD_DURATION, or a signal (the
-// caller's context).
+// stopCause names why genCtx ended: SOAKD_DURATION, another workload's
+// configuration error, or a signal (the caller's context).
 func stopCause(ctx context.Context) string {
-	if errors.Is(context.Cause(ctx), errHardStop) {
+	cause := context.Cause(ctx)
+	var ce *ConfigError
+	switch {
+	case errors.Is(cause, errHardStop):
 		return stopHard
+	case errors.As(cause, &ce):
+		return stopConfig
 	}
 	return stopSignal
 }
@@ -142,7 +147,16 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 
 	g := new(errgroup.Group)
 	for _, w := range wls {
-		g.Go(func() error { return w.runAll(genCtx, drainCtx, cfg) })
+		g.Go(func() error {
+			err := w.runAll(genCtx, drainCtx, cfg)
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				// A setting the target contradicts: the configuration is
+				// wrong, so the whole run stops now (exit 2).
+				stopGen(err)
+			}
+			return err
+		})
 	}
 	runErr := g.Wait()
 	close(allDone)

@@ -127,6 +127,7 @@ const (
 	stopLoadDuration = "LOAD_DURATION"
 	stopHard         = "SOAKD_DURATION"
 	stopSignal       = "signal"
+	stopConfig       = "configuration error"
 )
 
 // phaseRun is the state of one pass over a source.
