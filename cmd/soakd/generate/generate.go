@@ -1,5 +1,5 @@
-// Package gencmd implements `soakd generate`: it writes a finite iot data
-// set to a file or standard output, like tsbs_generate_data, in
+// Package generate implements `soakd generate`: it writes a finite iot
+// data set to a file or standard output, like tsbs_generate_data, in
 // InfluxDB line protocol, CSV or PostgreSQL COPY text.
 //
 //	soakd generate --source devops --scale 100 \
@@ -10,7 +10,7 @@
 // flags, whatever the number of cores: devices are generated in parallel
 // streams and merged in a canonical order (round by round, devices
 // ascending), in bounded chunks.
-package gencmd
+package generate
 
 import (
 	"bufio"

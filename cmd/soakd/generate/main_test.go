@@ -1,4 +1,4 @@
-package gencmd
+package generate
 
 import (
 	"testing"
