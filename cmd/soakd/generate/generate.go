@@ -1,168 +1,452 @@
-// Package generate implements `soakd generate`: it writes a finite iot
-// data set to a file or standard output, like tsbs_generate_data, in
-// InfluxDB line protocol, CSV or PostgreSQL COPY text.
+// Package generate implements `soakd generate`: it writes the finite data
+// set of a series source to a file or standard output, like
+// tsbs_generate_data, in InfluxDB line protocol, CSV or PostgreSQL COPY
+// text.
 //
 //	soakd generate --source devops --scale 100 \
 //	    --start 2026-01-01T00:00:00Z --end 2026-01-02T00:00:00Z \
 //	    --interval 10s --format influx --out cpu.influx
 //
+// The data set is read as the one workload, named gen, of a soakd run: the
+// source comes from the same list (daemon.Sources, in cmd/soakd) and each
+// of its settings X is the variable SOAKD_GEN_X and the flag --x (lower
+// case, - for _), parsed and checked by the same code as a run's.
+// Generate's own options (format, out, ...) are read the same way. A
+// source's daemon.FileEntry gives its file defaults and says when its
+// settings make a finite data set; a source without one (kv) makes no
+// file.
+//
 // The output is the same bytes on every run and machine for the same
-// flags, whatever the number of cores: devices are generated in parallel
-// streams and merged in a canonical order (round by round, devices
-// ascending), in bounded chunks.
+// settings, whatever the number of cores: the devices of an iot source
+// are generated in parallel streams and merged in a canonical order (round
+// by round, devices ascending), in bounded chunks; any other source is
+// written from one stream.
 package generate
 
 import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/sinks/file"
 	"github.com/soakd/soakd/sinks/lineproto"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/iot"
 )
 
-// options are the parsed flags.
+// workload is the name generate reads its data set as, so setting X is
+// the variable prefix+X (SOAKD_GEN_X, as daemon.Prefix(workload) says).
+const (
+	workload = "gen"
+	prefix   = daemon.EnvPrefix + "GEN_"
+)
+
+// defaultSource is the source when SOURCE is not set: TSBS's cpu-only.
+const defaultSource = "devops"
+
+// dataSettings are the settings of a workload (beyond its source's own)
+// that shape its data set; the others (TARGET, RATE, ...) are a run's.
+var dataSettings = []string{"SOURCE", "SEED", "SHARD"}
+
+// options are generate's own settings, read like the data set's:
+// SOAKD_GEN_FORMAT is --format.
 type options struct {
-	source    string
-	cfg       iot.Config
-	seed      uint64
-	shard     sources.Shard
+	Format    string `env:"FORMAT" envDefault:"influx" help:"influx (line protocol), csv or pgcopy (PostgreSQL COPY text)"`
+	Precision string `env:"PRECISION" envDefault:"ns" help:"influx timestamp precision: ns, us, ms or s"`
+	Out       string `env:"OUT" help:"output file; empty = standard output; csv/pgcopy of several measurements write one file each (out.csv: out.cpu.csv, ...)"`
+	Workers   int    `env:"WORKERS" envDefault:"0" help:"goroutines generating in parallel; 0 = one per core; the output does not depend on it"`
+	Progress  string `env:"PROGRESS" envDefault:"auto" help:"progress bar on stderr: auto (when stderr is a terminal), on or off"`
+	Quiet     bool   `env:"QUIET" envDefault:"false" help:"no progress bar and no summary on stderr"`
+}
+
+// Exit codes, as soakd's.
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitConfig = 2
+)
+
+// setup is the list of settings generate reads for one source.
+type setup struct {
+	srcs   daemon.Sources
+	source string
+	entry  *daemon.SourceEntry // nil when source names none
+	data   []daemon.Setting    // SOURCE, SEED, SHARD, then the source's own
+	own    []daemon.Setting    // options
+}
+
+// newSetup lists the settings for source (the default when empty), with
+// generate's defaults and flags: the prefix SOAKD_GEN_ makes no part of a
+// flag (--scale, not --gen-scale).
+func newSetup(srcs daemon.Sources, source string) *setup {
+	if source == "" {
+		source = defaultSource
+	}
+	st := &setup{srcs: srcs, source: source, entry: srcs.Lookup(source)}
+	for _, s := range daemon.SettingsOf(&daemon.Workload{}, prefix) {
+		name := strings.TrimPrefix(s.Key, prefix)
+		if !slices.Contains(dataSettings, name) {
+			continue
+		}
+		switch name {
+		case "SOURCE":
+			s.Default = defaultSource
+			s.Help = "data set: " + strings.Join(st.fileSources(), ", ")
+		case "SHARD":
+			s.Help = "i/N: write only the i-th of N disjoint slices of the devices; the N files together hold the whole data set"
+		}
+		st.data = append(st.data, s)
+	}
+	st.own = daemon.SettingsOf(&options{}, prefix)
+	if e := st.entry; e != nil && e.Settings != nil {
+		for _, s := range daemon.SettingsOf(e.Settings(), prefix) {
+			if slices.ContainsFunc(st.own, func(o daemon.Setting) bool { return o.Key == s.Key }) {
+				panic("BUG: source " + source + "'s setting " + s.Key + " is also an option of soakd generate")
+			}
+			if e.File != nil {
+				if d := e.File.Defaults[strings.TrimPrefix(s.Key, prefix)]; d != "" {
+					s.Default = d
+				}
+			}
+			st.data = append(st.data, s)
+		}
+	}
+	for _, list := range [][]daemon.Setting{st.data, st.own} {
+		for i := range list {
+			list[i].Flag = flagOf(list[i].Key)
+		}
+	}
+	return st
+}
+
+// flagOf turns SOAKD_GEN_OUT_OF_ORDER into out-of-order.
+func flagOf(key string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(key, prefix)), "_", "-")
+}
+
+// fileSources lists the sources that write a data file.
+func (st *setup) fileSources() []string {
+	var out []string
+	for _, e := range st.srcs {
+		if e.File != nil && e.Kind == sources.Series {
+			out = append(out, e.Names...)
+		}
+	}
+	return out
+}
+
+func (st *setup) all() []daemon.Setting { return append(slices.Clip(st.data), st.own...) }
+
+// cmdLine is the parsed command line.
+type cmdLine struct {
+	env  map[string]string // environ with the flags applied
+	keys []string          // the variables set by flags
+	help bool
+}
+
+// sourceOf returns the source the command line or environ names (the last
+// --source wins, as in parseArgs); "" when none.
+func sourceOf(args []string, environ map[string]string) string {
+	src := environ[prefix+"SOURCE"]
+	for i := 0; i < len(args); i++ {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if name != "source" || !strings.HasPrefix(args[i], "-") {
+			continue
+		}
+		if !hasValue && i+1 < len(args) {
+			i++
+			value = args[i]
+		}
+		src = value
+	}
+	return src
+}
+
+// parseArgs applies --name=value and --name value flags onto a copy of
+// environ as SOAKD_GEN_NAME=value, as soakd run applies --w-name onto
+// SOAKD_W_NAME. A boolean setting's flag may stand alone (--quiet).
+func (st *setup) parseArgs(args []string, environ map[string]string) (cmdLine, error) {
+	c := cmdLine{env: make(map[string]string, len(environ)+len(args))}
+	for k, v := range environ {
+		c.env[k] = v
+	}
+	isBool := map[string]bool{}
+	for _, s := range st.all() {
+		isBool[s.Flag] = s.Bool
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			return c, fmt.Errorf("unexpected argument %q (settings are flags like --scale 100)", a)
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !hasValue && (name == "h" || name == "help") {
+			c.help = true
+			return c, nil
+		}
+		if name == "" {
+			return c, fmt.Errorf("bad flag %q", a)
+		}
+		if !hasValue {
+			switch {
+			case isBool[name]:
+				value = "true"
+			case i+1 < len(args):
+				i++
+				value = args[i]
+			default:
+				return c, fmt.Errorf("flag --%s needs a value", name)
+			}
+		}
+		key := prefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		c.env[key] = value
+		c.keys = append(c.keys, key)
+	}
+	return c, nil
+}
+
+// job is a checked command: a source and where and how to write it.
+type job struct {
+	name      string
+	src       sources.Source
+	rows      int64 // in the data set (this shard)
+	opts      options
 	format    file.Format
 	precision lineproto.Precision
-	out       string
-	workers   int
-	quiet     bool
-	progress  string
+	multi     bool // one output per table
+}
+
+func cfgErr(setting, format string, args ...any) error {
+	return &daemon.ConfigError{Key: prefix + setting, Err: fmt.Errorf(format, args...)}
+}
+
+// load reads and checks every setting and builds the source; every
+// problem is returned at once, each naming its variable.
+func (st *setup) load(c cmdLine) (*job, error) {
+	var errs []error
+	e := st.entry
+	known := map[string]bool{}
+	for _, s := range st.all() {
+		known[s.Key] = true
+	}
+	if e != nil && e.File != nil { // else the source's problem says it all
+		for _, k := range c.keys {
+			if !known[k] {
+				errs = append(errs, fmt.Errorf("unknown flag --%s (see soakd generate --help)", flagOf(k)))
+			}
+		}
+	}
+
+	// The data set is the one workload of a run's configuration, read and
+	// checked by the same code.
+	env := map[string]string{daemon.EnvPrefix + "WORKLOADS": workload}
+	for _, s := range st.data {
+		if v := c.env[s.Key]; v != "" {
+			env[s.Key] = v
+		} else if s.Default != "" {
+			env[s.Key] = s.Default
+		}
+	}
+	cfg, err := daemon.Load(env, st.srcs)
+	errs = append(errs, flatten(err)...)
+	failed := map[string]bool{}
+	for _, err := range errs {
+		var ce *daemon.ConfigError
+		if errors.As(err, &ce) {
+			failed[ce.Key] = true
+		}
+	}
+	// Setting problems are reported once: not again when a setting that
+	// failed to parse fails a check with its zero value.
+	check := func(err error) {
+		for _, err := range flatten(sources.RenameSettings(err, func(setting string, cause error) error {
+			if setting == "" {
+				setting = "SOURCE"
+			}
+			return &daemon.ConfigError{Key: prefix + setting, Err: cause}
+		})) {
+			var ce *daemon.ConfigError
+			if errors.As(err, &ce) && failed[ce.Key] {
+				continue
+			}
+			errs = append(errs, err)
+			if ce != nil {
+				failed[ce.Key] = true
+			}
+		}
+	}
+	w := cfg.Workload[0]
+	switch {
+	case e == nil:
+		errs = append(errs, cfgErr("SOURCE", "unknown source %q (known: %s)", st.source, strings.Join(st.fileSources(), ", ")))
+	case e.Kind == sources.KV:
+		errs = append(errs, cfgErr("SOURCE", "%s makes key-value operations, not rows: soakd generate writes %s", st.source, strings.Join(st.fileSources(), ", ")))
+	case e.File == nil || e.Kind != sources.Series:
+		errs = append(errs, cfgErr("SOURCE", "%s has no finite set of rows to write: soakd generate writes %s", st.source, strings.Join(st.fileSources(), ", ")))
+	default:
+		if e.Validate != nil {
+			check(e.Validate(w))
+		}
+		if e.File.Finite != nil {
+			check(e.File.Finite(w))
+		}
+	}
+
+	j := &job{name: st.source}
+	oenv := map[string]string{}
+	for _, s := range st.own {
+		if v, ok := c.env[s.Key]; ok {
+			oenv[s.Key] = v
+		}
+	}
+	errs = append(errs, flatten(daemon.ParseSettings(&j.opts, oenv, prefix))...)
+	o := &j.opts
+	if j.format, err = file.ParseFormat(o.Format); err != nil {
+		errs = append(errs, cfgErr("FORMAT", "%w", err))
+	}
+	if j.precision, err = lineproto.ParsePrecision(o.Precision); err != nil {
+		errs = append(errs, cfgErr("PRECISION", "%w", err))
+	}
+	if o.Workers < 0 {
+		errs = append(errs, cfgErr("WORKERS", "%d: want 0 (one per core) or more", o.Workers))
+	}
+	if o.Workers == 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if !slices.Contains([]string{"auto", "on", "off"}, o.Progress) {
+		errs = append(errs, cfgErr("PROGRESS", "%q: want auto, on or off", o.Progress))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	if j.src, err = e.New(w); err != nil {
+		check(err)
+		return nil, errors.Join(errs...)
+	}
+	sized, ok := j.src.(sources.Sized)
+	if !ok {
+		return nil, fmt.Errorf("BUG: source %s passed its finite check but has no known number of rows", st.source)
+	}
+	j.rows = sized.Total()
+	j.multi = j.format.Split(j.src.Schemas())
+	if j.multi && (o.Out == "" || o.Out == "-") {
+		return nil, cfgErr("OUT", "format %s writes one file per measurement and %s has %d: give a file (e.g. --out data%s)",
+			j.format, st.source, len(j.src.Schemas()), j.format.Ext())
+	}
+	return j, nil
+}
+
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 const usageHead = `Usage: soakd generate [flags]
 
-Writes a finite data set like tsbs_generate_data: every device's readings
-from --start to --end, one per --interval, in the chosen format. The same
-flags always give the same bytes.
+Writes a finite data set to a file, like tsbs_generate_data: every row of
+the source's data set, in the chosen format. The same settings always give
+the same bytes.
 
-Flags:
+Every setting is a flag and an environment variable: --scale is
+SOAKD_GEN_SCALE; flags win. The data set is read as a workload named gen of
+soakd run: its settings are its source's, checked as there, with the
+defaults of a data file. The settings with --source %s:
+
 `
 
-func parse(args []string, stderr io.Writer) (*options, error) {
-	o := &options{cfg: iot.DefaultConfig()}
-	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageHead)
-		fs.PrintDefaults()
-	}
-	c := &o.cfg
-	_ = c.Start.UnmarshalText([]byte("2016-01-01T00:00:00Z")) // TSBS's defaults
-	_ = c.End.UnmarshalText([]byte("2016-01-02T00:00:00Z"))
-	fs.StringVar(&o.source, "source", "devops", "data set: "+strings.Join(iot.Names(), ", "))
-	fs.IntVar(&c.Scale, "scale", c.Scale, "number of devices (hosts, trucks, sensors)")
-	fs.DurationVar(&c.Interval, "interval", c.Interval, "time between two readings of a device")
-	fs.TextVar(&c.Start, "start", c.Start, "first timestamp (RFC3339)")
-	fs.TextVar(&c.End, "end", c.End, "end of the data set, exclusive (RFC3339 or +DURATION after --start)")
-	fs.IntVar(&c.Columns, "columns", c.Columns, "massive: columns per row (1..1000)")
-	fs.TextVar(&c.ColumnType, "column-type", c.ColumnType, "massive: int or float")
-	fs.TextVar(&c.OutOfOrder, "out-of-order", c.OutOfOrder, "FRACTION:MAXLATE of late readings, e.g. 0.05:30s (none; default: the source's)")
-	fs.TextVar(&c.Offline, "offline", c.Offline, "FRACTION:DURATION of offline devices that backfill in bursts, e.g. 0.01:10m")
-	fs.TextVar(&c.Missing, "missing", c.Missing, "fraction of null fields, e.g. 0.01 (never a whole row)")
-	fs.Uint64Var(&o.seed, "seed", 1, "random seed: the same seed gives the same data")
-	shard := fs.String("shard", "0/1", "i/N: write only the i-th of N disjoint device slices (devices d with d mod N = i)")
-	format := fs.String("format", "influx", "influx (line protocol), csv or pgcopy (PostgreSQL COPY text)")
-	precision := fs.String("precision", "ns", "influx timestamp precision: ns, us, ms or s")
-	fs.StringVar(&o.out, "out", "", "output file (default standard output); csv/pgcopy of several measurements write one file each, e.g. out.cpu.csv")
-	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "goroutines generating in parallel (does not change the output)")
-	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), on or off")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar and no summary on stderr")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	var errs []error
-	if fs.NArg() > 0 {
-		errs = append(errs, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0)))
-	}
-	var err error
-	if o.format, err = file.ParseFormat(*format); err != nil {
-		errs = append(errs, fmt.Errorf("--format: %w", err))
-	}
-	if o.shard, err = sources.ParseShard(*shard); err != nil {
-		errs = append(errs, fmt.Errorf("--shard: %w", err))
-	}
-	if o.precision, err = lineproto.ParsePrecision(*precision); err != nil {
-		errs = append(errs, fmt.Errorf("--precision: %w", err))
-	}
-	if !c.End.Set {
-		errs = append(errs, errors.New("--end: generate writes a finite data set: give an end time"))
-	}
-	if o.workers < 1 {
-		errs = append(errs, fmt.Errorf("--workers %d: want at least 1", o.workers))
-	}
-	switch o.progress {
-	case "auto", "on", "off":
-	default:
-		errs = append(errs, fmt.Errorf("--progress %q: want auto, on or off", o.progress))
-	}
-	return o, errors.Join(errs...)
-}
+const usageTail = `
+soakd generate --source NAME --help lists the settings of another source.
+Exit codes: 0 done, 1 failed (cannot write), 2 invalid settings.
+`
 
-// flagName turns a setting name into its flag: OUT_OF_ORDER -> --out-of-order.
-func flagName(setting string) string {
-	return "--" + strings.ReplaceAll(strings.ToLower(setting), "_", "-")
-}
-
-// settingErrors rewrites *sources.SettingError into flag terms.
-func settingErrors(err error) error {
-	return sources.RenameSettings(err, func(setting string, cause error) error {
-		if setting == "" {
-			return cause
+// usage writes the help: every setting, as soakd config lists a run's.
+func (st *setup) usage(w io.Writer, env map[string]string) {
+	fmt.Fprintf(w, usageHead, st.source)
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "VARIABLE\tFLAG\tDEFAULT\tVALUE\tHELP")
+	for _, s := range st.all() {
+		v := env[s.Key]
+		if (s.Secret || s.URL) && v != "" {
+			v = "(set)"
 		}
-		return fmt.Errorf("%s: %w", flagName(setting), cause)
-	})
+		def := s.Default
+		if def == "" {
+			def = "-"
+		}
+		fmt.Fprintf(tw, "%s\t--%s\t%s\t%s\t%s\n", s.Key, s.Flag, def, v, s.Help)
+	}
+	_ = tw.Flush()
+	fmt.Fprint(w, usageTail)
 }
 
-// Main runs `soakd generate args...` and returns the exit code: 0 done, 1
-// failed, 2 bad flags.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, err := parse(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
+// Main runs `soakd generate args...` with the settings in environ and
+// the sources srcs, and returns the exit code: 0 done, 1 failed, 2
+// invalid settings.
+func Main(ctx context.Context, args []string, environ map[string]string, srcs daemon.Sources, stdout, stderr io.Writer) int {
+	st := newSetup(srcs, sourceOf(args, environ))
+	c, err := st.parseArgs(args, environ)
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
-		return 2
+		return exitConfig
 	}
-	src, err := iot.Build(o.source, o.cfg, o.seed, o.shard)
+	if c.help {
+		st.usage(stdout, c.env)
+		return exitOK
+	}
+	j, err := st.load(c)
 	if err != nil {
-		fmt.Fprintf(stderr, "soakd generate: %v\n", settingErrors(err))
-		return 2
+		fmt.Fprintln(stderr, "soakd generate: invalid configuration:")
+		for _, e := range flatten(err) {
+			fmt.Fprintf(stderr, "  %v\n", e)
+		}
+		return exitConfig
 	}
-	multi := o.format.Split(src.Schemas())
-	if multi && o.out == "" {
-		fmt.Fprintf(stderr, "soakd generate: --format %s writes one file per measurement and %s has %d: give --out FILE (e.g. --out data%s)\n",
-			o.format, o.source, len(src.Schemas()), o.format.Ext())
-		return 2
+	own := map[string]string{}
+	for k, v := range environ {
+		if strings.HasPrefix(k, prefix) {
+			own[k] = v
+		}
 	}
-	outs, closeAll, err := openOutputs(o, src, stdout)
+	if unk := daemon.UnknownVars(own, st.all()); len(unk) > 0 {
+		fmt.Fprintf(stderr, "soakd generate: ignoring variables that are no setting of generate with source %s: %s\n", j.name, strings.Join(unk, ", "))
+	}
+	return j.run(ctx, stdout, stderr)
+}
+
+func (j *job) run(ctx context.Context, stdout, stderr io.Writer) int {
+	o := &j.opts
+	outs, closeAll, err := j.openOutputs(stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
-		return 1
+		return exitFailed
 	}
 	var bar *progressbar.ProgressBar
-	if !o.quiet && (o.progress == "on" || o.progress == "auto" && isTerminal(stderr)) {
-		bar = progressbar.NewOptions64(src.Rows(),
+	if !o.Quiet && (o.Progress == "on" || o.Progress == "auto" && isTerminal(stderr)) {
+		bar = progressbar.NewOptions64(j.rows,
 			progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetDescription("generating "+o.source),
+			progressbar.OptionSetDescription("generating "+j.name),
 			progressbar.OptionShowCount(),
 			progressbar.OptionShowIts(),
 			progressbar.OptionSetItsString("rows"),
@@ -171,8 +455,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		)
 	}
 	began := time.Now()
-	g := &generator{src: src, format: o.format, precision: o.precision, workers: o.workers, multi: multi}
-	st, err := g.run(ctx, outs, bar)
+	var s stats
+	if src := iot.Unwrap(j.src); src != nil {
+		g := &generator{src: src, format: j.format, precision: j.precision, workers: o.Workers, multi: j.multi}
+		s, err = g.run(ctx, outs, bar)
+	} else {
+		s, err = j.copyStream(ctx, outs, bar)
+	}
 	if cerr := closeAll(); err == nil {
 		err = cerr
 	}
@@ -181,22 +470,22 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
-		return 1
+		return exitFailed
 	}
-	if st.rows != src.Rows() {
-		fmt.Fprintf(stderr, "soakd generate: BUG: wrote %d rows, the data set has %d\n", st.rows, src.Rows())
-		return 1
+	if s.rows != j.rows {
+		fmt.Fprintf(stderr, "soakd generate: BUG: wrote %d rows, the data set has %d\n", s.rows, j.rows)
+		return exitFailed
 	}
-	if !o.quiet {
+	if !o.Quiet {
 		secs := time.Since(began).Seconds()
-		dest := o.out
+		dest := o.Out
 		if dest == "" {
 			dest = "stdout"
 		}
 		fmt.Fprintf(stderr, "generated %d rows, %d values, %d bytes in %.3fs (%.0f rows/s, %.0f values/s) to %s\n",
-			st.rows, st.values, st.bytes, secs, float64(st.rows)/secs, float64(st.values)/secs, dest)
+			s.rows, s.values, s.bytes, secs, float64(s.rows)/secs, float64(s.values)/secs, dest)
 	}
-	return 0
+	return exitOK
 }
 
 func isTerminal(w io.Writer) bool {
@@ -204,16 +493,16 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// openOutputs opens the output(s) (see file.OpenOutputs); --out "" is
+// openOutputs opens the output(s) (see file.OpenOutputs); OUT "" is
 // standard output.
-func openOutputs(o *options, src *iot.Source, stdout io.Writer) ([]*bufio.Writer, func() error, error) {
-	path := o.out
+func (j *job) openOutputs(stdout io.Writer) ([]*bufio.Writer, func() error, error) {
+	path := j.opts.Out
 	if path == "" {
 		path = "-"
 	}
-	outs, err := file.OpenOutputs(path, o.format, src.Schemas(), false, stdout)
+	outs, err := file.OpenOutputs(path, j.format, j.src.Schemas(), false, stdout)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot create --out file: %w", err)
+		return nil, nil, fmt.Errorf("cannot create the output: %w", err)
 	}
 	ws := make([]*bufio.Writer, len(outs))
 	for i, out := range outs {
