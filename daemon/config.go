@@ -371,6 +371,7 @@ type Setting struct {
 	URL     bool // value shown with its password redacted
 	Field   string
 	File    bool // the variable names a file whose content is the value
+	Bool    bool // a flag that may stand alone (--pprof is --pprof=true)
 }
 
 // settingsOf lists the settings of struct pointer v under prefix, walking
@@ -379,6 +380,22 @@ func settingsOf(v any, prefix string) []Setting {
 	var out []Setting
 	walkSettings(reflectTypeOf(v), prefix, &out)
 	return out
+}
+
+// SettingsOf lists the settings of v, a pointer to a struct tagged like
+// Workload (env, envDefault, help), under prefix: the way soakd config
+// lists them, for commands with settings of their own (soakd generate).
+func SettingsOf(v any, prefix string) []Setting { return settingsOf(v, prefix) }
+
+// ParseSettings parses v, a pointer to a struct tagged like Workload, from
+// environ under prefix with the defaults applied, as Load parses a
+// workload. Every problem is returned at once, each a *ConfigError naming
+// its variable.
+func ParseSettings(v any, environ map[string]string, prefix string) error {
+	if err := env.ParseWithOptions(v, env.Options{Environment: environ, Prefix: prefix}); err != nil {
+		return errors.Join(nameErrors(err, v, prefix)...)
+	}
+	return nil
 }
 
 // Settings lists every setting of cfg: the global ones, then each

@@ -24,6 +24,23 @@ type SourceEntry struct {
 	// sets them, e.g. a record count the in-process target holds in little
 	// memory.
 	BuiltinDefaults map[string]string
+	// File, when set, says how soakd generate writes the source's data set
+	// to a file; nil for a source that has no finite set of rows (kv).
+	File *FileEntry
+}
+
+// FileEntry is what soakd generate needs to know about a source beyond
+// its run settings. Generate reads those settings as a workload named gen
+// (SOAKD_GEN_SCALE, --scale) and builds the source with New.
+type FileEntry struct {
+	// Defaults replace the run defaults of some settings (names without
+	// the prefix, e.g. START) in a data file: a fixed start, say, so the
+	// same flags give the same file on any day.
+	Defaults map[string]string
+	// Finite checks, without I/O, that w's settings make a finite data
+	// set, whose source New returns as a sources.Sized; otherwise it
+	// returns *sources.SettingError naming what to change (e.g. END).
+	Finite func(w *Workload) error
 }
 
 // Sources is the list of known sources.

@@ -46,6 +46,7 @@ func walkSettings(t reflect.Type, prefix string, out *[]Setting) {
 			URL:     secret == "url",
 			Field:   f.Name,
 			File:    strings.Contains(","+opts+",", ",file,"),
+			Bool:    ft.Kind() == reflect.Bool,
 		})
 	}
 }

@@ -9,4 +9,7 @@
 //	r := sinks.NewRegistry()
 //	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV}, Open: null.Open})
 //	s, err := r.Open(ctx, "null://?latency=2ms", sinks.Options{Workers: 4})
+//
+// Their encoders share two packages: lineproto (InfluxDB line protocol)
+// and devcache (each device's encoded tags, built once).
 package sinks

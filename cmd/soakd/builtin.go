@@ -39,6 +39,10 @@ func plugins() *daemon.Plugins {
 			New: func(w *daemon.Workload) (sources.Source, error) {
 				return iot.New(w.Source, *w.Ext.(*iot.Config), w.Seed, w.Shard)
 			},
+			File: &daemon.FileEntry{
+				Defaults: iot.FileDefaults(),
+				Finite:   func(w *daemon.Workload) error { return w.Ext.(*iot.Config).Finite() },
+			},
 		},
 		{
 			Names:    []string{"kv"},
@@ -60,6 +64,9 @@ func plugins() *daemon.Plugins {
 			Validate: func(w *daemon.Workload) error { return w.Ext.(*seq.Config).Validate() },
 			New: func(w *daemon.Workload) (sources.Source, error) {
 				return seq.New(*w.Ext.(*seq.Config), w.Shard)
+			},
+			File: &daemon.FileEntry{
+				Finite: func(w *daemon.Workload) error { return w.Ext.(*seq.Config).Finite() },
 			},
 		},
 	}

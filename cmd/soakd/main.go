@@ -28,8 +28,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
 
+	"github.com/soakd/soakd/cmd/soakd/generate"
 	"github.com/soakd/soakd/daemon"
-	"github.com/soakd/soakd/internal/gencmd"
 	"github.com/soakd/soakd/sinks"
 )
 
@@ -102,7 +102,7 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 	case "config":
 		return configCmd(args, environ, stdout, stderr)
 	case "generate":
-		return gencmd.Main(ctx, args, stdout, stderr)
+		return generate.Main(ctx, args, environ, plugins().Sources, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "soakd %s (%s %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return exitOK

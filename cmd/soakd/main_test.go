@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
 )
 
@@ -84,6 +86,44 @@ func TestConfigCommand(t *testing.T) {
 	}
 	if code, out, _ := run(t, nil, "version"); code != exitOK || !strings.HasPrefix(out, "soakd ") {
 		t.Errorf("version: %d %q", code, out)
+	}
+}
+
+// soakd generate builds its data set from the sources run has: each
+// series source's settings are its flags and SOAKD_GEN_* variables, and a
+// source without a finite set of rows is refused.
+func TestGenerateUsesTheSourceList(t *testing.T) {
+	for _, e := range plugins().Sources {
+		for _, name := range e.Names {
+			code, out, errs := run(t, nil, "generate", "--source", name, "--help")
+			if e.File == nil {
+				if code, _, errs := run(t, nil, "generate", "--source", name); code != exitConfig || !strings.Contains(errs, "SOAKD_GEN_SOURCE: "+name) {
+					t.Errorf("generate --source %s: exit %d, want 2 naming SOAKD_GEN_SOURCE:\n%s", name, code, errs)
+				}
+				continue
+			}
+			if code != exitOK {
+				t.Fatalf("generate --source %s --help: exit %d\n%s", name, code, errs)
+			}
+			for _, s := range daemon.SettingsOf(e.Settings(), "SOAKD_GEN_") {
+				flag := strings.TrimPrefix(s.Flag, "gen-")
+				if !regexp.MustCompile(`(?m)^` + s.Key + ` +--` + flag + ` `).MatchString(out) {
+					t.Errorf("generate --source %s --help does not list %s as --%s:\n%s", name, s.Key, flag, out)
+				}
+			}
+		}
+	}
+	for _, tc := range []struct {
+		env   map[string]string
+		lines int
+	}{
+		{map[string]string{"SOAKD_GEN_SCALE": "2", "SOAKD_GEN_END": "+1m"}, 2 * 6},
+		{map[string]string{"SOAKD_GEN_SOURCE": "seq", "SOAKD_GEN_ROWS": "5"}, 5},
+	} {
+		code, out, errs := run(t, tc.env, "generate", "--quiet")
+		if code != exitOK || strings.Count(out, "\n") != tc.lines {
+			t.Errorf("generate with %v: exit %d, %d lines, want %d\n%s", tc.env, code, strings.Count(out, "\n"), tc.lines, errs)
+		}
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/soakd/soakd/internal/devcache"
+	"github.com/soakd/soakd/sinks/devcache"
 	"github.com/soakd/soakd/sinks/lineproto"
 	"github.com/soakd/soakd/sources"
 )

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/soakd/soakd/internal/devcache"
+	"github.com/soakd/soakd/sinks/devcache"
 	"github.com/soakd/soakd/sources"
 )
 

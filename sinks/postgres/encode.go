@@ -8,7 +8,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/soakd/soakd/internal/devcache"
+	"github.com/soakd/soakd/sinks/devcache"
 	"github.com/soakd/soakd/sources"
 )
 

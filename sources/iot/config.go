@@ -113,6 +113,28 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// FileDefaults are the settings a data file (soakd generate) defaults to
+// where a run's defaults would not do: TSBS's day, from 2016-01-01, so the
+// same settings give the same file whenever they are used (START=now would
+// not), and a finite one (END).
+func FileDefaults() map[string]string {
+	return map[string]string{"START": "2016-01-01T00:00:00Z", "END": "2016-01-02T00:00:00Z"}
+}
+
+// Finite returns nil when the settings make a finite data set, one whose
+// rows are known in advance (New returns a sources.Sized source), and
+// otherwise a *sources.SettingError for each setting that prevents it.
+func (c Config) Finite() error {
+	var errs []error
+	if !c.End.Set {
+		errs = append(errs, sources.Invalid("END", "not set, so the data set is endless: give its end, RFC3339 or +DURATION after START"))
+	}
+	if c.Clock == Wall {
+		errs = append(errs, sources.Invalid("CLOCK", "wall stamps rows with the time they are written, so the data set has no fixed rows: use simulated"))
+	}
+	return errors.Join(errs...)
+}
+
 // Clock says how timestamps are made.
 type Clock uint8
 

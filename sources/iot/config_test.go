@@ -129,6 +129,49 @@ func TestBuildErrors(t *testing.T) {
 	}
 }
 
+// Finite agrees with New: a source is sources.Sized exactly when Finite
+// finds nothing to change; the file defaults make one, TSBS's day.
+func TestFinite(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want []string // settings named by Finite
+	}{
+		{"run defaults", map[string]string{}, []string{"END"}},
+		{"an end", map[string]string{"END": "+1h"}, nil},
+		{"wall clock", map[string]string{"END": "+1h", "CLOCK": "wall"}, []string{"CLOCK"}},
+		{"endless wall clock", map[string]string{"CLOCK": "wall"}, []string{"END", "CLOCK"}},
+		{"file defaults", FileDefaults(), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var c Config
+			must(t, env.ParseWithOptions(&c, env.Options{Environment: tc.env}))
+			var got []string
+			_ = sources.RenameSettings(c.Finite(), func(setting string, cause error) error {
+				got = append(got, setting)
+				return cause
+			})
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("Finite names %v, want %v", got, tc.want)
+			}
+			src, err := New("devops", c, 1, sources.Shard{})
+			must(t, err)
+			if _, sized := src.(sources.Sized); sized != (tc.want == nil) {
+				t.Fatalf("New returned a Sized source: %v, Finite: %v", sized, got)
+			}
+		})
+	}
+	var c Config
+	must(t, env.ParseWithOptions(&c, env.Options{Environment: FileDefaults()}))
+	src, err := New("devops", c, 1, sources.Shard{})
+	must(t, err)
+	if n := src.(sources.Sized).Total(); n != 864000 {
+		t.Fatalf("devops with the file defaults holds %d rows, want TSBS's 864000 (100 hosts, a day at 10s)", n)
+	}
+}
+
 func TestKnobParsing(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -34,6 +34,15 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// Finite returns nil when the settings make a finite data set (ROWS set),
+// otherwise a *sources.SettingError naming ROWS.
+func (c Config) Finite() error {
+	if c.Rows == 0 {
+		return sources.Invalid("ROWS", "0 makes the data set endless: give the number of rows")
+	}
+	return nil
+}
+
 // epoch is the simulated start: fixed so runs are reproducible.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 

@@ -66,6 +66,17 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+func TestFinite(t *testing.T) {
+	t.Parallel()
+	var se *sources.SettingError
+	if err := (Config{Devices: 1, Interval: 1}).Finite(); !errors.As(err, &se) || se.Setting != "ROWS" {
+		t.Fatalf("got %v, want a ROWS setting error", err)
+	}
+	if err := (Config{Devices: 1, Rows: 10, Interval: 1}).Finite(); err != nil {
+		t.Fatalf("ROWS=10: %v", err)
+	}
+}
+
 func BenchmarkFill(b *testing.B) {
 	src, _ := New(Config{Devices: 1000, Interval: 1}, sources.Shard{})
 	st, _ := src.Stream(0, 1)

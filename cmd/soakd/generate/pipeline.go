@@ -1,8 +1,9 @@
-package gencmd
+package generate
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -254,4 +255,54 @@ func (g *generator) work(st *iot.Stream, free <-chan *piece, full chan<- *piece,
 			return
 		}
 	}
+}
+
+// streamBatch is the rows per Fill of copyStream. It is part of the output
+// format of such sources: a batch's rows are written table by table.
+const streamBatch = 1000
+
+// copyStream writes a finite series source that is not cut into rounds
+// (not an iot source) from one stream, batch by batch; within a batch,
+// each table's rows in order. The bytes depend only on the data set.
+func (j *job) copyStream(ctx context.Context, outs []*bufio.Writer, bar *progressbar.ProgressBar) (stats, error) {
+	var s stats
+	st, err := j.src.Stream(0, 1)
+	if err != nil {
+		return s, err
+	}
+	b := sources.NewSeriesBatch(j.src.Schemas())
+	enc := file.NewEncoder(j.format, j.precision)
+	var buf []byte
+	for done := false; !done; {
+		if err := ctx.Err(); err != nil {
+			return s, fmt.Errorf("interrupted: %w", err)
+		}
+		b.Reset()
+		switch err := st.Fill(b, streamBatch, 0); {
+		case errors.Is(err, sources.ErrDone):
+			done = true
+		case err != nil:
+			return s, err
+		}
+		var rows int64
+		for ti, t := range b.Tables {
+			buf = buf[:0]
+			for i := range t.Len() {
+				buf, _ = enc.AppendRow(buf, t, i)
+			}
+			o := 0
+			if j.multi {
+				o = ti
+			}
+			n, _ := outs[o].Write(buf) // errors resurface on Flush
+			s.bytes += int64(n)
+			rows += int64(t.Len())
+		}
+		s.rows += rows
+		s.values += int64(b.NumValues)
+		if bar != nil {
+			_ = bar.Add64(rows)
+		}
+	}
+	return s, nil
 }

@@ -1,0 +1,512 @@
+// Package generate implements `soakd generate`: it writes the finite data
+// set of a series source to a file or standard output, like
+// tsbs_generate_data, in InfluxDB line protocol, CSV or PostgreSQL COPY
+// text.
+//
+//	soakd generate --source devops --scale 100 \
+//	    --start 2026-01-01T00:00:00Z --end 2026-01-02T00:00:00Z \
+//	    --interval 10s --format influx --out cpu.influx
+//
+// The data set is read as the one workload, named gen, of a soakd run: the
+// source comes from the same list (daemon.Sources, in cmd/soakd) and each
+// of its settings X is the variable SOAKD_GEN_X and the flag --x (lower
+// case, - for _), parsed and checked by the same code as a run's.
+// Generate's own options (format, out, ...) are read the same way. A
+// source's daemon.FileEntry gives its file defaults and says when its
+// settings make a finite data set; a source without one (kv) makes no
+// file.
+//
+// The output is the same bytes on every run and machine for the same
+// settings, whatever the number of cores: the devices of an iot source
+// are generated in parallel streams and merged in a canonical order (round
+// by round, devices ascending), in bounded chunks; any other source is
+// written from one stream.
+package generate
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/sinks/file"
+	"github.com/soakd/soakd/sinks/lineproto"
+	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/sources/iot"
+)
+
+// workload is the name generate reads its data set as, so setting X is
+// the variable prefix+X (SOAKD_GEN_X, as daemon.Prefix(workload) says).
+const (
+	workload = "gen"
+	prefix   = daemon.EnvPrefix + "GEN_"
+)
+
+// defaultSource is the source when SOURCE is not set: TSBS's cpu-only.
+const defaultSource = "devops"
+
+// dataSettings are the settings of a workload (beyond its source's own)
+// that shape its data set; the others (TARGET, RATE, ...) are a run's.
+var dataSettings = []string{"SOURCE", "SEED", "SHARD"}
+
+// options are generate's own settings, read like the data set's:
+// SOAKD_GEN_FORMAT is --format.
+type options struct {
+	Format    string `env:"FORMAT" envDefault:"influx" help:"influx (line protocol), csv or pgcopy (PostgreSQL COPY text)"`
+	Precision string `env:"PRECISION" envDefault:"ns" help:"influx timestamp precision: ns, us, ms or s"`
+	Out       string `env:"OUT" help:"output file; empty = standard output; csv/pgcopy of several measurements write one file each (out.csv: out.cpu.csv, ...)"`
+	Workers   int    `env:"WORKERS" envDefault:"0" help:"goroutines generating in parallel; 0 = one per core; the output does not depend on it"`
+	Progress  string `env:"PROGRESS" envDefault:"auto" help:"progress bar on stderr: auto (when stderr is a terminal), on or off"`
+	Quiet     bool   `env:"QUIET" envDefault:"false" help:"no progress bar and no summary on stderr"`
+}
+
+// Exit codes, as soakd's.
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitConfig = 2
+)
+
+// setup is the list of settings generate reads for one source.
+type setup struct {
+	srcs   daemon.Sources
+	source string
+	entry  *daemon.SourceEntry // nil when source names none
+	data   []daemon.Setting    // SOURCE, SEED, SHARD, then the source's own
+	own    []daemon.Setting    // options
+}
+
+// newSetup lists the settings for source (the default when empty), with
+// generate's defaults and flags: the prefix SOAKD_GEN_ makes no part of a
+// flag (--scale, not --gen-scale).
+func newSetup(srcs daemon.Sources, source string) *setup {
+	if source == "" {
+		source = defaultSource
+	}
+	st := &setup{srcs: srcs, source: source, entry: srcs.Lookup(source)}
+	for _, s := range daemon.SettingsOf(&daemon.Workload{}, prefix) {
+		name := strings.TrimPrefix(s.Key, prefix)
+		if !slices.Contains(dataSettings, name) {
+			continue
+		}
+		switch name {
+		case "SOURCE":
+			s.Default = defaultSource
+			s.Help = "data set: " + strings.Join(st.fileSources(), ", ")
+		case "SHARD":
+			s.Help = "i/N: write only the i-th of N disjoint slices of the devices; the N files together hold the whole data set"
+		}
+		st.data = append(st.data, s)
+	}
+	st.own = daemon.SettingsOf(&options{}, prefix)
+	if e := st.entry; e != nil && e.Settings != nil {
+		for _, s := range daemon.SettingsOf(e.Settings(), prefix) {
+			if slices.ContainsFunc(st.own, func(o daemon.Setting) bool { return o.Key == s.Key }) {
+				panic("BUG: source " + source + "'s setting " + s.Key + " is also an option of soakd generate")
+			}
+			if e.File != nil {
+				if d := e.File.Defaults[strings.TrimPrefix(s.Key, prefix)]; d != "" {
+					s.Default = d
+				}
+			}
+			st.data = append(st.data, s)
+		}
+	}
+	for _, list := range [][]daemon.Setting{st.data, st.own} {
+		for i := range list {
+			list[i].Flag = flagOf(list[i].Key)
+		}
+	}
+	return st
+}
+
+// flagOf turns SOAKD_GEN_OUT_OF_ORDER into out-of-order.
+func flagOf(key string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(key, prefix)), "_", "-")
+}
+
+// fileSources lists the sources that write a data file.
+func (st *setup) fileSources() []string {
+	var out []string
+	for _, e := range st.srcs {
+		if e.File != nil && e.Kind == sources.Series {
+			out = append(out, e.Names...)
+		}
+	}
+	return out
+}
+
+func (st *setup) all() []daemon.Setting { return append(slices.Clip(st.data), st.own...) }
+
+// cmdLine is the parsed command line.
+type cmdLine struct {
+	env  map[string]string // environ with the flags applied
+	keys []string          // the variables set by flags
+	help bool
+}
+
+// sourceOf returns the source the command line or environ names (the last
+// --source wins, as in parseArgs); "" when none.
+func sourceOf(args []string, environ map[string]string) string {
+	src := environ[prefix+"SOURCE"]
+	for i := 0; i < len(args); i++ {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if name != "source" || !strings.HasPrefix(args[i], "-") {
+			continue
+		}
+		if !hasValue && i+1 < len(args) {
+			i++
+			value = args[i]
+		}
+		src = value
+	}
+	return src
+}
+
+// parseArgs applies --name=value and --name value flags onto a copy of
+// environ as SOAKD_GEN_NAME=value, as soakd run applies --w-name onto
+// SOAKD_W_NAME. A boolean setting's flag may stand alone (--quiet).
+func (st *setup) parseArgs(args []string, environ map[string]string) (cmdLine, error) {
+	c := cmdLine{env: make(map[string]string, len(environ)+len(args))}
+	for k, v := range environ {
+		c.env[k] = v
+	}
+	isBool := map[string]bool{}
+	for _, s := range st.all() {
+		isBool[s.Flag] = s.Bool
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			return c, fmt.Errorf("unexpected argument %q (settings are flags like --scale 100)", a)
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !hasValue && (name == "h" || name == "help") {
+			c.help = true
+			return c, nil
+		}
+		if name == "" {
+			return c, fmt.Errorf("bad flag %q", a)
+		}
+		if !hasValue {
+			switch {
+			case isBool[name]:
+				value = "true"
+			case i+1 < len(args):
+				i++
+				value = args[i]
+			default:
+				return c, fmt.Errorf("flag --%s needs a value", name)
+			}
+		}
+		key := prefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		c.env[key] = value
+		c.keys = append(c.keys, key)
+	}
+	return c, nil
+}
+
+// job is a checked command: a source and where and how to write it.
+type job struct {
+	name      string
+	src       sources.Source
+	rows      int64 // in the data set (this shard)
+	opts      options
+	format    file.Format
+	precision lineproto.Precision
+	multi     bool // one output per table
+}
+
+func cfgErr(setting, format string, args ...any) error {
+	return &daemon.ConfigError{Key: prefix + setting, Err: fmt.Errorf(format, args...)}
+}
+
+// load reads and checks every setting and builds the source; every
+// problem is returned at once, each naming its variable.
+func (st *setup) load(c cmdLine) (*job, error) {
+	var errs []error
+	e := st.entry
+	known := map[string]bool{}
+	for _, s := range st.all() {
+		known[s.Key] = true
+	}
+	if e != nil && e.File != nil { // else the source's problem says it all
+		for _, k := range c.keys {
+			if !known[k] {
+				errs = append(errs, fmt.Errorf("unknown flag --%s (see soakd generate --help)", flagOf(k)))
+			}
+		}
+	}
+
+	// The data set is the one workload of a run's configuration, read and
+	// checked by the same code.
+	env := map[string]string{daemon.EnvPrefix + "WORKLOADS": workload}
+	for _, s := range st.data {
+		if v := c.env[s.Key]; v != "" {
+			env[s.Key] = v
+		} else if s.Default != "" {
+			env[s.Key] = s.Default
+		}
+	}
+	cfg, err := daemon.Load(env, st.srcs)
+	errs = append(errs, flatten(err)...)
+	failed := map[string]bool{}
+	for _, err := range errs {
+		var ce *daemon.ConfigError
+		if errors.As(err, &ce) {
+			failed[ce.Key] = true
+		}
+	}
+	// Setting problems are reported once: not again when a setting that
+	// failed to parse fails a check with its zero value.
+	check := func(err error) {
+		for _, err := range flatten(sources.RenameSettings(err, func(setting string, cause error) error {
+			if setting == "" {
+				setting = "SOURCE"
+			}
+			return &daemon.ConfigError{Key: prefix + setting, Err: cause}
+		})) {
+			var ce *daemon.ConfigError
+			if errors.As(err, &ce) && failed[ce.Key] {
+				continue
+			}
+			errs = append(errs, err)
+			if ce != nil {
+				failed[ce.Key] = true
+			}
+		}
+	}
+	w := cfg.Workload[0]
+	switch {
+	case e == nil:
+		errs = append(errs, cfgErr("SOURCE", "unknown source %q (known: %s)", st.source, strings.Join(st.fileSources(), ", ")))
+	case e.Kind == sources.KV:
+		errs = append(errs, cfgErr("SOURCE", "%s makes key-value operations, not rows: soakd generate writes %s", st.source, strings.Join(st.fileSources(), ", ")))
+	case e.File == nil || e.Kind != sources.Series:
+		errs = append(errs, cfgErr("SOURCE", "%s has no finite set of rows to write: soakd generate writes %s", st.source, strings.Join(st.fileSources(), ", ")))
+	default:
+		if e.Validate != nil {
+			check(e.Validate(w))
+		}
+		if e.File.Finite != nil {
+			check(e.File.Finite(w))
+		}
+	}
+
+	j := &job{name: st.source}
+	oenv := map[string]string{}
+	for _, s := range st.own {
+		if v, ok := c.env[s.Key]; ok {
+			oenv[s.Key] = v
+		}
+	}
+	errs = append(errs, flatten(daemon.ParseSettings(&j.opts, oenv, prefix))...)
+	o := &j.opts
+	if j.format, err = file.ParseFormat(o.Format); err != nil {
+		errs = append(errs, cfgErr("FORMAT", "%w", err))
+	}
+	if j.precision, err = lineproto.ParsePrecision(o.Precision); err != nil {
+		errs = append(errs, cfgErr("PRECISION", "%w", err))
+	}
+	if o.Workers < 0 {
+		errs = append(errs, cfgErr("WORKERS", "%d: want 0 (one per core) or more", o.Workers))
+	}
+	if o.Workers == 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if !slices.Contains([]string{"auto", "on", "off"}, o.Progress) {
+		errs = append(errs, cfgErr("PROGRESS", "%q: want auto, on or off", o.Progress))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	if j.src, err = e.New(w); err != nil {
+		check(err)
+		return nil, errors.Join(errs...)
+	}
+	sized, ok := j.src.(sources.Sized)
+	if !ok {
+		return nil, fmt.Errorf("BUG: source %s passed its finite check but has no known number of rows", st.source)
+	}
+	j.rows = sized.Total()
+	j.multi = j.format.Split(j.src.Schemas())
+	if j.multi && (o.Out == "" || o.Out == "-") {
+		return nil, cfgErr("OUT", "format %s writes one file per measurement and %s has %d: give a file (e.g. --out data%s)",
+			j.format, st.source, len(j.src.Schemas()), j.format.Ext())
+	}
+	return j, nil
+}
+
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+const usageHead = `Usage: soakd generate [flags]
+
+Writes a finite data set to a file, like tsbs_generate_data: every row of
+the source's data set, in the chosen format. The same settings always give
+the same bytes.
+
+Every setting is a flag and an environment variable: --scale is
+SOAKD_GEN_SCALE; flags win. The data set is read as a workload named gen of
+soakd run: its settings are its source's, checked as there, with the
+defaults of a data file. The settings with --source %s:
+
+`
+
+const usageTail = `
+soakd generate --source NAME --help lists the settings of another source.
+Exit codes: 0 done, 1 failed (cannot write), 2 invalid settings.
+`
+
+// usage writes the help: every setting, as soakd config lists a run's.
+func (st *setup) usage(w io.Writer, env map[string]string) {
+	fmt.Fprintf(w, usageHead, st.source)
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "VARIABLE\tFLAG\tDEFAULT\tVALUE\tHELP")
+	for _, s := range st.all() {
+		v := env[s.Key]
+		if (s.Secret || s.URL) && v != "" {
+			v = "(set)"
+		}
+		def := s.Default
+		if def == "" {
+			def = "-"
+		}
+		fmt.Fprintf(tw, "%s\t--%s\t%s\t%s\t%s\n", s.Key, s.Flag, def, v, s.Help)
+	}
+	_ = tw.Flush()
+	fmt.Fprint(w, usageTail)
+}
+
+// Main runs `soakd generate args...` with the settings in environ and
+// the sources srcs, and returns the exit code: 0 done, 1 failed, 2
+// invalid settings.
+func Main(ctx context.Context, args []string, environ map[string]string, srcs daemon.Sources, stdout, stderr io.Writer) int {
+	st := newSetup(srcs, sourceOf(args, environ))
+	c, err := st.parseArgs(args, environ)
+	if err != nil {
+		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
+		return exitConfig
+	}
+	if c.help {
+		st.usage(stdout, c.env)
+		return exitOK
+	}
+	j, err := st.load(c)
+	if err != nil {
+		fmt.Fprintln(stderr, "soakd generate: invalid configuration:")
+		for _, e := range flatten(err) {
+			fmt.Fprintf(stderr, "  %v\n", e)
+		}
+		return exitConfig
+	}
+	own := map[string]string{}
+	for k, v := range environ {
+		if strings.HasPrefix(k, prefix) {
+			own[k] = v
+		}
+	}
+	if unk := daemon.UnknownVars(own, st.all()); len(unk) > 0 {
+		fmt.Fprintf(stderr, "soakd generate: ignoring variables that are no setting of generate with source %s: %s\n", j.name, strings.Join(unk, ", "))
+	}
+	return j.run(ctx, stdout, stderr)
+}
+
+func (j *job) run(ctx context.Context, stdout, stderr io.Writer) int {
+	o := &j.opts
+	outs, closeAll, err := j.openOutputs(stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
+		return exitFailed
+	}
+	var bar *progressbar.ProgressBar
+	if !o.Quiet && (o.Progress == "on" || o.Progress == "auto" && isTerminal(stderr)) {
+		bar = progressbar.NewOptions64(j.rows,
+			progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription("generating "+j.name),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("rows"),
+			progressbar.OptionThrottle(200*time.Millisecond),
+			progressbar.OptionSetRenderBlankState(true),
+		)
+	}
+	began := time.Now()
+	var s stats
+	if src := iot.Unwrap(j.src); src != nil {
+		g := &generator{src: src, format: j.format, precision: j.precision, workers: o.Workers, multi: j.multi}
+		s, err = g.run(ctx, outs, bar)
+	} else {
+		s, err = j.copyStream(ctx, outs, bar)
+	}
+	if cerr := closeAll(); err == nil {
+		err = cerr
+	}
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
+		return exitFailed
+	}
+	if s.rows != j.rows {
+		fmt.Fprintf(stderr, "soakd generate: BUG: wrote %d rows, the data set has %d\n", s.rows, j.rows)
+		return exitFailed
+	}
+	if !o.Quiet {
+		secs := time.Since(began).Seconds()
+		dest := o.Out
+		if dest == "" {
+			dest = "stdout"
+		}
+		fmt.Fprintf(stderr, "generated %d rows, %d values, %d bytes in %.3fs (%.0f rows/s, %.0f values/s) to %s\n",
+			s.rows, s.values, s.bytes, secs, float64(s.rows)/secs, float64(s.values)/secs, dest)
+	}
+	return exitOK
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// openOutputs opens the output(s) (see file.OpenOutputs); OUT "" is
+// standard output.
+func (j *job) openOutputs(stdout io.Writer) ([]*bufio.Writer, func() error, error) {
+	path := j.opts.Out
+	if path == "" {
+		path = "-"
+	}
+	outs, err := file.OpenOutputs(path, j.format, j.src.Schemas(), false, stdout)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot create the output: %w", err)
+	}
+	ws := make([]*bufio.Writer, len(outs))
+	for i, out := range outs {
+		ws[i] = out.W
+	}
+	return ws, func() error { return file.CloseOutputs(outs) }, nil
+}
