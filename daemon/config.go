@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -74,6 +75,10 @@ type Workload struct {
 	// BuiltinDefaults lists the VAR=value defaults applied because the
 	// workload uses the built-in target (see SourceEntry.BuiltinDefaults).
 	BuiltinDefaults []string `env:"-"`
+	// Sink is the target URL, parsed once by Validate: TARGET, or the
+	// built-in target of the source's kind (then Builtin is true).
+	Sink    sinks.Target `env:"-"`
+	Builtin bool         `env:"-"`
 }
 
 // Secret returns the effective password and token (file variants win).
@@ -292,13 +297,20 @@ func (w *Workload) validatePlugins(p *Plugins) []error {
 			errs = append(errs, prefixSettingErrors(err, pre)...)
 		}
 	}
-	target := w.Target
-	if target == "" {
-		target = p.Builtin[e.Kind]
+	raw, builtin := w.Target, false
+	if raw == "" {
+		raw, builtin = p.Builtin[e.Kind], true
+	}
+	t, err := sinks.ParseTarget(raw)
+	if err == nil {
+		err = p.Sinks.CheckTarget(t, e.Kind)
 	}
 	// A sink may report several problems in one URL: each gets its line.
-	for _, err := range flattenErrs(p.Sinks.Check(target, e.Kind)) {
+	for _, err := range flattenErrs(err) {
 		errs = append(errs, &ConfigError{Key: pre + "TARGET", Err: err})
+	}
+	if len(errs) == 0 {
+		w.Sink, w.Builtin = t, builtin
 	}
 	return errs
 }

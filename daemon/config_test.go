@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/soakd/soakd/sources"
 )
 
 func TestLoadDefaults(t *testing.T) {
@@ -198,4 +200,22 @@ func FuzzConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Validate parses each target once, the built-in one included; the
+// parsed value travels with the workload, its redacted form for display.
+func TestValidateResolvesTargets(t *testing.T) {
+	p := testPlugins()
+	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "a,b", "SOAKD_A_SOURCE", "seq", "SOAKD_B_SOURCE", "seq",
+		"SOAKD_A_TARGET", "NULL://u:hunter2@x/?latency=1ms"), p)
+	a, b := cfg.Workload[0], cfg.Workload[1]
+	if a.Builtin || a.Sink.Scheme() != "null" || a.Sink.URL.Query().Get("latency") != "1ms" {
+		t.Errorf("a: builtin %v, target %+v", a.Builtin, a.Sink.URL)
+	}
+	if strings.Contains(a.Sink.Redacted, "hunter2") || !strings.Contains(a.Sink.Redacted, "latency=1ms") {
+		t.Errorf("a: redacted %q", a.Sink.Redacted)
+	}
+	if !b.Builtin || b.Sink.Redacted != p.Builtin[sources.Series] {
+		t.Errorf("b: builtin %v, target %q, want the built-in %q", b.Builtin, b.Sink.Redacted, p.Builtin[sources.Series])
+	}
 }

@@ -170,7 +170,7 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 	for i, wl := range a.wls {
 		achieved, window := a.rep.live(i)
 		s := StatusWorkload{
-			Name: wl.name, Source: wl.cfg.Source, Target: wl.target, Rate: wl.cfg.Rate.String(),
+			Name: wl.name, Source: wl.cfg.Source, Target: wl.cfg.Sink.Redacted, Rate: wl.cfg.Rate.String(),
 			Achieved: achieved, Unit: unitName(wl.kind), Workers: wl.cfg.Workers,
 			StatusCounts: statusCounts(&counts{}), Latency: map[string]OpLatency{}, Phases: []StatusPhase{},
 		}

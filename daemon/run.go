@@ -41,10 +41,8 @@ type Deps struct {
 // workload is one configured workload, opened and ready to run.
 type workload struct {
 	*runner
-	entry   *SourceEntry
-	target  string // redacted, for logs and /status
-	builtin bool
-	ready   readiness
+	entry *SourceEntry
+	ready readiness
 }
 
 // readiness is a workload's /readyz state and the story of its Prepare.
@@ -188,9 +186,8 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		if err != nil {
 			return fail(fmt.Errorf("%sSOURCE: cannot build source %q: %w", Prefix(wc.Name), wc.Source, err))
 		}
-		target, builtin := wc.Target, false
-		if target == "" {
-			target, builtin = d.Plugins.Builtin[e.Kind], true
+		if wc.Sink.URL == nil {
+			return fail(fmt.Errorf("%sTARGET: the configuration was not validated (call Config.Check first)", Prefix(wc.Name)))
 		}
 		log := d.Logger.With(zap.String("workload", wc.Name))
 		password, token := wc.Secret()
@@ -198,27 +195,27 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		if sh, ok := src.(sources.Shaped); ok {
 			shape = sh.Shape()
 		}
-		sink, err := d.Plugins.Sinks.Open(ctx, target, sinks.Options{
+		sink, err := d.Plugins.Sinks.OpenTarget(ctx, wc.Sink, sinks.Options{
 			Workload: wc.Name, Kind: e.Kind, Schemas: src.Schemas(), Workers: wc.Workers,
-			BatchSize: batchSize(wc, e.Kind), Logger: log.With(zap.String("sink", schemeOf(target))),
+			BatchSize: batchSize(wc, e.Kind), Logger: log.With(zap.String("sink", wc.Sink.Scheme())),
 			Password: password, Token: token, Shape: shape,
 		})
 		if err != nil {
 			return fail(fmt.Errorf("%sTARGET: %w", Prefix(wc.Name), err))
 		}
-		w := &workload{entry: e, target: sinks.Redact(target), builtin: builtin}
+		w := &workload{entry: e}
 		w.runner = newRunner(wc, e.Kind, src, sink, log)
 		wls = append(wls, w)
 		rate := wc.Rate.String()
-		if builtin {
-			fields := []zap.Field{zap.String("target", w.target), zap.String("set", Prefix(wc.Name)+"TARGET")}
+		if wc.Builtin {
+			fields := []zap.Field{zap.String("target", wc.Sink.Redacted), zap.String("set", Prefix(wc.Name)+"TARGET")}
 			msg := "no target set: using the built-in target, nothing leaves this process"
 			if len(wc.BuiltinDefaults) > 0 {
 				msg += "; defaults for it, unless set: " + strings.Join(wc.BuiltinDefaults, " ")
 			}
 			log.Warn(msg, fields...)
 		}
-		log.Info("workload", zap.String("source", wc.Source), zap.String("target", w.target),
+		log.Info("workload", zap.String("source", wc.Source), zap.String("target", wc.Sink.Redacted),
 			zap.String("rate", rate), zap.Int("workers", wc.Workers), zap.Int("batch", w.batchSize))
 	}
 	return wls, nil
@@ -229,14 +226,6 @@ func batchSize(w *Workload, k sources.Kind) int {
 		return w.Pipeline
 	}
 	return w.BatchSize
-}
-
-func schemeOf(target string) string {
-	u, err := sinks.Parse(target)
-	if err != nil {
-		return "?"
-	}
-	return u.Scheme
 }
 
 // closeSinks closes sinks in reverse open order, each with a deadline.

@@ -28,7 +28,7 @@ func (w *Workload) scrubber() func(string) string {
 	password, token := w.Secret()
 	add(password)
 	add(token)
-	if u, err := url.Parse(w.Target); err == nil {
+	if u := w.Sink.URL; u != nil {
 		if p, ok := u.User.Password(); ok {
 			add(p)
 		}

@@ -129,7 +129,7 @@ func summarize(version string, started time.Time, cfg *Config, wls []*workload) 
 		}
 		if len(entries) == 0 { // never started: report the workload with zeros
 			entries = append(entries, WorkloadSummary{
-				Name: w.name, Phase: "run", Source: w.cfg.Source, Target: w.target, Kind: w.kind.String(),
+				Name: w.name, Phase: "run", Source: w.cfg.Source, Target: w.cfg.Sink.Redacted, Kind: w.kind.String(),
 				Rate: w.cfg.Rate.String(), Workers: w.cfg.Workers, Batch: w.batchSize, UnitName: unitName(w.kind),
 				Errors: errorsByClass(nil), Prepared: prepared,
 			})
@@ -222,7 +222,7 @@ func (w *workload) phaseSummary(ps *phaseStats) WorkloadSummary {
 	})
 	secs := ps.elapsed().Seconds()
 	ws := WorkloadSummary{
-		Name: w.name, Phase: ps.name, Source: w.cfg.Source, Target: w.target, Kind: w.kind.String(),
+		Name: w.name, Phase: ps.name, Source: w.cfg.Source, Target: w.cfg.Sink.Redacted, Kind: w.kind.String(),
 		Rate: ps.rate, Workers: w.cfg.Workers, Batch: w.batchSize, Seconds: secs,
 		Started: monoBase.Add(ps.begin), StoppedBy: ps.stopReason(),
 		Units: c.acked, UnitName: unitName(w.kind), Values: c.values, Bytes: c.bytes,

@@ -82,38 +82,23 @@ func (r *Registry) lookup(u *url.URL, kind sources.Kind) (*Entry, error) {
 	return e, nil
 }
 
-// Check validates a target URL for a workload of the given kind without
-// doing I/O.
+// Check validates a raw target URL for a workload of the given kind
+// without doing I/O.
 func (r *Registry) Check(raw string, kind sources.Kind) error {
-	u, err := Parse(raw)
+	t, err := ParseTarget(raw)
 	if err != nil {
 		return err
 	}
-	e, err := r.lookup(u, kind)
-	if err != nil {
-		return err
-	}
-	if e.Check != nil {
-		return e.Check(u, kind)
-	}
-	return nil
+	return r.CheckTarget(t, kind)
 }
 
 // Open parses raw and opens the sink registered for its scheme.
 func (r *Registry) Open(ctx context.Context, raw string, o Options) (Sink, error) {
-	u, err := Parse(raw)
+	t, err := ParseTarget(raw)
 	if err != nil {
 		return nil, err
 	}
-	e, err := r.lookup(u, o.Kind)
-	if err != nil {
-		return nil, err
-	}
-	s, err := e.Open(ctx, u, o)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open %s sink: %w", u.Scheme, err)
-	}
-	return s, nil
+	return r.OpenTarget(ctx, t, o)
 }
 
 // Redact returns raw with any password in its user info replaced by
