@@ -231,6 +231,10 @@ func (c *Config) Check(p *Plugins, parseErr error) error {
 	return errors.Join(errs...)
 }
 
+// Problems lists the errors err joins (errors.Join, nested), one problem
+// each, in order: the lines of an "invalid configuration" report.
+func Problems(err error) []error { return flattenErrs(err) }
+
 func flattenErrs(err error) []error {
 	if err == nil {
 		return nil

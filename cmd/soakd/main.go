@@ -29,6 +29,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/soakd/soakd/cmd/soakd/generate"
+	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/sinks"
 )
@@ -102,7 +103,7 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 	case "config":
 		return configCmd(args, environ, stdout, stderr)
 	case "generate":
-		return generate.Main(ctx, args, environ, plugins().Sources, stdout, stderr)
+		return generate.Main(ctx, args, environ, plugins.All().Sources, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "soakd %s (%s %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return exitOK
@@ -114,67 +115,16 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 	return exitConfig
 }
 
-// flags is the parsed command line.
-type flags struct {
-	env  map[string]string // environ with the setting flags applied
-	keys []string          // the variables set by flags
-	cmd  map[string]bool   // command flags (e.g. check) that were given
-	help bool
-}
-
-// parseFlags applies --name=value and --name value flags onto a copy of
-// environ as SOAKD_NAME=value. cmdFlags are boolean flags of the command
-// itself, not settings.
-func parseFlags(args []string, environ map[string]string, cmdFlags ...string) (flags, error) {
-	f := flags{env: make(map[string]string, len(environ)+len(args)), cmd: map[string]bool{}}
-	for k, v := range environ {
-		f.env[k] = v
-	}
-	isCmd := map[string]bool{}
-	for _, c := range cmdFlags {
-		isCmd[c] = true
-	}
-	boolSetting := map[string]bool{"pprof": true}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			return f, fmt.Errorf("unexpected argument %q (settings are flags like --iot-rate 1000)", a)
-		}
-		name := strings.TrimLeft(a, "-")
-		if name == "h" || name == "help" {
-			f.help = true
-			return f, nil
-		}
-		name, value, hasValue := strings.Cut(name, "=")
-		if name == "" {
-			return f, fmt.Errorf("bad flag %q", a)
-		}
-		if isCmd[name] {
-			f.cmd[name] = true
-			continue
-		}
-		if !hasValue {
-			switch {
-			case boolSetting[name]:
-				value = "true"
-			case i+1 < len(args):
-				i++
-				value = args[i]
-			default:
-				return f, fmt.Errorf("flag --%s needs a value", name)
-			}
-		}
-		key := daemon.EnvPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-		f.env[key] = value
-		f.keys = append(f.keys, key)
-	}
-	return f, nil
+// parseFlags reads soakd's command line: --iot-rate 1000 sets
+// SOAKD_IOT_RATE; switches are the command's own flags (e.g. check).
+func parseFlags(args []string, environ map[string]string, switches ...string) (daemon.CommandLine, error) {
+	return daemon.ParseFlags(args, environ, daemon.EnvPrefix, daemon.GlobalBoolFlag, switches...)
 }
 
 // loadConfig reads and validates the configuration; every problem is
 // returned at once.
-func loadConfig(f flags, p *daemon.Plugins) (*daemon.Config, error) {
-	cfg, parseErr := daemon.Load(f.env, p.Sources)
+func loadConfig(f daemon.CommandLine, p *daemon.Plugins) (*daemon.Config, error) {
+	cfg, parseErr := daemon.Load(f.Env, p.Sources)
 	errs := []error{cfg.Check(p, parseErr)}
 	// A flag that names no setting is an error; an unknown variable in the
 	// environment only a warning (see daemon.UnknownVars).
@@ -182,7 +132,7 @@ func loadConfig(f flags, p *daemon.Plugins) (*daemon.Config, error) {
 	for _, s := range cfg.Settings() {
 		known[s.Key] = true
 	}
-	for _, k := range f.keys {
+	for _, k := range f.Keys {
 		if !known[k] {
 			errs = append(errs, fmt.Errorf("unknown flag --%s (see soakd config)", strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, daemon.EnvPrefix), "_", "-"))))
 		}
@@ -192,20 +142,9 @@ func loadConfig(f flags, p *daemon.Plugins) (*daemon.Config, error) {
 
 func printConfigErrors(w io.Writer, err error) {
 	fmt.Fprintln(w, "soakd: invalid configuration:")
-	for _, line := range flatten(err) {
-		fmt.Fprintf(w, "  %s\n", line)
+	for _, p := range daemon.Problems(err) {
+		fmt.Fprintf(w, "  %s\n", p)
 	}
-}
-
-func flatten(err error) []string {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []string
-		for _, e := range j.Unwrap() {
-			out = append(out, flatten(e)...)
-		}
-		return out
-	}
-	return []string{err.Error()}
 }
 
 func runCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
@@ -214,11 +153,11 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		fmt.Fprintf(stderr, "soakd: %v\n", err)
 		return exitConfig
 	}
-	if f.help {
+	if f.Help {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
-	p := plugins()
+	p := plugins.All()
 	cfg, err := loadConfig(f, p)
 	if err != nil {
 		printConfigErrors(stderr, err)
@@ -239,7 +178,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		return exitConfig
 	}
 	defer func() { _ = log.Sync() }()
-	if unk := daemon.UnknownVars(f.env, cfg.Settings()); len(unk) > 0 {
+	if unk := daemon.UnknownVars(f.Env, cfg.Settings()); len(unk) > 0 {
 		log.Warn("ignoring unknown SOAKD_ variables (typo, or a workload not in SOAKD_WORKLOADS?)", zap.Strings("vars", unk))
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -276,7 +215,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 
 func configCmd(args []string, environ map[string]string, stdout, stderr io.Writer) int {
 	f, err := parseFlags(args, environ, "check")
-	if f.help {
+	if f.Help {
 		fmt.Fprint(stdout, "Usage: soakd config [--check] [setting flags]\n\nLists every setting with its env var, flag, default and current value; --check only validates them.\n")
 		return exitOK
 	}
@@ -284,9 +223,9 @@ func configCmd(args []string, environ map[string]string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "soakd: %v\n", err)
 		return exitConfig
 	}
-	p := plugins()
+	p := plugins.All()
 	cfg, err := loadConfig(f, p)
-	if f.cmd["check"] {
+	if f.Cmd["check"] {
 		if err != nil {
 			printConfigErrors(stderr, err)
 			return exitConfig
@@ -297,7 +236,7 @@ func configCmd(args []string, environ map[string]string, stdout, stderr io.Write
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "VARIABLE\tFLAG\tDEFAULT\tVALUE\tHELP")
 	for _, s := range cfg.Settings() {
-		v, set := f.env[s.Key]
+		v, set := f.Env[s.Key]
 		switch {
 		case !set:
 			v = ""

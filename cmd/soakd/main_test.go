@@ -17,6 +17,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
 )
@@ -93,7 +94,7 @@ func TestConfigCommand(t *testing.T) {
 // series source's settings are its flags and SOAKD_GEN_* variables, and a
 // source without a finite set of rows is refused.
 func TestGenerateUsesTheSourceList(t *testing.T) {
-	for _, e := range plugins().Sources {
+	for _, e := range plugins.All().Sources {
 		for _, name := range e.Names {
 			code, out, errs := run(t, nil, "generate", "--source", name, "--help")
 			if e.File == nil {

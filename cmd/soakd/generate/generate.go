@@ -149,13 +149,6 @@ func (st *setup) fileSources() []string {
 
 func (st *setup) all() []daemon.Setting { return append(slices.Clip(st.data), st.own...) }
 
-// cmdLine is the parsed command line.
-type cmdLine struct {
-	env  map[string]string // environ with the flags applied
-	keys []string          // the variables set by flags
-	help bool
-}
-
 // sourceOf returns the source the command line or environ names (the last
 // --source wins, as in parseArgs); "" when none.
 func sourceOf(args []string, environ map[string]string) string {
@@ -177,44 +170,12 @@ func sourceOf(args []string, environ map[string]string) string {
 // parseArgs applies --name=value and --name value flags onto a copy of
 // environ as SOAKD_GEN_NAME=value, as soakd run applies --w-name onto
 // SOAKD_W_NAME. A boolean setting's flag may stand alone (--quiet).
-func (st *setup) parseArgs(args []string, environ map[string]string) (cmdLine, error) {
-	c := cmdLine{env: make(map[string]string, len(environ)+len(args))}
-	for k, v := range environ {
-		c.env[k] = v
-	}
+func (st *setup) parseArgs(args []string, environ map[string]string) (daemon.CommandLine, error) {
 	isBool := map[string]bool{}
 	for _, s := range st.all() {
 		isBool[s.Flag] = s.Bool
 	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			return c, fmt.Errorf("unexpected argument %q (settings are flags like --scale 100)", a)
-		}
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !hasValue && (name == "h" || name == "help") {
-			c.help = true
-			return c, nil
-		}
-		if name == "" {
-			return c, fmt.Errorf("bad flag %q", a)
-		}
-		if !hasValue {
-			switch {
-			case isBool[name]:
-				value = "true"
-			case i+1 < len(args):
-				i++
-				value = args[i]
-			default:
-				return c, fmt.Errorf("flag --%s needs a value", name)
-			}
-		}
-		key := prefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-		c.env[key] = value
-		c.keys = append(c.keys, key)
-	}
-	return c, nil
+	return daemon.ParseFlags(args, environ, prefix, func(f string) bool { return isBool[f] })
 }
 
 // job is a checked command: a source and where and how to write it.
@@ -234,7 +195,7 @@ func cfgErr(setting, format string, args ...any) error {
 
 // load reads and checks every setting and builds the source; every
 // problem is returned at once, each naming its variable.
-func (st *setup) load(c cmdLine) (*job, error) {
+func (st *setup) load(c daemon.CommandLine) (*job, error) {
 	var errs []error
 	e := st.entry
 	known := map[string]bool{}
@@ -242,7 +203,7 @@ func (st *setup) load(c cmdLine) (*job, error) {
 		known[s.Key] = true
 	}
 	if e != nil && e.File != nil { // else the source's problem says it all
-		for _, k := range c.keys {
+		for _, k := range c.Keys {
 			if !known[k] {
 				errs = append(errs, fmt.Errorf("unknown flag --%s (see soakd generate --help)", flagOf(k)))
 			}
@@ -253,14 +214,14 @@ func (st *setup) load(c cmdLine) (*job, error) {
 	// checked by the same code.
 	env := map[string]string{daemon.EnvPrefix + "WORKLOADS": workload}
 	for _, s := range st.data {
-		if v := c.env[s.Key]; v != "" {
+		if v := c.Env[s.Key]; v != "" {
 			env[s.Key] = v
 		} else if s.Default != "" {
 			env[s.Key] = s.Default
 		}
 	}
 	cfg, err := daemon.Load(env, st.srcs)
-	errs = append(errs, flatten(err)...)
+	errs = append(errs, daemon.Problems(err)...)
 	failed := map[string]bool{}
 	for _, err := range errs {
 		var ce *daemon.ConfigError
@@ -271,7 +232,7 @@ func (st *setup) load(c cmdLine) (*job, error) {
 	// Setting problems are reported once: not again when a setting that
 	// failed to parse fails a check with its zero value.
 	check := func(err error) {
-		for _, err := range flatten(sources.RenameSettings(err, func(setting string, cause error) error {
+		for _, err := range daemon.Problems(sources.RenameSettings(err, func(setting string, cause error) error {
 			if setting == "" {
 				setting = "SOURCE"
 			}
@@ -307,11 +268,11 @@ func (st *setup) load(c cmdLine) (*job, error) {
 	j := &job{name: st.source}
 	oenv := map[string]string{}
 	for _, s := range st.own {
-		if v, ok := c.env[s.Key]; ok {
+		if v, ok := c.Env[s.Key]; ok {
 			oenv[s.Key] = v
 		}
 	}
-	errs = append(errs, flatten(daemon.ParseSettings(&j.opts, oenv, prefix))...)
+	errs = append(errs, daemon.Problems(daemon.ParseSettings(&j.opts, oenv, prefix))...)
 	o := &j.opts
 	if j.format, err = file.ParseFormat(o.Format); err != nil {
 		errs = append(errs, cfgErr("FORMAT", "%w", err))
@@ -347,20 +308,6 @@ func (st *setup) load(c cmdLine) (*job, error) {
 			j.format, st.source, len(j.src.Schemas()), j.format.Ext())
 	}
 	return j, nil
-}
-
-func flatten(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, flatten(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }
 
 const usageHead = `Usage: soakd generate [flags]
@@ -411,14 +358,14 @@ func Main(ctx context.Context, args []string, environ map[string]string, srcs da
 		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
 		return exitConfig
 	}
-	if c.help {
-		st.usage(stdout, c.env)
+	if c.Help {
+		st.usage(stdout, c.Env)
 		return exitOK
 	}
 	j, err := st.load(c)
 	if err != nil {
 		fmt.Fprintln(stderr, "soakd generate: invalid configuration:")
-		for _, e := range flatten(err) {
+		for _, e := range daemon.Problems(err) {
 			fmt.Fprintf(stderr, "  %v\n", e)
 		}
 		return exitConfig

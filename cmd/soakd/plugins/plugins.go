@@ -1,4 +1,7 @@
-package main
+// Package plugins is soakd's composition root: the one list of sources
+// and sinks that soakd run and soakd generate use. A new source or sink is
+// added here and nowhere else outside its own package.
+package plugins
 
 import (
 	"context"
@@ -18,8 +21,8 @@ import (
 	"github.com/soakd/soakd/sources/seq"
 )
 
-// plugins is the one list of sources and sinks soakd knows.
-func plugins() *daemon.Plugins {
+// All is the one list of sources and sinks soakd knows.
+func All() *daemon.Plugins {
 	r := sinks.NewRegistry()
 	series := []sources.Kind{sources.Series}
 	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV}, Open: null.Open, Check: null.Check})
