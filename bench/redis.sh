@@ -67,7 +67,7 @@ for p in 1 16; do
 		sk=$(for ((r = 1; r <= RUNS; r++)); do echo "${res[soakd,$op,$p,$r]% *}"; done | median)
 		rb99=$(for ((r = 1; r <= RUNS; r++)); do echo "${res[rb,$op,$p,$r]#* }"; done | median)
 		sk99=$(for ((r = 1; r <= RUNS; r++)); do echo "${res[soakd,$op,$p,$r]#* }"; done | median)
-		if [ $p = 1 ]; then target=0.9; else target=0.7; fi
+		target=0.9
 		echo "| ${op^^} -c 50 -P $p -d 100 | $rb | $sk | $(ratio "$sk" "$rb") | >= $target | $rb99 | $sk99 |"
 	done
 done
