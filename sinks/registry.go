@@ -149,7 +149,7 @@ func redact(u *url.URL) (string, bool) {
 	q := c.Query()
 	qChanged := false
 	for k := range q {
-		if isSecretParam(k) {
+		if SecretParam(k) {
 			q.Set(k, "xxxxx")
 			qChanged = true
 		}
@@ -160,7 +160,10 @@ func redact(u *url.URL) (string, bool) {
 	return c.String(), changed || qChanged
 }
 
-func isSecretParam(k string) bool {
+// SecretParam reports whether the URL query parameter k holds a secret
+// (a password, a token, InfluxDB 1.x's p=) that Redact hides and no error
+// message may repeat.
+func SecretParam(k string) bool {
 	k = strings.ToLower(k)
 	return strings.Contains(k, "password") || strings.Contains(k, "token") || k == "secret" ||
 		k == "sslkey" || strings.HasSuffix(k, "secret") ||
