@@ -78,6 +78,25 @@ func TestWriteModel(t *testing.T) {
 	}
 }
 
+// TestWriteCancelled: a write whose context is done fails as a timeout,
+// whatever the model, and the modelled server does not count it.
+func TestWriteCancelled(t *testing.T) {
+	t.Parallel()
+	b := &sources.Batch{Ops: make([]sources.KVOp, 100)}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []Config{{}, {Capacity: 1e9}, {Latency: Dist{Kind: "fixed"}}, {Fail: 1, FailClass: sinks.Rejected}} {
+		s := New(c)
+		_, err := s.Write(ctx, b)
+		if sinks.ClassOf(err) != sinks.Timeout || !errors.Is(err, context.Canceled) {
+			t.Errorf("%+v: cancelled write: %v, want a timeout wrapping context.Canceled", c, err)
+		}
+		if !s.nextFree.IsZero() {
+			t.Errorf("%+v: the cancelled write took the modelled server's capacity", c)
+		}
+	}
+}
+
 func FuzzParseURL(f *testing.F) {
 	for _, s := range []string{"null://", "null://?latency=2ms", "null://?latency=1ms..5ms&capacity=5", "null://?stall=1s@2s&fail=0.5",
 		"null://?latency=exp:3ms", "null://?latency=..", "null://?stall=@"} {
