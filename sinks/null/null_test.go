@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sinks/sinktest"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -97,23 +98,32 @@ func TestWriteCancelled(t *testing.T) {
 	}
 }
 
+// TestConformance runs the sink suite: the null sink stores nothing to
+// count and has no network target.
+func TestConformance(t *testing.T) {
+	sinktest.Run(t, sinktest.Harness{
+		Kinds: []sources.Kind{sources.Series, sources.KV},
+		Open: func(t *testing.T, _ string, o sinks.Options) sinktest.Target {
+			u, _ := url.Parse("null://")
+			s, err := Open(context.Background(), u, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sinktest.Target{Sink: s}
+		},
+	})
+}
+
 func FuzzParseURL(f *testing.F) {
-	for _, s := range []string{"null://", "null://?latency=2ms", "null://?latency=1ms..5ms&capacity=5", "null://?stall=1s@2s&fail=0.5",
-		"null://?latency=exp:3ms", "null://?latency=..", "null://?stall=@"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		u, err := url.Parse(s)
-		if err != nil {
-			return
-		}
+	sinktest.FuzzURL(f, Check, func(t *testing.T, u *url.URL) {
 		c, err := ParseURL(u)
 		if err != nil {
-			return
+			t.Fatalf("Check accepts %s, ParseURL does not: %v", u, err)
 		}
 		if c.Capacity < 0 || c.Fail < 0 || c.Fail > 1 || c.Latency.Min < 0 || c.Latency.Max < c.Latency.Min && c.Latency.Kind == "uniform" {
-			t.Fatalf("accepted %q as %+v", s, c)
+			t.Fatalf("accepted %s as %+v", u, c)
 		}
 		_ = c.Latency.Sample()
-	})
+	}, "null://", "null://?latency=2ms", "null://?latency=1ms..5ms&capacity=5", "null://?stall=1s@2s&fail=0.5",
+		"null://?latency=exp:3ms", "null://?latency=..", "null://?stall=@")
 }
