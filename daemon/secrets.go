@@ -33,7 +33,7 @@ func (w *Workload) scrubber() func(string) string {
 			add(p)
 		}
 		for k, vs := range u.Query() {
-			if sinks.IsSecretParam(k) {
+			if sinks.SecretParam(k) {
 				for _, v := range vs {
 					add(v)
 				}

@@ -134,7 +134,7 @@ func redact(u *url.URL) (string, bool) {
 	q := c.Query()
 	qChanged := false
 	for k := range q {
-		if IsSecretParam(k) {
+		if SecretParam(k) {
 			q.Set(k, "xxxxx")
 			qChanged = true
 		}
@@ -145,9 +145,10 @@ func redact(u *url.URL) (string, bool) {
 	return c.String(), changed || qChanged
 }
 
-// IsSecretParam reports whether URL query parameter k holds a secret
-// (password, token, key), which Redact hides.
-func IsSecretParam(k string) bool {
+// SecretParam reports whether the URL query parameter k holds a secret
+// (a password, a token, InfluxDB 1.x's p=) that Redact hides and no error
+// message may repeat.
+func SecretParam(k string) bool {
 	k = strings.ToLower(k)
 	return strings.Contains(k, "password") || strings.Contains(k, "token") || k == "secret" ||
 		k == "sslkey" || strings.HasSuffix(k, "secret") ||

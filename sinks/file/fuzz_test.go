@@ -1,31 +1,21 @@
 package file
 
 import (
+	"net/url"
 	"testing"
 
-	"github.com/soakd/soakd/sinks"
-	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/sinks/sinktest"
 )
 
 func FuzzParseURL(f *testing.F) {
-	for _, s := range []string{"-", "file:///tmp/x", "file://rel/x.csv?format=csv", "file:x?append=1&precision=ms",
-		"file:///x?format=pgcopy&format=csv", "file://%zz", "file://?", "file:///a b?format=%00"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		u, err := sinks.Parse(raw)
-		if err != nil {
-			return
-		}
+	sinktest.FuzzURL(f, Check, func(t *testing.T, u *url.URL) {
 		c, err := ParseURL(u)
 		if err != nil {
-			if Check(u, sources.Series) == nil {
-				t.Fatalf("%q: ParseURL fails but Check passes", raw)
-			}
-			return
+			t.Fatalf("Check accepts %s, ParseURL does not: %v", u, err)
 		}
 		if c.Path == "" || c.Format > PGCopy {
-			t.Fatalf("%q parsed to %+v", raw, c)
+			t.Fatalf("%s parsed to %+v", u, c)
 		}
-	})
+	}, "-", "file:///tmp/x", "file://rel/x.csv?format=csv", "file:x?append=1&precision=ms",
+		"file:///x?format=pgcopy&format=csv", "file://%zz", "file://?", "file:///a b?format=%00")
 }

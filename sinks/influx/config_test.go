@@ -9,6 +9,7 @@ import (
 
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/lineproto"
+	"github.com/soakd/soakd/sinks/sinktest"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -211,28 +212,13 @@ func TestOpenChecks(t *testing.T) {
 }
 
 func FuzzParseURL(f *testing.F) {
-	for _, s := range []string{
-		"influx://h:8086?org=o&bucket=b&token=t", "influxs://u:p@h/x?bucket=db/rp&precision=ms&gzip=9",
-		"influx1://h:8086?db=x&rp=y&u=a&p=b&product=tdengine&path=/influxdb/v1/write&auth=basic",
-		"influx1://h?db=x&gzip=0&timeout=1ms&create=false&idempotent=true&tls=1&insecure=1",
-		"influx1://[::1]:8086?db=%ZZ", "influx://h:0?bucket=", "influx1:opaque",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		u, err := sinks.Parse(raw)
-		if err != nil {
-			return
-		}
+	sinktest.FuzzURL(f, Check, func(t *testing.T, u *url.URL) {
 		c, err := ParseURL(u)
 		if err != nil {
-			if err.Error() == "" {
-				t.Fatal("empty error")
-			}
-			return
+			t.Fatalf("Check accepts %s, ParseURL does not: %v", u, err)
 		}
 		if c.Host == "" || c.Timeout < 0 || c.Gzip < 0 || c.Gzip > 9 || c.API == V2 && c.Bucket == "" {
-			t.Fatalf("accepted an invalid config %+v from %q", c, raw)
+			t.Fatalf("accepted an invalid config %+v from %s", c, u)
 		}
 		// String must not depend on the secrets (a substring test would
 		// also find a password "1" in "v1").
@@ -242,5 +228,10 @@ func FuzzParseURL(f *testing.F) {
 			t.Fatalf("String() shows a secret: %q", c.String())
 		}
 		_ = c.authHeader()
-	})
+	},
+		"influx://h:8086?org=o&bucket=b&token=t", "influxs://u:p@h/x?bucket=db/rp&precision=ms&gzip=9",
+		"influx1://h:8086?db=x&rp=y&u=a&p=b&product=tdengine&path=/influxdb/v1/write&auth=basic",
+		"influx1://h?db=x&gzip=0&timeout=1ms&create=false&idempotent=true&tls=1&insecure=1",
+		"influx1://[::1]:8086?db=%ZZ", "influx://h:0?bucket=", "influx1:opaque",
+	)
 }

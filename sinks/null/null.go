@@ -173,9 +173,13 @@ var ErrInjected = errors.New("injected failure")
 
 // Write waits as the model says and discards b.
 func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
+	if err := ctx.Err(); err != nil {
+		// The modelled server never sees the write.
+		return 0, sinks.NewError(sinks.Timeout, true, err)
+	}
 	c := &s.cfg
 	if c.Capacity == 0 && c.StallFor == 0 && c.Latency.Kind == "" && c.Fail == 0 {
-		return 0, ctx.Err()
+		return 0, nil
 	}
 	now := time.Now()
 	done := now

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sinks/sinktest"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -78,23 +79,51 @@ func TestWriteModel(t *testing.T) {
 	}
 }
 
-func FuzzParseURL(f *testing.F) {
-	for _, s := range []string{"null://", "null://?latency=2ms", "null://?latency=1ms..5ms&capacity=5", "null://?stall=1s@2s&fail=0.5",
-		"null://?latency=exp:3ms", "null://?latency=..", "null://?stall=@"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		u, err := url.Parse(s)
-		if err != nil {
-			return
+// TestWriteCancelled: a write whose context is done fails as a timeout,
+// whatever the model, and the modelled server does not count it.
+func TestWriteCancelled(t *testing.T) {
+	t.Parallel()
+	b := &sources.Batch{Ops: make([]sources.KVOp, 100)}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []Config{{}, {Capacity: 1e9}, {Latency: Dist{Kind: "fixed"}}, {Fail: 1, FailClass: sinks.Rejected}} {
+		s := New(c)
+		_, err := s.Write(ctx, b)
+		if sinks.ClassOf(err) != sinks.Timeout || !errors.Is(err, context.Canceled) {
+			t.Errorf("%+v: cancelled write: %v, want a timeout wrapping context.Canceled", c, err)
 		}
+		if !s.nextFree.IsZero() {
+			t.Errorf("%+v: the cancelled write took the modelled server's capacity", c)
+		}
+	}
+}
+
+// TestConformance runs the sink suite: the null sink stores nothing to
+// count and has no network target.
+func TestConformance(t *testing.T) {
+	sinktest.Run(t, sinktest.Harness{
+		Kinds: []sources.Kind{sources.Series, sources.KV},
+		Open: func(t *testing.T, _ string, o sinks.Options) sinktest.Target {
+			u, _ := url.Parse("null://")
+			s, err := Open(context.Background(), u, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sinktest.Target{Sink: s}
+		},
+	})
+}
+
+func FuzzParseURL(f *testing.F) {
+	sinktest.FuzzURL(f, Check, func(t *testing.T, u *url.URL) {
 		c, err := ParseURL(u)
 		if err != nil {
-			return
+			t.Fatalf("Check accepts %s, ParseURL does not: %v", u, err)
 		}
 		if c.Capacity < 0 || c.Fail < 0 || c.Fail > 1 || c.Latency.Min < 0 || c.Latency.Max < c.Latency.Min && c.Latency.Kind == "uniform" {
-			t.Fatalf("accepted %q as %+v", s, c)
+			t.Fatalf("accepted %s as %+v", u, c)
 		}
 		_ = c.Latency.Sample()
-	})
+	}, "null://", "null://?latency=2ms", "null://?latency=1ms..5ms&capacity=5", "null://?stall=1s@2s&fail=0.5",
+		"null://?latency=exp:3ms", "null://?latency=..", "null://?stall=@")
 }

@@ -468,8 +468,23 @@ func (s *Sink) Ping(ctx context.Context) error {
 }
 
 // Close closes the pool. The engine calls it once, after every Write has
-// returned; later calls do nothing.
-func (s *Sink) Close(context.Context) error {
-	s.closeOnce.Do(s.pool.Close)
-	return nil
+// returned; later calls do nothing. pgx gives a connection to a server
+// that stopped answering up to 15 s to close (its cancel request waits
+// for the server); Close waits no longer than ctx allows and lets such
+// connections finish closing in the background.
+func (s *Sink) Close(ctx context.Context) error {
+	var err error
+	s.closeOnce.Do(func() {
+		done := make(chan struct{})
+		go func() {
+			s.pool.Close()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = sinks.NewError(sinks.Timeout, false, fmt.Errorf("connections to %s are still closing: %w", s.target, ctx.Err()))
+		}
+	})
+	return err
 }

@@ -537,3 +537,51 @@ func TestStalledServer(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestCloseStalledServer: Close returns by its context's deadline while a
+// frozen server holds the connection of an interrupted write.
+func TestCloseStalledServer(t *testing.T) {
+	srv := testserver.Postgres(t)
+	cpu := cpuSchema("cpu", 3)
+	s, err := New(mustURL(t, srv.URL), optionsFor(cpu))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Prepare(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b := sources.NewSeriesBatch([]*sources.Schema{cpu})
+	fill(b.Tables[0], 3, 0, 30, testBase, false)
+	if _, err := s.Write(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	procs := serverProcs(t, srv.Pid())
+	for _, pid := range procs {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cont := sync.OnceFunc(func() {
+		for _, pid := range procs {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	})
+	t.Cleanup(cont)
+	wctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	if _, err := s.Write(wctx, b); err == nil {
+		t.Fatal("write to a stopped server succeeded")
+	}
+	cancel()
+	cctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = s.Close(cctx)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Close with a 500ms deadline took %v", d)
+	}
+	if sinks.ClassOf(err) != sinks.Timeout {
+		t.Errorf("Close before the connections closed: %v, want a timeout", err)
+	}
+	// The connections finish closing once the server answers again.
+	cont()
+}

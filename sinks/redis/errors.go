@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -73,4 +74,10 @@ func classifyReply(err error, msg string) (sinks.Class, bool) {
 		return sinks.Server, true
 	}
 	return sinks.Rejected, false
+}
+
+// cancelled is the error of an operation whose context was done before
+// it started: nothing was sent.
+func cancelled(err error) error {
+	return sinks.NewError(sinks.Timeout, true, fmt.Errorf("nothing sent: %w", err))
 }

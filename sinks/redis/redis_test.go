@@ -465,6 +465,59 @@ func TestStalledServerRespectsContext(t *testing.T) {
 	}
 }
 
+// TestStalledServerCancel: a write or ping cancelled (no deadline, as at
+// the engine's shutdown) while the server is stopped ends at once instead
+// of waiting for read_timeout, and a write whose context is already done
+// sends nothing.
+func TestStalledServerCancel(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	_, b := insertBatch(t)
+	s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: "e:"}})
+	if _, err := s.Write(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	done, cancelDone := context.WithCancel(context.Background())
+	cancelDone()
+	a.FlushDB(context.Background())
+	if _, err := s.Write(done, b); errClass(t, err) != sinks.Timeout || !errors.Is(err, context.Canceled) {
+		t.Errorf("write with a cancelled context: %v, want a timeout", err)
+	}
+	if n, _ := a.DBSize(context.Background()).Result(); n != 0 {
+		t.Errorf("a write with a cancelled context stored %d keys", n)
+	}
+
+	if err := srv.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cont := sync.OnceFunc(func() { _ = srv.Signal(syscall.SIGCONT) })
+	defer cont()
+	for _, op := range []struct {
+		name string
+		do   func(context.Context) error
+	}{
+		{"write", func(ctx context.Context) error { _, err := s.Write(ctx, b); return err }},
+		{"ping", s.Ping},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(200*time.Millisecond, cancel)
+		start := time.Now()
+		err := op.do(ctx)
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("%s cancelled after 200ms took %v (read_timeout is 10s)", op.name, took)
+		}
+		if err == nil || errClass(t, err) != sinks.Timeout || !errors.Is(err, context.Canceled) {
+			t.Errorf("%s to a stopped server, cancelled: %v, want a timeout", op.name, err)
+		}
+		cancel()
+	}
+	cont()
+	// The interrupted connection is replaced.
+	if _, err := s.Write(context.Background(), b); err != nil {
+		t.Fatalf("write after the server resumed: %v", err)
+	}
+}
+
 func TestCleanup(t *testing.T) {
 	srv := testserver.Redis(t)
 	a := admin(t, srv)

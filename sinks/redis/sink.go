@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -43,11 +44,14 @@ type Sink struct {
 	c       client
 	cluster *goredis.ClusterClient
 	single  *goredis.Client
-	prefix  string
-	index   string
-	names   []string // field0..field1023
-	log     *zap.Logger
-	where   string // redacted target, for error messages
+	// own holds the options of the client each call owns in single-server
+	// mode (see call.client); nil in the other modes.
+	own    *goredis.Options
+	prefix string
+	index  string
+	names  []string // field0..field1023
+	log    *zap.Logger
+	where  string // redacted target, for error messages
 
 	// free holds the call states not in use. In single-server and
 	// sentinel mode each owns a dedicated connection (goredis.Conn), so a
@@ -119,13 +123,15 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 	}
 	switch cfg.Mode {
 	case Single:
-		s.single = goredis.NewClient(&goredis.Options{
+		s.own = &goredis.Options{
 			Addr: cfg.Addrs[0], DB: cfg.DB, Username: cfg.Username, Password: cfg.Password,
 			Protocol: cfg.Protocol, TLSConfig: tlsCfg, ClientName: cfg.ClientName,
 			DialTimeout: cfg.DialTimeout, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 			ContextTimeoutEnabled: true, PoolSize: pool, PipelinePoolSize: -1, MaxRetries: retries,
 			DisableIdentity: true,
-		})
+		}
+		shared := *s.own // NewClient fills in defaults
+		s.single = goredis.NewClient(&shared)
 		s.c = s.single
 	case Sentinel:
 		s.single = goredis.NewFailoverClient(&goredis.FailoverOptions{
@@ -160,10 +166,14 @@ func (s *Sink) Misses() int64 { return s.misses.Load() }
 // call is the state of one Write: the pipeline and the prepared commands
 // of one worker at a time, kept in s.free between writes.
 type call struct {
-	conn *goredis.Conn // dedicated connection (nil in cluster mode)
-	pipe goredis.Pipeliner
-	cmds []goredis.Cmder
-	used []*slot
+	// client is the call's own client in single-server mode, for the
+	// dedicated connection: its dialer records the connection in nc, so
+	// that a cancelled operation can close it (see watch).
+	client *goredis.Client
+	conn   *goredis.Conn // dedicated connection (nil in cluster mode)
+	pipe   goredis.Pipeliner
+	cmds   []goredis.Cmder
+	used   []*slot
 	// slots holds the prepared commands by kind and by whether they carry
 	// one field or several, so a batch mixing one-field updates and
 	// all-field inserts of the same command reuses both.
@@ -173,6 +183,85 @@ type call struct {
 	// broken marks a connection that failed; it is replaced before the
 	// next batch.
 	broken bool
+	// stop ends the watch of the operation in progress (see watch).
+	stop      func() bool
+	interrupt func() // c.close, made once
+	mu        sync.Mutex
+	nc        net.Conn // the network connection of client, once dialled
+}
+
+// newClient makes c's own client from the sink's options. The call uses
+// one connection of its pool; the pool size stays the sink's, which is
+// also how many failed dials go-redis takes before it answers further
+// dials with the last error until a probe gets through.
+func (c *call) newClient(o goredis.Options) {
+	base := goredis.NewDialer(&o)
+	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := base(ctx, network, addr)
+		if err == nil {
+			c.mu.Lock()
+			c.nc = nc
+			c.mu.Unlock()
+		}
+		return nc, err
+	}
+	c.client = goredis.NewClient(&o)
+}
+
+// close closes c's network connection: the operation in progress fails
+// at once, and the connection is replaced before the next one.
+func (c *call) close() {
+	c.mu.Lock()
+	nc := c.nc
+	c.mu.Unlock()
+	if nc != nil {
+		_ = nc.Close()
+	}
+}
+
+// release closes c's connection and client.
+func (c *call) release() error {
+	var err error
+	if c.conn != nil {
+		err = ignoreClosed(c.conn.Close())
+	}
+	if c.client != nil {
+		err = errors.Join(err, c.client.Close())
+	}
+	return err
+}
+
+// watch arranges for the end of ctx to interrupt the operation c is about
+// to run. go-redis turns a context's deadline into socket deadlines but
+// not its cancellation (the engine's, at shutdown): without this, an
+// operation cancelled while the server does not answer would wait for
+// read_timeout. Only single-server calls know their connection; in
+// sentinel and cluster modes such an operation still ends by
+// read_timeout. unwatch ends the watch.
+func (s *Sink) watch(ctx context.Context, c *call) {
+	if c.client == nil || ctx.Done() == nil {
+		return
+	}
+	if af, ok := ctx.(afterFuncer); ok {
+		c.stop = af.AfterFunc(c.interrupt)
+		return
+	}
+	c.stop = context.AfterFunc(ctx, c.interrupt)
+}
+
+// afterFuncer is a context with its own AfterFunc, as the engine's write
+// context is: cheaper than context.AfterFunc's wrapping of it.
+type afterFuncer interface {
+	AfterFunc(func()) (stop func() bool)
+}
+
+// unwatch ends the watch of watch. When the watch fired, the connection
+// is closed (or about to be): it is replaced before the next operation.
+func (s *Sink) unwatch(c *call) {
+	if c.stop != nil && !c.stop() {
+		c.broken = true
+	}
+	c.stop = nil
 }
 
 type scan struct {
@@ -191,6 +280,10 @@ func (s *Sink) getCall() *call {
 	s.mu.Unlock()
 	if c == nil {
 		c = &call{}
+		c.interrupt = c.close
+		if s.own != nil {
+			c.newClient(*s.own)
+		}
 	}
 	if c.broken && c.conn != nil {
 		_ = c.conn.Close()
@@ -198,10 +291,14 @@ func (s *Sink) getCall() *call {
 	}
 	c.broken = false
 	if c.pipe == nil {
-		if s.single != nil {
+		switch {
+		case c.client != nil:
+			c.conn = c.client.Conn()
+			c.pipe = c.conn.Pipeline()
+		case s.single != nil:
 			c.conn = s.single.Conn()
 			c.pipe = c.conn.Pipeline()
-		} else {
+		default:
 			c.pipe = s.c.Pipeline()
 		}
 	}
@@ -218,9 +315,7 @@ func (s *Sink) putCall(c *call) {
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
-		if c.conn != nil {
-			_ = c.conn.Close()
-		}
+		_ = c.release()
 		return
 	}
 	s.free = append(s.free, c)
@@ -263,8 +358,11 @@ func valueBuf(n int) int { return 2*n + 64 }
 // Write runs the operations of b as one pipeline and returns the key and
 // value bytes sent.
 func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, cancelled(err)
+	}
 	if len(b.Ops) == 0 {
-		return 0, ctx.Err()
+		return 0, nil
 	}
 	if b.Fields < 1 || b.Fields > sources.MaxFields || b.FieldLength < 1 {
 		return 0, fmt.Errorf("BUG: redis sink: batch with %d fields of %d bytes", b.Fields, b.FieldLength)
@@ -426,7 +524,9 @@ func (s *Sink) exec(ctx context.Context, c *call) error {
 	// before any command was sent that go-redis does not copy into the
 	// commands: an error reply to AUTH or SELECT while setting up the
 	// connection.
+	s.watch(ctx, c)
 	_, execErr := c.pipe.Exec(ctx)
+	s.unwatch(c)
 	var first error
 	misses := 0
 	for i, cmd := range c.cmds {
@@ -476,9 +576,19 @@ func (s *Sink) exec(ctx context.Context, c *call) error {
 			return sinks.NewError(sinks.Server, true, fmt.Errorf("cannot run a pipeline of %d commands on %s (a slot moved; reloading the slot map): %w",
 				len(c.cmds), s.where, first))
 		}
-		return s.wrap(len(c.cmds), first)
+		return s.failed(ctx, len(c.cmds), first)
 	}
 	return nil
+}
+
+// failed wraps err, the failure of n commands run with ctx. When ctx
+// ended and the server did not answer, the failure is ctx's: a timeout.
+func (s *Sink) failed(ctx context.Context, n int, err error) error {
+	var rerr goredis.Error
+	if cerr := ctx.Err(); cerr != nil && !errors.As(err, &rerr) {
+		return sinks.NewError(sinks.Timeout, true, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (%w)", n, s.where, cerr, err))
+	}
+	return s.wrap(n, err)
 }
 
 func (s *Sink) wrap(n int, err error) error {
@@ -494,6 +604,9 @@ func (s *Sink) wrap(n int, err error) error {
 // Present returns a *sources.SettingError for DATA_TYPE that says what
 // was found and how to fix it.
 func (s *Sink) Present(ctx context.Context, b *sources.Batch) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, cancelled(err)
+	}
 	c := s.getCall()
 	defer s.putCall(c)
 	for i := range b.Ops {
@@ -564,10 +677,28 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// Ping checks that the target answers.
+// Ping checks that the target answers, on a call's connection as a write
+// does (so that a cancelled Ping ends as a cancelled write does).
 func (s *Sink) Ping(ctx context.Context) error {
-	if err := s.c.Ping(ctx).Err(); err != nil {
-		return s.wrap(1, err)
+	if err := ctx.Err(); err != nil {
+		return cancelled(err)
+	}
+	c := s.getCall()
+	defer s.putCall(c)
+	var err error
+	if c.conn != nil {
+		s.watch(ctx, c)
+		err = c.conn.Ping(ctx).Err()
+		s.unwatch(c)
+	} else {
+		err = s.c.Ping(ctx).Err()
+	}
+	if err != nil {
+		var rerr goredis.Error
+		if !errors.As(err, &rerr) {
+			c.broken = true
+		}
+		return s.failed(ctx, 1, err)
 	}
 	return nil
 }
@@ -598,9 +729,7 @@ func (s *Sink) Close(ctx context.Context) error {
 	s.free = nil
 	s.mu.Unlock()
 	for _, c := range free {
-		if c.conn != nil {
-			err = errors.Join(err, ignoreClosed(c.conn.Close()))
-		}
+		err = errors.Join(err, c.release())
 	}
 	return errors.Join(err, s.c.Close())
 }

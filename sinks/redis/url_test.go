@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/soakd/soakd/sinks/sinktest"
 )
 
 func TestParseURL(t *testing.T) {
@@ -94,24 +96,17 @@ func TestPasswordNeverInErrors(t *testing.T) {
 }
 
 func FuzzParseURL(f *testing.F) {
-	for _, s := range []string{"redis://h:1/0", "rediss://u:p@h?cleanup=true", "redis-cluster://a:1,b:2?addr=c", "redis-sentinel://s/m/1",
-		"redis://embedded", "redis://h?read_timeout=1s&pool_size=3", "redis-cluster://:0,", "redis://[::1]:6379/1"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		u, err := url.Parse(s)
-		if err != nil {
-			return
-		}
+	sinktest.FuzzURL(f, Check, func(t *testing.T, u *url.URL) {
 		c, err := ParseURL(u)
 		if err != nil {
-			return
+			t.Fatalf("Check accepts %s, ParseURL does not: %v", u, err)
 		}
 		if len(c.Addrs) == 0 {
-			t.Fatalf("%q accepted without an address", s)
+			t.Fatalf("%s accepted without an address", u)
 		}
 		if c.Mode == Sentinel && c.MasterName == "" {
-			t.Fatalf("%q accepted without a master", s)
+			t.Fatalf("%s accepted without a master", u)
 		}
-	})
+	}, "redis://h:1/0", "rediss://u:p@h?cleanup=true", "redis-cluster://a:1,b:2?addr=c", "redis-sentinel://s/m/1",
+		"redis://embedded", "redis://h?read_timeout=1s&pool_size=3", "redis-cluster://:0,", "redis://[::1]:6379/1")
 }
