@@ -482,6 +482,26 @@ func serverProcs(t *testing.T, pid int) []int {
 	return out
 }
 
+// freeze stops the server with SIGSTOP: the postmaster and every backend
+// (each backend is its own process group, so the postmaster's group alone
+// would not freeze them). cont lets it run again; cleanup calls it too.
+func freeze(t *testing.T, srv *testserver.Server) (cont func()) {
+	t.Helper()
+	procs := serverProcs(t, srv.Pid())
+	for _, pid := range procs {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cont = sync.OnceFunc(func() {
+		for _, pid := range procs {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	})
+	t.Cleanup(cont)
+	return cont
+}
+
 // TestStalledServer freezes PostgreSQL (SIGSTOP): writes and pings end
 // with timeouts instead of hanging, and recover once it runs again.
 func TestStalledServer(t *testing.T) {
@@ -496,20 +516,7 @@ func TestStalledServer(t *testing.T) {
 	if _, err := s.Write(t.Context(), b); err != nil {
 		t.Fatal(err)
 	}
-	// The postmaster and every backend (each backend is its own process
-	// group, so the postmaster's group alone would not freeze them).
-	procs := serverProcs(t, srv.Pid())
-	for _, pid := range procs {
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cont := sync.OnceFunc(func() {
-		for _, pid := range procs {
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
-	})
-	t.Cleanup(cont)
+	cont := freeze(t, srv)
 	start := time.Now()
 	_, err := s.Write(context.Background(), b)
 	if c, _ := classOf(t, err); c != sinks.Timeout {
@@ -555,18 +562,7 @@ func TestCloseStalledServer(t *testing.T) {
 	if _, err := s.Write(t.Context(), b); err != nil {
 		t.Fatal(err)
 	}
-	procs := serverProcs(t, srv.Pid())
-	for _, pid := range procs {
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cont := sync.OnceFunc(func() {
-		for _, pid := range procs {
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
-	})
-	t.Cleanup(cont)
+	cont := freeze(t, srv)
 	wctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	if _, err := s.Write(wctx, b); err == nil {
 		t.Fatal("write to a stopped server succeeded")
