@@ -138,6 +138,8 @@ type phaseStats struct {
 
 	stopMu  sync.Mutex
 	stopped string // why the phase ended, once it has
+
+	schedCPU atomic.Int64 // CPU time of the scheduler's thread, once it has ended (ns)
 }
 
 func newPhaseStats(name, rate string, workers int) *phaseStats {

@@ -222,6 +222,8 @@ func checkBooks(t *testing.T, step string, w *workload, h http.Handler, sink *ch
 		`soakd_response_seconds_count{op="write"}`:     total.ops[writeOp].ok,
 		`soakd_ops_total{op="write",result="error"}`:   total.ops[writeOp].failed,
 		`soakd_errors_total{class="other",op="write"}`: total.ops[writeOp].errors[sinks.Other.Index()],
+		// every unit sent had its dispatch delay recorded, once
+		"soakd_dispatch_delay_seconds_count": total.acked + total.failed,
 	} {
 		if got := m[name]; got != float64(want) {
 			t.Fatalf("%s: /metrics %s = %v, counts say %d", step, name, got, want)

@@ -305,7 +305,7 @@ soakd_workers{workload="seq"} 4
 		}
 		for _, n := range []string{"soakd_target_rate", "soakd_rows_total", "soakd_values_total", "soakd_ops_total",
 			"soakd_errors_total", "soakd_dropped_total", "soakd_bytes_total", "soakd_response_seconds",
-			"soakd_service_seconds", "soakd_schedule_lag_seconds", "soakd_inflight", "soakd_workers",
+			"soakd_service_seconds", "soakd_dispatch_delay_seconds", "soakd_schedule_lag_seconds", "soakd_inflight", "soakd_workers",
 			"soakd_build_info", "go_goroutines", "process_cpu_seconds_total"} {
 			if !names[n] {
 				t.Errorf("metric %s missing", n)

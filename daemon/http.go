@@ -117,12 +117,16 @@ type StatusWorkload struct {
 	// over the last window (PROGRESS_INTERVAL, or 10 s; the window so far
 	// in a phase younger than that): op is write for series, read,
 	// update, insert, scan, rmw for KV.
-	Latency    map[string]OpLatency `json:"latency"`
-	LagSeconds float64              `json:"lag_seconds"`
-	Workers    int                  `json:"workers"`
-	Ready      bool                 `json:"ready"`
-	LastError  *ErrorSummary        `json:"last_error,omitempty"`
-	Phases     []StatusPhase        `json:"phases"`
+	Latency map[string]OpLatency `json:"latency"`
+	// Dispatch is the delay from each batch's intended start to its first
+	// send over the same window: waiting for a free worker plus soakd's
+	// own lateness (service fields unused).
+	Dispatch   OpLatency     `json:"dispatch"`
+	LagSeconds float64       `json:"lag_seconds"`
+	Workers    int           `json:"workers"`
+	Ready      bool          `json:"ready"`
+	LastError  *ErrorSummary `json:"last_error,omitempty"`
+	Phases     []StatusPhase `json:"phases"`
 }
 
 // StatusCounts are a phase's unit counts and failed attempts by class.
@@ -186,8 +190,9 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 			}
 		}
 		if cur != nil {
-			for op := range window {
-				if q := window[op]; q.response.Count > 0 {
+			s.Dispatch = OpLatency{Count: window.dispatch.Count, P50: window.dispatch.P50, P99: window.dispatch.P99}
+			for op := range window.ops {
+				if q := window.ops[op]; q.response.Count > 0 {
 					s.Latency[opName(op)] = OpLatency{Count: q.response.Count, P50: q.response.P50, P99: q.response.P99,
 						ServiceP50: q.service.P50, ServiceP99: q.service.P99}
 				}

@@ -23,12 +23,17 @@ const (
 // snapshot. One sample covers a batch (series) or the operations of one op
 // in a pipeline (KV), so a pipeline of 16 reads costs one sample.
 
-// sample is the latencies of n units of one op.
+// sample is the latencies of n units of one op, and (units > 0) the
+// dispatch delay of a batch of that many units. A batch's dispatch delay
+// is recorded once, whatever its outcome; response and service latency
+// only for acknowledged units.
 type sample struct {
 	op       uint8
 	n        int32
+	units    int32
 	response time.Duration // intended start → done
 	service  time.Duration // actual send → done
+	dispatch time.Duration // intended start → first send
 }
 
 // sampleCap bounds a worker's unmerged samples (about 6 KiB).
@@ -46,15 +51,17 @@ func (b *sampleBuf) add(s sample) {
 }
 
 // phaseHist holds a phase's latency distributions per op, created on an
-// op's first sample. mu is taken before any tally's mu.
+// op's first sample, and its dispatch delay. mu is taken before any
+// tally's mu.
 type phaseHist struct {
-	mu  sync.Mutex
-	ops [opSlots]*opHist
+	mu       sync.Mutex
+	ops      [opSlots]*opHist
+	dispatch *dist
 }
 
 // opHist is one op's response and service latency.
 type opHist struct {
-	response, service dist
+	response, service *dist
 }
 
 // dist is one latency distribution kept three ways: since the phase began
@@ -65,8 +72,8 @@ type dist struct {
 	prom          promBuckets
 }
 
-func newDist() dist {
-	return dist{
+func newDist() *dist {
+	return &dist{
 		total:  hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits),
 		window: hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits),
 	}
@@ -85,6 +92,15 @@ func (d *dist) record(v time.Duration, n int64) {
 func (h *phaseHist) mergeLocked(b *sampleBuf) {
 	for i := 0; i < b.n; i++ {
 		s := &b.s[i]
+		if s.units > 0 {
+			if h.dispatch == nil {
+				h.dispatch = newDist()
+			}
+			h.dispatch.record(s.dispatch, int64(s.units))
+		}
+		if s.n == 0 {
+			continue
+		}
 		oh := h.ops[s.op]
 		if oh == nil {
 			oh = &opHist{response: newDist(), service: newDist()}
@@ -128,34 +144,54 @@ func quantiles(h *hdrhistogram.Histogram) Quantiles {
 // opQuantiles are one op's response and service quantiles.
 type opQuantiles struct{ response, service Quantiles }
 
-// swapWindows returns each op's quantiles since the previous swap and
-// starts new windows.
-func (h *phaseHist) swapWindows() [opSlots]opQuantiles {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out [opSlots]opQuantiles
+// histQuantiles are a phase's quantiles: each op's, and the dispatch
+// delay's.
+type histQuantiles struct {
+	ops      [opSlots]opQuantiles
+	dispatch Quantiles
+}
+
+// quantilesOf reads the total (since the phase began) or window
+// distributions; h.mu is held.
+func (h *phaseHist) quantilesOf(pick func(*dist) *hdrhistogram.Histogram) histQuantiles {
+	var out histQuantiles
 	for op, oh := range h.ops {
-		if oh == nil {
-			continue
+		if oh != nil {
+			out.ops[op] = opQuantiles{quantiles(pick(oh.response)), quantiles(pick(oh.service))}
 		}
-		out[op] = opQuantiles{quantiles(oh.response.window), quantiles(oh.service.window)}
-		oh.response.window.Reset()
-		oh.service.window.Reset()
+	}
+	if h.dispatch != nil {
+		out.dispatch = quantiles(pick(h.dispatch))
 	}
 	return out
 }
 
-// windows returns each op's quantiles of the window in progress.
-func (h *phaseHist) windows() [opSlots]opQuantiles {
+func totalOf(d *dist) *hdrhistogram.Histogram  { return d.total }
+func windowOf(d *dist) *hdrhistogram.Histogram { return d.window }
+
+// swapWindows returns the quantiles since the previous swap and starts
+// new windows.
+func (h *phaseHist) swapWindows() histQuantiles {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out [opSlots]opQuantiles
-	for op, oh := range h.ops {
+	out := h.quantilesOf(windowOf)
+	for _, oh := range h.ops {
 		if oh != nil {
-			out[op] = opQuantiles{quantiles(oh.response.window), quantiles(oh.service.window)}
+			oh.response.window.Reset()
+			oh.service.window.Reset()
 		}
 	}
+	if h.dispatch != nil {
+		h.dispatch.window.Reset()
+	}
 	return out
+}
+
+// windows returns the quantiles of the window in progress.
+func (h *phaseHist) windows() histQuantiles {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.quantilesOf(windowOf)
 }
 
 // latencyBuckets are the classic buckets exposed next to the native

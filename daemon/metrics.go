@@ -27,7 +27,7 @@ import (
 // histogram's count equals its op's soakd_ops_total{result="ok"}.
 type Metrics struct {
 	targetRate, rows, values, ops, errors, dropped, scheduled, failed,
-	inflightUnits, bytes, response, service, lag, inflight, workers *prometheus.Desc
+	inflightUnits, bytes, response, service, dispatch, lag, inflight, workers *prometheus.Desc
 
 	created time.Time
 	mu      sync.Mutex
@@ -56,6 +56,8 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		bytes:    d("soakd_bytes_total", "Payload bytes sent to the target."),
 		response: d("soakd_response_seconds", "Intended start to done, in seconds: the latency users feel, including waiting for a worker.", "op"),
 		service:  d("soakd_service_seconds", "Actual send to done, in seconds: what the target took.", "op"),
+		dispatch: d("soakd_dispatch_delay_seconds",
+			"Intended start to first send of each unit, in seconds: waiting for a free worker plus soakd's own lateness."),
 		lag:      d("soakd_schedule_lag_seconds", "How far behind its schedule the workload is now, in seconds."),
 		inflight: d("soakd_inflight", "Writes or pipelines in flight now."),
 		workers:  d("soakd_workers", "Configured workers."),
@@ -78,7 +80,7 @@ func (m *Metrics) add(w *workload) {
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.targetRate, m.rows, m.values, m.ops, m.errors, m.dropped,
-		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.lag, m.inflight, m.workers} {
+		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.dispatch, m.lag, m.inflight, m.workers} {
 		ch <- d
 	}
 }
@@ -95,7 +97,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 
 func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 	name := w.name
-	c, lat := w.totals()
+	c, lat, disp := w.totals()
 	gauge := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, name)
 	}
@@ -123,6 +125,7 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 		ch <- histMetric(m.response, &lat[op].response, m.created, name, opName(op))
 		ch <- histMetric(m.service, &lat[op].service, m.created, name, opName(op))
 	}
+	ch <- histMetric(m.dispatch, disp, m.created, name)
 	gauge(m.workers, float64(w.cfg.Workers))
 	var rate, lag float64
 	inflight := 0
@@ -153,9 +156,10 @@ type latTotals struct{ response, service promBuckets }
 
 // totals sums every phase's counts and latency buckets, each phase read
 // in one snapshot so histogram counts agree with the op counts.
-func (w *workload) totals() (counts, *[opSlots]latTotals) {
+func (w *workload) totals() (counts, *[opSlots]latTotals, *promBuckets) {
 	var c counts
 	lat := new([opSlots]latTotals)
+	disp := new(promBuckets)
 	for _, ps := range w.allPhases() {
 		pc := ps.snapshotThen(func(h *phaseHist) {
 			for op, oh := range h.ops {
@@ -164,10 +168,13 @@ func (w *workload) totals() (counts, *[opSlots]latTotals) {
 					lat[op].service.add(&oh.service.prom)
 				}
 			}
+			if h.dispatch != nil {
+				disp.add(&h.dispatch.prom)
+			}
 		})
 		c.add(&pc)
 	}
-	return c, lat
+	return c, lat, disp
 }
 
 // histMetric is a histogram with both a native (schema 3) and classic

@@ -43,7 +43,7 @@ type liveState struct {
 	phase    *phaseStats // the phase the samples and window belong to
 	n        int
 	achieved float64
-	window   [opSlots]opQuantiles // the last whole window of phase; Count 0 before the first
+	window   histQuantiles // the last whole window of phase; Count 0 before the first
 	lastErrs int64
 }
 
@@ -137,14 +137,18 @@ func (r *reporter) progress() {
 			zap.Int64("scheduled", c.scheduled), zap.Int64("acked", c.acked), zap.Int64("failed", c.failed),
 			zap.Int64("dropped", c.dropped), zap.Int64("in_flight", c.inflight()),
 			zap.Int64("errors", errs), zap.Float64("lag_seconds", w.lagNow().Seconds())}
-		for op := range st.window {
-			q := st.window[op].response
+		for op := range st.window.ops {
+			q := st.window.ops[op].response
 			if q.Count == 0 {
 				continue
 			}
 			name := opName(op)
 			fmt.Fprintf(&lat, ", %s p50 %s p99 %s", name, fmtDur(q.P50), fmtDur(q.P99))
 			fields = append(fields, zap.Float64(name+"_p50_seconds", q.P50), zap.Float64(name+"_p99_seconds", q.P99))
+		}
+		if q := st.window.dispatch; q.Count > 0 {
+			fmt.Fprintf(&lat, ", dispatch p50 %s p99 %s", fmtDur(q.P50), fmtDur(q.P99))
+			fields = append(fields, zap.Float64("dispatch_p50_seconds", q.P50), zap.Float64("dispatch_p99_seconds", q.P99))
 		}
 		phase := ""
 		if ps.name != "run" {
@@ -159,7 +163,7 @@ func (r *reporter) progress() {
 // live returns a workload's achieved rate and its current phase's
 // latency window for /status: the last whole window, or the one in
 // progress while the phase is younger than one window.
-func (r *reporter) live(i int) (achieved float64, window [opSlots]opQuantiles) {
+func (r *reporter) live(i int) (achieved float64, window histQuantiles) {
 	w := r.wls[i]
 	ps := w.cur.Load()
 	r.mu.Lock()
@@ -172,10 +176,8 @@ func (r *reporter) live(i int) (achieved float64, window [opSlots]opQuantiles) {
 	if ps == nil {
 		return achieved, window
 	}
-	for op := range window {
-		if window[op].response.Count > 0 {
-			return achieved, window
-		}
+	if window.dispatch.Count > 0 {
+		return achieved, window
 	}
 	ps.snapshot() // merge the workers' latest samples
 	return achieved, ps.hist.windows()

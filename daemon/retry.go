@@ -24,6 +24,9 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) {
 	}
 	for attempt := 0; ; attempt++ {
 		sendStart := r.since()
+		if attempt == 0 {
+			w.dispatch = sendStart - due
+		}
 		w.wctx.arm()
 		w.t.writing.Store(true)
 		n, err := r.sink.Write(w.wctx, b)
@@ -57,15 +60,17 @@ func (r *runner) succeeded(w *worker, bytes int, response, service time.Duration
 	c := &t.c
 	c.acked += int64(b.Len())
 	c.bytes += int64(bytes)
+	units := int32(b.Len()) // the batch's dispatch delay rides on its first sample
 	if r.kind != sources.KV {
 		c.values += int64(b.NumValues)
 		c.ops[writeOp].ok++
-		t.lat.add(sample{op: uint8(writeOp), n: 1, response: response, service: service})
+		t.lat.add(sample{op: uint8(writeOp), n: 1, units: units, response: response, service: service, dispatch: w.dispatch})
 	} else {
 		for op, n := range w.counts {
 			if n > 0 {
 				c.ops[op].ok += n
-				t.lat.add(sample{op: uint8(op), n: int32(n), response: response, service: service})
+				t.lat.add(sample{op: uint8(op), n: int32(n), units: units, response: response, service: service, dispatch: w.dispatch})
+				units = 0
 			}
 		}
 	}
@@ -99,6 +104,7 @@ func (r *runner) batchFailed(w *worker, stored int, response, service time.Durat
 	c := &t.c
 	c.acked += int64(stored)
 	c.failed += int64(b.Len() - stored)
+	t.lat.add(sample{units: int32(b.Len()), dispatch: w.dispatch}) // sent, whatever became of it
 	if r.kind != sources.KV {
 		c.ops[writeOp].failed++
 		t.mu.Unlock()

@@ -48,6 +48,18 @@ type controlReq struct {
 // something only open-loop workloads can do.
 var errClosedLoop = errors.New("workload runs closed loop (RATE=max); restart it with a numeric rate to control it")
 
+// preciseSpan is how long before a due time the scheduler stops waiting on
+// a runtime timer (which may wake a millisecond late) and sleeps precisely.
+const preciseSpan = 2 * time.Millisecond
+
+// coalesce is the least time between two wake-ups of the scheduler: at
+// high rates one wake-up hands over every ticket due by then. Each
+// wake-up of the scheduler and of a worker costs tens of microseconds of
+// CPU (more in a virtual machine), so a wake-up per ticket at 100,000
+// tickets/s would take a core; coalescing keeps it near half of one at
+// the price of at most this much extra lateness.
+const coalesce = 100 * time.Microsecond
+
 // schedule emits tickets at the profile's times on one reused timer until
 // the profile ends, the duration passes, every stream ends or ctx is done.
 // Every unit it releases is counted in the phase's scheduler tally before
@@ -60,23 +72,40 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 	maxLag := r.cfg.MaxLag
 	st := &p.st.sched
 	sent := 0.0 // units scheduled so far in this phase (always whole)
+	var lastWake time.Duration
 	defer r.pending.Store(-1)
 
-	// wait sleeps until elapsed reaches due; false when the schedule must
-	// be re-planned (control change) or stopped.
+	// wait sleeps for d; false when the schedule must be re-planned
+	// (control change) or stopped. Until the last preciseSpan before the
+	// deadline it waits on a runtime timer and listens to control, context
+	// and source; the rest it sleeps precisely (see precise_linux.go).
+	unlock, cpu := lockPrecise()
+	defer unlock()
+	cpu0 := cpu()
+	defer func() { p.st.schedCPU.Store(int64(cpu() - cpu0)) }()
 	var ctlReq *controlReq
 	wait := func(d time.Duration) (ok bool) {
-		timer.Reset(d)
-		select {
-		case <-timer.C:
-			return true
-		case <-ctx.Done():
-		case <-p.exhausted:
-		case c := <-r.ctl:
-			ctlReq = &c
+		until := mono() + d
+		for {
+			left := until - mono()
+			if left <= preciseSpan {
+				if left > 0 {
+					sleepUntil(until)
+				}
+				return true
+			}
+			timer.Reset(left - preciseSpan)
+			select {
+			case <-timer.C:
+				continue
+			case <-ctx.Done():
+			case <-p.exhausted:
+			case c := <-r.ctl:
+				ctlReq = &c
+			}
+			timer.Stop() // since Go 1.23 no stale tick survives Stop
+			return false
 		}
-		timer.Stop() // since Go 1.23 no stale tick survives Stop
-		return false
 	}
 	for {
 		if ctlReq != nil {
@@ -128,10 +157,15 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			continue
 		}
 		if due > now {
-			if !wait(due - now) {
+			// Wake no sooner than coalesce after the last wake: at high
+			// rates each wake hands several tickets over at once, which
+			// costs far less CPU than a wake per ticket.
+			d := max(due-now, lastWake+coalesce-now)
+			if !wait(d) {
 				continue
 			}
 			now = r.since()
+			lastWake = now
 		}
 		if late := now - due; late > maxLag {
 			// Drop in bulk every batch already later than MAX_LAG: the

@@ -59,6 +59,13 @@ type WorkloadSummary struct {
 	InFlight          int64            `json:"in_flight_units"`
 	Errors            map[string]int64 `json:"errors"` // failed attempts by class
 	Ops               []OpSummary      `json:"ops"`
+	// Dispatch is the delay from each batch's intended start to its first
+	// send, per unit sent: response latency minus service latency, which
+	// is time spent waiting for a free worker plus soakd's own lateness.
+	Dispatch Quantiles `json:"dispatch_seconds"`
+	// SchedulerCPU is the CPU time the scheduler's thread used (open loop,
+	// Linux; 0 otherwise).
+	SchedulerCPU float64 `json:"scheduler_cpu_seconds"`
 	// Prepared is false when the target never became ready (schema not
 	// created, server unreachable) before the run ended.
 	Prepared bool `json:"prepared"`
@@ -212,14 +219,9 @@ func errorsByClass(c *counts) map[string]int64 {
 
 // phaseSummary reports one phase from one snapshot of its counts.
 func (w *workload) phaseSummary(ps *phaseStats) WorkloadSummary {
-	var lat [opSlots]opQuantiles
-	c := ps.snapshotThen(func(h *phaseHist) {
-		for op, oh := range h.ops {
-			if oh != nil {
-				lat[op] = opQuantiles{quantiles(oh.response.total), quantiles(oh.service.total)}
-			}
-		}
-	})
+	var hq histQuantiles
+	c := ps.snapshotThen(func(h *phaseHist) { hq = h.quantilesOf(totalOf) })
+	lat := hq.ops
 	secs := ps.elapsed().Seconds()
 	ws := WorkloadSummary{
 		Name: w.name, Phase: ps.name, Source: w.cfg.Source, Target: w.cfg.Sink.Redacted, Kind: w.kind.String(),
@@ -227,7 +229,8 @@ func (w *workload) phaseSummary(ps *phaseStats) WorkloadSummary {
 		Started: monoBase.Add(ps.begin), StoppedBy: ps.stopReason(),
 		Units: c.acked, UnitName: unitName(w.kind), Values: c.values, Bytes: c.bytes,
 		Scheduled: c.scheduled, Failed: c.failed, Dropped: c.dropped, DroppedAtShutdown: c.cut,
-		InFlight: c.inflight(), Errors: errorsByClass(&c),
+		InFlight: c.inflight(), Errors: errorsByClass(&c), Dispatch: hq.dispatch,
+		SchedulerCPU: time.Duration(ps.schedCPU.Load()).Seconds(),
 	}
 	if secs > 0 {
 		ws.UnitRate = float64(ws.Units) / secs
@@ -297,6 +300,10 @@ func (s *Summary) WriteText(out io.Writer) {
 				fmt.Fprintf(out, "%-6s %-8s - Takes(s): %.1f, Count: %d, OPS: %.1f, Avg(us): %.0f, Min(us): %.0f, Max(us): %.0f, 50th(us): %.0f, 90th(us): %.0f, 99th(us): %.0f, 99.9th(us): %.0f\n",
 					strings.ToUpper(o.Op), l.name, w.Seconds, q.Count, o.PerSec, q.Mean*1e6, q.Min*1e6, q.Max*1e6, q.P50*1e6, q.P90*1e6, q.P99*1e6, q.P999*1e6)
 			}
+		}
+		if q := w.Dispatch; q.Count > 0 {
+			fmt.Fprintf(out, "%-15s - Count: %d, Avg(us): %.0f, Min(us): %.0f, Max(us): %.0f, 50th(us): %.0f, 90th(us): %.0f, 99th(us): %.0f, 99.9th(us): %.0f\n",
+				"DISPATCH delay", q.Count, q.Mean*1e6, q.Min*1e6, q.Max*1e6, q.P50*1e6, q.P90*1e6, q.P99*1e6, q.P999*1e6)
 		}
 		if f := w.Failure; f != nil {
 			fmt.Fprintf(out, "FAILED: %s\n", f.Reason)

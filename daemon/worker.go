@@ -10,12 +10,13 @@ import (
 
 // worker holds what one worker reuses across batches.
 type worker struct {
-	ctx    context.Context // the drain context: done when writes in flight must stop
-	ps     *phaseStats
-	t      *tally // this worker's share of the phase's counts
-	b      *sources.Batch
-	wctx   *writeCtx
-	counts [sources.NumOps]int64 // ops per kind in the current KV batch
+	ctx      context.Context // the drain context: done when writes in flight must stop
+	ps       *phaseStats
+	t        *tally // this worker's share of the phase's counts
+	b        *sources.Batch
+	wctx     *writeCtx
+	counts   [sources.NumOps]int64 // ops per kind in the current KV batch
+	dispatch time.Duration         // the current batch's intended start → first send
 }
 
 func (r *runner) newWorker(drainCtx context.Context, p *phaseRun, t *tally) *worker {
