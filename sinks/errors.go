@@ -24,6 +24,10 @@ const (
 	// Server: the target failed while handling the request (5xx, internal
 	// error); a retry may succeed.
 	Server Class = "server"
+	// Empty: a query answered no rows where the data it reads must exist
+	// (e.g. lastpoint on a table that holds rows): the target lost data or
+	// the query cannot see it.
+	Empty Class = "empty"
 	// Other: a failure the sink could not classify.
 	Other Class = "other"
 )
@@ -31,7 +35,8 @@ const (
 // Classes lists every class, in a fixed order. It is an array so that
 // per-class counters can be arrays of len(Classes): a class outside this
 // list (a sink's typo) is counted as Other, never indexed out of range.
-var Classes = [...]Class{Timeout, Connection, Rejected, Server, Other}
+// Other stays last: Index maps unknown classes to the last slot.
+var Classes = [...]Class{Timeout, Connection, Rejected, Server, Empty, Other}
 
 // Index returns c's position in Classes; a class not in the list is
 // Other's position.

@@ -15,6 +15,9 @@ func TestClassIndex(t *testing.T) {
 	if len(seen) != len(Classes) {
 		t.Errorf("classes share slots: %v", seen)
 	}
+	if Classes[len(Classes)-1] != Other {
+		t.Errorf("Other must be the last class (Index maps unknown classes to the last slot): %v", Classes)
+	}
 	for _, c := range []Class{"", "mystery", "Timeout"} {
 		if got := c.Index(); got != Other.Index() {
 			t.Errorf("Class(%q).Index() = %d, want Other's %d", c, got, Other.Index())

@@ -133,7 +133,7 @@ func ParseURL(u *url.URL) (Config, error) {
 			valid = valid || k == c.FailClass
 		}
 		if !valid {
-			errs = append(errs, fmt.Errorf("fail_class %q: want one of timeout, connection, rejected, server, other", s))
+			errs = append(errs, fmt.Errorf("fail_class %q: want one of timeout, connection, rejected, server, empty, other", s))
 		}
 	}
 	return c, errors.Join(errs...)
