@@ -8,6 +8,9 @@ const (
 	Series Kind = iota + 1
 	// KV units are YCSB-style key-value operations.
 	KV
+	// Queries units are queries over a series data set (TSBS's query
+	// types), each counted under its type.
+	Queries
 )
 
 func (k Kind) String() string {
@@ -16,6 +19,8 @@ func (k Kind) String() string {
 		return "series"
 	case KV:
 		return "kv"
+	case Queries:
+		return "query"
 	}
 	return "unknown"
 }
@@ -203,6 +208,9 @@ type Batch struct {
 	// Series: one table per schema of the source, in Schemas order. Tables
 	// with no rows are skipped by sinks.
 	Tables []*Table
+	// Query: the queries to run, one after the other; the sink sets each
+	// one's Rows.
+	Queries []Query
 	// KV: operations with their keys and values in the arenas.
 	Ops    []KVOp
 	Keys   []byte
@@ -231,15 +239,16 @@ func (b *Batch) Reset() {
 		t.Reset()
 	}
 	b.Ops = b.Ops[:0]
+	b.Queries = b.Queries[:0]
 	b.Keys = b.Keys[:0]
 	b.Values = b.Values[:0]
 	b.NumValues = 0
 }
 
 // Len is the number of units in the batch: rows for series, operations
-// for KV.
+// for KV, queries for query batches.
 func (b *Batch) Len() int {
-	n := len(b.Ops)
+	n := len(b.Ops) + len(b.Queries)
 	for _, t := range b.Tables {
 		n += t.Len()
 	}
