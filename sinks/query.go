@@ -1,0 +1,140 @@
+package sinks
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/soakd/soakd/sources"
+)
+
+// A sink that accepts query workloads (sources.Queries) runs the queries
+// of a batch one after the other in Write, sets each one's Rows, and
+// returns the bytes of the requests it sent. When a query fails, the
+// queries before it were answered: the error says so with Partial, and
+// the engine counts them as acknowledged (the rest of the batch failed).
+
+// Partial wraps err, the failure of a batch whose first done units were
+// stored or answered before it, so that Stored(err) is done. It returns
+// err unchanged when done is 0.
+func Partial(done int, err error) error {
+	if done <= 0 || err == nil {
+		return err
+	}
+	return &partialError{err: err, done: done}
+}
+
+type partialError struct {
+	err  error
+	done int
+}
+
+func (e *partialError) Error() string { return e.err.Error() }
+func (e *partialError) Unwrap() error { return e.err }
+func (e *partialError) Stored() int   { return e.done }
+
+// EmptyResult is the error of a query that returned no rows where the
+// data it reads must exist (sources.Query.MustFind): class empty, not
+// worth retrying. done is the number of queries of the batch answered
+// before it.
+func EmptyResult(done int, q *sources.Query, start, end int64) error {
+	err := fmt.Errorf("query %s returned no rows, though the data it reads must exist", q.Type)
+	if end > start {
+		err = fmt.Errorf("query %s returned no rows in [%s, %s), though the data it reads must exist", q.Type,
+			time.Unix(0, start).UTC().Format(time.RFC3339Nano), time.Unix(0, end).UTC().Format(time.RFC3339Nano))
+	}
+	return Partial(done, &Error{Class: Empty, Err: err})
+}
+
+// RangeWatch keeps a query sink's view of the time range of the data it
+// queries: a goroutine asks the target (fetch) every period, so that
+// queries place their windows in the data written so far without waiting
+// for that question themselves. Until the target holds data the range is
+// not Known. Methods are safe for concurrent use.
+type RangeWatch struct {
+	fetch  func(ctx context.Context) (sources.DataRange, error)
+	period time.Duration
+
+	cur     atomic.Pointer[sources.DataRange]
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan struct{}
+	stopped bool
+	lastErr error
+}
+
+// NewRangeWatch returns a watch that calls fetch every period once
+// started. fetch should be cheap (an index lookup): it runs beside the
+// workload it measures.
+func NewRangeWatch(period time.Duration, fetch func(ctx context.Context) (sources.DataRange, error)) *RangeWatch {
+	w := &RangeWatch{fetch: fetch, period: period}
+	w.cur.Store(&sources.DataRange{})
+	return w
+}
+
+// Range is the data's time range as last seen.
+func (w *RangeWatch) Range() sources.DataRange { return *w.cur.Load() }
+
+// Refresh asks the target now and keeps the answer; on error the range
+// last seen stays.
+func (w *RangeWatch) Refresh(ctx context.Context) error {
+	r, err := w.fetch(ctx)
+	w.mu.Lock()
+	w.lastErr = err
+	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	w.cur.Store(&r)
+	return nil
+}
+
+// Err is the error of the last refresh, if it failed.
+func (w *RangeWatch) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lastErr
+}
+
+// Start starts refreshing in the background (once; not after Stop).
+func (w *RangeWatch) Start() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done != nil || w.stopped {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel, w.done = cancel, make(chan struct{})
+	go w.loop(ctx)
+}
+
+func (w *RangeWatch) loop(ctx context.Context) {
+	defer close(w.done)
+	t := time.NewTicker(w.period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, max(5*w.period, 5*time.Second))
+		_ = w.Refresh(rctx) // the error stays in Err; the last range stays in use
+		cancel()
+	}
+}
+
+// Stop ends the background refresh and waits for it. Safe to call more
+// than once, and without Start.
+func (w *RangeWatch) Stop() {
+	w.mu.Lock()
+	w.stopped = true
+	cancel, done := w.cancel, w.done
+	w.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}

@@ -1,0 +1,90 @@
+package sinks
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/soakd/soakd/sources"
+)
+
+func TestPartialAndEmpty(t *testing.T) {
+	base := NewError(Connection, true, errors.New("connection reset"))
+	if Partial(0, base) != base {
+		t.Error("Partial(0, err) must be err itself")
+	}
+	if Partial(3, nil) != nil {
+		t.Error("Partial(3, nil) must be nil")
+	}
+	p := Partial(3, base)
+	if Stored(p) != 3 || ClassOf(p) != Connection {
+		t.Errorf("Partial(3, connection): stored %d class %s", Stored(p), ClassOf(p))
+	}
+	if ok, _ := Retryable(p); !ok {
+		t.Error("Partial must keep the wrapped error's retry verdict")
+	}
+	q := &sources.Query{Type: sources.Lastpoint}
+	e := EmptyResult(2, q, 0, 0)
+	if ClassOf(e) != Empty || Stored(e) != 2 {
+		t.Errorf("EmptyResult: class %s stored %d", ClassOf(e), Stored(e))
+	}
+	if ok, _ := Retryable(e); ok {
+		t.Error("an empty answer is not worth retrying")
+	}
+	e = EmptyResult(0, &sources.Query{Type: sources.DoubleGroupby1}, 1e9, 2e9)
+	if want := "empty: query double-groupby-1 returned no rows in [1970-01-01T00:00:01Z, 1970-01-01T00:00:02Z), though the data it reads must exist"; e.Error() != want {
+		t.Errorf("EmptyResult text %q, want %q", e.Error(), want)
+	}
+}
+
+func TestRangeWatch(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var calls atomic.Int64
+	fail := atomic.Bool{}
+	w := NewRangeWatch(5*time.Millisecond, func(ctx context.Context) (sources.DataRange, error) {
+		n := calls.Add(1)
+		if fail.Load() {
+			return sources.DataRange{}, errors.New("down")
+		}
+		return sources.DataRange{Oldest: 1, Newest: n, Known: true}, nil
+	})
+	if w.Range().Known {
+		t.Fatal("known before any refresh")
+	}
+	if err := w.Refresh(context.Background()); err != nil || w.Range().Newest != 1 {
+		t.Fatalf("Refresh: %v, range %+v", err, w.Range())
+	}
+	w.Start()
+	w.Start() // once
+	deadline := time.Now().Add(5 * time.Second)
+	for calls.Load() < 4 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if w.Range().Newest < 2 {
+		t.Errorf("the background refresh did not update the range: %+v", w.Range())
+	}
+	fail.Store(true)
+	before := calls.Load()
+	for calls.Load() < before+2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if !w.Range().Known || w.Err() == nil {
+		t.Errorf("a failed refresh must keep the last range and report its error: %+v, %v", w.Range(), w.Err())
+	}
+	w.Stop()
+	w.Stop()
+	after := calls.Load()
+	time.Sleep(20 * time.Millisecond)
+	if calls.Load() != after {
+		t.Error("refreshing after Stop")
+	}
+	w.Start() // not after Stop
+	time.Sleep(20 * time.Millisecond)
+	if calls.Load() != after {
+		t.Error("Start after Stop restarted the watch")
+	}
+}
