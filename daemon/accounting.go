@@ -26,25 +26,34 @@ import (
 // arrays of this size, indexed by sinks.Class.Index.
 const numClasses = len(sinks.Classes)
 
-// opSlots are the ops a phase counts: the KV ops, then the series op
-// "write" (writeOp).
-const opSlots = int(sources.NumOps) + 1
+// opSlots are the ops a phase counts: the KV ops, the series op "write"
+// (writeOp), then the query types (from queryOp0).
+const opSlots = queryOp0 + int(sources.NumQueryTypes)
 
 // writeOp is the slot of the series op "write".
 const writeOp = int(sources.NumOps)
 
+// queryOp0 is the slot of the first query type; query type t counts in
+// slot queryOp0+t.
+const queryOp0 = writeOp + 1
+
 func opName(i int) string {
-	if i == writeOp {
+	switch {
+	case i == writeOp:
 		return "write"
+	case i >= queryOp0:
+		return sources.QueryType(i - queryOp0).String()
 	}
 	return sources.Op(i).String()
 }
 
 // opCounts are one op's outcomes.
 type opCounts struct {
-	// ok and failed count batches for series (op write) and operations
-	// for KV, as soakd_ops_total does.
+	// ok and failed count batches for series (op write), operations for
+	// KV and queries for query workloads, as soakd_ops_total does.
 	ok, failed int64
+	// rows counts the rows that acknowledged queries returned.
+	rows int64
 	// errors counts failed attempts by class (retries included); for KV
 	// each attempt counts once per operation of that op in the batch.
 	errors [numClasses]int64
@@ -101,6 +110,7 @@ func (c *counts) add(o *counts) {
 	for op := range c.ops {
 		c.ops[op].ok += o.ops[op].ok
 		c.ops[op].failed += o.ops[op].failed
+		c.ops[op].rows += o.ops[op].rows
 		for i := range c.ops[op].errors {
 			c.ops[op].errors[i] += o.ops[op].errors[i]
 		}

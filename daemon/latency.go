@@ -122,6 +122,8 @@ type Quantiles struct {
 	P99   float64 `json:"p99"`
 	P999  float64 `json:"p99_9"`
 	Max   float64 `json:"max"`
+	// StdDev is the standard deviation (tsbs_run_queries reports it).
+	StdDev float64 `json:"stddev"`
 }
 
 func quantiles(h *hdrhistogram.Histogram) Quantiles {
@@ -130,14 +132,15 @@ func quantiles(h *hdrhistogram.Histogram) Quantiles {
 	}
 	s := func(v int64) float64 { return float64(v) / 1e9 }
 	return Quantiles{
-		Count: h.TotalCount(),
-		Min:   s(h.Min()),
-		Mean:  h.Mean() / 1e9,
-		P50:   s(h.ValueAtQuantile(50)),
-		P90:   s(h.ValueAtQuantile(90)),
-		P99:   s(h.ValueAtQuantile(99)),
-		P999:  s(h.ValueAtQuantile(99.9)),
-		Max:   s(h.Max()),
+		Count:  h.TotalCount(),
+		Min:    s(h.Min()),
+		Mean:   h.Mean() / 1e9,
+		P50:    s(h.ValueAtQuantile(50)),
+		P90:    s(h.ValueAtQuantile(90)),
+		P99:    s(h.ValueAtQuantile(99)),
+		P999:   s(h.ValueAtQuantile(99.9)),
+		Max:    s(h.Max()),
+		StdDev: h.StdDev() / 1e9,
 	}
 }
 

@@ -23,11 +23,12 @@ import (
 //	soakd_scheduled_total = acknowledged + soakd_failed_total + soakd_dropped_total + soakd_inflight_units
 //
 // where acknowledged is soakd_rows_total for series workloads and the sum
-// of soakd_ops_total{result="ok"} for KV workloads, and each latency
-// histogram's count equals its op's soakd_ops_total{result="ok"}.
+// of soakd_ops_total{result="ok"} for KV and query workloads, and each
+// latency histogram's count equals its op's soakd_ops_total{result="ok"}.
 type Metrics struct {
 	targetRate, rows, values, ops, errors, dropped, scheduled, failed,
-	inflightUnits, bytes, response, service, dispatch, lag, inflight, workers *prometheus.Desc
+	inflightUnits, bytes, response, service, dispatch, lag, inflight, workers,
+	queryRows *prometheus.Desc
 
 	created time.Time
 	mu      sync.Mutex
@@ -61,6 +62,8 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		lag:      d("soakd_schedule_lag_seconds", "How far behind its schedule the workload is now, in seconds."),
 		inflight: d("soakd_inflight", "Writes or pipelines in flight now."),
 		workers:  d("soakd_workers", "Configured workers."),
+		queryRows: d("soakd_query_rows_total",
+			"Rows returned by acknowledged queries (query workloads), by query type.", "op"),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "soakd_build_info",
 		Help: "Always 1; labels say which build runs."}, []string{"version", "goversion"})
@@ -80,7 +83,8 @@ func (m *Metrics) add(w *workload) {
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.targetRate, m.rows, m.values, m.ops, m.errors, m.dropped,
-		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.dispatch, m.lag, m.inflight, m.workers} {
+		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.dispatch, m.lag, m.inflight, m.workers,
+		m.queryRows} {
 		ch <- d
 	}
 }
@@ -105,7 +109,7 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{name}, labels...)...)
 	}
 	rows, values := c.acked, c.values
-	if w.kind == sources.KV {
+	if w.kind != sources.Series {
 		rows, values = 0, 0
 	}
 	counter(m.rows, rows)
@@ -115,8 +119,11 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 	counter(m.dropped, c.dropped)
 	counter(m.bytes, c.bytes)
 	gauge(m.inflightUnits, float64(c.inflight()))
-	for _, op := range opsOf(w.kind) {
+	for _, op := range w.ops {
 		o := &c.ops[op]
+		if w.kind == sources.Queries {
+			counter(m.queryRows, o.rows, opName(op))
+		}
 		counter(m.ops, o.ok, opName(op), "ok")
 		counter(m.ops, o.failed, opName(op), "error")
 		for i, cl := range sinks.Classes {
@@ -139,10 +146,28 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 	gauge(m.inflight, float64(inflight))
 }
 
-// opsOf lists the op slots a workload of kind k reports.
-func opsOf(k sources.Kind) []int {
-	if k != sources.KV {
+// opsFor lists the op slots a workload of kind k reports: write for
+// series, every KV op, and for queries the types src issues (every type
+// when it does not say).
+func opsFor(k sources.Kind, src sources.Source) []int {
+	switch k {
+	case sources.Series:
 		return []int{writeOp}
+	case sources.Queries:
+		var out []int
+		if qs, ok := src.(interface{ QueryTypes() []sources.QueryType }); ok {
+			for _, t := range qs.QueryTypes() {
+				if t < sources.NumQueryTypes {
+					out = append(out, queryOp0+int(t))
+				}
+			}
+		}
+		if len(out) == 0 {
+			for t := range int(sources.NumQueryTypes) {
+				out = append(out, queryOp0+t)
+			}
+		}
+		return out
 	}
 	out := make([]int, sources.NumOps)
 	for i := range out {

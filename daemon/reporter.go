@@ -296,8 +296,11 @@ func fmtClock(d time.Duration) string {
 }
 
 func unitName(k sources.Kind) string {
-	if k == sources.KV {
+	switch k {
+	case sources.KV:
 		return "ops"
+	case sources.Queries:
+		return "queries"
 	}
 	return "rows"
 }

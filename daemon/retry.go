@@ -16,10 +16,10 @@ import (
 // send of the attempt that succeeded.
 func (r *runner) write(ctx context.Context, w *worker, due time.Duration) {
 	b := w.b
-	if r.kind == sources.KV {
-		w.counts = [sources.NumOps]int64{}
-		for i := range b.Ops {
-			w.counts[b.Ops[i].Op]++
+	if r.kind != sources.Series {
+		w.counts = [opSlots]int64{}
+		for i := range b.Len() {
+			w.counts[unitOp(b, i)]++
 		}
 	}
 	for attempt := 0; ; attempt++ {
@@ -61,7 +61,7 @@ func (r *runner) succeeded(w *worker, bytes int, response, service time.Duration
 	c.acked += int64(b.Len())
 	c.bytes += int64(bytes)
 	units := int32(b.Len()) // the batch's dispatch delay rides on its first sample
-	if r.kind != sources.KV {
+	if r.kind == sources.Series {
 		c.values += int64(b.NumValues)
 		c.ops[writeOp].ok++
 		t.lat.add(sample{op: uint8(writeOp), n: 1, units: units, response: response, service: service, dispatch: w.dispatch})
@@ -73,18 +73,35 @@ func (r *runner) succeeded(w *worker, bytes int, response, service time.Duration
 				units = 0
 			}
 		}
+		countRows(c, b.Queries)
 	}
 	t.mu.Unlock()
 }
 
-// attemptFailed counts one failed attempt by class (for KV once per
-// operation of each op in the batch, as soakd_errors_total does).
+// unitOp is the op slot of unit i of a KV or query batch.
+func unitOp(b *sources.Batch, i int) int {
+	if len(b.Queries) > 0 {
+		return queryOp0 + int(b.Queries[i].Type)
+	}
+	return int(b.Ops[i].Op)
+}
+
+// countRows adds the rows that acknowledged queries returned.
+func countRows(c *counts, qs []sources.Query) {
+	for i := range qs {
+		c.ops[queryOp0+int(qs[i].Type)].rows += qs[i].Rows
+	}
+}
+
+// attemptFailed counts one failed attempt by class (for KV and queries
+// once per operation or query of each op in the batch, as
+// soakd_errors_total does).
 func (r *runner) attemptFailed(w *worker, class sinks.Class, bytes int) {
 	ci := class.Index()
 	t := w.t
 	t.mu.Lock()
 	t.c.bytes += int64(bytes)
-	if r.kind != sources.KV {
+	if r.kind == sources.Series {
 		t.c.ops[writeOp].errors[ci]++
 	} else {
 		for op, n := range w.counts {
@@ -96,8 +113,9 @@ func (r *runner) attemptFailed(w *worker, class sinks.Class, bytes int) {
 
 // batchFailed counts a batch that failed for good. stored is how many of
 // its units the target kept anyway (a partial write): those are
-// acknowledged, the rest failed. For KV the stored units are taken to be
-// the first ones of the pipeline, which a server executes in order.
+// acknowledged, the rest failed. For KV and queries the stored units are
+// taken to be the first ones of the batch, which a target executes in
+// order.
 func (r *runner) batchFailed(w *worker, stored int, response, service time.Duration) {
 	b := w.b
 	t := w.lockRoom()
@@ -105,15 +123,16 @@ func (r *runner) batchFailed(w *worker, stored int, response, service time.Durat
 	c.acked += int64(stored)
 	c.failed += int64(b.Len() - stored)
 	t.lat.add(sample{units: int32(b.Len()), dispatch: w.dispatch}) // sent, whatever became of it
-	if r.kind != sources.KV {
+	if r.kind == sources.Series {
 		c.ops[writeOp].failed++
 		t.mu.Unlock()
 		return
 	}
-	var ok [sources.NumOps]int64
-	for i := range b.Ops[:stored] {
-		ok[b.Ops[i].Op]++
+	var ok [opSlots]int64
+	for i := range stored {
+		ok[unitOp(b, i)]++
 	}
+	countRows(c, b.Queries[:min(stored, len(b.Queries))])
 	for op, n := range w.counts {
 		c.ops[op].ok += ok[op]
 		c.ops[op].failed += n - ok[op]

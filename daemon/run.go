@@ -222,7 +222,7 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 }
 
 func batchSize(w *Workload, k sources.Kind) int {
-	if k == sources.KV {
+	if k != sources.Series {
 		return w.Pipeline
 	}
 	return w.BatchSize

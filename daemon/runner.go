@@ -26,6 +26,7 @@ type runner struct {
 	sink      sinks.Sink
 	log       *zap.Logger
 	batchSize int
+	ops       []int // the op slots the workload reports (opsFor)
 	errLog    *throttle
 	scrub     func(string) string // removes the workload's secrets from error text
 
@@ -65,9 +66,10 @@ func newRunner(cfg *Workload, kind sources.Kind, src sources.Source, sink sinks.
 		errLog:    newThrottle(10 * time.Second),
 		scrub:     cfg.scrubber(),
 	}
-	if kind == sources.KV {
+	if kind != sources.Series {
 		r.batchSize = cfg.Pipeline
 	}
+	r.ops = opsFor(kind, src)
 	r.sched.Store(&schedule{})
 	r.pending.Store(-1)
 	return r

@@ -32,7 +32,7 @@ type WorkloadSummary struct {
 	Phase   string `json:"phase"`
 	Source  string `json:"source"`
 	Target  string `json:"target"` // password redacted
-	Kind    string `json:"kind"`   // series or kv
+	Kind    string `json:"kind"`   // series, kv or query
 	Rate    string `json:"rate"`
 	Workers int    `json:"workers"`
 	Batch   int    `json:"batch"`
@@ -43,7 +43,7 @@ type WorkloadSummary struct {
 	// profile, DURATION, LOAD_DURATION, SOAKD_DURATION or signal; empty
 	// when it never started.
 	StoppedBy string `json:"stopped_by"`
-	// Units are rows (series) or operations (kv) acknowledged.
+	// Units are rows (series), operations (kv) or queries acknowledged.
 	Units     int64   `json:"units"`
 	UnitName  string  `json:"unit_name"`
 	UnitRate  float64 `json:"units_per_second"`
@@ -95,13 +95,17 @@ type Failure struct {
 	Seconds   float64 `json:"seconds"`
 }
 
-// OpSummary is the latency of one op (write, or a KV op) over the phase.
+// OpSummary is the latency of one op (write, a KV op or a query type)
+// over the phase.
 type OpSummary struct {
 	Op       string    `json:"op"`
 	Count    int64     `json:"count"`
 	PerSec   float64   `json:"per_second"`
 	Response Quantiles `json:"response_seconds"`
 	Service  Quantiles `json:"service_seconds"`
+	// Rows is the number of rows the op's acknowledged queries returned
+	// (query workloads).
+	Rows int64 `json:"rows,omitempty"`
 }
 
 // Failed reports the first workload that failed, which makes the run
@@ -241,7 +245,7 @@ func (w *workload) phaseSummary(ps *phaseStats) WorkloadSummary {
 		if q.response.Count == 0 {
 			continue
 		}
-		o := OpSummary{Op: opName(op), Count: q.response.Count, Response: q.response, Service: q.service}
+		o := OpSummary{Op: opName(op), Count: q.response.Count, Response: q.response, Service: q.service, Rows: c.ops[op].rows}
 		if secs > 0 {
 			o.PerSec = float64(q.response.Count) / secs
 		}
@@ -254,7 +258,7 @@ func (w *workload) phaseSummary(ps *phaseStats) WorkloadSummary {
 func (s *Summary) WriteText(out io.Writer) {
 	for _, w := range s.Workloads {
 		verb := "loaded"
-		if w.Kind == sources.KV.String() {
+		if w.Kind != sources.Series.String() {
 			verb = "ran"
 		}
 		phase := ""
@@ -297,8 +301,13 @@ func (s *Summary) WriteText(out io.Writer) {
 				q    Quantiles
 			}{{"response", o.Response}, {"service", o.Service}} {
 				q := l.q
-				fmt.Fprintf(out, "%-6s %-8s - Takes(s): %.1f, Count: %d, OPS: %.1f, Avg(us): %.0f, Min(us): %.0f, Max(us): %.0f, 50th(us): %.0f, 90th(us): %.0f, 99th(us): %.0f, 99.9th(us): %.0f\n",
-					strings.ToUpper(o.Op), l.name, w.Seconds, q.Count, o.PerSec, q.Mean*1e6, q.Min*1e6, q.Max*1e6, q.P50*1e6, q.P90*1e6, q.P99*1e6, q.P999*1e6)
+				extra := ""
+				if w.Kind == sources.Queries.String() {
+					// tsbs_run_queries' figures: stddev, and what came back.
+					extra = fmt.Sprintf(", StdDev(us): %.0f, Rows: %d", q.StdDev*1e6, o.Rows)
+				}
+				fmt.Fprintf(out, "%-6s %-8s - Takes(s): %.1f, Count: %d, OPS: %.1f, Avg(us): %.0f, Min(us): %.0f, Max(us): %.0f, 50th(us): %.0f, 90th(us): %.0f, 99th(us): %.0f, 99.9th(us): %.0f%s\n",
+					strings.ToUpper(o.Op), l.name, w.Seconds, q.Count, o.PerSec, q.Mean*1e6, q.Min*1e6, q.Max*1e6, q.P50*1e6, q.P90*1e6, q.P99*1e6, q.P999*1e6, extra)
 			}
 		}
 		if q := w.Dispatch; q.Count > 0 {

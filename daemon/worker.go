@@ -15,8 +15,8 @@ type worker struct {
 	t        *tally // this worker's share of the phase's counts
 	b        *sources.Batch
 	wctx     *writeCtx
-	counts   [sources.NumOps]int64 // ops per kind in the current KV batch
-	dispatch time.Duration         // the current batch's intended start → first send
+	counts   [opSlots]int64 // units per op slot in the current KV or query batch
+	dispatch time.Duration  // the current batch's intended start → first send
 }
 
 func (r *runner) newWorker(drainCtx context.Context, p *phaseRun, t *tally) *worker {
