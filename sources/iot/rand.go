@@ -24,6 +24,7 @@ const (
 	saltOfflinePhase
 	saltMissing
 	saltExtraTags
+	saltQueries // a query stream's random choices
 )
 
 // mix is the splitmix64 finalizer: a fast bijective 64-bit hash.

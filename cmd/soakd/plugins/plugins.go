@@ -25,7 +25,7 @@ import (
 func All() *daemon.Plugins {
 	r := sinks.NewRegistry()
 	series := []sources.Kind{sources.Series}
-	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV}, Open: null.Open, Check: null.Check})
+	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV, sources.Queries}, Open: null.Open, Check: null.Check})
 	r.Add(sinks.Entry{Schemes: []string{"file"}, Kinds: series, Open: file.Open, Check: file.Check})
 	r.Add(sinks.Entry{Schemes: []string{"postgres", "postgresql"}, Kinds: series, Open: postgres.Open, Check: postgres.Check})
 	r.Add(sinks.Entry{Schemes: []string{"influx", "influxs", "influx1"}, Kinds: series, Open: influx.Open, Check: influx.Check})
@@ -45,6 +45,15 @@ func All() *daemon.Plugins {
 			File: &daemon.FileEntry{
 				Defaults: iot.FileDefaults(),
 				Finite:   func(w *daemon.Workload) error { return w.Ext.(*iot.Config).Finite() },
+			},
+		},
+		{
+			Names:    iot.QueryNames(),
+			Kind:     sources.Queries,
+			Settings: func() any { return &iot.QueryConfig{} },
+			Validate: func(w *daemon.Workload) error { return w.Ext.(*iot.QueryConfig).Validate(w.Source) },
+			New: func(w *daemon.Workload) (sources.Source, error) {
+				return iot.NewQueries(w.Source, *w.Ext.(*iot.QueryConfig), w.Seed)
 			},
 		},
 		{
@@ -78,8 +87,9 @@ func All() *daemon.Plugins {
 		Sinks:   r,
 		// In-process targets only: a run with no TARGET sends nothing out.
 		Builtin: map[sources.Kind]string{
-			sources.Series: "null://?latency=1ms..4ms",
-			sources.KV:     embedded.URL,
+			sources.Series:  "null://?latency=1ms..4ms",
+			sources.KV:      embedded.URL,
+			sources.Queries: "null://?latency=1ms..4ms",
 		},
 	}
 }
