@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Installs what soakd's integration tests need, if it is missing, on a
 # Debian machine with Go: PostgreSQL server binaries, redis-server and
-# Prometheus from Debian's packages, InfluxDB 1.8.10 and VictoriaMetrics
-# v1.151.0 built with `go install`, and TSBS's tsbs_load_influx built from its
-# pinned commit. Idempotent; each step is skipped when its result is there.
+# Prometheus from Debian's packages, the TimescaleDB extension built into
+# that PostgreSQL from the source in ../shared/servers, InfluxDB 1.8.10 and
+# VictoriaMetrics v1.151.0 built with `go install`, and TSBS's
+# tsbs_load_influx built from its pinned commit. Idempotent; each step is
+# skipped when its result is there.
 # Packages' own services are kept from starting (tests start their own
 # servers on free loopback ports).
 set -euo pipefail
 
 log() { printf 'install-test-deps: %s\n' "$*" >&2; }
+
+sudo=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then
+	sudo=sudo
+fi
 
 need_apt=()
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_apt+=(postgresql)
@@ -16,10 +23,9 @@ command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
-	sudo=""
-	if [ "$(id -u)" != 0 ]; then
-		command -v sudo >/dev/null 2>&1 || { log "need root (or sudo) to apt-get install ${need_apt[*]}"; exit 1; }
-		sudo=sudo
+	if [ "$(id -u)" != 0 ] && [ -z "$sudo" ]; then
+		log "need root (or sudo) to apt-get install ${need_apt[*]}"
+		exit 1
 	fi
 	made_policy=0
 	if [ ! -e /usr/sbin/policy-rc.d ]; then
@@ -35,6 +41,30 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 	[ $rc -ne 0 ] || $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" || rc=$?
 	[ $made_policy = 0 ] || $sudo rm -f /usr/sbin/policy-rc.d
 	[ $rc -eq 0 ] || { log "apt-get failed ($rc)"; exit $rc; }
+fi
+
+# TimescaleDB 2.28.3 (its Apache-2.0 part; the newest release that still
+# supports PostgreSQL 15), built into the PostgreSQL above by the script that
+# sits beside its source tarball in ../shared/servers (SOAKD_SHARED_SERVERS
+# to look elsewhere); about a minute cold, with cmake, gcc and
+# postgresql-server-dev from apt. The repository calls that script rather
+# than carrying a copy of its steps: the tarball is not in the repository
+# either, so the build recipe stays in one place, beside what it builds.
+shared=${SOAKD_SHARED_SERVERS:-$(cd "$(dirname "$0")/.." && pwd)/../shared/servers}
+pglib=$(ls -d /usr/lib/postgresql/*/lib 2>/dev/null | tail -1)
+if [ -z "$pglib" ] || [ ! -e "$pglib/timescaledb.so" ]; then
+	if [ ! -x "$shared/install-timescaledb.sh" ]; then
+		log "no $shared/install-timescaledb.sh to build TimescaleDB with (set SOAKD_SHARED_SERVERS to the folder holding it)"
+		exit 1
+	fi
+	if [ "$(id -u)" != 0 ] && [ -z "$sudo" ]; then
+		log "need root (or sudo) to build TimescaleDB into PostgreSQL"
+		exit 1
+	fi
+	log "building TimescaleDB into PostgreSQL ($shared/install-timescaledb.sh)"
+	t0=$(date +%s)
+	$sudo "$shared/install-timescaledb.sh"
+	log "built TimescaleDB in $(($(date +%s) - t0))s"
 fi
 
 # InfluxDB 1.8.10 (about 1.5 min cold). go version -m tells which version
@@ -98,4 +128,4 @@ if ! has_tsbs "$tsbs"; then
 		log "built tsbs_load_influx in $(($(date +%s) - t0))s"
 	fi
 fi
-log "ok: postgres $(ls -d /usr/lib/postgresql/*/bin | tail -1), $(command -v redis-server), $(command -v prometheus), $influxd, $vm, $tsbs"
+log "ok: postgres $(ls -d /usr/lib/postgresql/*/bin | tail -1) with $(ls "$pglib"/timescaledb-*.so | tail -1), $(command -v redis-server), $(command -v prometheus), $influxd, $vm, $tsbs"

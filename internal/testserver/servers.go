@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -79,6 +80,45 @@ func Postgres(t testing.TB) *Server {
 	if bin == "" {
 		Unavailable(t, "no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/postgres)")
 	}
+	return postgres(t, bin, "postgres")
+}
+
+// TimescaleDB starts a PostgreSQL cluster as Postgres does, with the
+// timescaledb extension preloaded (shared_preload_libraries, telemetry
+// off); a database gets it with CREATE EXTENSION timescaledb. The test is
+// skipped (or fails under SOAKD_REQUIRE_SERVERS=1) when the extension is
+// not installed in the PostgreSQL found: scripts/install-test-deps.sh
+// builds it from ../shared/servers.
+func TimescaleDB(t testing.TB) *Server {
+	t.Helper()
+	bin := PostgresBinDir()
+	if bin == "" {
+		Unavailable(t, "no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/postgres) for TimescaleDB")
+	}
+	if lib := TimescaleLib(bin); lib == "" {
+		Unavailable(t, "no TimescaleDB extension (timescaledb.so) in the library directory of %s", bin)
+	}
+	return postgres(t, bin, "timescaledb", "-c", "shared_preload_libraries=timescaledb", "-c", "timescaledb.telemetry_level=off")
+}
+
+// TimescaleLib returns the timescaledb.so the PostgreSQL in bin would
+// load, or "": pg_config's package library directory, else bin/../lib.
+func TimescaleLib(bin string) string {
+	lib := filepath.Join(filepath.Dir(bin), "lib")
+	if out, err := exec.Command(filepath.Join(bin, "pg_config"), "--pkglibdir").Output(); err == nil {
+		lib = strings.TrimSpace(string(out))
+	}
+	so := filepath.Join(lib, "timescaledb.so")
+	if _, err := os.Stat(so); err != nil {
+		return ""
+	}
+	return so
+}
+
+// postgres starts a cluster from the binaries in bin, named name in
+// messages, with extra server arguments.
+func postgres(t testing.TB, bin, name string, extra ...string) *Server {
+	t.Helper()
 	owner := ""
 	if os.Geteuid() == 0 {
 		owner = "postgres"
@@ -102,11 +142,11 @@ func Postgres(t testing.TB) *Server {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	isready := filepath.Join(bin, "pg_isready")
 	c := Command{
-		Name: "postgres",
+		Name: name,
 		Path: filepath.Join(bin, "postgres"),
-		Args: []string{"-D", data, "-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(port),
+		Args: append([]string{"-D", data, "-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(port),
 			"-c", "unix_socket_directories=" + dir, "-c", "fsync=off", "-c", "synchronous_commit=off",
-			"-c", "full_page_writes=off", "-c", "max_connections=200"},
+			"-c", "full_page_writes=off", "-c", "max_connections=200"}, extra...),
 		Dir:        dir,
 		AsUser:     owner,
 		StopSignal: syscall.SIGINT, // fast shutdown

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // The harness itself: each server comes up, answers, and stops.
@@ -19,6 +21,23 @@ func TestServersStart(t *testing.T) {
 		if err := DialReady(s.Addr)(ctx); err != nil {
 			t.Fatalf("after restart: %v", err)
 		}
+	})
+	t.Run("timescaledb", func(t *testing.T) {
+		t.Parallel()
+		s := TimescaleDB(t)
+		conn, err := pgx.Connect(ctx, s.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS timescaledb"); err != nil {
+			t.Fatal(err)
+		}
+		var version string
+		if err := conn.QueryRow(ctx, "SELECT extversion FROM pg_extension WHERE extname = 'timescaledb'").Scan(&version); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("timescaledb %s", version)
 	})
 	t.Run("redis", func(t *testing.T) {
 		t.Parallel()
@@ -55,4 +74,12 @@ func TestServersStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// Without timescaledb.so beside the server, TimescaleDB reports it
+// missing (and the test skips, or fails under SOAKD_REQUIRE_SERVERS=1).
+func TestTimescaleLibMissing(t *testing.T) {
+	if lib := TimescaleLib(t.TempDir() + "/bin"); lib != "" {
+		t.Errorf("TimescaleLib of an empty directory = %q", lib)
+	}
 }
