@@ -1,0 +1,256 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/sources/iot"
+)
+
+// hypertableInfo is what TimescaleDB says about table: whether it is a
+// hypertable, its chunk interval, and its chunks' count.
+func hypertableInfo(t *testing.T, c *pgx.Conn, table string) (hyper bool, interval time.Duration, chunks int) {
+	t.Helper()
+	ctx := context.Background()
+	var n int
+	if err := c.QueryRow(ctx, `SELECT count(*) FROM timescaledb_information.hypertables WHERE hypertable_name = $1`, table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		return false, 0, 0
+	}
+	var us int64
+	if err := c.QueryRow(ctx, `SELECT (extract(epoch FROM time_interval) * 1000000)::bigint FROM timescaledb_information.dimensions
+		WHERE hypertable_name = $1 AND column_name = 'time'`, table).Scan(&us); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.QueryRow(ctx, `SELECT count(*) FROM show_chunks($1::regclass)`, quote(table)).Scan(&chunks); err != nil {
+		t.Fatal(err)
+	}
+	return true, time.Duration(us) * time.Microsecond, chunks
+}
+
+// chunksWithRows counts the chunks of table that hold rows, and checks
+// that each holds only rows of its own time range.
+func chunksWithRows(t *testing.T, c *pgx.Conn, table string) int {
+	t.Helper()
+	rows, err := c.Query(context.Background(), `SELECT ch.chunk_name, count(*),
+			bool_and(x.time >= ch.range_start AND x.time < ch.range_end)
+		FROM `+quote(table)+` x JOIN timescaledb_information.chunks ch
+			ON ch.hypertable_name = $1 AND x.tableoid = (quote_ident(ch.chunk_schema) || '.' || quote_ident(ch.chunk_name))::regclass
+		GROUP BY ch.chunk_name`, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		var name string
+		var count int64
+		var inRange bool
+		if err := rows.Scan(&name, &count, &inRange); err != nil {
+			t.Fatal(err)
+		}
+		if !inRange {
+			t.Errorf("chunk %s of %s holds rows outside its time range", name, table)
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestTimescaleDB checks the timescaledb dialect against a real
+// TimescaleDB (2.28, Apache-2.0 build): every table a hypertable with the
+// chunk interval asked for (or TimescaleDB's default), rows in the chunks
+// of their time, rows arriving out of order stored in the (older) chunks
+// they belong to, and dedup=true storing re-sent rows once, across
+// chunks, with every insert method.
+func TestTimescaleDB(t *testing.T) {
+	srv := testserver.TimescaleDB(t)
+	ctx := t.Context()
+
+	t.Run("hypertables", func(t *testing.T) {
+		db := newDB(t, srv, "hyper")
+		cpu, trucks := cpuSchema("cpu", 3), mixedSchema("trucks", 4)
+		s := openSink(t, withParams(db, "dialect", "timescaledb", "chunk_interval", "1h"), nil, cpu, trucks)
+		for range 2 { // idempotent
+			if err := s.Prepare(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := connect(t, db)
+		for _, table := range []string{"cpu", "trucks"} {
+			hyper, interval, chunks := hypertableInfo(t, c, table)
+			if !hyper || interval != time.Hour || chunks != 0 {
+				t.Errorf("%s: hypertable %v, chunk interval %v, %d chunks; want a hypertable with 1h chunks, none yet", table, hyper, interval, chunks)
+			}
+		}
+		// 3 hosts every 10 s for 5 hours: 5 chunks of an hour.
+		b := sources.NewSeriesBatch([]*sources.Schema{cpu, trucks})
+		fill(b.Tables[0], 3, 0, 3*360*5, testBase, true)
+		fill(b.Tables[1], 4, 0, 40, testBase, true)
+		if _, err := s.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, chunks := hypertableInfo(t, c, "cpu"); chunks != 5 {
+			t.Errorf("cpu has %d chunks, want 5 (5 hours of rows, 1h chunks)", chunks)
+		}
+		if n := chunksWithRows(t, c, "cpu"); n != 5 {
+			t.Errorf("%d chunks of cpu hold rows, want 5", n)
+		}
+		sameRows(t, "cpu", readRows(t, c, cpu), expectRows(b.Tables[0]))
+		sameRows(t, "trucks", readRows(t, c, trucks), expectRows(b.Tables[1]))
+	})
+
+	t.Run("default chunk interval", func(t *testing.T) {
+		db := newDB(t, srv, "defaultchunk")
+		s := openSink(t, withParams(db, "dialect", "timescaledb"), nil, cpuSchema("cpu", 3))
+		if err := s.Prepare(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if hyper, interval, _ := hypertableInfo(t, connect(t, db), "cpu"); !hyper || interval != 7*24*time.Hour {
+			t.Errorf("hypertable %v, chunk interval %v; want TimescaleDB's default, 7 days", hyper, interval)
+		}
+	})
+
+	t.Run("out of order", func(t *testing.T) {
+		db := newDB(t, srv, "late")
+		cpu := cpuSchema("cpu", 3)
+		s := openSink(t, withParams(db, "dialect", "timescaledb", "chunk_interval", "1h"), nil, cpu)
+		if err := s.Prepare(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Hours 3 and 4 first, then hours 0 to 2 (new, older chunks),
+		// then late rows inside hour 3's chunk.
+		all := sources.NewSeriesBatch([]*sources.Schema{cpu})
+		fill(all.Tables[0], 3, 0, 3*360*5, testBase, false)
+		hour := 3 * 360
+		var want []row
+		for _, r := range [][2]int{{3 * hour, 5 * hour}, {0, 3 * hour}} {
+			b := sources.NewSeriesBatch([]*sources.Schema{cpu})
+			fill(b.Tables[0], 3, r[0], r[1]-r[0], testBase, false)
+			if _, err := s.Write(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, expectRows(b.Tables[0])...)
+		}
+		c := connect(t, db)
+		if n := chunksWithRows(t, c, "cpu"); n != 5 {
+			t.Errorf("%d chunks hold rows after writing older hours last, want 5", n)
+		}
+		late := sources.NewSeriesBatch([]*sources.Schema{cpu})
+		fill(late.Tables[0], 3, 0, 30, testBase.Add(3*time.Hour+5*time.Second), false) // between stored rows
+		if _, err := s.Write(ctx, late); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, expectRows(late.Tables[0])...)
+		sameRows(t, "cpu", readRows(t, c, cpu), want)
+		if n := chunksWithRows(t, c, "cpu"); n != 5 {
+			t.Errorf("%d chunks hold rows after late rows, want still 5", n)
+		}
+	})
+
+	for _, method := range []string{"copy", "insert", "unnest"} {
+		t.Run("dedup/"+method, func(t *testing.T) {
+			db := newDB(t, srv, "dedup_"+method)
+			cpu := cpuSchema("cpu", 3)
+			s := openSink(t, withParams(db, "dialect", "timescaledb", "chunk_interval", "1h", "dedup", "true", "insert", method), nil, cpu)
+			if err := s.Prepare(ctx); err != nil {
+				t.Fatal(err)
+			}
+			b := sources.NewSeriesBatch([]*sources.Schema{cpu})
+			fill(b.Tables[0], 3, 0, 3*360*2, testBase, true) // two chunks
+			for range 2 {
+				if _, err := s.Write(ctx, b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A batch of new rows and re-sent ones from both chunks.
+			mixed := sources.NewSeriesBatch([]*sources.Schema{cpu})
+			fill(mixed.Tables[0], 3, 3*360*2-60, 120, testBase, true)
+			if _, err := s.Write(ctx, mixed); err != nil {
+				t.Fatal(err)
+			}
+			want := sources.NewSeriesBatch([]*sources.Schema{cpu})
+			fill(want.Tables[0], 3, 0, 3*360*2+60, testBase, true)
+			c := connect(t, db)
+			sameRows(t, "cpu", readRows(t, c, cpu), expectRows(want.Tables[0]))
+			if _, _, chunks := hypertableInfo(t, c, "cpu"); chunks != 3 {
+				t.Errorf("%d chunks, want 3", chunks)
+			}
+		})
+	}
+}
+
+// TestEngineTimescaleDB runs the iot source, with its default late (5 %
+// up to a minute) and missing (1 %) readings, through the engine into
+// TimescaleDB hypertables with 10-minute chunks: every row of the data
+// set stored once, in the chunk of its time.
+func TestEngineTimescaleDB(t *testing.T) {
+	srv := testserver.TimescaleDB(t)
+	const start, end, scale = "2016-01-01T00:00:00Z", "+1h", 12
+	c := iot.DefaultConfig()
+	c.Scale = scale
+	if err := c.Start.UnmarshalText([]byte(start)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.End.UnmarshalText([]byte(end)); err != nil {
+		t.Fatal(err)
+	}
+	src, err := iot.New("iot", c, 7, sources.Shard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([][]row, len(src.Schemas()))
+	st, _ := src.Stream(0, 1)
+	b := sources.NewSeriesBatch(src.Schemas())
+	for {
+		b.Reset()
+		err := st.Fill(b, 1000, 0)
+		for i, tb := range b.Tables {
+			want[i] = append(want[i], expectRows(tb)...)
+		}
+		if err != nil {
+			break
+		}
+	}
+	for _, dedup := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dedup=%v", dedup), func(t *testing.T) {
+			db := newDB(t, srv, fmt.Sprintf("engine_iot_%v", dedup))
+			reg := prometheus.NewRegistry()
+			res := runEngine(t.Context(), t, reg, map[string]string{
+				"SOAKD_W_SOURCE": "iot", "SOAKD_W_SCALE": fmt.Sprint(scale), "SOAKD_W_SEED": "7",
+				"SOAKD_W_START": start, "SOAKD_W_END": end,
+				"SOAKD_W_TARGET": withParams(db, "dialect", "timescaledb", "chunk_interval", "10m", "dedup", fmt.Sprint(dedup)),
+				"SOAKD_W_RATE":   "max", "SOAKD_W_WORKERS": "3", "SOAKD_W_BATCH_SIZE": "300",
+			})
+			if res.err != nil {
+				t.Fatal(res.err)
+			}
+			conn := connect(t, db)
+			for i, s := range src.Schemas() {
+				sameRows(t, s.Measurement, readRows(t, conn, s), want[i])
+				if hyper, interval, _ := hypertableInfo(t, conn, s.Measurement); !hyper || interval != 10*time.Minute {
+					t.Errorf("%s: hypertable %v, chunk interval %v", s.Measurement, hyper, interval)
+				}
+				// An hour of data, and late readings of the last minute
+				// may reach into the next 10 minutes.
+				if n := chunksWithRows(t, conn, s.Measurement); n < 6 || n > 7 {
+					t.Errorf("%s: %d chunks hold rows, want 6 or 7", s.Measurement, n)
+				}
+			}
+			if w := res.sum.Workloads[0]; sumErrors(w.Errors) > 0 {
+				t.Errorf("errors: %v", w.Errors)
+			}
+		})
+	}
+}
