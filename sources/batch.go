@@ -65,6 +65,10 @@ type Schema struct {
 	TagKeys   []string
 	Fields    []Field
 	Tags      Tagger
+	// NumericTags[k] reports that the values of tag k are numbers (TSBS's
+	// trucks' capacities, which TSBS types float32): a sink that types its
+	// tag columns may store them as numbers. nil: every tag is text.
+	NumericTags []bool
 }
 
 // Table holds the rows of one measurement in a batch, column by column.

@@ -70,11 +70,41 @@ func (d Dialect) String() string {
 // database (DISTRIBUTED BY).
 func (d Dialect) distributed() bool { return d == MatrixDB || d == Greenplum }
 
+// Layout is how a source's tables are laid out.
+type Layout uint8
+
+const (
+	// SoakdLayout is one table per measurement with its tags inline, as
+	// text columns, and fields of their own type (the default).
+	SoakdLayout Layout = iota + 1
+	// TSBSLayout is tsbs_load_timescaledb's: one tags table (id serial, a
+	// column per tag) shared by the measurements, and per measurement
+	// (time, tags_id, double precision fields, additional_tags jsonb) with
+	// TSBS's indexes, so that TSBS's query runner and soakd's queries run
+	// on the same data.
+	TSBSLayout
+)
+
+var layoutNames = [...]string{SoakdLayout: "soakd", TSBSLayout: "tsbs"}
+
+func (l Layout) String() string {
+	if int(l) < len(layoutNames) && layoutNames[l] != "" {
+		return layoutNames[l]
+	}
+	return "unknown"
+}
+
+// tsbsChunkInterval is tsbs_load_timescaledb's default --chunk-time, the
+// chunk interval of layout=tsbs hypertables unless chunk_interval is set.
+const tsbsChunkInterval = 12 * time.Hour
+
 // Config is the soakd part of a postgres:// URL. Everything else in the
 // URL goes to pgx.
 type Config struct {
 	Method  Method
 	Dialect Dialect
+	// Layout is how tables are laid out (?layout=, default soakd).
+	Layout Layout
 	// Create makes Prepare create missing tables (?create=, default true).
 	Create bool
 	// Dedup gives each table a primary key on (device, time) and skips
@@ -92,7 +122,7 @@ type Config struct {
 }
 
 // soakdParams are the URL parameters this package consumes itself.
-var soakdParams = []string{"insert", "dialect", "create", "dedup", "chunk_interval", "timeout", "ts_database"}
+var soakdParams = []string{"insert", "dialect", "create", "dedup", "chunk_interval", "timeout", "ts_database", "layout"}
 
 // pgxParams are the libpq / pgx / pgxpool parameters passed through to
 // pgx unchanged.
@@ -125,7 +155,7 @@ var libpqOnly = []string{
 // connection string for pgx (the URL without the soakd parameters). It
 // does no I/O. Every problem is reported, each naming its parameter.
 func ParseURL(u *url.URL) (Config, string, error) {
-	c := Config{Method: 0, Dialect: Postgres, Create: true, TSDatabase: "soakd"}
+	c := Config{Method: 0, Dialect: Postgres, Layout: SoakdLayout, Create: true, TSDatabase: "soakd"}
 	var errs []error
 	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
 		errs = append(errs, fmt.Errorf("scheme %q: want postgres:// or postgresql://", u.Scheme))
@@ -217,6 +247,25 @@ func ParseURL(u *url.URL) (Config, string, error) {
 		default:
 			c.TSDatabase = s
 		}
+	}
+	switch l := strings.ToLower(q.Get("layout")); l {
+	case "", "soakd":
+	case "tsbs":
+		c.Layout = TSBSLayout
+		if c.Dialect != Postgres && c.Dialect != TimescaleDB {
+			errs = append(errs, fmt.Errorf("layout=tsbs is tsbs_load_timescaledb's layout, for dialect postgres or timescaledb, not %s", c.Dialect))
+		}
+		if c.Dedup {
+			errs = append(errs, errors.New("layout=tsbs has no unique key (TSBS's tables have none): dedup=true needs the soakd layout"))
+		}
+		if c.Method != 0 && c.Method != Copy {
+			errs = append(errs, fmt.Errorf("layout=tsbs writes with COPY, as tsbs_load_timescaledb does; insert=%s needs the soakd layout", c.Method))
+		}
+		if c.Dialect == TimescaleDB && c.ChunkInterval == 0 && !q.Has("chunk_interval") {
+			c.ChunkInterval = tsbsChunkInterval
+		}
+	default:
+		errs = append(errs, fmt.Errorf("layout %q: want soakd or tsbs", q.Get("layout")))
 	}
 	// Method defaults and the combinations a dialect cannot do.
 	if c.Method == 0 {

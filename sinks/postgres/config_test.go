@@ -36,6 +36,17 @@ func TestParseURL(t *testing.T) {
 		{name: "libpq and pool params pass", url: base + "&connect_timeout=3&application_name=soak&options=-c%20work_mem%3D64MB&pool_max_conns=7&target_session_attrs=read-write&sslrootcert=/nonexistent-is-fine-with-disable",
 			want: Config{Method: Copy, Dialect: Postgres, Create: true, TSDatabase: "soakd"}},
 
+		{name: "tsbs layout", url: base + "&layout=tsbs",
+			want: Config{Method: Copy, Dialect: Postgres, Layout: TSBSLayout, Create: true, TSDatabase: "soakd"}},
+		{name: "tsbs layout takes TSBS's chunk interval", url: base + "&layout=TSBS&dialect=timescaledb",
+			want: Config{Method: Copy, Dialect: TimescaleDB, Layout: TSBSLayout, Create: true, ChunkInterval: 12 * time.Hour, TSDatabase: "soakd"}},
+		{name: "tsbs layout with a chunk interval", url: base + "&layout=tsbs&dialect=timescaledb&chunk_interval=1h&insert=copy",
+			want: Config{Method: Copy, Dialect: TimescaleDB, Layout: TSBSLayout, Create: true, ChunkInterval: time.Hour, TSDatabase: "soakd"}},
+
+		{name: "bad layout", url: base + "&layout=wide", errs: []string{`layout "wide": want soakd or tsbs`}},
+		{name: "tsbs layout limits", url: base + "&layout=tsbs&dedup=true&insert=unnest",
+			errs: []string{"dedup=true needs the soakd layout", "insert=unnest needs the soakd layout"}},
+		{name: "tsbs layout dialect", url: base + "&layout=tsbs&dialect=kwdb", errs: []string{"for dialect postgres or timescaledb, not kwdb"}},
 		{name: "bad insert", url: base + "&insert=bulk", errs: []string{`insert "bulk"`, "copy, insert or unnest"}},
 		{name: "bad dialect", url: base + "&dialect=oracle", errs: []string{`dialect "oracle"`}},
 		{name: "bad bools", url: base + "&create=maybe&dedup=yes", errs: []string{`create "maybe"`, `dedup "yes"`}},
@@ -57,6 +68,9 @@ func TestParseURL(t *testing.T) {
 			if tc.errs == nil {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
+				}
+				if tc.want.Layout == 0 {
+					tc.want.Layout = SoakdLayout
 				}
 				if c != tc.want {
 					t.Fatalf("config %+v, want %+v", c, tc.want)

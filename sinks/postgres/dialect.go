@@ -42,7 +42,8 @@ type plan struct {
 	id     int // position among the sink's plans, names statements
 	schema *sources.Schema
 	table  string   // quoted, qualified for KWDB
-	cols   []string // quoted: time, tags..., fields...
+	cols   []string // quoted: time, tags..., fields... (layout=tsbs: time, tags_id, fields...)
+	names  []string // cols unquoted
 	device string   // quoted device tag column
 	nCols  int
 
@@ -145,6 +146,15 @@ func newPlan(id int, c Config, s *sources.Schema) (*plan, error) {
 			casts = append(casts, "float8[]")
 		}
 	}
+	p.names = append(append([]string{timeColumn}, s.TagKeys...), fieldNames(s)...)
+	if c.Layout == TSBSLayout {
+		// time, tags_id, then every field as double precision.
+		p.names = append([]string{timeColumn, tsbsTagsID}, fieldNames(s)...)
+		p.cols = p.cols[:0]
+		for _, n := range p.names {
+			p.cols = append(p.cols, quote(n))
+		}
+	}
 	p.nCols = len(p.cols)
 	p.device = quote(s.TagKeys[s.DeviceTag])
 	colList := strings.Join(p.cols, ", ")
@@ -185,6 +195,14 @@ func newPlan(id int, c Config, s *sources.Schema) (*plan, error) {
 		p.stageMerge = "INSERT INTO " + p.table + " (" + colList + ") SELECT " + colList + " FROM " + p.stage + " ON CONFLICT DO NOTHING"
 	}
 	return p, nil
+}
+
+func fieldNames(s *sources.Schema) []string {
+	out := make([]string, len(s.Fields))
+	for i, f := range s.Fields {
+		out[i] = f.Name
+	}
+	return out
 }
 
 // insertStmt returns the multi-row INSERT for rows rows (a power of two no
@@ -248,6 +266,9 @@ func preamble(c Config) []string {
 // For TimescaleDB the hypertable is separate (hypertable) because it
 // depends on the extension being present.
 func createTable(c Config, p *plan) []string {
+	if c.Layout == TSBSLayout {
+		return tsbsCreateTable(p)
+	}
 	s := p.schema
 	var b strings.Builder
 	b.WriteString("CREATE TABLE IF NOT EXISTS " + p.table + " (\n")
@@ -309,11 +330,16 @@ func indexName(s *sources.Schema) string {
 }
 
 // hypertable is the TimescaleDB call that turns p's table into a
-// hypertable partitioned on time (a no-op when it already is one).
+// hypertable partitioned on time (a no-op when it already is one). The
+// TSBS layout has its own time index, as TSBS creates it, and none of
+// TimescaleDB's default ones.
 func hypertable(c Config, p *plan) string {
 	s := "SELECT create_hypertable(" + literal(p.table) + ", " + literal(timeColumn)
 	if c.ChunkInterval > 0 {
 		s += ", chunk_time_interval => INTERVAL " + literal(strconv.FormatInt(c.ChunkInterval.Microseconds(), 10)+" microseconds")
+	}
+	if c.Layout == TSBSLayout {
+		s += ", create_default_indexes => FALSE"
 	}
 	return s + ", if_not_exists => TRUE)"
 }

@@ -30,6 +30,8 @@ func TestDDLGolden(t *testing.T) {
 		{"greenplum_dedup", "dialect=greenplum&dedup=true"},
 		{"cockroach", "dialect=cockroach"},
 		{"cockroach_dedup", "dialect=cockroach&dedup=true"},
+		{"postgres_tsbs", "layout=tsbs"},
+		{"timescaledb_tsbs", "dialect=timescaledb&layout=tsbs"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,7 +45,21 @@ func TestDDLGolden(t *testing.T) {
 			for _, q := range preamble(c) {
 				b.WriteString(q + ";\n")
 			}
-			for i, s := range []*sources.Schema{cpuSchema("cpu", 2), mixedSchema("Trucks", 2)} {
+			schemas := []*sources.Schema{cpuSchema("cpu", 2), mixedSchema("Trucks", 2)}
+			if c.Layout == TSBSLayout {
+				// One tags table: tables that share their tags, some numeric.
+				trucks := mixedSchema("readings", 2)
+				diag := mixedSchema("diagnostics", 2)
+				diag.Fields = diag.Fields[:2]
+				trucks.NumericTags = []bool{false, false, true}
+				diag.NumericTags = trucks.NumericTags
+				schemas = []*sources.Schema{trucks, diag}
+				b.WriteString("\n")
+				for _, q := range tsbsTagsDDL(trucks) {
+					b.WriteString(q + ";\n")
+				}
+			}
+			for i, s := range schemas {
 				p, err := newPlan(i, c, s)
 				if err != nil {
 					t.Fatal(err)
@@ -55,6 +71,10 @@ func TestDDLGolden(t *testing.T) {
 				}
 				for _, q := range stmts[1:] {
 					b.WriteString(q + ";\n")
+				}
+				if c.Layout == TSBSLayout {
+					b.WriteString("-- writes:\n" + p.copySQL + ";\n")
+					continue
 				}
 				b.WriteString("-- writes:\n" + p.copySQL + ";\n" + p.unnestSQL + ";\n" + p.insertStmt(2).sql + ";\n")
 				if p.stage != "" {

@@ -68,6 +68,9 @@ func checkTable(t *sources.Table) error {
 
 // appendCopyRow appends row i of r's table as one binary COPY tuple.
 func (r *copyReader) appendCopyRow(b []byte, i int) []byte {
+	if r.ids != nil {
+		return r.appendTSBSRow(b, i)
+	}
 	t := r.t
 	s := t.Schema
 	n := 1 + len(s.TagKeys) + len(s.Fields)
@@ -87,6 +90,33 @@ func (r *copyReader) appendCopyRow(b []byte, i int) []byte {
 		}
 		b = append(b, 0, 0, 0, 8)
 		b = binary.BigEndian.AppendUint64(b, v)
+	}
+	return b
+}
+
+// appendTSBSRow appends row i as layout=tsbs stores it: time, tags_id
+// (r.ids[i]), every field as a double.
+func (r *copyReader) appendTSBSRow(b []byte, i int) []byte {
+	t := r.t
+	s := t.Schema
+	n := 2 + len(s.Fields)
+	b = append(b, byte(n>>8), byte(n), 0, 0, 0, 8)
+	b = binary.BigEndian.AppendUint64(b, uint64(pgTime(t.Time[i])))
+	b = append(b, 0, 0, 0, 4)
+	b = binary.BigEndian.AppendUint32(b, uint32(r.ids[i]))
+	for f := range s.Fields {
+		if nl := t.Null[f]; nl != nil && nl[i] {
+			b = append(b, nullField[:]...)
+			continue
+		}
+		v := 0.0
+		if s.Fields[f].Kind == sources.Int {
+			v = float64(t.Ints[f][i])
+		} else {
+			v = t.Floats[f][i]
+		}
+		b = append(b, 0, 0, 0, 8)
+		b = binary.BigEndian.AppendUint64(b, math.Float64bits(v))
 	}
 	return b
 }
@@ -154,6 +184,7 @@ type copyReader struct {
 	total int // bytes produced
 
 	tags    *devcache.Cache // encoded tag fields of t's schema by device
+	ids     []int32         // layout=tsbs: the tags_id of each row of t (nil: soakd layout)
 	schemas []*schemaTags
 	budget  devcache.Budget // bytes held by all schemas' tag caches
 }
@@ -162,7 +193,7 @@ type copyReader struct {
 var errAbandoned = errors.New("copy abandoned after an error")
 
 func (r *copyReader) reset(t *sources.Table) {
-	r.t, r.row, r.off, r.done, r.total = t, 0, 0, false, 0
+	r.t, r.row, r.off, r.done, r.total, r.ids = t, 0, 0, false, 0, nil
 	r.buf = append(r.buf[:0], copyHeader...)
 	r.tags = nil
 	for _, st := range r.schemas {

@@ -39,6 +39,13 @@ func (s *Sink) Prepare(ctx context.Context) error {
 				return err
 			}
 		}
+		if s.cfg.Layout == TSBSLayout && len(plans) > 0 {
+			for _, q := range tsbsTagsDDL(plans[0].schema) {
+				if err := ddl(ctx, c, q); err != nil {
+					return err
+				}
+			}
+		}
 		for _, p := range plans {
 			stmts := createTable(s.cfg, p)
 			if err := ddl(ctx, c, stmts[0]); err != nil {
@@ -56,11 +63,18 @@ func (s *Sink) Prepare(ctx context.Context) error {
 			}
 		}
 		s.log.Info("tables ready", zap.String("target", s.target), zap.Stringer("dialect", s.cfg.Dialect),
-			zap.Int("tables", len(plans)), zap.Bool("hypertables", hyper), zap.Bool("dedup", s.cfg.Dedup))
+			zap.Stringer("layout", s.cfg.Layout), zap.Int("tables", len(plans)), zap.Bool("hypertables", hyper),
+			zap.Bool("dedup", s.cfg.Dedup))
 	}
 	if s.cfg.Dialect == KWDB {
 		// KWDB's catalog differs; a missing table shows on the first write.
 		return nil
+	}
+	if s.cfg.Layout == TSBSLayout && len(plans) > 0 {
+		sc := plans[0].schema
+		if err := checkTableColumns(ctx, c, quote(tsbsTags), append([]string{"id"}, sc.TagKeys...)); err != nil {
+			return err
+		}
 	}
 	for _, p := range plans {
 		if err := checkColumns(ctx, c, p); err != nil {
@@ -141,33 +155,32 @@ func (s *Sink) timescale(ctx context.Context, c *pgx.Conn) (bool, error) {
 // checkColumns fails when p's table is missing or lacks a column soakd
 // writes: better said once at startup than by every write.
 func checkColumns(ctx context.Context, c *pgx.Conn, p *plan) error {
+	return checkTableColumns(ctx, c, p.table, p.names)
+}
+
+// checkTableColumns fails when table is missing or lacks one of cols.
+func checkTableColumns(ctx context.Context, c *pgx.Conn, table string, cols []string) error {
 	rows, err := c.Query(ctx, `SELECT a.attname FROM pg_catalog.pg_attribute a
-		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, p.table)
+		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, table)
 	if err != nil {
-		return classify(fmt.Errorf("cannot read the columns of %s: %w", p.table, err), false, false)
+		return classify(fmt.Errorf("cannot read the columns of %s: %w", table, err), false, false)
 	}
 	have, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return classify(fmt.Errorf("cannot read the columns of %s: %w", p.table, err), false, false)
+		return classify(fmt.Errorf("cannot read the columns of %s: %w", table, err), false, false)
 	}
 	if len(have) == 0 {
-		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s does not exist (create=false, or created in another schema than the search_path's first)", p.table))
+		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s does not exist (create=false, or created in another schema than the search_path's first)", table))
 	}
 	var missing []string
-	for i, col := range p.cols {
-		name := timeColumn
-		if i > 0 && i <= len(p.schema.TagKeys) {
-			name = p.schema.TagKeys[i-1]
-		} else if i > len(p.schema.TagKeys) {
-			name = p.schema.Fields[i-1-len(p.schema.TagKeys)].Name
-		}
+	for _, name := range cols {
 		if !slices.Contains(have, name) {
-			missing = append(missing, col)
+			missing = append(missing, quote(name))
 		}
 	}
 	if len(missing) > 0 {
-		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s exists but lacks columns %s (made by another tool? drop it or use another database)",
-			p.table, strings.Join(missing, ", ")))
+		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s exists but lacks columns %s (made by another tool, or with another layout? drop it or use another database)",
+			table, strings.Join(missing, ", ")))
 	}
 	return nil
 }

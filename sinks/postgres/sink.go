@@ -39,6 +39,8 @@ type Sink struct {
 
 	writers chan *writer // free list, bounded by the pool size
 
+	tagIDs tagIDs // layout=tsbs: tags.id by device
+
 	closeOnce sync.Once
 }
 
@@ -56,6 +58,12 @@ type writer struct {
 	// broken marks a writer whose copy reader a pgconn goroutine may
 	// still hold: it is dropped, never reused.
 	broken bool
+
+	// layout=tsbs: the tags ids this writer has used, by device; the ids
+	// of the table being copied, by row; devices to look up.
+	tagIDs  map[uint32]int32
+	ids     []int32
+	missing []uint32
 }
 
 // connState is what a connection has been given: prepared statements and
@@ -133,6 +141,11 @@ func New(u *url.URL, o sinks.Options) (*Sink, error) {
 	s := &Sink{cfg: c, log: o.Logger, target: sinks.RedactURL(u)}
 	if s.log == nil {
 		s.log = zap.NewNop()
+	}
+	if c.Layout == TSBSLayout && len(o.Schemas) > 0 {
+		if err := checkTSBSSchemas(o.Schemas); err != nil {
+			return nil, err
+		}
 	}
 	plans := make([]*plan, 0, len(o.Schemas))
 	for i, sc := range o.Schemas {
@@ -278,6 +291,13 @@ func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tabl
 		}
 		jobs = append(jobs, copyJob{p, t})
 	}
+	if s.cfg.Layout == TSBSLayout {
+		for _, j := range jobs {
+			if err := s.ensureTags(ctx, pc, w, j.t); err != nil {
+				return 0, fmt.Errorf("cannot find the tags of %s's devices: %w", j.p.schema.Measurement, err)
+			}
+		}
+	}
 	dedup := s.cfg.Dedup
 	if dedup || len(jobs) > 1 {
 		// Several COPYs (or a COPY and its merge) must commit together,
@@ -312,6 +332,9 @@ func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tabl
 			w.sb.WriteString(p.stageMerge)
 		}
 		w.cr.reset(t)
+		if s.cfg.Layout == TSBSLayout {
+			w.cr.ids = w.rowIDs(t)
+		}
 		tag, err := pc.CopyFrom(ctx, &w.cr, sql)
 		if err != nil {
 			// pgconn returns without waiting for its reader goroutine only

@@ -85,5 +85,9 @@ func newTrucks(seed uint64) *multi {
 		// status walks in [0, 5] in hundredths, printed as an integer
 		{name: "status", kind: sources.Int, gen: walk, lo: 0, hi: 500, stepLo: -173, stepHi: 173, init: 0, div: 100},
 	})
+	// The capacities are numbers (TSBS's float32 tags), which queries
+	// divide by.
+	numeric := []bool{false, false, false, false, false, true, true, true}
+	readings.sch.NumericTags, diagnostics.sch.NumericTags = numeric, numeric
 	return newMulti(readings, diagnostics)
 }
