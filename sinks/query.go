@@ -138,3 +138,13 @@ func (w *RangeWatch) Stop() {
 		<-done
 	}
 }
+
+// QueryResult is what a query returned, in a form common to every query
+// target, for tests that compare targets: column names, and rows of
+// values (nil, string, float64, bool or time.Time). Query sinks return it
+// from a method of their own (e.g. QueryRows); the engine only counts
+// rows.
+type QueryResult struct {
+	Columns []string
+	Rows    [][]any
+}

@@ -316,9 +316,12 @@ func boolParam(q url.Values, name string, def bool) (bool, error) {
 
 // Check is the registry's CheckFunc: it validates a postgres:// URL
 // without I/O, including what pgx itself would reject (ports, sslmode,
-// pool settings, unreadable certificate files). The registry entry
-// accepts series workloads only.
-func Check(u *url.URL, _ sources.Kind) error {
-	_, _, err := parse(u, sinks.Options{Workers: 1})
+// pool settings, unreadable certificate files). Query workloads need the
+// postgres or timescaledb dialect.
+func Check(u *url.URL, kind sources.Kind) error {
+	c, _, err := parse(u, sinks.Options{Workers: 1})
+	if err == nil && kind == sources.Queries && c.Dialect != Postgres && c.Dialect != TimescaleDB {
+		err = fmt.Errorf("query workloads are written for PostgreSQL and TimescaleDB, not dialect %s", c.Dialect)
+	}
 	return err
 }

@@ -22,7 +22,7 @@ import (
 // series sources available on this branch.
 func enginePlugins() *daemon.Plugins {
 	r := sinks.NewRegistry()
-	r.Add(sinks.Entry{Schemes: []string{"postgres", "postgresql"}, Kinds: []sources.Kind{sources.Series}, Open: Open, Check: Check})
+	r.Add(sinks.Entry{Schemes: []string{"postgres", "postgresql"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: Open, Check: Check})
 	srcs := daemon.Sources{{
 		Names: []string{"seq"}, Kind: sources.Series,
 		Settings: func() any { return &seq.Config{} },
@@ -223,7 +223,8 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 	}
 }
 
-// seriesSources registers package sources/iot as cmd/soakd does.
+// seriesSources registers package sources/iot as cmd/soakd does, its
+// query sources included.
 func seriesSources() daemon.Sources {
 	return daemon.Sources{{
 		Names: iot.Names(), Kind: sources.Series,
@@ -231,6 +232,13 @@ func seriesSources() daemon.Sources {
 		Validate: func(w *daemon.Workload) error { return iot.Defaults(w.Source, *w.Ext.(*iot.Config)).Validate() },
 		New: func(w *daemon.Workload) (sources.Source, error) {
 			return iot.New(w.Source, *w.Ext.(*iot.Config), w.Seed, w.Shard)
+		},
+	}, {
+		Names: iot.QueryNames(), Kind: sources.Queries,
+		Settings: func() any { return &iot.QueryConfig{} },
+		Validate: func(w *daemon.Workload) error { return w.Ext.(*iot.QueryConfig).Validate(w.Source) },
+		New: func(w *daemon.Workload) (sources.Source, error) {
+			return iot.NewQueries(w.Source, *w.Ext.(*iot.QueryConfig), w.Seed)
 		},
 	}}
 }

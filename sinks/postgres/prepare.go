@@ -18,7 +18,7 @@ import (
 // (unless ?create=false) and checks that existing tables have every
 // column soakd writes. It is idempotent and safe to run from several
 // processes at once.
-func (s *Sink) Prepare(ctx context.Context) error {
+func (s *Sink) Prepare(ctx context.Context) (err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return classify(fmt.Errorf("cannot connect to prepare tables: %w", err), true, false)
@@ -69,6 +69,13 @@ func (s *Sink) Prepare(ctx context.Context) error {
 	if s.cfg.Dialect == KWDB {
 		// KWDB's catalog differs; a missing table shows on the first write.
 		return nil
+	}
+	if s.q != nil {
+		defer func() {
+			if err == nil {
+				err = s.prepareQueries(ctx)
+			}
+		}()
 	}
 	if s.cfg.Layout == TSBSLayout && len(plans) > 0 {
 		sc := plans[0].schema

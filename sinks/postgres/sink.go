@@ -41,6 +41,8 @@ type Sink struct {
 
 	tagIDs tagIDs // layout=tsbs: tags.id by device
 
+	q *querier // query workloads: nil for series ones
+
 	closeOnce sync.Once
 }
 
@@ -131,8 +133,8 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 
 // New is Open with the concrete type.
 func New(u *url.URL, o sinks.Options) (*Sink, error) {
-	if o.Kind != 0 && o.Kind != sources.Series {
-		return nil, fmt.Errorf("the postgres sink takes series workloads, not %s", o.Kind)
+	if o.Kind != 0 && o.Kind != sources.Series && o.Kind != sources.Queries {
+		return nil, fmt.Errorf("the postgres sink takes series and query workloads, not %s", o.Kind)
 	}
 	c, pc, err := parse(u, o)
 	if err != nil {
@@ -156,6 +158,14 @@ func New(u *url.URL, o sinks.Options) (*Sink, error) {
 		plans = append(plans, p)
 	}
 	s.plans.Store(&plans)
+	if o.Kind == sources.Queries {
+		if c.Dialect != Postgres && c.Dialect != TimescaleDB {
+			return nil, fmt.Errorf("query workloads are written for PostgreSQL and TimescaleDB, not dialect %s", c.Dialect)
+		}
+		if s.q, err = newQuerier(s, plans); err != nil {
+			return nil, err
+		}
+	}
 	s.writers = make(chan *writer, pc.MaxConns)
 	// NewWithConfig connects nobody while MinConns is 0 (the default).
 	s.pool, err = pgxpool.NewWithConfig(context.Background(), pc)
@@ -215,6 +225,9 @@ func (s *Sink) putWriter(w *writer) {
 // pipelined round trip for INSERT and unnest. It returns the payload
 // bytes sent.
 func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
+	if len(b.Queries) > 0 {
+		return s.writeQueries(ctx, b)
+	}
 	rows := 0
 	for _, t := range b.Tables {
 		if t.Len() == 0 {
@@ -498,6 +511,9 @@ func (s *Sink) Ping(ctx context.Context) error {
 func (s *Sink) Close(ctx context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
+		if s.q != nil {
+			s.q.watch.Stop()
+		}
 		done := make(chan struct{})
 		go func() {
 			s.pool.Close()

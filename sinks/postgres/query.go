@@ -1,0 +1,279 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// Query workloads (sources.Queries): each query of a batch is rendered as
+// SQL text, TSBS's query for its type, and sent with the simple protocol
+// on the worker's connection, one after the other; the sink counts the
+// rows that come back without decoding them. Windows are placed in the
+// data's time range, which a RangeWatch reads every second from the
+// first device's rows (an index lookup).
+//
+// The SQL is TSBS's (cmd/tsbs_generate_queries/databases/timescaledb,
+// with --timescale-use-tags) for layout=tsbs. For the soakd layout, where
+// tags are columns of every row, it is the same query over one table; the
+// queries that TSBS writes as a LATERAL join over the tags table (the
+// last row of each device: lastpoint, last-loc, low-fuel, high-load) walk
+// the devices with a recursive skip scan over the (device, time) index
+// instead, since there is no table of devices to iterate. Time buckets
+// are time_bucket where the timescaledb extension is installed, else
+// date_bin (PostgreSQL 14+) with time_bucket's origin, else epoch
+// arithmetic. Where TSBS's SQL has no time range (iot's whole-data-set
+// queries), the range of the data is written out, so that every target
+// reads the same rows; TSBS's breakdown-frequency divides two integer
+// counts (always 1, so it never finds a breakdown): here the share of
+// zero statuses is computed in floating point, as intended.
+
+// rangeRefresh is how often a query sink reads the data's time range.
+const rangeRefresh = time.Second
+
+// bucketMode is how a query groups time into buckets.
+type bucketMode uint8
+
+const (
+	bucketEpoch      bucketMode = iota // to_timestamp(floor(epoch / n) * n): any PostgreSQL
+	bucketDateBin                      // date_bin: PostgreSQL 14+
+	bucketTimeBucket                   // time_bucket: TimescaleDB
+)
+
+// querier is a sink's state for query workloads.
+type querier struct {
+	layout Layout
+	mode   bucketMode
+	// The tables of the data set queried, by role.
+	cpu, readings, diagnostics *plan
+	watch                      *sinks.RangeWatch
+}
+
+func newQuerier(s *Sink, plans []*plan) (*querier, error) {
+	q := &querier{layout: s.cfg.Layout}
+	for _, p := range plans {
+		switch p.schema.Measurement {
+		case "cpu":
+			q.cpu = p
+		case "readings":
+			q.readings = p
+		case "diagnostics":
+			q.diagnostics = p
+		}
+	}
+	main := q.cpu
+	if main == nil {
+		main = q.readings
+	}
+	if main == nil {
+		return nil, errors.New("query workloads read TSBS's tables (cpu, or readings and diagnostics): the source has none")
+	}
+	q.watch = sinks.NewRangeWatch(rangeRefresh, func(ctx context.Context) (sources.DataRange, error) {
+		return s.dataRange(ctx, main)
+	})
+	return q, nil
+}
+
+// dataRange reads the oldest and newest timestamps of the first device's
+// rows in p's table (both from the (device, time) index), or of the whole
+// table when that device has none.
+func (s *Sink) dataRange(ctx context.Context, p *plan) (sources.DataRange, error) {
+	sc := p.schema
+	first := string(sc.Tags.AppendTag(nil, 0, sc.DeviceTag))
+	where := p.device + " = $1"
+	if s.cfg.Layout == TSBSLayout {
+		where = quote(tsbsTagsID) + " = (SELECT min(id) FROM " + quote(tsbsTags) + " WHERE " + p.device + " = $1)"
+	}
+	var lo, hi *time.Time
+	err := s.pool.QueryRow(ctx, "SELECT min(time), max(time) FROM "+p.table+" WHERE "+where, first).Scan(&lo, &hi)
+	if err == nil && lo == nil {
+		err = s.pool.QueryRow(ctx, "SELECT min(time), max(time) FROM "+p.table).Scan(&lo, &hi)
+	}
+	if err != nil {
+		return sources.DataRange{}, classify(fmt.Errorf("cannot read the time range of %s: %w", p.table, err), false, true)
+	}
+	if lo == nil || hi == nil {
+		return sources.DataRange{}, nil
+	}
+	return sources.DataRange{Oldest: lo.UnixNano(), Newest: hi.UnixNano(), Known: true}, nil
+}
+
+// prepareQueries finds how to bucket time and starts watching the data's
+// range; Prepare calls it once the tables exist.
+func (s *Sink) prepareQueries(ctx context.Context) error {
+	var ts bool
+	var version int
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'timescaledb'),
+		current_setting('server_version_num')::int`).Scan(&ts, &version)
+	if err != nil {
+		return classify(fmt.Errorf("cannot look for time_bucket: %w", err), false, true)
+	}
+	switch {
+	case ts:
+		s.q.mode = bucketTimeBucket
+	case version >= 140000:
+		s.q.mode = bucketDateBin
+	default:
+		s.q.mode = bucketEpoch
+	}
+	if err := s.q.watch.Refresh(ctx); err != nil {
+		return err
+	}
+	s.q.watch.Start()
+	return nil
+}
+
+// writeQueries runs the queries of b one after the other on one
+// connection and sets each one's Rows. It returns the bytes of SQL sent.
+func (s *Sink) writeQueries(ctx context.Context, b *sources.Batch) (int, error) {
+	if s.q == nil {
+		return 0, sinks.NewError(sinks.Rejected, false, errors.New("this sink was not opened for a query workload"))
+	}
+	if s.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout)
+		defer cancel()
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, classify(fmt.Errorf("cannot connect: %w", err), true, true)
+	}
+	defer conn.Release()
+	pc := conn.Conn().PgConn()
+	w := s.getWriter()
+	defer s.putWriter(w)
+	rng := s.q.watch.Range()
+	sent := 0
+	for i := range b.Queries {
+		q := &b.Queries[i]
+		w.sb.Reset()
+		if err := s.q.render(&w.sb, q, rng); err != nil {
+			return sent, sinks.Partial(i, sinks.NewError(sinks.Rejected, false, err))
+		}
+		sent += w.sb.Len()
+		n, err := runSQL(ctx, pc, w.sb.String(), nil)
+		if err != nil {
+			return sent, sinks.Partial(i, classify(fmt.Errorf("query %s: %w", q.Type, err), pc.IsClosed(), true))
+		}
+		q.Rows = n
+		if n == 0 && q.MustFind(rng) {
+			start, end := q.Window(rng)
+			return sent, sinks.EmptyResult(i, q, start, end)
+		}
+	}
+	return sent, nil
+}
+
+// runSQL sends sql with the simple protocol and counts the rows of every
+// result; with collect it also keeps the last result's columns and
+// values.
+func runSQL(ctx context.Context, pc *pgconn.PgConn, sql string, collect *sinks.QueryResult) (int64, error) {
+	mrr := pc.Exec(ctx, sql)
+	var n int64
+	for mrr.NextResult() {
+		rr := mrr.ResultReader()
+		var oids []uint32
+		if collect != nil {
+			collect.Columns, collect.Rows = collect.Columns[:0], collect.Rows[:0]
+			for _, fd := range rr.FieldDescriptions() {
+				collect.Columns = append(collect.Columns, fd.Name)
+				oids = append(oids, fd.DataTypeOID)
+			}
+		}
+		for rr.NextRow() {
+			n++
+			if collect != nil {
+				vals := rr.Values()
+				row := make([]any, len(vals))
+				for i, v := range vals {
+					row[i] = textValue(oids[i], v)
+				}
+				collect.Rows = append(collect.Rows, row)
+			}
+		}
+		if _, err := rr.Close(); err != nil {
+			_ = mrr.Close()
+			return n, err
+		}
+	}
+	return n, mrr.Close()
+}
+
+// textValue converts a text-format value to what QueryResult holds.
+func textValue(oid uint32, v []byte) any {
+	if v == nil {
+		return nil
+	}
+	s := string(v)
+	switch oid {
+	case 20, 21, 23, 700, 701, 1700: // int8, int2, int4, float4, float8, numeric
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return f
+		}
+	case 16: // bool
+		return s == "t"
+	case 1184, 1114: // timestamptz, timestamp
+		for _, layout := range []string{"2006-01-02 15:04:05.999999-07", "2006-01-02 15:04:05.999999-07:00", "2006-01-02 15:04:05.999999"} {
+			if t, err := time.Parse(layout, s); err == nil {
+				return t.UTC()
+			}
+		}
+	}
+	return s
+}
+
+// QueryRows runs q alone and returns what it returned (for tests that
+// compare targets).
+func (s *Sink) QueryRows(ctx context.Context, q *sources.Query) (*sinks.QueryResult, error) {
+	if s.q == nil {
+		return nil, errors.New("this sink was not opened for a query workload")
+	}
+	var sb strings.Builder
+	if err := s.q.render(&sb, q, s.q.watch.Range()); err != nil {
+		return nil, err
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	res := &sinks.QueryResult{}
+	n, err := runSQL(ctx, conn.Conn().PgConn(), sb.String(), res)
+	q.Rows = n
+	return res, err
+}
+
+// QuerySQL renders q as this sink sends it, over the data range it saw
+// last.
+func (s *Sink) QuerySQL(q *sources.Query) (string, error) {
+	if s.q == nil {
+		return "", errors.New("this sink was not opened for a query workload")
+	}
+	var sb strings.Builder
+	err := s.q.render(&sb, q, s.q.watch.Range())
+	return sb.String(), err
+}
+
+// DataRange is the data's time range as the sink saw it last.
+func (s *Sink) DataRange() sources.DataRange {
+	if s.q == nil {
+		return sources.DataRange{}
+	}
+	return s.q.watch.Range()
+}
+
+// RefreshRange reads the data's time range now.
+func (s *Sink) RefreshRange(ctx context.Context) error {
+	if s.q == nil {
+		return errors.New("this sink was not opened for a query workload")
+	}
+	return s.q.watch.Refresh(ctx)
+}

@@ -1,0 +1,114 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/testserver"
+)
+
+// TestMixedRun runs ingest and queries at constant rates at the same
+// time against TimescaleDB, as one soakd process: devops rows into
+// hypertables, and devops queries over what is written so far. Both show
+// in the summary and on /metrics, per query type; no query that must find
+// rows comes back empty.
+func TestMixedRun(t *testing.T) {
+	srv := testserver.TimescaleDB(t)
+	db := newDB(t, srv, "mixed")
+	target := withParams(db, "dialect", "timescaledb")
+	env := map[string]string{
+		"SOAKD_WORKLOADS": "ingest,q", "SOAKD_PROGRESS_INTERVAL": "0",
+		"SOAKD_INGEST_SOURCE": "devops", "SOAKD_INGEST_SCALE": "20", "SOAKD_INGEST_TARGET": target,
+		"SOAKD_INGEST_RATE": "2000", "SOAKD_INGEST_BATCH_SIZE": "200", "SOAKD_INGEST_DURATION": "6s",
+		"SOAKD_Q_SOURCE": "devops-queries", "SOAKD_Q_SCALE": "20", "SOAKD_Q_TARGET": target,
+		"SOAKD_Q_RATE": "20", "SOAKD_Q_WORKERS": "2", "SOAKD_Q_DURATION": "6s",
+		"SOAKD_Q_QUERIES": "lastpoint,single-groupby-1-1-1,double-groupby-5,high-cpu-all,groupby-orderby-limit",
+	}
+	p := enginePlugins()
+	cfg, err := daemon.Load(env, p.Sources)
+	if err := cfg.Check(p, err); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	type result struct {
+		sum *daemon.Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sum, err := daemon.Run(t.Context(), cfg, daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test", Listener: l})
+		done <- result{sum, err}
+	}()
+	// /metrics while both run.
+	var metrics string
+	waitFor(t, 20e9, "both workloads on /metrics", func() bool {
+		resp, err := http.Get("http://" + l.Addr().String() + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		metrics = string(b)
+		return strings.Contains(metrics, `soakd_ops_total{op="lastpoint",result="ok",workload="q"} `) &&
+			!strings.Contains(metrics, `soakd_ops_total{op="lastpoint",result="ok",workload="q"} 0`) &&
+			!strings.Contains(metrics, `soakd_rows_total{workload="ingest"} 0`)
+	})
+	for _, want := range []string{
+		`soakd_query_rows_total{op="lastpoint",workload="q"}`,
+		`soakd_response_seconds_count{op="double-groupby-5",workload="q"}`,
+		`soakd_errors_total{class="empty",op="lastpoint",workload="q"} 0`,
+		`soakd_ops_total{op="write",result="ok",workload="ingest"}`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	res := <-done
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	var text bytes.Buffer
+	res.sum.WriteText(&text)
+	t.Log(text.String())
+	ing, q := res.sum.Workload("ingest", "run"), res.sum.Workload("q", "run")
+	if ing == nil || q == nil {
+		t.Fatalf("summary lacks a workload: %+v", res.sum.Workloads)
+	}
+	if ing.Units < 10000 || q.Units < 100 || q.Kind != "query" {
+		t.Errorf("ingest %d rows, %d queries (%s); want about 12000 and 120", ing.Units, q.Units, q.Kind)
+	}
+	ops := map[string]daemon.OpSummary{}
+	for _, o := range q.Ops {
+		ops[o.Op] = o
+	}
+	for _, name := range []string{"lastpoint", "single-groupby-1-1-1", "double-groupby-5", "high-cpu-all", "groupby-orderby-limit"} {
+		if ops[name].Count == 0 {
+			t.Errorf("no %s in the summary", name)
+		}
+	}
+	if lp := ops["lastpoint"]; lp.Rows < lp.Count*15 {
+		t.Errorf("lastpoint: %d rows for %d queries, want about 20 hosts each", lp.Rows, lp.Count)
+	}
+	if sumErrors(q.Errors) > 0 || sumErrors(ing.Errors) > 0 {
+		t.Errorf("errors: queries %v, ingest %v (%v)", q.Errors, ing.Errors, q.LastError)
+	}
+	for _, want := range []string{"ran ", " queries in ", "LASTPOINT response", "StdDev(us)", "== workload ingest", "loaded "} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("summary text lacks %q", want)
+		}
+	}
+	_ = context.Background
+}
