@@ -23,7 +23,7 @@ import (
 // registry entry cmd/soakd needs) and the series sources on main.
 func enginePlugins() *daemon.Plugins {
 	r := sinks.NewRegistry()
-	r.Add(sinks.Entry{Schemes: []string{"influx", "influxs", "influx1"}, Kinds: []sources.Kind{sources.Series}, Open: Open, Check: Check})
+	r.Add(sinks.Entry{Schemes: []string{"influx", "influxs", "influx1"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: Open, Check: Check})
 	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV}, Open: null.Open, Check: null.Check})
 	return &daemon.Plugins{
 		Sources: daemon.Sources{{
@@ -37,6 +37,13 @@ func enginePlugins() *daemon.Plugins {
 			Validate: func(w *daemon.Workload) error { return iot.Defaults(w.Source, *w.Ext.(*iot.Config)).Validate() },
 			New: func(w *daemon.Workload) (sources.Source, error) {
 				return iot.New(w.Source, *w.Ext.(*iot.Config), w.Seed, w.Shard)
+			},
+		}, {
+			Names: iot.QueryNames(), Kind: sources.Queries,
+			Settings: func() any { return &iot.QueryConfig{} },
+			Validate: func(w *daemon.Workload) error { return w.Ext.(*iot.QueryConfig).Validate(w.Source) },
+			New: func(w *daemon.Workload) (sources.Source, error) {
+				return iot.NewQueries(w.Source, *w.Ext.(*iot.QueryConfig), w.Seed)
 			},
 		}},
 		Sinks:   r,

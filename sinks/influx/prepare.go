@@ -41,8 +41,20 @@ func (s *Sink) ping(ctx context.Context) (string, error) {
 // Prepare creates the database (v1: CREATE DATABASE through InfluxQL
 // /query, for InfluxDB) or the bucket (v2: InfluxDB 2.x buckets API;
 // InfluxDB 1.8 through /query; 3.x creates databases on the first write)
-// unless ?create=false. It is idempotent.
+// unless ?create=false, and for a query workload starts watching the
+// data's time range. It is idempotent.
 func (s *Sink) Prepare(ctx context.Context) error {
+	if err := s.prepareStore(ctx); err != nil {
+		return err
+	}
+	if s.q != nil {
+		return s.prepareQueries(ctx)
+	}
+	return nil
+}
+
+// prepareStore creates the database or bucket.
+func (s *Sink) prepareStore(ctx context.Context) error {
 	if !s.cfg.Create {
 		return nil
 	}

@@ -42,6 +42,8 @@ type Sink struct {
 	// so memory stays bounded by workers x batch size.
 	states chan *state
 	closed atomic.Bool
+
+	q *querier // query workloads: nil for series ones
 }
 
 // state is what one Write needs: the encoder (with its per-schema names
@@ -111,12 +113,26 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 		return nil, err
 	}
 	cfg.withSecrets(o.Password, o.Token)
+	if o.Kind == sources.Queries {
+		if err := checkQueries(cfg); err != nil {
+			return nil, err
+		}
+		s := New(cfg, o)
+		if err := s.newQuerier(o.Schemas); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
 	return New(cfg, o), nil
 }
 
-// Check is the registry's CheckFunc: it validates the URL's parameters.
-func Check(u *url.URL, _ sources.Kind) error {
-	_, err := ParseURL(u)
+// Check is the registry's CheckFunc: it validates the URL's parameters,
+// and for query workloads that the target speaks InfluxQL.
+func Check(u *url.URL, kind sources.Kind) error {
+	c, err := ParseURL(u)
+	if err == nil && kind == sources.Queries {
+		err = checkQueries(c)
+	}
 	return err
 }
 
@@ -200,6 +216,9 @@ func (s *Sink) putState(st *state) {
 // Write encodes every table of b into one line-protocol body and sends it
 // in one request. It returns the bytes sent (compressed when gzip is on).
 func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
+	if len(b.Queries) > 0 {
+		return s.writeQueries(ctx, b)
+	}
 	st := s.getState()
 	st.buf = st.buf[:0]
 	for _, t := range b.Tables {
@@ -319,6 +338,9 @@ func lines(buf []byte) int { return bytes.Count(buf, []byte{'\n'}) }
 func (s *Sink) Close(context.Context) error {
 	if s.closed.Swap(true) {
 		return nil
+	}
+	if s.q != nil {
+		s.q.watch.Stop()
 	}
 	if s.client != nil {
 		s.client.Close()

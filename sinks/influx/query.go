@@ -1,0 +1,389 @@
+package influx
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// Query workloads (sources.Queries): each query of a batch is rendered as
+// InfluxQL (render.go) and POSTed to InfluxDB's /query endpoint (1.x, and
+// InfluxDB 2.x through its v1 compatibility with a DBRP mapping), with
+// epoch=ns; the rows of every series that comes back are counted. The
+// database is ?db= (v1) or the bucket's DB (v2: DB or DB/RP). Windows lie
+// in the data's time range, which a RangeWatch reads every second from
+// the first device's series (first() and last() of its first field).
+
+// rangeRefresh is how often a query sink reads the data's time range.
+const rangeRefresh = time.Second
+
+// maxQueryBody bounds the answer read for one query.
+const maxQueryBody = 256 << 20
+
+// querier is a sink's state for query workloads.
+type querier struct {
+	db, rp                     string
+	cpu, readings, diagnostics *sources.Schema
+	watch                      *sinks.RangeWatch
+}
+
+func (s *Sink) newQuerier(schemas []*sources.Schema) error {
+	q := &querier{}
+	if s.cfg.API == V1 {
+		q.db, q.rp = s.cfg.DB, s.cfg.RP
+	} else {
+		q.db, q.rp, _ = strings.Cut(s.cfg.Bucket, "/")
+	}
+	for _, sc := range schemas {
+		switch sc.Measurement {
+		case "cpu":
+			q.cpu = sc
+		case "readings":
+			q.readings = sc
+		case "diagnostics":
+			q.diagnostics = sc
+		}
+	}
+	main := q.cpu
+	if main == nil {
+		main = q.readings
+	}
+	if main == nil || len(main.Fields) == 0 {
+		return errors.New("query workloads read TSBS's measurements (cpu, or readings and diagnostics): the source has none")
+	}
+	q.watch = sinks.NewRangeWatch(rangeRefresh, func(ctx context.Context) (sources.DataRange, error) {
+		return s.dataRange(ctx, main)
+	})
+	s.q = q
+	return nil
+}
+
+// checkQueries reports a URL that cannot serve query workloads.
+func checkQueries(c Config) error {
+	if c.API == V1 && c.Product.Name != "influxdb" {
+		return fmt.Errorf("query workloads speak InfluxQL to InfluxDB's /query; product=%s is not InfluxDB", c.Product.Name)
+	}
+	return nil
+}
+
+// influxAnswer is /query's JSON answer; values are kept raw and decoded
+// only when collected.
+type influxAnswer struct {
+	Error   string `json:"error"`
+	Results []struct {
+		Error  string `json:"error"`
+		Series []struct {
+			Name    string              `json:"name"`
+			Tags    map[string]string   `json:"tags"`
+			Columns []string            `json:"columns"`
+			Values  [][]json.RawMessage `json:"values"`
+		} `json:"series"`
+	} `json:"results"`
+}
+
+// query POSTs InfluxQL statements to /query and decodes the answer. It
+// returns the bytes sent.
+func (s *Sink) query(ctx context.Context, stmts string, out *influxAnswer) (int, error) {
+	form := url.Values{"q": {stmts}, "db": {s.q.db}, "epoch": {"ns"}}
+	if s.q.rp != "" {
+		form.Set("rp", s.q.rp)
+	}
+	body := form.Encode()
+	resp, err := s.do(ctx, http.MethodPost, "/query", "application/x-www-form-urlencoded", strings.NewReader(body))
+	if err != nil {
+		return len(body), err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(io.LimitReader(resp.Body, maxQueryBody))
+	if err := dec.Decode(out); err != nil {
+		return len(body), sinks.NewError(sinks.Other, true, fmt.Errorf("cannot read the answer of %s: %w", s.cfg.String(), err))
+	}
+	msg := out.Error
+	for _, r := range out.Results {
+		if r.Error != "" {
+			msg = r.Error
+		}
+	}
+	if msg != "" {
+		class := sinks.Rejected
+		if strings.Contains(msg, "timeout") || strings.Contains(msg, "timed out") {
+			class = sinks.Timeout
+		}
+		return len(body), sinks.NewError(class, class == sinks.Timeout, fmt.Errorf("InfluxQL error from %s: %s", s.cfg.String(), msg))
+	}
+	return len(body), nil
+}
+
+// dataRange reads the time of the first and last value of sc's first
+// field for the first device, or for every device when it has none.
+func (s *Sink) dataRange(ctx context.Context, sc *sources.Schema) (sources.DataRange, error) {
+	field := ident(sc.Fields[0].Name)
+	dev := ident(sc.TagKeys[sc.DeviceTag]) + " = " + str(string(sc.Tags.AppendTag(nil, 0, sc.DeviceTag)))
+	from := ident(sc.Measurement)
+	for _, where := range []string{" WHERE " + dev, ""} {
+		var a influxAnswer
+		_, err := s.query(ctx, "SELECT first("+field+") FROM "+from+where+"; SELECT last("+field+") FROM "+from+where, &a)
+		if err != nil {
+			return sources.DataRange{}, fmt.Errorf("cannot read the time range of %s: %w", sc.Measurement, err)
+		}
+		if len(a.Results) == 2 && len(a.Results[0].Series) > 0 && len(a.Results[1].Series) > 0 {
+			lo, err1 := firstTime(a.Results[0].Series[0].Values)
+			hi, err2 := firstTime(a.Results[1].Series[0].Values)
+			if err := errors.Join(err1, err2); err != nil {
+				return sources.DataRange{}, sinks.NewError(sinks.Other, true, fmt.Errorf("time range of %s: %w", sc.Measurement, err))
+			}
+			return sources.DataRange{Oldest: lo, Newest: hi, Known: true}, nil
+		}
+	}
+	return sources.DataRange{}, nil
+}
+
+func firstTime(values [][]json.RawMessage) (int64, error) {
+	if len(values) == 0 || len(values[0]) == 0 {
+		return 0, errors.New("no time in the answer")
+	}
+	return strconv.ParseInt(string(values[0][0]), 10, 64)
+}
+
+// prepareQueries starts watching the data's range; Prepare calls it.
+func (s *Sink) prepareQueries(ctx context.Context) error {
+	if err := s.q.watch.Refresh(ctx); err != nil {
+		return err
+	}
+	s.q.watch.Start()
+	return nil
+}
+
+// writeQueries runs the queries of b one after the other and sets each
+// one's Rows. It returns the bytes of the requests' bodies.
+func (s *Sink) writeQueries(ctx context.Context, b *sources.Batch) (int, error) {
+	if s.q == nil {
+		return 0, sinks.NewError(sinks.Rejected, false, errors.New("this sink was not opened for a query workload"))
+	}
+	if t := s.cfg.Timeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	rng := s.q.watch.Range()
+	sent := 0
+	var sb strings.Builder
+	for i := range b.Queries {
+		q := &b.Queries[i]
+		sb.Reset()
+		if err := s.q.render(&sb, q, rng); err != nil {
+			return sent, sinks.Partial(i, sinks.NewError(sinks.Rejected, false, err))
+		}
+		var a influxAnswer
+		n, err := s.query(ctx, sb.String(), &a)
+		sent += n
+		if err != nil {
+			return sent, sinks.Partial(i, fmt.Errorf("query %s: %w", q.Type, err))
+		}
+		q.Rows = rowsOf(q, &a, nil)
+		if q.Rows == 0 && q.MustFind(rng) {
+			start, end := q.Window(rng)
+			return sent, sinks.EmptyResult(i, q, start, end)
+		}
+	}
+	return sent, nil
+}
+
+// rowsOf counts the rows of a's series and, with collect, keeps them in
+// the common form: each series' GROUP BY tags (empty ones as nil), then
+// its columns, times as time.Time. avg-vs-projected-fuel-consumption's
+// per-capacity rows are combined into one per fleet (see render.go).
+func rowsOf(q *sources.Query, a *influxAnswer, collect *sinks.QueryResult) int64 {
+	if q.Type == sources.AvgVsProjectedFuelConsumption {
+		return combineFuel(a, collect)
+	}
+	var n int64
+	for _, r := range a.Results {
+		for _, ser := range r.Series {
+			n += int64(len(ser.Values))
+			if collect == nil {
+				continue
+			}
+			keys := slices.Sorted(func(yield func(string) bool) {
+				for k := range ser.Tags {
+					if !yield(k) {
+						return
+					}
+				}
+			})
+			if collect.Columns == nil {
+				collect.Columns = append(append([]string{}, keys...), ser.Columns...)
+			}
+			for _, vals := range ser.Values {
+				row := make([]any, 0, len(keys)+len(vals))
+				for _, k := range keys {
+					row = append(row, tagValue(ser.Tags[k]))
+				}
+				for i, v := range vals {
+					row = append(row, jsonValue(v, i < len(ser.Columns) && ser.Columns[i] == "time"))
+				}
+				collect.Rows = append(collect.Rows, row)
+			}
+		}
+	}
+	return n
+}
+
+func tagValue(v string) any {
+	if v == "" {
+		return nil
+	}
+	return v
+}
+
+// jsonValue decodes one value of an answer: numbers as float64 (times as
+// time.Time), strings, booleans, nil.
+func jsonValue(raw json.RawMessage, isTime bool) any {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	if f, ok := v.(float64); ok && isTime {
+		ns, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil {
+			ns = int64(f)
+		}
+		return time.Unix(0, ns).UTC()
+	}
+	if s, ok := v.(string); ok && s == "" {
+		return nil
+	}
+	return v
+}
+
+// combineFuel turns the per (fleet, nominal_fuel_consumption) means and
+// counts of avg-vs-projected-fuel-consumption into one row per fleet:
+// the mean fuel consumption and the mean nominal consumption over the
+// same readings, as the SQL averages them. Trucks without a fleet or a
+// nominal consumption are left out, as in the SQL.
+func combineFuel(a *influxAnswer, collect *sinks.QueryResult) int64 {
+	type acc struct{ sum, n, nominal, rows float64 }
+	byFleet := map[string]*acc{}
+	for _, r := range a.Results {
+		for _, ser := range r.Series {
+			fleet, nom := ser.Tags["fleet"], ser.Tags["nominal_fuel_consumption"]
+			nominal, err := strconv.ParseFloat(nom, 64)
+			if fleet == "" || err != nil {
+				continue
+			}
+			col := func(name string) int { return slices.Index(ser.Columns, name) }
+			im, in, ir := col("avg_fuel_consumption"), col("n"), col("rows")
+			if im < 0 || in < 0 || ir < 0 {
+				continue
+			}
+			for _, vals := range ser.Values {
+				mean, _ := jsonValue(vals[im], false).(float64)
+				cnt, _ := jsonValue(vals[in], false).(float64)
+				rows, _ := jsonValue(vals[ir], false).(float64)
+				ac := byFleet[fleet]
+				if ac == nil {
+					ac = &acc{}
+					byFleet[fleet] = ac
+				}
+				ac.sum += mean * cnt
+				ac.n += cnt
+				ac.nominal += nominal * rows
+				ac.rows += rows
+			}
+		}
+	}
+	fleets := make([]string, 0, len(byFleet))
+	for f, ac := range byFleet {
+		if ac.rows > 0 {
+			fleets = append(fleets, f)
+		}
+	}
+	sort.Strings(fleets)
+	if collect != nil {
+		collect.Columns = []string{"fleet", "avg_fuel_consumption", "projected_fuel_consumption"}
+		for _, f := range fleets {
+			ac := byFleet[f]
+			avg := any(nil)
+			if ac.n > 0 {
+				avg = ac.sum / ac.n
+			}
+			collect.Rows = append(collect.Rows, []any{f, avg, ac.nominal / ac.rows})
+		}
+	}
+	return int64(len(fleets))
+}
+
+// QueryRows runs q alone and returns what it returned in the common form
+// (for tests that compare targets).
+func (s *Sink) QueryRows(ctx context.Context, q *sources.Query) (*sinks.QueryResult, error) {
+	if s.q == nil {
+		return nil, errors.New("this sink was not opened for a query workload")
+	}
+	var sb strings.Builder
+	if err := s.q.render(&sb, q, s.q.watch.Range()); err != nil {
+		return nil, err
+	}
+	var a influxAnswer
+	if _, err := s.query(ctx, sb.String(), &a); err != nil {
+		return nil, err
+	}
+	res := &sinks.QueryResult{}
+	q.Rows = rowsOf(q, &a, res)
+	return res, nil
+}
+
+// QueryText renders q as this sink sends it, over the data range it saw
+// last.
+func (s *Sink) QueryText(q *sources.Query) (string, error) {
+	if s.q == nil {
+		return "", errors.New("this sink was not opened for a query workload")
+	}
+	var sb strings.Builder
+	err := s.q.render(&sb, q, s.q.watch.Range())
+	return sb.String(), err
+}
+
+// DataRange is the data's time range as the sink saw it last.
+func (s *Sink) DataRange() sources.DataRange {
+	if s.q == nil {
+		return sources.DataRange{}
+	}
+	return s.q.watch.Range()
+}
+
+// RefreshRange reads the data's time range now.
+func (s *Sink) RefreshRange(ctx context.Context) error {
+	if s.q == nil {
+		return errors.New("this sink was not opened for a query workload")
+	}
+	return s.q.watch.Refresh(ctx)
+}
+
+// ident quotes an InfluxQL identifier.
+func ident(s string) string { return quoteIdent(s) }
+
+// str quotes an InfluxQL string literal.
+func str(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// num formats a threshold for InfluxQL.
+func num(f float64) string {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return "0"
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
