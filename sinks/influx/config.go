@@ -115,8 +115,8 @@ type Config struct {
 	// Idempotent: resending a batch after a failure that may have been
 	// applied is harmless (InfluxDB: same series and timestamp overwrite).
 	Idempotent bool
-	// Timeout bounds one write request (0: the caller's deadline only, the
-	// engine's SOAKD_<W>_TIMEOUT).
+	// Timeout bounds one write request, or one query of a query workload
+	// (0: the caller's deadline only, the engine's SOAKD_<W>_TIMEOUT).
 	Timeout time.Duration
 	// Insecure skips TLS certificate verification.
 	Insecure bool

@@ -249,11 +249,19 @@ func (s *Sink) getJSON(ctx context.Context, path string, out any) error {
 // credentials and returns the response of a 2xx answer; anything else is
 // a classified error. Management requests are idempotent.
 func (s *Sink) do(ctx context.Context, method, path, ctype string, body io.Reader) (*http.Response, error) {
-	limit := 30 * time.Second
-	if s.cfg.Timeout > 0 {
-		limit = min(limit, s.cfg.Timeout)
+	return s.doWithin(ctx, 30*time.Second, method, path, ctype, body)
+}
+
+// doWithin is do bounded by limit (0: by the caller's context only) and
+// ?timeout=.
+func (s *Sink) doWithin(ctx context.Context, limit time.Duration, method, path, ctype string, body io.Reader) (*http.Response, error) {
+	if s.cfg.Timeout > 0 && (limit == 0 || s.cfg.Timeout < limit) {
+		limit = s.cfg.Timeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
+	cancel := context.CancelFunc(func() {})
+	if limit > 0 {
+		ctx, cancel = context.WithTimeout(ctx, limit)
+	}
 	req, err := http.NewRequestWithContext(ctx, method, s.cfg.baseURL()+path, body)
 	if err != nil {
 		cancel()

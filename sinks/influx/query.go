@@ -102,7 +102,9 @@ func (s *Sink) query(ctx context.Context, stmts string, out *influxAnswer) (int,
 		form.Set("rp", s.q.rp)
 	}
 	body := form.Encode()
-	resp, err := s.do(ctx, http.MethodPost, "/query", "application/x-www-form-urlencoded", strings.NewReader(body))
+	// No limit of its own: a query may take as long as the workload's
+	// TIMEOUT (and ?timeout=) allow.
+	resp, err := s.doWithin(ctx, 0, http.MethodPost, "/query", "application/x-www-form-urlencoded", strings.NewReader(body))
 	if err != nil {
 		return len(body), err
 	}
@@ -172,11 +174,6 @@ func (s *Sink) prepareQueries(ctx context.Context) error {
 func (s *Sink) writeQueries(ctx context.Context, b *sources.Batch) (int, error) {
 	if s.q == nil {
 		return 0, sinks.NewError(sinks.Rejected, false, errors.New("this sink was not opened for a query workload"))
-	}
-	if t := s.cfg.Timeout; t > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t)
-		defer cancel()
 	}
 	rng := s.q.watch.Range()
 	sent := 0

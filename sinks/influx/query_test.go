@@ -2,8 +2,11 @@ package influx
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -215,5 +218,51 @@ func TestCheckQueries(t *testing.T) {
 	_, err := Open(t.Context(), mustParse(t, "influx1://h:8086?db=x"), sinks.Options{Kind: sources.Queries, Schemas: []*sources.Schema{cpuSchema("mem")}})
 	if err == nil || !strings.Contains(err.Error(), "TSBS's measurements") {
 		t.Errorf("Open over a mem table: %v", err)
+	}
+}
+
+// ?timeout= bounds each query of a batch, not the batch: against a server
+// that takes 150 ms per query, a batch of three queries with timeout=400ms
+// succeeds (450 ms in all), and a query that takes longer than the bound
+// fails as a timeout. The range lookups are answered at once.
+func TestQueryTimeoutPerQuery(t *testing.T) {
+	t.Parallel()
+	var delay atomic.Int64
+	delay.Store(int64(150 * time.Millisecond))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/query" {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		q := r.FormValue("q")
+		ts := qT0.UnixNano()
+		if strings.Contains(q, "first(") { // the data's range: two statements
+			fmt.Fprintf(w, `{"results":[{"series":[{"name":"cpu","columns":["time","first"],"values":[[%d,1]]}]},`+
+				`{"series":[{"name":"cpu","columns":["time","last"],"values":[[%d,1]]}]}]}`, ts, ts+int64(time.Hour))
+			return
+		}
+		select {
+		case <-time.After(time.Duration(delay.Load())):
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprintf(w, `{"results":[{"series":[{"name":"cpu","columns":["time","hostname"],"values":[[%d,"host_1"]]}]}]}`, ts)
+	}))
+	defer srv.Close()
+	raw := "influx1://" + strings.TrimPrefix(srv.URL, "http://") + "?db=x&create=false&timeout=400ms"
+	s := openQuerySink(t, raw, "devops")
+	b := &sources.Batch{Queries: []sources.Query{testQuery(sources.Lastpoint), testQuery(sources.Lastpoint), testQuery(sources.Lastpoint)}}
+	if _, err := s.Write(t.Context(), b); err != nil {
+		t.Fatalf("three queries of 150 ms with timeout=400ms: %v", err)
+	}
+	delay.Store(int64(2 * time.Second))
+	b = &sources.Batch{Queries: []sources.Query{testQuery(sources.Lastpoint)}}
+	start := time.Now()
+	_, err := s.Write(t.Context(), b)
+	if sinks.ClassOf(err) != sinks.Timeout {
+		t.Errorf("a query of 2 s with timeout=400ms: %v, want class timeout", err)
+	}
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Errorf("the query ended after %v, want about 400ms", d)
 	}
 }
