@@ -63,7 +63,7 @@ type Workload struct {
 	Retries      int           `env:"RETRIES" envDefault:"2" help:"resend a failed batch this many times when the sink says it is safe"`
 	RetryBackoff time.Duration `env:"RETRY_BACKOFF" envDefault:"100ms" help:"first retry wait; doubles per attempt up to 5s, with jitter; a server's Retry-After wins"`
 	Seed         uint64        `env:"SEED" envDefault:"1" help:"random seed; the same seed gives the same data"`
-	Shard        sources.Shard `env:"SHARD" help:"i/N: this process owns the i-th of N disjoint slices of devices/keys and 1/N of the rate"`
+	Shard        sources.Shard `env:"SHARD" help:"i/N: this process owns the i-th of N disjoint slices of devices/keys and 1/N of the rate; auto = JOB_COMPLETION_INDEX of JOB_COMPLETIONS (a Kubernetes Indexed Job)"`
 	Password     string        `env:"PASSWORD" secret:"true" help:"target password when the URL has none"`
 	PasswordFile string        `env:"PASSWORD_FILE,file" secret:"true" help:"file holding the target password"`
 	Token        string        `env:"TOKEN" secret:"true" help:"target API token when the URL has none"`
@@ -146,7 +146,11 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 		seen[name] = true
 		w := &Workload{Name: name}
 		p := Prefix(name)
-		if err := env.ParseWithOptions(w, env.Options{Environment: environ, Prefix: p}); err != nil {
+		wenv, err := resolveShardAuto(environ, p)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if err := env.ParseWithOptions(w, env.Options{Environment: wenv, Prefix: p}); err != nil {
 			errs = append(errs, nameErrors(err, w, p)...)
 		}
 		if w.Source == "" && srcs.Lookup(name) != nil {

@@ -288,10 +288,26 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, wl.name+": "+err.Error(), http.StatusConflict)
 			return
 		}
+		wl.controls[req.action()].Add(1)
 		a.log.Info("control", zap.String("workload", wl.name), zap.String("rate", rate), zap.String("action", action))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintln(w, `{"ok":true}`)
+}
+
+// controlActions name the changes /control makes, as soakd_control_total's
+// action label: a new rate, pause, resume.
+var controlActions = [...]string{"rate", "pause", "resume"}
+
+// action is the index of the change req makes in controlActions.
+func (c controlReq) action() int {
+	switch {
+	case c.pause:
+		return 1
+	case c.resume:
+		return 2
+	}
+	return 0
 }
 
 func (a *httpAPI) pick(name string) ([]*workload, error) {

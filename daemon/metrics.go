@@ -27,7 +27,7 @@ import (
 // histogram's count equals its op's soakd_ops_total{result="ok"}.
 type Metrics struct {
 	targetRate, rows, values, ops, errors, dropped, scheduled, failed,
-	inflightUnits, bytes, response, service, dispatch, lag, inflight, workers *prometheus.Desc
+	inflightUnits, bytes, response, service, dispatch, lag, inflight, workers, ready, controls *prometheus.Desc
 
 	created time.Time
 	mu      sync.Mutex
@@ -61,6 +61,8 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		lag:      d("soakd_schedule_lag_seconds", "How far behind its schedule the workload is now, in seconds."),
 		inflight: d("soakd_inflight", "Writes or pipelines in flight now."),
 		workers:  d("soakd_workers", "Configured workers."),
+		ready:    d("soakd_ready", "1 when the workload's target is prepared and answers its ping (what /readyz says), else 0."),
+		controls: d("soakd_control_total", "Changes made through POST /control: a new rate, pause or resume.", "action"),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "soakd_build_info",
 		Help: "Always 1; labels say which build runs."}, []string{"version", "goversion"})
@@ -80,7 +82,8 @@ func (m *Metrics) add(w *workload) {
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.targetRate, m.rows, m.values, m.ops, m.errors, m.dropped,
-		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.dispatch, m.lag, m.inflight, m.workers} {
+		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.dispatch, m.lag, m.inflight, m.workers,
+		m.ready, m.controls} {
 		ch <- d
 	}
 }
@@ -127,6 +130,14 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 	}
 	ch <- histMetric(m.dispatch, disp, m.created, name)
 	gauge(m.workers, float64(w.cfg.Workers))
+	ready := 0.0
+	if ok, _ := w.ready.get(); ok {
+		ready = 1
+	}
+	gauge(m.ready, ready)
+	for i, a := range controlActions {
+		counter(m.controls, w.controls[i].Load(), a)
+	}
 	var rate, lag float64
 	inflight := 0
 	if ps := w.cur.Load(); ps != nil {

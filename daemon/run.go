@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,8 +42,9 @@ type Deps struct {
 // workload is one configured workload, opened and ready to run.
 type workload struct {
 	*runner
-	entry *SourceEntry
-	ready readiness
+	entry    *SourceEntry
+	ready    readiness
+	controls [len(controlActions)]atomic.Int64 // changes made through /control, by action
 }
 
 // readiness is a workload's /readyz state and the story of its Prepare.
