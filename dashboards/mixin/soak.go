@@ -83,6 +83,14 @@ func Soak() (dashboard.Dashboard, error) {
 		}
 		b.WithPanel(timeSeries(h.title, h.desc+" p50, p90, p99, p99.9 per op.", "s", 12, qs...))
 	}
+	var dqs []query
+	for _, p := range []float64{0.5, 0.99, 0.999} {
+		dqs = append(dqs, q(s.quantile(p, "soakd_dispatch_delay_seconds"), fmt.Sprintf("{{workload}} p%g", p*100)))
+	}
+	b.WithPanel(timeSeries("Dispatch delay (intended start → send)",
+		"Response minus service latency: time a unit waited for a free worker plus soakd's own lateness. "+
+			"Growing while the service latency is flat: not enough workers; high with idle workers: soakd itself is late. p50, p99, p99.9.",
+		"s", 24, dqs...))
 	b.WithRow(dashboard.NewRowBuilder("Latency heatmaps: $workload").Repeat("workload"))
 	b.WithPanel(heatmapPanel("Response latency heatmap ($workload)",
 		"The native histogram of the response latency: how many requests took how long, over time.",
