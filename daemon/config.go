@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"regexp"
 	"slices"
@@ -37,6 +38,7 @@ type Config struct {
 	Progress         time.Duration `env:"PROGRESS_INTERVAL" envDefault:"10s" help:"how often a progress line is logged; 0 = never"`
 	LogLevel         string        `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	LogFormat        string        `env:"LOG_FORMAT" envDefault:"auto" help:"auto (console on a terminal, JSON otherwise), json or console"`
+	MaxRate          float64       `env:"MAX_RATE" envDefault:"0" help:"hard cap on every workload's rate (units/s, the total over shards): RATE, LOAD_RATE and /control can never ask for more; 0 = no cap; a capped run cannot use RATE=max"`
 	ControlToken     string        `env:"CONTROL_TOKEN" secret:"true" help:"bearer token that enables POST /control (set rate, pause, resume); empty = /control disabled"`
 	ControlTokenFile string        `env:"CONTROL_TOKEN_FILE,file" secret:"true" help:"file holding the control token (e.g. a Kubernetes secret)"`
 	SummaryJSON      string        `env:"SUMMARY_JSON" help:"write the end-of-run summary as JSON to this file (flag --summary-json)"`
@@ -276,6 +278,9 @@ func (c *Config) Validate(p *Plugins) error {
 	if c.Progress < 0 {
 		bad("PROGRESS_INTERVAL", "must not be negative")
 	}
+	if c.MaxRate < 0 || math.IsNaN(c.MaxRate) {
+		bad("MAX_RATE", "must not be negative")
+	}
 	var lvl zapcore.Level
 	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
 		bad("LOG_LEVEL", "%q is not one of debug, info, warn, error", c.LogLevel)
@@ -284,6 +289,19 @@ func (c *Config) Validate(p *Plugins) error {
 		bad("LOG_FORMAT", "%q is not one of auto, json, console", c.LogFormat)
 	}
 	for _, w := range c.Workload {
+		if c.MaxRate > 0 {
+			for _, r := range []struct {
+				key  string
+				rate pace.Rate
+			}{{"RATE", w.Rate}, {"LOAD_RATE", w.LoadRate}} {
+				if r.rate.Profile == nil && !r.rate.Max {
+					continue // reported by validate
+				}
+				if err := c.CheckRate(r.rate); err != nil {
+					errs = append(errs, cfgErr(Prefix(w.Name)+r.key, "%v", err))
+				}
+			}
+		}
 		errs = append(errs, w.validate()...)
 		errs = append(errs, w.validatePlugins(p)...)
 	}
@@ -379,6 +397,20 @@ func (w *Workload) validate() []error {
 		bad("LOAD_RATE", "no rate set")
 	}
 	return errs
+}
+
+// CheckRate refuses a rate that could exceed MAX_RATE.
+func (c *Config) CheckRate(r pace.Rate) error {
+	if c.MaxRate <= 0 {
+		return nil
+	}
+	switch peak := r.Peak(); {
+	case r.Max:
+		return fmt.Errorf("%q runs closed loop, which %sMAX_RATE=%g cannot cap; give a rate", r.String(), EnvPrefix, c.MaxRate)
+	case peak > c.MaxRate:
+		return fmt.Errorf("%q reaches %g/s, above %sMAX_RATE=%g", r.String(), peak, EnvPrefix, c.MaxRate)
+	}
+	return nil
 }
 
 // Setting describes one configuration variable.

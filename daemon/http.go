@@ -263,6 +263,10 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "rate: "+err.Error(), http.StatusBadRequest)
 			return
 		}
+		if err := a.cfg.CheckRate(p); err != nil {
+			http.Error(w, "rate: "+err.Error(), http.StatusForbidden)
+			return
+		}
 		req.rate = &p
 	case action == "pause":
 		req.pause = true
@@ -289,7 +293,8 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		wl.controls[req.action()].Add(1)
-		a.log.Info("control", zap.String("workload", wl.name), zap.String("rate", rate), zap.String("action", action))
+		a.log.Info("control", zap.String("workload", wl.name), zap.String("rate", rate), zap.String("action", action),
+			zap.String("from", r.RemoteAddr))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintln(w, `{"ok":true}`)
