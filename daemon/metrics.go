@@ -27,7 +27,8 @@ import (
 // histogram's count equals its op's soakd_ops_total{result="ok"}.
 type Metrics struct {
 	targetRate, rows, values, ops, errors, dropped, scheduled, failed,
-	inflightUnits, bytes, response, service, lag, inflight, workers *prometheus.Desc
+	inflightUnits, bytes, response, service, lag, inflight, workers,
+	thresholdOK, thresholdValue *prometheus.Desc
 
 	created time.Time
 	mu      sync.Mutex
@@ -59,6 +60,11 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		lag:      d("soakd_schedule_lag_seconds", "How far behind its schedule the workload is now, in seconds."),
 		inflight: d("soakd_inflight", "Writes or pipelines in flight now."),
 		workers:  d("soakd_workers", "Configured workers."),
+		thresholdOK: d("soakd_threshold_ok",
+			"1 while the threshold passes so far, 0 once it fails (a windowed one stays failed once a window failed).", "threshold"),
+		thresholdValue: d("soakd_threshold_value",
+			"The threshold's latest measurement: the run phase so far, the last window (@W) or the change since the early window (drift.); "+
+				"in seconds, as a ratio (1 = 100 %), a count or units/s.", "threshold"),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "soakd_build_info",
 		Help: "Always 1; labels say which build runs."}, []string{"version", "goversion"})
@@ -78,7 +84,8 @@ func (m *Metrics) add(w *workload) {
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.targetRate, m.rows, m.values, m.ops, m.errors, m.dropped,
-		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.lag, m.inflight, m.workers} {
+		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.lag, m.inflight, m.workers,
+		m.thresholdOK, m.thresholdValue} {
 		ch <- d
 	}
 }
@@ -134,6 +141,19 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 	gauge(m.targetRate, rate)
 	gauge(m.lag, lag)
 	gauge(m.inflight, float64(inflight))
+	if w.judge == nil {
+		return
+	}
+	for _, t := range w.judge.live() {
+		ok := 0.0
+		if t.OK {
+			ok = 1
+		}
+		ch <- prometheus.MustNewConstMetric(m.thresholdOK, prometheus.GaugeValue, ok, name, t.Threshold)
+		if t.current != nil {
+			ch <- prometheus.MustNewConstMetric(m.thresholdValue, prometheus.GaugeValue, *t.current, name, t.Threshold)
+		}
+	}
 }
 
 // opsOf lists the op slots a workload of kind k reports.
