@@ -73,7 +73,7 @@ func TestJudgeWindows(t *testing.T) {
 		}
 		return 100
 	}
-	rs := judgeRun(t, "p99<50ms@10s, p99<50ms, max<2s@10s, p50<2ms@10s", 0, 30, per, func(i int) time.Duration {
+	rs := judgeRun(t, "p99<50ms@10s, p99<50ms, max<2s@10s, p50<2000µs@10s", 0, 30, per, func(i int) time.Duration {
 		if i == 12 {
 			return time.Second
 		}
@@ -97,13 +97,14 @@ func TestJudgeWindows(t *testing.T) {
 	if m := result(t, rs, "max<2s@10s"); !m.OK || m.FailedWindows != 0 || m.WorstWindow == nil || m.WorstWindow.Value < 1 {
 		t.Errorf("max<2s@10s passes with its worst window at 1s: %+v", m)
 	}
-	if p := result(t, rs, "p50<2ms@10s"); !p.OK || p.Windows != 21 {
-		t.Errorf("p50<2ms@10s: %+v", p)
+	if p := result(t, rs, "p50<2000µs@10s"); !p.OK || p.Windows != 21 {
+		t.Errorf("p50<2000µs@10s: %+v", p)
 	}
 	var out strings.Builder
 	writeThresholds(&out, rs)
-	for _, want := range []string{"✗ p99<50ms@10s ", "worst 1.00s in window 3s–13s (10 of 21 windows failed)",
-		"✓ p99<50ms      ", "1.00ms", "THRESHOLDS FAILED: 1 of 4"} {
+	// Labels line up, µ or not.
+	for _, want := range []string{"  ✗ p99<50ms@10s    worst 1.00s in window 3s–13s (10 of 21 windows failed)\n",
+		"  ✓ p99<50ms        1.00ms\n", "  ✓ p50<2000µs@10s  worst 1.00ms", "THRESHOLDS FAILED: 1 of 4"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, out.String())
 		}

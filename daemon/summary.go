@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -360,9 +361,9 @@ func writeThresholds(out io.Writer, ts []ThresholdResult) {
 	if len(ts) == 0 {
 		return
 	}
-	width := 0
+	width := 0 // in runes: a label may hold µ
 	for _, t := range ts {
-		width = max(width, len(t.Threshold))
+		width = max(width, utf8.RuneCountInString(t.Threshold))
 	}
 	fmt.Fprintln(out, "thresholds (run phase):")
 	failed := 0
@@ -372,7 +373,8 @@ func writeThresholds(out io.Writer, ts []ThresholdResult) {
 			mark = "✗"
 			failed++
 		}
-		fmt.Fprintf(out, "  %s %-*s  %s\n", mark, width, t.Threshold, t.describe())
+		pad := strings.Repeat(" ", width-utf8.RuneCountInString(t.Threshold))
+		fmt.Fprintf(out, "  %s %s%s  %s\n", mark, t.Threshold, pad, t.describe())
 	}
 	if failed > 0 {
 		fmt.Fprintf(out, "THRESHOLDS FAILED: %d of %d\n", failed, len(ts))
