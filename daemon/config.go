@@ -70,6 +70,8 @@ type Workload struct {
 	PasswordFile string        `env:"PASSWORD_FILE,file" secret:"true" help:"file holding the target password"`
 	Token        string        `env:"TOKEN" secret:"true" help:"target API token when the URL has none"`
 	TokenFile    string        `env:"TOKEN_FILE,file" secret:"true" help:"file holding the target API token"`
+	Thresholds   string        `env:"THRESHOLDS" help:"pass/fail checks of the run phase, e.g. p99<50ms, errors<0.1%, achieved>99%, dropped=0, op:read.p99<5ms@1m, drift.p99<20%; ! stops the run when one fails; a failed check makes soakd exit 1"`
+	DriftWarmup  time.Duration `env:"DRIFT_WARMUP" envDefault:"1m" help:"start of the run phase that drift. thresholds skip: their early window begins here"`
 
 	// Ext holds the source's own settings (a pointer to the struct its
 	// SourceEntry.Settings returns), parsed from the same SOAKD_<W>_* prefix.
@@ -81,6 +83,8 @@ type Workload struct {
 	// built-in target of the source's kind (then Builtin is true).
 	Sink    sinks.Target `env:"-"`
 	Builtin bool         `env:"-"`
+	// Checks are the parsed THRESHOLDS, set by Validate.
+	Checks []Threshold `env:"-"`
 }
 
 // Secret returns the effective password and token (file variants win).
@@ -304,6 +308,12 @@ func (c *Config) Validate(p *Plugins) error {
 		}
 		errs = append(errs, w.validate()...)
 		errs = append(errs, w.validatePlugins(p)...)
+		var kind sources.Kind
+		e := p.Sources.Lookup(w.Source)
+		if e != nil {
+			kind = e.Kind
+		}
+		errs = append(errs, w.validateThresholds(kind, e != nil, c.Duration)...)
 	}
 	return errors.Join(errs...)
 }

@@ -127,6 +127,9 @@ type StatusWorkload struct {
 	Ready      bool          `json:"ready"`
 	LastError  *ErrorSummary `json:"last_error,omitempty"`
 	Phases     []StatusPhase `json:"phases"`
+	// Thresholds are the workload's THRESHOLDS judged on its run phase so
+	// far, as soakd_threshold_ok and soakd_threshold_value show them.
+	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
 }
 
 // StatusCounts are a phase's unit counts and failed attempts by class.
@@ -200,6 +203,9 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 		}
 		if e := wl.lastError(); e.Text != "" {
 			s.LastError = errorSummary(e)
+		}
+		if wl.judge != nil {
+			s.Thresholds = wl.judge.live()
 		}
 		sch := wl.sched.Load()
 		switch {

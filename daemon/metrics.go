@@ -27,7 +27,8 @@ import (
 // histogram's count equals its op's soakd_ops_total{result="ok"}.
 type Metrics struct {
 	targetRate, rows, values, ops, errors, dropped, scheduled, failed,
-	inflightUnits, bytes, response, service, dispatch, lag, inflight, workers, ready, controls *prometheus.Desc
+	inflightUnits, bytes, response, service, dispatch, lag, inflight, workers, ready, controls,
+	thresholdOK, thresholdValue *prometheus.Desc
 
 	created time.Time
 	mu      sync.Mutex
@@ -63,6 +64,11 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		workers:  d("soakd_workers", "Configured workers."),
 		ready:    d("soakd_ready", "1 when the workload's target is prepared and answers its ping (what /readyz says), else 0."),
 		controls: d("soakd_control_total", "Changes made through POST /control: a new rate, pause or resume.", "action"),
+		thresholdOK: d("soakd_threshold_ok",
+			"1 while the threshold passes so far, 0 once it fails (a windowed one stays failed once a window failed).", "threshold"),
+		thresholdValue: d("soakd_threshold_value",
+			"The threshold's latest measurement: the run phase so far, the last window (@W) or the change since the early window (drift.); "+
+				"in seconds, as a ratio (1 = 100 %), a count or units/s.", "threshold"),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "soakd_build_info",
 		Help: "Always 1; labels say which build runs."}, []string{"version", "goversion"})
@@ -83,7 +89,7 @@ func (m *Metrics) add(w *workload) {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.targetRate, m.rows, m.values, m.ops, m.errors, m.dropped,
 		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.dispatch, m.lag, m.inflight, m.workers,
-		m.ready, m.controls} {
+		m.ready, m.controls, m.thresholdOK, m.thresholdValue} {
 		ch <- d
 	}
 }
@@ -148,6 +154,19 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 	gauge(m.targetRate, rate)
 	gauge(m.lag, lag)
 	gauge(m.inflight, float64(inflight))
+	if w.judge == nil {
+		return
+	}
+	for _, t := range w.judge.live() {
+		ok := 0.0
+		if t.OK {
+			ok = 1
+		}
+		ch <- prometheus.MustNewConstMetric(m.thresholdOK, prometheus.GaugeValue, ok, name, t.Threshold)
+		if t.current != nil {
+			ch <- prometheus.MustNewConstMetric(m.thresholdValue, prometheus.GaugeValue, *t.current, name, t.Threshold)
+		}
+	}
 }
 
 // opsOf lists the op slots a workload of kind k reports.

@@ -67,15 +67,19 @@ func (r *readiness) get() (bool, error) {
 var errHardStop = errors.New("SOAKD_DURATION reached")
 
 // stopCause names why genCtx ended: SOAKD_DURATION, another workload's
-// configuration error, or a signal (the caller's context).
+// configuration error, a failed threshold marked !, or a signal (the
+// caller's context).
 func stopCause(ctx context.Context) string {
 	cause := context.Cause(ctx)
 	var ce *ConfigError
+	var ta *thresholdAbort
 	switch {
 	case errors.Is(cause, errHardStop):
 		return stopHard
 	case errors.As(cause, &ce):
 		return stopConfig
+	case errors.As(cause, &ta):
+		return ta.Error()
 	}
 	return stopSignal
 }
@@ -142,6 +146,12 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	}
 	repDone := make(chan struct{})
 	go func() { rep.run(genCtx); close(repDone) }()
+	var judges sync.WaitGroup
+	for _, w := range wls {
+		if w.judge != nil {
+			judges.Go(func() { w.judge.run(genCtx, stopGen) })
+		}
+	}
 	pingDone := make(chan struct{})
 	go func() { pingLoop(genCtx, wls); close(pingDone) }()
 
@@ -162,6 +172,7 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	close(allDone)
 	stopGen(nil)
 	<-repDone
+	judges.Wait()
 	<-pingDone
 	rep.finish(genCtx)
 	if srv != nil {
@@ -207,6 +218,9 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		}
 		w := &workload{entry: e}
 		w.runner = newRunner(wc, e.Kind, src, sink, log)
+		if len(wc.Checks) > 0 {
+			w.judge = newJudge(wc, log)
+		}
 		wls = append(wls, w)
 		rate := wc.Rate.String()
 		if wc.Builtin {

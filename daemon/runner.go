@@ -47,6 +47,8 @@ type runner struct {
 
 	errMu   sync.Mutex
 	lastErr errorNote // the last failed write
+
+	judge *judge // the workload's thresholds; nil without any
 }
 
 // errorNote is the last error of a kind, for summaries and /status.
@@ -167,6 +169,9 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 		return "", err
 	}
 	p.st = r.beginPhase(name, rate)
+	if name == "run" && r.judge != nil {
+		r.judge.begin(p.st)
+	}
 	closedLoop := rate.Max
 	var wg sync.WaitGroup
 	for i := 0; i < r.cfg.Workers; i++ {

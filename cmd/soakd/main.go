@@ -89,7 +89,8 @@ Every setting is an environment variable and a flag: SOAKD_IOT_RATE is
 --iot-rate. Run "soakd config" for the full list. With no target set, each
 workload writes to a built-in in-process target.
 
-Exit codes: 0 ok, 1 the run failed, 2 invalid configuration.
+Exit codes: 0 ok, 1 the run failed or a threshold (SOAKD_<W>_THRESHOLDS)
+failed, 2 invalid configuration.
 `
 
 func realMain(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
