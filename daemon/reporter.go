@@ -183,14 +183,13 @@ func (r *reporter) live(i int) (achieved float64, window histQuantiles) {
 	return achieved, ps.hist.windows()
 }
 
-// finish draws the bar's last frame: 100 % when the run ran its course
-// (to its end or SOAKD_DURATION), else how far it got before it was
-// stopped (signal, configuration error, failed threshold).
-func (r *reporter) finish(genCtx context.Context) {
+// finish draws the bar's last frame: 100 % when the run ran its course,
+// else how far it got before it was stopped (signal, configuration
+// error, failed threshold).
+func (r *reporter) finish(ranItsCourse bool) {
 	if r.console == nil {
 		return
 	}
-	ranItsCourse := genCtx.Err() == nil || stopCause(genCtx) == stopHard
 	r.console.endBar(r.barLine(mono(), ranItsCourse))
 }
 

@@ -170,11 +170,14 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	}
 	runErr := g.Wait()
 	close(allDone)
+	// Whether the run ran its course (to its end or SOAKD_DURATION), read
+	// before stopGen cancels genCtx.
+	ranItsCourse := genCtx.Err() == nil || stopCause(genCtx) == stopHard
 	stopGen(nil)
 	<-repDone
 	judges.Wait()
 	<-pingDone
-	rep.finish(genCtx)
+	rep.finish(ranItsCourse)
 	if srv != nil {
 		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = srv.Shutdown(shutCtx)
