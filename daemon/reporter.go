@@ -211,7 +211,13 @@ func (r *reporter) bounded() bool {
 // long it has left; ok is false when it has no known end.
 func (r *reporter) workloadProgress(w *workload, now time.Duration) (frac float64, left time.Duration, ok bool) {
 	if w.finished.Load() {
-		return 1, 0, true
+		switch ps := w.cur.Load(); {
+		case ps == nil || ps.name != "run":
+			return 0, 0, true // stopped before its run phase began
+		case ps.stopReason() == stopEndOfData || ps.stopReason() == stopEndOfProfile || ps.stopReason() == stopDuration:
+			return 1, 0, true
+		}
+		// stopped early: how far its run phase got, below
 	}
 	runLen := w.cfg.Duration
 	if !w.cfg.Rate.Max {
