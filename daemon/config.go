@@ -44,6 +44,9 @@ type Config struct {
 	SummaryJSON      string        `env:"SUMMARY_JSON" help:"write the end-of-run summary as JSON to this file (flag --summary-json)"`
 	Pprof            bool          `env:"PPROF" envDefault:"false" help:"serve /debug/pprof on the HTTP address"`
 
+	// Capacity holds soakd capacity's settings (SOAKD_CAPACITY_*).
+	Capacity CapacityConfig `envPrefix:"CAPACITY_"`
+
 	// Workload holds one entry per name in Workloads, in that order.
 	Workload []*Workload `env:"-"`
 }
@@ -469,6 +472,34 @@ func (c *Config) Settings() []Setting {
 		out = append(out, settingsOf(&Workload{}, p)...)
 		if w.Ext != nil {
 			out = append(out, settingsOf(w.Ext, p)...)
+		}
+	}
+	return out
+}
+
+// Shown is the setting's value in environ as soakd shows it anywhere
+// (soakd config, reports): secrets as "(set)", URLs with their passwords
+// and tokens hidden; set is false when environ does not set it.
+func (s Setting) Shown(environ map[string]string) (value string, set bool) {
+	v, set := environ[s.Key]
+	switch {
+	case !set:
+		return "", false
+	case s.Secret && v != "":
+		return "(set)", true
+	case s.URL:
+		return sinks.Redact(v), true
+	}
+	return v, true
+}
+
+// settingValues lists the settings environ sets, as VAR=value with
+// secrets hidden.
+func settingValues(c *Config, environ map[string]string) []string {
+	var out []string
+	for _, s := range c.Settings() {
+		if v, set := s.Shown(environ); set {
+			out = append(out, s.Key+"="+v)
 		}
 	}
 	return out

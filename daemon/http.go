@@ -130,6 +130,17 @@ type StatusWorkload struct {
 	// Thresholds are the workload's THRESHOLDS judged on its run phase so
 	// far, as soakd_threshold_ok and soakd_threshold_value show them.
 	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
+	// Capacity is the capacity search of this workload (soakd capacity).
+	Capacity *CapacityStatus `json:"capacity,omitempty"`
+}
+
+// CapacityStatus is where a capacity search is: the step running (0 =
+// none), its rate, the knee so far and every step judged.
+type CapacityStatus struct {
+	Step   int            `json:"step"`
+	Target float64        `json:"target_rate"`
+	Knee   float64        `json:"knee_rate"`
+	Steps  []CapacityStep `json:"steps"`
 }
 
 // StatusCounts are a phase's unit counts and failed attempts by class.
@@ -200,6 +211,10 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 						ServiceP50: q.service.P50, ServiceP99: q.service.P99}
 				}
 			}
+		}
+		if c := wl.capacity; c != nil {
+			step, target, knee := c.live()
+			s.Capacity = &CapacityStatus{Step: step, Target: target, Knee: knee, Steps: c.result().Steps}
 		}
 		if e := wl.lastError(); e.Text != "" {
 			s.LastError = errorSummary(e)

@@ -28,7 +28,7 @@ import (
 type Metrics struct {
 	targetRate, rows, values, ops, errors, dropped, scheduled, failed,
 	inflightUnits, bytes, response, service, dispatch, lag, inflight, workers, ready, controls,
-	thresholdOK, thresholdValue *prometheus.Desc
+	thresholdOK, thresholdValue, capacityStep, capacityKnee *prometheus.Desc
 
 	created time.Time
 	mu      sync.Mutex
@@ -59,11 +59,13 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		service:  d("soakd_service_seconds", "Actual send to done, in seconds: what the target took.", "op"),
 		dispatch: d("soakd_dispatch_delay_seconds",
 			"Intended start to first send of each unit, in seconds: waiting for a free worker plus soakd's own lateness."),
-		lag:      d("soakd_schedule_lag_seconds", "How far behind its schedule the workload is now, in seconds."),
-		inflight: d("soakd_inflight", "Writes or pipelines in flight now."),
-		workers:  d("soakd_workers", "Configured workers."),
-		ready:    d("soakd_ready", "1 when the workload's target is prepared and answers its ping (what /readyz says), else 0."),
-		controls: d("soakd_control_total", "Changes made through POST /control: a new rate, pause or resume.", "action"),
+		lag:          d("soakd_schedule_lag_seconds", "How far behind its schedule the workload is now, in seconds."),
+		inflight:     d("soakd_inflight", "Writes or pipelines in flight now."),
+		workers:      d("soakd_workers", "Configured workers."),
+		ready:        d("soakd_ready", "1 when the workload's target is prepared and answers its ping (what /readyz says), else 0."),
+		controls:     d("soakd_control_total", "Changes made through POST /control: a new rate, pause or resume.", "action"),
+		capacityStep: d("soakd_capacity_step", "soakd capacity: the index of the step running (1, 2, ...), 0 when none is."),
+		capacityKnee: d("soakd_capacity_knee_rate", "soakd capacity: the highest rate that passed the SLO so far, 0 while none has."),
 		thresholdOK: d("soakd_threshold_ok",
 			"1 while the threshold passes so far, 0 once it fails (a windowed one stays failed once a window failed).", "threshold"),
 		thresholdValue: d("soakd_threshold_value",
@@ -89,7 +91,7 @@ func (m *Metrics) add(w *workload) {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.targetRate, m.rows, m.values, m.ops, m.errors, m.dropped,
 		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.dispatch, m.lag, m.inflight, m.workers,
-		m.ready, m.controls, m.thresholdOK, m.thresholdValue} {
+		m.ready, m.controls, m.thresholdOK, m.thresholdValue, m.capacityStep, m.capacityKnee} {
 		ch <- d
 	}
 }
@@ -150,6 +152,11 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 		rate = w.sched.Load().rateAt(w.since())
 		lag = w.lagNow().Seconds()
 		inflight = ps.writing()
+	}
+	if c := w.capacity; c != nil {
+		step, _, knee := c.live()
+		gauge(m.capacityStep, float64(step))
+		gauge(m.capacityKnee, knee)
 	}
 	gauge(m.targetRate, rate)
 	gauge(m.lag, lag)

@@ -45,6 +45,7 @@ type workload struct {
 	entry    *SourceEntry
 	ready    readiness
 	controls [len(controlActions)]atomic.Int64 // changes made through /control, by action
+	capacity *capacitySearch                   // set while soakd capacity searches this workload
 }
 
 // readiness is a workload's /readyz state and the story of its Prepare.
@@ -63,6 +64,18 @@ func (r *readiness) get() (bool, error) {
 	return r.prepared && r.pingErr == nil, r.pingErr
 }
 
+// chainStarted calls a, then b (either may be nil).
+func chainStarted(a, b func([]*workload, http.Handler)) func([]*workload, http.Handler) {
+	return func(wls []*workload, h http.Handler) {
+		if a != nil {
+			a(wls, h)
+		}
+		if b != nil {
+			b(wls, h)
+		}
+	}
+}
+
 // errHardStop is the cause of a stop by SOAKD_DURATION.
 var errHardStop = errors.New("SOAKD_DURATION reached")
 
@@ -76,6 +89,8 @@ func stopCause(ctx context.Context) string {
 	switch {
 	case errors.Is(cause, errHardStop):
 		return stopHard
+	case errors.Is(cause, errCapacityDone):
+		return stopCapacity
 	case errors.As(cause, &ce):
 		return stopConfig
 	case errors.As(cause, &ta):
@@ -172,7 +187,7 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	close(allDone)
 	// Whether the run ran its course (to its end or SOAKD_DURATION), read
 	// before stopGen cancels genCtx.
-	ranItsCourse := genCtx.Err() == nil || stopCause(genCtx) == stopHard
+	ranItsCourse := genCtx.Err() == nil || stopCause(genCtx) == stopHard || stopCause(genCtx) == stopCapacity
 	stopGen(nil)
 	<-repDone
 	judges.Wait()

@@ -130,6 +130,7 @@ const (
 	stopHard         = "SOAKD_DURATION"
 	stopSignal       = "signal"
 	stopConfig       = "configuration error"
+	stopCapacity     = "capacity search done"
 )
 
 // phaseRun is the state of one pass over a source.

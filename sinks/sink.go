@@ -36,6 +36,12 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// Versioner is implemented by sinks that can ask their target for its
+// version (for reports: SELECT version(), INFO server, /ping headers).
+type Versioner interface {
+	ServerVersion(ctx context.Context) (string, error)
+}
+
 // Options carries what a sink needs from the workload besides its URL.
 type Options struct {
 	// Workload is the name of the workload the sink serves (for logs).

@@ -31,7 +31,6 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/generate"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
-	"github.com/soakd/soakd/sinks"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
@@ -81,6 +80,8 @@ latency as Prometheus metrics.
 
 Usage:
   soakd [run] [flags]        run the configured workloads (default)
+  soakd capacity [flags]     search one workload's capacity: step its rate up until it
+                             breaks the SLO (SOAKD_CAPACITY_*), report the knee
   soakd generate [flags]     write a data file like tsbs_generate_data (soakd generate --help)
   soakd config [--check]     list every setting (env var, flag, default, value)
   soakd version              print the version
@@ -100,7 +101,9 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 	}
 	switch cmd {
 	case "run":
-		return runCmd(ctx, args, environ, stdout, stderr)
+		return runCmd(ctx, args, environ, stdout, stderr, false)
+	case "capacity":
+		return runCmd(ctx, args, environ, stdout, stderr, true)
 	case "config":
 		return configCmd(args, environ, stdout, stderr)
 	case "generate":
@@ -148,7 +151,9 @@ func printConfigErrors(w io.Writer, err error) {
 	}
 }
 
-func runCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
+// runCmd runs the configured workloads (soakd run), or searches one's
+// capacity while the others hold their rate (soakd capacity).
+func runCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer, capacity bool) int {
 	f, err := parseFlags(args, environ)
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd: %v\n", err)
@@ -185,9 +190,15 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("soakd starting", zap.String("version", buildVersion()), zap.Strings("workloads", cfg.Workloads))
-	sum, runErr := daemon.Run(ctx, cfg, daemon.Deps{
-		Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(), Console: console,
-	})
+	deps := daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(), Console: console}
+	var sum *daemon.Summary
+	var runErr error
+	var capRes *daemon.CapacityResult
+	if capacity {
+		sum, capRes, runErr = daemon.Capacity(ctx, cfg, f.Env, deps)
+	} else {
+		sum, runErr = daemon.Run(ctx, cfg, deps)
+	}
 	if sum != nil {
 		sum.WriteText(stdout)
 		if cfg.SummaryJSON != "" {
@@ -198,6 +209,15 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		}
 		if runErr == nil {
 			runErr = sum.Failed()
+		}
+	}
+	if capRes != nil {
+		if err := writeCapacityReport(capRes, cfg.Capacity.Out, stdout); err != nil {
+			log.Error("cannot write the capacity report", zap.Error(err))
+			return exitFailed
+		}
+		if runErr == nil && !capRes.Found {
+			runErr = errors.New("capacity: " + capRes.Outcome)
 		}
 	}
 	var cfgErr *daemon.ConfigError
@@ -212,6 +232,41 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		return exitFailed
 	}
 	return exitOK
+}
+
+// writeCapacityReport prints the report as markdown and writes it to
+// OUT.md, OUT.csv and OUT.json.
+func writeCapacityReport(r *daemon.CapacityResult, out string, stdout io.Writer) error {
+	fmt.Fprintln(stdout)
+	r.WriteMarkdown(stdout)
+	var errs []error
+	for _, f := range []struct {
+		ext   string
+		write func(io.Writer) error
+	}{
+		{".md", func(w io.Writer) error { r.WriteMarkdown(w); return nil }},
+		{".csv", r.WriteCSV},
+		{".json", r.WriteJSON},
+	} {
+		errs = append(errs, writeFile(out+f.ext, f.write))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nreport: %s.md, %s.csv, %s.json\n", out, out, out)
+	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
 }
 
 func configCmd(args []string, environ map[string]string, stdout, stderr io.Writer) int {
@@ -237,15 +292,7 @@ func configCmd(args []string, environ map[string]string, stdout, stderr io.Write
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "VARIABLE\tFLAG\tDEFAULT\tVALUE\tHELP")
 	for _, s := range cfg.Settings() {
-		v, set := f.Env[s.Key]
-		switch {
-		case !set:
-			v = ""
-		case s.Secret && v != "":
-			v = "(set)"
-		case s.URL:
-			v = sinks.Redact(v)
-		}
+		v, _ := s.Shown(f.Env)
 		def := s.Default
 		if def == "" {
 			def = "-"

@@ -677,6 +677,27 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// ServerVersion is the server's redis_version from INFO server (on a
+// cluster, of the node the client asks), for reports.
+func (s *Sink) ServerVersion(ctx context.Context) (string, error) {
+	var info string
+	var err error
+	if s.cluster != nil {
+		info, err = s.cluster.Info(ctx, "server").Result()
+	} else {
+		info, err = s.single.Info(ctx, "server").Result()
+	}
+	if err != nil {
+		return "", s.wrap(1, err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return "redis " + v, nil
+		}
+	}
+	return "", nil
+}
+
 // Ping checks that the target answers, on a call's connection as a write
 // does (so that a cancelled Ping ends as a cancelled write does).
 func (s *Sink) Ping(ctx context.Context) error {
