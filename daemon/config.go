@@ -40,6 +40,7 @@ type Config struct {
 	ControlToken     string        `env:"CONTROL_TOKEN" secret:"true" help:"bearer token that enables POST /control (set rate, pause, resume); empty = /control disabled"`
 	ControlTokenFile string        `env:"CONTROL_TOKEN_FILE,file" secret:"true" help:"file holding the control token (e.g. a Kubernetes secret)"`
 	SummaryJSON      string        `env:"SUMMARY_JSON" help:"write the end-of-run summary as JSON to this file (flag --summary-json)"`
+	Report           string        `env:"REPORT" help:"at the end of the run, also when stopped by SIGINT/SIGTERM, write a self-contained HTML report (settings, environment, summary, charts) to this file (flag --report)"`
 	Pprof            bool          `env:"PPROF" envDefault:"false" help:"serve /debug/pprof on the HTTP address"`
 
 	// Workload holds one entry per name in Workloads, in that order.
