@@ -104,7 +104,7 @@ type wlHistory struct {
 	lat    [opSlots]latTotals // buckets at the previous sample
 	disp   promBuckets
 	phases []*phaseStats
-	starts []float64 // seconds since origin at which each phase was first seen
+	starts []float64 // seconds since origin at which each phase began
 	vals   []float32
 }
 
@@ -137,7 +137,7 @@ func (h *History) sample(now time.Duration) {
 	t := (now - h.origin).Seconds()
 	h.last = t
 	for _, wh := range h.wls {
-		wh.sample(t)
+		wh.sample(t, h.origin)
 	}
 	p := readProc()
 	p.at = t
@@ -158,13 +158,11 @@ func (h *History) finish() {
 	h.mu.Unlock()
 }
 
-func (wh *wlHistory) sample(t float64) {
+func (wh *wlHistory) sample(t float64, origin time.Duration) {
 	w := wh.w
-	for _, ps := range w.allPhases() {
-		if len(wh.phases) == 0 || wh.phases[len(wh.phases)-1] != ps {
-			wh.phases = append(wh.phases, ps)
-			wh.starts = append(wh.starts, t)
-		}
+	for _, ps := range w.allPhases()[len(wh.phases):] {
+		wh.phases = append(wh.phases, ps)
+		wh.starts = append(wh.starts, max(0, (ps.begin-origin).Seconds()))
 	}
 	c, lat, disp := w.totals()
 	dt := t - wh.prevAt
@@ -178,7 +176,8 @@ func (wh *wlHistory) sample(t float64) {
 		}
 		return float32(float64(cur-prev) / dt)
 	}
-	var target, lag float64
+	// Before the first phase and after the last there is no target.
+	target, lag := math.NaN(), 0.0
 	inflight := 0
 	if ps := w.cur.Load(); ps != nil && !w.finished.Load() {
 		target = w.sched.Load().rateAt(w.since())
