@@ -31,7 +31,8 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/generate"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
-	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/web"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
@@ -184,8 +185,11 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("soakd starting", zap.String("version", buildVersion()), zap.Strings("workloads", cfg.Workloads))
+	hist := daemon.NewHistory()
+	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: buildVersion(), Control: cfg.EffectiveControlToken() != ""})
 	sum, runErr := daemon.Run(ctx, cfg, daemon.Deps{
 		Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(), Console: console,
+		History: hist, UI: ui,
 	})
 	if sum != nil {
 		sum.WriteText(stdout)
@@ -194,6 +198,18 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 				log.Error("cannot write the summary", zap.Error(err))
 				return exitFailed
 			}
+		}
+		if cfg.Report != "" {
+			d := web.ReportData{Summary: sum, History: hist, Environment: sysinfo.Collect(buildVersion()),
+				Settings: web.SettingRows(cfg.Settings(), f.Env)}
+			if ctx.Err() != nil {
+				d.StoppedBy = "stopped by a signal"
+			}
+			if err := web.WriteReport(cfg.Report, d); err != nil {
+				log.Error("cannot write the report", zap.Error(err))
+				return exitFailed
+			}
+			log.Info("report written", zap.String("file", cfg.Report))
 		}
 		if runErr == nil {
 			runErr = sum.Failed()
@@ -236,14 +252,9 @@ func configCmd(args []string, environ map[string]string, stdout, stderr io.Write
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "VARIABLE\tFLAG\tDEFAULT\tVALUE\tHELP")
 	for _, s := range cfg.Settings() {
-		v, set := f.Env[s.Key]
-		switch {
-		case !set:
-			v = ""
-		case s.Secret && v != "":
-			v = "(set)"
-		case s.URL:
-			v = sinks.Redact(v)
+		v := ""
+		if raw, set := f.Env[s.Key]; set {
+			v = s.Shown(raw)
 		}
 		def := s.Default
 		if def == "" {
