@@ -3,6 +3,8 @@ package charts
 import (
 	"bytes"
 	"encoding/xml"
+	"image/color"
+	"image/png"
 	"io"
 	"math"
 	"os"
@@ -251,8 +253,16 @@ func TestCapacityFigures(t *testing.T) {
 				t.Errorf("%s: line %s has %d points", c.ID, l.attrs["data-series"], n)
 			}
 		}
+		pngBytes, err := c.PNG()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPNG(t, c, pngBytes)
 		if dir := os.Getenv("SOAKD_CHARTS_OUT"); dir != "" {
 			if err := os.WriteFile(filepath.Join(dir, c.ID+".svg"), svg, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, c.ID+".png"), pngBytes, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -273,5 +283,58 @@ func BenchmarkSVG(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = c.SVG()
+	}
+}
+
+// checkPNG decodes a chart's PNG and checks it has the chart's size and
+// shows each line's colour and dark text.
+func checkPNG(t *testing.T, c Chart, b []byte) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s: PNG does not decode: %v", c.ID, err)
+	}
+	if got := img.Bounds().Size(); got.X != defaultWidth*PNGScale || got.Y != defaultHeight*PNGScale {
+		t.Errorf("%s: PNG is %v", c.ID, got)
+	}
+	lc, _ := c.colours()
+	want := map[color.NRGBA]int{ink: 0}
+	for _, col := range lc {
+		want[parseColour(col)] = 0
+	}
+	bd := img.Bounds()
+	for y := bd.Min.Y; y < bd.Max.Y; y++ {
+		for x := bd.Min.X; x < bd.Max.X; x++ {
+			px := color.NRGBAModel.Convert(img.At(x, y)).(color.NRGBA)
+			for col := range want {
+				if near(px, col) {
+					want[col]++
+				}
+			}
+		}
+	}
+	for col, n := range want {
+		if n < 20 {
+			t.Errorf("%s: only %d pixels of colour %v", c.ID, n, col)
+		}
+	}
+}
+
+func near(a, b color.NRGBA) bool {
+	d := func(x, y uint8) int {
+		if x > y {
+			return int(x - y)
+		}
+		return int(y - x)
+	}
+	return a.A == 255 && d(a.R, b.R)+d(a.G, b.G)+d(a.B, b.B) < 30
+}
+
+func TestDashes(t *testing.T) {
+	t.Parallel()
+	d := dashes([]pt{{0, 0}, {10, 0}, {20, 0}}, 5, 3)
+	// 0-5 on, 5-8 off, 8-13 on, 13-16 off, 16-20 on (to the end)
+	if len(d) != 3 || d[0][0].x != 0 || d[0][len(d[0])-1].x != 5 || d[1][0].x != 8 || d[1][len(d[1])-1].x != 13 || d[2][0].x != 16 || d[2][len(d[2])-1].x != 20 {
+		t.Errorf("dashes: %v", d)
 	}
 }
