@@ -312,6 +312,15 @@ func TestConsoleAndReportInBrowser(t *testing.T) {
 	eventually(t, "soakd_target_rate 3000 in /metrics", 10*time.Second, func() bool {
 		return metric(t, base, `soakd_target_rate{workload="iot"} 3000`)
 	})
+	// Pause and resume from the same form.
+	b.do(t, "pause", chromedp.Click(chromedp.CSS(`#control button[value="pause"]`)))
+	eventually(t, "iot paused (target rate 0)", 10*time.Second, func() bool {
+		return metric(t, base, `soakd_target_rate{workload="iot"} 0`)
+	})
+	b.do(t, "resume", chromedp.Click(chromedp.CSS(`#control button[value="resume"]`)))
+	eventually(t, "iot resumed at 3000", 10*time.Second, func() bool {
+		return metric(t, base, `soakd_target_rate{workload="iot"} 3000`)
+	})
 	_, errs := b.seen()
 	if len(errs) > 0 {
 		t.Errorf("the browser logged errors: %q", errs)

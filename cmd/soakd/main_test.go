@@ -245,8 +245,9 @@ func commandCalls(t *testing.T, a *goredis.Client) map[string]int64 {
 // SIGTERM during a run: scheduling stops, writes in flight finish within
 // SHUTDOWN_GRACE, the summary is printed and soakd exits 0.
 func TestSIGTERMGracefulExit(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "run.html")
 	cmd := exec.Command(os.Args[0], "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "SOAKD_TEST_MAIN=1", "SOAKD_WORKLOADS=seq", "SOAKD_SEQ_RATE=500",
+	cmd.Env = append(os.Environ(), "SOAKD_TEST_MAIN=1", "SOAKD_REPORT="+report, "SOAKD_WORKLOADS=seq", "SOAKD_SEQ_RATE=500",
 		"SOAKD_SEQ_BATCH_SIZE=10", "SOAKD_SEQ_TARGET=null://?latency=300ms", "SOAKD_SHUTDOWN_GRACE=3s")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -271,6 +272,10 @@ func TestSIGTERMGracefulExit(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "stopping") {
 		t.Errorf("the log should say it is stopping:\n%s", errb.String())
+	}
+	// SOAKD_REPORT: the report is written on SIGTERM too.
+	if b, err := os.ReadFile(report); err != nil || !strings.Contains(string(b), "stopped by a signal") {
+		t.Errorf("no report after SIGTERM: %v", err)
 	}
 }
 
