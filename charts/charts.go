@@ -469,15 +469,11 @@ func (c *Chart) writeSeries(b *bytes.Buffer, xs, ys *scale) {
 		}) {
 			var d bytes.Buffer
 			for k, j := range run {
-				cmd := 'L'
-				if k == 0 {
-					cmd = 'M'
-				}
-				fmt.Fprintf(&d, "%c%.1f %.1f", cmd, xs.pos(l.X[j]), clampY(ys.pos(l.Hi[j])))
+				moveOrLine(&d, k == 0, xs.pos(l.X[j]), clampY(ys.pos(l.Hi[j])))
 			}
 			for k := len(run) - 1; k >= 0; k-- {
 				j := run[k]
-				fmt.Fprintf(&d, "L%.1f %.1f", xs.pos(l.X[j]), clampY(ys.pos(l.Lo[j])))
+				moveOrLine(&d, false, xs.pos(l.X[j]), clampY(ys.pos(l.Lo[j])))
 			}
 			d.WriteByte('Z')
 			fmt.Fprintf(b, `<path class="band" data-series="%s" d="%s" fill="%s" fill-opacity="0.18" stroke="none"/>`, esc(l.Name), d.String(), esc(lc[i]))
@@ -511,11 +507,7 @@ func (c *Chart) writeSeries(b *bytes.Buffer, xs, ys *scale) {
 		var d bytes.Buffer
 		for _, run := range runs(min(len(l.X), len(l.Y)), func(j int) bool { return xs.valid(l.X[j]) && ys.valid(l.Y[j]) }) {
 			for k, j := range run {
-				cmd := 'L'
-				if k == 0 {
-					cmd = 'M'
-				}
-				fmt.Fprintf(&d, "%c%.1f %.1f", cmd, xs.pos(l.X[j]), clampY(ys.pos(l.Y[j])))
+				moveOrLine(&d, k == 0, xs.pos(l.X[j]), clampY(ys.pos(l.Y[j])))
 				n++
 			}
 			if len(run) == 1 { // a lone point: a dot-sized segment so it shows
@@ -540,6 +532,21 @@ func (c *Chart) writeSeries(b *bytes.Buffer, xs, ys *scale) {
 		fmt.Fprintf(b, ` data-points="%d">%s</g>`, n, inner.String())
 	}
 	b.WriteString(`</g>`)
+}
+
+// moveOrLine appends an M (move) or L (line) command to path data.
+func moveOrLine(d *bytes.Buffer, move bool, x, y float64) {
+	var buf [32]byte
+	b := buf[:0]
+	if move {
+		b = append(b, 'M')
+	} else {
+		b = append(b, 'L')
+	}
+	b = strconv.AppendFloat(b, x, 'f', 1, 64)
+	b = append(b, ' ')
+	b = strconv.AppendFloat(b, y, 'f', 1, 64)
+	d.Write(b)
 }
 
 // runs splits indexes 0..n-1 into maximal runs where ok holds.
