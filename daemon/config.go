@@ -42,6 +42,7 @@ type Config struct {
 	ControlToken     string        `env:"CONTROL_TOKEN" secret:"true" help:"bearer token that enables POST /control (set rate, pause, resume); empty = /control disabled"`
 	ControlTokenFile string        `env:"CONTROL_TOKEN_FILE,file" secret:"true" help:"file holding the control token (e.g. a Kubernetes secret)"`
 	SummaryJSON      string        `env:"SUMMARY_JSON" help:"write the end-of-run summary as JSON to this file (flag --summary-json)"`
+	Report           string        `env:"REPORT" help:"at the end of the run, also when stopped by SIGINT/SIGTERM, write a self-contained HTML report (settings, environment, summary, charts) to this file (flag --report)"`
 	Pprof            bool          `env:"PPROF" envDefault:"false" help:"serve /debug/pprof on the HTTP address"`
 
 	// Capacity holds soakd capacity's settings (SOAKD_CAPACITY_*).
@@ -477,29 +478,13 @@ func (c *Config) Settings() []Setting {
 	return out
 }
 
-// Shown is the setting's value in environ as soakd shows it anywhere
-// (soakd config, reports): secrets as "(set)", URLs with their passwords
-// and tokens hidden; set is false when environ does not set it.
-func (s Setting) Shown(environ map[string]string) (value string, set bool) {
-	v, set := environ[s.Key]
-	switch {
-	case !set:
-		return "", false
-	case s.Secret && v != "":
-		return "(set)", true
-	case s.URL:
-		return sinks.Redact(v), true
-	}
-	return v, true
-}
-
 // settingValues lists the settings environ sets, as VAR=value with
 // secrets hidden.
 func settingValues(c *Config, environ map[string]string) []string {
 	var out []string
 	for _, s := range c.Settings() {
-		if v, set := s.Shown(environ); set {
-			out = append(out, s.Key+"="+v)
+		if v, set := environ[s.Key]; set {
+			out = append(out, s.Key+"="+s.Shown(v))
 		}
 	}
 	return out

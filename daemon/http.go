@@ -45,6 +45,16 @@ func handler(cfg *Config, d Deps, wls []*workload, rep *reporter, started time.T
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.HandleFunc("GET /status", a.status)
 	mux.HandleFunc("POST /control", a.control)
+	if h := d.History; h != nil {
+		mux.HandleFunc("GET /history", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			_ = json.NewEncoder(w).Encode(h.Snapshot())
+		})
+	}
+	if d.UI != nil {
+		mux.Handle("/", d.UI)
+	}
 	if cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -77,7 +87,23 @@ func serveHTTP(cfg *Config, d Deps, h http.Handler) (*http.Server, error) {
 	}()
 	d.Logger.Info("serving /metrics /healthz /readyz /status", zap.String("addr", l.Addr().String()),
 		zap.Bool("control", cfg.EffectiveControlToken() != ""))
+	if d.UI != nil {
+		d.Logger.Info("web console: open "+ConsoleURL(l.Addr()), zap.String("url", ConsoleURL(l.Addr())))
+	}
 	return srv, nil
+}
+
+// ConsoleURL is the web console's URL for a listener's address: on a
+// wildcard address (":9480"), http://localhost:PORT/.
+func ConsoleURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
 // readyz is 200 when every workload's target is prepared and answers.

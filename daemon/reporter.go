@@ -28,6 +28,7 @@ type reporter struct {
 	window  time.Duration
 	started time.Duration // mono() when the run started
 	console *Console      // nil: no bar
+	hist    *History      // nil: no history kept
 
 	mu    sync.Mutex
 	state []*liveState
@@ -80,8 +81,12 @@ func (r *reporter) run(ctx context.Context) {
 	}
 }
 
-// tick samples the acknowledged counts and redraws the bar.
+// tick samples the acknowledged counts (and the history) and redraws
+// the bar.
 func (r *reporter) tick(now time.Duration) {
+	if r.hist != nil {
+		r.hist.sample(now)
+	}
 	r.mu.Lock()
 	for i, w := range r.wls {
 		st := r.state[i]

@@ -32,6 +32,13 @@ type Deps struct {
 	// terminal); the logger must write through it too, so log lines and
 	// the bar never share a line.
 	Console *Console
+	// History, when set, is sampled every second by the reporter and
+	// served at /history as JSON: what the web console and the HTML
+	// report draw. After Run returns it holds the whole run.
+	History *History
+	// UI, when set, is served at / and every path no other endpoint
+	// takes: the web console (package web).
+	UI http.Handler
 
 	// started, when set, is called with the workloads and the HTTP
 	// endpoints once the workloads are open (tests drive /control and read
@@ -151,6 +158,10 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	}()
 
 	rep := newReporter(cfg, wls, log, d.Console)
+	if d.History != nil {
+		d.History.attach(wls)
+		rep.hist = d.History
+	}
 	h := handler(cfg, d, wls, rep, started)
 	srv, err := serveHTTP(cfg, d, h)
 	if err != nil {
@@ -192,6 +203,9 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	<-repDone
 	judges.Wait()
 	<-pingDone
+	if d.History != nil {
+		d.History.finish()
+	}
 	rep.finish(ranItsCourse)
 	if srv != nil {
 		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

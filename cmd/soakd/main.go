@@ -31,6 +31,8 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/generate"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/web"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
@@ -190,7 +192,10 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("soakd starting", zap.String("version", buildVersion()), zap.Strings("workloads", cfg.Workloads))
-	deps := daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(), Console: console}
+	hist := daemon.NewHistory()
+	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: buildVersion(), Control: cfg.EffectiveControlToken() != ""})
+	deps := daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(), Console: console,
+		History: hist, UI: ui}
 	var sum *daemon.Summary
 	var runErr error
 	var capRes *daemon.CapacityResult
@@ -206,6 +211,18 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 				log.Error("cannot write the summary", zap.Error(err))
 				return exitFailed
 			}
+		}
+		if cfg.Report != "" {
+			d := web.ReportData{Summary: sum, History: hist, Environment: sysinfo.Collect(buildVersion()),
+				Settings: web.SettingRows(cfg.Settings(), f.Env)}
+			if ctx.Err() != nil {
+				d.StoppedBy = "stopped by a signal"
+			}
+			if err := web.WriteReport(cfg.Report, d); err != nil {
+				log.Error("cannot write the report", zap.Error(err))
+				return exitFailed
+			}
+			log.Info("report written", zap.String("file", cfg.Report))
 		}
 		if runErr == nil {
 			runErr = sum.Failed()
@@ -292,7 +309,10 @@ func configCmd(args []string, environ map[string]string, stdout, stderr io.Write
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "VARIABLE\tFLAG\tDEFAULT\tVALUE\tHELP")
 	for _, s := range cfg.Settings() {
-		v, _ := s.Shown(f.Env)
+		v := ""
+		if raw, set := f.Env[s.Key]; set {
+			v = s.Shown(raw)
+		}
 		def := s.Default
 		if def == "" {
 			def = "-"
