@@ -15,6 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/sinks"
 )
 
 // CapacityConfig holds the capacity search's settings (SOAKD_CAPACITY_*,
@@ -31,7 +33,7 @@ type CapacityConfig struct {
 	SLOOp     string        `env:"SLO_OP" help:"soakd capacity: judge only this op's p99 (write, read, update, insert, scan, rmw); default: every op together"`
 	SLOErrors Ratio         `env:"SLO_ERRORS" envDefault:"0.1%" help:"soakd capacity: the highest share of failed units a passing step may have"`
 	Refine    int           `env:"REFINE" envDefault:"3" help:"soakd capacity: steps of bisection between the last passing and the first failing rate"`
-	Out       string        `env:"OUT" envDefault:"capacity" help:"soakd capacity: report files are OUT.md, OUT.csv, OUT.json, OUT.svg and OUT.png"`
+	Out       string        `env:"OUT" envDefault:"capacity" help:"soakd capacity: report files are OUT.md, OUT.csv, OUT.json and the charts OUT-rate and OUT-latency (.svg, .png)"`
 }
 
 // A step passes when, besides the SLO, at least minAchieved of its target
@@ -56,13 +58,13 @@ func (g *Growth) UnmarshalText(b []byte) error {
 	switch {
 	case strings.HasPrefix(s, "+"):
 		g.Add, err = strconv.ParseFloat(s[1:], 64)
-		if err != nil || !(g.Add > 0) || math.IsInf(g.Add, 0) {
-			return fmt.Errorf("%q: want +N with N > 0 units/s, or xF with F > 1", s)
+		if err != nil || !(g.Add > 0) || g.Add > pace.MaxRate {
+			return fmt.Errorf("%q: want +N with 0 < N <= %g units/s, or xF with 1 < F <= 1000", s, pace.MaxRate)
 		}
 	case strings.HasPrefix(s, "x"), strings.HasPrefix(s, "*"):
 		g.Factor, err = strconv.ParseFloat(s[1:], 64)
-		if err != nil || !(g.Factor > 1) || math.IsInf(g.Factor, 0) {
-			return fmt.Errorf("%q: want xF with F > 1, or +N with N > 0", s)
+		if err != nil || !(g.Factor > 1) || g.Factor > 1000 {
+			return fmt.Errorf("%q: want xF with 1 < F <= 1000, or +N with 0 < N <= %g", s, pace.MaxRate)
 		}
 	default:
 		return fmt.Errorf("%q: want +N (add N units/s per step) or xF (multiply by F)", s)
@@ -97,6 +99,15 @@ func (r *Ratio) UnmarshalText(b []byte) error {
 	*r = Ratio(f)
 	return nil
 }
+
+// MarshalText writes the share as a fraction.
+func (r Ratio) MarshalText() ([]byte, error) {
+	return strconv.AppendFloat(nil, float64(r), 'g', -1, 64), nil
+}
+
+// CheckCapacity reports every problem of the capacity settings (soakd
+// capacity), each naming its variable.
+func (c *Config) CheckCapacity() error { return errors.Join(c.Capacity.validate(c)...) }
 
 // validate checks the capacity settings against the configuration.
 func (cc *CapacityConfig) validate(c *Config) []error {
@@ -169,12 +180,15 @@ type CapacityStep struct {
 
 // CapacityResult is the outcome of a capacity search.
 type CapacityResult struct {
-	Workload    string         `json:"workload"`
-	Environment Environment    `json:"environment"`
-	Settings    CapacityConfig `json:"settings"`
+	Workload    string       `json:"workload"`
+	Environment sysinfo.Info `json:"environment"`
+	// Servers are the targets' versions, by workload, where a sink can
+	// ask (SELECT version(), INFO server, InfluxDB's ping).
+	Servers  map[string]string `json:"servers,omitempty"`
+	Settings CapacityConfig    `json:"settings"`
 	// Run lists every setting of the run (secrets hidden) as VAR=value.
-	Run []string `json:"run_settings"`
-	Steps    []CapacityStep `json:"steps"`
+	Run   []string       `json:"run_settings"`
+	Steps []CapacityStep `json:"steps"`
 	// Knee is the highest rate that passed; 0 with Found false when none
 	// did.
 	Knee  float64 `json:"knee_rate"`
@@ -190,13 +204,15 @@ var errCapacityDone = errors.New("capacity search done")
 // capacitySearch drives one workload's rate through the search while the
 // engine runs it.
 type capacitySearch struct {
-	cc   CapacityConfig
-	cfg  *Config
-	w    *workload
-	wls  []*workload
-	log  *zap.Logger
-	opt  int // op slot judged, or allOps
-	hist *hdrhistogram.Histogram
+	cc  CapacityConfig
+	cfg *Config
+	w   *workload
+	wls []*workload
+	// onUpdate, when set, gets the search after every step (Deps.OnCapacity).
+	onUpdate func(CapacityResult)
+	log      *zap.Logger
+	opt      int // op slot judged, or allOps
+	hist     *hdrhistogram.Histogram
 
 	mu     sync.Mutex
 	res    CapacityResult
@@ -223,7 +239,7 @@ func (s *capacitySearch) run(ctx context.Context, stop func(error)) {
 	}
 	servers := serverVersions(s.wls)
 	s.mu.Lock()
-	s.res.Environment.Servers = servers
+	s.res.Servers = servers
 	s.mu.Unlock()
 	keys := []distKey{{op: s.opt}, {op: s.opt, service: true}}
 	rec := ps.startWindow(keys...)
@@ -330,6 +346,7 @@ func (s *capacitySearch) runStep(ctx context.Context, ps *phaseStats, rec *windo
 	s.mu.Lock()
 	s.res.Steps = append(s.res.Steps, st)
 	s.mu.Unlock()
+	s.notify()
 	verdict := "pass"
 	if !st.Pass {
 		verdict = "fail: " + strings.Join(st.Reasons, "; ")
@@ -396,7 +413,15 @@ func (s *capacitySearch) finish(knee float64, found bool, outcome string) {
 	s.res.Knee, s.res.Found, s.res.Outcome = knee, found, outcome
 	s.step = 0
 	s.mu.Unlock()
+	s.notify()
 	s.log.Info("capacity: " + outcome)
+}
+
+// notify hands the search so far to Deps.OnCapacity.
+func (s *capacitySearch) notify() {
+	if s.onUpdate != nil {
+		s.onUpdate(s.result())
+	}
 }
 
 // result returns the search so far.
@@ -445,7 +470,8 @@ func Capacity(ctx context.Context, cfg *Config, environ map[string]string, d Dep
 		for _, w := range wls {
 			if w.name == wc.Name {
 				s = &capacitySearch{cc: cc, cfg: cfg, w: w, wls: wls, log: d.Logger.With(zap.String("workload", w.name)), opt: opt,
-					res: CapacityResult{Workload: w.name, Settings: cc, Environment: CollectEnvironment(d.Version),
+					onUpdate: d.OnCapacity,
+					res: CapacityResult{Workload: w.name, Settings: cc, Environment: sysinfo.Collect(d.Version),
 						Run: settingValues(cfg, environ)}}
 				w.capacity = s
 			}
@@ -463,4 +489,23 @@ func Capacity(ctx context.Context, cfg *Config, environ map[string]string, d Dep
 		res.Outcome = "stopped before the search ended"
 	}
 	return sum, &res, err
+}
+
+// serverVersions asks each workload's target for its version where the
+// sink can.
+func serverVersions(wls []*workload) map[string]string {
+	out := map[string]string{}
+	for _, w := range wls {
+		v, ok := w.sink.(sinks.Versioner)
+		if !ok {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s, err := v.ServerVersion(ctx)
+		cancel()
+		if err == nil && s != "" {
+			out[w.name] = s
+		}
+	}
+	return out
 }

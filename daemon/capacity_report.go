@@ -30,10 +30,11 @@ func (r *CapacityResult) WriteMarkdown(out io.Writer) {
 	}
 	fmt.Fprintf(out, " %s.\n\n", capitalize(r.Outcome))
 
-	e := r.Environment
-	fmt.Fprintf(out, "## Environment\n\n| | |\n|---|---|\n| CPU | %s |\n| cores | %d |\n| memory | %d MiB |\n| OS | %s |\n| Go | %s |\n| soakd | %s |\n",
-		e.CPU, e.Cores, e.MemoryMiB, e.OS, e.Go, e.Soakd)
-	for w, v := range e.Servers {
+	fmt.Fprint(out, "## Environment\n\n| | |\n|---|---|\n")
+	for _, row := range r.Environment.Rows() {
+		fmt.Fprintf(out, "| %s | %s |\n", row[0], row[1])
+	}
+	for w, v := range r.Servers {
 		fmt.Fprintf(out, "| target of %s | %s |\n", w, strings.ReplaceAll(v, "|", "/"))
 	}
 	fmt.Fprintf(out, "\nSearch: start %.6g/s, step %s, warm-up %s, %s to settle then %s judged per step, at most %.6g/s, %d refining steps.\n",

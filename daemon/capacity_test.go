@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -98,4 +99,48 @@ func TestCapacityFindsModelledKnee(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Stopped halfway (SIGINT), the search returns what it has: the steps
+// judged so far and an outcome that says it was stopped.
+func TestCapacityPartialOnStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?capacity=50000", "SOAKD_SEQ_BATCH_SIZE", "50",
+			"SOAKD_CAPACITY_START", "10000", "SOAKD_CAPACITY_HOLD", "10s", "SOAKD_CAPACITY_SETTLE", "3s", "SOAKD_CAPACITY_WARMUP", "5s"), p)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(40*time.Second, cancel) // warm-up 5 s, then steps of 13 s: during the third
+		var updates int
+		_, res, err := Capacity(ctx, cfg, nil, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+			OnCapacity: func(CapacityResult) { updates++ }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Steps) != 2 || !res.Found || res.Knee != 15000 || res.Outcome != "stopped before the search ended" {
+			t.Fatalf("partial result: %d steps, knee %v found %v, %q", len(res.Steps), res.Knee, res.Found, res.Outcome)
+		}
+		if updates != 3 { // after each step, and at the end
+			t.Errorf("OnCapacity called %d times, want 3", updates)
+		}
+	})
+}
+
+// The step and share grammars never panic, and what they accept is a
+// growing step or a share in [0, 1].
+func FuzzCapacityGrammar(f *testing.F) {
+	for _, s := range []string{"x1.5", "+1000", "*2", "x1", "+0", "x", "+-5", "xNaN", "+Inf", "0.1%", "0.001", "200%", "-1%", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var g Growth
+		if g.UnmarshalText([]byte(s)) == nil {
+			if r := g.next(1000); !(r > 1000) || math.IsInf(r, 0) {
+				t.Fatalf("step %q: next(1000) = %v", s, r)
+			}
+		}
+		var r Ratio
+		if r.UnmarshalText([]byte(s)) == nil && !(r >= 0 && r <= 1) {
+			t.Fatalf("share %q = %v", s, r)
+		}
+	})
 }

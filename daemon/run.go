@@ -40,6 +40,10 @@ type Deps struct {
 	// takes: the web console (package web).
 	UI http.Handler
 
+	// OnCapacity, when set, gets a capacity search's state after each of
+	// its steps and at its end (soakd capacity; the live console).
+	OnCapacity func(CapacityResult)
+
 	// started, when set, is called with the workloads and the HTTP
 	// endpoints once the workloads are open (tests drive /control and read
 	// counts through it without a network).

@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 
@@ -167,6 +168,9 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	}
 	p := plugins.All()
 	cfg, err := loadConfig(f, p)
+	if capacity && cfg != nil {
+		err = errors.Join(err, cfg.CheckCapacity())
+	}
 	if err != nil {
 		printConfigErrors(stderr, err)
 		return exitConfig
@@ -193,9 +197,17 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	defer stop()
 	log.Info("soakd starting", zap.String("version", buildVersion()), zap.Strings("workloads", cfg.Workloads))
 	hist := daemon.NewHistory()
-	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: buildVersion(), Control: cfg.EffectiveControlToken() != ""})
+	// A capacity search shows in the console as it goes, and in the report.
+	var capLive atomic.Pointer[daemon.CapacityResult]
+	panels := func() []web.Panel {
+		if r := capLive.Load(); r != nil {
+			return []web.Panel{web.CapacityPanel(r)}
+		}
+		return nil
+	}
+	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: buildVersion(), Control: cfg.EffectiveControlToken() != "", Panels: panels})
 	deps := daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(), Console: console,
-		History: hist, UI: ui}
+		History: hist, UI: ui, OnCapacity: func(r daemon.CapacityResult) { capLive.Store(&r) }}
 	var sum *daemon.Summary
 	var runErr error
 	var capRes *daemon.CapacityResult
@@ -214,7 +226,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		}
 		if cfg.Report != "" {
 			d := web.ReportData{Summary: sum, History: hist, Environment: sysinfo.Collect(buildVersion()),
-				Settings: web.SettingRows(cfg.Settings(), f.Env)}
+				Settings: web.SettingRows(cfg.Settings(), f.Env), Panels: panels()}
 			if ctx.Err() != nil {
 				d.StoppedBy = "stopped by a signal"
 			}
@@ -267,10 +279,21 @@ func writeCapacityReport(r *daemon.CapacityResult, out string, stdout io.Writer)
 	} {
 		errs = append(errs, writeFile(out+f.ext, f.write))
 	}
+	files := []string{out + ".md", out + ".csv", out + ".json"}
+	for _, c := range web.CapacityCharts(r) {
+		name := out + "-" + strings.TrimPrefix(c.ID, "capacity-")
+		errs = append(errs, os.WriteFile(name+".svg", c.SVG(), 0o644))
+		png, err := c.PNG()
+		if err == nil {
+			err = os.WriteFile(name+".png", png, 0o644)
+		}
+		errs = append(errs, err)
+		files = append(files, name+".svg", name+".png")
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nreport: %s.md, %s.csv, %s.json\n", out, out, out)
+	fmt.Fprintf(stdout, "\nreport: %s\n", strings.Join(files, ", "))
 	return nil
 }
 
