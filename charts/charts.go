@@ -499,7 +499,12 @@ func (c *Chart) writeSeries(b *bytes.Buffer, xs, ys *scale) {
 		}
 		x := xs.pos(m.At)
 		fmt.Fprintf(b, `<line class="mark" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="2 3"/>`, x, ys.p1, x, ys.p0, esc(col))
-		fmt.Fprintf(b, `<text class="mark-label" x="%.1f" y="%.1f" fill="%s">%s</text>`, x+3, ys.p1+11, esc(col), esc(m.Label))
+		// Right of the line, unless the label would run off the plot.
+		if x+3+float64(len([]rune(m.Label)))*charWidth > xs.p1 {
+			fmt.Fprintf(b, `<text class="mark-label" x="%.1f" y="%.1f" text-anchor="end" fill="%s">%s</text>`, x-3, ys.p1+11, esc(col), esc(m.Label))
+		} else {
+			fmt.Fprintf(b, `<text class="mark-label" x="%.1f" y="%.1f" fill="%s">%s</text>`, x+3, ys.p1+11, esc(col), esc(m.Label))
+		}
 	}
 	b.WriteString(`</g><g class="lines" fill="none" stroke-width="1.6" stroke-linejoin="round">`)
 	for i, l := range c.Lines {

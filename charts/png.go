@@ -127,7 +127,11 @@ func (c *Chart) PNG() ([]byte, error) {
 		if xs.valid(m.At) {
 			x := xs.pos(m.At)
 			r.stroke([]pt{{x, ys.p1}, {x, ys.p0}}, col, 1, true)
-			r.text(x+3, ys.p1+11, m.Label, anchorStart, col, false, 1)
+			if x+3+float64(len([]rune(m.Label)))*charWidth > xs.p1 { // as SVG: left of the line near the edge
+				r.text(x-3, ys.p1+11, m.Label, anchorEnd, col, false, 1)
+			} else {
+				r.text(x+3, ys.p1+11, m.Label, anchorStart, col, false, 1)
+			}
 		}
 	}
 	for i, l := range c.Lines {

@@ -45,8 +45,10 @@ type Config struct {
 	Report           string        `env:"REPORT" help:"at the end of the run, also when stopped by SIGINT/SIGTERM, write a self-contained HTML report (settings, environment, summary, charts) to this file (flag --report)"`
 	Pprof            bool          `env:"PPROF" envDefault:"false" help:"serve /debug/pprof on the HTTP address"`
 
-	// Capacity holds soakd capacity's settings (SOAKD_CAPACITY_*).
+	// Capacity holds soakd capacity's settings (SOAKD_CAPACITY_*), Sweep
+	// soakd sweep's (SOAKD_SWEEP_*).
 	Capacity CapacityConfig `envPrefix:"CAPACITY_"`
+	Sweep    SweepConfig    `envPrefix:"SWEEP_"`
 
 	// Workload holds one entry per name in Workloads, in that order.
 	Workload []*Workload `env:"-"`
@@ -87,6 +89,10 @@ type Workload struct {
 	// built-in target of the source's kind (then Builtin is true).
 	Sink    sinks.Target `env:"-"`
 	Builtin bool         `env:"-"`
+
+	// reset empties what soakd wrote to the target before the first phase
+	// (soakd sweep's SOAKD_SWEEP_RESET).
+	reset bool
 	// Checks are the parsed THRESHOLDS, set by Validate.
 	Checks []Threshold `env:"-"`
 }

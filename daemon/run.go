@@ -318,6 +318,11 @@ func (w *workload) runPhases(genCtx, drainCtx context.Context, cfg *Config) erro
 		}
 		return err
 	}
+	if w.cfg.reset {
+		if err := w.resetTarget(genCtx); err != nil {
+			return err
+		}
+	}
 	if err := w.preload(genCtx, drainCtx, cfg); err != nil {
 		return err
 	}
@@ -370,6 +375,19 @@ func (w *workload) prepare(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// resetTarget empties what soakd wrote to the target, where the sink can.
+func (w *workload) resetTarget(ctx context.Context) error {
+	r, ok := w.sink.(sinks.Resetter)
+	if !ok {
+		w.log.Warn("the target cannot be reset: this point starts from the state the previous ones left")
+		return nil
+	}
+	if err := r.Reset(ctx); err != nil {
+		return fmt.Errorf("workload %s: cannot reset the target: %s", w.name, w.scrub(err.Error()))
+	}
+	return nil
 }
 
 // preload runs the KV load phase (LOAD=auto) when records are missing.

@@ -28,11 +28,18 @@ func CapacityCharts(r *daemon.CapacityResult) []charts.Chart {
 	var tx, ach, p50, p99 []float64
 	var passX, passY, failX, failY []float64
 	top := 0.0
-	for _, s := range steps {
+	for i, s := range steps {
+		// A rate judged twice (a recheck) is one point of the lines: the
+		// later judgement, as the search took it; both show as markers.
+		if i+1 < len(steps) && steps[i+1].Target == s.Target {
+			continue
+		}
 		tx = append(tx, s.Target)
 		ach = append(ach, s.Achieved)
 		p50 = append(p50, s.Response.P50)
 		p99 = append(p99, s.Response.P99)
+	}
+	for _, s := range steps {
 		if s.Pass {
 			passX, passY = append(passX, s.Target), append(passY, s.Achieved)
 		} else {
@@ -42,7 +49,7 @@ func CapacityCharts(r *daemon.CapacityResult) []charts.Chart {
 	}
 	var marks []charts.Mark
 	if r.Found {
-		marks = append(marks, charts.Mark{At: r.Knee, Label: fmt.Sprintf("knee %.4g/s", r.Knee)})
+		marks = append(marks, charts.Mark{At: r.Knee, Label: fmt.Sprintf("knee %.0f/s", r.Knee)})
 	}
 	rate := charts.Chart{
 		ID: "capacity-rate", Title: "Achieved vs target rate, per step",

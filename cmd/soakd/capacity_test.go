@@ -113,3 +113,55 @@ func TestCapacityBadSettings(t *testing.T) {
 		}
 	}
 }
+
+// soakd sweep against a real PostgreSQL: every point runs, bigger batches
+// write faster (the expected shape), the report files are written, and
+// the USL fit's peak is inside the measured range or the report says the
+// fit is poor.
+func TestSweepAgainstPostgres(t *testing.T) {
+	pg := testserver.Postgres(t)
+	out := filepath.Join(t.TempDir(), "sweep")
+	code, stdout, stderr := run(t, map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0",
+		"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": pg.URL, "SOAKD_CPU_SCALE": "20",
+		"SOAKD_CPU_START": "2026-01-01T00:00:00Z", "SOAKD_CPU_END": "+2h", "SOAKD_SWEEP_WORKERS": "1,2,4",
+		"SOAKD_SWEEP_BATCH": "5,500", "SOAKD_SWEEP_REPEATS": "2", "SOAKD_SWEEP_RESET": "true", "SOAKD_SWEEP_OUT": out}, "sweep")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Log(stdout)
+	var res daemon.SweepResult
+	b, err := os.ReadFile(out + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) != 6 {
+		t.Fatalf("%d points, want 3 workers × 2 batch sizes", len(res.Points))
+	}
+	med := map[[2]int]float64{}
+	for _, p := range res.Points {
+		if len(p.Rates) != 2 || p.Min > p.Median || p.Median > p.Max || p.Failed != 0 {
+			t.Errorf("point %+v", p)
+		}
+		med[[2]int{p.Workers, p.Batch}] = p.Median
+	}
+	for _, w := range []int{1, 2, 4} {
+		if med[[2]int{w, 500}] <= 2*med[[2]int{w, 5}] {
+			t.Errorf("%d workers: batch 500 wrote %.0f rows/s, batch 5 %.0f: want far more with the bigger batch", w, med[[2]int{w, 500}], med[[2]int{w, 5}])
+		}
+	}
+	u := res.USL
+	if u == nil || !(u.Poor || (u.PeakN >= 1 && u.PeakN <= 4)) || u.Note == "" {
+		t.Errorf("USL %+v: want a peak within 1..4 workers or the fit called poor", u)
+	}
+	if !strings.Contains(stdout, "Universal Scalability Law") || !strings.Contains(stdout, "**Best:") {
+		t.Errorf("report lacks the fit or the best point")
+	}
+	for _, f := range []string{".md", ".csv", "-batch.svg", "-batch.png", "-usl.svg", "-usl.png"} {
+		if st, err := os.Stat(out + f); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
 
+	"github.com/soakd/soakd/charts"
 	"github.com/soakd/soakd/cmd/soakd/generate"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
@@ -85,6 +86,8 @@ Usage:
   soakd [run] [flags]        run the configured workloads (default)
   soakd capacity [flags]     search one workload's capacity: step its rate up until it
                              breaks the SLO (SOAKD_CAPACITY_*), report the knee
+  soakd sweep [flags]        run one workload closed loop over a WORKERS x BATCH_SIZE
+                             grid (SOAKD_SWEEP_*), report the best and a USL fit
   soakd generate [flags]     write a data file like tsbs_generate_data (soakd generate --help)
   soakd config [--check]     list every setting (env var, flag, default, value)
   soakd version              print the version
@@ -107,6 +110,8 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 		return runCmd(ctx, args, environ, stdout, stderr, false)
 	case "capacity":
 		return runCmd(ctx, args, environ, stdout, stderr, true)
+	case "sweep":
+		return sweepCmd(ctx, args, environ, stdout, stderr)
 	case "config":
 		return configCmd(args, environ, stdout, stderr)
 	case "generate":
@@ -264,24 +269,31 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 }
 
 // writeCapacityReport prints the report as markdown and writes it to
-// OUT.md, OUT.csv and OUT.json.
+// OUT.md, OUT.csv, OUT.json and its charts.
 func writeCapacityReport(r *daemon.CapacityResult, out string, stdout io.Writer) error {
+	return writeReport(stdout, out, r.WriteMarkdown, r.WriteCSV, r.WriteJSON, web.CapacityCharts(r), "capacity-")
+}
+
+// writeReport prints a markdown report and writes it as OUT.md, OUT.csv
+// and OUT.json, and each chart as OUT-NAME.svg and .png (NAME: the chart's
+// ID without idPrefix).
+func writeReport(stdout io.Writer, out string, md func(io.Writer), csv, js func(io.Writer) error, figs []charts.Chart, idPrefix string) error {
 	fmt.Fprintln(stdout)
-	r.WriteMarkdown(stdout)
+	md(stdout)
 	var errs []error
 	for _, f := range []struct {
 		ext   string
 		write func(io.Writer) error
 	}{
-		{".md", func(w io.Writer) error { r.WriteMarkdown(w); return nil }},
-		{".csv", r.WriteCSV},
-		{".json", r.WriteJSON},
+		{".md", func(w io.Writer) error { md(w); return nil }},
+		{".csv", csv},
+		{".json", js},
 	} {
 		errs = append(errs, writeFile(out+f.ext, f.write))
 	}
 	files := []string{out + ".md", out + ".csv", out + ".json"}
-	for _, c := range web.CapacityCharts(r) {
-		name := out + "-" + strings.TrimPrefix(c.ID, "capacity-")
+	for _, c := range figs {
+		name := out + "-" + strings.TrimPrefix(c.ID, idPrefix)
 		errs = append(errs, os.WriteFile(name+".svg", c.SVG(), 0o644))
 		png, err := c.PNG()
 		if err == nil {
@@ -295,6 +307,56 @@ func writeCapacityReport(r *daemon.CapacityResult, out string, stdout io.Writer)
 	}
 	fmt.Fprintf(stdout, "\nreport: %s\n", strings.Join(files, ", "))
 	return nil
+}
+
+// sweepCmd runs soakd sweep: the workload closed loop over a grid of
+// WORKERS × BATCH_SIZE (PIPELINE), with a report.
+func sweepCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
+	f, err := parseFlags(args, environ)
+	if err != nil {
+		fmt.Fprintf(stderr, "soakd: %v\n", err)
+		return exitConfig
+	}
+	if f.Help {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	p := plugins.All()
+	cfg, err := loadConfig(f, p)
+	if cfg != nil {
+		err = errors.Join(err, cfg.CheckSweep())
+	}
+	if err != nil {
+		printConfigErrors(stderr, err)
+		return exitConfig
+	}
+	log, err := newLogger(cfg, stderr, isTerminal(stderr))
+	if err != nil {
+		fmt.Fprintf(stderr, "soakd: %v\n", err)
+		return exitConfig
+	}
+	defer func() { _ = log.Sync() }()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := daemon.Sweep(ctx, cfg, f.Env, daemon.Deps{Logger: log, Plugins: p, Version: buildVersion()})
+	if res != nil && len(res.Points) > 0 {
+		if werr := writeReport(stdout, cfg.Sweep.Out, res.WriteMarkdown, res.WriteCSV, res.WriteJSON, web.SweepCharts(res), "sweep-"); werr != nil {
+			log.Error("cannot write the sweep report", zap.Error(werr))
+			return exitFailed
+		}
+	}
+	var cfgErr *daemon.ConfigError
+	switch {
+	case errors.As(err, &cfgErr):
+		printConfigErrors(stderr, err)
+		return exitConfig
+	case err != nil:
+		log.Error("sweep failed", zap.Error(err))
+		return exitFailed
+	case res.Outcome != "done":
+		return exitFailed
+	}
+	return exitOK
 }
 
 func writeFile(path string, write func(io.Writer) error) error {

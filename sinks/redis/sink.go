@@ -757,6 +757,17 @@ func (s *Sink) Close(ctx context.Context) error {
 
 // cleanup deletes every key under the prefix (including the scan index)
 // with SCAN + UNLINK, on every master of a cluster.
+// Reset deletes every key under the workload's KEY_PREFIX, for soakd
+// sweep's SOAKD_SWEEP_RESET=true; without a prefix it refuses, as a reset
+// would delete keys soakd did not write.
+func (s *Sink) Reset(ctx context.Context) error {
+	if s.prefix == "" {
+		return sinks.NewError(sinks.Rejected, false, errors.New("no KEY_PREFIX: resetting would delete keys soakd did not write"))
+	}
+	_, err := s.cleanup(ctx)
+	return err
+}
+
 func (s *Sink) cleanup(ctx context.Context) (int64, error) {
 	var deleted atomic.Int64
 	del := func(ctx context.Context, c goredis.Cmdable) error {
