@@ -97,6 +97,11 @@ func TestPanelsOnRealPrometheus(t *testing.T) {
 		"SOAKD_BAD_SOURCE": "seq", "SOAKD_BAD_RATE": "1000", "SOAKD_BAD_BATCH_SIZE": "10", "SOAKD_BAD_WORKERS": "2",
 		"SOAKD_BAD_TARGET":  "null://?latency=1ms&capacity=500&fail=0.1&fail_class=server",
 		"SOAKD_BAD_MAX_LAG": "2s", "SOAKD_BAD_RETRIES": "0",
+		// soakd capacity searches bad: its first step (at twice what the
+		// target handles) outlasts the test, so the search panels have a
+		// step and a knee (0: none yet) to show.
+		"SOAKD_CAPACITY_WORKLOAD": "bad", "SOAKD_CAPACITY_START": "1000", "SOAKD_CAPACITY_WARMUP": "0s",
+		"SOAKD_CAPACITY_SETTLE": "0s", "SOAKD_CAPACITY_HOLD": "10m",
 	}
 	stop := runSoakd(t, env, prometheus.NewRegistry(), l)
 	defer stop()

@@ -193,6 +193,8 @@ func liveMetrics(t *testing.T) map[string]dto.MetricType {
 		"SOAKD_WORKLOADS": "iot,kv", "SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_LOG_LEVEL": "error",
 		"SOAKD_IOT_RATE": "1000", "SOAKD_IOT_BATCH_SIZE": "10", "SOAKD_KV_RATE": "1000", "SOAKD_KV_RECORDS": "100",
 		"SOAKD_CONTROL_TOKEN": "t",
+		// A capacity search on iot, so its gauges are exported too.
+		"SOAKD_CAPACITY_WORKLOAD": "iot", "SOAKD_CAPACITY_START": "1000", "SOAKD_CAPACITY_WARMUP": "0s", "SOAKD_CAPACITY_HOLD": "5m",
 	}
 	reg := prometheus.NewRegistry()
 	stop := runSoakd(t, env, reg, nil)
@@ -239,7 +241,14 @@ func runSoakd(t *testing.T, environ map[string]string, reg *prometheus.Registry,
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test", Listener: l})
+		deps := daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test", Listener: l}
+		// With SOAKD_CAPACITY_WORKLOAD set, soakd capacity searches that
+		// workload (the capacity dashboard's search panels need one).
+		if environ["SOAKD_CAPACITY_WORKLOAD"] != "" {
+			_, _, err = daemon.Capacity(ctx, cfg, environ, deps)
+		} else {
+			_, err = daemon.Run(ctx, cfg, deps)
+		}
 		done <- err
 	}()
 	return func() {
@@ -294,11 +303,15 @@ func exported(known map[string]dto.MetricType, name string) bool {
 // notSummed are the only selectors a panel may aggregate with something
 // other than sum: a process's start time (min: the youngest process), the
 // schedule lag (max: the furthest-behind process) and the count of
-// processes whose readiness is summed.
+// processes whose readiness is summed; and a capacity search's step and
+// knee (max: every shard of a search shows the same, as its rates are
+// totals over shards).
 var notSummed = map[string]parser.ItemType{
 	"process_start_time_seconds": parser.MIN,
 	"soakd_schedule_lag_seconds": parser.MAX,
 	"soakd_ready":                parser.COUNT,
+	"soakd_capacity_knee_rate":   parser.MAX,
+	"soakd_capacity_step":        parser.MAX,
 }
 
 // Every selector of every panel and annotation is aggregated with an

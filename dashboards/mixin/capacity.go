@@ -46,6 +46,20 @@ func Capacity() (dashboard.Dashboard, error) {
 		OverrideByRegexp("dropped/s$", []dashboard.DynamicConfigValue{
 			{Id: "custom.axisPlacement", Value: "right"}, {Id: "unit", Value: "short"}}))
 
+	b.WithRow(dashboard.NewRowBuilder("Capacity search (soakd capacity)"))
+	b.WithPanel(statPanel("Knee found so far",
+		"The highest rate whose step met the SLO; 0 while none has. soakd capacity's report says which SLO each failing step broke.",
+		"short", nil,
+		q(fmt.Sprintf("max by (%s) (%s)", s.by, s.vec("soakd_capacity_knee_rate")), "{{workload}}")))
+	b.WithPanel(timeSeries("Search step and knee",
+		"The index of the step running (right) and the knee found so far (left), against the offered rate.",
+		"short", 18,
+		q(fmt.Sprintf("max by (%s) (%s)", s.by, s.vec("soakd_capacity_knee_rate")), "{{workload}} knee"),
+		q(s.target(), "{{workload}} offered rate"),
+		q(fmt.Sprintf("max by (%s) (%s)", s.by, s.vec("soakd_capacity_step")), "{{workload}} step")).
+		OverrideByRegexp("step$", []dashboard.DynamicConfigValue{
+			{Id: "custom.axisPlacement", Value: "right"}, {Id: "unit", Value: "none"}}))
+
 	b.WithRow(dashboard.NewRowBuilder("Latency against the offered rate: $workload").Repeat("workload"))
 	b.WithPanel(p99VsRate(s))
 	b.WithPanel(rightAxis(timeSeries("p99 response and offered rate ($workload)",
