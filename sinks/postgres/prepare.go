@@ -115,17 +115,25 @@ func firstLine(q string) string {
 }
 
 // timescale reports whether the timescaledb extension is installed,
-// installing it when the server has it available. Without it the tables
-// stay plain tables, with a warning.
+// installing it when the server has it available and preloaded. Without
+// it the tables stay plain tables, with a warning.
 func (s *Sink) timescale(ctx context.Context, c *pgx.Conn) (bool, error) {
-	var installed, available bool
+	var installed, available, preloaded bool
 	err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'timescaledb'),
-		EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'timescaledb')`).Scan(&installed, &available)
+		EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'timescaledb'),
+		current_setting('shared_preload_libraries') ~ '(^|[ ,])timescaledb([ ,]|$)'`).Scan(&installed, &available, &preloaded)
 	if err != nil {
 		return false, classify(fmt.Errorf("cannot look for the timescaledb extension: %w", err), false, false)
 	}
 	if installed {
 		return true, nil
+	}
+	if available && !preloaded {
+		// CREATE EXTENSION would fail, and TimescaleDB's loader ends the
+		// session with it.
+		s.log.Warn("dialect=timescaledb but the server does not preload timescaledb (shared_preload_libraries): using plain tables",
+			zap.String("target", s.target))
+		return false, nil
 	}
 	if available {
 		if _, err := c.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS timescaledb"); err == nil {
