@@ -143,7 +143,7 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 	var errs []error
 	cfg := &Config{}
 	if err := env.ParseWithOptions(cfg, env.Options{Environment: environ, Prefix: EnvPrefix}); err != nil {
-		errs = append(errs, nameErrors(err, cfg, EnvPrefix)...)
+		errs = append(errs, nameErrors(err, cfg, EnvPrefix, environ)...)
 	}
 	seen := map[string]bool{}
 	for _, raw := range cfg.Workloads {
@@ -167,7 +167,7 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 			errs = append(errs, err)
 		}
 		if err := env.ParseWithOptions(w, env.Options{Environment: wenv, Prefix: p}); err != nil {
-			errs = append(errs, nameErrors(err, w, p)...)
+			errs = append(errs, nameErrors(err, w, p, wenv)...)
 		}
 		if w.Source == "" && srcs.Lookup(name) != nil {
 			w.Source = name
@@ -186,7 +186,7 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 				slices.Sort(w.BuiltinDefaults)
 			}
 			if err := env.ParseWithOptions(w.Ext, env.Options{Environment: wenv, Prefix: p}); err != nil {
-				errs = append(errs, nameErrors(err, w.Ext, p)...)
+				errs = append(errs, nameErrors(err, w.Ext, p, wenv)...)
 			}
 		}
 		cfg.Workload = append(cfg.Workload, w)
@@ -198,11 +198,15 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 }
 
 // nameErrors rewrites caarlos0/env's errors, which name Go fields, so each
-// names its environment variable.
-func nameErrors(err error, v any, prefix string) []error {
+// names its environment variable. Nested structs can reuse a field name
+// (Config.Duration, SweepConfig.Duration): of the variables a field name
+// stands for, the one set in environ is the one that failed to parse.
+func nameErrors(err error, v any, prefix string, environ map[string]string) []error {
 	keys := map[string]string{} // Go field name -> env var
 	for _, s := range settingsOf(v, prefix) {
-		keys[s.Field] = s.Key
+		if _, set := environ[keys[s.Field]]; keys[s.Field] == "" || !set {
+			keys[s.Field] = s.Key
+		}
 	}
 	var agg env.AggregateError
 	list := []error{err}
@@ -465,7 +469,7 @@ func SettingsOf(v any, prefix string) []Setting { return settingsOf(v, prefix) }
 // its variable.
 func ParseSettings(v any, environ map[string]string, prefix string) error {
 	if err := env.ParseWithOptions(v, env.Options{Environment: environ, Prefix: prefix}); err != nil {
-		return errors.Join(nameErrors(err, v, prefix)...)
+		return errors.Join(nameErrors(err, v, prefix, environ)...)
 	}
 	return nil
 }
