@@ -235,6 +235,9 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		if err != nil {
 			return fail(fmt.Errorf("%sSOURCE: cannot build source %q: %w", Prefix(wc.Name), wc.Source, err))
 		}
+		if err := checkBatchMemory(wc, e.Kind, src); err != nil {
+			return fail(err)
+		}
 		if wc.Sink.URL == nil {
 			return fail(fmt.Errorf("%sTARGET: the configuration was not validated (call Config.Check first)", Prefix(wc.Name)))
 		}

@@ -316,3 +316,27 @@ func TestConsoleURLAndReport(t *testing.T) {
 		}
 	}
 }
+
+// Batches that multiply out to more memory than the machine has are
+// refused before anything is generated, naming the setting; the same
+// batch size of a narrow source still runs.
+func TestHugeBatchesRefused(t *testing.T) {
+	code, out, errs := run(t, map[string]string{
+		"SOAKD_WORKLOADS": "massive", "SOAKD_MASSIVE_TARGET": "null://", "SOAKD_LISTEN": "off",
+		"SOAKD_MASSIVE_COLUMNS": "1000", "SOAKD_MASSIVE_BATCH_SIZE": "10000000", "SOAKD_DURATION": "5s",
+	})
+	if code != exitConfig || !strings.Contains(errs, "SOAKD_MASSIVE_BATCH_SIZE: 10000000 units per batch × 4 WORKERS") ||
+		!strings.Contains(errs, "lower BATCH_SIZE or WORKERS") {
+		t.Fatalf("exit %d, want 2 naming SOAKD_MASSIVE_BATCH_SIZE\n%s", code, errs)
+	}
+	if out != "" {
+		t.Errorf("nothing should run; stdout:\n%s", out)
+	}
+	code, out, errs = run(t, map[string]string{
+		"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://", "SOAKD_LISTEN": "off",
+		"SOAKD_SEQ_BATCH_SIZE": "1000000", "SOAKD_SEQ_WORKERS": "1", "SOAKD_SEQ_RATE": "2000000", "SOAKD_DURATION": "1s",
+	})
+	if code != exitOK || !strings.Contains(out, "acknowledged") {
+		t.Errorf("a narrow source's big batches: exit %d\n%s\n%s", code, out, errs)
+	}
+}
