@@ -48,6 +48,8 @@ type runner struct {
 
 	errMu   sync.Mutex
 	lastErr errorNote // the last failed write
+
+	judge *judge // the workload's thresholds; nil without any
 }
 
 // errorNote is the last error of a kind, for summaries and /status.
@@ -130,6 +132,7 @@ const (
 	stopHard         = "SOAKD_DURATION"
 	stopSignal       = "signal"
 	stopConfig       = "configuration error"
+	stopCapacity     = "capacity search done"
 )
 
 // phaseRun is the state of one pass over a source.
@@ -169,6 +172,9 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 		return "", err
 	}
 	p.st = r.beginPhase(name, rate)
+	if name == "run" && r.judge != nil {
+		r.judge.begin(p.st)
+	}
 	closedLoop := rate.Max
 	var wg sync.WaitGroup
 	for i := 0; i < r.cfg.Workers; i++ {

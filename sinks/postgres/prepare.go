@@ -14,6 +14,17 @@ import (
 	"github.com/soakd/soakd/sinks"
 )
 
+// Reset empties the sink's own tables (TRUNCATE), for soakd sweep's
+// SOAKD_SWEEP_RESET=true; it touches no other table.
+func (s *Sink) Reset(ctx context.Context) error {
+	for _, p := range *s.plans.Load() {
+		if _, err := s.pool.Exec(ctx, "TRUNCATE "+p.table); err != nil {
+			return classify(fmt.Errorf("cannot empty %s: %w", p.table, err), true, false)
+		}
+	}
+	return nil
+}
+
 // Prepare creates the tables of the sink's schemas when they are missing
 // (unless ?create=false) and checks that existing tables have every
 // column soakd writes. It is idempotent and safe to run from several
