@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/sources"
@@ -16,8 +17,11 @@ import (
 
 // batchBytes estimates one batch of units of src: 8 bytes per column of
 // a series row (time, device, fields), the key and every field value of a
-// KV operation.
+// KV operation, a query and its rendered text.
 func batchBytes(kind sources.Kind, src sources.Source, units int) int64 {
+	if kind == sources.Queries {
+		return (int64(unsafe.Sizeof(sources.Query{})) + queryTextBytes) * int64(units)
+	}
 	if kind == sources.KV {
 		per := int64(64)
 		if bs, ok := src.(sources.Batcher); ok {
@@ -33,6 +37,9 @@ func batchBytes(kind sources.Kind, src sources.Source, units int) int64 {
 	return int64(cols) * 8 * int64(units)
 }
 
+// queryTextBytes is about the longest query text a sink renders.
+const queryTextBytes = 4 << 10
+
 // memoryBudget is how much of the machine's memory the batches of every
 // workload together may take: half of it (8 GiB when it is unknown).
 func memoryBudget() int64 {
@@ -46,7 +53,7 @@ func memoryBudget() int64 {
 // copies, would not fit in memoryBudget.
 func checkBatchMemory(w *Workload, kind sources.Kind, src sources.Source) error {
 	key, units := "BATCH_SIZE", w.BatchSize
-	if kind == sources.KV {
+	if kind != sources.Series {
 		key, units = "PIPELINE", w.Pipeline
 	}
 	need := 2 * int64(w.Workers) * batchBytes(kind, src, units)

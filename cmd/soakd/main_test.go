@@ -339,4 +339,12 @@ func TestHugeBatchesRefused(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "acknowledged") {
 		t.Errorf("a narrow source's big batches: exit %d\n%s\n%s", code, out, errs)
 	}
+	// A query workload's batch is PIPELINE queries, and so named.
+	code, _, errs = run(t, map[string]string{
+		"SOAKD_WORKLOADS": "q", "SOAKD_Q_SOURCE": "devops-queries", "SOAKD_Q_TARGET": "null://", "SOAKD_LISTEN": "off",
+		"SOAKD_Q_PIPELINE": "1000000", "SOAKD_Q_WORKERS": "256", "SOAKD_DURATION": "1s",
+	})
+	if code != exitConfig || !strings.Contains(errs, "SOAKD_Q_PIPELINE: 1000000 units per batch × 256 WORKERS") {
+		t.Errorf("a query workload's huge PIPELINE: exit %d, want 2 naming SOAKD_Q_PIPELINE\n%s", code, errs)
+	}
 }
