@@ -321,7 +321,7 @@ func (w *workload) runPhases(genCtx, drainCtx context.Context, cfg *Config) erro
 		}
 		return err
 	}
-	if w.cfg.reset {
+	if w.cfg.reset && w.kind != sources.Queries { // a query workload reads data it did not write
 		if err := w.resetTarget(genCtx); err != nil {
 			return err
 		}

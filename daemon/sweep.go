@@ -22,7 +22,7 @@ import (
 type SweepConfig struct {
 	Workload string        `env:"WORKLOAD" help:"soakd sweep: the workload swept; default: the first of SOAKD_WORKLOADS"`
 	Workers  IntList       `env:"WORKERS" envDefault:"1,2,4,8" help:"soakd sweep: the WORKERS values tried"`
-	Batch    IntList       `env:"BATCH" envDefault:"100,1000,10000" help:"soakd sweep: the BATCH_SIZE values tried (PIPELINE for KV workloads)"`
+	Batch    IntList       `env:"BATCH" envDefault:"100,1000,10000" help:"soakd sweep: the BATCH_SIZE values tried (PIPELINE for KV and query workloads)"`
 	Repeats  int           `env:"REPEATS" envDefault:"3" help:"soakd sweep: runs per point (min, median and max are reported)"`
 	Duration time.Duration `env:"DURATION" envDefault:"10s" help:"soakd sweep: length of each run when the workload has no finite data set (a finite one is written whole)"`
 	Reset    bool          `env:"RESET" envDefault:"false" help:"soakd sweep: empty what soakd wrote (its own tables, keys under KEY_PREFIX) before each run, so every point starts from the same state"`
@@ -153,11 +153,11 @@ func Sweep(ctx context.Context, cfg *Config, environ map[string]string, d Deps) 
 	sc := cfg.Sweep
 	orig := sc.workload(cfg)
 	e := d.Plugins.Sources.Lookup(orig.Source)
-	kv := e != nil && e.Kind == sources.KV
+	kv := e != nil && e.Kind != sources.Series // KV and queries: PIPELINE units per batch
 	res := &SweepResult{Workload: orig.Name, Unit: "rows", BatchName: "BATCH_SIZE", Environment: sysinfo.Collect(d.Version),
 		Settings: sc, Run: settingValues(cfg, environ)}
 	if kv {
-		res.Unit, res.BatchName = "ops", "PIPELINE"
+		res.Unit, res.BatchName = unitName(e.Kind), "PIPELINE"
 	}
 	log := d.Logger.With(zap.String("workload", orig.Name))
 	total := len(sc.Workers) * len(sc.Batch) * sc.Repeats
