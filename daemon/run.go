@@ -418,6 +418,9 @@ func (w *workload) preload(genCtx, drainCtx context.Context, cfg *Config) error 
 			// configuration, named by its variable.
 			return errors.Join(prefixSettingErrors(err, Prefix(w.name))...)
 		}
+		if err != nil && genCtx.Err() != nil {
+			return nil // stopped while probing: not a failure, as in prepare
+		}
 		if err != nil {
 			return fmt.Errorf("workload %s: cannot check for loaded records: %s", w.name, w.scrub(err.Error()))
 		}
