@@ -32,8 +32,8 @@ func TestCapacityAgainstRealServers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "cap")
-			env := map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_CAPACITY_START": "500",
-				"SOAKD_CAPACITY_STEP": "x2", "SOAKD_CAPACITY_MAX": "2000", "SOAKD_CAPACITY_WARMUP": "1s",
+			env := map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_CAPACITY_START": "200",
+				"SOAKD_CAPACITY_STEP": "x2", "SOAKD_CAPACITY_MAX": "800", "SOAKD_CAPACITY_WARMUP": "1s",
 				"SOAKD_CAPACITY_SETTLE": "1s", "SOAKD_CAPACITY_HOLD": "2s", "SOAKD_CAPACITY_SLO_P99": "2s",
 				"SOAKD_CAPACITY_REFINE": "1", "SOAKD_CAPACITY_OUT": out}
 			for k, v := range tc.env {
@@ -54,9 +54,11 @@ func TestCapacityAgainstRealServers(t *testing.T) {
 			if err := json.Unmarshal(b, &res); err != nil {
 				t.Fatal(err)
 			}
-			// 500, 1000 and 2000/s: a real server takes these with a 2 s SLO.
-			if !res.Found || res.Knee != 2000 || len(res.Steps) != 3 {
-				t.Errorf("knee %v found %v after %d steps, want 2000 after 3: %s", res.Knee, res.Found, len(res.Steps), res.Outcome)
+			// 200, 400 and 800/s: a real server takes these with a 2 s SLO,
+			// and soakd sends them on time even under the race detector on
+			// a busy 2-core machine (at 2000/s it fell 8 % short there).
+			if !res.Found || res.Knee != 800 || len(res.Steps) != 3 {
+				t.Errorf("knee %v found %v after %d steps, want 800 after 3: %s", res.Knee, res.Found, len(res.Steps), res.Outcome)
 			}
 			for _, s := range res.Steps {
 				if s.Achieved < 0.95*s.Target || s.Response.Count == 0 {
