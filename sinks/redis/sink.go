@@ -61,6 +61,7 @@ type Sink struct {
 	free   []*call
 	misses atomic.Int64
 	closed atomic.Bool
+	conns  sinks.Conns // single-server mode's connections
 }
 
 var (
@@ -131,6 +132,7 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 			DisableIdentity: true,
 		}
 		shared := *s.own // NewClient fills in defaults
+		shared.Dialer = s.conns.Wrap(goredis.NewDialer(&shared))
 		s.single = goredis.NewClient(&shared)
 		s.c = s.single
 	case Sentinel:
@@ -194,8 +196,8 @@ type call struct {
 // one connection of its pool; the pool size stays the sink's, which is
 // also how many failed dials go-redis takes before it answers further
 // dials with the last error until a probe gets through.
-func (c *call) newClient(o goredis.Options) {
-	base := goredis.NewDialer(&o)
+func (c *call) newClient(o goredis.Options, conns *sinks.Conns) {
+	base := conns.Wrap(goredis.NewDialer(&o))
 	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		nc, err := base(ctx, network, addr)
 		if err == nil {
@@ -282,7 +284,7 @@ func (s *Sink) getCall() *call {
 		c = &call{}
 		c.interrupt = c.close
 		if s.own != nil {
-			c.newClient(*s.own)
+			c.newClient(*s.own, &s.conns)
 		}
 	}
 	if c.broken && c.conn != nil {
@@ -722,6 +724,18 @@ func (s *Sink) Ping(ctx context.Context) error {
 		return s.failed(ctx, 1, err)
 	}
 	return nil
+}
+
+// OpenConns is the number of connections open to the server now (in
+// cluster and sentinel mode, those of go-redis's pools).
+func (s *Sink) OpenConns() int64 {
+	switch {
+	case s.cluster != nil:
+		return int64(s.cluster.PoolStats().TotalConns)
+	case s.own == nil:
+		return int64(s.single.PoolStats().TotalConns)
+	}
+	return s.conns.Open()
 }
 
 // Close logs the reads that found no record, deletes the workload's keys
