@@ -220,8 +220,6 @@ type fault struct {
 	check func(t *testing.T, s *scene, w *daemon.WorkloadSummary)
 	// noResume: the run stops during the fault (inject stops it).
 	noResume bool
-	// stopped is the summary when inject stopped the run itself.
-	stopped *daemon.WorkloadSummary
 	// short: runs under -short too.
 	short bool
 }
