@@ -185,6 +185,13 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			sent += units
 			r.pending.Store(-1)
 			continue
+		case c := <-r.ctl:
+			// Also here: at high rates the scheduler may never wait long
+			// enough to hear control in wait.
+			st.release(-int64(units))
+			ctlReq = &c
+			r.pending.Store(-1)
+			continue
 		default:
 		}
 		// Every worker is busy and the queue is full. The ticket waits
