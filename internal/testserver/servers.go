@@ -71,9 +71,11 @@ func pgVersion(binDir string) int {
 }
 
 // Postgres starts a fresh PostgreSQL cluster (initdb, trust auth, fsync
-// off) on a free port. Its URL is postgres://postgres@127.0.0.1:PORT/postgres.
-// As root the server runs as the postgres user, as PostgreSQL requires.
-func Postgres(t testing.TB) *Server {
+// off) on a free port, with any extra settings as name=value (e.g.
+// "max_connections=8"; they win over the defaults). Its URL is
+// postgres://postgres@127.0.0.1:PORT/postgres. As root the server runs as
+// the postgres user, as PostgreSQL requires.
+func Postgres(t testing.TB, settings ...string) *Server {
 	t.Helper()
 	bin := PostgresBinDir()
 	if bin == "" {
@@ -101,12 +103,16 @@ func Postgres(t testing.TB) *Server {
 	port := FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	isready := filepath.Join(bin, "pg_isready")
+	args := []string{"-D", data, "-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(port),
+		"-c", "unix_socket_directories=" + dir, "-c", "fsync=off", "-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off", "-c", "max_connections=200"}
+	for _, kv := range settings {
+		args = append(args, "-c", kv)
+	}
 	c := Command{
-		Name: "postgres",
-		Path: filepath.Join(bin, "postgres"),
-		Args: []string{"-D", data, "-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(port),
-			"-c", "unix_socket_directories=" + dir, "-c", "fsync=off", "-c", "synchronous_commit=off",
-			"-c", "full_page_writes=off", "-c", "max_connections=200"},
+		Name:       "postgres",
+		Path:       filepath.Join(bin, "postgres"),
+		Args:       args,
 		Dir:        dir,
 		AsUser:     owner,
 		StopSignal: syscall.SIGINT, // fast shutdown
@@ -193,11 +199,19 @@ type InfluxOption func(*influxOptions)
 
 type influxOptions struct {
 	auth bool
+	data []string
 }
 
 // InfluxAuth turns authentication on (with no user yet, InfluxDB lets the
 // first admin be created without credentials).
 func InfluxAuth() InfluxOption { return func(o *influxOptions) { o.auth = true } }
+
+// InfluxData adds settings (TOML lines such as
+// `cache-max-memory-size = "1m"`) to the [data] section of the
+// configuration.
+func InfluxData(lines ...string) InfluxOption {
+	return func(o *influxOptions) { o.data = append(o.data, lines...) }
+}
 
 // Influx starts InfluxDB 1.x (influxd) on a free port with reporting off.
 // Its URL is http://127.0.0.1:PORT.
@@ -223,7 +237,7 @@ bind-address = "127.0.0.1:%d"
   wal-dir = "%[2]s/wal"
   query-log-enabled = false
   wal-fsync-delay = "100ms"
-[monitor]
+%[5]s[monitor]
   store-enabled = false
 [http]
   enabled = true
@@ -236,7 +250,7 @@ bind-address = "127.0.0.1:%d"
 [logging]
   suppress-logo = true
   level = "warn"
-`, rpc, dir, addr, o.auth)
+`, rpc, dir, addr, o.auth, dataLines(o.data))
 	cf := filepath.Join(dir, "influxdb.conf")
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -250,6 +264,14 @@ bind-address = "127.0.0.1:%d"
 	}
 	p := Start(t, c)
 	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: "http://" + addr}
+}
+
+func dataLines(lines []string) string {
+	s := ""
+	for _, l := range lines {
+		s += "  " + l + "\n"
+	}
+	return s
 }
 
 // Prometheus starts a Prometheus server (with native histograms enabled)
