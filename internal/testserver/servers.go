@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -272,7 +273,8 @@ func redisPingDial(addr string, tc *tls.Config) func(ctx context.Context) error 
 		if err != nil {
 			return err
 		}
-		if line != "+PONG\r\n" {
+		// NOAUTH: up, and asking for the password (--requirepass).
+		if line != "+PONG\r\n" && !strings.HasPrefix(line, "-NOAUTH") {
 			return fmt.Errorf("PING answered %q", line)
 		}
 		return nil
