@@ -118,8 +118,8 @@ func keyPairError(err error) error {
 // is a failed verification of the server's certificate, and err itself
 // otherwise. ca names the setting that holds the certificate authority
 // (ca, sslrootcert), host the one that makes the host name checked (""
-// when it always is).
-func ExplainTLS(err error, ca, host string) error {
+// when it always is), client those of the client certificate.
+func ExplainTLS(err error, ca, host, client string) error {
 	if err == nil {
 		return nil
 	}
@@ -142,6 +142,9 @@ func ExplainTLS(err error, ca, host string) error {
 		return fmt.Errorf("the server's TLS certificate is not valid (expired, or not for servers): %w", err)
 	case errors.As(err, &cve):
 		return fmt.Errorf("the server's TLS certificate was not accepted (check %s): %w", ca, err)
+	case strings.Contains(err.Error(), "tls: certificate required"), strings.Contains(err.Error(), "tls: bad certificate"),
+		strings.Contains(err.Error(), "tls: unknown certificate authority"):
+		return fmt.Errorf("the server refused soakd's TLS client certificate or wants one: check %s: %w", client, err)
 	}
 	return err
 }
