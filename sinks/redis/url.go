@@ -42,13 +42,13 @@ type Config struct {
 	TLS                                bool
 	SkipVerify                         bool
 	// TLSFiles are the CA and client certificate files (?ca=&cert=&key=).
-	TLSFiles sinks.TLSFiles
-	Protocol                           int
-	DialTimeout                        time.Duration
-	ReadTimeout                        time.Duration
-	WriteTimeout                       time.Duration
-	PoolSize                           int // 0 = workers + headroom
-	ClientName                         string
+	TLSFiles     sinks.TLSFiles
+	Protocol     int
+	DialTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	PoolSize     int // 0 = workers + headroom
+	ClientName   string
 	// Cleanup deletes the workload's keys (KEY_PREFIX*) when the sink closes.
 	Cleanup bool
 	// Index maintains YCSB's scan index, a sorted set of the inserted keys
