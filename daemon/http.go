@@ -93,9 +93,10 @@ func serveHTTP(cfg *Config, d Deps, h http.Handler) (*http.Server, error) {
 		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 		scheme = "https"
 	}
+	useTLS := srv.TLSConfig != nil // Serve changes srv.TLSConfig: read it before
 	go func() {
 		var err error
-		if srv.TLSConfig != nil {
+		if useTLS {
 			err = srv.ServeTLS(l, "", "")
 		} else {
 			err = srv.Serve(l)
@@ -105,7 +106,7 @@ func serveHTTP(cfg *Config, d Deps, h http.Handler) (*http.Server, error) {
 		}
 	}()
 	d.Logger.Info("serving /metrics /healthz /readyz /status", zap.String("addr", l.Addr().String()),
-		zap.Bool("tls", srv.TLSConfig != nil), zap.Bool("control", cfg.EffectiveControlToken() != ""))
+		zap.Bool("tls", useTLS), zap.Bool("control", cfg.EffectiveControlToken() != ""))
 	if d.UI != nil {
 		u := consoleURL(scheme, l.Addr())
 		d.Logger.Info("web console: open "+u, zap.String("url", u))
