@@ -151,7 +151,7 @@ func classifyTransport(ctx context.Context, err error, idempotent bool) error {
 	)
 	switch {
 	case errors.As(err, &cve) || errors.As(err, &uae) || errors.As(err, &hne) || errors.As(err, &cie):
-		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("TLS certificate not accepted (see ?insecure=true): %w", err))
+		return sinks.NewError(sinks.Rejected, false, sinks.ExplainTLS(err, "ca", "", "cert and key"))
 	case errors.As(err, &rhe):
 		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("TLS handshake failed; does the server speak TLS? %w", err))
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():

@@ -34,7 +34,10 @@ func newTransport(c *Config, workers int, conns *sinks.Conns) *http.Transport {
 		// HTTP/1.1 also over TLS (a custom dialer leaves HTTP/2 off): one
 		// connection per worker, as without TLS, rather than every
 		// worker's megabyte bodies multiplexed over one connection.
-		t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.Insecure} //nolint:gosec // only when the user asks
+		t.TLSClientConfig = c.tlsConfig
+		if t.TLSClientConfig == nil { // New without LoadTLS: no files to read
+			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.Insecure} //nolint:gosec // only when the user asks
+		}
 	}
 	return t
 }

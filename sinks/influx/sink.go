@@ -111,14 +111,21 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if err := cfg.LoadTLS(); err != nil {
+		return nil, err
+	}
 	cfg.withSecrets(o.Password, o.Token)
 	return New(cfg, o), nil
 }
 
-// Check is the registry's CheckFunc: it validates the URL's parameters.
+// Check is the registry's CheckFunc: it validates the URL's parameters
+// and reads its TLS files.
 func Check(u *url.URL, _ sources.Kind) error {
-	_, err := ParseURL(u)
-	return err
+	c, err := ParseURL(u)
+	if err != nil {
+		return err
+	}
+	return c.LoadTLS()
 }
 
 // New returns a sink for cfg. It does no I/O.

@@ -91,6 +91,9 @@ func parse(u *url.URL, o sinks.Options) (Config, *pgxpool.Config, error) {
 		if errors.As(err, &pe) {
 			pe.ConnString = sinks.Redact(pe.ConnString)
 		}
+		if strings.Contains(err.Error(), "TLS") {
+			return c, nil, fmt.Errorf("invalid TLS settings (sslmode, sslrootcert, sslcert, sslkey, sslpassword): %w", err)
+		}
 		return c, nil, fmt.Errorf("invalid connection settings: %w", err)
 	}
 	if pc.ConnConfig.Password == "" && o.Password != "" {

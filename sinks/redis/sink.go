@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -118,9 +117,9 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 	// retry the sink's pipelines anyway: they hold NoRetry commands
 	// (ZeroCopyStringCmd, RawWriteToCmd). -1 disables its retries.
 	const retries = -1
-	var tlsCfg *tls.Config
-	if cfg.TLS {
-		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.SkipVerify} //nolint:gosec // opt-in via ?skip_verify=true
+	tlsCfg, err := cfg.tlsConfig()
+	if err != nil {
+		return nil, err
 	}
 	switch cfg.Mode {
 	case Single:
@@ -595,6 +594,10 @@ func (s *Sink) failed(ctx context.Context, n int, err error) error {
 
 func (s *Sink) wrap(n int, err error) error {
 	class, retry := classify(err)
+	if e := sinks.ExplainTLS(err, "ca", "", "cert and key"); e != err {
+		// A certificate refused now will be refused again.
+		class, retry, err = sinks.Rejected, false, e
+	}
 	return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w", n, s.where, err))
 }
 
