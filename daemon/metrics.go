@@ -149,8 +149,8 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 		ready = 1
 	}
 	gauge(m.ready, ready)
-	if cc, ok := w.sink.(connCounter); ok {
-		gauge(m.conns, float64(cc.OpenConns()))
+	if w.conns != nil {
+		gauge(m.conns, float64(w.conns.OpenConns()))
 	}
 	for i, a := range controlActions {
 		counter(m.controls, w.controls[i].Load(), a)

@@ -24,6 +24,7 @@ type runner struct {
 	kind      sources.Kind
 	src       sources.Source
 	sink      sinks.Sink
+	conns     connCounter // the sink, when it counts its connections; kept after Close sets sink to nil
 	log       *zap.Logger
 	batchSize int
 	errLog    *throttle
@@ -70,6 +71,7 @@ func newRunner(cfg *Workload, kind sources.Kind, src sources.Source, sink sinks.
 	if kind == sources.KV {
 		r.batchSize = cfg.Pipeline
 	}
+	r.conns, _ = sink.(connCounter)
 	r.sched.Store(&schedule{})
 	r.pending.Store(-1)
 	return r

@@ -82,7 +82,9 @@ var targets = []target{
 		prepares: true,
 		// synchronous_commit on: a commit acknowledged is in the WAL, so
 		// it survives SIGKILL (fsync stays off: the OS does not crash).
-		start: func(t *testing.T) *testserver.Server { return testserver.Postgres(t, testserver.PostgresSettings("synchronous_commit=on")) },
+		start: func(t *testing.T) *testserver.Server {
+			return testserver.Postgres(t, testserver.PostgresSettings("synchronous_commit=on"))
+		},
 		env: func(addr, ns string, _ int) map[string]string {
 			return seriesEnv(fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", addr, ns))
 		},
@@ -161,9 +163,16 @@ func redisAdmin(t *testing.T, srv *testserver.Server, db int) *goredis.Client {
 
 func influxCount(t *testing.T, srv *testserver.Server, db string) int64 {
 	t.Helper()
+	return influxQuery(t, srv, db, "SELECT count(n) FROM seq")
+}
+
+// influxQuery runs a query answering one count, 0 when the database or
+// the measurement is not there.
+func influxQuery(t *testing.T, srv *testserver.Server, db, q string) int64 {
+	t.Helper()
 	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
 	defer hc.CloseIdleConnections()
-	resp, err := hc.PostForm(srv.URL+"/query", url.Values{"db": {db}, "q": {"SELECT count(n) FROM seq"}})
+	resp, err := hc.PostForm(srv.URL+"/query", url.Values{"db": {db}, "q": {q}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -307,6 +307,7 @@ type InfluxOption func(*influxOptions)
 type influxOptions struct {
 	auth  bool
 	data  []string
+	http  []string
 	certs *Certs
 }
 
@@ -323,6 +324,13 @@ func InfluxAuth() InfluxOption { return func(o *influxOptions) { o.auth = true }
 // configuration.
 func InfluxData(lines ...string) InfluxOption {
 	return func(o *influxOptions) { o.data = append(o.data, lines...) }
+}
+
+// InfluxHTTP adds settings (TOML lines such as
+// `max-concurrent-write-limit = 1`) to the [http] section of the
+// configuration.
+func InfluxHTTP(lines ...string) InfluxOption {
+	return func(o *influxOptions) { o.http = append(o.http, lines...) }
 }
 
 // Influx starts InfluxDB 1.x (influxd) on a free port with reporting off.
@@ -360,12 +368,12 @@ bind-address = "127.0.0.1:%d"
   https-enabled = %[5]t
   https-certificate = "%[6]s"
   https-private-key = "%[7]s"
-[continuous_queries]
+%[9]s[continuous_queries]
   enabled = false
 [logging]
   suppress-logo = true
   level = "warn"
-`, rpc, dir, addr, o.auth, o.certs != nil, certPath(o.certs, false), certPath(o.certs, true), dataLines(o.data))
+`, rpc, dir, addr, o.auth, o.certs != nil, certPath(o.certs, false), certPath(o.certs, true), dataLines(o.data), dataLines(o.http))
 	cf := filepath.Join(dir, "influxdb.conf")
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
