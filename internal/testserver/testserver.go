@@ -308,3 +308,60 @@ func DialReady(addr string) func(ctx context.Context) error {
 		return c.Close()
 	}
 }
+
+// Procs returns the server's process id and those of its children, from
+// /proc (PostgreSQL's backends are children of the postmaster, each in a
+// session of its own, so signalling the process group misses them).
+func (p *Proc) Procs() []int {
+	pid := p.Pid()
+	out := []int{pid}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid ...; comm may hold spaces, so cut at the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(b[i+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			child, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(f, "/proc/"), "/stat"))
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// Freeze stops the server and its children with SIGSTOP, as a server that
+// hangs (swapping, a stalled disk, a debugger) looks to its clients. The
+// returned function resumes them (SIGCONT); it is safe to call more than
+// once and cleanup calls it too.
+func (p *Proc) Freeze(t testing.TB) (thaw func()) {
+	t.Helper()
+	procs := p.Procs()
+	for _, pid := range procs {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatalf("cannot stop %s (pid %d): %v", p.Name, pid, err)
+		}
+	}
+	thaw = sync.OnceFunc(func() {
+		for _, pid := range procs {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	})
+	t.Cleanup(thaw)
+	return thaw
+}
+
+// Kill kills the server and its children with SIGKILL, as a crash or the
+// OOM killer would, and waits until the server process has gone. Its data
+// stays for Resume.
+func (p *Proc) Kill() {
+	for _, pid := range p.Procs() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	<-p.done
+}

@@ -26,12 +26,13 @@ const userAgent = "soakd"
 // Sink writes series batches as line protocol, one HTTP request per
 // batch, and returns only when the target has answered.
 type Sink struct {
-	cfg  Config
-	log  *zap.Logger
-	errs *errLog
-	tr   *http.Transport
-	hc   *http.Client
-	auth string // Authorization header value: a secret, never logged
+	cfg   Config
+	log   *zap.Logger
+	errs  *errLog
+	tr    *http.Transport
+	conns sinks.Conns // the transport's connections
+	hc    *http.Client
+	auth  string // Authorization header value: a secret, never logged
 
 	writeURL string // v1
 
@@ -112,6 +113,9 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if err := cfg.LoadTLS(); err != nil {
+		return nil, err
+	}
 	cfg.withSecrets(o.Password, o.Token)
 	if o.Kind == sources.Queries {
 		if err := checkQueries(cfg); err != nil {
@@ -127,13 +131,19 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 }
 
 // Check is the registry's CheckFunc: it validates the URL's parameters,
-// and for query workloads that the target speaks InfluxQL.
+// reads its TLS files, and for query workloads checks that the target
+// speaks InfluxQL.
 func Check(u *url.URL, kind sources.Kind) error {
 	c, err := ParseURL(u)
-	if err == nil && kind == sources.Queries {
-		err = checkQueries(c)
+	if err != nil {
+		return err
 	}
-	return err
+	if kind == sources.Queries {
+		if err := checkQueries(c); err != nil {
+			return err
+		}
+	}
+	return c.LoadTLS()
 }
 
 // New returns a sink for cfg. It does no I/O.
@@ -144,16 +154,15 @@ func New(cfg Config, o sinks.Options) *Sink {
 		log = zap.NewNop()
 	}
 	log = log.With(zap.String("target", cfg.String()))
-	tr := newTransport(&cfg, workers)
 	s := &Sink{
 		cfg:    cfg,
 		log:    log,
 		errs:   newErrLog(log),
-		tr:     tr,
-		hc:     &http.Client{Transport: waitTransport{tr}},
 		auth:   cfg.authHeader(),
 		states: make(chan *state, workers),
 	}
+	s.tr = newTransport(&cfg, workers, &s.conns)
+	s.hc = &http.Client{Transport: waitTransport{s.tr}}
 	if cfg.API == V1 {
 		q := url.Values{}
 		if cfg.DB != "" {
@@ -333,6 +342,9 @@ func (st *state) compress(level int) []byte {
 }
 
 func lines(buf []byte) int { return bytes.Count(buf, []byte{'\n'}) }
+
+// OpenConns is the number of connections open to the server now.
+func (s *Sink) OpenConns() int64 { return s.conns.Open() }
 
 // Close releases idle connections. Safe to call more than once.
 func (s *Sink) Close(context.Context) error {

@@ -119,10 +119,16 @@ type Config struct {
 	Timeout time.Duration
 	// TSDatabase is the KWDB time-series database holding the tables.
 	TSDatabase string
+	// Schema is the PostgreSQL schema of soakd's tables (?schema=; ""
+	// = the search_path's first, usually public). Prepare creates it
+	// when missing (with create=true).
+	Schema string
+	// TablePrefix is prepended to every table name (?table_prefix=).
+	TablePrefix string
 }
 
 // soakdParams are the URL parameters this package consumes itself.
-var soakdParams = []string{"insert", "dialect", "create", "dedup", "chunk_interval", "timeout", "ts_database", "layout"}
+var soakdParams = []string{"insert", "dialect", "create", "dedup", "chunk_interval", "timeout", "ts_database", "layout", "schema", "table_prefix"}
 
 // pgxParams are the libpq / pgx / pgxpool parameters passed through to
 // pgx unchanged.
@@ -261,11 +267,35 @@ func ParseURL(u *url.URL) (Config, string, error) {
 		if c.Method != 0 && c.Method != Copy {
 			errs = append(errs, fmt.Errorf("layout=tsbs writes with COPY, as tsbs_load_timescaledb does; insert=%s needs the soakd layout", c.Method))
 		}
+		if q.Has("schema") || q.Has("table_prefix") {
+			errs = append(errs, errors.New("layout=tsbs writes TSBS's own table names (tags, cpu, ...) where TSBS's tools look for them: schema= and table_prefix= need the soakd layout"))
+		}
 		if c.Dialect == TimescaleDB && c.ChunkInterval == 0 && !q.Has("chunk_interval") {
 			c.ChunkInterval = tsbsChunkInterval
 		}
 	default:
 		errs = append(errs, fmt.Errorf("layout %q: want soakd or tsbs", q.Get("layout")))
+	}
+	if q.Has("schema") {
+		s := q.Get("schema")
+		switch {
+		case c.Dialect == KWDB:
+			errs = append(errs, fmt.Errorf("schema: kwdb keeps its time-series tables in ts_database; use ts_database"))
+		case s == "" || len(s) > 63:
+			errs = append(errs, fmt.Errorf("schema %q: want a name of 1 to 63 bytes", s))
+		case strings.HasPrefix(strings.ToLower(s), "pg_"):
+			errs = append(errs, fmt.Errorf("schema %q: names starting with pg_ are reserved for the system", s))
+		default:
+			c.Schema = s
+		}
+	}
+	if q.Has("table_prefix") {
+		s := q.Get("table_prefix")
+		if s == "" || len(s) > 32 {
+			errs = append(errs, fmt.Errorf("table_prefix %q: want 1 to 32 bytes", s))
+		} else {
+			c.TablePrefix = s
+		}
 	}
 	// Method defaults and the combinations a dialect cannot do.
 	if c.Method == 0 {
@@ -320,8 +350,21 @@ func boolParam(q url.Values, name string, def bool) (bool, error) {
 // postgres or timescaledb dialect.
 func Check(u *url.URL, kind sources.Kind) error {
 	c, _, err := parse(u, sinks.Options{Workers: 1})
-	if err == nil && kind == sources.Queries && c.Dialect != Postgres && c.Dialect != TimescaleDB {
-		err = fmt.Errorf("query workloads are written for PostgreSQL and TimescaleDB, not dialect %s", c.Dialect)
+	if err == nil && kind == sources.Queries {
+		err = checkQueryConfig(c)
 	}
 	return err
+}
+
+// checkQueryConfig refuses what query workloads cannot read: other
+// dialects, and tables renamed by schema= or table_prefix= (the queries
+// name the data set's tables as they are).
+func checkQueryConfig(c Config) error {
+	if c.Dialect != Postgres && c.Dialect != TimescaleDB {
+		return fmt.Errorf("query workloads are written for PostgreSQL and TimescaleDB, not dialect %s", c.Dialect)
+	}
+	if c.Schema != "" || c.TablePrefix != "" {
+		return errors.New("query workloads read the data set's tables by their own names: schema= and table_prefix= are for series workloads")
+	}
+	return nil
 }

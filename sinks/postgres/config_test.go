@@ -167,6 +167,20 @@ func TestCheck(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "pool_max_conns") || strings.Contains(err.Error(), "secret123") {
 		t.Errorf("bad pool_max_conns: %v, want an error naming it without the password", err)
 	}
+	// Query workloads and layout=tsbs use the data set's own table names.
+	for raw, kind := range map[string]sources.Kind{
+		"postgres://u@h/db?schema=soakd":                sources.Queries,
+		"postgres://u@h/db?table_prefix=s_":             sources.Queries,
+		"postgres://u@h/db?layout=tsbs&schema=soakd":    sources.Series,
+		"postgres://u@h/db?layout=tsbs&table_prefix=s_": sources.Series,
+	} {
+		if err := Check(mustURL(t, raw), kind); err == nil || !strings.Contains(err.Error(), "schema= and table_prefix=") {
+			t.Errorf("Check(%s, %s) = %v, want schema= and table_prefix= refused", raw, kind, err)
+		}
+	}
+	if err := Check(mustURL(t, "postgres://u@h/db?schema=soakd&table_prefix=s_"), sources.Series); err != nil {
+		t.Errorf("schema and table_prefix for a series workload: %v", err)
+	}
 }
 
 func TestOpenDoesNoIO(t *testing.T) {

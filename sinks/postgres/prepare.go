@@ -188,7 +188,7 @@ func checkTableColumns(ctx context.Context, c *pgx.Conn, table string, cols []st
 		return classify(fmt.Errorf("cannot read the columns of %s: %w", table, err), false, false)
 	}
 	if len(have) == 0 {
-		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s does not exist (create=false, or created in another schema than the search_path's first)", table))
+		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s does not exist (create=false, or created in another schema than the search_path's first: see schema=)", table))
 	}
 	var missing []string
 	for _, name := range cols {

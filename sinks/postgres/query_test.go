@@ -113,7 +113,7 @@ func col(t *testing.T, r *sinks.QueryResult, name string) int {
 // the fleet, low-fuel and high-load only trucks below and above their
 // thresholds. The two layouts return as many rows for every query.
 func TestQueries(t *testing.T) {
-	servers := map[string]func(testing.TB) *testserver.Server{"postgres": testserver.Postgres, "timescaledb": testserver.TimescaleDB}
+	servers := map[string]func(testing.TB, ...testserver.PostgresOption) *testserver.Server{"postgres": testserver.Postgres, "timescaledb": testserver.TimescaleDB}
 	for _, server := range []string{"postgres", "timescaledb"} {
 		t.Run(server, func(t *testing.T) {
 			srv := servers[server](t)

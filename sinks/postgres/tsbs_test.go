@@ -104,7 +104,7 @@ func dataSet(t *testing.T, source string, scale int, end string) (sources.Source
 // its table with the right tags_id, TSBS's indexes and only those, and on
 // TimescaleDB hypertables with TSBS's 12-hour chunks.
 func TestTSBSLayout(t *testing.T) {
-	servers := map[string]func(testing.TB) *testserver.Server{"postgres": testserver.Postgres, "timescaledb": testserver.TimescaleDB}
+	servers := map[string]func(testing.TB, ...testserver.PostgresOption) *testserver.Server{"postgres": testserver.Postgres, "timescaledb": testserver.TimescaleDB}
 	for _, server := range []string{"postgres", "timescaledb"} {
 		t.Run(server, func(t *testing.T) {
 			srv := servers[server](t)
