@@ -250,6 +250,9 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		if err := checkBatchMemory(wc, e.Kind, src); err != nil {
 			return fail(err)
 		}
+		if err := checkThresholdOps(wc, e.Kind, src); err != nil {
+			return fail(err)
+		}
 		if wc.Sink.URL == nil {
 			return fail(fmt.Errorf("%sTARGET: the configuration was not validated (call Config.Check first)", Prefix(wc.Name)))
 		}

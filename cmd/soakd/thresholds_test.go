@@ -165,3 +165,22 @@ func TestRedisStallFailsWindowedThreshold(t *testing.T) {
 		t.Errorf("%d of %d windows failed: want at least the windows ending 10 s to 15 s judged, and a failure", th.FailedWindows, th.Windows)
 	}
 }
+
+// A check of a query type the source never issues could never be judged:
+// it is refused before anything runs, naming the source's own ops.
+func TestThresholdOfAQueryTypeNotIssued(t *testing.T) {
+	env := map[string]string{"SOAKD_WORKLOADS": "q", "SOAKD_Q_SOURCE": "devops-queries", "SOAKD_Q_TARGET": "null://",
+		"SOAKD_LISTEN": "off", "SOAKD_Q_RATE": "50", "SOAKD_DURATION": "1s", "SOAKD_Q_THRESHOLDS": "op:last-loc.p99<1s"}
+	code, out, errs := run(t, env)
+	if code != exitConfig || !strings.Contains(errs, `SOAKD_Q_THRESHOLDS: op:last-loc.p99<1s: source devops-queries issues no op "last-loc"`) ||
+		!strings.Contains(errs, "lastpoint") {
+		t.Fatalf("exit %d, want 2 naming SOAKD_Q_THRESHOLDS and the source's ops\n%s", code, errs)
+	}
+	if out != "" {
+		t.Errorf("nothing should run; stdout:\n%s", out)
+	}
+	env["SOAKD_Q_THRESHOLDS"] = "op:lastpoint.p99<10s"
+	if code, out, errs := run(t, env); code != exitOK {
+		t.Errorf("a devops query type: exit %d\n%s\n%s", code, out, errs)
+	}
+}
