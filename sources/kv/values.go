@@ -23,8 +23,9 @@ const (
 	minTagged = tagLen + 3
 	seqBits   = 45
 	seqMask   = 1<<seqBits - 1
-	// anyVersion stands for an update's version when values carry no tag.
-	anyVersion = ^uint64(0)
+	// AnyVersion stands for no particular write: an update's version when
+	// values carry no tag, or a check of a value against any write.
+	AnyVersion = ^uint64(0)
 )
 
 const tagDigits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -139,35 +140,35 @@ const (
 )
 
 // CheckValue checks v, field's stored value of record, against an
-// acknowledged write of version (anyVersion: no particular write). A
+// acknowledged write of version (AnyVersion: no particular write). A
 // tagged value must be exactly what the write its tag names sent, for
 // this record and field, and not older than version; an untagged one must
 // be the insert's when the workload never updates, else FIELD_LENGTH
 // printable bytes. It also returns the version the value carries
-// (anyVersion when it carries no tag).
+// (AnyVersion when it carries no tag).
 func (s *Source) CheckValue(record uint64, field int, version uint64, v []byte) (ValueCheck, uint64) {
 	if len(v) != s.cfg.FieldLength {
-		return ValueForeign, anyVersion
+		return ValueForeign, AnyVersion
 	}
 	if !s.Tagged() {
 		if !s.Updates() {
 			if !s.Exact(record, field, 0, v) {
-				return ValueForeign, anyVersion
+				return ValueForeign, AnyVersion
 			}
 			return ValueOK, 0
 		}
 		for _, c := range v {
 			if c < '!' || c > '~' {
-				return ValueForeign, anyVersion
+				return ValueForeign, AnyVersion
 			}
 		}
-		return ValueOK, anyVersion
+		return ValueOK, AnyVersion
 	}
 	f, got, ok := decodeTag(v)
 	if !ok || f != field || !s.Exact(record, field, got, v) {
-		return ValueForeign, anyVersion
+		return ValueForeign, AnyVersion
 	}
-	if version != anyVersion && got != version && older(got, version) {
+	if version != AnyVersion && got != version && older(got, version) {
 		return ValueOlder, got
 	}
 	return ValueOK, got
@@ -203,12 +204,12 @@ func (s *Source) Written(b *sources.Batch, op *sources.KVOp) (record, version ui
 	case sources.OpUpdate, sources.OpRMW:
 		v := b.Value(op)
 		if !s.Tagged() {
-			return op.Record, anyVersion, true
+			return op.Record, AnyVersion, true
 		}
 		if _, ver, ok := decodeTag(v); ok {
 			return op.Record, ver, true
 		}
-		return op.Record, anyVersion, true
+		return op.Record, AnyVersion, true
 	}
 	return 0, 0, false
 }
@@ -236,7 +237,7 @@ func (s *Source) Check(record uint64, field int, version uint64, got *sources.St
 		if field < 0 || f == field {
 			return version
 		}
-		return anyVersion
+		return AnyVersion
 	}
 	if !got.Unordered {
 		if len(got.Values) != fields {
@@ -252,39 +253,35 @@ func (s *Source) Check(record uint64, field int, version uint64, got *sources.St
 		}
 		return sources.Intact
 	}
-	// A set holds values, not fields: each must be a value of a distinct
-	// field (tagged), or of the record's shape.
+	// A set holds values, not fields, and an update of one field pops a
+	// random member (SPOP) before adding its value, so which values a set
+	// holds cannot be known: each member must be a value this source
+	// writes for the record.
 	if len(got.Values) != fields {
 		return sources.Mismatch
 	}
-	if !s.Tagged() {
-		for f := range fields {
-			if !s.memberOK(record, f, want(f), got.Values) {
-				return sources.Mismatch
-			}
-		}
-		return sources.Intact
-	}
-	var seen [sources.MaxFields]bool
 	for _, v := range got.Values {
-		f, _, ok := decodeTag(v)
-		if !ok || f >= fields || seen[f] {
-			return sources.Mismatch
-		}
-		seen[f] = true
-		if r, _ := s.CheckValue(record, f, want(f), v); r != ValueOK {
+		if !s.memberOK(record, v) {
 			return sources.Mismatch
 		}
 	}
 	return sources.Intact
 }
 
-// memberOK reports whether an untagged set holds a value that field f of
-// record may have: the insert's exactly when no update can have changed
-// it, else any value of the record's shape.
-func (s *Source) memberOK(record uint64, f int, version uint64, members [][]byte) bool {
-	for _, v := range members {
-		if r, _ := s.CheckValue(record, f, version, v); r == ValueOK {
+// memberOK reports whether v is a value some field of record may hold:
+// what its tag claims, or (untagged) the insert's value of a field when
+// no update can have changed it, else any value of the record's shape.
+func (s *Source) memberOK(record uint64, v []byte) bool {
+	if s.Tagged() {
+		f, _, ok := decodeTag(v)
+		if !ok || f >= s.cfg.Fields {
+			return false
+		}
+		r, _ := s.CheckValue(record, f, AnyVersion, v)
+		return r == ValueOK
+	}
+	for f := range s.cfg.Fields {
+		if r, _ := s.CheckValue(record, f, AnyVersion, v); r == ValueOK {
 			return true
 		}
 	}

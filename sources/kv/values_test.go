@@ -104,9 +104,13 @@ func TestValuesCheck(t *testing.T) {
 			if v := s.Check(rec, int(op.Field), ver, set); v != sources.Intact {
 				t.Fatalf("the record as a set: %s, want intact", v)
 			}
-			set.Values[1] = set.Values[0]
+			set.Values[1] = s.appendValue(nil, rec+1, 1, 0)
 			if v := s.Check(rec, int(op.Field), ver, set); v != sources.Mismatch {
-				t.Fatalf("a set with a field twice: %s, want mismatch", v)
+				t.Fatalf("a set with another record's value: %s, want mismatch", v)
+			}
+			set.Values = set.Values[1:]
+			if v := s.Check(rec, int(op.Field), ver, set); v != sources.Mismatch {
+				t.Fatalf("a set short of a member: %s, want mismatch", v)
 			}
 		}
 	})
@@ -126,18 +130,18 @@ func TestUntaggedValues(t *testing.T) {
 		t.Fatal("7-byte values: want untagged")
 	}
 	v := s.appendValue(nil, 5, 1, 0)
-	if r, _ := s.CheckValue(5, 1, anyVersion, v); r != ValueOK {
+	if r, _ := s.CheckValue(5, 1, AnyVersion, v); r != ValueOK {
 		t.Fatalf("insert value: %v", r)
 	}
-	if r, _ := s.CheckValue(5, 1, anyVersion, []byte("abc\x01efg")); r != ValueForeign {
+	if r, _ := s.CheckValue(5, 1, AnyVersion, []byte("abc\x01efg")); r != ValueForeign {
 		t.Fatal("a value with a control byte passed")
 	}
 	c.Workload, _ = ParseWorkload("c")
 	ro := mustSource(t, c, whole())
-	if r, _ := ro.CheckValue(5, 1, anyVersion, s.appendValue(nil, 5, 2, 0)); r != ValueForeign {
+	if r, _ := ro.CheckValue(5, 1, AnyVersion, s.appendValue(nil, 5, 2, 0)); r != ValueForeign {
 		t.Fatal("read-only workload: another field's value passed")
 	}
-	if r, _ := ro.CheckValue(5, 1, anyVersion, v); r != ValueOK {
+	if r, _ := ro.CheckValue(5, 1, AnyVersion, v); r != ValueOK {
 		t.Fatal("read-only workload: the insert's value failed")
 	}
 }
