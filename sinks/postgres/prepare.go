@@ -117,6 +117,18 @@ func (s *Sink) timescale(ctx context.Context, c *pgx.Conn) (bool, error) {
 		return true, nil
 	}
 	if available {
+		// CREATE EXTENSION of a library the server did not preload ends
+		// the session (FATAL), which would fail every later statement of
+		// Prepare: ask first.
+		var preload string
+		if err := c.QueryRow(ctx, "SELECT current_setting('shared_preload_libraries')").Scan(&preload); err != nil {
+			return false, classify(fmt.Errorf("cannot read shared_preload_libraries: %w", err), false, false)
+		}
+		if !strings.Contains(preload, "timescaledb") {
+			s.log.Warn("dialect=timescaledb but the server does not preload timescaledb (shared_preload_libraries): using plain tables",
+				zap.String("target", s.target))
+			return false, nil
+		}
 		if _, err := c.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS timescaledb"); err == nil {
 			return true, nil
 		} else {
