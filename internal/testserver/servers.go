@@ -71,9 +71,11 @@ func pgVersion(binDir string) int {
 }
 
 // Postgres starts a fresh PostgreSQL cluster (initdb, trust auth, fsync
-// off) on a free port. Its URL is postgres://postgres@127.0.0.1:PORT/postgres.
-// As root the server runs as the postgres user, as PostgreSQL requires.
-func Postgres(t testing.TB) *Server {
+// and synchronous_commit off) on a free port, with any extra server
+// arguments (e.g. "-c", "synchronous_commit=on": later settings win). Its
+// URL is postgres://postgres@127.0.0.1:PORT/postgres. As root the server
+// runs as the postgres user, as PostgreSQL requires.
+func Postgres(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	bin := PostgresBinDir()
 	if bin == "" {
@@ -118,6 +120,7 @@ func Postgres(t testing.TB) *Server {
 			return nil
 		},
 	}
+	c.Args = append(c.Args, extra...)
 	p := Start(t, c)
 	return &Server{Proc: p, Addr: addr, Port: port, cmd: c,
 		URL: fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr)}

@@ -263,6 +263,27 @@ func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 // Signal sends sig to the server (e.g. SIGSTOP / SIGCONT in fault tests).
 func (p *Proc) Signal(sig syscall.Signal) error { return syscall.Kill(p.cmd.Process.Pid, sig) }
 
+// Kill kills the server and every process it started with SIGKILL (a
+// crash: nothing is flushed or shut down cleanly) and waits for it to
+// exit. Resume starts it again on its data.
+func (p *Proc) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	<-p.done
+	// The server's children (PostgreSQL's backends) die with it; a new
+	// server must not find them still holding its shared memory.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if syscall.Kill(-pgid, 0) != nil {
+			return
+		}
+	}
+}
+
 // Stop stops the server: its stop signal, then SIGKILL after 20 s. Safe to
 // call more than once.
 func (p *Proc) Stop() {
