@@ -139,6 +139,8 @@ type phaseStats struct {
 	stopMu  sync.Mutex
 	stopped string // why the phase ended, once it has
 
+	rec *phaseRecord // what each stream wrote (record.go)
+
 	schedCPU atomic.Int64 // CPU time of the scheduler's thread, once it has ended (ns)
 }
 

@@ -138,17 +138,18 @@ type phaseRun struct {
 	live      atomic.Int32
 	exhausted chan struct{} // closed when every stream has ended
 	queue     chan ticket
+	rec       *phaseRecord // what each stream wrote, for soakd verify
 }
 
 func (r *runner) newPhase(src sources.Source) (*phaseRun, error) {
 	n := r.cfg.Workers
-	p := &phaseRun{src: src, streams: make(chan sources.Stream, n), exhausted: make(chan struct{})}
+	p := &phaseRun{src: src, streams: make(chan sources.Stream, n), exhausted: make(chan struct{}), rec: &phaseRecord{}}
 	for i := 0; i < n; i++ {
 		s, err := src.Stream(i, n)
 		if err != nil {
 			return nil, err
 		}
-		p.streams <- s
+		p.streams <- p.rec.record(i, s)
 	}
 	p.live.Store(int32(n))
 	// Small and bounded: a ticket is two words, and a full queue makes
@@ -167,6 +168,7 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 		return "", err
 	}
 	p.st = r.beginPhase(name, rate)
+	p.st.rec = p.rec
 	closedLoop := rate.Max
 	var wg sync.WaitGroup
 	for i := 0; i < r.cfg.Workers; i++ {

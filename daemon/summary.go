@@ -75,6 +75,9 @@ type WorkloadSummary struct {
 	// Failure says why the workload failed, when it did (the run then
 	// exits 1). It is set on the workload's last entry.
 	Failure *Failure `json:"failure,omitempty"`
+	// Verify is the record of what the phase wrote, which soakd verify
+	// reads.
+	Verify *VerifySummary `json:"verify,omitempty"`
 }
 
 // ErrorSummary is an error with its class and when it was seen.
@@ -231,6 +234,7 @@ func (w *workload) phaseSummary(ps *phaseStats) WorkloadSummary {
 		Scheduled: c.scheduled, Failed: c.failed, Dropped: c.dropped, DroppedAtShutdown: c.cut,
 		InFlight: c.inflight(), Errors: errorsByClass(&c), Dispatch: hq.dispatch,
 		SchedulerCPU: time.Duration(ps.schedCPU.Load()).Seconds(),
+		Verify:       w.verifySummary(ps),
 	}
 	if secs > 0 {
 		ws.UnitRate = float64(ws.Units) / secs
