@@ -287,3 +287,31 @@ func (s *Source) memberOK(record uint64, v []byte) bool {
 	}
 	return false
 }
+
+// KeySpace returns the shard's records before the run's inserts (the
+// load's) and the record indexes taken so far, inserts included: the
+// shard's records are those of index below next (see Record).
+func (s *Source) KeySpace() (loaded, next uint64) { return s.owned, s.nextIndex.Load() }
+
+// Record maps a record index of the shard to its record number.
+func (s *Source) Record(j uint64) uint64 { return s.record(j) }
+
+// Inserts reports whether the run phase inserts records (after which
+// the records updates choose from depend on timing, so which record an
+// update wrote cannot be replayed).
+func (s *Source) Inserts() bool { return s.inserts }
+
+// Claim returns the field and version a stored value's tag claims; ok is
+// false for a value without a valid tag (or when values carry none).
+func (s *Source) Claim(v []byte) (field int, version uint64, ok bool) {
+	if !s.Tagged() || len(v) != s.cfg.FieldLength {
+		return 0, 0, false
+	}
+	return decodeTag(v)
+}
+
+// Fields is FIELDS, FieldLength FIELD_LENGTH.
+func (s *Source) Fields() int { return s.cfg.Fields }
+
+// FieldLength is FIELD_LENGTH.
+func (s *Source) FieldLength() int { return s.cfg.FieldLength }
