@@ -27,15 +27,23 @@ import (
 const numClasses = len(sinks.Classes)
 
 // opSlots are the ops a phase counts: the KV ops, then the series op
-// "write" (writeOp).
-const opSlots = int(sources.NumOps) + 1
+// "write" (writeOp), then the read-back checks of VERIFY (verifyOp),
+// which have latencies but are no writes: they are in no unit count.
+const opSlots = int(sources.NumOps) + 2
 
 // writeOp is the slot of the series op "write".
 const writeOp = int(sources.NumOps)
 
+// verifyOp is the slot of the op "verify": reading back what was
+// acknowledged.
+const verifyOp = int(sources.NumOps) + 1
+
 func opName(i int) string {
-	if i == writeOp {
+	switch i {
+	case writeOp:
 		return "write"
+	case verifyOp:
+		return "verify"
 	}
 	return sources.Op(i).String()
 }
@@ -63,6 +71,7 @@ type counts struct {
 	values    int64 // field values acknowledged (series)
 	bytes     int64 // payload bytes sent, failed attempts included
 	ops       [opSlots]opCounts
+	verify    verifyCounts // VERIFY's read-back checks of acknowledged units
 }
 
 // inflight is what is neither acknowledged, failed nor dropped yet.
@@ -98,6 +107,7 @@ func (c *counts) add(o *counts) {
 	c.cut += o.cut
 	c.values += o.values
 	c.bytes += o.bytes
+	c.verify.add(&o.verify)
 	for op := range c.ops {
 		c.ops[op].ok += o.ops[op].ok
 		c.ops[op].failed += o.ops[op].failed
@@ -139,7 +149,10 @@ type phaseStats struct {
 	stopMu  sync.Mutex
 	stopped string // why the phase ended, once it has
 
-	rec *phaseRecord // what each stream wrote (record.go)
+	// verify is the read-back checker's share (VERIFY), nil when off; rec
+	// what each stream wrote (record.go).
+	verify *tally
+	rec    *phaseRecord
 
 	schedCPU atomic.Int64 // CPU time of the scheduler's thread, once it has ended (ns)
 }
@@ -170,6 +183,12 @@ func (ps *phaseStats) snapshotThen(then func(*phaseHist)) counts {
 		c.add(&t.c)
 		ps.hist.mergeLocked(&t.lat)
 		t.mu.Unlock()
+	}
+	if v := ps.verify; v != nil {
+		v.mu.Lock()
+		c.add(&v.c)
+		ps.hist.mergeLocked(&v.lat)
+		v.mu.Unlock()
 	}
 	ps.sched.mu.Lock()
 	c.add(&ps.sched.c)

@@ -28,6 +28,7 @@ import (
 type Metrics struct {
 	targetRate, rows, values, ops, errors, dropped, scheduled, failed,
 	inflightUnits, bytes, response, service, dispatch, lag, inflight, workers *prometheus.Desc
+	verifyChecked, verifyFailures, verifySkipped *prometheus.Desc
 
 	created time.Time
 	mu      sync.Mutex
@@ -61,6 +62,12 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		lag:      d("soakd_schedule_lag_seconds", "How far behind its schedule the workload is now, in seconds."),
 		inflight: d("soakd_inflight", "Writes or pipelines in flight now."),
 		workers:  d("soakd_workers", "Configured workers."),
+		verifyChecked: d("soakd_verify_checked_total",
+			"Acknowledged rows or records read back and compared with what the seed says they hold (VERIFY)."),
+		verifyFailures: d("soakd_verify_failures_total",
+			"Read-back checks that failed: kind missing (not stored), mismatch (other values), duplicate (stored more than once).", "kind"),
+		verifySkipped: d("soakd_verify_skipped_total",
+			"Rows or records picked for read-back but not checked: the checker was behind, a read failed, or the run ended first."),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "soakd_build_info",
 		Help: "Always 1; labels say which build runs."}, []string{"version", "goversion"})
@@ -80,7 +87,8 @@ func (m *Metrics) add(w *workload) {
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.targetRate, m.rows, m.values, m.ops, m.errors, m.dropped,
-		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.dispatch, m.lag, m.inflight, m.workers} {
+		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.dispatch, m.lag, m.inflight, m.workers,
+		m.verifyChecked, m.verifyFailures, m.verifySkipped} {
 		ch <- d
 	}
 }
@@ -126,6 +134,16 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 		ch <- histMetric(m.service, &lat[op].service, m.created, name, opName(op))
 	}
 	ch <- histMetric(m.dispatch, disp, m.created, name)
+	if w.ver != nil {
+		v := &c.verify
+		counter(m.verifyChecked, v.checked)
+		for k, kind := range verifyKinds {
+			counter(m.verifyFailures, v.failures[k], kind.String())
+		}
+		counter(m.verifySkipped, v.skipped)
+		ch <- histMetric(m.response, &lat[verifyOp].response, m.created, name, opName(verifyOp))
+		ch <- histMetric(m.service, &lat[verifyOp].service, m.created, name, opName(verifyOp))
+	}
 	gauge(m.workers, float64(w.cfg.Workers))
 	var rate, lag float64
 	inflight := 0

@@ -257,9 +257,17 @@ func settingText(v reflect.Value) string {
 	return fmt.Sprint(v.Interface())
 }
 
-// VerifySummary is the record of what a phase wrote that soakd verify
-// reads.
+// VerifySummary is a phase's verification: VERIFY's read-back checks, and
+// the record of what the phase wrote that soakd verify reads.
 type VerifySummary struct {
+	// Fraction is VERIFY (0: no read-back during the run); the counts are
+	// its checks of acknowledged units.
+	Fraction  float64 `json:"fraction"`
+	Checked   int64   `json:"checked"`
+	Missing   int64   `json:"missing"`
+	Mismatch  int64   `json:"mismatch"`
+	Duplicate int64   `json:"duplicate"`
+	Skipped   int64   `json:"skipped"`
 	// Settings shape the data set (names without SOAKD_<W>_), START=now
 	// resolved: soakd verify rebuilds the source from them.
 	Settings map[string]string `json:"settings"`
@@ -281,9 +289,11 @@ type keySpacer interface {
 	KeySpace() (loaded, next uint64)
 }
 
-// verifySummary reports the record of what ps wrote.
-func (w *workload) verifySummary(ps *phaseStats) *VerifySummary {
-	v := &VerifySummary{Settings: settingsRecord(w.cfg, w.src)}
+// verifySummary reports ps's verification from its counts c.
+func (w *workload) verifySummary(ps *phaseStats, c *counts) *VerifySummary {
+	v := &VerifySummary{Fraction: w.cfg.Verify, Checked: c.verify.checked, Skipped: c.verify.skipped,
+		Missing: c.verify.failures[0], Mismatch: c.verify.failures[1], Duplicate: c.verify.failures[2],
+		Settings: settingsRecord(w.cfg, w.src)}
 	if pr := ps.rec; pr != nil {
 		for _, s := range pr.streams {
 			v.Streams = append(v.Streams, s.get())
@@ -297,12 +307,4 @@ func (w *workload) verifySummary(ps *phaseStats) *VerifySummary {
 		v.Records, v.KeySpace = ks.KeySpace()
 	}
 	return v
-}
-
-// written is called by a worker after each write of a batch: the
-// outcome goes in the phase's record.
-func (r *runner) written(p *phaseRun, w *worker, o writeOutcome) {
-	if p.rec != nil {
-		p.rec.noteBatch(w, o)
-	}
 }

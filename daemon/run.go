@@ -206,6 +206,9 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		w := &workload{entry: e}
 		w.runner = newRunner(wc, e.Kind, src, sink, log)
 		wls = append(wls, w)
+		if err := w.setupVerify(log); err != nil {
+			return fail(err)
+		}
 		rate := wc.Rate.String()
 		if wc.Builtin {
 			fields := []zap.Field{zap.String("target", wc.Sink.Redacted), zap.String("set", Prefix(wc.Name)+"TARGET")}
@@ -250,6 +253,11 @@ func closeSinks(wls []*workload, log *zap.Logger) {
 // then the workload's run phase.
 func (w *workload) runAll(genCtx, drainCtx context.Context, cfg *Config) error {
 	defer w.finished.Store(true)
+	if w.ver != nil {
+		// The checker ends after the phases, once what they acknowledged
+		// and it picked has been read back.
+		defer w.ver.start(drainCtx)()
+	}
 	err := w.runPhases(genCtx, drainCtx, cfg)
 	if err != nil {
 		w.ready.mu.Lock()

@@ -47,6 +47,8 @@ type runner struct {
 
 	errMu   sync.Mutex
 	lastErr errorNote // the last failed write
+
+	ver *verifier // VERIFY's read-back checker, nil when off
 }
 
 // errorNote is the last error of a kind, for summaries and /status.
@@ -169,6 +171,9 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 	}
 	p.st = r.beginPhase(name, rate)
 	p.st.rec = p.rec
+	if r.ver != nil {
+		p.st.verify = &tally{}
+	}
 	closedLoop := rate.Max
 	var wg sync.WaitGroup
 	for i := 0; i < r.cfg.Workers; i++ {
