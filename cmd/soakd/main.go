@@ -3,6 +3,7 @@
 //
 //	soakd [run] [flags]      run the configured workloads (the default)
 //	soakd generate [flags]   write a data file like tsbs_generate_data
+//	soakd verify [flags]     check what a run's targets hold against what it wrote
 //	soakd config [--check]   list every setting, or only check them
 //	soakd version
 //
@@ -30,6 +31,7 @@ import (
 
 	"github.com/soakd/soakd/cmd/soakd/generate"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
+	"github.com/soakd/soakd/cmd/soakd/verify"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/sinks"
 )
@@ -82,6 +84,7 @@ latency as Prometheus metrics.
 Usage:
   soakd [run] [flags]        run the configured workloads (default)
   soakd generate [flags]     write a data file like tsbs_generate_data (soakd generate --help)
+  soakd verify [flags]       check what the targets hold against what a run wrote (soakd verify --help)
   soakd config [--check]     list every setting (env var, flag, default, value)
   soakd version              print the version
 
@@ -104,6 +107,10 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 		return configCmd(args, environ, stdout, stderr)
 	case "generate":
 		return generate.Main(ctx, args, environ, plugins.All().Sources, stdout, stderr)
+	case "verify":
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return verify.Main(ctx, args, environ, plugins.All(), stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "soakd %s (%s %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return exitOK
