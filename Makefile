@@ -14,7 +14,8 @@ test:
 	./scripts/test.sh
 
 # The suite minus what -short skips: the two 10 s real-time rate checks, the
-# scrape by a real Prometheus and sinks/influx's two influxd restart tests.
+# two scrapes by a real Prometheus, sinks/influx's two influxd restart tests
+# and the Dockerfile's build command.
 # The other integration tests still start their real servers.
 test-short:
 	$(GO) test -short ./...

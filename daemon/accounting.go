@@ -176,6 +176,14 @@ func (ps *phaseStats) snapshot() counts { return ps.snapshotThen(nil) }
 // snapshotThen is snapshot, calling then (if not nil) with the histograms
 // before they can change again, so what it reads matches the counts.
 func (ps *phaseStats) snapshotThen(then func(*phaseHist)) counts {
+	if then == nil {
+		return ps.snapshotWith(nil)
+	}
+	return ps.snapshotWith(func(_ *counts, h *phaseHist) { then(h) })
+}
+
+// snapshotWith is snapshotThen, also handing then the counts read.
+func (ps *phaseStats) snapshotWith(then func(*counts, *phaseHist)) counts {
 	var c counts
 	ps.hist.mu.Lock()
 	for _, t := range ps.workers {
@@ -194,7 +202,7 @@ func (ps *phaseStats) snapshotThen(then func(*phaseHist)) counts {
 	c.add(&ps.sched.c)
 	ps.sched.mu.Unlock()
 	if then != nil {
-		then(&ps.hist)
+		then(&c, &ps.hist)
 	}
 	ps.hist.mu.Unlock()
 	return c

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"regexp"
 	"slices"
@@ -37,10 +38,17 @@ type Config struct {
 	Progress         time.Duration `env:"PROGRESS_INTERVAL" envDefault:"10s" help:"how often a progress line is logged; 0 = never"`
 	LogLevel         string        `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	LogFormat        string        `env:"LOG_FORMAT" envDefault:"auto" help:"auto (console on a terminal, JSON otherwise), json or console"`
+	MaxRate          float64       `env:"MAX_RATE" envDefault:"0" help:"hard cap on every workload's rate (units/s, the total over shards): RATE, LOAD_RATE and /control can never ask for more; 0 = no cap; a capped run cannot use RATE=max"`
 	ControlToken     string        `env:"CONTROL_TOKEN" secret:"true" help:"bearer token that enables POST /control (set rate, pause, resume); empty = /control disabled"`
 	ControlTokenFile string        `env:"CONTROL_TOKEN_FILE,file" secret:"true" help:"file holding the control token (e.g. a Kubernetes secret)"`
 	SummaryJSON      string        `env:"SUMMARY_JSON" help:"write the end-of-run summary as JSON to this file (flag --summary-json)"`
+	Report           string        `env:"REPORT" help:"at the end of the run, also when stopped by SIGINT/SIGTERM, write a self-contained HTML report (settings, environment, summary, charts) to this file (flag --report)"`
 	Pprof            bool          `env:"PPROF" envDefault:"false" help:"serve /debug/pprof on the HTTP address"`
+
+	// Capacity holds soakd capacity's settings (SOAKD_CAPACITY_*), Sweep
+	// soakd sweep's (SOAKD_SWEEP_*).
+	Capacity CapacityConfig `envPrefix:"CAPACITY_"`
+	Sweep    SweepConfig    `envPrefix:"SWEEP_"`
 
 	// Workload holds one entry per name in Workloads, in that order.
 	Workload []*Workload `env:"-"`
@@ -65,11 +73,13 @@ type Workload struct {
 	Verify       float64       `env:"VERIFY" envDefault:"0" help:"fraction of acknowledged rows or records read back during the run and compared with what the seed says they hold (soakd_verify_*), e.g. 0.01; 0 = off"`
 	VerifyDelay  time.Duration `env:"VERIFY_DELAY" envDefault:"0s" help:"how long after its acknowledgement a picked row or record is read back (for eventually consistent targets)"`
 	Seed         uint64        `env:"SEED" envDefault:"1" help:"random seed; the same seed gives the same data"`
-	Shard        sources.Shard `env:"SHARD" help:"i/N: this process owns the i-th of N disjoint slices of devices/keys and 1/N of the rate"`
+	Shard        sources.Shard `env:"SHARD" help:"i/N: this process owns the i-th of N disjoint slices of devices/keys and 1/N of the rate; auto = JOB_COMPLETION_INDEX of JOB_COMPLETIONS (a Kubernetes Indexed Job)"`
 	Password     string        `env:"PASSWORD" secret:"true" help:"target password when the URL has none"`
 	PasswordFile string        `env:"PASSWORD_FILE,file" secret:"true" help:"file holding the target password"`
 	Token        string        `env:"TOKEN" secret:"true" help:"target API token when the URL has none"`
 	TokenFile    string        `env:"TOKEN_FILE,file" secret:"true" help:"file holding the target API token"`
+	Thresholds   string        `env:"THRESHOLDS" help:"pass/fail checks of the run phase, e.g. p99<50ms, errors<0.1%, achieved>99%, dropped=0, op:read.p99<5ms@1m, drift.p99<20%; ! stops the run when one fails; a failed check makes soakd exit 1"`
+	DriftWarmup  time.Duration `env:"DRIFT_WARMUP" envDefault:"1m" help:"start of the run phase that drift. thresholds skip: their early window begins here"`
 
 	// Ext holds the source's own settings (a pointer to the struct its
 	// SourceEntry.Settings returns), parsed from the same SOAKD_<W>_* prefix.
@@ -81,6 +91,12 @@ type Workload struct {
 	// built-in target of the source's kind (then Builtin is true).
 	Sink    sinks.Target `env:"-"`
 	Builtin bool         `env:"-"`
+
+	// reset empties what soakd wrote to the target before the first phase
+	// (soakd sweep's SOAKD_SWEEP_RESET).
+	reset bool
+	// Checks are the parsed THRESHOLDS, set by Validate.
+	Checks []Threshold `env:"-"`
 }
 
 // Secret returns the effective password and token (file variants win).
@@ -129,7 +145,7 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 	var errs []error
 	cfg := &Config{}
 	if err := env.ParseWithOptions(cfg, env.Options{Environment: environ, Prefix: EnvPrefix}); err != nil {
-		errs = append(errs, nameErrors(err, cfg, EnvPrefix)...)
+		errs = append(errs, nameErrors(err, cfg, EnvPrefix, environ)...)
 	}
 	seen := map[string]bool{}
 	for _, raw := range cfg.Workloads {
@@ -148,8 +164,12 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 		seen[name] = true
 		w := &Workload{Name: name}
 		p := Prefix(name)
-		if err := env.ParseWithOptions(w, env.Options{Environment: environ, Prefix: p}); err != nil {
-			errs = append(errs, nameErrors(err, w, p)...)
+		wenv, err := resolveShardAuto(environ, p)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if err := env.ParseWithOptions(w, env.Options{Environment: wenv, Prefix: p}); err != nil {
+			errs = append(errs, nameErrors(err, w, p, wenv)...)
 		}
 		if w.Source == "" && srcs.Lookup(name) != nil {
 			w.Source = name
@@ -168,7 +188,7 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 				slices.Sort(w.BuiltinDefaults)
 			}
 			if err := env.ParseWithOptions(w.Ext, env.Options{Environment: wenv, Prefix: p}); err != nil {
-				errs = append(errs, nameErrors(err, w.Ext, p)...)
+				errs = append(errs, nameErrors(err, w.Ext, p, wenv)...)
 			}
 		}
 		cfg.Workload = append(cfg.Workload, w)
@@ -180,11 +200,15 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 }
 
 // nameErrors rewrites caarlos0/env's errors, which name Go fields, so each
-// names its environment variable.
-func nameErrors(err error, v any, prefix string) []error {
+// names its environment variable. Nested structs can reuse a field name
+// (Config.Duration, SweepConfig.Duration): of the variables a field name
+// stands for, the one set in environ is the one that failed to parse.
+func nameErrors(err error, v any, prefix string, environ map[string]string) []error {
 	keys := map[string]string{} // Go field name -> env var
 	for _, s := range settingsOf(v, prefix) {
-		keys[s.Field] = s.Key
+		if _, set := environ[keys[s.Field]]; keys[s.Field] == "" || !set {
+			keys[s.Field] = s.Key
+		}
 	}
 	var agg env.AggregateError
 	list := []error{err}
@@ -274,6 +298,9 @@ func (c *Config) Validate(p *Plugins) error {
 	if c.Progress < 0 {
 		bad("PROGRESS_INTERVAL", "must not be negative")
 	}
+	if c.MaxRate < 0 || math.IsNaN(c.MaxRate) {
+		bad("MAX_RATE", "must not be negative")
+	}
 	var lvl zapcore.Level
 	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
 		bad("LOG_LEVEL", "%q is not one of debug, info, warn, error", c.LogLevel)
@@ -282,8 +309,27 @@ func (c *Config) Validate(p *Plugins) error {
 		bad("LOG_FORMAT", "%q is not one of auto, json, console", c.LogFormat)
 	}
 	for _, w := range c.Workload {
+		if c.MaxRate > 0 {
+			for _, r := range []struct {
+				key  string
+				rate pace.Rate
+			}{{"RATE", w.Rate}, {"LOAD_RATE", w.LoadRate}} {
+				if r.rate.Profile == nil && !r.rate.Max {
+					continue // reported by validate
+				}
+				if err := c.CheckRate(r.rate); err != nil {
+					errs = append(errs, cfgErr(Prefix(w.Name)+r.key, "%v", err))
+				}
+			}
+		}
 		errs = append(errs, w.validate()...)
 		errs = append(errs, w.validatePlugins(p)...)
+		var kind sources.Kind
+		e := p.Sources.Lookup(w.Source)
+		if e != nil {
+			kind = e.Kind
+		}
+		errs = append(errs, w.validateThresholds(kind, e != nil, c.Duration)...)
 	}
 	return errors.Join(errs...)
 }
@@ -379,6 +425,20 @@ func (w *Workload) validate() []error {
 	return append(errs, w.validateVerify()...)
 }
 
+// CheckRate refuses a rate that could exceed MAX_RATE.
+func (c *Config) CheckRate(r pace.Rate) error {
+	if c.MaxRate <= 0 {
+		return nil
+	}
+	switch peak := r.Peak(); {
+	case r.Max:
+		return fmt.Errorf("%q runs closed loop, which %sMAX_RATE=%g cannot cap; give a rate", r.String(), EnvPrefix, c.MaxRate)
+	case peak > c.MaxRate:
+		return fmt.Errorf("%q reaches %g/s, above %sMAX_RATE=%g", r.String(), peak, EnvPrefix, c.MaxRate)
+	}
+	return nil
+}
+
 // Setting describes one configuration variable.
 type Setting struct {
 	Key     string // environment variable, e.g. SOAKD_IOT_RATE
@@ -411,7 +471,7 @@ func SettingsOf(v any, prefix string) []Setting { return settingsOf(v, prefix) }
 // its variable.
 func ParseSettings(v any, environ map[string]string, prefix string) error {
 	if err := env.ParseWithOptions(v, env.Options{Environment: environ, Prefix: prefix}); err != nil {
-		return errors.Join(nameErrors(err, v, prefix)...)
+		return errors.Join(nameErrors(err, v, prefix, environ)...)
 	}
 	return nil
 }
@@ -425,6 +485,18 @@ func (c *Config) Settings() []Setting {
 		out = append(out, settingsOf(&Workload{}, p)...)
 		if w.Ext != nil {
 			out = append(out, settingsOf(w.Ext, p)...)
+		}
+	}
+	return out
+}
+
+// settingValues lists the settings environ sets, as VAR=value with
+// secrets hidden.
+func settingValues(c *Config, environ map[string]string) []string {
+	var out []string
+	for _, s := range c.Settings() {
+		if v, set := environ[s.Key]; set {
+			out = append(out, s.Key+"="+s.Shown(v))
 		}
 	}
 	return out

@@ -83,6 +83,14 @@ func TestConfigMoreErrors(t *testing.T) {
 		"bad shard":         {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_SHARD": "4/4"}, "SOAKD_SEQ_SHARD: "},
 		"bad listen":        {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_LISTEN": "9480"}, "SOAKD_LISTEN: \"9480\" is not host:port"},
 		"negative grace":    {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SHUTDOWN_GRACE": "-1s"}, "SOAKD_SHUTDOWN_GRACE: must not be negative"},
+		"above max rate": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000", "SOAKD_SEQ_RATE": "1m:6000"},
+			`SOAKD_SEQ_RATE: "1m:6000" reaches 6000/s, above SOAKD_MAX_RATE=5000`},
+		"load above max rate": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000"},
+			`SOAKD_SEQ_LOAD_RATE: "10000" reaches 10000/s`},
+		"uncapped step": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000", "SOAKD_SEQ_RATE": "step:100+100/1s"},
+			`SOAKD_SEQ_RATE: "step:100+100/1s" reaches +Inf/s`},
+		"capped closed loop": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000", "SOAKD_SEQ_RATE": "max"},
+			`SOAKD_SEQ_RATE: "max" runs closed loop, which SOAKD_MAX_RATE=5000 cannot cap`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

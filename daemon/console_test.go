@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -96,7 +97,8 @@ func TestConsoleBarAndLogsNeverShareALine(t *testing.T) {
 		}
 		// Frames as drawn: time left goes down a second per second.
 		for _, f := range regexp.MustCompile(`\[[#-]{24}\][^\r\n\x1b]*`).FindAllString(out.String(), -1) {
-			if m := barRE.FindStringSubmatch(f); m != nil {
+			// A log line redraws the frame it erased: count each frame once.
+			if m := barRE.FindStringSubmatch(f); m != nil && (len(lefts) == 0 || lefts[len(lefts)-1] != m[3]) {
 				lefts = append(lefts, m[3])
 			}
 		}
@@ -105,4 +107,42 @@ func TestConsoleBarAndLogsNeverShareALine(t *testing.T) {
 			t.Errorf("time left per frame %v, want it to count down from %v", lefts, want)
 		}
 	})
+}
+
+// A run stopped by a signal halfway leaves the bar where it got to; a
+// run ended by SOAKD_DURATION ran its course: 100 %.
+func TestConsoleBarLastFrame(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		env    []string
+		cancel bool
+		want   string
+	}{
+		{"signal at 5 s of 20 s", []string{"SOAKD_SEQ_DURATION", "20s"}, true, "25"},
+		{"SOAKD_DURATION", []string{"SOAKD_DURATION", "8s"}, false, "100"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var out bytes.Buffer
+				con := NewConsole(&out)
+				p := testPlugins()
+				env := testEnv(append([]string{"SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "10",
+					"SOAKD_SEQ_TARGET", "null://"}, tc.env...)...)
+				cfg := loadTest(t, env, p)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if tc.cancel {
+					time.AfterFunc(5*time.Second, cancel)
+				}
+				if _, err := Run(ctx, cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p, Console: con}); err != nil {
+					t.Fatal(err)
+				}
+				lines, _ := screen(out.String())
+				m := barRE.FindStringSubmatch(lines[len(lines)-1])
+				if m == nil || m[1] != tc.want {
+					t.Errorf("last frame %q, want %s %%", lines[len(lines)-1], tc.want)
+				}
+			})
+		})
+	}
 }

@@ -45,6 +45,16 @@ func handler(cfg *Config, d Deps, wls []*workload, rep *reporter, started time.T
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.HandleFunc("GET /status", a.status)
 	mux.HandleFunc("POST /control", a.control)
+	if h := d.History; h != nil {
+		mux.HandleFunc("GET /history", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			_ = json.NewEncoder(w).Encode(h.Snapshot())
+		})
+	}
+	if d.UI != nil {
+		mux.Handle("/", d.UI)
+	}
 	if cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -77,7 +87,23 @@ func serveHTTP(cfg *Config, d Deps, h http.Handler) (*http.Server, error) {
 	}()
 	d.Logger.Info("serving /metrics /healthz /readyz /status", zap.String("addr", l.Addr().String()),
 		zap.Bool("control", cfg.EffectiveControlToken() != ""))
+	if d.UI != nil {
+		d.Logger.Info("web console: open "+ConsoleURL(l.Addr()), zap.String("url", ConsoleURL(l.Addr())))
+	}
 	return srv, nil
+}
+
+// ConsoleURL is the web console's URL for a listener's address: on a
+// wildcard address (":9480"), http://localhost:PORT/.
+func ConsoleURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
 // readyz is 200 when every workload's target is prepared and answers.
@@ -127,6 +153,20 @@ type StatusWorkload struct {
 	Ready      bool          `json:"ready"`
 	LastError  *ErrorSummary `json:"last_error,omitempty"`
 	Phases     []StatusPhase `json:"phases"`
+	// Thresholds are the workload's THRESHOLDS judged on its run phase so
+	// far, as soakd_threshold_ok and soakd_threshold_value show them.
+	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
+	// Capacity is the capacity search of this workload (soakd capacity).
+	Capacity *CapacityStatus `json:"capacity,omitempty"`
+}
+
+// CapacityStatus is where a capacity search is: the step running (0 =
+// none), its rate, the knee so far and every step judged.
+type CapacityStatus struct {
+	Step   int            `json:"step"`
+	Target float64        `json:"target_rate"`
+	Knee   float64        `json:"knee_rate"`
+	Steps  []CapacityStep `json:"steps"`
 }
 
 // StatusCounts are a phase's unit counts and failed attempts by class.
@@ -198,8 +238,15 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 				}
 			}
 		}
+		if c := wl.capacity; c != nil {
+			step, target, knee := c.live()
+			s.Capacity = &CapacityStatus{Step: step, Target: target, Knee: knee, Steps: c.result().Steps}
+		}
 		if e := wl.lastError(); e.Text != "" {
 			s.LastError = errorSummary(e)
+		}
+		if wl.judge != nil {
+			s.Thresholds = wl.judge.live()
 		}
 		sch := wl.sched.Load()
 		switch {
@@ -263,6 +310,10 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "rate: "+err.Error(), http.StatusBadRequest)
 			return
 		}
+		if err := a.cfg.CheckRate(p); err != nil {
+			http.Error(w, "rate: "+err.Error(), http.StatusForbidden)
+			return
+		}
 		req.rate = &p
 	case action == "pause":
 		req.pause = true
@@ -288,10 +339,27 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, wl.name+": "+err.Error(), http.StatusConflict)
 			return
 		}
-		a.log.Info("control", zap.String("workload", wl.name), zap.String("rate", rate), zap.String("action", action))
+		wl.controls[req.action()].Add(1)
+		a.log.Info("control", zap.String("workload", wl.name), zap.String("rate", rate), zap.String("action", action),
+			zap.String("from", r.RemoteAddr))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintln(w, `{"ok":true}`)
+}
+
+// controlActions name the changes /control makes, as soakd_control_total's
+// action label: a new rate, pause, resume.
+var controlActions = [...]string{"rate", "pause", "resume"}
+
+// action is the index of the change req makes in controlActions.
+func (c controlReq) action() int {
+	switch {
+	case c.pause:
+		return 1
+	case c.resume:
+		return 2
+	}
+	return 0
 }
 
 func (a *httpAPI) pick(name string) ([]*workload, error) {

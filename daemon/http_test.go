@@ -85,7 +85,8 @@ func TestHTTPEndpointsAndControl(t *testing.T) {
 	l := listen(t)
 	base := "http://" + l.Addr().String()
 	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "200", "SOAKD_SEQ_BATCH_SIZE", "10",
-		"SOAKD_SEQ_TARGET", "null://?latency=1ms", "SOAKD_CONTROL_TOKEN", "s3cret-token"), p)
+		"SOAKD_SEQ_TARGET", "null://?latency=1ms", "SOAKD_CONTROL_TOKEN", "s3cret-token",
+		"SOAKD_MAX_RATE", "2000", "SOAKD_SEQ_LOAD_RATE", "2000"), p)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan runResult, 1)
 	go func() { done <- runTest(ctx, cfg, p, l) }()
@@ -117,6 +118,9 @@ func TestHTTPEndpointsAndControl(t *testing.T) {
 	}
 	if c, b := post(t, base+"/control?workload=nope&action=pause", "s3cret-token"); c != http.StatusBadRequest || !strings.Contains(b, "unknown") {
 		t.Errorf("unknown workload: %d %s", c, b)
+	}
+	if c, b := post(t, base+"/control?rate=3000", "s3cret-token"); c != http.StatusForbidden || !strings.Contains(b, "above SOAKD_MAX_RATE=2000") {
+		t.Errorf("rate above SOAKD_MAX_RATE: %d %s", c, b)
 	}
 	if c, b := post(t, base+"/control?rate=1000", "s3cret-token"); c != 200 {
 		t.Fatalf("set rate: %d %s", c, b)

@@ -57,6 +57,9 @@ type phaseHist struct {
 	mu       sync.Mutex
 	ops      [opSlots]*opHist
 	dispatch *dist
+	// recs are the window recorders attached to the phase (window.go):
+	// each gets every sample the histograms get.
+	recs []*windowRecorder
 }
 
 // opHist is one op's response and service latency.
@@ -108,6 +111,9 @@ func (h *phaseHist) mergeLocked(b *sampleBuf) {
 		}
 		oh.response.record(s.response, int64(s.n))
 		oh.service.record(s.service, int64(s.n))
+		for _, r := range h.recs {
+			r.record(s)
+		}
 	}
 	b.n = 0
 }

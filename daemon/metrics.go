@@ -27,7 +27,8 @@ import (
 // histogram's count equals its op's soakd_ops_total{result="ok"}.
 type Metrics struct {
 	targetRate, rows, values, ops, errors, dropped, scheduled, failed,
-	inflightUnits, bytes, response, service, dispatch, lag, inflight, workers *prometheus.Desc
+	inflightUnits, bytes, response, service, dispatch, lag, inflight, workers, ready, controls,
+	thresholdOK, thresholdValue, capacityStep, capacityKnee *prometheus.Desc
 	verifyChecked, verifyFailures, verifySkipped *prometheus.Desc
 
 	created time.Time
@@ -59,9 +60,18 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		service:  d("soakd_service_seconds", "Actual send to done, in seconds: what the target took.", "op"),
 		dispatch: d("soakd_dispatch_delay_seconds",
 			"Intended start to first send of each unit, in seconds: waiting for a free worker plus soakd's own lateness."),
-		lag:      d("soakd_schedule_lag_seconds", "How far behind its schedule the workload is now, in seconds."),
-		inflight: d("soakd_inflight", "Writes or pipelines in flight now."),
-		workers:  d("soakd_workers", "Configured workers."),
+		lag:          d("soakd_schedule_lag_seconds", "How far behind its schedule the workload is now, in seconds."),
+		inflight:     d("soakd_inflight", "Writes or pipelines in flight now."),
+		workers:      d("soakd_workers", "Configured workers."),
+		ready:        d("soakd_ready", "1 when the workload's target is prepared and answers its ping (what /readyz says), else 0."),
+		controls:     d("soakd_control_total", "Changes made through POST /control: a new rate, pause or resume.", "action"),
+		capacityStep: d("soakd_capacity_step", "soakd capacity: the index of the step running (1, 2, ...), 0 when none is."),
+		capacityKnee: d("soakd_capacity_knee_rate", "soakd capacity: the highest rate that passed the SLO so far, 0 while none has."),
+		thresholdOK: d("soakd_threshold_ok",
+			"1 while the threshold passes so far, 0 once it fails (a windowed one stays failed once a window failed).", "threshold"),
+		thresholdValue: d("soakd_threshold_value",
+			"The threshold's latest measurement: the run phase so far, the last window (@W) or the change since the early window (drift.); "+
+				"in seconds, as a ratio (1 = 100 %), a count or units/s.", "threshold"),
 		verifyChecked: d("soakd_verify_checked_total",
 			"Acknowledged rows or records read back and compared with what the seed says they hold (VERIFY)."),
 		verifyFailures: d("soakd_verify_failures_total",
@@ -88,6 +98,7 @@ func (m *Metrics) add(w *workload) {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.targetRate, m.rows, m.values, m.ops, m.errors, m.dropped,
 		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.dispatch, m.lag, m.inflight, m.workers,
+		m.ready, m.controls, m.thresholdOK, m.thresholdValue, m.capacityStep, m.capacityKnee,
 		m.verifyChecked, m.verifyFailures, m.verifySkipped} {
 		ch <- d
 	}
@@ -145,6 +156,14 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 		ch <- histMetric(m.service, &lat[verifyOp].service, m.created, name, opName(verifyOp))
 	}
 	gauge(m.workers, float64(w.cfg.Workers))
+	ready := 0.0
+	if ok, _ := w.ready.get(); ok {
+		ready = 1
+	}
+	gauge(m.ready, ready)
+	for i, a := range controlActions {
+		counter(m.controls, w.controls[i].Load(), a)
+	}
 	var rate, lag float64
 	inflight := 0
 	if ps := w.cur.Load(); ps != nil {
@@ -152,9 +171,27 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 		lag = w.lagNow().Seconds()
 		inflight = ps.writing()
 	}
+	if c := w.capacity; c != nil {
+		step, _, knee := c.live()
+		gauge(m.capacityStep, float64(step))
+		gauge(m.capacityKnee, knee)
+	}
 	gauge(m.targetRate, rate)
 	gauge(m.lag, lag)
 	gauge(m.inflight, float64(inflight))
+	if w.judge == nil {
+		return
+	}
+	for _, t := range w.judge.live() {
+		ok := 0.0
+		if t.OK {
+			ok = 1
+		}
+		ch <- prometheus.MustNewConstMetric(m.thresholdOK, prometheus.GaugeValue, ok, name, t.Threshold)
+		if t.current != nil {
+			ch <- prometheus.MustNewConstMetric(m.thresholdValue, prometheus.GaugeValue, *t.current, name, t.Threshold)
+		}
+	}
 }
 
 // opsOf lists the op slots a workload of kind k reports.

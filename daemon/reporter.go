@@ -28,6 +28,7 @@ type reporter struct {
 	window  time.Duration
 	started time.Duration // mono() when the run started
 	console *Console      // nil: no bar
+	hist    *History      // nil: no history kept
 
 	mu    sync.Mutex
 	state []*liveState
@@ -80,8 +81,12 @@ func (r *reporter) run(ctx context.Context) {
 	}
 }
 
-// tick samples the acknowledged counts and redraws the bar.
+// tick samples the acknowledged counts (and the history) and redraws
+// the bar.
 func (r *reporter) tick(now time.Duration) {
+	if r.hist != nil {
+		r.hist.sample(now)
+	}
 	r.mu.Lock()
 	for i, w := range r.wls {
 		st := r.state[i]
@@ -183,13 +188,14 @@ func (r *reporter) live(i int) (achieved float64, window histQuantiles) {
 	return achieved, ps.hist.windows()
 }
 
-// finish draws the bar's last frame: 100 % when the run ran its course.
-func (r *reporter) finish(genCtx context.Context) {
+// finish draws the bar's last frame: 100 % when the run ran its course,
+// else how far it got before it was stopped (signal, configuration
+// error, failed threshold).
+func (r *reporter) finish(ranItsCourse bool) {
 	if r.console == nil {
 		return
 	}
-	stopped := genCtx.Err() != nil && stopCause(genCtx) == stopSignal
-	r.console.endBar(r.barLine(mono(), !stopped))
+	r.console.endBar(r.barLine(mono(), ranItsCourse))
 }
 
 // bounded reports whether the run has a known end: SOAKD_DURATION, or
@@ -210,7 +216,13 @@ func (r *reporter) bounded() bool {
 // long it has left; ok is false when it has no known end.
 func (r *reporter) workloadProgress(w *workload, now time.Duration) (frac float64, left time.Duration, ok bool) {
 	if w.finished.Load() {
-		return 1, 0, true
+		switch ps := w.cur.Load(); {
+		case ps == nil || ps.name != "run":
+			return 0, 0, true // stopped before its run phase began
+		case ps.stopReason() == stopEndOfData || ps.stopReason() == stopEndOfProfile || ps.stopReason() == stopDuration:
+			return 1, 0, true
+		}
+		// stopped early: how far its run phase got, below
 	}
 	runLen := w.cfg.Duration
 	if !w.cfg.Rate.Max {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,17 @@ type Deps struct {
 	// terminal); the logger must write through it too, so log lines and
 	// the bar never share a line.
 	Console *Console
+	// History, when set, is sampled every second by the reporter and
+	// served at /history as JSON: what the web console and the HTML
+	// report draw. After Run returns it holds the whole run.
+	History *History
+	// UI, when set, is served at / and every path no other endpoint
+	// takes: the web console (package web).
+	UI http.Handler
+
+	// OnCapacity, when set, gets a capacity search's state after each of
+	// its steps and at its end (soakd capacity; the live console).
+	OnCapacity func(CapacityResult)
 
 	// started, when set, is called with the workloads and the HTTP
 	// endpoints once the workloads are open (tests drive /control and read
@@ -41,8 +53,10 @@ type Deps struct {
 // workload is one configured workload, opened and ready to run.
 type workload struct {
 	*runner
-	entry *SourceEntry
-	ready readiness
+	entry    *SourceEntry
+	ready    readiness
+	controls [len(controlActions)]atomic.Int64 // changes made through /control, by action
+	capacity *capacitySearch                   // set while soakd capacity searches this workload
 }
 
 // readiness is a workload's /readyz state and the story of its Prepare.
@@ -61,19 +75,37 @@ func (r *readiness) get() (bool, error) {
 	return r.prepared && r.pingErr == nil, r.pingErr
 }
 
+// chainStarted calls a, then b (either may be nil).
+func chainStarted(a, b func([]*workload, http.Handler)) func([]*workload, http.Handler) {
+	return func(wls []*workload, h http.Handler) {
+		if a != nil {
+			a(wls, h)
+		}
+		if b != nil {
+			b(wls, h)
+		}
+	}
+}
+
 // errHardStop is the cause of a stop by SOAKD_DURATION.
 var errHardStop = errors.New("SOAKD_DURATION reached")
 
 // stopCause names why genCtx ended: SOAKD_DURATION, another workload's
-// configuration error, or a signal (the caller's context).
+// configuration error, a failed threshold marked !, or a signal (the
+// caller's context).
 func stopCause(ctx context.Context) string {
 	cause := context.Cause(ctx)
 	var ce *ConfigError
+	var ta *thresholdAbort
 	switch {
 	case errors.Is(cause, errHardStop):
 		return stopHard
+	case errors.Is(cause, errCapacityDone):
+		return stopCapacity
 	case errors.As(cause, &ce):
 		return stopConfig
+	case errors.As(cause, &ta):
+		return ta.Error()
 	}
 	return stopSignal
 }
@@ -130,6 +162,10 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	}()
 
 	rep := newReporter(cfg, wls, log, d.Console)
+	if d.History != nil {
+		d.History.attach(wls)
+		rep.hist = d.History
+	}
 	h := handler(cfg, d, wls, rep, started)
 	srv, err := serveHTTP(cfg, d, h)
 	if err != nil {
@@ -140,6 +176,12 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	}
 	repDone := make(chan struct{})
 	go func() { rep.run(genCtx); close(repDone) }()
+	var judges sync.WaitGroup
+	for _, w := range wls {
+		if w.judge != nil {
+			judges.Go(func() { w.judge.run(genCtx, stopGen) })
+		}
+	}
 	pingDone := make(chan struct{})
 	go func() { pingLoop(genCtx, wls); close(pingDone) }()
 
@@ -158,10 +200,17 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	}
 	runErr := g.Wait()
 	close(allDone)
+	// Whether the run ran its course (to its end or SOAKD_DURATION), read
+	// before stopGen cancels genCtx.
+	ranItsCourse := genCtx.Err() == nil || stopCause(genCtx) == stopHard || stopCause(genCtx) == stopCapacity
 	stopGen(nil)
 	<-repDone
+	judges.Wait()
 	<-pingDone
-	rep.finish(genCtx)
+	if d.History != nil {
+		d.History.finish()
+	}
+	rep.finish(ranItsCourse)
 	if srv != nil {
 		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = srv.Shutdown(shutCtx)
@@ -186,6 +235,9 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		if err != nil {
 			return fail(fmt.Errorf("%sSOURCE: cannot build source %q: %w", Prefix(wc.Name), wc.Source, err))
 		}
+		if err := checkBatchMemory(wc, e.Kind, src); err != nil {
+			return fail(err)
+		}
 		if wc.Sink.URL == nil {
 			return fail(fmt.Errorf("%sTARGET: the configuration was not validated (call Config.Check first)", Prefix(wc.Name)))
 		}
@@ -205,6 +257,9 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		}
 		w := &workload{entry: e}
 		w.runner = newRunner(wc, e.Kind, src, sink, log)
+		if len(wc.Checks) > 0 {
+			w.judge = newJudge(wc, log)
+		}
 		wls = append(wls, w)
 		if err := w.setupVerify(log); err != nil {
 			return fail(err)
@@ -274,6 +329,11 @@ func (w *workload) runPhases(genCtx, drainCtx context.Context, cfg *Config) erro
 		}
 		return err
 	}
+	if w.cfg.reset {
+		if err := w.resetTarget(genCtx); err != nil {
+			return err
+		}
+	}
 	if err := w.preload(genCtx, drainCtx, cfg); err != nil {
 		return err
 	}
@@ -326,6 +386,19 @@ func (w *workload) prepare(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// resetTarget empties what soakd wrote to the target, where the sink can.
+func (w *workload) resetTarget(ctx context.Context) error {
+	r, ok := w.sink.(sinks.Resetter)
+	if !ok {
+		w.log.Warn("the target cannot be reset: this point starts from the state the previous ones left")
+		return nil
+	}
+	if err := r.Reset(ctx); err != nil {
+		return fmt.Errorf("workload %s: cannot reset the target: %s", w.name, w.scrub(err.Error()))
+	}
+	return nil
 }
 
 // preload runs the KV load phase (LOAD=auto) when records are missing.

@@ -48,7 +48,8 @@ type runner struct {
 	errMu   sync.Mutex
 	lastErr errorNote // the last failed write
 
-	ver *verifier // VERIFY's read-back checker, nil when off
+	judge *judge    // the workload's thresholds; nil without any
+	ver   *verifier // VERIFY's read-back checker, nil when off
 }
 
 // errorNote is the last error of a kind, for summaries and /status.
@@ -130,6 +131,7 @@ const (
 	stopHard         = "SOAKD_DURATION"
 	stopSignal       = "signal"
 	stopConfig       = "configuration error"
+	stopCapacity     = "capacity search done"
 )
 
 // phaseRun is the state of one pass over a source.
@@ -173,6 +175,9 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 	p.st.rec = p.rec
 	if r.ver != nil {
 		p.st.verify = &tally{}
+	}
+	if name == "run" && r.judge != nil {
+		r.judge.begin(p.st)
 	}
 	closedLoop := rate.Max
 	var wg sync.WaitGroup

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -75,6 +76,9 @@ type WorkloadSummary struct {
 	// Failure says why the workload failed, when it did (the run then
 	// exits 1). It is set on the workload's last entry.
 	Failure *Failure `json:"failure,omitempty"`
+	// Thresholds are the workload's THRESHOLDS, judged on its run phase
+	// (on the run entry); one that failed makes the run exit 1.
+	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
 	// Verify is the phase's read-back checks (VERIFY) and the record of
 	// what it wrote, which soakd verify reads.
 	Verify *VerifySummary `json:"verify,omitempty"`
@@ -107,12 +111,23 @@ type OpSummary struct {
 	Service  Quantiles `json:"service_seconds"`
 }
 
-// Failed reports the first workload that failed, which makes the run
-// exit 1.
+// Failed reports the first workload that failed, or else the first whose
+// thresholds failed, which makes the run exit 1.
 func (s *Summary) Failed() error {
 	for _, w := range s.Workloads {
 		if f := w.Failure; f != nil {
 			return fmt.Errorf("workload %s: %s", w.Name, f.Reason)
+		}
+	}
+	for _, w := range s.Workloads {
+		var failed []string
+		for _, t := range w.Thresholds {
+			if !t.OK {
+				failed = append(failed, t.Threshold)
+			}
+		}
+		if len(failed) > 0 {
+			return fmt.Errorf("workload %s: %d of %d thresholds failed: %s", w.Name, len(failed), len(w.Thresholds), strings.Join(failed, ", "))
 		}
 	}
 	return nil
@@ -145,6 +160,15 @@ func summarize(version string, started time.Time, cfg *Config, wls []*workload) 
 			})
 		}
 		last := &entries[len(entries)-1]
+		if w.judge != nil {
+			judged := last
+			for i := range entries {
+				if entries[i].Phase == "run" {
+					judged = &entries[i]
+				}
+			}
+			judged.Thresholds = w.judge.finish()
+		}
 		writeErr := w.lastError()
 		switch {
 		case writeErr.Text != "":
@@ -315,6 +339,7 @@ func (s *Summary) WriteText(out io.Writer) {
 			fmt.Fprintf(out, "%-15s - Count: %d, Avg(us): %.0f, Min(us): %.0f, Max(us): %.0f, 50th(us): %.0f, 90th(us): %.0f, 99th(us): %.0f, 99.9th(us): %.0f\n",
 				"DISPATCH delay", q.Count, q.Mean*1e6, q.Min*1e6, q.Max*1e6, q.P50*1e6, q.P90*1e6, q.P99*1e6, q.P999*1e6)
 		}
+		writeThresholds(out, w.Thresholds)
 		if f := w.Failure; f != nil {
 			fmt.Fprintf(out, "FAILED: %s\n", f.Reason)
 			if f.LastError != "" {
@@ -345,4 +370,50 @@ func (s *Summary) Workload(name, phase string) *WorkloadSummary {
 		}
 	}
 	return nil
+}
+
+// writeThresholds prints each threshold with ✓ or ✗ and what was
+// measured, then how many failed.
+func writeThresholds(out io.Writer, ts []ThresholdResult) {
+	if len(ts) == 0 {
+		return
+	}
+	width := 0 // in runes: a label may hold µ
+	for _, t := range ts {
+		width = max(width, utf8.RuneCountInString(t.Threshold))
+	}
+	fmt.Fprintln(out, "thresholds (run phase):")
+	failed := 0
+	for _, t := range ts {
+		mark := "✓"
+		if !t.OK {
+			mark = "✗"
+			failed++
+		}
+		pad := strings.Repeat(" ", width-utf8.RuneCountInString(t.Threshold))
+		fmt.Fprintf(out, "  %s %s%s  %s\n", mark, t.Threshold, pad, t.describe())
+	}
+	if failed > 0 {
+		fmt.Fprintf(out, "THRESHOLDS FAILED: %d of %d\n", failed, len(ts))
+	} else {
+		fmt.Fprintf(out, "thresholds: all %d passed\n", len(ts))
+	}
+}
+
+// describe says what a threshold measured.
+func (t *ThresholdResult) describe() string {
+	v := func(x float64) string { return fmtThresholdValue(t.Unit, x, false) }
+	switch {
+	case t.Value == nil:
+		return t.Note
+	case t.EarlyWindow != nil && t.LatestWindow != nil: // drift
+		m := func(x float64) string { return fmtThresholdValue(t.WindowUnit, x, false) }
+		return fmt.Sprintf("%s (%s in %s, %s in %s; %d of %d late windows failed)",
+			fmtThresholdValue(t.Unit, *t.Value, true), m(t.EarlyWindow.Value), fmtWindow(t.EarlyWindow),
+			m(t.LatestWindow.Value), fmtWindow(t.LatestWindow), t.FailedWindows, t.Windows)
+	case t.WorstWindow != nil:
+		return fmt.Sprintf("worst %s in window %s (%d of %d windows failed)",
+			v(*t.Value), fmtWindow(t.WorstWindow), t.FailedWindows, t.Windows)
+	}
+	return v(*t.Value)
 }

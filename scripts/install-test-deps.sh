@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what soakd's integration tests need, if it is missing, on a
-# Debian machine with Go: PostgreSQL server binaries, redis-server and
-# Prometheus from Debian's packages, InfluxDB 1.8.10 and VictoriaMetrics
+# Debian machine with Go: PostgreSQL server binaries, redis-server,
+# Prometheus and Chromium (headless, for the web console's browser tests)
+# from Debian's packages, InfluxDB 1.8.10 and VictoriaMetrics
 # v1.151.0 built with `go install`, and TSBS's tsbs_load_influx built from its
 # pinned commit. Idempotent; each step is skipped when its result is there.
 # Packages' own services are kept from starting (tests start their own
@@ -14,6 +15,7 @@ need_apt=()
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_apt+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
 	sudo=""
@@ -98,4 +100,4 @@ if ! has_tsbs "$tsbs"; then
 		log "built tsbs_load_influx in $(($(date +%s) - t0))s"
 	fi
 fi
-log "ok: postgres $(ls -d /usr/lib/postgresql/*/bin | tail -1), $(command -v redis-server), $(command -v prometheus), $influxd, $vm, $tsbs"
+log "ok: postgres $(ls -d /usr/lib/postgresql/*/bin | tail -1), $(command -v redis-server), $(command -v prometheus), $(command -v chromium), $influxd, $vm, $tsbs"

@@ -19,9 +19,10 @@ echo "== staticcheck" >&2
 go tool staticcheck ./...
 echo "== go test" >&2
 go test -count=1 -timeout 60m "$@" ./...
-# Again under the race detector, with -short, which skips five tests: the
+# Again under the race detector, with -short, which skips seven tests: the
 # two real-time rate checks (the detector's overhead would distort their
-# timing), the scrape by a real Prometheus and sinks/influx's two tests that
-# restart influxd. Every other test runs again, integration tests included.
+# timing), the two scrapes by a real Prometheus, sinks/influx's two tests
+# that restart influxd and the Dockerfile's build command. Every other test
+# runs again, integration tests included.
 echo "== go test -race -short" >&2
 go test -race -short -count=1 -timeout 60m "$@" ./...

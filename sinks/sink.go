@@ -36,6 +36,19 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// Versioner is implemented by sinks that can ask their target for its
+// version (for reports: SELECT version(), INFO server, /ping headers).
+type Versioner interface {
+	ServerVersion(ctx context.Context) (string, error)
+}
+
+// Resetter is implemented by sinks that can empty what soakd wrote to
+// their target, and only that (its own tables, keys under its prefix):
+// soakd sweep does it before each point when SOAKD_SWEEP_RESET=true asks.
+type Resetter interface {
+	Reset(ctx context.Context) error
+}
+
 // Options carries what a sink needs from the workload besides its URL.
 type Options struct {
 	// Workload is the name of the workload the sink serves (for logs).

@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 
@@ -29,11 +30,13 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
 
+	"github.com/soakd/soakd/charts"
 	"github.com/soakd/soakd/cmd/soakd/generate"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/cmd/soakd/verify"
 	"github.com/soakd/soakd/daemon"
-	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/web"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
@@ -83,6 +86,10 @@ latency as Prometheus metrics.
 
 Usage:
   soakd [run] [flags]        run the configured workloads (default)
+  soakd capacity [flags]     search one workload's capacity: step its rate up until it
+                             breaks the SLO (SOAKD_CAPACITY_*), report the knee
+  soakd sweep [flags]        run one workload closed loop over a WORKERS x BATCH_SIZE
+                             grid (SOAKD_SWEEP_*), report the best and a USL fit
   soakd generate [flags]     write a data file like tsbs_generate_data (soakd generate --help)
   soakd verify [flags]       check what the targets hold against what a run wrote (soakd verify --help)
   soakd config [--check]     list every setting (env var, flag, default, value)
@@ -92,7 +99,8 @@ Every setting is an environment variable and a flag: SOAKD_IOT_RATE is
 --iot-rate. Run "soakd config" for the full list. With no target set, each
 workload writes to a built-in in-process target.
 
-Exit codes: 0 ok, 1 the run failed, 2 invalid configuration.
+Exit codes: 0 ok, 1 the run failed or a threshold (SOAKD_<W>_THRESHOLDS)
+failed, 2 invalid configuration.
 `
 
 func realMain(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
@@ -102,7 +110,11 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 	}
 	switch cmd {
 	case "run":
-		return runCmd(ctx, args, environ, stdout, stderr)
+		return runCmd(ctx, args, environ, stdout, stderr, false)
+	case "capacity":
+		return runCmd(ctx, args, environ, stdout, stderr, true)
+	case "sweep":
+		return sweepCmd(ctx, args, environ, stdout, stderr)
 	case "config":
 		return configCmd(args, environ, stdout, stderr)
 	case "generate":
@@ -154,7 +166,9 @@ func printConfigErrors(w io.Writer, err error) {
 	}
 }
 
-func runCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
+// runCmd runs the configured workloads (soakd run), or searches one's
+// capacity while the others hold their rate (soakd capacity).
+func runCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer, capacity bool) int {
 	f, err := parseFlags(args, environ)
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd: %v\n", err)
@@ -166,6 +180,9 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	}
 	p := plugins.All()
 	cfg, err := loadConfig(f, p)
+	if capacity && cfg != nil {
+		err = errors.Join(err, cfg.CheckCapacity())
+	}
 	if err != nil {
 		printConfigErrors(stderr, err)
 		return exitConfig
@@ -191,9 +208,26 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("soakd starting", zap.String("version", buildVersion()), zap.Strings("workloads", cfg.Workloads))
-	sum, runErr := daemon.Run(ctx, cfg, daemon.Deps{
-		Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(), Console: console,
-	})
+	hist := daemon.NewHistory()
+	// A capacity search shows in the console as it goes, and in the report.
+	var capLive atomic.Pointer[daemon.CapacityResult]
+	panels := func() []web.Panel {
+		if r := capLive.Load(); r != nil {
+			return []web.Panel{web.CapacityPanel(r)}
+		}
+		return nil
+	}
+	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: buildVersion(), Control: cfg.EffectiveControlToken() != "", Panels: panels})
+	deps := daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(), Console: console,
+		History: hist, UI: ui, OnCapacity: func(r daemon.CapacityResult) { capLive.Store(&r) }}
+	var sum *daemon.Summary
+	var runErr error
+	var capRes *daemon.CapacityResult
+	if capacity {
+		sum, capRes, runErr = daemon.Capacity(ctx, cfg, f.Env, deps)
+	} else {
+		sum, runErr = daemon.Run(ctx, cfg, deps)
+	}
 	if sum != nil {
 		sum.WriteText(stdout)
 		if cfg.SummaryJSON != "" {
@@ -202,8 +236,29 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 				return exitFailed
 			}
 		}
+		if cfg.Report != "" {
+			d := web.ReportData{Summary: sum, History: hist, Environment: sysinfo.Collect(buildVersion()),
+				Settings: web.SettingRows(cfg.Settings(), f.Env), Panels: panels()}
+			if ctx.Err() != nil {
+				d.StoppedBy = "stopped by a signal"
+			}
+			if err := web.WriteReport(cfg.Report, d); err != nil {
+				log.Error("cannot write the report", zap.Error(err))
+				return exitFailed
+			}
+			log.Info("report written", zap.String("file", cfg.Report))
+		}
 		if runErr == nil {
 			runErr = sum.Failed()
+		}
+	}
+	if capRes != nil {
+		if err := writeCapacityReport(capRes, cfg.Capacity.Out, stdout); err != nil {
+			log.Error("cannot write the capacity report", zap.Error(err))
+			return exitFailed
+		}
+		if runErr == nil && !capRes.Found {
+			runErr = errors.New("capacity: " + capRes.Outcome)
 		}
 	}
 	var cfgErr *daemon.ConfigError
@@ -218,6 +273,109 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		return exitFailed
 	}
 	return exitOK
+}
+
+// writeCapacityReport prints the report as markdown and writes it to
+// OUT.md, OUT.csv, OUT.json and its charts.
+func writeCapacityReport(r *daemon.CapacityResult, out string, stdout io.Writer) error {
+	return writeReport(stdout, out, r.WriteMarkdown, r.WriteCSV, r.WriteJSON, web.CapacityCharts(r), "capacity-")
+}
+
+// writeReport prints a markdown report and writes it as OUT.md, OUT.csv
+// and OUT.json, and each chart as OUT-NAME.svg and .png (NAME: the chart's
+// ID without idPrefix).
+func writeReport(stdout io.Writer, out string, md func(io.Writer), csv, js func(io.Writer) error, figs []charts.Chart, idPrefix string) error {
+	fmt.Fprintln(stdout)
+	md(stdout)
+	var errs []error
+	for _, f := range []struct {
+		ext   string
+		write func(io.Writer) error
+	}{
+		{".md", func(w io.Writer) error { md(w); return nil }},
+		{".csv", csv},
+		{".json", js},
+	} {
+		errs = append(errs, writeFile(out+f.ext, f.write))
+	}
+	files := []string{out + ".md", out + ".csv", out + ".json"}
+	for _, c := range figs {
+		name := out + "-" + strings.TrimPrefix(c.ID, idPrefix)
+		errs = append(errs, os.WriteFile(name+".svg", c.SVG(), 0o644))
+		png, err := c.PNG()
+		if err == nil {
+			err = os.WriteFile(name+".png", png, 0o644)
+		}
+		errs = append(errs, err)
+		files = append(files, name+".svg", name+".png")
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nreport: %s\n", strings.Join(files, ", "))
+	return nil
+}
+
+// sweepCmd runs soakd sweep: the workload closed loop over a grid of
+// WORKERS × BATCH_SIZE (PIPELINE), with a report.
+func sweepCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
+	f, err := parseFlags(args, environ)
+	if err != nil {
+		fmt.Fprintf(stderr, "soakd: %v\n", err)
+		return exitConfig
+	}
+	if f.Help {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	p := plugins.All()
+	cfg, err := loadConfig(f, p)
+	if cfg != nil {
+		err = errors.Join(err, cfg.CheckSweep())
+	}
+	if err != nil {
+		printConfigErrors(stderr, err)
+		return exitConfig
+	}
+	log, err := newLogger(cfg, stderr, isTerminal(stderr))
+	if err != nil {
+		fmt.Fprintf(stderr, "soakd: %v\n", err)
+		return exitConfig
+	}
+	defer func() { _ = log.Sync() }()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := daemon.Sweep(ctx, cfg, f.Env, daemon.Deps{Logger: log, Plugins: p, Version: buildVersion()})
+	if res != nil && len(res.Points) > 0 {
+		if werr := writeReport(stdout, cfg.Sweep.Out, res.WriteMarkdown, res.WriteCSV, res.WriteJSON, web.SweepCharts(res), "sweep-"); werr != nil {
+			log.Error("cannot write the sweep report", zap.Error(werr))
+			return exitFailed
+		}
+	}
+	var cfgErr *daemon.ConfigError
+	switch {
+	case errors.As(err, &cfgErr):
+		printConfigErrors(stderr, err)
+		return exitConfig
+	case err != nil:
+		log.Error("sweep failed", zap.Error(err))
+		return exitFailed
+	case res.Outcome != "done":
+		return exitFailed
+	}
+	return exitOK
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
 }
 
 func configCmd(args []string, environ map[string]string, stdout, stderr io.Writer) int {
@@ -243,14 +401,9 @@ func configCmd(args []string, environ map[string]string, stdout, stderr io.Write
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "VARIABLE\tFLAG\tDEFAULT\tVALUE\tHELP")
 	for _, s := range cfg.Settings() {
-		v, set := f.Env[s.Key]
-		switch {
-		case !set:
-			v = ""
-		case s.Secret && v != "":
-			v = "(set)"
-		case s.URL:
-			v = sinks.Redact(v)
+		v := ""
+		if raw, set := f.Env[s.Key]; set {
+			v = s.Shown(raw)
 		}
 		def := s.Default
 		if def == "" {

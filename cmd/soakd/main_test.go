@@ -245,8 +245,9 @@ func commandCalls(t *testing.T, a *goredis.Client) map[string]int64 {
 // SIGTERM during a run: scheduling stops, writes in flight finish within
 // SHUTDOWN_GRACE, the summary is printed and soakd exits 0.
 func TestSIGTERMGracefulExit(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "run.html")
 	cmd := exec.Command(os.Args[0], "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "SOAKD_TEST_MAIN=1", "SOAKD_WORKLOADS=seq", "SOAKD_SEQ_RATE=500",
+	cmd.Env = append(os.Environ(), "SOAKD_TEST_MAIN=1", "SOAKD_REPORT="+report, "SOAKD_WORKLOADS=seq", "SOAKD_SEQ_RATE=500",
 		"SOAKD_SEQ_BATCH_SIZE=10", "SOAKD_SEQ_TARGET=null://?latency=300ms", "SOAKD_SHUTDOWN_GRACE=3s")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -271,5 +272,71 @@ func TestSIGTERMGracefulExit(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "stopping") {
 		t.Errorf("the log should say it is stopping:\n%s", errb.String())
+	}
+	// SOAKD_REPORT: the report is written on SIGTERM too.
+	if b, err := os.ReadFile(report); err != nil || !strings.Contains(string(b), "stopped by a signal") {
+		t.Errorf("no report after SIGTERM: %v", err)
+	}
+}
+
+// The zero-config run logs the console's URL; --report writes the HTML
+// report also when the run is stopped (here the context, as SIGTERM
+// does), with the summary's totals and without secrets.
+func TestConsoleURLAndReport(t *testing.T) {
+	dir := t.TempDir()
+	report, js := filepath.Join(dir, "run.html"), filepath.Join(dir, "sum.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(2500*time.Millisecond, cancel)
+	var out, errb bytes.Buffer
+	code := realMain(ctx, []string{"--listen", "127.0.0.1:0", "--duration", "1m", "--report", report, "--summary-json", js},
+		map[string]string{"SOAKD_CONTROL_TOKEN": "ctl-s3cret", "SOAKD_SHUTDOWN_GRACE": "2s"}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errb.String())
+	}
+	if !regexp.MustCompile(`web console: open http://127\.0\.0\.1:\d+/`).MatchString(errb.String()) {
+		t.Errorf("the log does not give the console's URL:\n%s", errb.String())
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	if strings.Contains(html, "ctl-s3cret") {
+		t.Error("the report contains the control token")
+	}
+	var sum daemon.Summary
+	sb, _ := os.ReadFile(js)
+	if err := json.Unmarshal(sb, &sum); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"stopped by a signal", `data-chart="iot-rate"`, `data-chart="kv-latency-read"`, "SOAKD_CONTROL_TOKEN",
+		`<td data-field="units">` + strconv.FormatInt(sum.Workloads[0].Units, 10) + `</td>`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+}
+
+// Batches that multiply out to more memory than the machine has are
+// refused before anything is generated, naming the setting; the same
+// batch size of a narrow source still runs.
+func TestHugeBatchesRefused(t *testing.T) {
+	code, out, errs := run(t, map[string]string{
+		"SOAKD_WORKLOADS": "massive", "SOAKD_MASSIVE_TARGET": "null://", "SOAKD_LISTEN": "off",
+		"SOAKD_MASSIVE_COLUMNS": "1000", "SOAKD_MASSIVE_BATCH_SIZE": "10000000", "SOAKD_DURATION": "5s",
+	})
+	if code != exitConfig || !strings.Contains(errs, "SOAKD_MASSIVE_BATCH_SIZE: 10000000 units per batch × 4 WORKERS") ||
+		!strings.Contains(errs, "lower BATCH_SIZE or WORKERS") {
+		t.Fatalf("exit %d, want 2 naming SOAKD_MASSIVE_BATCH_SIZE\n%s", code, errs)
+	}
+	if out != "" {
+		t.Errorf("nothing should run; stdout:\n%s", out)
+	}
+	code, out, errs = run(t, map[string]string{
+		"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://", "SOAKD_LISTEN": "off",
+		"SOAKD_SEQ_BATCH_SIZE": "1000000", "SOAKD_SEQ_WORKERS": "1", "SOAKD_SEQ_RATE": "2000000", "SOAKD_DURATION": "1s",
+	})
+	if code != exitOK || !strings.Contains(out, "acknowledged") {
+		t.Errorf("a narrow source's big batches: exit %d\n%s\n%s", code, out, errs)
 	}
 }

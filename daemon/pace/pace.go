@@ -42,6 +42,9 @@ type Profile interface {
 	RateAt(elapsed time.Duration) float64
 	// End is when the profile is over (0 = never).
 	End() time.Duration
+	// Peak is the highest rate the profile ever asks for (+Inf when it
+	// grows without bound).
+	Peak() float64
 }
 
 // Rate is a parsed RATE setting: closed loop (Max) or an open-loop Profile.
@@ -102,6 +105,15 @@ func MustParse(s string) Rate {
 
 // String returns the setting as written.
 func (r Rate) String() string { return r.text }
+
+// Peak is the highest rate r asks for: +Inf in closed loop (max) or for a
+// step profile without a MAX.
+func (r Rate) Peak() float64 {
+	if r.Max || r.Profile == nil {
+		return math.Inf(1)
+	}
+	return r.Profile.Peak()
+}
 
 // UnmarshalText implements encoding.TextUnmarshaler for config parsing.
 func (r *Rate) UnmarshalText(b []byte) error {
@@ -258,6 +270,9 @@ func (c Constant) RateAt(time.Duration) float64 { return float64(c) }
 // End is never.
 func (c Constant) End() time.Duration { return 0 }
 
+// Peak is the rate.
+func (c Constant) Peak() float64 { return float64(c) }
+
 // segment is a linear piece of a rate: r0 at start, r1 at start+dur
 // (seconds), with count c0 due before it.
 type segment struct {
@@ -349,6 +364,15 @@ func (p *piecewise) RateAt(e time.Duration) float64 {
 
 // End is the sum of the stage durations.
 func (p *piecewise) End() time.Duration { return p.end }
+
+// Peak is the highest segment end: rates are linear within a segment.
+func (p *piecewise) Peak() float64 {
+	peak := 0.0
+	for _, sg := range p.segs {
+		peak = math.Max(peak, math.Max(sg.r0, sg.r1))
+	}
+	return peak
+}
 
 // Step is a staircase rate: Start units/s, plus Step every Every, held at
 // Max (+Inf: no cap). It never ends.
@@ -443,6 +467,14 @@ func (s Step) RateAt(e time.Duration) float64 {
 // End is never.
 func (s Step) End() time.Duration { return 0 }
 
+// Peak is MAX, or +Inf for a rate that grows without one.
+func (s Step) Peak() float64 {
+	if s.Step <= 0 {
+		return s.Start
+	}
+	return s.Max
+}
+
 func seconds(f float64) time.Duration {
 	if f >= float64(math.MaxInt64)/1e9 {
 		return time.Duration(math.MaxInt64)
@@ -468,3 +500,4 @@ func (s scaled) Count(e time.Duration) float64      { return s.f * s.p.Count(e) 
 func (s scaled) At(n float64) (time.Duration, bool) { return s.p.At(n / s.f) }
 func (s scaled) RateAt(e time.Duration) float64     { return s.f * s.p.RateAt(e) }
 func (s scaled) End() time.Duration                 { return s.p.End() }
+func (s scaled) Peak() float64                      { return s.f * s.p.Peak() }

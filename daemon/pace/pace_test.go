@@ -224,3 +224,31 @@ func TestScale(t *testing.T) {
 		t.Error("Scale by 1 should return the profile")
 	}
 }
+
+// Peak is the highest rate a profile asks for, worked out by hand.
+func TestPeak(t *testing.T) {
+	for _, tc := range []struct {
+		rate string
+		want float64
+	}{
+		{"5000", 5000},
+		{"30s:1000,5m:20000,1h:500", 20000},
+		{"500,30s:100", 500},
+		{"step:1000+500/30s..20000", 20000},
+		{"step:1000+500/30s", math.Inf(1)},
+		{"max", math.Inf(1)},
+	} {
+		r, err := Parse(tc.rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Peak(); got != tc.want {
+			t.Errorf("Peak(%s) = %v, want %v", tc.rate, got, tc.want)
+		}
+		if !r.Max {
+			if got := Scale(r.Profile, 0.25).Peak(); got != tc.want/4 {
+				t.Errorf("Peak of %s scaled by 1/4 = %v, want %v", tc.rate, got, tc.want/4)
+			}
+		}
+	}
+}

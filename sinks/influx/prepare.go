@@ -24,6 +24,16 @@ func (s *Sink) Ping(ctx context.Context) error {
 	return err
 }
 
+// ServerVersion is the server's version from its ping answer (the
+// X-Influxdb-Version header), for reports.
+func (s *Sink) ServerVersion(ctx context.Context) (string, error) {
+	v, err := s.ping(ctx)
+	if err == nil && v != "" {
+		v = s.cfg.Product.Name + " " + v
+	}
+	return v, err
+}
+
 // ping returns the server's X-Influxdb-Version header.
 func (s *Sink) ping(ctx context.Context) (string, error) {
 	path := "/ping"

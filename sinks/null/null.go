@@ -11,6 +11,9 @@
 //	                                 beyond that requests queue (FIFO)
 //	null://?stall=1s@10s             10 s after the first write the server
 //	                                 stalls for 1 s (writes in flight wait)
+//	null://?slowdown=2ms@30s         from 30 s after the first write on,
+//	                                 every write takes 2 ms longer (a step,
+//	                                 as when a compaction backlog builds up)
 //	null://?fail=0.01&fail_class=server
 //	                                 1 % of writes fail with that class
 package null
@@ -36,7 +39,9 @@ type Config struct {
 	Capacity  float64       // units per second; 0 = unlimited
 	StallAt   time.Duration // after the first write
 	StallFor  time.Duration
-	Fail      float64 // fraction of writes that fail
+	SlowAt    time.Duration // after the first write
+	SlowBy    time.Duration // added to every write from SlowAt on
+	Fail      float64       // fraction of writes that fail
 	FailClass sinks.Class
 }
 
@@ -93,9 +98,9 @@ func ParseURL(u *url.URL) (Config, error) {
 	q := u.Query()
 	for k := range q {
 		switch k {
-		case "latency", "capacity", "stall", "fail", "fail_class":
+		case "latency", "capacity", "stall", "slowdown", "fail", "fail_class":
 		default:
-			errs = append(errs, fmt.Errorf("unknown parameter %q (known: latency, capacity, stall, fail, fail_class)", k))
+			errs = append(errs, fmt.Errorf("unknown parameter %q (known: latency, capacity, stall, slowdown, fail, fail_class)", k))
 		}
 	}
 	var err error
@@ -117,6 +122,17 @@ func ParseURL(u *url.URL) (Config, error) {
 		}
 		if !ok || err != nil || err2 != nil || c.StallFor <= 0 || c.StallAt < 0 {
 			errs = append(errs, fmt.Errorf("stall %q: want DURATION@AFTER, e.g. 1s@10s", s))
+		}
+	}
+	if s := q.Get("slowdown"); s != "" {
+		d, at, ok := strings.Cut(s, "@")
+		c.SlowBy, err = time.ParseDuration(d)
+		var err2 error
+		if ok {
+			c.SlowAt, err2 = time.ParseDuration(at)
+		}
+		if !ok || err != nil || err2 != nil || c.SlowBy <= 0 || c.SlowAt < 0 {
+			errs = append(errs, fmt.Errorf("slowdown %q: want DURATION@AFTER, e.g. 2ms@30s", s))
 		}
 	}
 	if s := q.Get("fail"); s != "" {
@@ -178,17 +194,20 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 		return 0, sinks.NewError(sinks.Timeout, true, err)
 	}
 	c := &s.cfg
-	if c.Capacity == 0 && c.StallFor == 0 && c.Latency.Kind == "" && c.Fail == 0 {
+	if c.Capacity == 0 && c.StallFor == 0 && c.SlowBy == 0 && c.Latency.Kind == "" && c.Fail == 0 {
 		return 0, nil
 	}
 	now := time.Now()
 	done := now
-	if c.Capacity > 0 || c.StallFor > 0 {
+	if c.Capacity > 0 || c.StallFor > 0 || c.SlowBy > 0 {
 		s.mu.Lock()
 		if s.first.IsZero() {
 			s.first = now
 		}
 		start := now
+		if c.SlowBy > 0 && !now.Before(s.first.Add(c.SlowAt)) {
+			done = done.Add(c.SlowBy)
+		}
 		if c.StallFor > 0 {
 			// Work arriving during the stall starts when it ends.
 			st := s.first.Add(c.StallAt)
@@ -204,7 +223,7 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 			start = s.nextFree
 		}
 		s.mu.Unlock()
-		done = start
+		done = done.Add(start.Sub(now))
 	}
 	done = done.Add(c.Latency.Sample())
 	if wait := time.Until(done); wait > 0 {

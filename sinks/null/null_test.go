@@ -24,12 +24,13 @@ func parse(t testing.TB, s string) (Config, error) {
 
 func TestParseURL(t *testing.T) {
 	t.Parallel()
-	c, err := parse(t, "null://?latency=1ms..5ms&capacity=50000&stall=1s@10s&fail=0.25&fail_class=timeout")
+	c, err := parse(t, "null://?latency=1ms..5ms&capacity=50000&stall=1s@10s&slowdown=2ms@30s&fail=0.25&fail_class=timeout")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Latency != (Dist{Kind: "uniform", Min: time.Millisecond, Max: 5 * time.Millisecond}) || c.Capacity != 50000 ||
-		c.StallFor != time.Second || c.StallAt != 10*time.Second || c.Fail != 0.25 || c.FailClass != sinks.Timeout {
+		c.StallFor != time.Second || c.StallAt != 10*time.Second || c.SlowBy != 2*time.Millisecond || c.SlowAt != 30*time.Second ||
+		c.Fail != 0.25 || c.FailClass != sinks.Timeout {
 		t.Fatalf("parsed %+v", c)
 	}
 	for in, want := range map[string]string{
@@ -39,6 +40,9 @@ func TestParseURL(t *testing.T) {
 		"null://?capacity=0":       "capacity",
 		"null://?capacity=NaN":     "capacity",
 		"null://?stall=1s":         "DURATION@AFTER",
+		"null://?slowdown=2ms":     "DURATION@AFTER",
+		"null://?slowdown=0s@1s":   "slowdown",
+		"null://?slowdown=1ms@-1s": "slowdown",
 		"null://?fail=2":           "fraction",
 		"null://?fail_class=slow":  "fail_class",
 		"null://?latncy=1ms":       `unknown parameter "latncy"`,
@@ -62,6 +66,18 @@ func TestWriteModel(t *testing.T) {
 	}
 	if d := time.Since(t0); d < 290*time.Millisecond {
 		t.Errorf("3 writes of 100 units at capacity 1000/s took %v, want >= 300ms", d)
+	}
+	// A slowdown from 200 ms after the first write on: the writes before
+	// are instant, those after take 100 ms longer.
+	step := New(Config{SlowAt: 200 * time.Millisecond, SlowBy: 100 * time.Millisecond})
+	t0 = time.Now()
+	if _, err := step.Write(context.Background(), b); err != nil || time.Since(t0) > 50*time.Millisecond {
+		t.Fatalf("write before the slowdown: %v, took %v", err, time.Since(t0))
+	}
+	time.Sleep(250 * time.Millisecond)
+	t0 = time.Now()
+	if _, err := step.Write(context.Background(), b); err != nil || time.Since(t0) < 100*time.Millisecond {
+		t.Fatalf("write after the slowdown: %v, took %v, want >= 100ms", err, time.Since(t0))
 	}
 	f := New(Config{Fail: 1, FailClass: sinks.Rejected})
 	_, err := f.Write(context.Background(), b)

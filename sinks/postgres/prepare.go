@@ -14,6 +14,17 @@ import (
 	"github.com/soakd/soakd/sinks"
 )
 
+// Reset empties the sink's own tables (TRUNCATE), for soakd sweep's
+// SOAKD_SWEEP_RESET=true; it touches no other table.
+func (s *Sink) Reset(ctx context.Context) error {
+	for _, p := range *s.plans.Load() {
+		if _, err := s.pool.Exec(ctx, "TRUNCATE "+p.table); err != nil {
+			return classify(fmt.Errorf("cannot empty %s: %w", p.table, err), true, false)
+		}
+	}
+	return nil
+}
+
 // Prepare creates the tables of the sink's schemas when they are missing
 // (unless ?create=false) and checks that existing tables have every
 // column soakd writes. It is idempotent and safe to run from several
@@ -104,31 +115,27 @@ func firstLine(q string) string {
 }
 
 // timescale reports whether the timescaledb extension is installed,
-// installing it when the server has it available. Without it the tables
-// stay plain tables, with a warning.
+// installing it when the server has it available and preloaded. Without
+// it the tables stay plain tables, with a warning.
 func (s *Sink) timescale(ctx context.Context, c *pgx.Conn) (bool, error) {
-	var installed, available bool
+	var installed, available, preloaded bool
 	err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'timescaledb'),
-		EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'timescaledb')`).Scan(&installed, &available)
+		EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'timescaledb'),
+		current_setting('shared_preload_libraries') ~ '(^|[ ,])timescaledb([ ,]|$)'`).Scan(&installed, &available, &preloaded)
 	if err != nil {
 		return false, classify(fmt.Errorf("cannot look for the timescaledb extension: %w", err), false, false)
 	}
 	if installed {
 		return true, nil
 	}
+	if available && !preloaded {
+		// CREATE EXTENSION would fail, and TimescaleDB's loader ends the
+		// session with it.
+		s.log.Warn("dialect=timescaledb but the server does not preload timescaledb (shared_preload_libraries): using plain tables",
+			zap.String("target", s.target))
+		return false, nil
+	}
 	if available {
-		// CREATE EXTENSION of a library the server did not preload ends
-		// the session (FATAL), which would fail every later statement of
-		// Prepare: ask first.
-		var preload string
-		if err := c.QueryRow(ctx, "SELECT current_setting('shared_preload_libraries')").Scan(&preload); err != nil {
-			return false, classify(fmt.Errorf("cannot read shared_preload_libraries: %w", err), false, false)
-		}
-		if !strings.Contains(preload, "timescaledb") {
-			s.log.Warn("dialect=timescaledb but the server does not preload timescaledb (shared_preload_libraries): using plain tables",
-				zap.String("target", s.target))
-			return false, nil
-		}
 		if _, err := c.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS timescaledb"); err == nil {
 			return true, nil
 		} else {

@@ -459,6 +459,15 @@ func (s *Sink) writePipeline(ctx context.Context, pc *pgconn.PgConn, w *writer, 
 	return bytes, nil
 }
 
+// ServerVersion is SELECT version(), for reports.
+func (s *Sink) ServerVersion(ctx context.Context) (string, error) {
+	var v string
+	if err := s.pool.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil {
+		return "", classify(fmt.Errorf("cannot ask %s for its version: %w", s.target, err), true, false)
+	}
+	return v, nil
+}
+
 // Ping checks that the server answers, for /readyz.
 func (s *Sink) Ping(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {

@@ -677,6 +677,27 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// ServerVersion is the server's redis_version from INFO server (on a
+// cluster, of the node the client asks), for reports.
+func (s *Sink) ServerVersion(ctx context.Context) (string, error) {
+	var info string
+	var err error
+	if s.cluster != nil {
+		info, err = s.cluster.Info(ctx, "server").Result()
+	} else {
+		info, err = s.single.Info(ctx, "server").Result()
+	}
+	if err != nil {
+		return "", s.wrap(1, err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return "redis " + v, nil
+		}
+	}
+	return "", nil
+}
+
 // Ping checks that the target answers, on a call's connection as a write
 // does (so that a cancelled Ping ends as a cancelled write does).
 func (s *Sink) Ping(ctx context.Context) error {
@@ -736,6 +757,17 @@ func (s *Sink) Close(ctx context.Context) error {
 
 // cleanup deletes every key under the prefix (including the scan index)
 // with SCAN + UNLINK, on every master of a cluster.
+// Reset deletes every key under the workload's KEY_PREFIX, for soakd
+// sweep's SOAKD_SWEEP_RESET=true; without a prefix it refuses, as a reset
+// would delete keys soakd did not write.
+func (s *Sink) Reset(ctx context.Context) error {
+	if s.prefix == "" {
+		return sinks.NewError(sinks.Rejected, false, errors.New("no KEY_PREFIX: resetting would delete keys soakd did not write"))
+	}
+	_, err := s.cleanup(ctx)
+	return err
+}
+
 func (s *Sink) cleanup(ctx context.Context) (int64, error) {
 	var deleted atomic.Int64
 	del := func(ctx context.Context, c goredis.Cmdable) error {

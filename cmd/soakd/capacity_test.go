@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"encoding/xml"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/testserver"
+)
+
+// soakd capacity against real servers: the search runs its steps, and the
+// report is on stdout and in files: markdown, CSV, JSON, and each chart
+// as an SVG that parses and a PNG that decodes.
+func TestCapacityAgainstRealServers(t *testing.T) {
+	pg := testserver.Postgres(t)
+	rd := testserver.Redis(t)
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+	}{
+		{"redis", map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_KV_TARGET": rd.URL, "SOAKD_KV_RECORDS": "2000",
+			"SOAKD_KV_KEY_PREFIX": "cap:", "SOAKD_KV_WORKERS": "8"}},
+		{"postgres", map[string]string{"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": pg.URL,
+			"SOAKD_CPU_BATCH_SIZE": "100", "SOAKD_CPU_WORKERS": "4"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "cap")
+			env := map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_CAPACITY_START": "500",
+				"SOAKD_CAPACITY_STEP": "x2", "SOAKD_CAPACITY_MAX": "2000", "SOAKD_CAPACITY_WARMUP": "1s",
+				"SOAKD_CAPACITY_SETTLE": "1s", "SOAKD_CAPACITY_HOLD": "2s", "SOAKD_CAPACITY_SLO_P99": "2s",
+				"SOAKD_CAPACITY_REFINE": "1", "SOAKD_CAPACITY_OUT": out}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			code, stdout, stderr := run(t, env, "capacity")
+			if code != exitOK {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, "# Capacity of workload") || !strings.Contains(stdout, "**Knee:") {
+				t.Errorf("no markdown report on stdout:\n%s", stdout)
+			}
+			var res daemon.CapacityResult
+			b, err := os.ReadFile(out + ".json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &res); err != nil {
+				t.Fatal(err)
+			}
+			// 500, 1000 and 2000/s: a real server takes these with a 2 s SLO.
+			if !res.Found || res.Knee != 2000 || len(res.Steps) != 3 {
+				t.Errorf("knee %v found %v after %d steps, want 2000 after 3: %s", res.Knee, res.Found, len(res.Steps), res.Outcome)
+			}
+			for _, s := range res.Steps {
+				if s.Achieved < 0.95*s.Target || s.Response.Count == 0 {
+					t.Errorf("step %d: achieved %v of %v, %d latencies", s.Index, s.Achieved, s.Target, s.Response.Count)
+				}
+			}
+			if res.Servers[res.Workload] == "" || res.Environment.Cores == 0 {
+				t.Errorf("environment %+v, servers %v", res.Environment, res.Servers)
+			}
+			f, err := os.Open(out + ".csv")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := csv.NewReader(f).ReadAll()
+			f.Close()
+			if err != nil || len(rows) != len(res.Steps)+1 {
+				t.Errorf("CSV: %d rows (%v), want a header and %d steps", len(rows), err, len(res.Steps))
+			}
+			if md, err := os.ReadFile(out + ".md"); err != nil || !bytes.Contains(md, []byte("| # | kind |")) {
+				t.Errorf("markdown file: %v", err)
+			}
+			for _, chart := range []string{"rate", "latency"} {
+				svg, err := os.ReadFile(out + "-" + chart + ".svg")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := xml.Unmarshal(svg, new(struct{})); err != nil || !bytes.Contains(svg, []byte("data-points=")) {
+					t.Errorf("%s.svg does not parse as an SVG with data: %v", chart, err)
+				}
+				pf, err := os.Open(out + "-" + chart + ".png")
+				if err != nil {
+					t.Fatal(err)
+				}
+				img, err := png.Decode(pf)
+				pf.Close()
+				if err != nil || img.Bounds().Dx() < 100 {
+					t.Errorf("%s.png: %v", chart, err)
+				}
+			}
+		})
+	}
+}
+
+// Bad capacity settings are configuration errors naming their variable.
+func TestCapacityBadSettings(t *testing.T) {
+	code, _, stderr := run(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_CAPACITY_STEP": "fast",
+		"SOAKD_CAPACITY_SLO_ERRORS": "200%", "SOAKD_CAPACITY_WORKLOAD": "nope"}, "capacity")
+	if code != exitConfig {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	for _, want := range []string{"SOAKD_CAPACITY_STEP: ", `"fast": want +N`, "SOAKD_CAPACITY_SLO_ERRORS: ", "SOAKD_CAPACITY_WORKLOAD: \"nope\""} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+// soakd sweep against a real PostgreSQL: every point runs, bigger batches
+// write faster (the expected shape), the report files are written, and
+// the USL fit's peak is inside the measured range or the report says the
+// fit is poor.
+func TestSweepAgainstPostgres(t *testing.T) {
+	pg := testserver.Postgres(t)
+	out := filepath.Join(t.TempDir(), "sweep")
+	code, stdout, stderr := run(t, map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0",
+		"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": pg.URL, "SOAKD_CPU_SCALE": "20",
+		"SOAKD_CPU_START": "2026-01-01T00:00:00Z", "SOAKD_CPU_END": "+2h", "SOAKD_SWEEP_WORKERS": "1,2,4",
+		"SOAKD_SWEEP_BATCH": "5,500", "SOAKD_SWEEP_REPEATS": "2", "SOAKD_SWEEP_RESET": "true", "SOAKD_SWEEP_OUT": out}, "sweep")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Log(stdout)
+	var res daemon.SweepResult
+	b, err := os.ReadFile(out + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) != 6 {
+		t.Fatalf("%d points, want 3 workers × 2 batch sizes", len(res.Points))
+	}
+	med := map[[2]int]float64{}
+	for _, p := range res.Points {
+		if len(p.Rates) != 2 || p.Min > p.Median || p.Median > p.Max || p.Failed != 0 {
+			t.Errorf("point %+v", p)
+		}
+		med[[2]int{p.Workers, p.Batch}] = p.Median
+	}
+	for _, w := range []int{1, 2, 4} {
+		if med[[2]int{w, 500}] <= 2*med[[2]int{w, 5}] {
+			t.Errorf("%d workers: batch 500 wrote %.0f rows/s, batch 5 %.0f: want far more with the bigger batch", w, med[[2]int{w, 500}], med[[2]int{w, 5}])
+		}
+	}
+	u := res.USL
+	if u == nil || !(u.Poor || (u.PeakN >= 1 && u.PeakN <= 4)) || u.Note == "" {
+		t.Errorf("USL %+v: want a peak within 1..4 workers or the fit called poor", u)
+	}
+	if !strings.Contains(stdout, "Universal Scalability Law") || !strings.Contains(stdout, "**Best:") {
+		t.Errorf("report lacks the fit or the best point")
+	}
+	for _, f := range []string{".md", ".csv", "-batch.svg", "-batch.png", "-usl.svg", "-usl.png"} {
+		if st, err := os.Stat(out + f); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package daemon
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// WriteMarkdown writes the search as a markdown report: the environment,
+// the settings, every step with its verdict and the knee.
+func (r *CapacityResult) WriteMarkdown(out io.Writer) {
+	cc := r.Settings
+	fmt.Fprintf(out, "# Capacity of workload %s\n\n", r.Workload)
+	if r.Found {
+		fmt.Fprintf(out, "**Knee: %.6g units/s**: the highest rate whose response p99 stayed within %s", r.Knee, cc.SLOP99)
+	} else {
+		fmt.Fprintf(out, "**No knee**: no step met the SLO (response p99 ≤ %s", cc.SLOP99)
+	}
+	if cc.SLOOp != "" {
+		fmt.Fprintf(out, " (op %s)", cc.SLOOp)
+	}
+	fmt.Fprintf(out, ", errors ≤ %.3g%%, achieved ≥ 95%% of target, dropped ≤ 0.1%%", 100*float64(cc.SLOErrors))
+	if r.Found {
+		fmt.Fprint(out, ".")
+	} else {
+		fmt.Fprint(out, ").")
+	}
+	fmt.Fprintf(out, " %s.\n\n", capitalize(r.Outcome))
+
+	fmt.Fprint(out, "## Environment\n\n| | |\n|---|---|\n")
+	for _, row := range r.Environment.Rows() {
+		fmt.Fprintf(out, "| %s | %s |\n", row[0], row[1])
+	}
+	for w, v := range r.Servers {
+		fmt.Fprintf(out, "| target of %s | %s |\n", w, strings.ReplaceAll(v, "|", "/"))
+	}
+	fmt.Fprintf(out, "\nSearch: start %.6g/s, step %s, warm-up %s, %s to settle then %s judged per step, at most %.6g/s, %d refining steps.\n",
+		cc.Start, cc.Step.text, cc.Warmup, cc.Settle, cc.Hold, cc.Max, cc.Refine)
+	if len(r.Run) > 0 {
+		fmt.Fprintf(out, "\nSettings: `%s`\n", strings.Join(r.Run, "` `"))
+	}
+
+	fmt.Fprint(out, "\n## Steps\n\n| # | kind | target/s | achieved/s | p50 | p99 | service p99 | errors | dropped | verdict |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, s := range r.Steps {
+		verdict := "pass"
+		if !s.Pass {
+			verdict = "fail: " + strings.Join(s.Reasons, "; ")
+		}
+		fmt.Fprintf(out, "| %d | %s | %.6g | %.6g | %s | %s | %s | %.3g%% | %.3g%% | %s |\n", s.Index, s.Kind, s.Target, s.Achieved,
+			fmtDur(s.Response.P50), fmtDur(s.Response.P99), fmtDur(s.Service.P99), 100*s.ErrorRatio, 100*s.DropRatio, verdict)
+	}
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// WriteCSV writes one row per step.
+func (r *CapacityResult) WriteCSV(out io.Writer) error {
+	w := csv.NewWriter(out)
+	_ = w.Write([]string{"index", "kind", "target_rate", "achieved_rate", "seconds", "p50_seconds", "p90_seconds", "p99_seconds",
+		"p99_9_seconds", "max_seconds", "service_p50_seconds", "service_p99_seconds", "error_ratio", "dropped_ratio", "pass", "reasons"})
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	for _, s := range r.Steps {
+		_ = w.Write([]string{strconv.Itoa(s.Index), s.Kind, f(s.Target), f(s.Achieved), f(s.Seconds), f(s.Response.P50), f(s.Response.P90),
+			f(s.Response.P99), f(s.Response.P999), f(s.Response.Max), f(s.Service.P50), f(s.Service.P99), f(s.ErrorRatio), f(s.DropRatio),
+			strconv.FormatBool(s.Pass), strings.Join(s.Reasons, "; ")})
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// WriteJSON writes the whole result, indented.
+func (r *CapacityResult) WriteJSON(out io.Writer) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}

@@ -1,0 +1,593 @@
+package daemon
+
+import (
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// History is what the web console and the HTML report draw: every second
+// the reporter's tick samples each workload (rates, latency quantiles of
+// that second, errors, drops, lag, concurrency) and soakd's own CPU and
+// memory. It is read from the same counts as /metrics and the summary
+// (workload.totals, which sums phaseStats.snapshot over the phases).
+//
+// Its memory is bounded whatever the run's length. Each series keeps two
+// tiers:
+//
+//   - recent: the last HistoryRecent (15 min) at full resolution (1 s), a
+//     ring of recentPoints samples;
+//   - whole: the whole run in at most wholePoints points, each the mean,
+//     min and max of step seconds. When it fills, neighbouring points are
+//     merged pairwise and step doubles, so it always holds between
+//     wholePoints/2 and wholePoints points (plus the one being gathered):
+//     an hour at 8 s per point, a week at 1024 s.
+//
+// A workload with F fields (24 for a series workload, 52 for KV) thus
+// costs about F × (4·recentPoints + 12·wholePoints) bytes plus a few KiB
+// (0.3 MB and 0.65 MB), for an hour as for a week; see
+// BenchmarkHistoryHour.
+//
+// Latency quantiles of one second are read from the difference of the
+// native histogram buckets between two ticks (schema 3: each bucket 9 %
+// wide, interpolated), so the charts cost no extra histogram; the
+// summary's quantiles still come from the HDR histograms.
+//
+// A History is created before Run (NewHistory), passed in Deps, and read
+// with Snapshot at any time, also after Run has returned. It is safe for
+// concurrent use.
+type History struct {
+	mu      sync.Mutex
+	started time.Time     // wall time of the first sample's origin
+	origin  time.Duration // mono() at that origin
+	last    float64       // seconds since origin of the last sample
+	wls     []*wlHistory
+	proc    *series
+	procLag procSample
+	done    bool
+}
+
+// HistoryRecent is how far back the recent tier keeps every second.
+const HistoryRecent = 15 * time.Minute
+
+const (
+	recentPoints = int(HistoryRecent / time.Second)
+	wholePoints  = 720
+)
+
+// Fields of every workload's series, in order; then the dispatch delay's
+// quantiles and, for each op the workload reports, ops per second and
+// the response and service quantiles (see workloadFields).
+var baseFields = []string{
+	"target_rate", "achieved_rate", "values_per_second", "bytes_per_second",
+	"failed_per_second", "dropped_per_second", "lag_seconds", "inflight", "workers",
+}
+
+// ProcessFields are the fields of soakd's own series.
+var ProcessFields = []string{"cpu_cores", "rss_bytes", "heap_bytes", "goroutines"}
+
+// quantile levels of every latency field: p50, p99, p99.9.
+var histQs = [...]struct {
+	q    float64
+	name string
+}{{0.5, "p50"}, {0.99, "p99"}, {0.999, "p99_9"}}
+
+func workloadFields(k sources.Kind) []string {
+	f := append([]string(nil), baseFields...)
+	for _, c := range sinks.Classes {
+		f = append(f, "errors_"+string(c)+"_per_second")
+	}
+	for _, q := range histQs {
+		f = append(f, "dispatch_"+q.name+"_seconds")
+	}
+	for _, op := range opsOf(k) {
+		f = append(f, opName(op)+"_per_second")
+		for _, kind := range []string{"response", "service"} {
+			for _, q := range histQs {
+				f = append(f, opName(op)+"_"+kind+"_"+q.name+"_seconds")
+			}
+		}
+	}
+	return f
+}
+
+// wlHistory is one workload's series and what the next sample needs.
+type wlHistory struct {
+	w      *workload
+	s      *series
+	prev   counts
+	prevAt float64
+	lat    [opSlots]latTotals // buckets at the previous sample
+	disp   promBuckets
+	phases []*phaseStats
+	starts []float64 // seconds since origin at which each phase began
+	vals   []float32
+}
+
+// NewHistory returns an empty history; Run attaches its workloads.
+func NewHistory() *History {
+	return &History{started: time.Now(), origin: mono(), proc: newSeries(len(ProcessFields))}
+}
+
+// attach starts sampling wls; the history's clock starts now.
+func (h *History) attach(wls []*workload) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.started, h.origin = time.Now(), mono()
+	h.wls = nil
+	for _, w := range wls {
+		n := len(workloadFields(w.kind))
+		h.wls = append(h.wls, &wlHistory{w: w, s: newSeries(n), vals: make([]float32, n)})
+	}
+	h.procLag = readProc()
+	h.procLag.at = 0
+}
+
+// sample records one point of every series; now is mono().
+func (h *History) sample(now time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return
+	}
+	t := (now - h.origin).Seconds()
+	h.last = t
+	for _, wh := range h.wls {
+		wh.sample(t, h.origin)
+	}
+	p := readProc()
+	p.at = t
+	cores := float32(math.NaN())
+	if dt := p.at - h.procLag.at; dt > 0 && !math.IsNaN(p.cpu) {
+		cores = float32((p.cpu - h.procLag.cpu) / dt)
+	}
+	h.procLag = p
+	h.proc.add(t, []float32{cores, float32(p.rss), float32(p.heap), float32(p.goroutines)})
+}
+
+// finish takes a last sample (after the workloads ended) and stops
+// sampling, so a report written later shows the run's end.
+func (h *History) finish() {
+	h.sample(mono())
+	h.mu.Lock()
+	h.done = true
+	h.mu.Unlock()
+}
+
+func (wh *wlHistory) sample(t float64, origin time.Duration) {
+	w := wh.w
+	for _, ps := range w.allPhases()[len(wh.phases):] {
+		wh.phases = append(wh.phases, ps)
+		wh.starts = append(wh.starts, max(0, (ps.begin-origin).Seconds()))
+	}
+	c, lat, disp := w.totals()
+	dt := t - wh.prevAt
+	v := wh.vals
+	for i := range v {
+		v[i] = float32(math.NaN())
+	}
+	per := func(cur, prev int64) float32 {
+		if dt <= 0 {
+			return float32(math.NaN())
+		}
+		return float32(float64(cur-prev) / dt)
+	}
+	// Before the first phase and after the last there is no target.
+	target, lag := math.NaN(), 0.0
+	inflight := 0
+	if ps := w.cur.Load(); ps != nil && !w.finished.Load() {
+		target = w.sched.Load().rateAt(w.since())
+		lag = w.lagNow().Seconds()
+		inflight = ps.writing()
+	}
+	v[0], v[1], v[2], v[3] = float32(target), per(c.acked, wh.prev.acked), per(c.values, wh.prev.values), per(c.bytes, wh.prev.bytes)
+	v[4], v[5], v[6], v[7], v[8] = per(c.failed, wh.prev.failed), per(c.dropped, wh.prev.dropped), float32(lag), float32(inflight), float32(w.cfg.Workers)
+	i := len(baseFields)
+	cur, prev := c.byClass(), wh.prev.byClass()
+	for k := range sinks.Classes {
+		v[i] = per(cur[k], prev[k])
+		i++
+	}
+	i = putQuantiles(v, i, disp, &wh.disp)
+	for _, op := range opsOf(w.kind) {
+		v[i] = per(c.ops[op].ok, wh.prev.ops[op].ok)
+		i++
+		i = putQuantiles(v, i, &lat[op].response, &wh.lat[op].response)
+		i = putQuantiles(v, i, &lat[op].service, &wh.lat[op].service)
+	}
+	wh.prev, wh.prevAt, wh.lat, wh.disp = c, t, *lat, *disp
+	wh.s.add(t, v)
+}
+
+// putQuantiles writes the p50, p99 and p99.9 of what was recorded between
+// prev and cur into v from index i, NaN when nothing was.
+func putQuantiles(v []float32, i int, cur, prev *promBuckets) int {
+	var d [len(promBuckets{}.native)]int64
+	var total int64
+	for j := range d {
+		d[j] = cur.native[j] - prev.native[j]
+		total += d[j]
+	}
+	for _, q := range histQs {
+		v[i] = float32(math.NaN())
+		if total > 0 {
+			v[i] = float32(nativeQuantile(&d, total, q.q))
+		}
+		i++
+	}
+	return i
+}
+
+// nativeQuantile estimates quantile q from schema-3 bucket counts d
+// (index 0 is bucket nativeMin), interpolating exponentially within the
+// bucket, as Prometheus does for native histograms.
+func nativeQuantile(d *[nativeMax - nativeMin + 1]int64, total int64, q float64) float64 {
+	rank := q * float64(total)
+	var cum int64
+	for j, n := range d {
+		if n == 0 {
+			continue
+		}
+		if float64(cum+n) >= rank {
+			idx := float64(j + nativeMin)
+			lo, hi := math.Exp2((idx-1)/8), math.Exp2(idx/8)
+			f := (rank - float64(cum)) / float64(n)
+			return lo * math.Pow(hi/lo, f)
+		}
+		cum += n
+	}
+	return math.NaN()
+}
+
+// series is a set of fields sampled together, in two tiers.
+type series struct {
+	nf int
+	// recent: a ring of the last recentPoints samples.
+	rt    []float64 // seconds since origin
+	rv    []float32 // rv[f*recentPoints+i]
+	rHead int       // next slot
+	rN    int
+	// whole: closed points of step samples each, and the open one.
+	step     int
+	wt       []float64
+	wm       []float32 // mean, wm[f*wholePoints+i]
+	wlo, whi []float32
+	wN       int
+	acc      accum
+}
+
+// accum gathers the samples of the whole tier's open point.
+type accum struct {
+	t0      float64
+	samples int
+	sum     []float64
+	cnt     []int32
+	lo, hi  []float32
+}
+
+func newSeries(nf int) *series {
+	s := &series{nf: nf, step: 1,
+		rt: make([]float64, recentPoints), rv: make([]float32, nf*recentPoints),
+		wt: make([]float64, wholePoints), wm: make([]float32, nf*wholePoints),
+		wlo: make([]float32, nf*wholePoints), whi: make([]float32, nf*wholePoints),
+		acc: accum{sum: make([]float64, nf), cnt: make([]int32, nf), lo: make([]float32, nf), hi: make([]float32, nf)},
+	}
+	s.acc.reset()
+	return s
+}
+
+func (a *accum) reset() {
+	a.samples = 0
+	for f := range a.sum {
+		a.sum[f], a.cnt[f] = 0, 0
+		a.lo[f], a.hi[f] = float32(math.Inf(1)), float32(math.Inf(-1))
+	}
+}
+
+// point returns the open point's mean, min and max of field f (NaN when
+// it has no finite value).
+func (a *accum) point(f int) (mean, lo, hi float32) {
+	if a.cnt[f] == 0 {
+		nan := float32(math.NaN())
+		return nan, nan, nan
+	}
+	return float32(a.sum[f] / float64(a.cnt[f])), a.lo[f], a.hi[f]
+}
+
+func (s *series) add(t float64, v []float32) {
+	s.rt[s.rHead] = t
+	for f := 0; f < s.nf; f++ {
+		s.rv[f*recentPoints+s.rHead] = v[f]
+	}
+	s.rHead = (s.rHead + 1) % recentPoints
+	s.rN = min(s.rN+1, recentPoints)
+
+	a := &s.acc
+	if a.samples == 0 {
+		a.t0 = t
+	}
+	a.samples++
+	for f, x := range v {
+		if math.IsNaN(float64(x)) {
+			continue
+		}
+		a.sum[f] += float64(x)
+		a.cnt[f]++
+		a.lo[f], a.hi[f] = min(a.lo[f], x), max(a.hi[f], x)
+	}
+	if a.samples < s.step {
+		return
+	}
+	i := s.wN
+	s.wt[i] = a.t0
+	for f := 0; f < s.nf; f++ {
+		s.wm[f*wholePoints+i], s.wlo[f*wholePoints+i], s.whi[f*wholePoints+i] = a.point(f)
+	}
+	s.wN++
+	a.reset()
+	if s.wN == wholePoints {
+		// Merge now, so every point gathered from here on spans the new
+		// step and pairs always merge points of equal span.
+		s.compact()
+	}
+}
+
+// compact merges the whole tier's points pairwise and doubles its step.
+func (s *series) compact() {
+	half := s.wN / 2
+	for i := 0; i < half; i++ {
+		a, b := 2*i, 2*i+1
+		s.wt[i] = s.wt[a]
+		for f := 0; f < s.nf; f++ {
+			o := f * wholePoints
+			s.wm[o+i] = meanOf(s.wm[o+a], s.wm[o+b])
+			s.wlo[o+i] = nanMin(s.wlo[o+a], s.wlo[o+b])
+			s.whi[o+i] = nanMax(s.whi[o+a], s.whi[o+b])
+		}
+	}
+	s.wN = half
+	s.step *= 2
+}
+
+func isNaN32(x float32) bool { return x != x }
+
+func meanOf(a, b float32) float32 {
+	switch {
+	case isNaN32(a):
+		return b
+	case isNaN32(b):
+		return a
+	}
+	return (a + b) / 2
+}
+
+func nanMin(a, b float32) float32 {
+	if isNaN32(a) {
+		return b
+	}
+	if isNaN32(b) {
+		return a
+	}
+	return min(a, b)
+}
+
+func nanMax(a, b float32) float32 {
+	if isNaN32(a) {
+		return b
+	}
+	if isNaN32(b) {
+		return a
+	}
+	return max(a, b)
+}
+
+// bytes is the memory the series holds.
+func (s *series) bytes() int {
+	return 8*(len(s.rt)+len(s.wt)) + 4*(len(s.rv)+len(s.wm)+len(s.wlo)+len(s.whi)) + s.nf*(8+4+4+4)
+}
+
+// HistoryDoc is a history's content, as /history serves it (JSON) and the
+// console and the report draw it.
+type HistoryDoc struct {
+	Started time.Time `json:"started"`
+	// Seconds is the time of the last sample, since Started.
+	Seconds   float64           `json:"seconds"`
+	Process   Series            `json:"process"`
+	Workloads []WorkloadHistory `json:"workloads"`
+}
+
+// WorkloadHistory is one workload's series and phases.
+type WorkloadHistory struct {
+	Name    string `json:"name"`
+	Source  string `json:"source"`
+	Target  string `json:"target"` // password redacted
+	Kind    string `json:"kind"`
+	Unit    string `json:"unit"`
+	Workers int    `json:"workers"`
+	Batch   int    `json:"batch"`
+	State   string `json:"state"` // starting, running, paused, done
+	// Ops are the ops the workload has latency for so far.
+	Ops    []string       `json:"ops"`
+	Phases []PhaseHistory `json:"phases"`
+	Series
+}
+
+// PhaseHistory is one phase: when it started and ended (seconds since
+// HistoryDoc.Started; End 0 while it runs) and its counts now, from the
+// same snapshot /status reads.
+type PhaseHistory struct {
+	Name      string  `json:"name"`
+	Rate      string  `json:"rate"`
+	Start     float64 `json:"start_seconds"`
+	Seconds   float64 `json:"seconds"`
+	StoppedBy string  `json:"stopped_by,omitempty"`
+	StatusCounts
+}
+
+// Series are a set of fields over time, in the two tiers.
+type Series struct {
+	Fields []string `json:"fields"`
+	// Recent is the last HistoryRecent, one point per sample.
+	Recent Tier `json:"recent"`
+	// Whole is the whole run, one point per Step seconds, with each
+	// field's min and max over the point's span.
+	Whole Tier `json:"whole"`
+}
+
+// Tier is one tier of a series: times and, per field, values (V[f][i]
+// at T[i]; NaN, null in JSON, where nothing was measured).
+type Tier struct {
+	Step float64  `json:"step_seconds"`
+	T    Values   `json:"t"`
+	V    []Values `json:"v"`
+	Lo   []Values `json:"lo,omitempty"`
+	Hi   []Values `json:"hi,omitempty"`
+}
+
+// Field returns field name's values in t, or nil.
+func (s *Series) Field(t *Tier, name string) []float64 {
+	for i, f := range s.Fields {
+		if f == name && i < len(t.V) {
+			return t.V[i]
+		}
+	}
+	return nil
+}
+
+// Band returns field name's min and max in t (the whole tier), or nils.
+func (s *Series) Band(t *Tier, name string) (lo, hi []float64) {
+	for i, f := range s.Fields {
+		if f == name && i < len(t.Lo) && i < len(t.Hi) {
+			return t.Lo[i], t.Hi[i]
+		}
+	}
+	return nil, nil
+}
+
+// Values are numbers that encode NaN as JSON null.
+type Values []float64
+
+// MarshalJSON writes NaN as null, other values in their shortest form.
+func (v Values) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 2+8*len(v))
+	b = append(b, '[')
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			b = append(b, "null"...)
+			continue
+		}
+		b = strconv.AppendFloat(b, x, 'g', 7, 64)
+	}
+	return append(b, ']'), nil
+}
+
+func (s *series) snapshot(fields []string) Series {
+	out := Series{Fields: fields}
+	r := &out.Recent
+	r.Step = 1
+	r.T = make(Values, s.rN)
+	start := (s.rHead - s.rN + recentPoints) % recentPoints
+	for i := 0; i < s.rN; i++ {
+		r.T[i] = s.rt[(start+i)%recentPoints]
+	}
+	r.V = make([]Values, s.nf)
+	for f := 0; f < s.nf; f++ {
+		r.V[f] = make(Values, s.rN)
+		for i := 0; i < s.rN; i++ {
+			r.V[f][i] = float64(s.rv[f*recentPoints+(start+i)%recentPoints])
+		}
+	}
+	w := &out.Whole
+	w.Step = float64(s.step)
+	n := s.wN
+	open := s.acc.samples > 0
+	if open {
+		n++
+	}
+	w.T = make(Values, n)
+	copy(w.T, s.wt[:s.wN])
+	if open {
+		w.T[s.wN] = s.acc.t0
+	}
+	w.V, w.Lo, w.Hi = make([]Values, s.nf), make([]Values, s.nf), make([]Values, s.nf)
+	for f := 0; f < s.nf; f++ {
+		m, lo, hi := make(Values, n), make(Values, n), make(Values, n)
+		o := f * wholePoints
+		for i := 0; i < s.wN; i++ {
+			m[i], lo[i], hi[i] = float64(s.wm[o+i]), float64(s.wlo[o+i]), float64(s.whi[o+i])
+		}
+		if open {
+			a, l, h := s.acc.point(f)
+			m[s.wN], lo[s.wN], hi[s.wN] = float64(a), float64(l), float64(h)
+		}
+		w.V[f], w.Lo[f], w.Hi[f] = m, lo, hi
+	}
+	return out
+}
+
+// Snapshot returns the history so far.
+func (h *History) Snapshot() HistoryDoc {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	doc := HistoryDoc{Started: h.started, Seconds: h.last, Process: h.proc.snapshot(ProcessFields)}
+	for _, wh := range h.wls {
+		w := wh.w
+		wd := WorkloadHistory{
+			Name: w.name, Source: w.cfg.Source, Target: w.cfg.Sink.Redacted, Kind: w.kind.String(),
+			Unit: unitName(w.kind), Workers: w.cfg.Workers, Batch: w.batchSize, State: w.state(),
+			Series: wh.s.snapshot(workloadFields(w.kind)),
+		}
+		for i, ps := range wh.phases {
+			c := ps.snapshot()
+			wd.Phases = append(wd.Phases, PhaseHistory{Name: ps.name, Rate: ps.rate, Start: wh.starts[i],
+				Seconds: ps.elapsed().Seconds(), StoppedBy: ps.stopReason(), StatusCounts: statusCounts(&c)})
+		}
+		for _, op := range opsOf(w.kind) {
+			if wh.prev.ops[op].ok > 0 || wh.prev.ops[op].failed > 0 {
+				wd.Ops = append(wd.Ops, opName(op))
+			}
+		}
+		doc.Workloads = append(doc.Workloads, wd)
+	}
+	return doc
+}
+
+// bytes is the memory the history's series hold.
+func (h *History) bytes() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.proc.bytes()
+	for _, wh := range h.wls {
+		n += wh.s.bytes() + 4*len(wh.vals) + int(unsafeSizeofLat)
+	}
+	return n
+}
+
+// unsafeSizeofLat is the size of the previous sample's buckets a
+// workload keeps (its latTotals, dispatch buckets and counts).
+const unsafeSizeofLat = opSlots*2*promBucketsSize + promBucketsSize + countsSize
+
+const (
+	promBucketsSize = 8 + 8 + 8*len(latencyBuckets) + 8*(nativeMax-nativeMin+1)
+	countsSize      = 8*7 + opSlots*8*(2+numClasses)
+)
+
+// state is the workload's state as /status names it.
+func (w *workload) state() string {
+	switch {
+	case w.finished.Load():
+		return "done"
+	case !w.started():
+		return "starting"
+	case w.sched.Load().paused:
+		return "paused"
+	}
+	return "running"
+}

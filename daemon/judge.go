@@ -1,0 +1,736 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"go.uber.org/zap"
+)
+
+// A judge evaluates a workload's thresholds on its run phase, from the
+// counts and latency samples the summary reads: live (every second, and at
+// every window step) for /metrics, /status and "!", and once more when the
+// run is over, for the summary.
+//
+//   - A check without "@" is judged on the whole run phase: its counts
+//     (phaseStats.snapshot) and its latency histograms (the summary's; for
+//     every op at once, the ops' histograms merged).
+//   - A check with "@W" is judged on every window of length W, sliding by
+//     a step of W/10 (W/k with k = min(10, W in whole seconds)): windows
+//     start at multiples of the step from the phase's start, and the last
+//     one ends at the phase's end (it may be up to a step shorter). Sliding
+//     rather than tumbling, so a burst shorter than W−step always lies
+//     whole in one judged window instead of being split in two halves that
+//     each pass. The check passes when every window does; a run phase
+//     shorter than W is judged as one window.
+//   - A drift check compares the window [DRIFT_WARMUP, DRIFT_WARMUP+W)
+//     (early) with the latest window of length W (late), once they no
+//     longer overlap, so it needs a run phase of at least DRIFT_WARMUP+2W;
+//     the verdict is that of the last late window, which ends with the
+//     run phase. The change is relative ((late−early)/early) for a
+//     percentage, a difference for a duration. achieved compares the
+//     fraction of the target rate achieved (the achieved rate in units/s
+//     with RATE=max).
+//
+// Memory stays bounded whatever the run's length: windows of one length
+// (and start) share a windowRecorder that keeps one histogram per latency
+// distribution the checks need, plus the last k slices of a window as
+// sparse distributions; the early window of a drift check is kept as its
+// one value; the judge merges slices into one scratch histogram to read a
+// window's quantiles.
+type judge struct {
+	name   string
+	checks []Threshold
+	warmup time.Duration
+	closed bool // RATE=max: no target rate
+	log    *zap.Logger
+	begun  chan struct{} // closed when the run phase begins
+
+	mu      sync.Mutex
+	ps      *phaseStats // the run phase, once it began
+	groups  []*windowGroup
+	state   []checkState // per check
+	scratch *hdrhistogram.Histogram
+	results []ThresholdResult
+	lastRun time.Duration // mono of the last whole-run evaluation
+	final   bool
+	aborted bool
+}
+
+// ThresholdResult is one threshold's outcome, in the summary (final) and
+// in /status (so far).
+type ThresholdResult struct {
+	Threshold string `json:"threshold"` // as written, without spaces
+	OK        bool   `json:"ok"`        // so far, while the run lasts
+	// Value is what the verdict rests on, in Unit: the run phase's value;
+	// for a windowed check the worst window's; for a drift check the change
+	// from the early window to the latest. Null without data (see Note).
+	Value *float64 `json:"value"`
+	// Unit is seconds, ratio (1 = 100 %), count or units_per_second.
+	Unit  string `json:"unit"`
+	Abort bool   `json:"abort,omitempty"` // written with !: stops the run when it fails
+	// Windows is the number of windows judged (windowed checks) or of
+	// late windows compared (drift), FailedWindows how many failed.
+	Windows       int `json:"windows,omitempty"`
+	FailedWindows int `json:"failed_windows,omitempty"`
+	// WorstWindow is the worst window of a windowed check; LatestWindow the
+	// last one judged (windowed and drift); EarlyWindow a drift check's
+	// early window. A drift check's windows hold the metric itself (seconds
+	// for latency; for achieved the fraction of the target achieved, or
+	// units/s with RATE=max), not the change.
+	WorstWindow  *WindowValue `json:"worst_window,omitempty"`
+	LatestWindow *WindowValue `json:"latest_window,omitempty"`
+	EarlyWindow  *WindowValue `json:"early_window,omitempty"`
+	// WindowUnit is the unit of a drift check's window values.
+	WindowUnit string `json:"window_unit,omitempty"`
+	// Note says why there is no value, when there is none.
+	Note string `json:"note,omitempty"`
+
+	current *float64 // soakd_threshold_value: the latest measurement
+}
+
+// WindowValue is a window of the run phase and a check's value in it.
+type WindowValue struct {
+	From  float64 `json:"from_seconds"` // since the run phase began
+	To    float64 `json:"to_seconds"`
+	Value float64 `json:"value"`
+}
+
+// checkState is what the judge knows of one check.
+type checkState struct {
+	group *windowGroup // nil for a whole-run check
+
+	has   bool    // value holds a measurement (whole run; drift: the latest change)
+	value float64 //
+	// windows judged, and how many failed; the worst and the latest.
+	windows, failed int
+	worst, latest   *WindowValue
+	early           *WindowValue // drift: the early window, once complete
+	earlyNote       string       // drift: why the early window has no value
+	warned          bool         // the first failure was logged
+}
+
+// windowGroup is the windows of one length and start that some checks
+// judge, cut from one recorder.
+type windowGroup struct {
+	length, step time.Duration
+	k            int           // slices per window
+	start        time.Duration // where slicing starts in the phase (drift: DRIFT_WARMUP)
+	keys         []distKey
+	rec          *windowRecorder
+	next         time.Duration // mono of the next cut
+	warming      bool          // the next cut ends the warm-up; its slice is not kept
+	slices       []windowStats // the last k slices at most
+	cuts         int           // slices kept since the start
+}
+
+// thresholdAbort is the cause of a run stopped by a failed "!" check.
+type thresholdAbort struct{ workload, threshold string }
+
+func (e *thresholdAbort) Error() string {
+	return fmt.Sprintf("threshold %s of workload %s failed", e.threshold, e.workload)
+}
+
+func newJudge(w *Workload, log *zap.Logger) *judge {
+	j := &judge{name: w.Name, checks: w.Checks, warmup: w.DriftWarmup, closed: w.Rate.Max, log: log,
+		begun: make(chan struct{}), state: make([]checkState, len(w.Checks))}
+	for i, t := range j.checks {
+		length, start := t.window, time.Duration(0)
+		switch {
+		case t.drift:
+			length, start = t.driftWindow(), j.warmup
+		case length == 0:
+			continue
+		}
+		var g *windowGroup
+		for _, o := range j.groups {
+			if o.length == length && o.start == start {
+				g = o
+			}
+		}
+		if g == nil {
+			k := int(min(10, length/time.Second))
+			g = &windowGroup{length: length, k: k, step: length / time.Duration(k), start: start}
+			j.groups = append(j.groups, g)
+		}
+		j.state[i].group = g
+		if t.metric.latency() {
+			key := distKey{op: opSlot(t.op), service: t.service}
+			if g.keyIndex(key) < 0 {
+				g.keys = append(g.keys, key)
+			}
+		}
+	}
+	j.results = j.resultsLocked()
+	return j
+}
+
+func (g *windowGroup) keyIndex(k distKey) int {
+	for i, o := range g.keys {
+		if o == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// push keeps a slice; false for an empty one (cut after the phase ended).
+func (g *windowGroup) push(ws windowStats) bool {
+	if ws.empty() {
+		return false
+	}
+	g.slices = append(g.slices, ws)
+	if len(g.slices) > g.k {
+		g.slices = g.slices[1:]
+	}
+	g.cuts++
+	return true
+}
+
+// begin attaches the judge to the run phase, before any unit of it is
+// scheduled.
+func (j *judge) begin(ps *phaseStats) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.ps, j.lastRun = ps, ps.begin
+	for _, g := range j.groups {
+		g.rec = ps.startWindow(g.keys...)
+		g.warming = g.start > 0
+		g.next = ps.begin + g.start
+		if !g.warming {
+			g.next += g.step
+		}
+	}
+	j.results = j.resultsLocked()
+	close(j.begun)
+}
+
+// run evaluates the checks live until ctx is done or the run phase ends;
+// stop stops the whole run when a "!" check fails.
+func (j *judge) run(ctx context.Context, stop func(error)) {
+	select {
+	case <-j.begun:
+	case <-ctx.Done():
+		return
+	}
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		t.Reset(j.nextWake() - mono())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cause, more := j.tick()
+		if cause != nil {
+			stop(cause)
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+// nextWake is when the next cut or whole-run evaluation is due (mono).
+func (j *judge) nextWake() time.Duration {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	next := j.lastRun + time.Second
+	for _, g := range j.groups {
+		next = min(next, g.next)
+	}
+	return next
+}
+
+// tick cuts the windows due, judges them and the whole run so far. It
+// returns the cause to stop the run with when a "!" check failed, and
+// false once the phase has ended (the summary makes the last judgement).
+func (j *judge) tick() (abort error, more bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.final || j.ps.ended.Load() != 0 {
+		return nil, false
+	}
+	now := mono()
+	var due []*windowGroup
+	for _, g := range j.groups {
+		if g.next <= now {
+			due = append(due, g)
+		}
+	}
+	j.evaluateLocked(due, false)
+	for _, g := range due {
+		for g.next <= now {
+			g.next += g.step
+		}
+	}
+	j.lastRun = now
+	return j.abortLocked(), true
+}
+
+// finish makes the final judgement, once the run phase has ended (or the
+// run is over without it), and returns it.
+func (j *judge) finish() []ThresholdResult {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !j.final {
+		if j.ps != nil {
+			j.evaluateLocked(j.groups, true)
+			for _, g := range j.groups {
+				j.ps.stopWindow(g.rec)
+			}
+		}
+		j.final = true
+		j.results = j.resultsLocked()
+	}
+	return append([]ThresholdResult(nil), j.results...)
+}
+
+// live returns the results so far.
+func (j *judge) live() []ThresholdResult {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]ThresholdResult(nil), j.results...)
+}
+
+// evaluateLocked cuts the windows of groups and judges them, and the whole
+// run phase so far, from one snapshot.
+func (j *judge) evaluateLocked(groups []*windowGroup, final bool) {
+	ps := j.ps
+	recs := make([]*windowRecorder, len(groups))
+	for i, g := range groups {
+		recs[i] = g.rec
+	}
+	wins := ps.cutWindows(func(c *counts, h *phaseHist) {
+		secs := (ps.windowEdge() - ps.begin).Seconds()
+		for i := range j.checks {
+			t := &j.checks[i]
+			if t.window > 0 || t.drift {
+				continue
+			}
+			st := &j.state[i]
+			st.value, st.has = j.measure(t, c, secs, func(k distKey) *hdrhistogram.Histogram { return j.total(h, k) })
+		}
+	}, recs...)
+	for gi, g := range groups {
+		ws := wins[gi]
+		if g.warming {
+			g.warming = false
+			continue
+		}
+		if !g.push(ws) {
+			continue
+		}
+		for i := range j.checks {
+			st := &j.state[i]
+			if st.group != g {
+				continue
+			}
+			switch t := &j.checks[i]; {
+			case t.drift:
+				j.judgeDrift(t, st, g)
+			case len(g.slices) == g.k:
+				j.judgeWindow(t, st, g, g.slices)
+			}
+		}
+	}
+	if !final {
+		j.results = j.resultsLocked()
+		return
+	}
+	// A run phase shorter than its window is judged as one window.
+	for i := range j.checks {
+		st := &j.state[i]
+		if g := st.group; g != nil && !j.checks[i].drift && st.windows == 0 && len(g.slices) > 0 {
+			j.judgeWindow(&j.checks[i], st, g, g.slices)
+		}
+	}
+}
+
+// judgeWindow judges a windowed check on slices.
+func (j *judge) judgeWindow(t *Threshold, st *checkState, g *windowGroup, slices []windowStats) {
+	v, ok := j.measureSlices(t, g, slices)
+	if !ok {
+		return
+	}
+	w := j.windowValue(slices, v)
+	st.windows++
+	st.latest = w
+	// A failing value is always worse than a passing one.
+	if st.worst == nil || t.worse(v, st.worst.Value) {
+		st.worst = w
+	}
+	if !t.pass(v) {
+		st.failed++
+		j.warnLocked(t, st, fmt.Sprintf("window %s: %s", fmtWindow(w), fmtThresholdValue(j.unit(t), v, false)))
+	}
+}
+
+// judgeDrift records the early window once the group has it, and compares
+// the latest window with it once they no longer overlap.
+func (j *judge) judgeDrift(t *Threshold, st *checkState, g *windowGroup) {
+	if g.cuts == g.k {
+		if v, ok := j.measureSlices(t, g, g.slices); ok {
+			st.early = j.windowValue(g.slices, v)
+		} else {
+			st.earlyNote = "no data in the early window"
+		}
+	}
+	if g.cuts < 2*g.k || st.early == nil {
+		return
+	}
+	late, ok := j.measureSlices(t, g, g.slices)
+	if !ok {
+		return
+	}
+	var change float64
+	switch {
+	case t.kind == valueDuration:
+		change = late - st.early.Value
+	case st.early.Value == 0 && late == 0:
+		change = 0
+	case st.early.Value == 0:
+		st.has, st.latest = false, j.windowValue(g.slices, late)
+		st.earlyNote = "the early window's value is 0: no relative change"
+		return
+	default:
+		change = (late - st.early.Value) / st.early.Value
+	}
+	st.has, st.value = true, change
+	st.latest = j.windowValue(g.slices, late)
+	st.windows++
+	if !t.pass(change) {
+		st.failed++
+		j.warnLocked(t, st, fmt.Sprintf("%s from window %s to %s", fmtThresholdValue(j.unit(t), change, true),
+			fmtWindow(st.early), fmtWindow(st.latest)))
+	}
+}
+
+// warnLocked logs a check's first failure.
+func (j *judge) warnLocked(t *Threshold, st *checkState, what string) {
+	if st.warned || j.final {
+		return
+	}
+	st.warned = true
+	j.log.Warn("threshold failed", zap.String("threshold", t.text), zap.String("measured", what), zap.Bool("abort", t.abort))
+}
+
+// abortLocked returns the cause to stop the run with, once, when a "!"
+// check has failed.
+func (j *judge) abortLocked() error {
+	if j.aborted {
+		return nil
+	}
+	for i, t := range j.checks {
+		st := &j.state[i]
+		if !t.abort {
+			continue
+		}
+		failed := st.failed > 0
+		if st.group == nil || t.drift {
+			failed = st.has && !t.pass(st.value)
+		}
+		if failed {
+			j.aborted = true
+			j.log.Error("threshold failed: stopping the run (the threshold ends with !)", zap.String("threshold", t.text))
+			return &thresholdAbort{workload: j.name, threshold: t.text}
+		}
+	}
+	return nil
+}
+
+func (j *judge) windowValue(slices []windowStats, v float64) *WindowValue {
+	b := j.ps.begin
+	return &WindowValue{From: (slices[0].from - b).Seconds(), To: (slices[len(slices)-1].to - b).Seconds(), Value: v}
+}
+
+// measureSlices is t's metric over the window made of slices.
+func (j *judge) measureSlices(t *Threshold, g *windowGroup, slices []windowStats) (float64, bool) {
+	var c counts
+	for i := range slices {
+		c.add(&slices[i].c)
+	}
+	secs := (slices[len(slices)-1].to - slices[0].from).Seconds()
+	return j.measure(t, &c, secs, func(k distKey) *hdrhistogram.Histogram {
+		i := g.keyIndex(k)
+		if i < 0 {
+			return nil
+		}
+		h := j.scratchHist()
+		for _, s := range slices {
+			s.lat[i].addTo(h)
+		}
+		return h
+	})
+}
+
+func (j *judge) scratchHist() *hdrhistogram.Histogram {
+	if j.scratch == nil {
+		j.scratch = hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits)
+	}
+	j.scratch.Reset()
+	return j.scratch
+}
+
+// total is the phase's latency histogram of k since the phase began: the
+// summary's, or for every op at once their merge; hist.mu is held.
+func (j *judge) total(h *phaseHist, k distKey) *hdrhistogram.Histogram {
+	pick := func(oh *opHist) *hdrhistogram.Histogram {
+		if k.service {
+			return oh.service.total
+		}
+		return oh.response.total
+	}
+	if k.op != allOps {
+		if oh := h.ops[k.op]; oh != nil {
+			return pick(oh)
+		}
+		return nil
+	}
+	var only *hdrhistogram.Histogram
+	n := 0
+	for _, oh := range h.ops {
+		if oh != nil && pick(oh).TotalCount() > 0 {
+			only = pick(oh)
+			n++
+		}
+	}
+	if n <= 1 {
+		return only
+	}
+	m := j.scratchHist()
+	for _, oh := range h.ops {
+		if oh != nil {
+			m.Merge(pick(oh))
+		}
+	}
+	return m
+}
+
+// measure is t's metric over counts c and secs seconds, lat giving the
+// latency histogram of a key (nil without samples); false without data.
+func (j *judge) measure(t *Threshold, c *counts, secs float64, lat func(distKey) *hdrhistogram.Histogram) (float64, bool) {
+	ratio := func(n, of int64) float64 {
+		if of <= 0 {
+			return 0
+		}
+		return float64(n) / float64(of)
+	}
+	switch t.metric {
+	case metricQuantile, metricMax, metricMean:
+		h := lat(distKey{op: opSlot(t.op), service: t.service})
+		if h == nil || h.TotalCount() == 0 {
+			return 0, false
+		}
+		switch t.metric {
+		case metricMax:
+			return float64(h.Max()) / 1e9, true
+		case metricMean:
+			return h.Mean() / 1e9, true
+		}
+		return float64(h.ValueAtQuantile(t.q)) / 1e9, true
+	case metricErrors:
+		var errs, ok int64
+		for op := range c.ops {
+			if t.op != "" && op != opSlot(t.op) {
+				continue
+			}
+			ok += c.ops[op].ok
+			for _, e := range c.ops[op].errors {
+				errs += e
+			}
+		}
+		if t.kind == valueCount {
+			return float64(errs), true
+		}
+		return ratio(errs, errs+ok), true
+	case metricFailed, metricDropped:
+		n := c.failed
+		if t.metric == metricDropped {
+			n = c.dropped
+		}
+		if t.kind == valueCount {
+			return float64(n), true
+		}
+		return ratio(n, c.scheduled), true
+	}
+	// achieved
+	if t.kind == valueRate || (t.drift && j.closed) {
+		return float64(c.acked) / secs, secs > 0
+	}
+	return ratio(c.acked, c.scheduled), c.scheduled > 0
+}
+
+// unit is the unit of t's value.
+func (j *judge) unit(t *Threshold) string {
+	switch t.kind {
+	case valueDuration:
+		return "seconds"
+	case valuePercent:
+		return "ratio"
+	case valueRate:
+		return "units_per_second"
+	}
+	return "count"
+}
+
+// resultsLocked builds the results from the state.
+func (j *judge) resultsLocked() []ThresholdResult {
+	out := make([]ThresholdResult, len(j.checks))
+	for i := range j.checks {
+		t, st := &j.checks[i], &j.state[i]
+		r := ThresholdResult{Threshold: t.text, OK: true, Unit: j.unit(t), Abort: t.abort,
+			Windows: st.windows, FailedWindows: st.failed, LatestWindow: st.latest}
+		val := func(v float64) *float64 { return &v }
+		switch {
+		case t.drift:
+			r.EarlyWindow, r.WindowUnit = st.early, "seconds"
+			if t.metric == metricAchieved {
+				r.WindowUnit = "ratio"
+				if j.closed {
+					r.WindowUnit = "units_per_second"
+				}
+			}
+			if st.has {
+				r.Value, r.current = val(st.value), val(st.value)
+				r.OK = t.pass(st.value)
+			}
+		case st.group != nil:
+			r.WorstWindow = st.worst
+			r.OK = st.failed == 0
+			if st.worst != nil {
+				r.Value = val(st.worst.Value)
+			}
+			if st.latest != nil {
+				r.current = val(st.latest.Value)
+			}
+		case st.has:
+			r.Value, r.current = val(st.value), val(st.value)
+			r.OK = t.pass(st.value)
+		}
+		if r.Value == nil {
+			r.Note = j.noteLocked(t, st)
+			if j.final {
+				r.OK = false
+			}
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// noteLocked says why a check has no value.
+func (j *judge) noteLocked(t *Threshold, st *checkState) string {
+	switch {
+	case j.ps == nil && j.final:
+		return "not judged: the run phase never started"
+	case j.ps == nil:
+		return "waiting for the run phase"
+	case t.drift && st.earlyNote != "":
+		return st.earlyNote
+	case t.drift:
+		need := j.warmup + 2*t.driftWindow()
+		if !j.final {
+			return fmt.Sprintf("waiting for DRIFT_WARMUP (%v) + 2 windows of %v", j.warmup, t.driftWindow())
+		}
+		return fmt.Sprintf("not judged: the run phase lasted %v; drift needs DRIFT_WARMUP (%v) + 2 windows of %v = %v",
+			j.ps.elapsed().Round(time.Millisecond), j.warmup, t.driftWindow(), need)
+	case !j.final && st.group != nil:
+		return "waiting for the first window"
+	}
+	what := "no data"
+	switch t.metric {
+	case metricQuantile, metricMax, metricMean:
+		op := "operation"
+		if t.op != "" {
+			op = t.op
+		}
+		what += ": no " + op + " completed"
+	case metricAchieved:
+		what += ": nothing was scheduled"
+	}
+	if st.group != nil {
+		what += " in any window"
+	}
+	return what
+}
+
+// fmtThresholdValue prints a value in unit; signed prints a change.
+func fmtThresholdValue(unit string, v float64, signed bool) string {
+	sign := ""
+	if signed && v >= 0 {
+		sign = "+"
+	}
+	switch unit {
+	case "seconds":
+		if v < 0 {
+			return "-" + fmtDur(-v)
+		}
+		if v == 0 {
+			return sign + "0s"
+		}
+		return sign + fmtDur(v)
+	case "ratio":
+		// 2 decimals from 1 % up (99.98 % must not read 100 %), 3
+		// significant digits below.
+		p := 100 * v
+		s := fmt.Sprintf("%.3g", p)
+		if math.Abs(p) >= 1 {
+			s = strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", p), "0"), ".")
+		}
+		return sign + s + "%"
+	case "units_per_second":
+		return fmt.Sprintf("%s%.0f/s", sign, v)
+	}
+	return fmt.Sprintf("%s%.0f", sign, v)
+}
+
+// fmtWindow prints a window's span in the run phase: 10s–20s.
+func fmtWindow(w *WindowValue) string {
+	d := func(s float64) string {
+		return time.Duration(math.Round(s*10) * float64(100*time.Millisecond)).String()
+	}
+	return d(w.From) + "–" + d(w.To)
+}
+
+// pass reports whether v satisfies the check.
+func (t Threshold) pass(v float64) bool {
+	switch t.cmp {
+	case cmpLT:
+		return v < t.value
+	case cmpLE:
+		return v <= t.value
+	case cmpGT:
+		return v > t.value
+	case cmpGE:
+		return v >= t.value
+	}
+	return v == t.value
+}
+
+// worse reports whether a is further on the failing side than b: higher
+// for < and <=, lower for > and >=, further from the value for =.
+func (t Threshold) worse(a, b float64) bool {
+	switch t.cmp {
+	case cmpLT, cmpLE:
+		return a > b
+	case cmpGT, cmpGE:
+		return a < b
+	}
+	return math.Abs(a-t.value) > math.Abs(b-t.value)
+}
+
+// opSlot is the slot of op name s, or allOps for "".
+func opSlot(s string) int {
+	if s == "" {
+		return allOps
+	}
+	return slices.Index(opNames, s)
+}

@@ -1,0 +1,364 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/sources"
+)
+
+// SweepConfig holds soakd sweep's settings (SOAKD_SWEEP_*).
+type SweepConfig struct {
+	Workload string        `env:"WORKLOAD" help:"soakd sweep: the workload swept; default: the first of SOAKD_WORKLOADS"`
+	Workers  IntList       `env:"WORKERS" envDefault:"1,2,4,8" help:"soakd sweep: the WORKERS values tried"`
+	Batch    IntList       `env:"BATCH" envDefault:"100,1000,10000" help:"soakd sweep: the BATCH_SIZE values tried (PIPELINE for KV workloads)"`
+	Repeats  int           `env:"REPEATS" envDefault:"3" help:"soakd sweep: runs per point (min, median and max are reported)"`
+	Duration time.Duration `env:"DURATION" envDefault:"10s" help:"soakd sweep: length of each run when the workload has no finite data set (a finite one is written whole)"`
+	Reset    bool          `env:"RESET" envDefault:"false" help:"soakd sweep: empty what soakd wrote (its own tables, keys under KEY_PREFIX) before each run, so every point starts from the same state"`
+	Out      string        `env:"OUT" envDefault:"sweep" help:"soakd sweep: report files are OUT.md, OUT.csv, OUT.json and the charts OUT-batch and OUT-usl (.svg, .png)"`
+}
+
+// IntList is a comma-separated list of positive integers.
+type IntList []int
+
+// UnmarshalText parses 1,2,4.
+func (l *IntList) UnmarshalText(b []byte) error {
+	*l = nil
+	for _, f := range strings.Split(string(b), ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 100000 {
+			return fmt.Errorf("%q: want positive whole numbers separated by commas, e.g. 1,2,4,8", string(b))
+		}
+		*l = append(*l, n)
+	}
+	slices.Sort(*l)
+	*l = slices.Compact(*l)
+	return nil
+}
+
+// MarshalText writes the list back.
+func (l IntList) MarshalText() ([]byte, error) {
+	s := make([]string, len(l))
+	for i, n := range l {
+		s[i] = strconv.Itoa(n)
+	}
+	return []byte(strings.Join(s, ",")), nil
+}
+
+// CheckSweep reports every problem of the sweep settings, each naming its
+// variable.
+func (c *Config) CheckSweep() error {
+	sc := &c.Sweep
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, cfgErr(EnvPrefix+"SWEEP_"+key, format, args...))
+	}
+	if sc.workload(c) == nil {
+		bad("WORKLOAD", "%q is not one of SOAKD_WORKLOADS (%s)", sc.Workload, strings.Join(c.Workloads, ", "))
+	}
+	if len(sc.Workers) == 0 || len(sc.Batch) == 0 {
+		bad("WORKERS", "WORKERS and BATCH each need at least one value")
+	}
+	if sc.Repeats < 1 || sc.Repeats > 100 {
+		bad("REPEATS", "%d is out of range [1, 100]", sc.Repeats)
+	}
+	if sc.Duration < time.Second {
+		bad("DURATION", "%v: want at least 1s", sc.Duration)
+	}
+	if sc.Out == "" {
+		bad("OUT", "must name where the report goes")
+	}
+	return errors.Join(errs...)
+}
+
+func (sc *SweepConfig) workload(c *Config) *Workload {
+	for _, w := range c.Workload {
+		if sc.Workload == "" || w.Name == sc.Workload {
+			return w
+		}
+	}
+	return nil
+}
+
+// SweepPoint is one WORKERS × BATCH_SIZE (PIPELINE) setting, over its runs.
+type SweepPoint struct {
+	Workers int       `json:"workers"`
+	Batch   int       `json:"batch"`
+	Rates   []float64 `json:"units_per_second"` // one per run
+	Min     float64   `json:"min"`
+	Median  float64   `json:"median"`
+	Max     float64   `json:"max"`
+	P99     float64   `json:"p99_seconds"` // median over runs of the response p99 (every op)
+	Failed  int64     `json:"failed_units"`
+	Best    bool      `json:"best,omitempty"`
+	// Falls is set when the median is below the one with fewer workers
+	// at the same batch size: more workers made it slower.
+	Falls bool `json:"throughput_falls,omitempty"`
+}
+
+// USL is the Universal Scalability Law fitted to throughput against
+// workers (at the best batch size): X(N) = λN / (1 + σ(N−1) + κN(N−1)).
+type USL struct {
+	Batch    int       `json:"batch"`
+	Lambda   float64   `json:"lambda"`       // throughput of one worker without contention
+	Sigma    float64   `json:"sigma"`        // contention
+	Kappa    float64   `json:"kappa"`        // coherency (crosstalk)
+	R2       float64   `json:"r_squared"`    // of the fitted throughputs
+	PeakN    float64   `json:"peak_workers"` // where X(N) peaks; +Inf without coherency
+	PeakX    float64   `json:"peak_units_per_second"`
+	Poor     bool      `json:"poor_fit"`
+	Note     string    `json:"note"`
+	Workers  []int     `json:"workers"`
+	Measured []float64 `json:"measured"`
+}
+
+// At is the fitted throughput with n workers.
+func (u USL) At(n float64) float64 {
+	return u.Lambda * n / (1 + u.Sigma*(n-1) + u.Kappa*n*(n-1))
+}
+
+// SweepResult is a sweep's outcome.
+type SweepResult struct {
+	Workload    string       `json:"workload"`
+	Unit        string       `json:"unit"`       // rows or ops
+	BatchName   string       `json:"batch_name"` // BATCH_SIZE or PIPELINE
+	Environment sysinfo.Info `json:"environment"`
+	Settings    SweepConfig  `json:"settings"`
+	Run         []string     `json:"run_settings"`
+	Points      []SweepPoint `json:"points"`
+	USL         *USL         `json:"usl,omitempty"`
+	Outcome     string       `json:"outcome"`
+}
+
+// Sweep runs the workload SOAKD_SWEEP_WORKLOAD names, alone, closed loop
+// (RATE=max), once per run for every WORKERS × BATCH_SIZE (PIPELINE)
+// point, REPEATS times, and reports the throughput of each, the best, where
+// more workers made it slower, and a Universal Scalability Law fit. It
+// stops early, with what it has, when ctx ends.
+func Sweep(ctx context.Context, cfg *Config, environ map[string]string, d Deps) (*SweepResult, error) {
+	if err := cfg.CheckSweep(); err != nil {
+		return nil, err
+	}
+	sc := cfg.Sweep
+	orig := sc.workload(cfg)
+	e := d.Plugins.Sources.Lookup(orig.Source)
+	kv := e != nil && e.Kind == sources.KV
+	res := &SweepResult{Workload: orig.Name, Unit: "rows", BatchName: "BATCH_SIZE", Environment: sysinfo.Collect(d.Version),
+		Settings: sc, Run: settingValues(cfg, environ)}
+	if kv {
+		res.Unit, res.BatchName = "ops", "PIPELINE"
+	}
+	log := d.Logger.With(zap.String("workload", orig.Name))
+	total := len(sc.Workers) * len(sc.Batch) * sc.Repeats
+	n := 0
+	for _, b := range sc.Batch {
+		for _, w := range sc.Workers {
+			pt := SweepPoint{Workers: w, Batch: b}
+			var p99s []float64
+			for r := 0; r < sc.Repeats && ctx.Err() == nil; r++ {
+				n++
+				one := *cfg
+				wc := *orig
+				wc.Workers, wc.Rate, wc.reset = w, pace.Rate{Max: true}, sc.Reset
+				if kv {
+					wc.Pipeline = b
+				} else {
+					wc.BatchSize = b
+				}
+				if sz, ok := e.New(&wc); ok == nil {
+					if _, finite := sz.(sources.Sized); !finite || kv {
+						wc.Duration = sc.Duration
+					}
+				}
+				one.Workload, one.Listen, one.Duration = []*Workload{&wc}, ListenOff, 0
+				dd := d
+				dd.Registry, dd.Listener, dd.Console, dd.History, dd.UI = prometheus.NewRegistry(), nil, nil, nil, nil
+				dd.Logger = zap.NewNop()
+				sum, err := Run(ctx, &one, dd)
+				if err != nil {
+					return res, err
+				}
+				ws := sum.Workload(wc.Name, "run")
+				if ws == nil || ws.Seconds <= 0 || ws.Failure != nil {
+					reason := "no run phase"
+					if ws != nil && ws.Failure != nil {
+						reason = ws.Failure.Reason
+					}
+					return res, fmt.Errorf("sweep point workers %d, %s %d: %s", w, res.BatchName, b, reason)
+				}
+				rate := ws.UnitRate
+				pt.Rates = append(pt.Rates, rate)
+				pt.Failed += ws.Failed
+				var p99 float64
+				for _, o := range ws.Ops {
+					p99 = max(p99, o.Response.P99)
+				}
+				p99s = append(p99s, p99)
+				log.Info(fmt.Sprintf("sweep %d/%d: workers %d, %s %d: %.0f %s/s, p99 %s",
+					n, total, w, res.BatchName, b, rate, res.Unit, fmtDur(p99)))
+			}
+			if len(pt.Rates) == 0 {
+				break
+			}
+			pt.Min, pt.Median, pt.Max = minMedMax(pt.Rates)
+			_, pt.P99, _ = minMedMax(p99s)
+			res.Points = append(res.Points, pt)
+		}
+	}
+	res.mark()
+	res.USL = fitUSL(res.Points)
+	res.Outcome = "done"
+	if ctx.Err() != nil {
+		res.Outcome = "stopped before every point ran"
+	}
+	return res, nil
+}
+
+// mark flags the best point and those where more workers were slower.
+func (r *SweepResult) mark() {
+	best := -1
+	for i := range r.Points {
+		p := &r.Points[i]
+		if best < 0 || p.Median > r.Points[best].Median {
+			best = i
+		}
+		for j := range r.Points {
+			q := &r.Points[j]
+			if q.Batch == p.Batch && q.Workers < p.Workers && p.Median < q.Median {
+				p.Falls = true
+			}
+		}
+	}
+	if best >= 0 {
+		r.Points[best].Best = true
+	}
+}
+
+func minMedMax(v []float64) (lo, med, hi float64) {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0, 0, 0
+	}
+	med = s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return s[0], med, s[len(s)-1]
+}
+
+// fitUSL fits the USL to the medians against workers at the batch size
+// of the best point. N/X(N) = (1 + σ(N−1) + κN(N−1))/λ is linear in 1,
+// N−1 and N(N−1), so ordinary least squares gives 1/λ, σ/λ and κ/λ.
+func fitUSL(points []SweepPoint) *USL {
+	var batch int
+	for _, p := range points {
+		if p.Best {
+			batch = p.Batch
+		}
+	}
+	u := &USL{Batch: batch}
+	for _, p := range points {
+		if p.Batch == batch && p.Median > 0 {
+			u.Workers = append(u.Workers, p.Workers)
+			u.Measured = append(u.Measured, p.Median)
+		}
+	}
+	if len(u.Workers) < 3 {
+		u.Poor, u.Note = true, "fewer than 3 worker counts at this batch size: no fit"
+		return u
+	}
+	// Normal equations of y = a + b(N−1) + c·N(N−1), y = N/X.
+	var m [3][4]float64
+	for i, n := range u.Workers {
+		N := float64(n)
+		row := [3]float64{1, N - 1, N * (N - 1)}
+		y := N / u.Measured[i]
+		for r := 0; r < 3; r++ {
+			for c := 0; c < 3; c++ {
+				m[r][c] += row[r] * row[c]
+			}
+			m[r][3] += row[r] * y
+		}
+	}
+	coef, ok := solve3(m)
+	if !ok || !(coef[0] > 0) {
+		u.Poor, u.Note = true, "the measurements do not determine a fit"
+		return u
+	}
+	u.Lambda, u.Sigma, u.Kappa = 1/coef[0], coef[1]/coef[0], coef[2]/coef[0]
+	if u.Sigma < 0 || u.Kappa < 0 {
+		u.Poor = true
+		u.Note = fmt.Sprintf("a negative coefficient (σ %.3g, κ %.3g): throughput grew faster than linearly, the fit does not describe it", u.Sigma, u.Kappa)
+	}
+	var ssRes, ssTot, mean float64
+	for _, x := range u.Measured {
+		mean += x / float64(len(u.Measured))
+	}
+	for i, n := range u.Workers {
+		d := u.Measured[i] - u.At(float64(n))
+		ssRes += d * d
+		ssTot += (u.Measured[i] - mean) * (u.Measured[i] - mean)
+	}
+	if ssTot > 0 {
+		u.R2 = 1 - ssRes/ssTot
+	}
+	u.PeakN = math.Inf(1)
+	if u.Kappa > 0 && u.Sigma < 1 {
+		u.PeakN = math.Sqrt((1 - u.Sigma) / u.Kappa)
+		u.PeakX = u.At(u.PeakN)
+	}
+	lo, hi := float64(u.Workers[0]), float64(u.Workers[len(u.Workers)-1])
+	switch {
+	case u.Poor:
+	case len(u.Workers) == 3:
+		u.Poor, u.Note = true, "three worker counts determine the three coefficients exactly, whatever they are: measure more to test the fit"
+	case u.R2 < 0.9:
+		u.Poor, u.Note = true, fmt.Sprintf("R² %.2f: the law describes these measurements poorly", u.R2)
+	case math.IsInf(u.PeakN, 1):
+		u.Poor, u.Note = true, "no coherency cost measured: the fit predicts no peak, measure more workers to find one"
+	case u.PeakN < lo || u.PeakN > hi:
+		u.Poor = true
+		u.Note = fmt.Sprintf("the predicted peak (%.1f workers) is outside the measured range %g..%g: measure further to confirm it", u.PeakN, lo, hi)
+	default:
+		u.Note = fmt.Sprintf("throughput peaks at about %.1f workers (%.0f units/s)", u.PeakN, u.PeakX)
+	}
+	return u
+}
+
+// solve3 solves a 3×3 linear system given as an augmented matrix.
+func solve3(m [3][4]float64) ([3]float64, bool) {
+	for c := 0; c < 3; c++ {
+		p := c
+		for r := c + 1; r < 3; r++ {
+			if math.Abs(m[r][c]) > math.Abs(m[p][c]) {
+				p = r
+			}
+		}
+		if math.Abs(m[p][c]) < 1e-300 {
+			return [3]float64{}, false
+		}
+		m[c], m[p] = m[p], m[c]
+		for r := 0; r < 3; r++ {
+			if r == c {
+				continue
+			}
+			f := m[r][c] / m[c][c]
+			for k := c; k < 4; k++ {
+				m[r][k] -= f * m[c][k]
+			}
+		}
+	}
+	return [3]float64{m[0][3] / m[0][0], m[1][3] / m[1][1], m[2][3] / m[2][2]}, true
+}

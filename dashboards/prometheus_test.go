@@ -1,0 +1,163 @@
+package dashboards
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/soakd/soakd/internal/testserver"
+)
+
+// sample is one series of an instant query's result.
+type sample struct {
+	Metric    map[string]string `json:"metric"`
+	Value     []any             `json:"value"`
+	Histogram []any             `json:"histogram"`
+}
+
+func (s sample) float() float64 {
+	if len(s.Value) != 2 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
+	return v
+}
+
+func instantQuery(t *testing.T, promURL, q string) ([]sample, error) {
+	t.Helper()
+	resp, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []sample `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("%s: %s", resp.Status, body)
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("%s", r.Error)
+	}
+	return r.Data.Result, nil
+}
+
+// mustFill are the panels a failing workload must fill with a non-zero
+// value: errors and drops.
+var mustFill = map[string]bool{
+	"Error ratio": true, "Dropped in range": true, "Errors by class": true,
+	"Dropped work and schedule lag": true, "Error ratio and drops": true,
+}
+
+// firing are the alerts whose expression must select the failing
+// workload (and no other), however long their for clause is.
+var firing = map[string]bool{"SoakdErrorRatioHigh": true, "SoakdDroppingWork": true, "SoakdResponseP99AboveSLO": true}
+
+// A real Prometheus scrapes a real soakd run with three workloads: device
+// rows into PostgreSQL, YCSB operations on Redis, and a target that fails
+// a tenth of its writes and is too slow for its rate (so latency grows
+// and work is dropped). Every panel, annotation and variable query of
+// every dashboard then gives a non-empty result through Prometheus' HTTP
+// API; the error and drop panels show the failing workload; the alert
+// expressions pick it out, and no other workload.
+func TestPanelsOnRealPrometheus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Prometheus, PostgreSQL and Redis, ~30 s")
+	}
+	pg := testserver.Postgres(t)
+	rd := testserver.Redis(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + l.Addr().String()
+	prom := testserver.Prometheus(t, time.Second, l.Addr().String())
+	env := map[string]string{
+		"SOAKD_WORKLOADS": "iot,kv,bad", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_LOG_LEVEL": "error",
+		"SOAKD_CONTROL_TOKEN": "tok",
+		"SOAKD_IOT_SOURCE":    "devops", "SOAKD_IOT_TARGET": pg.URL, "SOAKD_IOT_RATE": "2000",
+		"SOAKD_IOT_BATCH_SIZE": "100", "SOAKD_IOT_WORKERS": "2",
+		"SOAKD_KV_TARGET": rd.URL, "SOAKD_KV_RATE": "1000", "SOAKD_KV_RECORDS": "1000", "SOAKD_KV_LOAD_RATE": "max",
+		"SOAKD_KV_WORKERS": "2",
+		// Half the capacity it is asked for, and a tenth of the writes fail.
+		"SOAKD_BAD_SOURCE": "seq", "SOAKD_BAD_RATE": "1000", "SOAKD_BAD_BATCH_SIZE": "10", "SOAKD_BAD_WORKERS": "2",
+		"SOAKD_BAD_TARGET":  "null://?latency=1ms&capacity=500&fail=0.1&fail_class=server",
+		"SOAKD_BAD_MAX_LAG": "2s", "SOAKD_BAD_RETRIES": "0",
+		// soakd capacity searches bad: its first step (at twice what the
+		// target handles) outlasts the test, so the search panels have a
+		// step and a knee (0: none yet) to show.
+		"SOAKD_CAPACITY_WORKLOAD": "bad", "SOAKD_CAPACITY_START": "1000", "SOAKD_CAPACITY_WARMUP": "0s",
+		"SOAKD_CAPACITY_SETTLE": "0s", "SOAKD_CAPACITY_HOLD": "10m",
+	}
+	stop := runSoakd(t, env, prometheus.NewRegistry(), l)
+	defer stop()
+
+	// Enough scrapes for every rate window, then a rate change through
+	// /control for the annotation.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r, err := instantQuery(t, prom.URL, `count_over_time(soakd_ready{workload="kv"}[1m]) >= 12 and soakd_ready == 1`)
+		if err == nil && len(r) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("soakd not scraped ready for 12 s within 60 s: %v %v", r, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/control?workload=iot&rate=2500", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/control: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	time.Sleep(3 * time.Second)
+
+	vars := grafanaVars("10s")
+	for _, q := range allPromQL(t) {
+		expr := vars.Replace(q.expr)
+		res, err := instantQuery(t, prom.URL, expr)
+		if err != nil {
+			t.Errorf("%s: %s: Prometheus rejects %s: %v", q.file, q.where, expr, err)
+			continue
+		}
+		byWorkload := map[string]float64{}
+		for _, s := range res {
+			if w := s.Metric["workload"]; w != "" && s.float() > byWorkload[w] {
+				byWorkload[w] = s.float()
+			}
+		}
+		switch {
+		case q.rule && firing[strings.TrimPrefix(q.where, "alert ")]:
+			if byWorkload["bad"] <= 0 || len(byWorkload) != 1 {
+				t.Errorf("%s: %s selects %v, want the failing workload only", q.file, q.where, byWorkload)
+			}
+		case q.rule:
+			if len(res) > 0 && (q.where == "alert SoakdTargetNotReady" || q.where == "alert SoakdDown") {
+				t.Errorf("%s: %s selects %v on a healthy run", q.file, q.where, res)
+			}
+		case len(res) == 0:
+			t.Errorf("%s: %s: no result for %s", q.file, q.where, expr)
+		case mustFill[q.panel] && byWorkload["bad"] > 0:
+			delete(mustFill, q.panel) // one query of the panel shows it
+		}
+	}
+	for p := range mustFill {
+		t.Errorf("panel %q shows nothing for the failing workload", p)
+	}
+}

@@ -1,0 +1,117 @@
+package web
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/soakd/soakd/charts"
+	"github.com/soakd/soakd/daemon"
+)
+
+// CapacityCharts are a capacity search's figures: achieved against target
+// rate per step (passed steps as dots, failed ones as crosses, the knee
+// marked), and response p50 and p99 against the target rate with the SLO
+// marked. soakd capacity writes them as SVG and PNG; the console and the
+// HTML report show them.
+func CapacityCharts(r *daemon.CapacityResult) []charts.Chart {
+	steps := slices.Clone(r.Steps)
+	slices.SortStableFunc(steps, func(a, b daemon.CapacityStep) int {
+		switch {
+		case a.Target < b.Target:
+			return -1
+		case a.Target > b.Target:
+			return 1
+		}
+		return 0
+	})
+	var tx, ach, p50, p99 []float64
+	var passX, passY, failX, failY []float64
+	top := 0.0
+	for i, s := range steps {
+		// A rate judged twice (a recheck) is one point of the lines: the
+		// later judgement, as the search took it; both show as markers.
+		if i+1 < len(steps) && steps[i+1].Target == s.Target {
+			continue
+		}
+		tx = append(tx, s.Target)
+		ach = append(ach, s.Achieved)
+		p50 = append(p50, s.Response.P50)
+		p99 = append(p99, s.Response.P99)
+	}
+	for _, s := range steps {
+		if s.Pass {
+			passX, passY = append(passX, s.Target), append(passY, s.Achieved)
+		} else {
+			failX, failY = append(failX, s.Target), append(failY, s.Achieved)
+		}
+		top = max(top, s.Target, s.Achieved)
+	}
+	var marks []charts.Mark
+	if r.Found {
+		marks = append(marks, charts.Mark{At: r.Knee, Label: fmt.Sprintf("knee %.0f/s", r.Knee)})
+	}
+	rate := charts.Chart{
+		ID: "capacity-rate", Title: "Achieved vs target rate, per step",
+		X: charts.Axis{Label: "target rate (units/s)", Unit: charts.Number, ZeroBased: true},
+		Y: charts.Axis{Label: "achieved (units/s)", Unit: charts.Number, ZeroBased: true},
+		Lines: []charts.Line{
+			{Name: "ideal", X: []float64{0, top}, Y: []float64{0, top}, Dashed: true, Color: "#7f7f7f"},
+			{Name: "achieved", X: tx, Y: ach},
+		},
+		Points: []charts.Points{
+			{Name: "passed", X: passX, Y: passY, Shape: charts.Dot, Color: "#2ca02c"},
+			{Name: "failed", X: failX, Y: failY, Shape: charts.Cross, Color: "#d62728"},
+		},
+		Marks: marks,
+	}
+	lat := charts.Chart{
+		ID: "capacity-latency", Title: "Response latency vs target rate",
+		X: charts.Axis{Label: "target rate (units/s)", Unit: charts.Number, ZeroBased: true},
+		Y: charts.Axis{Label: "response latency", Unit: charts.Seconds, Log: true},
+		Lines: []charts.Line{
+			{Name: "p50", X: tx, Y: p50},
+			{Name: "p99", X: tx, Y: p99},
+		},
+		Marks: append(slices.Clone(marks),
+			charts.Mark{At: r.Settings.SLOP99.Seconds(), Horizontal: true, Label: "SLO p99 " + r.Settings.SLOP99.String()}),
+	}
+	return []charts.Chart{rate, lat}
+}
+
+// CapacityPanel is a capacity search as a section of the console and the
+// HTML report: the knee, every step, and CapacityCharts.
+func CapacityPanel(r *daemon.CapacityResult) Panel {
+	note := "searching…"
+	switch {
+	case r.Outcome != "" && r.Found:
+		note = fmt.Sprintf("knee %.6g units/s: %s", r.Knee, r.Outcome)
+	case r.Outcome != "":
+		note = "no knee: " + r.Outcome
+	case r.Found:
+		note = fmt.Sprintf("searching; %.6g units/s passed so far", r.Knee)
+	}
+	t := &Table{Header: []string{"#", "kind", "target/s", "achieved/s", "p50", "p99", "errors", "dropped", "verdict"}}
+	for _, s := range r.Steps {
+		verdict := "pass"
+		if !s.Pass {
+			verdict = "fail: " + strings.Join(s.Reasons, "; ")
+		}
+		t.Rows = append(t.Rows, []string{fmt.Sprint(s.Index), s.Kind, fmt.Sprintf("%.6g", s.Target), fmt.Sprintf("%.6g", s.Achieved),
+			seconds(s.Response.P50), seconds(s.Response.P99), fmt.Sprintf("%.3g%%", 100*s.ErrorRatio), fmt.Sprintf("%.3g%%", 100*s.DropRatio), verdict})
+	}
+	return Panel{ID: "capacity", Title: "Capacity of workload " + r.Workload, Note: note, Table: t, Charts: CapacityCharts(r)}
+}
+
+// seconds writes a latency compactly: 850µs, 12.3ms, 1.20s.
+func seconds(s float64) string {
+	switch {
+	case s == 0:
+		return "–"
+	case s < 1e-3:
+		return fmt.Sprintf("%.0fµs", s*1e6)
+	case s < 1:
+		return fmt.Sprintf("%.2fms", s*1e3)
+	}
+	return fmt.Sprintf("%.2fs", s)
+}

@@ -1,0 +1,103 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"os"
+	"time"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/sysinfo"
+)
+
+// ReportData is what an HTML report shows.
+type ReportData struct {
+	Summary     *daemon.Summary
+	History     *daemon.History // nil: no charts
+	Environment sysinfo.Info
+	Settings    []SettingRow
+	// StoppedBy, when set, says how the run ended (e.g. "stopped by a
+	// signal").
+	StoppedBy string
+	// Panels are extra sections (see Panel): capacity or sweep results.
+	Panels []Panel
+}
+
+// SettingRow is one setting as the report lists it; Value is already
+// safe to show (daemon.Setting.Shown).
+type SettingRow struct {
+	Key, Value, Default, Help string
+	Set                       bool // given in the environment or a flag
+}
+
+// SettingRows lists settings with their values in environ, secrets shown
+// as "(set)" and passwords in URLs redacted (daemon.Setting.Shown); a
+// setting not given shows its default.
+func SettingRows(settings []daemon.Setting, environ map[string]string) []SettingRow {
+	out := make([]SettingRow, 0, len(settings))
+	for _, s := range settings {
+		raw, set := environ[s.Key]
+		v := s.Default
+		if set {
+			v = s.Shown(raw)
+		}
+		out = append(out, SettingRow{Key: s.Key, Value: v, Default: s.Default, Help: s.Help, Set: set})
+	}
+	return out
+}
+
+// WriteReport writes a self-contained HTML report to path: no script
+// runs and nothing is fetched when it is opened (styles are inline, the
+// charts inline SVG); the summary and history are also embedded as JSON
+// (script elements of type application/json, ids soakd-summary and
+// soakd-history) for tools.
+func WriteReport(path string, d ReportData) error {
+	b, err := Report(d)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("cannot write report: %w", err)
+	}
+	return nil
+}
+
+// Report renders the report (see WriteReport).
+func Report(d ReportData) ([]byte, error) {
+	if d.Summary == nil {
+		return nil, fmt.Errorf("cannot write a report without a summary")
+	}
+	var doc daemon.HistoryDoc
+	if d.History != nil {
+		doc = d.History.Snapshot()
+	}
+	css, err := assets.ReadFile("assets/app.css")
+	if err != nil {
+		return nil, err
+	}
+	sumJSON, err := json.Marshal(d.Summary)
+	if err != nil {
+		return nil, err
+	}
+	histJSON, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	data := struct {
+		ReportData
+		Started     time.Time
+		Environment [][2]string
+		CSS         template.CSS
+		View        view
+		SummaryJSON template.JS // json.Marshal escapes <, > and &: safe in a script element
+		HistoryJSON template.JS
+	}{d, d.Summary.Started, d.Environment.Rows(), template.CSS(css), buildView(&doc, RangeWhole, d.Panels),
+		template.JS(sumJSON), template.JS(histJSON)}
+	var b bytes.Buffer
+	if err := templates.ExecuteTemplate(&b, "report", data); err != nil {
+		return nil, fmt.Errorf("cannot render the report: %w", err)
+	}
+	return b.Bytes(), nil
+}
