@@ -90,8 +90,13 @@ func (r *runner) started() bool { return r.cur.Load() != nil }
 
 // beginPhase starts phase name: now becomes the schedule's origin, the
 // rate profile starts from its beginning, and the counts start at zero.
-func (r *runner) beginPhase(name string, rate pace.Rate) *phaseStats {
+func (r *runner) beginPhase(name string, rate pace.Rate, rec *phaseRecord) *phaseStats {
 	ps := newPhaseStats(name, rate.String(), r.cfg.Workers)
+	// Set before the phase is published: scrapes and the history read them.
+	ps.rec = rec
+	if r.ver != nil {
+		ps.verify = &tally{}
+	}
 	r.startWall.Store(time.Now().UnixNano())
 	r.origin.Store(int64(ps.begin))
 	s := &schedule{}
@@ -171,11 +176,7 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 	if err != nil {
 		return "", err
 	}
-	p.st = r.beginPhase(name, rate)
-	p.st.rec = p.rec
-	if r.ver != nil {
-		p.st.verify = &tally{}
-	}
+	p.st = r.beginPhase(name, rate, p.rec)
 	if name == "run" && r.judge != nil {
 		r.judge.begin(p.st)
 	}
