@@ -54,6 +54,28 @@ func pgCount(t *testing.T, url, q string) int64 {
 	return n
 }
 
+// waitRows waits until table holds at least n rows (it may not exist yet).
+func waitRows(t *testing.T, url, table string, n int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		var have int64
+		if c, err := pgx.Connect(ctx, url); err == nil {
+			_ = c.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&have)
+			c.Close(ctx)
+		}
+		if have >= n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s holds %d rows after 30 s, want %d", table, have, n)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 func pgDB(t *testing.T, srv *testserver.Server, name string) string {
 	t.Helper()
 	pgExec(t, srv.URL, "CREATE DATABASE "+name)
@@ -159,7 +181,9 @@ func TestPostgresKilled(t *testing.T) {
 		"SOAKD_CPU_TIMEOUT": "2s", "SOAKD_CPU_MAX_LAG": "30s", "SOAKD_CPU_VERIFY": "0.05", "SOAKD_CPU_OUT_OF_ORDER": "0.05:30s",
 	}
 	sum, path := soakRun(t, env, func() {
-		time.Sleep(2 * time.Second)
+		// Kill the server once the run writes, whatever the machine's load.
+		waitRows(t, db, "cpu", 1000)
+		time.Sleep(500 * time.Millisecond)
 		srv.Kill()
 		time.Sleep(time.Second)
 		srv.Resume(t)
@@ -180,5 +204,49 @@ func TestPostgresKilled(t *testing.T) {
 	}
 	if w.InDoubt != run.Failed {
 		t.Errorf("in doubt %d, the run's failed rows %d", w.InDoubt, run.Failed)
+	}
+}
+
+// The same run written twice into a table without dedup stores every
+// acknowledged row twice: soakd verify reports each device's whole range
+// as duplicated. With ?dedup=true the second run stores nothing more and
+// the data verifies clean.
+func TestPostgresWrittenTwice(t *testing.T) {
+	srv := testserver.Postgres(t)
+	for _, tc := range []struct {
+		name, query string
+		dup         int64
+		code        int
+	}{
+		{name: "twice", dup: 4 * 360, code: 1},
+		{name: "dedup", query: "&dedup=true", code: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := pgDB(t, srv, tc.name) + tc.query
+			env := map[string]string{
+				"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": db,
+				"SOAKD_CPU_SCALE": "4", "SOAKD_CPU_START": "2026-01-01T00:00:00Z", "SOAKD_CPU_END": "+1h",
+				"SOAKD_CPU_RATE": "max", "SOAKD_CPU_WORKERS": "2", "SOAKD_CPU_BATCH_SIZE": "100",
+			}
+			_, path := soakRun(t, env, nil)
+			soakRun(t, env, nil)
+			code, out, rep := soakVerify(t, map[string]string{"SOAKD_CPU_TARGET": db}, "--summary-json", path)
+			w := only(t, rep)
+			if got, want := countsOf(w), (counts{acked: 4 * 360, stored: 4 * 360, dup: tc.dup}); code != tc.code || got != want {
+				t.Fatalf("exit %d, %+v; want exit %d, %+v", code, got, tc.code, want)
+			}
+			if tc.dup == 0 {
+				return
+			}
+			if len(w.DuplicateRanges) != 4 {
+				t.Fatalf("duplicate ranges %+v, want one per device", w.DuplicateRanges)
+			}
+			for _, r := range w.DuplicateRanges {
+				if r.From != ts("2026-01-01T00:00:00Z") || r.To != ts("2026-01-01T00:59:50Z") || r.Rows != 360 {
+					t.Errorf("duplicate range %+v, want the device's whole hour", r)
+				}
+			}
+			hasLine(t, out, "duplicated: cpu host_0 2026-01-01T00:00:00Z .. 2026-01-01T00:59:50Z (360 rows)")
+		})
 	}
 }
