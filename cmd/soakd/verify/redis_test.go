@@ -71,7 +71,14 @@ func TestRedisRestartLosesKeys(t *testing.T) {
 		"SOAKD_KV_VERIFY": "0.02", "SOAKD_KV_TIMEOUT": "1s",
 	}
 	sum, path := soakRun(t, env, func() {
-		time.Sleep(1500 * time.Millisecond)
+		// Restart once the load phase has stored every record and the
+		// run has inserted more, whatever the machine's load.
+		c := redisClient(t, srv)
+		for deadline := time.Now().Add(30 * time.Second); c.DBSize(context.Background()).Val() < 1100; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the run did not insert past the 1000 loaded records within 30 s")
+			}
+		}
 		srv.Restart(t)
 	})
 	run := phase(t, sum, "kv", "run")
