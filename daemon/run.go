@@ -396,6 +396,9 @@ func (w *workload) resetTarget(ctx context.Context) error {
 		return nil
 	}
 	if err := r.Reset(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while resetting: a stop, not a failure
+		}
 		return fmt.Errorf("workload %s: cannot reset the target: %s", w.name, w.scrub(err.Error()))
 	}
 	return nil
@@ -427,6 +430,9 @@ func (w *workload) preload(genCtx, drainCtx context.Context, cfg *Config) error 
 			return errors.Join(prefixSettingErrors(err, Prefix(w.name))...)
 		}
 		if err != nil {
+			if genCtx.Err() != nil {
+				return nil // stopped while checking: a stop, not a failure
+			}
 			return fmt.Errorf("workload %s: cannot check for loaded records: %s", w.name, w.scrub(err.Error()))
 		}
 		if n == len(b.Ops) {
