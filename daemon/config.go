@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -33,6 +34,8 @@ const EnvPrefix = "SOAKD_"
 type Config struct {
 	Workloads        []string      `env:"WORKLOADS" envDefault:"iot,kv" envSeparator:"," help:"workloads to run; each workload W reads its settings from SOAKD_<W>_*"`
 	Listen           string        `env:"LISTEN" envDefault:":9480" help:"HTTP address for /metrics /healthz /readyz /status /control; off = no HTTP server"`
+	TLSCertFile      string        `env:"TLS_CERT_FILE" help:"path of a PEM certificate (with its chain) for the HTTP address: with TLS_KEY_FILE, soakd serves HTTPS only"`
+	TLSKeyFile       string        `env:"TLS_KEY_FILE" help:"path of the PEM private key (unencrypted) of TLS_CERT_FILE"`
 	Duration         time.Duration `env:"DURATION" envDefault:"0s" help:"hard stop for the whole process after this long, load phases included; 0 = until every workload ends or SIGINT/SIGTERM"`
 	ShutdownGrace    time.Duration `env:"SHUTDOWN_GRACE" envDefault:"30s" help:"on stop, how long writes in flight may take to finish before they are cancelled"`
 	Progress         time.Duration `env:"PROGRESS_INTERVAL" envDefault:"10s" help:"how often a progress line is logged; 0 = never"`
@@ -287,6 +290,16 @@ func (c *Config) Validate(p *Plugins) error {
 	if c.Listen != ListenOff {
 		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 			bad("LISTEN", "%q is not host:port (e.g. :9480 or 127.0.0.1:9480) or off", c.Listen)
+		}
+	}
+	switch {
+	case (c.TLSCertFile == "") != (c.TLSKeyFile == ""):
+		bad("TLS_CERT_FILE", "set both %sTLS_CERT_FILE and %sTLS_KEY_FILE for HTTPS, or neither", EnvPrefix, EnvPrefix)
+	case c.TLSCertFile != "":
+		// Read now, so that a wrong file is a configuration error (exit 2)
+		// rather than a failure after the run started.
+		if _, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile); err != nil {
+			bad("TLS_CERT_FILE", "cannot load %s with the key %sTLS_KEY_FILE=%s: %v", c.TLSCertFile, EnvPrefix, c.TLSKeyFile, err)
 		}
 	}
 	if c.Duration < 0 {

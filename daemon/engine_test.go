@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -57,6 +58,55 @@ func TestCoordinatedOmission(t *testing.T) {
 		}
 		if op.Service.Max < 0.9 {
 			t.Errorf("service max = %.3fs: the writes in flight during the stall should have taken ~1s", op.Service.Max)
+		}
+	})
+}
+
+// While the target stalls longer than MAX_LAG with every worker stuck in
+// a write, the count scheduled keeps growing at the rate and the late
+// work is counted as dropped as it happens: at every instant at least the
+// rate's integral up to MAX_LAG ago is scheduled. (The scheduler used to
+// wait for a free worker with a ticket in hand, so both counts froze for
+// the whole stall and caught up only after it.)
+func TestScheduleKeepsClockDuringStall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "10",
+			"SOAKD_SEQ_WORKERS", "2", "SOAKD_SEQ_DURATION", "20s", "SOAKD_SEQ_MAX_LAG", "500ms",
+			"SOAKD_SEQ_TARGET", "null://?latency=1ms&stall=10s@5s"), p)
+		var wl *workload
+		open := make(chan struct{})
+		done := make(chan runResult, 1)
+		go func() {
+			reg := prometheus.NewRegistry()
+			sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test",
+				started: func(wls []*workload, _ http.Handler) { wl = wls[0]; close(open) }})
+			done <- runResult{sum, err, reg}
+		}()
+		<-open
+		for range 40 {
+			time.Sleep(500 * time.Millisecond)
+			synctest.Wait()
+			ps := wl.cur.Load()
+			if ps == nil {
+				continue
+			}
+			el := wl.since()
+			c := ps.snapshot()
+			if lo := 1000*(el-500*time.Millisecond).Seconds() - 10; float64(c.scheduled) < lo {
+				t.Errorf("at %v: %d scheduled (%d dropped), want >= %.0f", el, c.scheduled, c.dropped, lo)
+			}
+			if c.scheduled != c.acked+c.failed+c.dropped+c.inflight() {
+				t.Fatalf("at %v: the books do not balance: %+v", el, c)
+			}
+		}
+		res := <-done
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		w := res.sum.Workloads[0]
+		if w.Scheduled != 20000 || w.Units+w.Dropped != w.Scheduled || w.Dropped < 8000 {
+			t.Errorf("scheduled %d, acked %d, dropped %d: want 20000 scheduled, about 9000 of them dropped", w.Scheduled, w.Units, w.Dropped)
 		}
 	})
 }

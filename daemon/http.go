@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,30 +81,52 @@ func serveHTTP(cfg *Config, d Deps, h http.Handler) (*http.Server, error) {
 		}
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	scheme := "http"
+	if cfg.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+		if err != nil {
+			if d.Listener == nil {
+				l.Close()
+			}
+			return nil, fmt.Errorf("%sTLS_CERT_FILE: cannot load %s with its key: %w", EnvPrefix, cfg.TLSCertFile, err)
+		}
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+		scheme = "https"
+	}
+	useTLS := srv.TLSConfig != nil // Serve changes srv.TLSConfig: read it before
 	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if useTLS {
+			err = srv.ServeTLS(l, "", "")
+		} else {
+			err = srv.Serve(l)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.Logger.Error("HTTP server stopped", zap.Error(err))
 		}
 	}()
 	d.Logger.Info("serving /metrics /healthz /readyz /status", zap.String("addr", l.Addr().String()),
-		zap.Bool("control", cfg.EffectiveControlToken() != ""))
+		zap.Bool("tls", useTLS), zap.Bool("control", cfg.EffectiveControlToken() != ""))
 	if d.UI != nil {
-		d.Logger.Info("web console: open "+ConsoleURL(l.Addr()), zap.String("url", ConsoleURL(l.Addr())))
+		u := consoleURL(scheme, l.Addr())
+		d.Logger.Info("web console: open "+u, zap.String("url", u))
 	}
 	return srv, nil
 }
 
 // ConsoleURL is the web console's URL for a listener's address: on a
 // wildcard address (":9480"), http://localhost:PORT/.
-func ConsoleURL(addr net.Addr) string {
+func ConsoleURL(addr net.Addr) string { return consoleURL("http", addr) }
+
+func consoleURL(scheme string, addr net.Addr) string {
 	host, port, err := net.SplitHostPort(addr.String())
 	if err != nil {
-		return "http://" + addr.String() + "/"
+		return scheme + "://" + addr.String() + "/"
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "localhost"
 	}
-	return "http://" + net.JoinHostPort(host, port) + "/"
+	return scheme + "://" + net.JoinHostPort(host, port) + "/"
 }
 
 // readyz is 200 when every workload's target is prepared and answers.

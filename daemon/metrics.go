@@ -27,7 +27,7 @@ import (
 // histogram's count equals its op's soakd_ops_total{result="ok"}.
 type Metrics struct {
 	targetRate, rows, values, ops, errors, dropped, scheduled, failed,
-	inflightUnits, bytes, response, service, dispatch, lag, inflight, workers, ready, controls,
+	inflightUnits, bytes, response, service, dispatch, lag, inflight, workers, ready, controls, conns,
 	thresholdOK, thresholdValue, capacityStep, capacityKnee *prometheus.Desc
 	verifyChecked, verifyFailures, verifySkipped *prometheus.Desc
 
@@ -60,9 +60,11 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		service:  d("soakd_service_seconds", "Actual send to done, in seconds: what the target took.", "op"),
 		dispatch: d("soakd_dispatch_delay_seconds",
 			"Intended start to first send of each unit, in seconds: waiting for a free worker plus soakd's own lateness."),
-		lag:          d("soakd_schedule_lag_seconds", "How far behind its schedule the workload is now, in seconds."),
-		inflight:     d("soakd_inflight", "Writes or pipelines in flight now."),
-		workers:      d("soakd_workers", "Configured workers."),
+		lag:      d("soakd_schedule_lag_seconds", "How far behind its schedule the workload is now, in seconds."),
+		inflight: d("soakd_inflight", "Writes or pipelines in flight now."),
+		workers:  d("soakd_workers", "Configured workers."),
+		conns: d("soakd_target_connections",
+			"Connections open to the workload's target now: one per worker when healthy; growth at a steady WORKERS is a leak."),
 		ready:        d("soakd_ready", "1 when the workload's target is prepared and answers its ping (what /readyz says), else 0."),
 		controls:     d("soakd_control_total", "Changes made through POST /control: a new rate, pause or resume.", "action"),
 		capacityStep: d("soakd_capacity_step", "soakd capacity: the index of the step running (1, 2, ...), 0 when none is."),
@@ -87,6 +89,10 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 	return m
 }
 
+// connCounter is a sink that counts its open connections
+// (sinks.Conns).
+type connCounter interface{ OpenConns() int64 }
+
 // add exposes w's metrics from now on.
 func (m *Metrics) add(w *workload) {
 	m.mu.Lock()
@@ -98,7 +104,7 @@ func (m *Metrics) add(w *workload) {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.targetRate, m.rows, m.values, m.ops, m.errors, m.dropped,
 		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.dispatch, m.lag, m.inflight, m.workers,
-		m.ready, m.controls, m.thresholdOK, m.thresholdValue, m.capacityStep, m.capacityKnee,
+		m.ready, m.controls, m.conns, m.thresholdOK, m.thresholdValue, m.capacityStep, m.capacityKnee,
 		m.verifyChecked, m.verifyFailures, m.verifySkipped} {
 		ch <- d
 	}
@@ -161,6 +167,9 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 		ready = 1
 	}
 	gauge(m.ready, ready)
+	if cc, ok := w.sink.(connCounter); ok {
+		gauge(m.conns, float64(cc.OpenConns()))
+	}
 	for i, a := range controlActions {
 		counter(m.controls, w.controls[i].Load(), a)
 	}

@@ -27,7 +27,7 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) writeO
 		if attempt == 0 {
 			w.dispatch = sendStart - due
 		}
-		w.wctx.arm()
+		w.wctx = w.wctx.arm()
 		w.t.writing.Store(true)
 		n, err := r.sink.Write(w.wctx, b)
 		w.t.writing.Store(false)

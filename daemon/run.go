@@ -125,7 +125,18 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer closeSinks(wls, log)
+	// After a stop (SIGINT/SIGTERM) the sinks close by the end of
+	// SHUTDOWN_GRACE: a target that hangs must not hold the process past
+	// it (closing a sink whose connections are stuck would take its whole
+	// close timeout).
+	var stoppedAt atomic.Int64
+	defer func() {
+		var by time.Time
+		if at := stoppedAt.Load(); at != 0 {
+			by = time.Unix(0, at).Add(cfg.ShutdownGrace)
+		}
+		closeSinks(wls, log, by)
+	}()
 	for _, w := range wls {
 		m.add(w)
 	}
@@ -149,6 +160,7 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 			return
 		}
 		if ctx.Err() != nil {
+			stoppedAt.Store(time.Now().UnixNano())
 			log.Info("stopping: no new work is scheduled; writes in flight may finish", zap.Duration("shutdown_grace", cfg.ShutdownGrace))
 		}
 		t := time.NewTimer(cfg.ShutdownGrace)
@@ -223,7 +235,7 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error) {
 	var wls []*workload
 	fail := func(err error) ([]*workload, error) {
-		closeSinks(wls, d.Logger)
+		closeSinks(wls, d.Logger, time.Time{})
 		return nil, err
 	}
 	for _, wc := range cfg.Workload {
@@ -286,15 +298,20 @@ func batchSize(w *Workload, k sources.Kind) int {
 	return w.BatchSize
 }
 
-// closeSinks closes sinks in reverse open order, each with a deadline.
-func closeSinks(wls []*workload, log *zap.Logger) {
+// closeSinks closes sinks in reverse open order, each with a deadline:
+// 10 s, or by (when not zero) but at least closeFloor from now.
+func closeSinks(wls []*workload, log *zap.Logger, by time.Time) {
 	for i := len(wls) - 1; i >= 0; i-- {
 		w := wls[i]
 		if w.sink == nil {
 			continue
 		}
 		t0 := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		deadline := t0.Add(10 * time.Second)
+		if !by.IsZero() {
+			deadline = maxTime(by, t0.Add(closeFloor))
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		if err := w.sink.Close(ctx); err != nil {
 			w.log.Warn("cannot close sink", zap.String("error", w.scrub(err.Error())))
 		}
@@ -386,6 +403,17 @@ func (w *workload) prepare(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// closeFloor is the least time a sink gets to close after a stop, even
+// when SHUTDOWN_GRACE is over.
+const closeFloor = 500 * time.Millisecond
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // resetTarget empties what soakd wrote to the target, where the sink can.

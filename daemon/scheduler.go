@@ -179,9 +179,35 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 		}
 		r.pending.Store(int64(due))
 		st.release(int64(units))
+		tk := ticket{due: due, units: int(units)}
 		select {
-		case p.queue <- ticket{due: due, units: int(units)}:
+		case p.queue <- tk:
 			sent += units
+			r.pending.Store(-1)
+			continue
+		case c := <-r.ctl:
+			// Also here: at high rates the scheduler may never wait long
+			// enough to hear control in wait.
+			st.release(-int64(units))
+			ctlReq = &c
+			r.pending.Store(-1)
+			continue
+		default:
+		}
+		// Every worker is busy and the queue is full. The ticket waits
+		// only until it is later than MAX_LAG; then it is dropped and the
+		// loop goes on (dropping in bulk what is late by then), so during
+		// a stall of the target the count scheduled keeps growing at the
+		// rate and the drops are counted as they happen, instead of both
+		// freezing until a worker is free.
+		timer.Reset(max(due+maxLag-now, 0))
+		select {
+		case p.queue <- tk:
+			sent += units
+		case <-timer.C:
+			sent += units
+			st.drop(int64(units), false)
+			r.warnDrop()
 		case <-ctx.Done():
 			st.release(-int64(units))
 			return
@@ -192,6 +218,7 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			st.release(-int64(units))
 			ctlReq = &c
 		}
+		timer.Stop()
 		r.pending.Store(-1)
 	}
 }

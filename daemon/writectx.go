@@ -46,20 +46,29 @@ func newWriteCtx(parent context.Context, timeout time.Duration) *writeCtx {
 	return c
 }
 
-// arm starts the deadline for one write.
-func (c *writeCtx) arm() {
+// arm starts the deadline for one write and returns the context to pass
+// to it: c, or a fresh one when c's previous write timed out. A context
+// once done stays done: a sink may have left goroutines holding it past
+// the write that timed out (pgx's pool finishes a connect in the
+// background and then waits for the context or a caller), and had c been
+// reopened they would wait on the next write's context instead, for ever
+// while writes succeed: a goroutine, and a pooled connection, leaked per
+// timed-out connect.
+func (c *writeCtx) arm() *writeCtx {
 	if c.timeout <= 0 {
-		return
+		return c
 	}
 	c.mu.Lock()
 	if c.closed && c.parent.Err() == nil {
-		// The previous write timed out: start afresh.
-		c.done, c.closed, c.err = make(chan struct{}), false, nil
+		c.mu.Unlock()
+		c.close()
+		return newWriteCtx(c.parent, c.timeout).arm()
 	}
 	c.deadline = time.Now().Add(c.timeout)
 	c.afters = c.afters[:0] // callbacks belong to one write
 	c.mu.Unlock()
 	c.timer.Reset(c.timeout)
+	return c
 }
 
 // disarm ends the deadline after a write returned.

@@ -26,8 +26,16 @@ func TestWriteCtxDeadlinePerWrite(t *testing.T) {
 		}
 		c.disarm()
 
-		// The next write starts afresh and is not cancelled early.
-		c.arm()
+		// The next write starts afresh and is not cancelled early, on a
+		// context of its own: the one that timed out stays done for
+		// whatever still holds it.
+		old := c
+		done := old.Done()
+		c = c.arm()
+		defer c.close()
+		if c == old || old.Done() != done || !errors.Is(old.Err(), context.DeadlineExceeded) {
+			t.Fatal("the context of a write that timed out was reopened")
+		}
 		if c.Err() != nil {
 			t.Fatalf("re-armed context already done: %v", c.Err())
 		}
@@ -43,7 +51,7 @@ func TestWriteCtxDeadlinePerWrite(t *testing.T) {
 
 		// context.AfterFunc registers through the method (no goroutine
 		// per call) and fires on the deadline; stopped callbacks do not.
-		c.arm()
+		c = c.arm()
 		fired, stopped := make(chan struct{}), make(chan struct{})
 		context.AfterFunc(c, func() { close(fired) })
 		stop := context.AfterFunc(c, func() { close(stopped) })
@@ -60,7 +68,8 @@ func TestWriteCtxDeadlinePerWrite(t *testing.T) {
 		c.disarm()
 
 		// Cancelling the parent (end of the grace period) ends every write.
-		c.arm()
+		c = c.arm()
+		defer c.close()
 		cancel()
 		<-c.Done()
 		if !errors.Is(c.Err(), context.Canceled) {
@@ -74,7 +83,7 @@ func BenchmarkWriteCtxArm(b *testing.B) {
 	defer c.close()
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		c.arm()
+		c = c.arm()
 		c.disarm()
 	}
 }

@@ -340,3 +340,22 @@ func TestHugeBatchesRefused(t *testing.T) {
 		t.Errorf("a narrow source's big batches: exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// The built-in KV target keeps its records in soakd's memory: a data set
+// that cannot fit is refused, naming RECORDS; with a TARGET it is the
+// server's business.
+func TestBuiltinTargetRefusesHugeDataSet(t *testing.T) {
+	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_KV_RECORDS": "1000000000000", "SOAKD_LISTEN": "off"})
+	if code != exitConfig || !strings.Contains(errs, "SOAKD_KV_RECORDS: 1000000000000 records") ||
+		!strings.Contains(errs, "set TARGET to a real server") {
+		t.Fatalf("exit %d, want 2 naming SOAKD_KV_RECORDS\n%s", code, errs)
+	}
+	if out != "" {
+		t.Errorf("nothing should run; stdout:\n%s", out)
+	}
+	code, _, errs = run(t, map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_KV_RECORDS": "1000000000000",
+		"SOAKD_KV_TARGET": "redis://127.0.0.1:1"}, "config", "--check")
+	if code != exitOK {
+		t.Errorf("with a TARGET, RECORDS=1e12 is valid: exit %d\n%s", code, errs)
+	}
+}

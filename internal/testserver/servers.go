@@ -3,6 +3,8 @@ package testserver
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -70,13 +73,49 @@ func pgVersion(binDir string) int {
 	return v
 }
 
+// PostgresOption changes the configuration of a test PostgreSQL.
+type PostgresOption func(*pgOptions)
+
+type pgOptions struct {
+	certs      *Certs
+	clientCert bool
+	settings   []string
+}
+
+// PostgresSettings adds server settings as name=value (e.g.
+// "max_connections=8"); they win over the defaults.
+func PostgresSettings(settings ...string) PostgresOption {
+	return func(o *pgOptions) { o.settings = append(o.settings, settings...) }
+}
+
+// PostgresTLS turns TLS on (ssl=on) with certs' server certificate and key
+// (certs made by NewCerts with owner PostgresOwner()). With clientCert,
+// TCP connections must use TLS and present a client certificate signed by
+// certs' CA (pg_hba hostssl ... clientcert=verify-ca); others are refused.
+func PostgresTLS(certs *Certs, clientCert bool) PostgresOption {
+	return func(o *pgOptions) { o.certs, o.clientCert = certs, clientCert }
+}
+
+// PostgresOwner is the OS user test PostgreSQL servers run as: postgres
+// when the tests run as root, else "" (the current user).
+func PostgresOwner() string {
+	if os.Geteuid() == 0 {
+		return "postgres"
+	}
+	return ""
+}
+
 // Postgres starts a fresh PostgreSQL cluster (initdb, trust auth, fsync
-// and synchronous_commit off) on a free port, with any extra server
-// arguments (e.g. "-c", "synchronous_commit=on": later settings win). Its
-// URL is postgres://postgres@127.0.0.1:PORT/postgres. As root the server
-// runs as the postgres user, as PostgreSQL requires.
-func Postgres(t testing.TB, extra ...string) *Server {
+// off) on a free port. Its URL is postgres://postgres@127.0.0.1:PORT/postgres
+// (with PostgresTLS, sslmode=verify-full against the test CA);
+// PostgresSettings adds server settings.
+// As root the server runs as the postgres user, as PostgreSQL requires.
+func Postgres(t testing.TB, opts ...PostgresOption) *Server {
 	t.Helper()
+	var o pgOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	bin := PostgresBinDir()
 	if bin == "" {
 		Unavailable(t, "no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/postgres)")
@@ -100,15 +139,25 @@ func Postgres(t testing.TB, extra ...string) *Server {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		t.Fatalf("initdb failed: %v\n%s", err, out)
 	}
+	if o.certs != nil && o.clientCert {
+		hba := "local all all trust\nhostssl all all 127.0.0.1/32 trust clientcert=verify-ca\nhostssl all all ::1/128 trust clientcert=verify-ca\n"
+		if err := os.WriteFile(filepath.Join(data, "pg_hba.conf"), []byte(hba), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	port := FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	isready := filepath.Join(bin, "pg_isready")
+	args := []string{"-D", data, "-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(port),
+		"-c", "unix_socket_directories=" + dir, "-c", "fsync=off", "-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off", "-c", "max_connections=200"}
+	for _, kv := range o.settings {
+		args = append(args, "-c", kv)
+	}
 	c := Command{
-		Name: "postgres",
-		Path: filepath.Join(bin, "postgres"),
-		Args: []string{"-D", data, "-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(port),
-			"-c", "unix_socket_directories=" + dir, "-c", "fsync=off", "-c", "synchronous_commit=off",
-			"-c", "full_page_writes=off", "-c", "max_connections=200"},
+		Name:       "postgres",
+		Path:       filepath.Join(bin, "postgres"),
+		Args:       args,
 		Dir:        dir,
 		AsUser:     owner,
 		StopSignal: syscall.SIGINT, // fast shutdown
@@ -120,10 +169,14 @@ func Postgres(t testing.TB, extra ...string) *Server {
 			return nil
 		},
 	}
-	c.Args = append(c.Args, extra...)
+	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr)
+	if o.certs != nil {
+		c.Args = append(c.Args, "-c", "ssl=on", "-c", "ssl_cert_file="+o.certs.ServerCert,
+			"-c", "ssl_key_file="+o.certs.ServerKey, "-c", "ssl_ca_file="+o.certs.CA)
+		url = fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=verify-full&sslrootcert=%s", addr, o.certs.CA)
+	}
 	p := Start(t, c)
-	return &Server{Proc: p, Addr: addr, Port: port, cmd: c,
-		URL: fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr)}
+	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: url}
 }
 
 // RedisBinary finds redis-server; the test is skipped (or fails under
@@ -158,10 +211,66 @@ func Redis(t testing.TB, extra ...string) *Server {
 	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: "redis://" + addr + "/0"}
 }
 
-func redisPing(addr string) func(ctx context.Context) error {
+// RedisTLS starts redis-server serving TLS only (no plain port) with
+// certs' server certificate; with clientCert it requires a client
+// certificate signed by certs' CA (tls-auth-clients yes). Its URL is
+// rediss://127.0.0.1:PORT/0.
+func RedisTLS(t testing.TB, certs *Certs, clientCert bool, extra ...string) *Server {
+	t.Helper()
+	bin := RedisBinary(t)
+	dir := TempDir(t, "")
+	port := FreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	auth := "no"
+	if clientCert {
+		auth = "yes"
+	}
+	cfg, err := tlsClientConfig(certs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Command{
+		Name: "redis-server",
+		Path: bin,
+		Args: append([]string{"--bind", "127.0.0.1", "--port", "0", "--tls-port", strconv.Itoa(port),
+			"--tls-cert-file", certs.ServerCert, "--tls-key-file", certs.ServerKey, "--tls-ca-cert-file", certs.CA,
+			"--tls-auth-clients", auth, "--save", "", "--appendonly", "no",
+			"--dir", dir, "--protected-mode", "yes", "--daemonize", "no"}, extra...),
+		Dir:   dir,
+		Ready: redisPingDial(addr, cfg),
+	}
+	p := Start(t, c)
+	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: "rediss://" + addr + "/0"}
+}
+
+// tlsClientConfig trusts certs' CA and presents its client certificate.
+func tlsClientConfig(certs *Certs) (*tls.Config, error) {
+	ca, err := os.ReadFile(certs.CA)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	cert, err := tls.LoadX509KeyPair(certs.ClientCert, certs.ClientKey)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+func redisPing(addr string) func(ctx context.Context) error { return redisPingDial(addr, nil) }
+
+func redisPingDial(addr string, tc *tls.Config) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "tcp", addr)
+		var conn net.Conn
+		var err error
+		if tc != nil {
+			d := tls.Dialer{Config: tc}
+			conn, err = d.DialContext(ctx, "tcp", addr)
+		} else {
+			var d net.Dialer
+			conn, err = d.DialContext(ctx, "tcp", addr)
+		}
 		if err != nil {
 			return err
 		}
@@ -176,7 +285,8 @@ func redisPing(addr string) func(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if line != "+PONG\r\n" {
+		// NOAUTH: up, and asking for the password (--requirepass).
+		if line != "+PONG\r\n" && !strings.HasPrefix(line, "-NOAUTH") {
 			return fmt.Errorf("PING answered %q", line)
 		}
 		return nil
@@ -195,12 +305,25 @@ func InfluxBinary() string {
 type InfluxOption func(*influxOptions)
 
 type influxOptions struct {
-	auth bool
+	auth  bool
+	data  []string
+	certs *Certs
 }
+
+// InfluxTLS serves HTTPS only, with certs' server certificate; the URL
+// becomes https://127.0.0.1:PORT.
+func InfluxTLS(certs *Certs) InfluxOption { return func(o *influxOptions) { o.certs = certs } }
 
 // InfluxAuth turns authentication on (with no user yet, InfluxDB lets the
 // first admin be created without credentials).
 func InfluxAuth() InfluxOption { return func(o *influxOptions) { o.auth = true } }
+
+// InfluxData adds settings (TOML lines such as
+// `cache-max-memory-size = "1m"`) to the [data] section of the
+// configuration.
+func InfluxData(lines ...string) InfluxOption {
+	return func(o *influxOptions) { o.data = append(o.data, lines...) }
+}
 
 // Influx starts InfluxDB 1.x (influxd) on a free port with reporting off.
 // Its URL is http://127.0.0.1:PORT.
@@ -226,7 +349,7 @@ bind-address = "127.0.0.1:%d"
   wal-dir = "%[2]s/wal"
   query-log-enabled = false
   wal-fsync-delay = "100ms"
-[monitor]
+%[8]s[monitor]
   store-enabled = false
 [http]
   enabled = true
@@ -234,12 +357,15 @@ bind-address = "127.0.0.1:%d"
   log-enabled = false
   flux-enabled = false
   auth-enabled = %[4]t
+  https-enabled = %[5]t
+  https-certificate = "%[6]s"
+  https-private-key = "%[7]s"
 [continuous_queries]
   enabled = false
 [logging]
   suppress-logo = true
   level = "warn"
-`, rpc, dir, addr, o.auth)
+`, rpc, dir, addr, o.auth, o.certs != nil, certPath(o.certs, false), certPath(o.certs, true), dataLines(o.data))
 	cf := filepath.Join(dir, "influxdb.conf")
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -251,8 +377,36 @@ bind-address = "127.0.0.1:%d"
 		Dir:   dir,
 		Ready: HTTPReady("http://" + addr + "/ping"),
 	}
+	url := "http://" + addr
+	if o.certs != nil {
+		tc, err := tlsClientConfig(o.certs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		url = "https://" + addr
+		hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: tc}, Timeout: 5 * time.Second}
+		c.Ready = httpReady(hc, url+"/ping")
+	}
 	p := Start(t, c)
-	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: "http://" + addr}
+	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: url}
+}
+
+func certPath(c *Certs, key bool) string {
+	switch {
+	case c == nil:
+		return ""
+	case key:
+		return c.ServerKey
+	}
+	return c.ServerCert
+}
+
+func dataLines(lines []string) string {
+	s := ""
+	for _, l := range lines {
+		s += "  " + l + "\n"
+	}
+	return s
 }
 
 // Prometheus starts a Prometheus server (with native histograms enabled)
@@ -297,7 +451,9 @@ func Prometheus(t testing.TB, scrapeEvery time.Duration, targets ...string) *Ser
 var readyClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
 
 // HTTPReady is a Ready function that succeeds once GET url answers 2xx.
-func HTTPReady(url string) func(ctx context.Context) error {
+func HTTPReady(url string) func(ctx context.Context) error { return httpReady(readyClient, url) }
+
+func httpReady(readyClient *http.Client, url string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -263,27 +264,6 @@ func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 // Signal sends sig to the server (e.g. SIGSTOP / SIGCONT in fault tests).
 func (p *Proc) Signal(sig syscall.Signal) error { return syscall.Kill(p.cmd.Process.Pid, sig) }
 
-// Kill kills the server and every process it started with SIGKILL (a
-// crash: nothing is flushed or shut down cleanly) and waits for it to
-// exit. Resume starts it again on its data.
-func (p *Proc) Kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	pgid := p.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	<-p.done
-	// The server's children (PostgreSQL's backends) die with it; a new
-	// server must not find them still holding its shared memory.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if syscall.Kill(-pgid, 0) != nil {
-			return
-		}
-	}
-}
-
 // Stop stops the server: its stop signal, then SIGKILL after 20 s. Safe to
 // call more than once.
 func (p *Proc) Stop() {
@@ -327,5 +307,74 @@ func DialReady(addr string) func(ctx context.Context) error {
 			return err
 		}
 		return c.Close()
+	}
+}
+
+// Procs returns the server's process id and those of its children, from
+// /proc (PostgreSQL's backends are children of the postmaster, each in a
+// session of its own, so signalling the process group misses them).
+func (p *Proc) Procs() []int {
+	pid := p.Pid()
+	out := []int{pid}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid ...; comm may hold spaces, so cut at the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(b[i+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			child, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(f, "/proc/"), "/stat"))
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// Freeze stops the server and its children with SIGSTOP, as a server that
+// hangs (swapping, a stalled disk, a debugger) looks to its clients. The
+// returned function resumes them (SIGCONT); it is safe to call more than
+// once and cleanup calls it too.
+func (p *Proc) Freeze(t testing.TB) (thaw func()) {
+	t.Helper()
+	procs := p.Procs()
+	for _, pid := range procs {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatalf("cannot stop %s (pid %d): %v", p.Name, pid, err)
+		}
+	}
+	thaw = sync.OnceFunc(func() {
+		for _, pid := range procs {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	})
+	t.Cleanup(thaw)
+	return thaw
+}
+
+// Kill kills the server and its children with SIGKILL, as a crash or the
+// OOM killer would, and waits until they have gone: a server started again
+// on the data (Resume) must not find them still holding its shared memory.
+// Its data stays for Resume.
+func (p *Proc) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	procs := p.Procs()
+	for _, pid := range procs {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	<-p.done
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !slices.ContainsFunc(procs, func(pid int) bool { return syscall.Kill(pid, 0) == nil }) {
+			return
+		}
 	}
 }

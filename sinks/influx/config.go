@@ -1,6 +1,7 @@
 package influx
 
 import (
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/lineproto"
 )
 
@@ -120,10 +122,14 @@ type Config struct {
 	Timeout time.Duration
 	// Insecure skips TLS certificate verification.
 	Insecure bool
+	// TLSFiles are the CA and client certificate files (?ca=&cert=&key=).
+	TLSFiles sinks.TLSFiles
+	// tlsConfig is what LoadTLS read (nil: TLS off, or not loaded yet).
+	tlsConfig *tls.Config
 }
 
 var (
-	commonParams = []string{"api", "precision", "gzip", "create", "idempotent", "timeout", "tls", "insecure", "token"}
+	commonParams = []string{"api", "precision", "gzip", "create", "idempotent", "timeout", "tls", "insecure", "token", "ca", "cert", "key"}
 	v2Params     = []string{"org", "bucket"}
 	v1Params     = []string{"db", "rp", "u", "p", "product", "path", "ping_path", "auth"}
 )
@@ -223,6 +229,17 @@ func ParseURL(u *url.URL) (Config, error) {
 	if c.Insecure && !c.TLS {
 		add("insecure=true needs TLS (influxs:// or tls=true)")
 	}
+	if f, err := sinks.ParseTLSFiles(q); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.TLSFiles = f
+	}
+	if c.TLSFiles.Set() && !c.TLS {
+		add("ca, cert, key: TLS is off; use influxs:// or tls=true")
+	}
+	if c.Insecure && c.TLSFiles.CA != "" {
+		add("insecure=true with ca: the CA would not be checked; give one of them")
+	}
 	c.Create = boolParam("create", true)
 
 	if s := q.Get("precision"); s != "" {
@@ -313,6 +330,20 @@ func ParseURL(u *url.URL) (Config, error) {
 	}
 	c.Idempotent = boolParam("idempotent", c.Product.Idempotent)
 	return c, errors.Join(errs...)
+}
+
+// LoadTLS reads the files of ?ca=, ?cert= and ?key= into the TLS
+// configuration New uses. Every problem names its parameter.
+func (c *Config) LoadTLS() error {
+	if !c.TLS {
+		return nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.Insecure} //nolint:gosec // only when the user asks
+	if err := c.TLSFiles.Apply(tc); err != nil {
+		return err
+	}
+	c.tlsConfig = tc
+	return nil
 }
 
 // withSecrets fills the password and token from the workload's secret

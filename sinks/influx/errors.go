@@ -151,7 +151,7 @@ func classifyTransport(ctx context.Context, err error, idempotent bool) error {
 	)
 	switch {
 	case errors.As(err, &cve) || errors.As(err, &uae) || errors.As(err, &hne) || errors.As(err, &cie):
-		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("TLS certificate not accepted (see ?insecure=true): %w", err))
+		return sinks.NewError(sinks.Rejected, false, sinks.ExplainTLS(err, "ca", "", "cert and key"))
 	case errors.As(err, &rhe):
 		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("TLS handshake failed; does the server speak TLS? %w", err))
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
@@ -161,7 +161,14 @@ func classifyTransport(ctx context.Context, err error, idempotent bool) error {
 		return sinks.NewError(sinks.Connection, true, err)
 	}
 	class := sinks.ClassOf(err) // EOF too: the server closed the connection mid-request
-	return sinks.NewError(class, idempotent && class != sinks.Other, err)
+	if class == sinks.Other {
+		// No HTTP answer and no cause named above: the connection broke
+		// in a way net/http reports with errors of its own, unexported
+		// (a keep-alive connection the server closed as the request went
+		// out, seen when the server is killed).
+		class = sinks.Connection
+	}
+	return sinks.NewError(class, idempotent, err)
 }
 
 // errBody is what readError keeps of an error response.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"syscall"
@@ -143,7 +144,11 @@ func TestClassifyTransport(t *testing.T) {
 		{"our deadline", done, context.Canceled, true, sinks.Timeout, true},
 		{"net timeout", live, &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, false, sinks.Timeout, false},
 		{"bad TLS answer", live, fmt.Errorf("x: %w", tlsRecordHeaderError()), true, sinks.Rejected, false},
-		{"unknown", live, errors.New("something odd"), true, sinks.Other, false},
+		// net/http's own unexported errors, e.g. when a killed server had
+		// closed the keep-alive connection the request went out on.
+		{"no answer, no named cause", live, &url.Error{Op: "Post", URL: "http://x/write",
+			Err: errors.New("http: server closed idle connection")}, true, sinks.Connection, true},
+		{"no answer, not idempotent", live, errors.New("something odd"), false, sinks.Connection, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

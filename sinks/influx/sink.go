@@ -26,12 +26,13 @@ const userAgent = "soakd"
 // Sink writes series batches as line protocol, one HTTP request per
 // batch, and returns only when the target has answered.
 type Sink struct {
-	cfg  Config
-	log  *zap.Logger
-	errs *errLog
-	tr   *http.Transport
-	hc   *http.Client
-	auth string // Authorization header value: a secret, never logged
+	cfg   Config
+	log   *zap.Logger
+	errs  *errLog
+	tr    *http.Transport
+	conns sinks.Conns // the transport's connections
+	hc    *http.Client
+	auth  string // Authorization header value: a secret, never logged
 
 	writeURL string // v1
 
@@ -110,14 +111,21 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if err := cfg.LoadTLS(); err != nil {
+		return nil, err
+	}
 	cfg.withSecrets(o.Password, o.Token)
 	return New(cfg, o), nil
 }
 
-// Check is the registry's CheckFunc: it validates the URL's parameters.
+// Check is the registry's CheckFunc: it validates the URL's parameters
+// and reads its TLS files.
 func Check(u *url.URL, _ sources.Kind) error {
-	_, err := ParseURL(u)
-	return err
+	c, err := ParseURL(u)
+	if err != nil {
+		return err
+	}
+	return c.LoadTLS()
 }
 
 // New returns a sink for cfg. It does no I/O.
@@ -128,16 +136,15 @@ func New(cfg Config, o sinks.Options) *Sink {
 		log = zap.NewNop()
 	}
 	log = log.With(zap.String("target", cfg.String()))
-	tr := newTransport(&cfg, workers)
 	s := &Sink{
 		cfg:    cfg,
 		log:    log,
 		errs:   newErrLog(log),
-		tr:     tr,
-		hc:     &http.Client{Transport: waitTransport{tr}},
 		auth:   cfg.authHeader(),
 		states: make(chan *state, workers),
 	}
+	s.tr = newTransport(&cfg, workers, &s.conns)
+	s.hc = &http.Client{Transport: waitTransport{s.tr}}
 	if cfg.API == V1 {
 		q := url.Values{}
 		if cfg.DB != "" {
@@ -314,6 +321,9 @@ func (st *state) compress(level int) []byte {
 }
 
 func lines(buf []byte) int { return bytes.Count(buf, []byte{'\n'}) }
+
+// OpenConns is the number of connections open to the server now.
+func (s *Sink) OpenConns() int64 { return s.conns.Open() }
 
 // Close releases idle connections. Safe to call more than once.
 func (s *Sink) Close(context.Context) error {

@@ -89,10 +89,16 @@ type Config struct {
 	Timeout time.Duration
 	// TSDatabase is the KWDB time-series database holding the tables.
 	TSDatabase string
+	// Schema is the PostgreSQL schema of soakd's tables (?schema=; ""
+	// = the search_path's first, usually public). Prepare creates it
+	// when missing (with create=true).
+	Schema string
+	// TablePrefix is prepended to every table name (?table_prefix=).
+	TablePrefix string
 }
 
 // soakdParams are the URL parameters this package consumes itself.
-var soakdParams = []string{"insert", "dialect", "create", "dedup", "chunk_interval", "timeout", "ts_database"}
+var soakdParams = []string{"insert", "dialect", "create", "dedup", "chunk_interval", "timeout", "ts_database", "schema", "table_prefix"}
 
 // pgxParams are the libpq / pgx / pgxpool parameters passed through to
 // pgx unchanged.
@@ -216,6 +222,27 @@ func ParseURL(u *url.URL) (Config, string, error) {
 			errs = append(errs, fmt.Errorf("ts_database %q: want a name of 1 to 63 bytes", s))
 		default:
 			c.TSDatabase = s
+		}
+	}
+	if q.Has("schema") {
+		s := q.Get("schema")
+		switch {
+		case c.Dialect == KWDB:
+			errs = append(errs, fmt.Errorf("schema: kwdb keeps its time-series tables in ts_database; use ts_database"))
+		case s == "" || len(s) > 63:
+			errs = append(errs, fmt.Errorf("schema %q: want a name of 1 to 63 bytes", s))
+		case strings.HasPrefix(strings.ToLower(s), "pg_"):
+			errs = append(errs, fmt.Errorf("schema %q: names starting with pg_ are reserved for the system", s))
+		default:
+			c.Schema = s
+		}
+	}
+	if q.Has("table_prefix") {
+		s := q.Get("table_prefix")
+		if s == "" || len(s) > 32 {
+			errs = append(errs, fmt.Errorf("table_prefix %q: want 1 to 32 bytes", s))
+		} else {
+			c.TablePrefix = s
 		}
 	}
 	// Method defaults and the combinations a dialect cannot do.

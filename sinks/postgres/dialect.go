@@ -75,10 +75,13 @@ type stmt struct{ name, sql string }
 func quote(name string) string { return pgx.Identifier{name}.Sanitize() }
 
 // checkSchema reports schemas whose names cannot become a table.
-func checkSchema(s *sources.Schema) error {
+func checkSchema(c Config, s *sources.Schema) error {
 	var errs []error
 	if s.Measurement == "" {
 		errs = append(errs, errors.New("empty measurement name"))
+	}
+	if n := c.TablePrefix + s.Measurement; len(n) > 63 {
+		errs = append(errs, fmt.Errorf("table name %q is longer than PostgreSQL's 63-byte limit", n))
 	}
 	seen := map[string]bool{timeColumn: true}
 	add := func(kind, n string) {
@@ -114,14 +117,17 @@ func checkSchema(s *sources.Schema) error {
 }
 
 func newPlan(id int, c Config, s *sources.Schema) (*plan, error) {
-	if err := checkSchema(s); err != nil {
+	if err := checkSchema(c, s); err != nil {
 		return nil, err
 	}
 	p := &plan{id: id, schema: s, inserts: map[int]stmt{}}
 	p.unnestName = "soakd_" + strconv.Itoa(id) + "_unnest"
-	p.table = quote(s.Measurement)
-	if c.Dialect == KWDB {
+	p.table = quote(c.TablePrefix + s.Measurement)
+	switch {
+	case c.Dialect == KWDB:
 		p.table = quote(c.TSDatabase) + "." + p.table
+	case c.Schema != "":
+		p.table = quote(c.Schema) + "." + p.table
 	}
 	p.cols = append(p.cols, quote(timeColumn))
 	p.insertOIDs = append(p.insertOIDs, oidTimestamptz)
@@ -238,8 +244,11 @@ func (p *plan) chunks(n int, f func(start, rows int)) {
 
 // preamble is the DDL run once before any table is created.
 func preamble(c Config) []string {
-	if c.Dialect == KWDB {
+	switch {
+	case c.Dialect == KWDB:
 		return []string{"CREATE TS DATABASE IF NOT EXISTS " + quote(c.TSDatabase)}
+	case c.Schema != "":
+		return []string{"CREATE SCHEMA IF NOT EXISTS " + quote(c.Schema)}
 	}
 	return nil
 }
@@ -293,15 +302,16 @@ func createTable(c Config, p *plan) []string {
 	stmts := []string{b.String()}
 	if !c.Dedup {
 		// With dedup the primary key is this index.
-		stmts = append(stmts, "CREATE INDEX IF NOT EXISTS "+quote(indexName(s))+" ON "+p.table+
+		stmts = append(stmts, "CREATE INDEX IF NOT EXISTS "+quote(indexName(c, s))+" ON "+p.table+
 			" ("+p.device+", "+p.cols[0]+" DESC)")
 	}
 	return stmts
 }
 
 // indexName is <table>_<device>_time_idx, cut to PostgreSQL's 63 bytes.
-func indexName(s *sources.Schema) string {
-	n := s.Measurement + "_" + s.TagKeys[s.DeviceTag] + "_time_idx"
+// An index lives in its table's schema.
+func indexName(c Config, s *sources.Schema) string {
+	n := c.TablePrefix + s.Measurement + "_" + s.TagKeys[s.DeviceTag] + "_time_idx"
 	if len(n) > 63 {
 		n = n[:63]
 	}

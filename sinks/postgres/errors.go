@@ -57,6 +57,7 @@ func classify(err error, connLost, dedup bool) error {
 	if errors.As(err, &se) {
 		return err
 	}
+	err = sinks.ExplainTLS(err, "sslrootcert", "sslmode=verify-full", "sslcert and sslkey")
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		c, retry := classifyCode(pgErr.Code)

@@ -162,7 +162,7 @@ func checkColumns(ctx context.Context, c *pgx.Conn, p *plan) error {
 		return classify(fmt.Errorf("cannot read the columns of %s: %w", p.table, err), false, false)
 	}
 	if len(have) == 0 {
-		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s does not exist (create=false, or created in another schema than the search_path's first)", p.table))
+		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s does not exist (create=false, or created in another schema than the search_path's first: see schema=)", p.table))
 	}
 	var missing []string
 	for i, col := range p.cols {

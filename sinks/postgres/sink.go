@@ -31,6 +31,7 @@ const cancelGrace = time.Second
 type Sink struct {
 	cfg    Config
 	pool   *pgxpool.Pool
+	conns  sinks.Conns
 	log    *zap.Logger
 	target string // redacted URL, for logs
 
@@ -90,6 +91,9 @@ func parse(u *url.URL, o sinks.Options) (Config, *pgxpool.Config, error) {
 		if errors.As(err, &pe) {
 			pe.ConnString = sinks.Redact(pe.ConnString)
 		}
+		if strings.Contains(err.Error(), "TLS") {
+			return c, nil, fmt.Errorf("invalid TLS settings (sslmode, sslrootcert, sslcert, sslkey, sslpassword): %w", err)
+		}
 		return c, nil, fmt.Errorf("invalid connection settings: %w", err)
 	}
 	if pc.ConnConfig.Password == "" && o.Password != "" {
@@ -144,6 +148,7 @@ func New(u *url.URL, o sinks.Options) (*Sink, error) {
 	}
 	s.plans.Store(&plans)
 	s.writers = make(chan *writer, pc.MaxConns)
+	pc.ConnConfig.DialFunc = pgconn.DialFunc(s.conns.Wrap(sinks.DialFunc(pc.ConnConfig.DialFunc)))
 	// NewWithConfig connects nobody while MinConns is 0 (the default).
 	s.pool, err = pgxpool.NewWithConfig(context.Background(), pc)
 	if err != nil {
@@ -475,6 +480,9 @@ func (s *Sink) Ping(ctx context.Context) error {
 	}
 	return nil
 }
+
+// OpenConns is the number of connections open to the server now.
+func (s *Sink) OpenConns() int64 { return s.conns.Open() }
 
 // Close closes the pool. The engine calls it once, after every Write has
 // returned; later calls do nothing. pgx gives a connection to a server

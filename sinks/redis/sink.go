@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -61,6 +60,7 @@ type Sink struct {
 	free   []*call
 	misses atomic.Int64
 	closed atomic.Bool
+	conns  sinks.Conns // single-server mode's connections
 }
 
 var (
@@ -117,9 +117,9 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 	// retry the sink's pipelines anyway: they hold NoRetry commands
 	// (ZeroCopyStringCmd, RawWriteToCmd). -1 disables its retries.
 	const retries = -1
-	var tlsCfg *tls.Config
-	if cfg.TLS {
-		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.SkipVerify} //nolint:gosec // opt-in via ?skip_verify=true
+	tlsCfg, err := cfg.tlsConfig()
+	if err != nil {
+		return nil, err
 	}
 	switch cfg.Mode {
 	case Single:
@@ -131,6 +131,7 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 			DisableIdentity: true,
 		}
 		shared := *s.own // NewClient fills in defaults
+		shared.Dialer = s.conns.Wrap(goredis.NewDialer(&shared))
 		s.single = goredis.NewClient(&shared)
 		s.c = s.single
 	case Sentinel:
@@ -194,8 +195,8 @@ type call struct {
 // one connection of its pool; the pool size stays the sink's, which is
 // also how many failed dials go-redis takes before it answers further
 // dials with the last error until a probe gets through.
-func (c *call) newClient(o goredis.Options) {
-	base := goredis.NewDialer(&o)
+func (c *call) newClient(o goredis.Options, conns *sinks.Conns) {
+	base := conns.Wrap(goredis.NewDialer(&o))
 	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		nc, err := base(ctx, network, addr)
 		if err == nil {
@@ -282,7 +283,7 @@ func (s *Sink) getCall() *call {
 		c = &call{}
 		c.interrupt = c.close
 		if s.own != nil {
-			c.newClient(*s.own)
+			c.newClient(*s.own, &s.conns)
 		}
 	}
 	if c.broken && c.conn != nil {
@@ -593,6 +594,10 @@ func (s *Sink) failed(ctx context.Context, n int, err error) error {
 
 func (s *Sink) wrap(n int, err error) error {
 	class, retry := classify(err)
+	if e := sinks.ExplainTLS(err, "ca", "", "cert and key"); e != err {
+		// A certificate refused now will be refused again.
+		class, retry, err = sinks.Rejected, false, e
+	}
 	return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w", n, s.where, err))
 }
 
@@ -722,6 +727,18 @@ func (s *Sink) Ping(ctx context.Context) error {
 		return s.failed(ctx, 1, err)
 	}
 	return nil
+}
+
+// OpenConns is the number of connections open to the server now (in
+// cluster and sentinel mode, those of go-redis's pools).
+func (s *Sink) OpenConns() int64 {
+	switch {
+	case s.cluster != nil:
+		return int64(s.cluster.PoolStats().TotalConns)
+	case s.own == nil:
+		return int64(s.single.PoolStats().TotalConns)
+	}
+	return s.conns.Open()
 }
 
 // Close logs the reads that found no record, deletes the workload's keys

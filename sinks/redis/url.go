@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -39,12 +41,14 @@ type Config struct {
 	SentinelUsername, SentinelPassword string
 	TLS                                bool
 	SkipVerify                         bool
-	Protocol                           int
-	DialTimeout                        time.Duration
-	ReadTimeout                        time.Duration
-	WriteTimeout                       time.Duration
-	PoolSize                           int // 0 = workers + headroom
-	ClientName                         string
+	// TLSFiles are the CA and client certificate files (?ca=&cert=&key=).
+	TLSFiles     sinks.TLSFiles
+	Protocol     int
+	DialTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	PoolSize     int // 0 = workers + headroom
+	ClientName   string
 	// Cleanup deletes the workload's keys (KEY_PREFIX*) when the sink closes.
 	Cleanup bool
 	// Index maintains YCSB's scan index, a sorted set of the inserted keys
@@ -53,7 +57,7 @@ type Config struct {
 }
 
 var params = []string{"db", "cleanup", "index", "tls", "skip_verify", "protocol", "dial_timeout", "read_timeout",
-	"write_timeout", "pool_size", "client_name", "addr", "sentinel_username", "sentinel_password"}
+	"write_timeout", "pool_size", "client_name", "addr", "sentinel_username", "sentinel_password", "ca", "cert", "key"}
 
 // Schemes are the URL schemes of the sink.
 var Schemes = []string{"redis", "rediss", "redis-cluster", "redis-sentinel"}
@@ -152,6 +156,16 @@ func ParseURL(u *url.URL) (Config, error) {
 		}
 	}
 	boolParam(q, "skip_verify", &c.SkipVerify, bad)
+	var err error
+	if c.TLSFiles, err = sinks.ParseTLSFiles(q); err != nil {
+		errs = append(errs, err)
+	}
+	if c.TLSFiles.Set() && !c.TLS {
+		bad("ca, cert, key: TLS is off; use rediss:// (or tls=true for redis-cluster:// and redis-sentinel://)")
+	}
+	if c.SkipVerify && c.TLSFiles.CA != "" {
+		bad("skip_verify=true with ca: the CA would not be checked; give one of them")
+	}
 	if s := q.Get("protocol"); s != "" {
 		if s != "2" && s != "3" {
 			bad("protocol %q: want 2 (RESP2) or 3 (RESP3)", s)
@@ -237,6 +251,23 @@ func intParam(q url.Values, k string, dst *int, lo, hi int, bad func(string, ...
 // Check is the registry's CheckFunc: it validates a URL without I/O. The
 // registry has already refused workloads of other kinds.
 func Check(u *url.URL, _ sources.Kind) error {
-	_, err := ParseURL(u)
+	c, err := ParseURL(u)
+	if err != nil {
+		return err
+	}
+	_, err = c.tlsConfig()
 	return err
+}
+
+// tlsConfig is the client's TLS configuration (nil without TLS), with
+// the files of ?ca=, ?cert= and ?key= read.
+func (c *Config) tlsConfig() (*tls.Config, error) {
+	if !c.TLS {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.SkipVerify} //nolint:gosec // opt-in via ?skip_verify=true
+	if err := c.TLSFiles.Apply(tc); err != nil {
+		return nil, err
+	}
+	return tc, nil
 }

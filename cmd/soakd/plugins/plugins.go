@@ -51,7 +51,16 @@ func All() *daemon.Plugins {
 			Names:    []string{"kv"},
 			Kind:     sources.KV,
 			Settings: func() any { return &kv.Config{} },
-			Validate: func(w *daemon.Workload) error { return w.Ext.(*kv.Config).Validate() },
+			Validate: func(w *daemon.Workload) error {
+				c := w.Ext.(*kv.Config)
+				if err := c.Validate(); err != nil {
+					return err
+				}
+				if w.Target == "" {
+					return builtinFits(c)
+				}
+				return nil
+			},
 			New: func(w *daemon.Workload) (sources.Source, error) {
 				return kv.New(*w.Ext.(*kv.Config), w.Seed, w.Shard)
 			},
@@ -91,4 +100,19 @@ func openRedis(ctx context.Context, u *url.URL, o sinks.Options) (sinks.Sink, er
 		return embedded.Open(ctx, u, o)
 	}
 	return redis.Open(ctx, u, o)
+}
+
+// builtinMaxBytes bounds the records the built-in KV target may hold in
+// soakd's own memory.
+const builtinMaxBytes = 1 << 30
+
+// builtinFits refuses a data set too big for the built-in target, which
+// keeps every record in this process: a real target takes any size.
+func builtinFits(c *kv.Config) error {
+	per := int64(c.Fields)*int64(c.FieldLength+48) + 96 // values, field names and the server's own per-entry cost
+	if c.Records > builtinMaxBytes/per {
+		return sources.Invalid("RECORDS", "%d records of %d bytes would need about %.1f GiB in soakd's memory for the built-in target (at most %d records of this size): set TARGET to a real server, or lower RECORDS",
+			c.Records, per, float64(c.Records)*float64(per)/(1<<30), builtinMaxBytes/per)
+	}
+	return nil
 }

@@ -28,14 +28,14 @@ func pgExec(t *testing.T, url string, sqls ...string) {
 	}
 }
 
-// timescale returns the server arguments that preload TimescaleDB when
+// timescale returns the server settings that preload TimescaleDB when
 // its library is installed, so the dialect makes real hypertables.
 func timescale() []string {
 	bin := testserver.PostgresBinDir()
 	if m, _ := filepath.Glob(filepath.Join(bin, "..", "lib", "timescaledb*.so")); bin == "" || len(m) == 0 {
 		return nil
 	}
-	return []string{"-c", "shared_preload_libraries=timescaledb", "-c", "timescaledb.telemetry_level=off"}
+	return []string{"shared_preload_libraries=timescaledb", "timescaledb.telemetry_level=off"}
 }
 
 func pgCount(t *testing.T, url, q string) int64 {
@@ -89,7 +89,7 @@ func pgDB(t *testing.T, srv *testserver.Server, name string) string {
 // (without the extension, its fallback) and a two-table source verify
 // too (with hypertables when TimescaleDB is installed).
 func TestPostgres(t *testing.T) {
-	srv := testserver.Postgres(t, timescale()...)
+	srv := testserver.Postgres(t, testserver.PostgresSettings(timescale()...))
 	db := pgDB(t, srv, "cpu")
 	env := map[string]string{
 		"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": db,
@@ -172,7 +172,7 @@ func TestPostgres(t *testing.T) {
 // acknowledged row is there (it is committed synchronously), the batches
 // that failed are in doubt, never lost.
 func TestPostgresKilled(t *testing.T) {
-	srv := testserver.Postgres(t, "-c", "synchronous_commit=on")
+	srv := testserver.Postgres(t, testserver.PostgresSettings("synchronous_commit=on"))
 	db := pgDB(t, srv, "crash")
 	env := map[string]string{
 		"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": db,

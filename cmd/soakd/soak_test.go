@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/soakd/soakd/charts"
+	"github.com/soakd/soakd/internal/testserver"
+)
+
+// soakSample is what the soak test reads of soakd's /metrics each second.
+type soakSample struct {
+	at                          time.Duration
+	heap, rss                   float64 // bytes: Go heap in use (alloc), resident set
+	goroutines, fds             float64
+	pgConns, kvConns, scheduled float64
+}
+
+// TestSoakStability runs the real binary for a while at a high rate into
+// real PostgreSQL and redis-server while everything that could leak is
+// provoked: the rate changes through /control every few seconds, every
+// connection is killed by the servers every 15 s (a reconnect storm), and
+// redis-server restarts once. After a warm-up (the first quarter), the
+// Go heap, goroutines, file descriptors and target connections must not
+// grow: the last quarter within 10 % of the second. SOAKD_SOAK_DURATION
+// makes it longer (scripts/soak.sh runs it for hours); SOAKD_SOAK_OUT
+// names a directory for the samples (CSV) and their charts (SVG, PNG).
+func TestSoakStability(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the soak test runs minutes")
+	}
+	duration := 150 * time.Second
+	if s := os.Getenv("SOAKD_SOAK_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 40*time.Second {
+			t.Fatalf("SOAKD_SOAK_DURATION=%q: want a duration of at least 40s", s)
+		}
+		duration = d
+	}
+	pg := testserver.Postgres(t)
+	rd := testserver.Redis(t)
+	port := testserver.FreePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	const token = "soak-token"
+	cmd := exec.Command(os.Args[0], "--listen", fmt.Sprintf("127.0.0.1:%d", port))
+	cmd.Env = append(os.Environ(), "SOAKD_TEST_MAIN=1", "SOAKD_LOG_FORMAT=json", "SOAKD_PROGRESS_INTERVAL=0",
+		"SOAKD_CONTROL_TOKEN="+token, "SOAKD_WORKLOADS=devops,kv", "SOAKD_SHUTDOWN_GRACE=10s",
+		"SOAKD_DEVOPS_TARGET="+withParam(t, pg.URL, "application_name", "soakd-soak"), "SOAKD_DEVOPS_RATE=20000",
+		"SOAKD_DEVOPS_BATCH_SIZE=500", "SOAKD_DEVOPS_WORKERS=4", "SOAKD_DEVOPS_DEVICES=200", "SOAKD_DEVOPS_TIMEOUT=5s",
+		"SOAKD_KV_TARGET="+rd.URL, "SOAKD_KV_RATE=5000", "SOAKD_KV_WORKERS=4", "SOAKD_KV_RECORDS=10000",
+		"SOAKD_KV_LOAD_RATE=max", "SOAKD_KV_WORKLOAD=a", "SOAKD_KV_TIMEOUT=5s")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	ctx := context.Background()
+	pgAdmin, err := pgx.Connect(ctx, pg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pgAdmin.Close(ctx)
+	rdAdmin := goredis.NewClient(&goredis.Options{Addr: rd.Addr, Protocol: 2, DisableIdentity: true})
+	defer rdAdmin.Close()
+
+	hc := &http.Client{Timeout: 5 * time.Second}
+	control := func(w, rate string) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/control?workload="+w+"&rate="+rate, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Errorf("POST /control: %v", err)
+			return
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("POST /control %s rate=%s: %s", w, rate, resp.Status)
+		}
+	}
+	var samples []soakSample
+	start := time.Now()
+	restarted := false
+	for tick := 1; time.Since(start) < duration; tick++ {
+		select {
+		case err := <-exited:
+			t.Fatalf("soakd exited during the soak: %v\n%s", err, tail(errb.String(), 3000))
+		case <-time.After(time.Until(start.Add(time.Duration(tick) * time.Second))):
+		}
+		if s, ok := scrapeSoak(hc, base); ok {
+			s.at = time.Since(start)
+			samples = append(samples, s)
+		}
+		switch {
+		case tick%5 == 0: // a new rate for each workload, 50–100 % of the first
+			control("devops", strconv.Itoa(10000+rand.IntN(10001)))
+			control("kv", strconv.Itoa(2500+rand.IntN(2501)))
+		case tick%15 == 2: // a reconnect storm: the servers drop every client
+			if _, err := pgAdmin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+				WHERE application_name = 'soakd-soak' AND pid <> pg_backend_pid()`); err != nil {
+				t.Logf("terminating PostgreSQL sessions: %v", err)
+			}
+			if err := rdAdmin.Do(ctx, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes").Err(); err != nil {
+				t.Logf("CLIENT KILL: %v", err)
+			}
+		case !restarted && time.Since(start) > duration/3:
+			restarted = true
+			rd.Restart(t)
+			rdAdmin.Close()
+			rdAdmin = goredis.NewClient(&goredis.Options{Addr: rd.Addr, Protocol: 2, DisableIdentity: true})
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("soakd after SIGTERM: %v\n%s", err, tail(errb.String(), 3000))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("soakd did not exit within 30 s of SIGTERM")
+	}
+	if dir := os.Getenv("SOAKD_SOAK_OUT"); dir != "" {
+		writeSoak(t, dir, samples)
+	}
+
+	// Every phase's counts add up after all that.
+	sums := regexp.MustCompile(`scheduled (\d+) = acknowledged (\d+) \+ failed (\d+) \+ dropped (\d+) \+ in flight (\d+)`).
+		FindAllStringSubmatch(out.String(), -1)
+	if len(sums) < 2 {
+		t.Fatalf("want the accounting line of both workloads in the summary:\n%s", out.String())
+	}
+	for _, m := range sums {
+		n := func(i int) int64 { v, _ := strconv.ParseInt(m[i], 10, 64); return v }
+		if n(1) != n(2)+n(3)+n(4)+n(5) {
+			t.Errorf("counts do not add up: %s", m[0])
+		}
+		if n(2) == 0 {
+			t.Errorf("nothing acknowledged: %s", m[0])
+		}
+	}
+
+	// The storms were felt: both workloads counted connection errors.
+	if n := strings.Count(out.String(), "errors (failed attempts): connection "); n < 2 {
+		t.Errorf("connection errors in %d workloads' summaries, want both: the reconnect storms did not happen?\n%s", n, out.String())
+	}
+
+	if len(samples) < int(duration/time.Second)*3/4 {
+		t.Fatalf("only %d samples of /metrics in %v", len(samples), duration)
+	}
+	q := len(samples) / 4
+	early, late := samples[q:2*q], samples[len(samples)-q:]
+	t.Logf("%d samples; second quarter / last quarter: heap (min) %.1f / %.1f MiB, goroutines (max) %.0f / %.0f, fds (max) %.0f / %.0f, "+
+		"connections (max) devops %.0f / %.0f kv %.0f / %.0f, RSS (max) %.1f / %.1f MiB", len(samples),
+		minOf(early, heapOf)/(1<<20), minOf(late, heapOf)/(1<<20), maxOf(early, goroutinesOf), maxOf(late, goroutinesOf),
+		maxOf(early, fdsOf), maxOf(late, fdsOf), maxOf(early, pgConnsOf), maxOf(late, pgConnsOf),
+		maxOf(early, kvConnsOf), maxOf(late, kvConnsOf), maxOf(early, rssOf)/(1<<20), maxOf(late, rssOf)/(1<<20))
+	// The heap's minimum over a quarter is its live size after a GC: the
+	// garbage between collections depends on the rate, a leak does not.
+	// Counts may wobble by a connection being replaced as it is sampled.
+	grew := func(what string, a, b, slack float64) {
+		if b > a*1.10+slack {
+			t.Errorf("%s grew after warm-up: %.0f in the second quarter, %.0f in the last (more than 10 %%)", what, a, b)
+		}
+	}
+	grew("Go heap (bytes)", minOf(early, heapOf), minOf(late, heapOf), 1<<20)
+	grew("goroutines", maxOf(early, goroutinesOf), maxOf(late, goroutinesOf), 2)
+	grew("open files", maxOf(early, fdsOf), maxOf(late, fdsOf), 2)
+	grew("PostgreSQL connections", maxOf(early, pgConnsOf), maxOf(late, pgConnsOf), 1)
+	grew("Redis connections", maxOf(early, kvConnsOf), maxOf(late, kvConnsOf), 1)
+	last := samples[len(samples)-1]
+	if last.pgConns < 1 || last.pgConns > 4+2 || last.kvConns < 1 || last.kvConns > 4+2 {
+		t.Errorf("connections at the end: devops %.0f, kv %.0f; want 1..WORKERS+2 each", last.pgConns, last.kvConns)
+	}
+}
+
+func heapOf(s soakSample) float64       { return s.heap }
+func rssOf(s soakSample) float64        { return s.rss }
+func goroutinesOf(s soakSample) float64 { return s.goroutines }
+func fdsOf(s soakSample) float64        { return s.fds }
+func pgConnsOf(s soakSample) float64    { return s.pgConns }
+func kvConnsOf(s soakSample) float64    { return s.kvConns }
+
+func minOf(s []soakSample, f func(soakSample) float64) float64 {
+	m := f(s[0])
+	for _, x := range s[1:] {
+		m = min(m, f(x))
+	}
+	return m
+}
+
+func maxOf(s []soakSample, f func(soakSample) float64) float64 {
+	m := f(s[0])
+	for _, x := range s[1:] {
+		m = max(m, f(x))
+	}
+	return m
+}
+
+// scrapeSoak reads the soak's sample from /metrics.
+func scrapeSoak(hc *http.Client, base string) (soakSample, bool) {
+	resp, err := hc.Get(base + "/metrics")
+	if err != nil {
+		return soakSample{}, false
+	}
+	defer resp.Body.Close()
+	var s soakSample
+	seen := 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		name, val, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			continue
+		}
+		var dst *float64
+		switch name {
+		case "go_memstats_heap_alloc_bytes":
+			dst = &s.heap
+		case "process_resident_memory_bytes":
+			dst = &s.rss
+		case "go_goroutines":
+			dst = &s.goroutines
+		case "process_open_fds":
+			dst = &s.fds
+		case `soakd_target_connections{workload="devops"}`:
+			dst = &s.pgConns
+		case `soakd_target_connections{workload="kv"}`:
+			dst = &s.kvConns
+		case `soakd_scheduled_total{workload="devops"}`:
+			dst = &s.scheduled
+		}
+		if dst != nil {
+			*dst = v
+			seen++
+		}
+	}
+	return s, seen == 7
+}
+
+// writeSoak writes the samples as soak.csv and charts of memory and of
+// counts over time (soak-memory.svg/.png, soak-counts.svg/.png) in dir.
+func writeSoak(t *testing.T, dir string, samples []soakSample) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	_ = w.Write([]string{"seconds", "heap_bytes", "rss_bytes", "goroutines", "open_fds", "pg_connections", "redis_connections", "devops_scheduled"})
+	x := make([]float64, len(samples))
+	col := func(f func(soakSample) float64) []float64 {
+		v := make([]float64, len(samples))
+		for i, s := range samples {
+			v[i] = f(s)
+		}
+		return v
+	}
+	for i, s := range samples {
+		x[i] = s.at.Seconds()
+		_ = w.Write([]string{strconv.FormatFloat(x[i], 'f', 1, 64), fmt.Sprint(s.heap), fmt.Sprint(s.rss), fmt.Sprint(s.goroutines),
+			fmt.Sprint(s.fds), fmt.Sprint(s.pgConns), fmt.Sprint(s.kvConns), fmt.Sprint(s.scheduled)})
+	}
+	w.Flush()
+	files := map[string][]byte{"soak.csv": b.Bytes()}
+	mem := &charts.Chart{ID: "soak-memory", Title: "soakd's memory over the soak", Width: 900,
+		X: charts.Axis{Unit: charts.Elapsed}, Y: charts.Axis{Unit: charts.Bytes, ZeroBased: true},
+		Lines: []charts.Line{{Name: "resident set", X: x, Y: col(rssOf)}, {Name: "Go heap in use", X: x, Y: col(heapOf)}}}
+	counts := &charts.Chart{ID: "soak-counts", Title: "goroutines, open files and target connections", Width: 900,
+		X: charts.Axis{Unit: charts.Elapsed}, Y: charts.Axis{ZeroBased: true},
+		Lines: []charts.Line{{Name: "goroutines", X: x, Y: col(goroutinesOf)}, {Name: "open files", X: x, Y: col(fdsOf)},
+			{Name: "PostgreSQL connections", X: x, Y: col(pgConnsOf)}, {Name: "Redis connections", X: x, Y: col(kvConnsOf)}}}
+	for _, c := range []*charts.Chart{mem, counts} {
+		files[c.ID+".svg"] = c.SVG()
+		png, err := c.PNG()
+		if err != nil {
+			t.Fatalf("%s.png: %v", c.ID, err)
+		}
+		files[c.ID+".png"] = png
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("samples and charts in %s", dir)
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// withParam is raw with the query parameter k=v added.
+func withParam(t *testing.T, raw, k, v string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set(k, v)
+	u.RawQuery = q.Encode()
+	return u.String()
+}

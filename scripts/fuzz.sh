@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of the module for FUZZTIME each (default 3s):
+# the parsers of settings, URLs and grammars, the line-protocol encoder
+# and the sinks' handling of server replies. A failing input is written
+# to the package's testdata/fuzz/ and then replays in every `go test`.
+# scripts/test.sh runs it; run it alone with a longer FUZZTIME to dig.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzztime=${FUZZTIME:-3s}
+go list -f '{{if .TestGoFiles}}{{.ImportPath}}{{end}}' ./... | while read -r pkg; do
+	for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
+		echo "fuzz: $pkg $target ($fuzztime)" >&2
+		go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/dev/null
+	done
+done

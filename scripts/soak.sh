@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# A long soak of soakd itself: TestSoakStability (cmd/soakd) for DURATION
+# (default 4h) against a real PostgreSQL and redis-server, with the rate
+# changed through /control every 5 s, every connection killed by the
+# servers every 15 s and redis-server restarted once. It fails when the
+# Go heap, goroutines, open files or target connections grow after the
+# first quarter, and leaves the samples (soak.csv) and charts
+# (soak-memory.svg/.png, soak-counts.svg/.png) in OUT (default soak-out).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case ":$PATH:" in *:/usr/local/go/bin:*) ;; *) PATH=/usr/local/go/bin:$PATH ;; esac
+duration=${DURATION:-4h}
+out=$(realpath -m "${OUT:-soak-out}")
+scripts/install-test-deps.sh
+SOAKD_REQUIRE_SERVERS=1 SOAKD_SOAK_DURATION=$duration SOAKD_SOAK_OUT=$out \
+	go test -count=1 -run '^TestSoakStability$' -timeout 0 -v ./cmd/soakd

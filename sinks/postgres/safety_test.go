@@ -1,0 +1,119 @@
+package postgres
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/sources"
+)
+
+// TestOwnTablesOnly shows that the sink touches only its own tables: a
+// foreign table with the same name as one of soakd's in another schema,
+// and an unrelated table next to soakd's, keep their rows through
+// Prepare, writes, Reset (soakd sweep's TRUNCATE) and Close, with
+// schema=, with table_prefix= and with neither.
+func TestOwnTablesOnly(t *testing.T) {
+	srv := testserver.Postgres(t)
+	ctx := t.Context()
+	cases := []struct {
+		name   string
+		params []string
+		own    string // soakd's table, as SQL
+	}{
+		{"schema", []string{"schema", "soak test"}, `"soak test".cpu`},
+		{"table_prefix", []string{"table_prefix", "soakd_"}, `public.soakd_cpu`},
+		{"schema_and_prefix", []string{"schema", "soakd", "table_prefix", "run1_"}, `soakd.run1_cpu`},
+		{"default", nil, `public.cpu`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := newDB(t, srv, "own_"+tc.name)
+			c := connect(t, db)
+			foreign := []string{"CREATE TABLE public.orders (id int)", "INSERT INTO public.orders SELECT generate_series(1, 10)"}
+			if tc.own != "public.cpu" {
+				// A table named like soakd's, not soakd's.
+				foreign = append(foreign, "CREATE TABLE public.cpu (id int)", "INSERT INTO public.cpu SELECT generate_series(1, 7)")
+			}
+			for _, q := range foreign {
+				if _, err := c.Exec(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cpu := cpuSchema("cpu", 4)
+			s := openSink(t, withParams(db, tc.params...), nil, cpu)
+			if err := s.Prepare(ctx); err != nil {
+				t.Fatal(err)
+			}
+			b := sources.NewSeriesBatch([]*sources.Schema{cpu})
+			fill(b.Tables[0], 4, 0, 50, testBase, false)
+			if _, err := s.Write(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			ownCount := func() int64 {
+				var n int64
+				if err := c.QueryRow(ctx, "SELECT count(*) FROM "+tc.own).Scan(&n); err != nil {
+					t.Fatalf("count %s: %v", tc.own, err)
+				}
+				return n
+			}
+			if n := ownCount(); n != 50 {
+				t.Fatalf("%s holds %d rows, want 50", tc.own, n)
+			}
+			if err := s.Reset(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := ownCount(); n != 0 {
+				t.Errorf("after Reset %s holds %d rows, want 0", tc.own, n)
+			}
+			if _, err := s.Write(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := count(t, c, "orders"); n != 10 {
+				t.Errorf("the foreign table orders holds %d rows, want its 10", n)
+			}
+			if tc.own != "public.cpu" {
+				if n := count(t, c, "cpu"); n != 7 {
+					t.Errorf("the foreign table public.cpu holds %d rows, want its 7", n)
+				}
+			}
+			if n := ownCount(); n != 50 {
+				t.Errorf("%s holds %d rows after Close, want 50 (Close deletes nothing)", tc.own, n)
+			}
+		})
+	}
+}
+
+func TestSchemaParams(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		{"postgres://h/db?schema=", "schema"},
+		{"postgres://h/db?schema=pg_catalog", "reserved"},
+		{"postgres://h/db?schema=" + strings.Repeat("s", 64), "schema"},
+		{"postgres://h/db?dialect=kwdb&schema=x", "ts_database"},
+		{"postgres://h/db?table_prefix=", "table_prefix"},
+		{"postgres://h/db?table_prefix=" + strings.Repeat("p", 33), "table_prefix"},
+	} {
+		_, _, err := ParseURL(mustURL(t, tc.raw))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error about %s", tc.raw, err, tc.want)
+		}
+	}
+	c, _, err := ParseURL(mustURL(t, "postgres://h/db?schema=soakd&table_prefix=x_"))
+	if err != nil || c.Schema != "soakd" || c.TablePrefix != "x_" {
+		t.Errorf("got %+v, %v", c, err)
+	}
+	p, err := newPlan(0, c, cpuSchema("cpu", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.table != `"soakd"."x_cpu"` {
+		t.Errorf("table %s", p.table)
+	}
+	long := cpuSchema(strings.Repeat("m", 62), 1)
+	if _, err := newPlan(0, c, long); err == nil || !strings.Contains(err.Error(), "63-byte") {
+		t.Errorf("a prefixed name over 63 bytes: %v", err)
+	}
+}
