@@ -82,7 +82,9 @@ var targets = []target{
 		prepares: true,
 		// synchronous_commit on: a commit acknowledged is in the WAL, so
 		// it survives SIGKILL (fsync stays off: the OS does not crash).
-		start: func(t *testing.T) *testserver.Server { return testserver.Postgres(t, testserver.PostgresSettings("synchronous_commit=on")) },
+		start: func(t *testing.T) *testserver.Server {
+			return testserver.Postgres(t, testserver.PostgresSettings("synchronous_commit=on"))
+		},
 		env: func(addr, ns string, _ int) map[string]string {
 			return seriesEnv(fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", addr, ns))
 		},
