@@ -167,8 +167,9 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 		ready = 1
 	}
 	gauge(m.ready, ready)
-	if cc, ok := w.sink.(connCounter); ok {
-		gauge(m.conns, float64(cc.OpenConns()))
+	// Not w.sink: closeSinks clears it while scrapes may run.
+	if w.conns != nil {
+		gauge(m.conns, float64(w.conns.OpenConns()))
 	}
 	for i, a := range controlActions {
 		counter(m.controls, w.controls[i].Load(), a)

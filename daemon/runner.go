@@ -24,6 +24,7 @@ type runner struct {
 	kind      sources.Kind
 	src       sources.Source
 	sink      sinks.Sink
+	conns     connCounter // the sink's open connections, nil when it cannot count them; set once, read by scrapes
 	log       *zap.Logger
 	batchSize int
 	errLog    *throttle
@@ -71,6 +72,7 @@ func newRunner(cfg *Workload, kind sources.Kind, src sources.Source, sink sinks.
 	if kind == sources.KV {
 		r.batchSize = cfg.Pipeline
 	}
+	r.conns, _ = sink.(connCounter)
 	r.sched.Store(&schedule{})
 	r.pending.Store(-1)
 	return r
