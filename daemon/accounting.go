@@ -27,20 +27,28 @@ import (
 const numClasses = len(sinks.Classes)
 
 // opSlots are the ops a phase counts: the KV ops, the series op "write"
-// (writeOp), then the query types (from queryOp0).
+// (writeOp), the read-back checks of VERIFY (verifyOp), which have
+// latencies but are no writes (they are in no unit count), then the query
+// types (from queryOp0).
 const opSlots = queryOp0 + int(sources.NumQueryTypes)
 
 // writeOp is the slot of the series op "write".
 const writeOp = int(sources.NumOps)
 
+// verifyOp is the slot of the op "verify": reading back what was
+// acknowledged.
+const verifyOp = writeOp + 1
+
 // queryOp0 is the slot of the first query type; query type t counts in
 // slot queryOp0+t.
-const queryOp0 = writeOp + 1
+const queryOp0 = verifyOp + 1
 
 func opName(i int) string {
 	switch {
 	case i == writeOp:
 		return "write"
+	case i == verifyOp:
+		return "verify"
 	case i >= queryOp0:
 		return sources.QueryType(i - queryOp0).String()
 	}
@@ -72,6 +80,7 @@ type counts struct {
 	values    int64 // field values acknowledged (series)
 	bytes     int64 // payload bytes sent, failed attempts included
 	ops       [opSlots]opCounts
+	verify    verifyCounts // VERIFY's read-back checks of acknowledged units
 }
 
 // inflight is what is neither acknowledged, failed nor dropped yet.
@@ -107,6 +116,7 @@ func (c *counts) add(o *counts) {
 	c.cut += o.cut
 	c.values += o.values
 	c.bytes += o.bytes
+	c.verify.add(&o.verify)
 	for op := range c.ops {
 		c.ops[op].ok += o.ops[op].ok
 		c.ops[op].failed += o.ops[op].failed
@@ -149,6 +159,11 @@ type phaseStats struct {
 	stopMu  sync.Mutex
 	stopped string // why the phase ended, once it has
 
+	// verify is the read-back checker's share (VERIFY), nil when off; rec
+	// what each stream wrote (record.go).
+	verify *tally
+	rec    *phaseRecord
+
 	schedCPU atomic.Int64 // CPU time of the scheduler's thread, once it has ended (ns)
 }
 
@@ -186,6 +201,12 @@ func (ps *phaseStats) snapshotWith(then func(*counts, *phaseHist)) counts {
 		c.add(&t.c)
 		ps.hist.mergeLocked(&t.lat)
 		t.mu.Unlock()
+	}
+	if v := ps.verify; v != nil {
+		v.mu.Lock()
+		c.add(&v.c)
+		ps.hist.mergeLocked(&v.lat)
+		v.mu.Unlock()
 	}
 	ps.sched.mu.Lock()
 	c.add(&ps.sched.c)

@@ -73,6 +73,8 @@ type Workload struct {
 	Timeout      time.Duration `env:"TIMEOUT" envDefault:"30s" help:"deadline of one write; 0 = none"`
 	Retries      int           `env:"RETRIES" envDefault:"2" help:"resend a failed batch this many times when the sink says it is safe"`
 	RetryBackoff time.Duration `env:"RETRY_BACKOFF" envDefault:"100ms" help:"first retry wait; doubles per attempt up to 5s, with jitter; a server's Retry-After wins"`
+	Verify       float64       `env:"VERIFY" envDefault:"0" help:"fraction of acknowledged rows or records read back during the run and compared with what the seed says they hold (soakd_verify_*), e.g. 0.01; 0 = off"`
+	VerifyDelay  time.Duration `env:"VERIFY_DELAY" envDefault:"0s" help:"how long after its acknowledgement a picked row or record is read back (for eventually consistent targets)"`
 	Seed         uint64        `env:"SEED" envDefault:"1" help:"random seed; the same seed gives the same data"`
 	Shard        sources.Shard `env:"SHARD" help:"i/N: this process owns the i-th of N disjoint slices of devices/keys and 1/N of the rate; auto = JOB_COMPLETION_INDEX of JOB_COMPLETIONS (a Kubernetes Indexed Job)"`
 	Password     string        `env:"PASSWORD" secret:"true" help:"target password when the URL has none"`
@@ -433,7 +435,7 @@ func (w *Workload) validate() []error {
 	if w.LoadRate.Profile == nil && !w.LoadRate.Max {
 		bad("LOAD_RATE", "no rate set")
 	}
-	return errs
+	return append(errs, w.validateVerify()...)
 }
 
 // CheckRate refuses a rate that could exceed MAX_RATE.

@@ -547,7 +547,7 @@ func (h *History) Snapshot() HistoryDoc {
 		for i, ps := range wh.phases {
 			c := ps.snapshot()
 			wd.Phases = append(wd.Phases, PhaseHistory{Name: ps.name, Rate: ps.rate, Start: wh.starts[i],
-				Seconds: ps.elapsed().Seconds(), StoppedBy: ps.stopReason(), StatusCounts: statusCounts(&c)})
+				Seconds: ps.elapsed().Seconds(), StoppedBy: ps.stopReason(), StatusCounts: phaseCounts(ps, &c)})
 		}
 		for _, op := range w.ops {
 			if wh.prev.ops[op].ok > 0 || wh.prev.ops[op].failed > 0 {

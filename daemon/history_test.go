@@ -173,7 +173,7 @@ func benchWorkload() *workload {
 	rate := pace.MustParse("100000")
 	cfg := &Workload{Name: "iot", Workers: 4, BatchSize: 1000, Rate: rate, MaxLag: time.Second}
 	w := &workload{runner: newRunner(cfg, sources.Series, nil, nil, zap.NewNop())}
-	w.beginPhase("run", rate)
+	w.beginPhase("run", rate, nil)
 	return w
 }
 

@@ -200,7 +200,23 @@ type StatusCounts struct {
 	Dropped   int64            `json:"dropped"`
 	InFlight  int64            `json:"in_flight"`
 	Errors    map[string]int64 `json:"errors"`
+	// Verify is the phase's read-back checks, when VERIFY is on.
+	Verify *VerifyCounts `json:"verify,omitempty"`
 }
+
+// VerifyCounts are a phase's read-back checks (VERIFY) of acknowledged
+// units: as soakd_verify_checked_total, soakd_verify_failures_total by
+// kind and soakd_verify_skipped_total count them.
+type VerifyCounts struct {
+	Checked   int64 `json:"checked"`
+	Missing   int64 `json:"missing"`
+	Mismatch  int64 `json:"mismatch"`
+	Duplicate int64 `json:"duplicate"`
+	Skipped   int64 `json:"skipped"`
+}
+
+// Failures is how many checks failed, of every kind.
+func (v *VerifyCounts) Failures() int64 { return v.Missing + v.Mismatch + v.Duplicate }
 
 // StatusPhase is one phase of a workload in /status.
 type StatusPhase struct {
@@ -232,6 +248,18 @@ func statusCounts(c *counts) StatusCounts {
 		InFlight: c.inflight(), Errors: errorsByClass(c)}
 }
 
+// phaseCounts are statusCounts of ps's snapshot c, with its read-back
+// checks when the phase has them.
+func phaseCounts(ps *phaseStats, c *counts) StatusCounts {
+	sc := statusCounts(c)
+	if ps.verify != nil {
+		v := &c.verify
+		sc.Verify = &VerifyCounts{Checked: v.checked, Missing: v.failures[0], Mismatch: v.failures[1],
+			Duplicate: v.failures[2], Skipped: v.skipped}
+	}
+	return sc
+}
+
 func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 	st := Status{Version: a.version, Uptime: time.Since(a.started).Seconds()}
 	for i, wl := range a.wls {
@@ -246,7 +274,7 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 		for _, ps := range wl.allPhases() {
 			c := ps.snapshot()
 			p := StatusPhase{Name: ps.name, Rate: ps.rate, Seconds: ps.elapsed().Seconds(),
-				StoppedBy: ps.stopReason(), StatusCounts: statusCounts(&c)}
+				StoppedBy: ps.stopReason(), StatusCounts: phaseCounts(ps, &c)}
 			s.Phases = append(s.Phases, p)
 			if ps == cur {
 				s.Phase, s.Rate, s.StatusCounts = ps.name, ps.rate, p.StatusCounts

@@ -29,6 +29,7 @@ type Metrics struct {
 	targetRate, rows, values, ops, errors, dropped, scheduled, failed,
 	inflightUnits, bytes, response, service, dispatch, lag, inflight, workers, ready, controls, conns,
 	thresholdOK, thresholdValue, capacityStep, capacityKnee, queryRows *prometheus.Desc
+	verifyChecked, verifyFailures, verifySkipped *prometheus.Desc
 
 	created time.Time
 	mu      sync.Mutex
@@ -75,6 +76,12 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 				"in seconds, as a ratio (1 = 100 %), a count or units/s.", "threshold"),
 		queryRows: d("soakd_query_rows_total",
 			"Rows returned by acknowledged queries (query workloads), by query type.", "op"),
+		verifyChecked: d("soakd_verify_checked_total",
+			"Acknowledged rows or records read back and compared with what the seed says they hold (VERIFY)."),
+		verifyFailures: d("soakd_verify_failures_total",
+			"Read-back checks that failed: kind missing (not stored), mismatch (other values), duplicate (stored more than once).", "kind"),
+		verifySkipped: d("soakd_verify_skipped_total",
+			"Rows or records picked for read-back but not checked: the checker was behind, a read failed, or the run ended first."),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "soakd_build_info",
 		Help: "Always 1; labels say which build runs."}, []string{"version", "goversion"})
@@ -99,7 +106,8 @@ func (m *Metrics) add(w *workload) {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.targetRate, m.rows, m.values, m.ops, m.errors, m.dropped,
 		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.dispatch, m.lag, m.inflight, m.workers,
-		m.ready, m.controls, m.conns, m.thresholdOK, m.thresholdValue, m.capacityStep, m.capacityKnee, m.queryRows} {
+		m.ready, m.controls, m.conns, m.thresholdOK, m.thresholdValue, m.capacityStep, m.capacityKnee, m.queryRows,
+		m.verifyChecked, m.verifyFailures, m.verifySkipped} {
 		ch <- d
 	}
 }
@@ -148,12 +156,23 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 		ch <- histMetric(m.service, &lat[op].service, m.created, name, opName(op))
 	}
 	ch <- histMetric(m.dispatch, disp, m.created, name)
+	if w.ver != nil {
+		v := &c.verify
+		counter(m.verifyChecked, v.checked)
+		for k, kind := range verifyKinds {
+			counter(m.verifyFailures, v.failures[k], kind.String())
+		}
+		counter(m.verifySkipped, v.skipped)
+		ch <- histMetric(m.response, &lat[verifyOp].response, m.created, name, opName(verifyOp))
+		ch <- histMetric(m.service, &lat[verifyOp].service, m.created, name, opName(verifyOp))
+	}
 	gauge(m.workers, float64(w.cfg.Workers))
 	ready := 0.0
 	if ok, _ := w.ready.get(); ok {
 		ready = 1
 	}
 	gauge(m.ready, ready)
+	// Not w.sink: closeSinks clears it while scrapes may run.
 	if w.conns != nil {
 		gauge(m.conns, float64(w.conns.OpenConns()))
 	}

@@ -13,8 +13,8 @@ import (
 // write sends w.b, retrying while the sink says resending is safe, and
 // counts the outcome in the worker's tally. due is the batch's intended
 // start: response latency is measured from it, service latency from the
-// send of the attempt that succeeded.
-func (r *runner) write(ctx context.Context, w *worker, due time.Duration) {
+// send of the attempt that succeeded. It returns how the write ended.
+func (r *runner) write(ctx context.Context, w *worker, due time.Duration) writeOutcome {
 	b := w.b
 	if r.kind != sources.Series {
 		w.counts = [opSlots]int64{}
@@ -35,7 +35,7 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) {
 		done := r.since()
 		if err == nil {
 			r.succeeded(w, n, done-due, done-sendStart)
-			return
+			return writeOutcome{ok: true}
 		}
 		class := sinks.ClassOf(err)
 		if class == sinks.Other && errors.Is(w.wctx.Err(), context.DeadlineExceeded) {
@@ -47,8 +47,9 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) {
 		retry, after := sinks.Retryable(err)
 		if !retry || attempt >= r.cfg.Retries || ctx.Err() != nil ||
 			!sleepCtx(ctx, backoff(r.cfg.RetryBackoff, attempt, after)) {
-			r.batchFailed(w, min(sinks.Stored(err), b.Len()), done-due, done-sendStart)
-			return
+			stored := min(sinks.Stored(err), b.Len())
+			r.batchFailed(w, stored, done-due, done-sendStart)
+			return writeOutcome{stored: stored}
 		}
 	}
 }

@@ -276,6 +276,9 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 			w.judge = newJudge(wc, log)
 		}
 		wls = append(wls, w)
+		if err := w.setupVerify(log); err != nil {
+			return fail(err)
+		}
 		rate := wc.Rate.String()
 		if wc.Builtin {
 			fields := []zap.Field{zap.String("target", wc.Sink.Redacted), zap.String("set", Prefix(wc.Name)+"TARGET")}
@@ -325,6 +328,11 @@ func closeSinks(wls []*workload, log *zap.Logger, by time.Time) {
 // then the workload's run phase.
 func (w *workload) runAll(genCtx, drainCtx context.Context, cfg *Config) error {
 	defer w.finished.Store(true)
+	if w.ver != nil {
+		// The checker ends after the phases, once what they acknowledged
+		// and it picked has been read back.
+		defer w.ver.start(drainCtx)()
+	}
 	err := w.runPhases(genCtx, drainCtx, cfg)
 	if err != nil {
 		w.ready.mu.Lock()
@@ -419,6 +427,9 @@ func (w *workload) resetTarget(ctx context.Context) error {
 		return nil
 	}
 	if err := r.Reset(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while resetting: a stop, not a failure
+		}
 		return fmt.Errorf("workload %s: cannot reset the target: %s", w.name, w.scrub(err.Error()))
 	}
 	return nil
@@ -453,6 +464,9 @@ func (w *workload) preload(genCtx, drainCtx context.Context, cfg *Config) error 
 			return nil // stopped while probing: not a failure, as in prepare
 		}
 		if err != nil {
+			if genCtx.Err() != nil {
+				return nil // stopped while checking: a stop, not a failure
+			}
 			return fmt.Errorf("workload %s: cannot check for loaded records: %s", w.name, w.scrub(err.Error()))
 		}
 		if n == len(b.Ops) {

@@ -50,7 +50,8 @@ type runner struct {
 	errMu   sync.Mutex
 	lastErr errorNote // the last failed write
 
-	judge *judge // the workload's thresholds; nil without any
+	judge *judge    // the workload's thresholds; nil without any
+	ver   *verifier // VERIFY's read-back checker, nil when off
 }
 
 // errorNote is the last error of a kind, for summaries and /status.
@@ -93,8 +94,13 @@ func (r *runner) started() bool { return r.cur.Load() != nil }
 
 // beginPhase starts phase name: now becomes the schedule's origin, the
 // rate profile starts from its beginning, and the counts start at zero.
-func (r *runner) beginPhase(name string, rate pace.Rate) *phaseStats {
+func (r *runner) beginPhase(name string, rate pace.Rate, rec *phaseRecord) *phaseStats {
 	ps := newPhaseStats(name, rate.String(), r.cfg.Workers)
+	// Set before the phase is published: scrapes and the history read them.
+	ps.rec = rec
+	if r.ver != nil {
+		ps.verify = &tally{}
+	}
 	r.startWall.Store(time.Now().UnixNano())
 	r.origin.Store(int64(ps.begin))
 	s := &schedule{}
@@ -145,17 +151,18 @@ type phaseRun struct {
 	live      atomic.Int32
 	exhausted chan struct{} // closed when every stream has ended
 	queue     chan ticket
+	rec       *phaseRecord // what each stream wrote, for soakd verify
 }
 
 func (r *runner) newPhase(src sources.Source) (*phaseRun, error) {
 	n := r.cfg.Workers
-	p := &phaseRun{src: src, streams: make(chan sources.Stream, n), exhausted: make(chan struct{})}
+	p := &phaseRun{src: src, streams: make(chan sources.Stream, n), exhausted: make(chan struct{}), rec: &phaseRecord{}}
 	for i := 0; i < n; i++ {
 		s, err := src.Stream(i, n)
 		if err != nil {
 			return nil, err
 		}
-		p.streams <- s
+		p.streams <- p.rec.record(i, s)
 	}
 	p.live.Store(int32(n))
 	// Small and bounded: a ticket is two words, and a full queue makes
@@ -173,7 +180,7 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 	if err != nil {
 		return "", err
 	}
-	p.st = r.beginPhase(name, rate)
+	p.st = r.beginPhase(name, rate, p.rec)
 	if name == "run" && r.judge != nil {
 		r.judge.begin(p.st)
 	}

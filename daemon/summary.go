@@ -79,6 +79,9 @@ type WorkloadSummary struct {
 	// Thresholds are the workload's THRESHOLDS, judged on its run phase
 	// (on the run entry); one that failed makes the run exit 1.
 	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
+	// Verify is the phase's read-back checks (VERIFY) and the record of
+	// what it wrote, which soakd verify reads.
+	Verify *VerifySummary `json:"verify,omitempty"`
 }
 
 // ErrorSummary is an error with its class and when it was seen.
@@ -196,6 +199,8 @@ func summarize(version string, started time.Time, cfg *Config, wls []*workload) 
 			f := &Failure{Reason: fmt.Sprintf("%s (%d failed attempts)", errNoProgress, attempts)}
 			f.fill(writeErr, attempts)
 			last.Failure = f
+		default:
+			last.Failure = verifyFailure(entries)
 		}
 		s.Workloads = append(s.Workloads, entries...)
 	}
@@ -259,6 +264,7 @@ func (w *workload) phaseSummary(ps *phaseStats) WorkloadSummary {
 		Scheduled: c.scheduled, Failed: c.failed, Dropped: c.dropped, DroppedAtShutdown: c.cut,
 		InFlight: c.inflight(), Errors: errorsByClass(&c), Dispatch: hq.dispatch,
 		SchedulerCPU: time.Duration(ps.schedCPU.Load()).Seconds(),
+		Verify:       w.verifySummary(ps, &c),
 	}
 	if secs > 0 {
 		ws.UnitRate = float64(ws.Units) / secs
@@ -318,6 +324,10 @@ func (s *Summary) WriteText(out io.Writer) {
 		}
 		if e := w.LastError; e != nil {
 			fmt.Fprintf(out, "last error (%s, %s): %s\n", e.Class, e.Last.Format(time.RFC3339), e.Text)
+		}
+		if v := w.Verify; v != nil && v.Fraction > 0 {
+			fmt.Fprintf(out, "verify (%g of acknowledged %s read back): checked %d, missing %d, mismatch %d, duplicate %d; skipped %d\n",
+				v.Fraction, w.UnitName, v.Checked, v.Missing, v.Mismatch, v.Duplicate, v.Skipped)
 		}
 		for _, o := range w.Ops {
 			for _, l := range []struct {

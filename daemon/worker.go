@@ -17,6 +17,7 @@ type worker struct {
 	wctx     *writeCtx
 	counts   [opSlots]int64 // units per op slot in the current KV or query batch
 	dispatch time.Duration  // the current batch's intended start → first send
+	used     []*recStream   // the streams the current batch was filled from
 }
 
 func (r *runner) newWorker(drainCtx context.Context, p *phaseRun, t *tally) *worker {
@@ -81,6 +82,7 @@ func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) 
 	// lost while data remains.
 	var held sources.Stream
 	cut := false
+	w.used = w.used[:0]
 	for held == nil && b.Len() < t.units {
 		var st sources.Stream
 		select {
@@ -93,6 +95,9 @@ func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) 
 			break
 		}
 		err := st.Fill(b, t.units-b.Len(), r.startWall.Load()+int64(t.due))
+		if rs, ok := st.(*recStream); ok {
+			w.used = append(w.used, rs)
+		}
 		if err == nil {
 			held = st
 			break
@@ -114,7 +119,7 @@ func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) 
 		}
 	}
 	if b.Len() > 0 {
-		r.write(ctx, w, t.due)
+		r.written(p, w, r.write(ctx, w, t.due))
 	}
 	if held != nil {
 		// The stream goes back only after the write, so one device's rows

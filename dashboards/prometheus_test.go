@@ -90,7 +90,7 @@ func TestPanelsOnRealPrometheus(t *testing.T) {
 		"SOAKD_WORKLOADS": "iot,kv,bad", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_LOG_LEVEL": "error",
 		"SOAKD_CONTROL_TOKEN": "tok",
 		"SOAKD_IOT_SOURCE":    "devops", "SOAKD_IOT_TARGET": pg.URL, "SOAKD_IOT_RATE": "2000",
-		"SOAKD_IOT_BATCH_SIZE": "100", "SOAKD_IOT_WORKERS": "2",
+		"SOAKD_IOT_BATCH_SIZE": "100", "SOAKD_IOT_WORKERS": "2", "SOAKD_IOT_VERIFY": "0.05",
 		"SOAKD_KV_TARGET": rd.URL, "SOAKD_KV_RATE": "1000", "SOAKD_KV_RECORDS": "1000", "SOAKD_KV_LOAD_RATE": "max",
 		"SOAKD_KV_WORKERS": "2",
 		// Half the capacity it is asked for, and a tenth of the writes fail.

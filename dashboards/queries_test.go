@@ -193,6 +193,8 @@ func liveMetrics(t *testing.T) map[string]dto.MetricType {
 		"SOAKD_WORKLOADS": "iot,kv", "SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_LOG_LEVEL": "error",
 		"SOAKD_IOT_RATE": "1000", "SOAKD_IOT_BATCH_SIZE": "10", "SOAKD_KV_RATE": "1000", "SOAKD_KV_RECORDS": "100",
 		"SOAKD_CONTROL_TOKEN": "t",
+		// Read-back checks on the built-in KV target, so their counters are exported.
+		"SOAKD_KV_VERIFY": "0.1",
 		// A capacity search on iot, so its gauges are exported too.
 		"SOAKD_CAPACITY_WORKLOAD": "iot", "SOAKD_CAPACITY_START": "1000", "SOAKD_CAPACITY_WARMUP": "0s", "SOAKD_CAPACITY_HOLD": "5m",
 	}
@@ -219,7 +221,7 @@ func liveMetrics(t *testing.T) map[string]dto.MetricType {
 				}
 			}
 		}
-		if workloads["iot"] && workloads["kv"] {
+		if _, verify := known["soakd_verify_checked_total"]; workloads["iot"] && workloads["kv"] && verify {
 			return known
 		}
 		if time.Now().After(deadline) {

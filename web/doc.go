@@ -20,9 +20,10 @@
 // runs no script.
 //
 // Extension point: features that run only sometimes add sections with
-// Panel — the read-back verification and the capacity search are meant
-// to add theirs through ConsoleOptions.Panels and ReportData.Panels; the
-// capacity and sweep reports draw their figures with package charts.
+// Panel: the capacity search adds its own through ConsoleOptions.Panels
+// and ReportData.Panels; read-back verification (VERIFY) shows from the
+// history's phase counts (VerifyPanel). The capacity and sweep reports
+// draw their figures with package charts.
 //
 //	hist := daemon.NewHistory()
 //	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: v, Control: cfg.EffectiveControlToken() != ""})

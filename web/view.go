@@ -14,10 +14,10 @@ import (
 
 // Panel is an extra section of the console and the report, with a table
 // and charts: the extension point for features that run only sometimes.
-// Read-back verification (VERIFY) and the capacity search are meant to
-// add theirs through ConsoleOptions.Panels and ReportData.Panels (the
-// current step, passed and failed steps, the knee; checked, missing,
-// mismatched): nothing is shown while a feature does not run.
+// The capacity search adds its own through ConsoleOptions.Panels and
+// ReportData.Panels (the current step, passed and failed steps, the
+// knee); read-back verification (VERIFY) has one built from the history
+// (VerifyPanel): nothing is shown while a feature does not run.
 type Panel struct {
 	ID     string // unique in the page; prefixes the charts' IDs
 	Title  string
@@ -67,6 +67,9 @@ func buildView(doc *daemon.HistoryDoc, rng string, panels []Panel) view {
 			wv.Errors = errorText(wv.Current.Errors)
 		}
 		v.Workloads = append(v.Workloads, wv)
+	}
+	if p, ok := VerifyPanel(doc); ok {
+		v.Panels = append(v.Panels, panelView{Panel: p})
 	}
 	for _, p := range panels {
 		v.Panels = append(v.Panels, panelView{Panel: p, Figures: render(p.Charts)})

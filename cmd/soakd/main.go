@@ -3,6 +3,7 @@
 //
 //	soakd [run] [flags]      run the configured workloads (the default)
 //	soakd generate [flags]   write a data file like tsbs_generate_data
+//	soakd verify [flags]     check what a run's targets hold against what it wrote
 //	soakd config [--check]   list every setting, or only check them
 //	soakd version
 //
@@ -32,6 +33,7 @@ import (
 	"github.com/soakd/soakd/charts"
 	"github.com/soakd/soakd/cmd/soakd/generate"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
+	"github.com/soakd/soakd/cmd/soakd/verify"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/web"
@@ -89,6 +91,7 @@ Usage:
   soakd sweep [flags]        run one workload closed loop over a WORKERS x BATCH_SIZE
                              grid (SOAKD_SWEEP_*), report the best and a USL fit
   soakd generate [flags]     write a data file like tsbs_generate_data (soakd generate --help)
+  soakd verify [flags]       check what the targets hold against what a run wrote (soakd verify --help)
   soakd config [--check]     list every setting (env var, flag, default, value)
   soakd version              print the version
 
@@ -116,6 +119,10 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 		return configCmd(args, environ, stdout, stderr)
 	case "generate":
 		return generate.Main(ctx, args, environ, plugins.All().Sources, stdout, stderr)
+	case "verify":
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return verify.Main(ctx, args, environ, plugins.All(), stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "soakd %s (%s %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return exitOK

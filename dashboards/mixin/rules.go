@@ -79,6 +79,15 @@ func RuleGroups() []RuleGroup {
 			},
 		},
 		{
+			Alert:  "SoakdVerifyFailures",
+			Expr:   fmt.Sprintf("sum by (%s, kind) (increase(soakd_verify_failures_total[%s])) > 0", r.by, r.win),
+			Labels: map[string]string{"severity": "critical"},
+			Annotations: map[string]string{
+				"summary":     "soakd workload {{ $labels.workload }} read back acknowledged data {{ $labels.kind }}",
+				"description": "Job {{ $labels.job }}, workload {{ $labels.workload }}: {{ $value | humanize }} acknowledged units read back {{ $labels.kind }} over 5m (VERIFY): the target lost, changed or repeated data it acknowledged. soakd verify after the run lists exactly what.",
+			},
+		},
+		{
 			Alert: "SoakdCPUSaturated",
 			Expr: fmt.Sprintf("(sum by (job, instance) (rate(process_cpu_seconds_total[%s])) / sum by (job, instance) (go_sched_gomaxprocs_threads) > %g) and on (job, instance) soakd_build_info",
 				r.win, CPUSaturation),

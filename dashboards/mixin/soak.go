@@ -116,6 +116,16 @@ func Soak() (dashboard.Dashboard, error) {
 		q(s.sum(s.vec("soakd_inflight")), "{{workload}} in flight"),
 		q(s.sum(s.vec("soakd_workers")), "{{workload}} workers"),
 		q(s.sum(s.vec("soakd_inflight_units")), "{{workload}} units in flight")), "units in flight$", "short"))
+	b.WithPanel(rightAxis(timeSeries("Read-back verification (VERIFY)",
+		"Acknowledged rows or records read back per second and compared with what the seed says they hold (workloads with VERIFY set), "+
+			"and the checks that failed by kind: missing (not stored), mismatch (other values), duplicate (stored more than once). "+
+			"Any failure is acknowledged data lost or corrupted; soakd verify after the run lists it exactly. "+
+			"Skipped: picked but not checked (the checker was behind, a read failed).",
+		"short", 24,
+		q(s.rate("soakd_verify_checked_total"), "{{workload}} checked/s"),
+		q(s.rate("soakd_verify_skipped_total"), "{{workload}} skipped/s"),
+		q(fmt.Sprintf("sum by (%s, kind) (rate(%s[%s]))", s.by, s.vec("soakd_verify_failures_total"), s.win), "{{workload}} {{kind}}/s")),
+		"(missing|mismatch|duplicate)/s$", "short"))
 
 	b.WithRow(dashboard.NewRowBuilder("soakd processes"))
 	b.WithPanel(timeSeries("CPU",

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -357,11 +358,23 @@ func (p *Proc) Freeze(t testing.TB) (thaw func()) {
 }
 
 // Kill kills the server and its children with SIGKILL, as a crash or the
-// OOM killer would, and waits until the server process has gone. Its data
-// stays for Resume.
+// OOM killer would, and waits until they have gone: a server started again
+// on the data (Resume) must not find them still holding its shared memory.
+// Its data stays for Resume.
 func (p *Proc) Kill() {
-	for _, pid := range p.Procs() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	procs := p.Procs()
+	for _, pid := range procs {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	<-p.done
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !slices.ContainsFunc(procs, func(pid int) bool { return syscall.Kill(pid, 0) == nil }) {
+			return
+		}
+	}
 }

@@ -207,18 +207,25 @@ func (s *Source) OpenStream(part, parts int) (*Stream, error) {
 		return nil, fmt.Errorf("stream %d of %d: want 0 <= part < parts", part, parts)
 	}
 	sp := s.shard.Split(part, parts)
+	count := 0
+	if sp.Index < s.cfg.Scale {
+		count = (s.cfg.Scale - sp.Index + sp.Count - 1) / sp.Count
+	}
+	return s.newStream(uint64(sp.Index), uint64(sp.Count), count), nil
+}
+
+// newStream returns a stream over the count devices base + k*stride.
+func (s *Source) newStream(base, stride uint64, count int) *Stream {
 	st := &Stream{
 		src:    s,
 		model:  s.model,
 		nm:     len(s.sch),
 		words:  s.model.words(),
-		base:   uint64(sp.Index),
-		stride: uint64(sp.Count),
+		base:   base,
+		stride: stride,
 		round:  -1,
 		maxTs:  math.MinInt64 / 2,
-	}
-	if sp.Index < s.cfg.Scale {
-		st.count = (s.cfg.Scale - sp.Index + sp.Count - 1) / sp.Count
+		count:  count,
 	}
 	st.k = st.count
 	if st.words > 0 {
@@ -234,7 +241,7 @@ func (s *Source) OpenStream(part, parts int) (*Stream, error) {
 			st.offStart[i] = noOff
 		}
 	}
-	return st, nil
+	return st
 }
 
 // errRoundOpen is returned by NextRound when the current round is not

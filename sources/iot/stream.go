@@ -67,6 +67,7 @@ type Stream struct {
 	offStart []int64 // per device: time it went offline, noOff if online
 	missed   []uint32
 
+	j       int // rows of the current device emitted in this round (positions)
 	values  int
 	refs    *[]RowRef
 	nullIdx []int
@@ -88,7 +89,10 @@ const (
 	phDue
 )
 
-var _ sources.Stream = (*Stream)(nil)
+var (
+	_ sources.Stream     = (*Stream)(nil)
+	_ sources.Positioner = (*Stream)(nil)
+)
 
 func (s *Stream) device(k int) uint32 { return uint32(s.base + uint64(k)*s.stride) }
 
@@ -216,6 +220,7 @@ func (s *Stream) step(b *sources.Batch, rows *int, max int) bool {
 	for {
 		switch s.phase {
 		case phNew:
+			s.j = 0
 			s.d = s.device(s.k)
 			s.dk = devKey(src.seed, s.d)
 			s.t = s.roundTs
@@ -341,6 +346,7 @@ func (s *Stream) row(t *sources.Table, m int, ts int64) {
 	}
 	s.values += n
 	s.roundRows++
+	s.j++
 	if s.refs != nil {
 		*s.refs = append(*s.refs, RowRef{Table: int32(m), Row: int32(i)})
 	}
@@ -352,9 +358,16 @@ func (s *Stream) row(t *sources.Table, m int, ts int64) {
 // nulls blanks each field of row i with MISSING's probability, never all
 // of them, and returns how many it blanked.
 func (s *Stream) nulls(t *sources.Table, i int, ts int64, m int) int {
-	r := rng{s: key(s.dk, ts, saltMissing+uint64(m)<<8)}
+	s.nullIdx = markNulls(t, i, s.dk, ts, m, s.src.missThr, s.nullIdx[:0])
+	return len(s.nullIdx)
+}
+
+// markNulls blanks each field of row i of t (measurement m of the device
+// with key dk, at ts) with probability missThr/2^32, never all of them,
+// and returns the blanked fields appended to idx.
+func markNulls(t *sources.Table, i int, dk uint64, ts int64, m int, missThr uint64, idx []int) []int {
+	r := rng{s: key(dk, ts, saltMissing+uint64(m)<<8)}
 	fields := t.Schema.Fields
-	s.nullIdx = s.nullIdx[:0]
 	var x uint64
 	for f := range fields {
 		if f&1 == 0 {
@@ -362,15 +375,15 @@ func (s *Stream) nulls(t *sources.Table, i int, ts int64, m int) int {
 		} else {
 			x >>= 32
 		}
-		if x&0xffffffff < s.src.missThr {
-			s.nullIdx = append(s.nullIdx, f)
+		if x&0xffffffff < missThr {
+			idx = append(idx, f)
 		}
 	}
-	if len(s.nullIdx) == len(fields) {
+	if len(idx) == len(fields) {
 		keep := below(r.next(), uint64(len(fields)))
-		s.nullIdx = append(s.nullIdx[:keep], s.nullIdx[keep+1:]...)
+		idx = append(idx[:keep], idx[keep+1:]...)
 	}
-	for _, f := range s.nullIdx {
+	for _, f := range idx {
 		t.SetNull(f, i)
 		if fields[f].Kind == sources.Int {
 			t.Ints[f][i] = 0
@@ -378,7 +391,19 @@ func (s *Stream) nulls(t *sources.Table, i int, ts int64, m int) int {
 			t.Floats[f][i] = 0
 		}
 	}
-	return len(s.nullIdx)
+	return idx
+}
+
+// Position is the stream's place in its sequence of rows (see
+// sources.Position): the position after the last row Fill appended.
+func (s *Stream) Position() sources.Position {
+	switch {
+	case s.k >= s.count:
+		return sources.Position{Round: s.round, Device: sources.EndOfRound}
+	case s.phase == phNew:
+		return sources.Position{Round: s.round, Device: int64(s.device(s.k))}
+	}
+	return sources.Position{Round: s.round, Device: int64(s.d), Unit: int64(s.j)}
 }
 
 // mulDiv returns a*j/n for 0 <= j < n without overflow.

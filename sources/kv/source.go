@@ -34,7 +34,8 @@ type Source struct {
 	cum    [sources.NumOps]float64
 	shape  sources.KVShape
 	prefix []byte
-	// pool is random printable bytes that values are copied from.
+	// pool is random printable bytes that values are copied from (see
+	// values.go).
 	pool []byte
 	zeta *zeta
 
@@ -154,8 +155,9 @@ func (s *Source) Stream(part, parts int) (sources.Stream, error) {
 		return nil, fmt.Errorf("kv: stream %d of %d: want 0 <= part < parts", part, parts)
 	}
 	st := &stream{
-		src: s,
-		rng: rand.New(rand.NewPCG(s.seed, streamSalt(s.shard, part, parts))),
+		src:  s,
+		part: part,
+		rng:  rand.New(rand.NewPCG(s.seed, streamSalt(s.shard, part, parts))),
 	}
 	st.pending.Store(math.MaxUint64)
 	switch s.dist {
@@ -215,23 +217,12 @@ func (s *Source) appendKey(b *sources.Batch, op *sources.KVOp, r uint64) {
 	op.KeyLen = uint32(len(b.Keys)) - op.KeyOff
 }
 
-// appendValues appends n field values of FIELD_LENGTH bytes, copied from
-// random offsets of the pool.
-func (s *Source) appendValues(b *sources.Batch, op *sources.KVOp, rng *rand.Rand, n int) {
-	l := s.cfg.FieldLength
-	op.ValOff = uint32(len(b.Values))
-	span := uint64(len(s.pool) - l)
-	for range n {
-		o := rng.Uint64N(span)
-		b.Values = append(b.Values, s.pool[o:o+uint64(l)]...)
-	}
-	op.ValLen = uint32(len(b.Values)) - op.ValOff
-}
-
 // stream is one worker's operation generator.
 type stream struct {
 	src    *Source
 	rng    *rand.Rand
+	part   int
+	seq    uint64 // operations generated so far: the next one's sequence number
 	choose chooser
 	// pending is the lowest insert index handed out in the batch being
 	// written, MaxUint64 when none; present() keeps reads below it.
@@ -248,6 +239,8 @@ func (st *stream) Fill(b *sources.Batch, max int, _ int64) error {
 	st.pending.Store(math.MaxUint64)
 	n := s.present()
 	for range max {
+		seq := st.seq
+		st.seq++
 		u := st.rng.Float64()
 		op := sources.Op(0)
 		for u >= s.cum[op] {
@@ -262,11 +255,13 @@ func (st *stream) Fill(b *sources.Batch, max int, _ int64) error {
 				st.pending.Store(s.nextIndex.Load())
 			}
 			j := s.nextIndex.Add(1) - 1
-			s.appendKey(b, o, s.record(j))
-			s.appendValues(b, o, st.rng, c.Fields)
+			r := s.record(j)
+			s.appendKey(b, o, r)
+			s.appendValues(b, o, r, 0, c.Fields, 0)
 			continue
 		}
-		s.appendKey(b, o, s.record(st.choose.next(st.rng, n)))
+		r := s.record(st.choose.next(st.rng, n))
+		s.appendKey(b, o, r)
 		switch op {
 		case sources.OpRead, sources.OpScan:
 			if !c.ReadAll {
@@ -276,29 +271,33 @@ func (st *stream) Fill(b *sources.Batch, max int, _ int64) error {
 				o.ScanLen = int32(1 + st.rng.IntN(c.ScanLength))
 			}
 		case sources.OpUpdate, sources.OpRMW:
+			v := updateVersion(st.part, seq)
 			if c.WriteAll {
-				s.appendValues(b, o, st.rng, c.Fields)
+				s.appendValues(b, o, r, 0, c.Fields, v)
 			} else {
 				o.Field = int16(st.rng.IntN(c.Fields))
-				s.appendValues(b, o, st.rng, 1)
+				s.appendValues(b, o, r, int(o.Field), 1, v)
 			}
 		}
 	}
 	return nil
 }
 
+// Position is the number of operations the stream has generated (see
+// sources.Position).
+func (st *stream) Position() sources.Position { return sources.Position{Unit: int64(st.seq)} }
+
 // loadStream inserts the record indexes [lo, hi) of the shard in order.
+// A record's values are the same whichever stream inserts it.
 type loadStream struct {
 	src    *Source
-	rng    *rand.Rand
 	lo, hi uint64
 }
 
 func (s *Source) loadStream(part, parts int) *loadStream {
 	lo := s.owned * uint64(part) / uint64(parts)
 	hi := s.owned * uint64(part+1) / uint64(parts)
-	return &loadStream{src: s, lo: lo, hi: hi,
-		rng: rand.New(rand.NewPCG(s.seed, streamSalt(s.shard, part, parts)^0x6c6f6164))}
+	return &loadStream{src: s, lo: lo, hi: hi}
 }
 
 // Fill appends up to max inserts and returns sources.ErrDone with the
@@ -308,8 +307,9 @@ func (ls *loadStream) Fill(b *sources.Batch, max int, _ int64) error {
 	for i := 0; i < max && ls.lo < ls.hi; i++ {
 		b.Ops = append(b.Ops, sources.KVOp{Op: sources.OpInsert, Field: -1})
 		o := &b.Ops[len(b.Ops)-1]
-		s.appendKey(b, o, s.record(ls.lo))
-		s.appendValues(b, o, ls.rng, s.cfg.Fields)
+		r := s.record(ls.lo)
+		s.appendKey(b, o, r)
+		s.appendValues(b, o, r, 0, s.cfg.Fields, 0)
 		ls.lo++
 	}
 	if ls.lo >= ls.hi {
@@ -317,6 +317,11 @@ func (ls *loadStream) Fill(b *sources.Batch, max int, _ int64) error {
 	}
 	return nil
 }
+
+// Position is the index of the next record the load inserts (see
+// sources.Position): the records of index [from.Unit, to.Unit) of the
+// shard are those between two positions.
+func (ls *loadStream) Position() sources.Position { return sources.Position{Unit: int64(ls.lo)} }
 
 // LoadSource is the finite load phase: it inserts every record of the
 // shard once, split between the streams in order. It is what

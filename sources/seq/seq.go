@@ -8,6 +8,7 @@
 package seq
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -60,7 +61,11 @@ type Source struct {
 	schema *sources.Schema
 }
 
-var _ sources.Source = (*Source)(nil)
+var (
+	_ sources.Source    = (*Source)(nil)
+	_ sources.Replayer  = (*Source)(nil)
+	_ sources.RowSource = (*Source)(nil)
+)
 
 // New returns a seq source for this process's shard.
 func New(c Config, shard sources.Shard) (*Source, error) {
@@ -141,4 +146,66 @@ func (st *stream) Fill(b *sources.Batch, max int, _ int64) error {
 		}
 	}
 	return nil
+}
+
+// Position is the stream's place (see sources.Position): before the row
+// of round round and device devices[next].
+func (st *stream) Position() sources.Position {
+	if len(st.devices) == 0 {
+		return sources.Position{Device: sources.EndOfRound}
+	}
+	return sources.Position{Round: st.round, Device: int64(st.devices[st.next])}
+}
+
+// AllDevices is DEVICES.
+func (s *Source) AllDevices() uint32 { return uint32(s.cfg.Devices) }
+
+// Replay returns device d's rows, one per round.
+func (s *Source) Replay(d uint32) (sources.DeviceReplay, error) {
+	if int64(d) >= int64(s.cfg.Devices) || !s.shard.Owns(uint64(d)) {
+		return nil, fmt.Errorf("device %d is not in shard %s of %d devices", d, s.shard, s.cfg.Devices)
+	}
+	return &replay{src: s, d: d}, nil
+}
+
+type replay struct {
+	src   *Source
+	d     uint32
+	round int64
+}
+
+func (r *replay) Next(b *sources.Batch) (int, sources.Position, error) {
+	c := r.src.cfg
+	n := r.round*int64(c.Devices) + int64(r.d)
+	if c.Rows > 0 && n >= c.Rows {
+		return 0, sources.Position{}, sources.ErrDone
+	}
+	t := b.Tables[0]
+	t.Device = append(t.Device, r.d)
+	t.Time = append(t.Time, epoch+r.round*int64(c.Interval))
+	t.Ints[0] = append(t.Ints[0], n)
+	b.NumValues++
+	pos := sources.Position{Round: r.round, Device: int64(r.d)}
+	r.round++
+	return 0, pos, nil
+}
+
+// PureRows is true: a row's n follows from its device and time.
+func (s *Source) PureRows() bool { return true }
+
+// AppendRow appends device d's row at ts, when the data set has one.
+func (s *Source) AppendRow(t *sources.Table, table int, d uint32, ts int64) bool {
+	c := s.cfg
+	iv := int64(c.Interval)
+	if table != 0 || int64(d) >= int64(c.Devices) || !s.shard.Owns(uint64(d)) || ts < epoch || (ts-epoch)%iv != 0 {
+		return false
+	}
+	n := (ts-epoch)/iv*int64(c.Devices) + int64(d)
+	if c.Rows > 0 && n >= c.Rows {
+		return false
+	}
+	t.Device = append(t.Device, d)
+	t.Time = append(t.Time, ts)
+	t.Ints[0] = append(t.Ints[0], n)
+	return true
 }

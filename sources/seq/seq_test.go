@@ -88,3 +88,75 @@ func BenchmarkFill(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "rows/s")
 }
+
+// Each device replayed alone gives its rows with positions inside the
+// batch that carried them, and AppendRow recomputes any row.
+func TestReplayAndAppendRow(t *testing.T) {
+	t.Parallel()
+	src, err := New(Config{Devices: 7, Rows: 200, Interval: 10}, sources.Shard{Index: 1, Count: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type span struct{ from, to sources.Position }
+	type row struct {
+		ts, n int64
+		sp    span
+	}
+	byDev := map[uint32][]row{}
+	for p := range 3 {
+		st, _ := src.Stream(p, 3)
+		b := sources.NewSeriesBatch(src.Schemas())
+		for {
+			b.Reset()
+			from := st.(sources.Positioner).Position()
+			err := st.Fill(b, 4, 0)
+			to := st.(sources.Positioner).Position()
+			tb := b.Tables[0]
+			for i := range tb.Len() {
+				byDev[tb.Device[i]] = append(byDev[tb.Device[i]], row{tb.Time[i], tb.Ints[0][i], span{from, to}})
+			}
+			if errors.Is(err, sources.ErrDone) {
+				break
+			}
+		}
+	}
+	one := sources.NewTable(src.Schemas()[0])
+	for d := range src.AllDevices() {
+		r, err := src.Replay(d)
+		if d%2 != 1 {
+			if err == nil {
+				t.Fatalf("Replay(%d) of the other shard succeeded", d)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := sources.NewSeriesBatch(src.Schemas())
+		for i := 0; ; i++ {
+			b.Reset()
+			_, pos, err := r.Next(b)
+			if errors.Is(err, sources.ErrDone) {
+				if i != len(byDev[d]) {
+					t.Fatalf("device %d: replayed %d rows, streams made %d", d, i, len(byDev[d]))
+				}
+				break
+			}
+			w := byDev[d][i]
+			tb := b.Tables[0]
+			if tb.Time[0] != w.ts || tb.Ints[0][0] != w.n {
+				t.Fatalf("device %d row %d: replay (%d, %d), stream (%d, %d)", d, i, tb.Time[0], tb.Ints[0][0], w.ts, w.n)
+			}
+			if pos.Less(w.sp.from) || !pos.Less(w.sp.to) {
+				t.Fatalf("device %d row %d at %+v outside its batch %+v", d, i, pos, w.sp)
+			}
+			one.Reset()
+			if !src.AppendRow(one, 0, d, w.ts) || one.Ints[0][0] != w.n {
+				t.Fatalf("AppendRow(%d, %d) does not give n=%d", d, w.ts, w.n)
+			}
+		}
+	}
+	if src.AppendRow(one, 0, 1, epoch+5) || src.AppendRow(one, 0, 1, epoch+10*1000) {
+		t.Error("AppendRow made a row the data set does not have")
+	}
+}

@@ -1,0 +1,252 @@
+package verify
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/soakd/soakd/internal/testserver"
+)
+
+func pgExec(t *testing.T, url string, sqls ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for _, q := range sqls {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// timescale returns the server settings that preload TimescaleDB when
+// its library is installed, so the dialect makes real hypertables.
+func timescale() []string {
+	bin := testserver.PostgresBinDir()
+	if m, _ := filepath.Glob(filepath.Join(bin, "..", "lib", "timescaledb*.so")); bin == "" || len(m) == 0 {
+		return nil
+	}
+	return []string{"shared_preload_libraries=timescaledb", "timescaledb.telemetry_level=off"}
+}
+
+func pgCount(t *testing.T, url, q string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var n int64
+	if err := c.QueryRow(ctx, q).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// waitRows waits until table holds at least n rows (it may not exist yet).
+func waitRows(t *testing.T, url, table string, n int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		var have int64
+		if c, err := pgx.Connect(ctx, url); err == nil {
+			_ = c.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&have)
+			c.Close(ctx)
+		}
+		if have >= n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s holds %d rows after 30 s, want %d", table, have, n)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func pgDB(t *testing.T, srv *testserver.Server, name string) string {
+	t.Helper()
+	pgExec(t, srv.URL, "CREATE DATABASE "+name)
+	return strings.Replace(srv.URL, "/postgres?", "/"+name+"?", 1)
+}
+
+// A clean run verifies with nothing lost; rows deleted by hand are lost
+// with their exact (device, time) ranges, a value changed by hand is a
+// mismatch, rows written again (no dedup) are duplicates; late and
+// offline-backfilled rows verify like the others. TimescaleDB's dialect
+// (without the extension, its fallback) and a two-table source verify
+// too (with hypertables when TimescaleDB is installed).
+func TestPostgres(t *testing.T) {
+	srv := testserver.Postgres(t, testserver.PostgresSettings(timescale()...))
+	db := pgDB(t, srv, "cpu")
+	env := map[string]string{
+		"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": db,
+		"SOAKD_CPU_SCALE": "8", "SOAKD_CPU_START": "2026-01-01T00:00:00Z", "SOAKD_CPU_END": "+2h",
+		"SOAKD_CPU_OUT_OF_ORDER": "0.1:1m", "SOAKD_CPU_OFFLINE": "0.1:5m", "SOAKD_CPU_MISSING": "0.05",
+		"SOAKD_CPU_RATE": "max", "SOAKD_CPU_WORKERS": "3", "SOAKD_CPU_BATCH_SIZE": "97", "SOAKD_CPU_VERIFY": "0.2",
+	}
+	sum, path := soakRun(t, env, nil)
+	run := phase(t, sum, "cpu", "run")
+	if run.Units != 8*720 {
+		t.Fatalf("run acknowledged %d rows, want %d", run.Units, 8*720)
+	}
+	checkContinuous(t, run)
+	// Only the summary and the target: the data set's settings come from it.
+	code, out, rep := soakVerify(t, map[string]string{"SOAKD_CPU_TARGET": db}, "--summary-json", path)
+	if code != 0 {
+		t.Fatalf("clean run: exit %d", code)
+	}
+	if got, want := countsOf(only(t, rep)), (counts{acked: 5760, stored: 5760}); got != want {
+		t.Fatalf("clean run: %+v, want %+v", got, want)
+	}
+	hasLine(t, out, "cpu rows: acknowledged 5760, stored 5760, lost 0, duplicated 0, mismatched 0, in doubt 0")
+	if n := len(only(t, rep).Devices); n != 8 {
+		t.Errorf("%d devices reported, want 8", n)
+	}
+
+	pgExec(t, db,
+		`DELETE FROM cpu WHERE hostname = 'host_3' AND time >= '2026-01-01T00:10:00Z' AND time < '2026-01-01T00:15:00Z'`,
+		`DELETE FROM cpu WHERE hostname = 'host_6' AND time = '2026-01-01T01:00:00Z'`,
+		`UPDATE cpu SET usage_user = usage_user + 1 WHERE hostname = 'host_5' AND time = '2026-01-01T00:30:00Z'`,
+		`INSERT INTO cpu SELECT * FROM cpu WHERE hostname = 'host_7' AND time < '2026-01-01T00:01:00Z'`)
+	code, out, rep = soakVerify(t, map[string]string{"SOAKD_CPU_TARGET": db}, "--summary-json", path)
+	w := only(t, rep)
+	if code != 1 {
+		t.Errorf("after damage: exit %d, want 1", code)
+	}
+	if got, want := countsOf(w), (counts{acked: 5760, stored: 5729, lost: 31, dup: 6, mismatched: 1}); got != want {
+		t.Fatalf("after damage: %+v, want %+v", got, want)
+	}
+	wantRanges := []Range{
+		{Table: "cpu", Device: "host_3", From: ts("2026-01-01T00:10:00Z"), To: ts("2026-01-01T00:14:50Z"), Rows: 30},
+		{Table: "cpu", Device: "host_6", From: ts("2026-01-01T01:00:00Z"), To: ts("2026-01-01T01:00:00Z"), Rows: 1},
+	}
+	if len(w.LostRanges) != 2 || w.LostRanges[0] != wantRanges[0] || w.LostRanges[1] != wantRanges[1] {
+		t.Errorf("lost ranges %+v, want %+v", w.LostRanges, wantRanges)
+	}
+	wantDup := Range{Table: "cpu", Device: "host_7", From: ts("2026-01-01T00:00:00Z"), To: ts("2026-01-01T00:00:50Z"), Rows: 6}
+	if len(w.DuplicateRanges) != 1 || w.DuplicateRanges[0] != wantDup {
+		t.Errorf("duplicate ranges %+v, want %+v", w.DuplicateRanges, wantDup)
+	}
+	hasLine(t, out, "lost: cpu host_3 2026-01-01T00:10:00Z .. 2026-01-01T00:14:50Z (30 rows)")
+	hasLine(t, out, "mismatched: cpu host_5 2026-01-01T00:30:00Z usage_user: stored ")
+	hasLine(t, out, "FAILED")
+
+	// The trucks' two tables (late rows and nulls by default) through the
+	// TimescaleDB dialect, checked without a summary: a finite data set is
+	// then taken as acknowledged whole.
+	trucksDB := pgDB(t, srv, "trucks")
+	tdb := trucksDB + "&dialect=timescaledb"
+	tenv := map[string]string{
+		"SOAKD_WORKLOADS": "trucks", "SOAKD_TRUCKS_SOURCE": "iot", "SOAKD_TRUCKS_TARGET": tdb,
+		"SOAKD_TRUCKS_SCALE": "5", "SOAKD_TRUCKS_START": "2026-01-01T00:00:00Z", "SOAKD_TRUCKS_END": "+1h",
+		"SOAKD_TRUCKS_OFFLINE": "0.2:2m", "SOAKD_TRUCKS_RATE": "max", "SOAKD_TRUCKS_WORKERS": "2",
+		"SOAKD_TRUCKS_BATCH_SIZE": "50", "SOAKD_TRUCKS_VERIFY": "0.5",
+	}
+	sum, _ = soakRun(t, tenv, nil)
+	checkContinuous(t, phase(t, sum, "trucks", "run"))
+	if timescale() != nil {
+		if n := pgCount(t, trucksDB, "SELECT count(*) FROM timescaledb_information.hypertables"); n != 2 {
+			t.Errorf("%d hypertables, want 2", n)
+		}
+	}
+	code, _, rep = soakVerify(t, tenv)
+	if got, want := countsOf(only(t, rep)), (counts{acked: 3600, stored: 3600}); code != 0 || got != want {
+		t.Fatalf("trucks without a summary: exit %d, %+v, want %+v", code, got, want)
+	}
+}
+
+// PostgreSQL killed with SIGKILL mid-run and restarted: every
+// acknowledged row is there (it is committed synchronously), the batches
+// that failed are in doubt, never lost.
+func TestPostgresKilled(t *testing.T) {
+	srv := testserver.Postgres(t, testserver.PostgresSettings("synchronous_commit=on"))
+	db := pgDB(t, srv, "crash")
+	env := map[string]string{
+		"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": db,
+		"SOAKD_CPU_SCALE": "20", "SOAKD_CPU_START": "2026-01-01T00:00:00Z",
+		"SOAKD_CPU_RATE": "3000", "SOAKD_CPU_DURATION": "6s", "SOAKD_CPU_WORKERS": "4", "SOAKD_CPU_BATCH_SIZE": "50",
+		"SOAKD_CPU_TIMEOUT": "2s", "SOAKD_CPU_MAX_LAG": "30s", "SOAKD_CPU_VERIFY": "0.05", "SOAKD_CPU_OUT_OF_ORDER": "0.05:30s",
+	}
+	sum, path := soakRun(t, env, func() {
+		// Kill the server once the run writes, whatever the machine's load.
+		waitRows(t, db, "cpu", 1000)
+		time.Sleep(500 * time.Millisecond)
+		srv.Kill()
+		time.Sleep(time.Second)
+		srv.Resume(t)
+	})
+	run := phase(t, sum, "cpu", "run")
+	t.Logf("run: acknowledged %d, failed %d, errors %v; verify checked %d skipped %d", run.Units, run.Failed, run.Errors,
+		run.Verify.Checked, run.Verify.Skipped)
+	if run.Failed == 0 {
+		t.Fatal("no write failed: the server was not down during the run")
+	}
+	code, _, rep := soakVerify(t, map[string]string{"SOAKD_CPU_TARGET": db}, "--summary-json", path)
+	w := only(t, rep)
+	if code != 0 || w.Lost != 0 || w.Mismatched != 0 || w.Duplicated != 0 {
+		t.Fatalf("after the crash: exit %d, %+v: want every acknowledged row stored once", code, countsOf(w))
+	}
+	if w.Acknowledged != run.Units || w.Stored != run.Units {
+		t.Errorf("acknowledged %d, stored %d; the run acknowledged %d", w.Acknowledged, w.Stored, run.Units)
+	}
+	if w.InDoubt != run.Failed {
+		t.Errorf("in doubt %d, the run's failed rows %d", w.InDoubt, run.Failed)
+	}
+}
+
+// The same run written twice into a table without dedup stores every
+// acknowledged row twice: soakd verify reports each device's whole range
+// as duplicated. With ?dedup=true the second run stores nothing more and
+// the data verifies clean.
+func TestPostgresWrittenTwice(t *testing.T) {
+	srv := testserver.Postgres(t)
+	for _, tc := range []struct {
+		name, query string
+		dup         int64
+		code        int
+	}{
+		{name: "twice", dup: 4 * 360, code: 1},
+		{name: "dedup", query: "&dedup=true", code: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := pgDB(t, srv, tc.name) + tc.query
+			env := map[string]string{
+				"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": db,
+				"SOAKD_CPU_SCALE": "4", "SOAKD_CPU_START": "2026-01-01T00:00:00Z", "SOAKD_CPU_END": "+1h",
+				"SOAKD_CPU_RATE": "max", "SOAKD_CPU_WORKERS": "2", "SOAKD_CPU_BATCH_SIZE": "100",
+			}
+			_, path := soakRun(t, env, nil)
+			soakRun(t, env, nil)
+			code, out, rep := soakVerify(t, map[string]string{"SOAKD_CPU_TARGET": db}, "--summary-json", path)
+			w := only(t, rep)
+			if got, want := countsOf(w), (counts{acked: 4 * 360, stored: 4 * 360, dup: tc.dup}); code != tc.code || got != want {
+				t.Fatalf("exit %d, %+v; want exit %d, %+v", code, got, tc.code, want)
+			}
+			if tc.dup == 0 {
+				return
+			}
+			if len(w.DuplicateRanges) != 4 {
+				t.Fatalf("duplicate ranges %+v, want one per device", w.DuplicateRanges)
+			}
+			for _, r := range w.DuplicateRanges {
+				if r.From != ts("2026-01-01T00:00:00Z") || r.To != ts("2026-01-01T00:59:50Z") || r.Rows != 360 {
+					t.Errorf("duplicate range %+v, want the device's whole hour", r)
+				}
+			}
+			hasLine(t, out, "duplicated: cpu host_0 2026-01-01T00:00:00Z .. 2026-01-01T00:59:50Z (360 rows)")
+		})
+	}
+}

@@ -1,0 +1,356 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// A unit's place in the run: acknowledged, in doubt (its write failed or
+// was partial), or not written by the run at all.
+type unitState uint8
+
+const (
+	notWritten unitState = iota
+	acked
+	inDoubt
+)
+
+// stateAt says what the run did with the unit at pos of a stream.
+func stateAt(r *daemon.StreamRecord, pos sources.Position) unitState {
+	if pos.Less(r.Start) {
+		return notWritten
+	}
+	k := sort.Search(len(r.Segments), func(i int) bool { return pos.Less(r.Segments[i].To) })
+	switch {
+	case k == len(r.Segments):
+		return notWritten
+	case r.Segments[k].Status == daemon.SegmentAcked:
+		return acked
+	}
+	return inDoubt
+}
+
+// end is the position after the last unit the stream wrote.
+func end(r *daemon.StreamRecord) sources.Position {
+	if n := len(r.Segments); n > 0 {
+		return r.Segments[n-1].To
+	}
+	return r.Start
+}
+
+// allAcked is the record assumed without a run summary: every unit of
+// every stream acknowledged.
+func allAcked(parts int) []daemon.StreamRecord {
+	out := make([]daemon.StreamRecord, parts)
+	for i := range out {
+		out[i] = daemon.StreamRecord{Part: i, Start: sources.Position{Round: math.MinInt64},
+			Segments: []daemon.Segment{{To: sources.Position{Round: math.MaxInt64}, Status: daemon.SegmentAcked}}}
+	}
+	return out
+}
+
+// expected is one device's rows in one table as the run wrote them.
+type expected struct {
+	t     *sources.Table
+	state []unitState
+	order []int // row indexes by time
+}
+
+func (j *job) verifySeries(ctx context.Context, src sources.Source, sink sinks.Sink, rep *WorkloadReport) error {
+	w := j.w
+	rp, ok := src.(sources.Replayer)
+	if !ok {
+		return fmt.Errorf("source %s cannot replay its rows", w.Source)
+	}
+	reader, ok := sink.(sinks.SeriesReader)
+	if !ok {
+		return fmt.Errorf("target %s cannot read rows back", w.Sink.Redacted)
+	}
+	if err := reader.Readable(); err != nil {
+		return err
+	}
+	rep.Units = "rows"
+	// The series run is one phase; its streams are the record.
+	var streams []daemon.StreamRecord
+	for _, ph := range j.phases {
+		if ph.Phase == "run" {
+			streams = ph.Verify.Streams
+		}
+	}
+	if j.summary == "" {
+		if _, ok := src.(sources.Sized); !ok {
+			return errors.New("an endless data set needs the run's summary (--summary-json) to know what was written")
+		}
+		streams = allAcked(w.Workers)
+		rep.Notes = append(rep.Notes, "no run summary: every row of the data set is taken as acknowledged")
+	}
+	if len(streams) == 0 {
+		return errors.New("the run's summary records no stream")
+	}
+	for i, s := range streams {
+		if s.Part != i {
+			return fmt.Errorf("the run's summary lists stream %d as number %d", s.Part, i)
+		}
+		if s.Merged > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("stream %d's record merged %d runs of writes to stay bounded: their rows count as in doubt", i, s.Merged))
+		}
+	}
+	res := int64(reader.Resolution())
+	if res < 1 {
+		res = 1
+	}
+	schemas := src.Schemas()
+	shard := w.Shard
+	if shard.Count < 1 {
+		shard = sources.Shard{Index: 0, Count: 1}
+	}
+	parts := len(streams)
+	exps := make([]expected, len(schemas))
+	for m, s := range schemas {
+		exps[m].t = sources.NewTable(s)
+	}
+	got := make([]*sources.Table, len(schemas))
+	qs := make([]sinks.SeriesQuery, len(schemas))
+	for m, s := range schemas {
+		got[m] = sources.NewTable(s)
+	}
+	b := sources.NewSeriesBatch(schemas)
+	var tag []byte
+	for d := uint32(0); d < rp.AllDevices(); d++ {
+		if !shard.Owns(uint64(d)) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rec := &streams[(uint64(d)-uint64(shard.Index))/uint64(shard.Count)%uint64(parts)]
+		last := end(rec)
+		r, err := rp.Replay(d)
+		if err != nil {
+			return err
+		}
+		for m := range exps {
+			exps[m].t.Reset()
+			exps[m].state = exps[m].state[:0]
+		}
+		for {
+			b.Reset()
+			m, pos, err := r.Next(b)
+			if errors.Is(err, sources.ErrDone) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if !pos.Less(last) {
+				break // the stream wrote nothing from here on
+			}
+			st := stateAt(rec, pos)
+			if st == notWritten {
+				continue
+			}
+			e := &exps[m]
+			appendRow(e.t, b.Tables[m], 0)
+			e.t.Time[e.t.Len()-1] = floorDiv(e.t.Time[e.t.Len()-1], res) * res
+			e.state = append(e.state, st)
+		}
+		for m, s := range schemas {
+			got[m].Reset()
+			qs[m] = sinks.SeriesQuery{Schema: s, Device: d, From: math.MinInt64, To: math.MaxInt64}
+		}
+		if err := reader.ReadSeries(ctx, qs, got); err != nil {
+			return err
+		}
+		for m, s := range schemas {
+			tag = s.Tags.AppendTag(tag[:0], d, s.DeviceTag)
+			rep.compare(s.Measurement, string(tag), &exps[m], got[m])
+		}
+	}
+	return nil
+}
+
+// compare matches a device's expected rows of one table with those the
+// target holds, both by time, and counts the differences.
+func (rep *WorkloadReport) compare(table, device string, e *expected, got *sources.Table) {
+	n := e.t.Len()
+	e.order = e.order[:0]
+	for i := range n {
+		e.order = append(e.order, i)
+	}
+	sort.SliceStable(e.order, func(a, b int) bool { return e.t.Time[e.order[a]] < e.t.Time[e.order[b]] })
+	dev := DeviceReport{Table: table, Device: device}
+	var lost, dup run
+	flush := func(r *run, into *[]Range) {
+		if r.n > 0 {
+			*into = append(*into, Range{Table: table, Device: device, From: time.Unix(0, r.from).UTC(), To: time.Unix(0, r.to).UTC(), Rows: r.n})
+			r.n = 0
+		}
+	}
+	i, k := 0, 0
+	for i < n || k < got.Len() {
+		switch {
+		case k == got.Len() || i < n && e.t.Time[e.order[i]] < got.Time[k]:
+			// expected, not stored
+			row := e.order[i]
+			ts := e.t.Time[row]
+			if e.state[row] == acked {
+				rep.Acknowledged++
+				dev.Acknowledged++
+				dev.ackRange(ts)
+				rep.Lost++
+				lost.add(ts)
+			} else {
+				rep.InDoubt++
+				flush(&lost, &rep.LostRanges)
+			}
+			flush(&dup, &rep.DuplicateRanges)
+			i++
+		case i == n || got.Time[k] < e.t.Time[e.order[i]]:
+			// stored, not written by the run
+			rep.Unexpected++
+			dev.storedRange(got.Time[k])
+			k++
+		default:
+			ts := got.Time[k]
+			copies := 0
+			for k+copies < got.Len() && got.Time[k+copies] == ts {
+				copies++
+			}
+			// Rows written with the same time (only when the target's
+			// resolution is coarser than the data's) pair up in order.
+			for ; i < n && e.t.Time[e.order[i]] == ts; i++ {
+				row := e.order[i]
+				if e.state[row] == acked {
+					rep.Acknowledged++
+					dev.Acknowledged++
+					dev.ackRange(ts)
+				} else {
+					rep.InDoubt++
+					rep.InDoubtStored++
+				}
+				if copies == 0 {
+					if e.state[row] == acked {
+						rep.Lost++
+						lost.add(ts)
+					}
+					continue
+				}
+				flush(&lost, &rep.LostRanges)
+				if e.state[row] == acked {
+					rep.Stored++
+					dev.Stored++
+				}
+				dev.storedRange(ts)
+				if !sameValues(e.t, row, got, k) {
+					rep.Mismatched++
+					rep.mismatch(table, device, e.t, row, got, k)
+				}
+				k++
+				copies--
+			}
+			if copies > 0 {
+				rep.Duplicated += int64(copies)
+				dev.Duplicated += int64(copies)
+				dup.addN(ts, int64(copies))
+				k += copies
+			} else {
+				flush(&dup, &rep.DuplicateRanges)
+			}
+		}
+	}
+	flush(&lost, &rep.LostRanges)
+	flush(&dup, &rep.DuplicateRanges)
+	if dev.Acknowledged > 0 || dev.Stored > 0 {
+		rep.Devices = append(rep.Devices, dev)
+	}
+}
+
+// run is a range of consecutive rows being collected.
+type run struct {
+	from, to int64
+	n        int64
+}
+
+func (r *run) add(ts int64) { r.addN(ts, 1) }
+
+func (r *run) addN(ts, n int64) {
+	if r.n == 0 {
+		r.from = ts
+	}
+	r.to = ts
+	r.n += n
+}
+
+// appendRow appends row i of src to dst (tables of one schema).
+func appendRow(dst, src *sources.Table, i int) {
+	j := dst.Len()
+	dst.Device = append(dst.Device, src.Device[i])
+	dst.Time = append(dst.Time, src.Time[i])
+	for f, fd := range src.Schema.Fields {
+		if fd.Kind == sources.Int {
+			dst.Ints[f] = append(dst.Ints[f], src.Ints[f][i])
+		} else {
+			dst.Floats[f] = append(dst.Floats[f], src.Floats[f][i])
+		}
+		if src.Null[f] != nil && src.Null[f][i] {
+			dst.SetNull(f, j)
+		}
+	}
+	dst.PadNulls()
+}
+
+// sameValues reports whether row i of a and row j of b hold the same
+// field values and nulls.
+func sameValues(a *sources.Table, i int, b *sources.Table, j int) bool {
+	return diffField(a, i, b, j) < 0
+}
+
+// diffField is the first field in which row i of a and row j of b
+// differ, or -1.
+func diffField(a *sources.Table, i int, b *sources.Table, j int) int {
+	for f, fd := range a.Schema.Fields {
+		na := a.Null[f] != nil && a.Null[f][i]
+		nb := b.Null[f] != nil && b.Null[f][j]
+		switch {
+		case na != nb:
+			return f
+		case na:
+		case fd.Kind == sources.Int:
+			if a.Ints[f][i] != b.Ints[f][j] {
+				return f
+			}
+		default:
+			if a.Floats[f][i] != b.Floats[f][j] {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
+// fieldText renders field f of row i.
+func fieldText(t *sources.Table, i, f int) string {
+	switch {
+	case t.Null[f] != nil && t.Null[f][i]:
+		return "null"
+	case t.Schema.Fields[f].Kind == sources.Int:
+		return fmt.Sprint(t.Ints[f][i])
+	}
+	return fmt.Sprint(t.Floats[f][i])
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}

@@ -1,0 +1,305 @@
+// Package verify implements `soakd verify`: after a run, it checks what
+// each workload's target holds against what the run wrote and the target
+// acknowledged, recomputing every row or record from the seed rather than
+// from a copy of the data.
+//
+//	soakd run --summary-json run.json ...      # the run records what it wrote
+//	soakd verify --summary-json run.json       # reads it back: exit 1 when acknowledged data was lost or corrupted
+//
+// The settings are a run's (the same variables and flags); with
+// --summary-json the run's summary supplies the data set's settings (with
+// START=now as it resolved) and which writes were acknowledged, and the
+// environment and flags override them (TARGET, PASSWORD). Without a
+// summary a series data set must be finite and every row of it is taken
+// as acknowledged, and a KV key space is taken as loaded.
+//
+// Series targets (PostgreSQL and its dialects, InfluxDB through InfluxQL)
+// are checked device by device: each device is replayed alone, each row
+// placed in the write that carried it (acknowledged, failed, or never
+// sent), and compared with the rows the target holds for that device.
+// KV targets are checked record by record over the whole key space.
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// Exit codes, as soakd's.
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitConfig = 2
+)
+
+// options are verify's own settings.
+type options struct {
+	JSON     string `env:"VERIFY_JSON" help:"soakd verify: write the report as JSON to this file"`
+	Examples int    `env:"VERIFY_EXAMPLES" envDefault:"5" help:"soakd verify: how many mismatched values to show per workload"`
+	Ranges   int    `env:"VERIFY_RANGES" envDefault:"100" help:"soakd verify: how many lost or duplicated ranges to print per workload (the JSON report has them all)"`
+}
+
+const usage = `Usage: soakd verify [--summary-json RUN.json] [setting flags]
+
+Checks what each workload's target holds against what a run wrote and the
+target acknowledged: lost (acknowledged but absent), duplicated,
+mismatched, and in doubt (failed writes, which may or may not have landed).
+The settings are the run's; --summary-json reads the run's summary, whose
+settings (START=now as it resolved) and record of acknowledged writes are
+used, the environment and flags winning (TARGET, PASSWORD).
+
+Own settings:
+  --verify-json FILE       write the report as JSON
+  --verify-examples N      mismatched values shown per workload (5)
+  --verify-ranges N        lost or duplicated ranges printed per workload (100)
+
+Exit codes: 0 every acknowledged unit is stored intact, 1 some was lost or
+corrupted (or the target could not be read), 2 invalid configuration.
+`
+
+// Main runs soakd verify.
+func Main(ctx context.Context, args []string, environ map[string]string, p *daemon.Plugins, stdout, stderr io.Writer) int {
+	f, err := daemon.ParseFlags(args, environ, daemon.EnvPrefix, daemon.GlobalBoolFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "soakd: %v\n", err)
+		return exitConfig
+	}
+	if f.Help {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	jobs, opts, err := load(f, p)
+	if err != nil {
+		fmt.Fprintln(stderr, "soakd: invalid configuration:")
+		for _, e := range daemon.Problems(err) {
+			fmt.Fprintf(stderr, "  %s\n", e)
+		}
+		return exitConfig
+	}
+	rep := &Report{}
+	code := exitOK
+	for _, j := range jobs {
+		wr, err := j.run(ctx, p)
+		if err != nil {
+			fmt.Fprintf(stderr, "soakd: workload %s: cannot verify: %s\n", j.w.Name, j.scrub(err.Error()))
+			code = exitFailed
+			continue
+		}
+		wr.write(stdout, opts)
+		rep.Workloads = append(rep.Workloads, *wr)
+		if wr.Lost+wr.Duplicated+wr.Mismatched > 0 {
+			code = exitFailed
+		}
+	}
+	if opts.JSON != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err == nil {
+			err = os.WriteFile(opts.JSON, append(b, '\n'), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "soakd: cannot write the report: %v\n", err)
+			return exitFailed
+		}
+	}
+	return code
+}
+
+// job is one workload to verify, with the run's record of it.
+type job struct {
+	w       *daemon.Workload
+	entry   *daemon.SourceEntry
+	phases  []daemon.WorkloadSummary // the run's entries for the workload (none without a summary)
+	summary string                   // the summary file, or ""
+}
+
+func (j *job) scrub(s string) string {
+	if j.w.Sink.URL == nil {
+		return s
+	}
+	if pw, ok := j.w.Sink.URL.User.Password(); ok && pw != "" {
+		s = strings.ReplaceAll(s, pw, "xxxxx")
+	}
+	password, token := j.w.Secret()
+	for _, sec := range []string{password, token} {
+		if sec != "" {
+			s = strings.ReplaceAll(s, sec, "xxxxx")
+		}
+	}
+	return s
+}
+
+// load reads the run's summary (if any) and the configuration, summary
+// settings first and the environment and flags over them; every problem
+// is returned at once.
+func load(f daemon.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
+	var opts options
+	env := f.Env
+	var errs []error
+	var sum *daemon.Summary
+	if path := env[daemon.EnvPrefix+"SUMMARY_JSON"]; path != "" {
+		var err error
+		if sum, err = readSummary(path); err != nil {
+			return nil, opts, &daemon.ConfigError{Key: daemon.EnvPrefix + "SUMMARY_JSON", Err: err}
+		}
+		env = withSummary(env, sum)
+	}
+	cfg, parseErr := daemon.Load(env, p.Sources)
+	errs = append(errs, daemon.Problems(cfg.Check(p, parseErr))...)
+	own := daemon.SettingsOf(&opts, daemon.EnvPrefix)
+	known := map[string]bool{}
+	for _, s := range append(cfg.Settings(), own...) {
+		known[s.Key] = true
+	}
+	for _, k := range f.Keys {
+		if !known[k] {
+			errs = append(errs, fmt.Errorf("unknown flag --%s (see soakd config)", strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, daemon.EnvPrefix), "_", "-"))))
+		}
+	}
+	errs = append(errs, daemon.Problems(daemon.ParseSettings(&opts, f.Env, daemon.EnvPrefix))...)
+	if opts.Examples < 0 || opts.Ranges < 0 {
+		errs = append(errs, &daemon.ConfigError{Key: daemon.EnvPrefix + "VERIFY_EXAMPLES", Err: errors.New("want 0 or more")})
+	}
+	if len(errs) > 0 {
+		return nil, opts, errors.Join(errs...)
+	}
+	var jobs []*job
+	for _, w := range cfg.Workload {
+		if w.Builtin {
+			errs = append(errs, &daemon.ConfigError{Key: daemon.Prefix(w.Name) + "TARGET",
+				Err: errors.New("not set: a run without a TARGET wrote to a built-in target, which kept nothing to verify")})
+			continue
+		}
+		j := &job{w: w, entry: p.Sources.Lookup(w.Source)}
+		if sum != nil {
+			j.summary = env[daemon.EnvPrefix+"SUMMARY_JSON"]
+			for _, e := range sum.Workloads {
+				if e.Name == w.Name && e.Verify != nil {
+					j.phases = append(j.phases, e)
+				}
+			}
+			if len(j.phases) == 0 {
+				errs = append(errs, &daemon.ConfigError{Key: daemon.EnvPrefix + "SUMMARY_JSON",
+					Err: fmt.Errorf("the summary has no record of workload %s (a run of an older soakd, or another run)", w.Name)})
+				continue
+			}
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, opts, errors.Join(errs...)
+}
+
+func readSummary(path string) (*daemon.Summary, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s daemon.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s is not a soakd summary: %w", path, err)
+	}
+	if len(s.Workloads) == 0 {
+		return nil, fmt.Errorf("%s has no workloads", path)
+	}
+	return &s, nil
+}
+
+// withSummary returns env with the summary's workloads, targets and data
+// settings added where env does not set them.
+func withSummary(env map[string]string, s *daemon.Summary) map[string]string {
+	out := map[string]string{}
+	var names []string
+	for _, w := range s.Workloads {
+		if w.Verify == nil {
+			continue
+		}
+		if !slices.Contains(names, w.Name) {
+			names = append(names, w.Name)
+		}
+		p := daemon.Prefix(w.Name)
+		for k, v := range w.Verify.Settings {
+			out[p+k] = v
+		}
+		if w.Target != "" {
+			out[p+"TARGET"] = unredact(w.Target)
+		}
+	}
+	if len(names) > 0 {
+		out[daemon.EnvPrefix+"WORKLOADS"] = strings.Join(names, ",")
+	}
+	for k, v := range env {
+		out[k] = v
+	}
+	return out
+}
+
+// unredact drops the placeholders a summary shows for secrets, so the
+// target takes SOAKD_<W>_PASSWORD and _TOKEN instead.
+func unredact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	if u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw == "xxxxx" {
+			u.User = url.User(u.User.Username())
+		}
+	}
+	q := u.Query()
+	changed := false
+	for k, v := range q {
+		if sinks.SecretParam(k) && len(v) == 1 && v[0] == "xxxxx" {
+			q.Del(k)
+			changed = true
+		}
+	}
+	if changed {
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// run verifies one workload.
+func (j *job) run(ctx context.Context, p *daemon.Plugins) (*WorkloadReport, error) {
+	w := j.w
+	src, err := j.entry.New(w)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build source %s: %w", w.Source, err)
+	}
+	var shape sources.KVShape
+	if sh, ok := src.(sources.Shaped); ok {
+		shape = sh.Shape()
+	}
+	password, token := w.Secret()
+	sink, err := p.Sinks.OpenTarget(ctx, w.Sink, sinks.Options{Workload: w.Name, Kind: j.entry.Kind, Schemas: src.Schemas(),
+		Workers: 1, BatchSize: 1, Password: password, Token: token, Shape: shape})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sink.Close(context.WithoutCancel(ctx)) }()
+	if pg, ok := sink.(sinks.Pinger); ok {
+		if err := pg.Ping(ctx); err != nil {
+			return nil, err
+		}
+	}
+	rep := &WorkloadReport{Name: w.Name, Source: w.Source, Target: w.Sink.Redacted, Kind: j.entry.Kind.String(), Summary: j.summary}
+	if j.entry.Kind == sources.KV {
+		err = j.verifyKV(ctx, src, sink, rep)
+	} else {
+		err = j.verifySeries(ctx, src, sink, rep)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}

@@ -1,0 +1,194 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/soakd/soakd/cmd/soakd/plugins"
+	"github.com/soakd/soakd/daemon"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// soakRun runs soakd with env (SOAKD_* settings) to its end, in this
+// process, and writes its summary to a file whose path it returns. during,
+// if set, runs (in the test's goroutine) while the workloads run.
+func soakRun(t *testing.T, env map[string]string, during func()) (*daemon.Summary, string) {
+	t.Helper()
+	env = withDefaults(env)
+	p := plugins.All()
+	cfg, err := daemon.Load(env, p.Sources)
+	if err := cfg.Check(p, err); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	type result struct {
+		sum *daemon.Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
+			Registry: prometheus.NewRegistry(), Plugins: p, Version: "test"})
+		done <- result{sum, err}
+	}()
+	if during != nil {
+		during() // in the test's goroutine: it may fail the test
+	}
+	res := <-done
+	sum, err := res.sum, res.err
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "run.json")
+	if err := sum.WriteJSONFile(path); err != nil {
+		t.Fatal(err)
+	}
+	return sum, path
+}
+
+func withDefaults(env map[string]string) map[string]string {
+	out := map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0"}
+	for k, v := range env {
+		out[k] = v
+	}
+	return out
+}
+
+// soakVerify runs soakd verify with env and args and returns its exit
+// code, output and JSON report.
+func soakVerify(t *testing.T, env map[string]string, args ...string) (int, string, *Report) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "verify.json")
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), append(args, "--verify-json", path), withDefaults(env), plugins.All(), &out, &errb)
+	var rep Report
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("soakd verify: exit %d\n%s%s", code, out.String(), errb.String())
+	return code, out.String() + errb.String(), &rep
+}
+
+// only returns the report's one workload.
+func only(t *testing.T, r *Report) *WorkloadReport {
+	t.Helper()
+	if len(r.Workloads) != 1 {
+		t.Fatalf("%d workloads in the report, want 1", len(r.Workloads))
+	}
+	return &r.Workloads[0]
+}
+
+// counts is the paste-able line's figures.
+type counts struct{ acked, stored, lost, dup, mismatched, inDoubt int64 }
+
+func countsOf(w *WorkloadReport) counts {
+	return counts{w.Acknowledged, w.Stored, w.Lost, w.Duplicated, w.Mismatched, w.InDoubt}
+}
+
+func phase(t *testing.T, s *daemon.Summary, name, ph string) *daemon.WorkloadSummary {
+	t.Helper()
+	w := s.Workload(name, ph)
+	if w == nil || w.Verify == nil {
+		t.Fatalf("summary has no %s phase of %s with a verify record", ph, name)
+	}
+	return w
+}
+
+// checkContinuous checks VERIFY's counts in a clean run: something was
+// read back, nothing failed.
+func checkContinuous(t *testing.T, w *daemon.WorkloadSummary) {
+	t.Helper()
+	v := w.Verify
+	if v.Checked == 0 || v.Missing+v.Mismatch+v.Duplicate != 0 {
+		t.Errorf("VERIFY during the run: checked %d, missing %d, mismatch %d, duplicate %d; want some checked, none failed",
+			v.Checked, v.Missing, v.Mismatch, v.Duplicate)
+	}
+	found := false
+	for _, op := range w.Ops {
+		found = found || op.Op == "verify" && op.Count == v.Checked
+	}
+	if !found {
+		t.Errorf("no op verify with %d latencies in %+v", v.Checked, w.Ops)
+	}
+}
+
+func hasLine(t *testing.T, out, want string) {
+	t.Helper()
+	if !strings.Contains(out, want) {
+		t.Errorf("output lacks %q", want)
+	}
+}
+
+func ts(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// Bad settings exit 2, every problem named by its variable; a summary
+// that is not one, or without the workload, too.
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	notJSON := filepath.Join(dir, "x.json")
+	if err := os.WriteFile(notJSON, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want []string
+	}{
+		{"built-in target", map[string]string{"SOAKD_WORKLOADS": "seq"}, nil, []string{"SOAKD_SEQ_TARGET: not set"}},
+		{"no summary file", nil, []string{"--summary-json", filepath.Join(dir, "none.json")}, []string{"SOAKD_SUMMARY_JSON: "}},
+		{"not a summary", nil, []string{"--summary-json", notJSON}, []string{"SOAKD_SUMMARY_JSON: ", "is not a soakd summary"}},
+		{"unknown flag and bad setting", map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://"},
+			[]string{"--no-such", "1", "--verify-examples", "-1", "--seq-devices", "0"},
+			[]string{"unknown flag --no-such", "SOAKD_VERIFY_EXAMPLES", "SOAKD_SEQ_DEVICES"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, _ := soakVerify(t, tc.env, tc.args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2", code)
+			}
+			for _, w := range tc.want {
+				hasLine(t, out, w)
+			}
+		})
+	}
+	// A target that cannot read back: the run cannot be verified (exit 1).
+	code, out, _ := soakVerify(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://", "SOAKD_SEQ_ROWS": "10"})
+	if code != 1 {
+		t.Errorf("null target: exit %d, want 1", code)
+	}
+	hasLine(t, out, "cannot verify")
+}
+
+// A target that does not answer: exit 1, and its password is nowhere.
+func TestUnreachableTargetKeepsSecrets(t *testing.T) {
+	code, out, _ := soakVerify(t, map[string]string{"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops",
+		"SOAKD_CPU_TARGET": "postgres://u:hunter2secret@127.0.0.1:1/db?sslmode=disable&connect_timeout=1",
+		"SOAKD_CPU_END":    "+1h", "SOAKD_CPU_START": "2026-01-01T00:00:00Z"})
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	hasLine(t, out, "cannot verify")
+	if strings.Contains(out, "hunter2secret") {
+		t.Errorf("the password shows:\n%s", out)
+	}
+}

@@ -1,0 +1,87 @@
+package redis
+
+import (
+	"context"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/sources/kv"
+)
+
+// Every record read back checks as intact for every data type, and a
+// changed field, an extra field and a deleted record do not.
+func TestReadRecords(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	ctx := context.Background()
+	for _, dt := range []sources.DataType{sources.DataTypeString, sources.DataTypeHash, sources.DataTypeSet, sources.DataTypeZSet} {
+		t.Run(string(dt), func(t *testing.T) {
+			prefix := "rd-" + string(dt) + ":"
+			c := kv.DefaultConfig()
+			c.Records, c.Fields, c.FieldLength = 200, 4, 24
+			c.KeyPrefix = prefix
+			c.Workload, _ = kv.ParseWorkload("read=0.2,update=0.4,insert=0.1,rmw=0.3")
+			c.Distribution = kv.Uniform
+			src := source(t, c)
+			s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: dt, KeyPrefix: prefix}})
+			runLoad(t, src, s, 2)
+			count := runOps(t, src, s, 2000, 16)
+			n := 200 + count[sources.OpInsert]
+			keys := make([]string, n)
+			for r := range n {
+				keys[r] = string(src.AppendKey(nil, uint64(r)))
+			}
+			shape := sinks.RecordShape{Fields: 4, FieldLength: 24}
+			out := make([]sources.StoredRecord, n)
+			if err := s.ReadRecords(ctx, keys, shape, out); err != nil {
+				t.Fatal(err)
+			}
+			for r := range n {
+				if v := src.Check(uint64(r), -1, kv.AnyVersion, &out[r]); v != sources.Intact {
+					t.Fatalf("record %d (%s): %s, want intact (%+v)", r, keys[r], v, out[r])
+				}
+			}
+			// Change one field by hand, add a field, delete a record.
+			bad := string(src.AppendKey(nil, 7))
+			switch dt {
+			case sources.DataTypeString:
+				a.SetRange(ctx, bad, 30, "X")
+			case sources.DataTypeHash:
+				a.HSet(ctx, bad, "field1", "not what soakd wrote, 24b")
+			case sources.DataTypeSet:
+				m, _ := a.SRandMember(ctx, bad).Result()
+				a.SRem(ctx, bad, m)
+				a.SAdd(ctx, bad, "x"+m[1:])
+			case sources.DataTypeZSet:
+				a.ZRemRangeByScore(ctx, bad, "2", "2")
+				a.ZAdd(ctx, bad, goredis.Z{Score: 2, Member: "0123456789abcdefghijklmn"})
+			}
+			extra := string(src.AppendKey(nil, 8))
+			switch dt {
+			case sources.DataTypeString:
+				a.Append(ctx, extra, "more")
+			case sources.DataTypeHash:
+				a.HSet(ctx, extra, "other", "x")
+			case sources.DataTypeSet:
+				a.SAdd(ctx, extra, "an extra member")
+			case sources.DataTypeZSet:
+				a.ZAdd(ctx, extra, goredis.Z{Score: 9, Member: "an extra member"})
+			}
+			gone := string(src.AppendKey(nil, 9))
+			a.Del(ctx, gone)
+			out = out[:3]
+			if err := s.ReadRecords(ctx, []string{bad, extra, gone}, shape, out); err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range []sources.Verdict{sources.Mismatch, sources.Mismatch, sources.Missing} {
+				if v := src.Check(uint64(7+i), -1, kv.AnyVersion, &out[i]); v != want {
+					t.Errorf("record %d: %s, want %s (%+v)", 7+i, v, want, out[i])
+				}
+			}
+		})
+	}
+}
