@@ -125,7 +125,7 @@ func (rep *WorkloadReport) mismatch(table, device string, want *sources.Table, i
 	if len(rep.Mismatches) >= maxExamples {
 		return
 	}
-	f := diffField(want, i, got, j)
+	f := want.DiffField(i, got, j)
 	name := want.Schema.Fields[f].Name
 	rep.example(fmt.Sprintf("%s %s %s %s: stored %s, written %s", table, device,
 		time.Unix(0, want.Time[i]).UTC().Format(time.RFC3339Nano), name, fieldText(got, j, f), fieldText(want, i, f)))

@@ -158,7 +158,7 @@ func (j *job) verifySeries(ctx context.Context, src sources.Source, sink sinks.S
 				continue
 			}
 			e := &exps[m]
-			appendRow(e.t, b.Tables[m], 0)
+			e.t.AppendRow(b.Tables[m], 0)
 			e.t.Time[e.t.Len()-1] = floorDiv(e.t.Time[e.t.Len()-1], res) * res
 			e.state = append(e.state, st)
 		}
@@ -249,7 +249,7 @@ func (rep *WorkloadReport) compare(table, device string, e *expected, got *sourc
 					dev.Stored++
 				}
 				dev.storedRange(ts)
-				if !sameValues(e.t, row, got, k) {
+				if e.t.DiffField(row, got, k) >= 0 {
 					rep.Mismatched++
 					rep.mismatch(table, device, e.t, row, got, k)
 				}
@@ -287,53 +287,6 @@ func (r *run) addN(ts, n int64) {
 	}
 	r.to = ts
 	r.n += n
-}
-
-// appendRow appends row i of src to dst (tables of one schema).
-func appendRow(dst, src *sources.Table, i int) {
-	j := dst.Len()
-	dst.Device = append(dst.Device, src.Device[i])
-	dst.Time = append(dst.Time, src.Time[i])
-	for f, fd := range src.Schema.Fields {
-		if fd.Kind == sources.Int {
-			dst.Ints[f] = append(dst.Ints[f], src.Ints[f][i])
-		} else {
-			dst.Floats[f] = append(dst.Floats[f], src.Floats[f][i])
-		}
-		if src.Null[f] != nil && src.Null[f][i] {
-			dst.SetNull(f, j)
-		}
-	}
-	dst.PadNulls()
-}
-
-// sameValues reports whether row i of a and row j of b hold the same
-// field values and nulls.
-func sameValues(a *sources.Table, i int, b *sources.Table, j int) bool {
-	return diffField(a, i, b, j) < 0
-}
-
-// diffField is the first field in which row i of a and row j of b
-// differ, or -1.
-func diffField(a *sources.Table, i int, b *sources.Table, j int) int {
-	for f, fd := range a.Schema.Fields {
-		na := a.Null[f] != nil && a.Null[f][i]
-		nb := b.Null[f] != nil && b.Null[f][j]
-		switch {
-		case na != nb:
-			return f
-		case na:
-		case fd.Kind == sources.Int:
-			if a.Ints[f][i] != b.Ints[f][j] {
-				return f
-			}
-		default:
-			if a.Floats[f][i] != b.Floats[f][j] {
-				return f
-			}
-		}
-	}
-	return -1
 }
 
 // fieldText renders field f of row i.
