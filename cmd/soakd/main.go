@@ -166,26 +166,43 @@ func printConfigErrors(w io.Writer, err error) {
 	}
 }
 
-// runCmd runs the configured workloads (soakd run), or searches one's
-// capacity while the others hold their rate (soakd capacity).
-func runCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer, capacity bool) int {
+// loadCmd is the start of the commands that run workloads: it parses
+// the flags, answers --help, then loads and checks the configuration,
+// with the command's own check when not nil. When ok is false the
+// command is over and exits with code.
+func loadCmd(args []string, environ map[string]string, stdout, stderr io.Writer, check func(*daemon.Config) error) (
+	f daemon.CommandLine, p *daemon.Plugins, cfg *daemon.Config, code int, ok bool) {
 	f, err := parseFlags(args, environ)
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd: %v\n", err)
-		return exitConfig
+		return f, nil, nil, exitConfig, false
 	}
 	if f.Help {
 		fmt.Fprint(stdout, usage)
-		return exitOK
+		return f, nil, nil, exitOK, false
 	}
-	p := plugins.All()
-	cfg, err := loadConfig(f, p)
-	if capacity && cfg != nil {
-		err = errors.Join(err, cfg.CheckCapacity())
+	p = plugins.All()
+	cfg, err = loadConfig(f, p)
+	if check != nil && cfg != nil {
+		err = errors.Join(err, check(cfg))
 	}
 	if err != nil {
 		printConfigErrors(stderr, err)
-		return exitConfig
+		return f, nil, nil, exitConfig, false
+	}
+	return f, p, cfg, exitOK, true
+}
+
+// runCmd runs the configured workloads (soakd run), or searches one's
+// capacity while the others hold their rate (soakd capacity).
+func runCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer, capacity bool) int {
+	var check func(*daemon.Config) error
+	if capacity {
+		check = (*daemon.Config).CheckCapacity
+	}
+	f, p, cfg, code, ok := loadCmd(args, environ, stdout, stderr, check)
+	if !ok {
+		return code
 	}
 	tty := isTerminal(stderr)
 	var console *daemon.Console
@@ -319,23 +336,9 @@ func writeReport(stdout io.Writer, out string, md func(io.Writer), csv, js func(
 // sweepCmd runs soakd sweep: the workload closed loop over a grid of
 // WORKERS × BATCH_SIZE (PIPELINE), with a report.
 func sweepCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
-	f, err := parseFlags(args, environ)
-	if err != nil {
-		fmt.Fprintf(stderr, "soakd: %v\n", err)
-		return exitConfig
-	}
-	if f.Help {
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	}
-	p := plugins.All()
-	cfg, err := loadConfig(f, p)
-	if cfg != nil {
-		err = errors.Join(err, cfg.CheckSweep())
-	}
-	if err != nil {
-		printConfigErrors(stderr, err)
-		return exitConfig
+	f, p, cfg, code, ok := loadCmd(args, environ, stdout, stderr, (*daemon.Config).CheckSweep)
+	if !ok {
+		return code
 	}
 	log, err := newLogger(cfg, stderr, isTerminal(stderr))
 	if err != nil {

@@ -16,17 +16,8 @@ import (
 // offered rate is soakd_target_rate, so p99 can be drawn against it.
 func Capacity() (dashboard.Dashboard, error) {
 	s := panelScope
-	b := dashboard.NewDashboardBuilder("soakd: capacity").
-		Uid("soakd-capacity").
-		Description("A soakd ramp or capacity search: achieved against offered rate per step, and latency against the offered rate.").
-		Tags([]string{"soakd"}).
-		Editable().
-		Refresh("10s").
-		Time("now-1h", "now").
-		Timezone(common.TimeZoneBrowser).
-		Tooltip(dashboard.DashboardCursorSyncCrosshair).
-		Annotation(controlAnnotation())
-	b = variables(b)
+	b := newDashboard("soakd: capacity", "soakd-capacity",
+		"A soakd ramp or capacity search: achieved against offered rate per step, and latency against the offered rate.")
 
 	b.WithRow(dashboard.NewRowBuilder("Steps"))
 	b.WithPanel(timeSeries("Target vs achieved per step",

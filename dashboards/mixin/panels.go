@@ -195,3 +195,21 @@ func build(b *dashboard.DashboardBuilder) (dashboard.Dashboard, error) {
 	}
 	return d, nil
 }
+
+// newDashboard starts a soakd dashboard: its title, uid and description,
+// the settings every soakd dashboard shares (refresh, time range, shared
+// crosshair, /control annotations) and the datasource, job and workload
+// variables.
+func newDashboard(title, uid, description string) *dashboard.DashboardBuilder {
+	b := dashboard.NewDashboardBuilder(title).
+		Uid(uid).
+		Description(description).
+		Tags([]string{"soakd"}).
+		Editable().
+		Refresh("10s").
+		Time("now-1h", "now").
+		Timezone(common.TimeZoneBrowser).
+		Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		Annotation(controlAnnotation())
+	return variables(b)
+}

@@ -5,7 +5,6 @@ package mixin
 import (
 	"fmt"
 
-	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 )
 
@@ -16,17 +15,8 @@ import (
 func Soak() (dashboard.Dashboard, error) {
 	s, ps := panelScope, processScope
 	pct := "percentunit"
-	b := dashboard.NewDashboardBuilder("soakd: soak").
-		Uid("soakd-soak").
-		Description("A soakd soak test: rate, latency, failures and the generators themselves, per workload, summed over shards.").
-		Tags([]string{"soakd"}).
-		Editable().
-		Refresh("10s").
-		Time("now-1h", "now").
-		Timezone(common.TimeZoneBrowser).
-		Tooltip(dashboard.DashboardCursorSyncCrosshair).
-		Annotation(controlAnnotation())
-	b = variables(b)
+	b := newDashboard("soakd: soak", "soakd-soak",
+		"A soakd soak test: rate, latency, failures and the generators themselves, per workload, summed over shards.")
 
 	b.WithRow(dashboard.NewRowBuilder("Now"))
 	b.WithPanel(statPanel("Achieved / target",
