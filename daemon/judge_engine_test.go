@@ -123,8 +123,11 @@ func TestAbortOnFailWholeRun(t *testing.T) {
 		if w.Seconds > 1.01 || !strings.HasPrefix(w.StoppedBy, "threshold errors<5%!") {
 			t.Errorf("stopped by %q after %.2fs, want the first evaluation at 1 s", w.StoppedBy, w.Seconds)
 		}
-		if r := w.Thresholds[0]; r.OK || *r.Value < 0.1 || *r.Value > 0.3 {
-			t.Errorf("%+v", r)
+		// About 100 batches failing with probability 0.2 each: the ratio
+		// is binomial, so only bounds many standard deviations wide hold
+		// in every run; above 5 % it must be, or the run would go on.
+		if r := w.Thresholds[0]; r.OK || *r.Value <= 0.05 || *r.Value > 0.45 {
+			t.Errorf("%+v: value %v, want the error ratio, near 0.2", r, *r.Value)
 		}
 	})
 }
