@@ -180,6 +180,90 @@ func TestSchedulerBulkDrops(t *testing.T) {
 	})
 }
 
+// When the scheduler itself falls behind by more than MAX_LAG (its thread
+// stalled: a long GC pause, a stopped or starved process), it catches up
+// in one step: every batch whose intended start is more than MAX_LAG
+// before now is dropped, to the batch, and the next one is sent. The
+// stall here is the scheduler starting late; the expected count is the
+// batches of the constant rate due before now − MAX_LAG, counted one by
+// one from the rate, the batch size and the stall.
+func TestSchedulerCatchUpDropsExactly(t *testing.T) {
+	const (
+		rate   = 2000 // units/s
+		batch  = 10   // a batch every 5 ms
+		maxLag = 100 * time.Millisecond
+		// Not a multiple of the batch interval: no batch is due exactly
+		// MAX_LAG before the scheduler wakes.
+		stall    = 3*time.Second + 2500*time.Microsecond
+		duration = 5 * time.Second
+	)
+	// Batch k (from 1) holds units (k−1)·batch+1 … k·batch and is due when
+	// its last unit is, at k·batch/rate.
+	var wantDropped int64
+	for k := int64(1); time.Duration(k*batch)*time.Second/rate < stall-maxLag; k++ {
+		wantDropped += batch
+	}
+	if wantDropped != 5800 { // 2.9025 s at 2000/s is 5805 units: 580 whole batches
+		t.Fatalf("expected count %d: the arithmetic above is off", wantDropped)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		pl := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "10",
+			"SOAKD_SEQ_WORKERS", "1", "SOAKD_SEQ_MAX_LAG", "100ms"), pl)
+		wc := cfg.Workload[0]
+		src, err := pl.Sources[0].New(wc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newRunner(wc, sources.Series, src, nil, zap.NewNop())
+		p, err := r.newPhase(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.st = r.beginPhase("run", wc.Rate, p.rec)
+		// A stand-in for the workers that takes every ticket at once and
+		// notes what it got and when.
+		type got struct {
+			units    int64
+			maxLate  time.Duration
+			firstDue time.Duration
+		}
+		taken := make(chan got)
+		go func() {
+			g := got{firstDue: -1}
+			for tk := range p.queue {
+				if g.firstDue < 0 {
+					g.firstDue = tk.due
+				}
+				g.units += int64(tk.units)
+				g.maxLate = max(g.maxLate, r.since()-tk.due)
+			}
+			taken <- g
+		}()
+		time.Sleep(stall)
+		r.schedule(context.Background(), p, duration)
+		close(p.queue)
+		g := <-taken
+		c := p.st.snapshot()
+		if c.dropped != wantDropped {
+			t.Errorf("dropped %d units catching up after a %v stall, want %d (the batches due more than MAX_LAG %v before it ended)",
+				c.dropped, stall, wantDropped, maxLag)
+		}
+		if want := int64(rate * duration / time.Second); c.scheduled != want || g.units+c.dropped != want {
+			t.Errorf("scheduled %d, handed over %d + dropped %d, want %d scheduled, every one handed over or dropped",
+				c.scheduled, g.units, c.dropped, want)
+		}
+		// The first batch sent is the first one not dropped, and it was
+		// less than MAX_LAG late.
+		if wantDue := time.Duration(wantDropped+batch) * time.Second / rate; g.firstDue != wantDue {
+			t.Errorf("first batch handed over was due at %v, want %v", g.firstDue, wantDue)
+		}
+		if g.maxLate > maxLag {
+			t.Errorf("a batch %v late was handed over, more than MAX_LAG %v", g.maxLate, maxLag)
+		}
+	})
+}
+
 // gatherValue returns the value of the one counter or gauge called name.
 func gatherValue(t *testing.T, res runResult, name string) float64 {
 	t.Helper()
