@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -589,6 +590,52 @@ func TestPartialWritesCountStoredRows(t *testing.T) {
 		}
 		if got := gatherValue(t, res, "soakd_rows_total"); got != 40 {
 			t.Errorf("soakd_rows_total = %v, want 40", got)
+		}
+	})
+}
+
+// The achieved rate is what the target acknowledged per second, not what
+// was scheduled: on a run where each 10-row batch keeps only 4 rows (a
+// partial write), 1000 rows/s for 10 s schedules 10,000 rows and
+// acknowledges 4,000, so the summary's units_per_second (and its JSON),
+// and the achieved checks, read 400/s where the schedule says 1000/s.
+func TestSummaryRates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins(sinks.Entry{Schemes: []string{"part"}, Kinds: []sources.Kind{sources.Series},
+			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) {
+				return failingSink{sinks.NewError(sinks.Rejected, false, partial{4})}, nil
+			}})
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "part://x", "SOAKD_SEQ_RATE", "1000",
+			"SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_DURATION", "10s",
+			"SOAKD_SEQ_THRESHOLDS", "achieved>390/s, achieved<410/s, achieved>39%, achieved<41%"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		w := res.sum.Workload("seq", "run")
+		if w.Scheduled != 10000 || w.Units != 4000 || w.Failed != 6000 {
+			t.Fatalf("scheduled %d acked %d failed %d, want 10000, 4000 and 6000", w.Scheduled, w.Units, w.Failed)
+		}
+		// The phase lasts the 10 s DURATION (the fake clock makes the
+		// writes take no time).
+		if w.Seconds < 10 || w.Seconds > 10.001 {
+			t.Fatalf("phase lasted %vs, want 10s", w.Seconds)
+		}
+		const want = 4000.0 / 10 // acknowledged rows over the duration
+		if math.Abs(w.UnitRate-want) > want*1e-3 {
+			t.Errorf("units_per_second %v, want %v (4000 rows acknowledged in 10 s)", w.UnitRate, want)
+		}
+		js, err := json.Marshal(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back struct {
+			Rate float64 `json:"units_per_second"`
+		}
+		if err := json.Unmarshal(js, &back); err != nil || math.Abs(back.Rate-want) > want*1e-3 {
+			t.Errorf("JSON units_per_second %v (%v), want %v", back.Rate, err, want)
+		}
+		for _, r := range w.Thresholds {
+			if !r.OK {
+				t.Errorf("%s failed with value %v %s: the achieved rate is 400/s, 40%% of the schedule", r.Threshold, *r.Value, r.Unit)
+			}
 		}
 	})
 }
