@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -636,6 +637,46 @@ func TestSummaryRates(t *testing.T) {
 			if !r.OK {
 				t.Errorf("%s failed with value %v %s: the achieved rate is 400/s, 40%% of the schedule", r.Threshold, *r.Value, r.Unit)
 			}
+		}
+	})
+}
+
+// /status's achieved_rate is the rows acknowledged per second over the
+// last 10 s, not the rows scheduled: with a target keeping 4 rows of each
+// 10-row batch at 1000 rows/s, it reads 400/s once 10 s have passed.
+func TestStatusAchievedRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins(sinks.Entry{Schemes: []string{"part"}, Kinds: []sources.Kind{sources.Series},
+			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) {
+				return failingSink{sinks.NewError(sinks.Rejected, false, partial{4})}, nil
+			}})
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "part://x", "SOAKD_SEQ_RATE", "1000",
+			"SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_DURATION", "20s"), p)
+		var h http.Handler
+		open := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			_, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+				Version: "test", started: func(_ []*workload, hh http.Handler) { h = hh; close(open) }})
+			done <- err
+		}()
+		<-open
+		// Half-way between two of the reporter's 1 s samples, so none
+		// falls on the same instant as this read.
+		time.Sleep(15500 * time.Millisecond)
+		synctest.Wait()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
+		var st Status
+		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil || len(st.Workloads) != 1 {
+			t.Fatalf("/status: %v\n%s", err, rec.Body.String())
+		}
+		const want = 4.0 * 1000 / 10 // 4 rows kept of each of 100 batches/s
+		if a := st.Workloads[0].Achieved; math.Abs(a-want) > want*0.01 {
+			t.Errorf("/status achieved_rate %v, want %v (the rows acknowledged per second)", a, want)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 	})
 }
