@@ -150,14 +150,40 @@ func TestDropsAccounting(t *testing.T) {
 }
 
 // When every worker is stuck for longer than MAX_LAG, the queue fills and
-// the scheduler falls behind; once the target answers again it drops, in
-// one step, every batch already too late. Those units were scheduled and
-// dropped: the count scheduled stays the rate's integral.
+// the scheduler drops each ticket once it is MAX_LAG late; when the target
+// answers again the workers drop what waited in the queue. Those units
+// were scheduled and dropped: the count scheduled stays the rate's
+// integral, and the count dropped is exact. At 2000 rows/s in batches of
+// 10, batch k is due at k × 5 ms; the target stalls 5 s after its first
+// write (batch 1, at 5 ms), from 5.005 s to 8.005 s. The two workers take
+// the batches due at 5.005 s and 5.010 s and wait out the stall; every
+// later batch due no later than 8.005 s − MAX_LAG is dropped, the rest is
+// sent. (MAX_LAG is 102 ms so that no drop falls on the instant the stall
+// ends, where a worker freeing up and a ticket timing out would race.)
 func TestSchedulerBulkDrops(t *testing.T) {
+	const (
+		interval   = 5 * time.Millisecond // 10 rows at 2000 rows/s
+		maxLag     = 102 * time.Millisecond
+		stallStart = interval + 5*time.Second
+		stallEnd   = stallStart + 3*time.Second
+		workers    = 2
+	)
+	var wantDropped int64
+	busy := 0 // batches handed to the workers since the stall began
+	for k := int64(1); time.Duration(k)*interval <= stallEnd-maxLag; k++ {
+		due := time.Duration(k) * interval
+		switch {
+		case due < stallStart:
+		case busy < workers:
+			busy++
+		default:
+			wantDropped += 10
+		}
+	}
 	synctest.Test(t, func(t *testing.T) {
 		p := testPlugins()
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "10",
-			"SOAKD_SEQ_WORKERS", "2", "SOAKD_SEQ_DURATION", "20s", "SOAKD_SEQ_MAX_LAG", "100ms",
+			"SOAKD_SEQ_WORKERS", "2", "SOAKD_SEQ_DURATION", "20s", "SOAKD_SEQ_MAX_LAG", "102ms",
 			"SOAKD_SEQ_TARGET", "null://?stall=3s@5s"), p)
 		res := runTest(context.Background(), cfg, p, nil)
 		if res.err != nil {
@@ -168,10 +194,8 @@ func TestSchedulerBulkDrops(t *testing.T) {
 		if w.Scheduled != 40000 {
 			t.Errorf("scheduled %d units in 20 s at 2000/s, want 40000", w.Scheduled)
 		}
-		// About 3 s of the schedule fell in the stall; less than MAX_LAG of
-		// it can have been sent late.
-		if w.Dropped < 5600 || w.Dropped > 6000 {
-			t.Errorf("dropped %d, want about 3 s at 2000/s", w.Dropped)
+		if w.Dropped != wantDropped {
+			t.Errorf("dropped %d, want %d: the batches due from the stall's third to MAX_LAG before its end", w.Dropped, wantDropped)
 		}
 		if w.Scheduled != w.Units+w.Dropped+w.Failed || w.InFlight != 0 {
 			t.Errorf("scheduled %d != acked %d + dropped %d + failed %d (in flight %d)", w.Scheduled, w.Units, w.Dropped, w.Failed, w.InFlight)
