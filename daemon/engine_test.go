@@ -64,6 +64,53 @@ func TestCoordinatedOmission(t *testing.T) {
 	})
 }
 
+// /metrics keeps the two latencies apart: on the run of
+// TestCoordinatedOmission (10,000 writes of 1 ms, a 1 s stall), the service
+// time summed over every write is 10,000 × 1 ms plus at most 4 writes in
+// flight that waited out the stall (≤ 4 × 1 s), while the response time
+// adds the wait of the ~1000 writes due during the stall (about 0.5 s
+// each, so ~500 s).
+func TestMetricsServiceVsResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "1",
+			"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_DURATION", "10s", "SOAKD_SEQ_MAX_LAG", "5s",
+			"SOAKD_SEQ_TARGET", "null://?latency=1ms&stall=1s@4s"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		mfs, err := res.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][2]float64{} // name → count, sum
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				if h := m.GetHistogram(); h != nil {
+					got[mf.GetName()] = [2]float64{float64(h.GetSampleCount()), h.GetSampleSum()}
+				}
+			}
+		}
+		for _, tc := range []struct {
+			name   string
+			lo, hi float64 // sum, seconds
+		}{
+			{"soakd_service_seconds", 10, 10 + 4*1.001},
+			{"soakd_response_seconds", 100, 2000},
+		} {
+			g, ok := got[tc.name]
+			if !ok {
+				t.Errorf("no %s", tc.name)
+				continue
+			}
+			if g[0] != 10000 || g[1] < tc.lo || g[1] > tc.hi {
+				t.Errorf("%s: %v writes summing to %vs, want 10000 summing to [%v, %v] s", tc.name, g[0], g[1], tc.lo, tc.hi)
+			}
+		}
+	})
+}
+
 // While the target stalls longer than MAX_LAG with every worker stuck in
 // a write, the count scheduled keeps growing at the rate and the late
 // work is counted as dropped as it happens: at every instant at least the

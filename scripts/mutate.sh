@@ -44,6 +44,10 @@ mutation bulk-drop-one-batch-too-many daemon/scheduler.go \
 mutation stalled-ticket-waits-twice-max-lag daemon/scheduler.go \
 	's/timer.Reset(max(due+maxLag-now, 0))/timer.Reset(max(due+2*maxLag-now, 0))/' \
 	./daemon/ 'TestSchedule|TestDropsAccounting'
+# /metrics' soakd_service_seconds fed from the response histograms.
+mutation metrics-service-reads-response daemon/metrics.go \
+	's/lat\[op\].service.add(&oh.service.prom)/lat[op].service.add(\&oh.response.prom)/' \
+	./daemon/ 'Metric|TestCoordinatedOmission'
 
 # --- the summary --------------------------------------------------------
 # units_per_second from the units scheduled instead of acknowledged.
