@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -58,6 +60,53 @@ func TestCoordinatedOmission(t *testing.T) {
 		}
 		if op.Service.Max < 0.9 {
 			t.Errorf("service max = %.3fs: the writes in flight during the stall should have taken ~1s", op.Service.Max)
+		}
+	})
+}
+
+// /metrics keeps the two latencies apart: on the run of
+// TestCoordinatedOmission (10,000 writes of 1 ms, a 1 s stall), the service
+// time summed over every write is 10,000 × 1 ms plus at most 4 writes in
+// flight that waited out the stall (≤ 4 × 1 s), while the response time
+// adds the wait of the ~1000 writes due during the stall (about 0.5 s
+// each, so ~500 s).
+func TestMetricsServiceVsResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "1",
+			"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_DURATION", "10s", "SOAKD_SEQ_MAX_LAG", "5s",
+			"SOAKD_SEQ_TARGET", "null://?latency=1ms&stall=1s@4s"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		mfs, err := res.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][2]float64{} // name → count, sum
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				if h := m.GetHistogram(); h != nil {
+					got[mf.GetName()] = [2]float64{float64(h.GetSampleCount()), h.GetSampleSum()}
+				}
+			}
+		}
+		for _, tc := range []struct {
+			name   string
+			lo, hi float64 // sum, seconds
+		}{
+			{"soakd_service_seconds", 10, 10 + 4*1.001},
+			{"soakd_response_seconds", 100, 2000},
+		} {
+			g, ok := got[tc.name]
+			if !ok {
+				t.Errorf("no %s", tc.name)
+				continue
+			}
+			if g[0] != 10000 || g[1] < tc.lo || g[1] > tc.hi {
+				t.Errorf("%s: %v writes summing to %vs, want 10000 summing to [%v, %v] s", tc.name, g[0], g[1], tc.lo, tc.hi)
+			}
 		}
 	})
 }
@@ -148,14 +197,40 @@ func TestDropsAccounting(t *testing.T) {
 }
 
 // When every worker is stuck for longer than MAX_LAG, the queue fills and
-// the scheduler falls behind; once the target answers again it drops, in
-// one step, every batch already too late. Those units were scheduled and
-// dropped: the count scheduled stays the rate's integral.
+// the scheduler drops each ticket once it is MAX_LAG late; when the target
+// answers again the workers drop what waited in the queue. Those units
+// were scheduled and dropped: the count scheduled stays the rate's
+// integral, and the count dropped is exact. At 2000 rows/s in batches of
+// 10, batch k is due at k × 5 ms; the target stalls 5 s after its first
+// write (batch 1, at 5 ms), from 5.005 s to 8.005 s. The two workers take
+// the batches due at 5.005 s and 5.010 s and wait out the stall; every
+// later batch due no later than 8.005 s − MAX_LAG is dropped, the rest is
+// sent. (MAX_LAG is 102 ms so that no drop falls on the instant the stall
+// ends, where a worker freeing up and a ticket timing out would race.)
 func TestSchedulerBulkDrops(t *testing.T) {
+	const (
+		interval   = 5 * time.Millisecond // 10 rows at 2000 rows/s
+		maxLag     = 102 * time.Millisecond
+		stallStart = interval + 5*time.Second
+		stallEnd   = stallStart + 3*time.Second
+		workers    = 2
+	)
+	var wantDropped int64
+	busy := 0 // batches handed to the workers since the stall began
+	for k := int64(1); time.Duration(k)*interval <= stallEnd-maxLag; k++ {
+		due := time.Duration(k) * interval
+		switch {
+		case due < stallStart:
+		case busy < workers:
+			busy++
+		default:
+			wantDropped += 10
+		}
+	}
 	synctest.Test(t, func(t *testing.T) {
 		p := testPlugins()
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "10",
-			"SOAKD_SEQ_WORKERS", "2", "SOAKD_SEQ_DURATION", "20s", "SOAKD_SEQ_MAX_LAG", "100ms",
+			"SOAKD_SEQ_WORKERS", "2", "SOAKD_SEQ_DURATION", "20s", "SOAKD_SEQ_MAX_LAG", "102ms",
 			"SOAKD_SEQ_TARGET", "null://?stall=3s@5s"), p)
 		res := runTest(context.Background(), cfg, p, nil)
 		if res.err != nil {
@@ -166,16 +241,98 @@ func TestSchedulerBulkDrops(t *testing.T) {
 		if w.Scheduled != 40000 {
 			t.Errorf("scheduled %d units in 20 s at 2000/s, want 40000", w.Scheduled)
 		}
-		// About 3 s of the schedule fell in the stall; less than MAX_LAG of
-		// it can have been sent late.
-		if w.Dropped < 5600 || w.Dropped > 6000 {
-			t.Errorf("dropped %d, want about 3 s at 2000/s", w.Dropped)
+		if w.Dropped != wantDropped {
+			t.Errorf("dropped %d, want %d: the batches due from the stall's third to MAX_LAG before its end", w.Dropped, wantDropped)
 		}
 		if w.Scheduled != w.Units+w.Dropped+w.Failed || w.InFlight != 0 {
 			t.Errorf("scheduled %d != acked %d + dropped %d + failed %d (in flight %d)", w.Scheduled, w.Units, w.Dropped, w.Failed, w.InFlight)
 		}
 		if got := gatherValue(t, res, "soakd_scheduled_total"); int64(got) != w.Scheduled {
 			t.Errorf("soakd_scheduled_total = %v, summary says %d", got, w.Scheduled)
+		}
+	})
+}
+
+// When the scheduler itself falls behind by more than MAX_LAG (its thread
+// stalled: a long GC pause, a stopped or starved process), it catches up
+// in one step: every batch whose intended start is more than MAX_LAG
+// before now is dropped, to the batch, and the next one is sent. The
+// stall here is the scheduler starting late; the expected count is the
+// batches of the constant rate due before now − MAX_LAG, counted one by
+// one from the rate, the batch size and the stall.
+func TestSchedulerCatchUpDropsExactly(t *testing.T) {
+	const (
+		rate   = 2000 // units/s
+		batch  = 10   // a batch every 5 ms
+		maxLag = 100 * time.Millisecond
+		// Not a multiple of the batch interval: no batch is due exactly
+		// MAX_LAG before the scheduler wakes.
+		stall    = 3*time.Second + 2500*time.Microsecond
+		duration = 5 * time.Second
+	)
+	// Batch k (from 1) holds units (k−1)·batch+1 … k·batch and is due when
+	// its last unit is, at k·batch/rate.
+	var wantDropped int64
+	for k := int64(1); time.Duration(k*batch)*time.Second/rate < stall-maxLag; k++ {
+		wantDropped += batch
+	}
+	if wantDropped != 5800 { // 2.9025 s at 2000/s is 5805 units: 580 whole batches
+		t.Fatalf("expected count %d: the arithmetic above is off", wantDropped)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		pl := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "10",
+			"SOAKD_SEQ_WORKERS", "1", "SOAKD_SEQ_MAX_LAG", "100ms"), pl)
+		wc := cfg.Workload[0]
+		src, err := pl.Sources[0].New(wc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newRunner(wc, sources.Series, src, nil, zap.NewNop())
+		p, err := r.newPhase(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.st = r.beginPhase("run", wc.Rate, p.rec)
+		// A stand-in for the workers that takes every ticket at once and
+		// notes what it got and when.
+		type got struct {
+			units    int64
+			maxLate  time.Duration
+			firstDue time.Duration
+		}
+		taken := make(chan got)
+		go func() {
+			g := got{firstDue: -1}
+			for tk := range p.queue {
+				if g.firstDue < 0 {
+					g.firstDue = tk.due
+				}
+				g.units += int64(tk.units)
+				g.maxLate = max(g.maxLate, r.since()-tk.due)
+			}
+			taken <- g
+		}()
+		time.Sleep(stall)
+		r.schedule(context.Background(), p, duration)
+		close(p.queue)
+		g := <-taken
+		c := p.st.snapshot()
+		if c.dropped != wantDropped {
+			t.Errorf("dropped %d units catching up after a %v stall, want %d (the batches due more than MAX_LAG %v before it ended)",
+				c.dropped, stall, wantDropped, maxLag)
+		}
+		if want := int64(rate * duration / time.Second); c.scheduled != want || g.units+c.dropped != want {
+			t.Errorf("scheduled %d, handed over %d + dropped %d, want %d scheduled, every one handed over or dropped",
+				c.scheduled, g.units, c.dropped, want)
+		}
+		// The first batch sent is the first one not dropped, and it was
+		// less than MAX_LAG late.
+		if wantDue := time.Duration(wantDropped+batch) * time.Second / rate; g.firstDue != wantDue {
+			t.Errorf("first batch handed over was due at %v, want %v", g.firstDue, wantDue)
+		}
+		if g.maxLate > maxLag {
+			t.Errorf("a batch %v late was handed over, more than MAX_LAG %v", g.maxLate, maxLag)
 		}
 	})
 }
@@ -505,6 +662,92 @@ func TestPartialWritesCountStoredRows(t *testing.T) {
 		}
 		if got := gatherValue(t, res, "soakd_rows_total"); got != 40 {
 			t.Errorf("soakd_rows_total = %v, want 40", got)
+		}
+	})
+}
+
+// The achieved rate is what the target acknowledged per second, not what
+// was scheduled: on a run where each 10-row batch keeps only 4 rows (a
+// partial write), 1000 rows/s for 10 s schedules 10,000 rows and
+// acknowledges 4,000, so the summary's units_per_second (and its JSON),
+// and the achieved checks, read 400/s where the schedule says 1000/s.
+func TestSummaryRates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins(sinks.Entry{Schemes: []string{"part"}, Kinds: []sources.Kind{sources.Series},
+			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) {
+				return failingSink{sinks.NewError(sinks.Rejected, false, partial{4})}, nil
+			}})
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "part://x", "SOAKD_SEQ_RATE", "1000",
+			"SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_DURATION", "10s",
+			"SOAKD_SEQ_THRESHOLDS", "achieved>390/s, achieved<410/s, achieved>39%, achieved<41%"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		w := res.sum.Workload("seq", "run")
+		if w.Scheduled != 10000 || w.Units != 4000 || w.Failed != 6000 {
+			t.Fatalf("scheduled %d acked %d failed %d, want 10000, 4000 and 6000", w.Scheduled, w.Units, w.Failed)
+		}
+		// The phase lasts the 10 s DURATION (the fake clock makes the
+		// writes take no time).
+		if w.Seconds < 10 || w.Seconds > 10.001 {
+			t.Fatalf("phase lasted %vs, want 10s", w.Seconds)
+		}
+		const want = 4000.0 / 10 // acknowledged rows over the duration
+		if math.Abs(w.UnitRate-want) > want*1e-3 {
+			t.Errorf("units_per_second %v, want %v (4000 rows acknowledged in 10 s)", w.UnitRate, want)
+		}
+		js, err := json.Marshal(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back struct {
+			Rate float64 `json:"units_per_second"`
+		}
+		if err := json.Unmarshal(js, &back); err != nil || math.Abs(back.Rate-want) > want*1e-3 {
+			t.Errorf("JSON units_per_second %v (%v), want %v", back.Rate, err, want)
+		}
+		for _, r := range w.Thresholds {
+			if !r.OK {
+				t.Errorf("%s failed with value %v %s: the achieved rate is 400/s, 40%% of the schedule", r.Threshold, *r.Value, r.Unit)
+			}
+		}
+	})
+}
+
+// /status's achieved_rate is the rows acknowledged per second over the
+// last 10 s, not the rows scheduled: with a target keeping 4 rows of each
+// 10-row batch at 1000 rows/s, it reads 400/s once 10 s have passed.
+func TestStatusAchievedRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins(sinks.Entry{Schemes: []string{"part"}, Kinds: []sources.Kind{sources.Series},
+			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) {
+				return failingSink{sinks.NewError(sinks.Rejected, false, partial{4})}, nil
+			}})
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "part://x", "SOAKD_SEQ_RATE", "1000",
+			"SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_DURATION", "20s"), p)
+		var h http.Handler
+		open := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			_, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+				Version: "test", started: func(_ []*workload, hh http.Handler) { h = hh; close(open) }})
+			done <- err
+		}()
+		<-open
+		// Half-way between two of the reporter's 1 s samples, so none
+		// falls on the same instant as this read.
+		time.Sleep(15500 * time.Millisecond)
+		synctest.Wait()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
+		var st Status
+		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil || len(st.Workloads) != 1 {
+			t.Fatalf("/status: %v\n%s", err, rec.Body.String())
+		}
+		const want = 4.0 * 1000 / 10 // 4 rows kept of each of 100 batches/s
+		if a := st.Workloads[0].Achieved; math.Abs(a-want) > want*0.01 {
+			t.Errorf("/status achieved_rate %v, want %v (the rows acknowledged per second)", a, want)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 	})
 }

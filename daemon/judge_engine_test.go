@@ -131,3 +131,51 @@ func TestAbortOnFailWholeRun(t *testing.T) {
 		}
 	})
 }
+
+// A whole-run check on service. judges the service time (send → done),
+// a plain or response. one the response time (intended start → done), on
+// a run where the two differ a hundredfold: at 1000 writes/s of 1 ms each,
+// a 1 s stall of the target delays the ~1000 writes due during it (the
+// response time) but only the ≤4 in flight saw it while being served (at
+// most 4 of 10,000 service times exceed 1 ms). So the service p99 is the
+// modelled 1 ms and its mean at most 1 ms + 4 × 1 s / 10,000 = 1.4 ms,
+// while the response p99 is most of the stall and the response mean near
+// 1000 × 0.5 s / 10,000 = 50 ms.
+func TestWholeRunServiceThresholds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "1",
+			"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_DURATION", "10s", "SOAKD_SEQ_MAX_LAG", "5s",
+			"SOAKD_SEQ_TARGET", "null://?latency=1ms&stall=1s@4s",
+			"SOAKD_SEQ_THRESHOLDS", "service.p99<5ms, service.mean<5ms, p99<5ms, response.mean<5ms"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		w := res.sum.Workload("seq", "run")
+		if w.Units != 10000 || w.Dropped != 0 {
+			t.Fatalf("acked %d dropped %d, want 10000 and 0", w.Units, w.Dropped)
+		}
+		for _, tc := range []struct {
+			name   string
+			ok     bool
+			lo, hi float64 // seconds
+		}{
+			// hdrhistogram keeps 3 significant digits: 1 ms reads back
+			// within 0.1 %.
+			{"service.p99<5ms", true, 0.001, 0.001001},
+			{"service.mean<5ms", true, 0.001, 0.0014},
+			{"p99<5ms", false, 0.5, 1.001},
+			{"response.mean<5ms", false, 0.02, 0.1},
+		} {
+			r := result(t, w.Thresholds, tc.name)
+			if r.Value == nil {
+				t.Errorf("%s: no value: %+v", tc.name, r)
+				continue
+			}
+			if r.OK != tc.ok || *r.Value < tc.lo || *r.Value > tc.hi || r.Unit != "seconds" {
+				t.Errorf("%s: ok %v value %v %s, want ok %v and a value in [%v, %v] s", tc.name, r.OK, *r.Value, r.Unit, tc.ok, tc.lo, tc.hi)
+			}
+		}
+	})
+}
