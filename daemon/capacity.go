@@ -461,6 +461,9 @@ func Capacity(ctx context.Context, cfg *Config, environ map[string]string, d Dep
 	defer func() { *wc = saved }()
 	wc.Rate = pace.Rate{Profile: pace.Constant(cc.Start)}
 	wc.Duration = 0
+	if wc.builtinBatch {
+		wc.BatchSize = builtinBatch(pace.Rate{Profile: pace.Constant(cc.Max)})
+	}
 	opt := opSlot(cc.SLOOp) // allOps when unset
 	var s *capacitySearch
 	runCtx, stop := context.WithCancelCause(ctx)
