@@ -318,7 +318,7 @@ func (s *capacitySearch) waitRunPhase(ctx context.Context) *phaseStats {
 }
 
 func (s *capacitySearch) setRate(ctx context.Context, r float64) bool {
-	rate := pace.Rate{Profile: pace.Constant(r)}
+	rate := pace.ConstantRate(r)
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := s.w.control(cctx, controlReq{rate: &rate}); err != nil {
@@ -459,7 +459,7 @@ func Capacity(ctx context.Context, cfg *Config, environ map[string]string, d Dep
 	// stops it; its own RATE and DURATION do not apply.
 	saved := *wc
 	defer func() { *wc = saved }()
-	wc.Rate = pace.Rate{Profile: pace.Constant(cc.Start)}
+	wc.Rate = pace.ConstantRate(cc.Start)
 	wc.Duration = 0
 	if wc.builtinBatch {
 		wc.BatchSize = builtinBatch(pace.Rate{Profile: pace.Constant(cc.Max)})

@@ -266,6 +266,10 @@ func (r *runner) applyControl(c controlReq, sent float64) {
 	}
 	if err == nil {
 		r.sched.Store(&next)
+		if ps := r.cur.Load(); ps != nil && c.rate != nil {
+			text := c.rate.String()
+			ps.rate.Store(&text)
+		}
 	}
 	c.reply <- err
 }
