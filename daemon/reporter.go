@@ -114,7 +114,12 @@ func (r *reporter) tick(now time.Duration) {
 			*st = liveState{phase: ps, target: -1}
 		}
 		sch := w.sched.Load()
-		st.add(rateSample{at: now, acked: ps.snapshot().acked, planned: sch.planned(w.since()), open: sch.profile != nil})
+		// The plan is read at the sample's own time (now, as elapsed on
+		// the schedule's clock), not at the moment this line runs: the
+		// history's sampling before it takes a varying while, which would
+		// make the mean target over a window jitter by a few percent.
+		e := now - time.Duration(w.origin.Load())
+		st.add(rateSample{at: now, acked: ps.snapshot().acked, planned: sch.planned(e), open: sch.profile != nil})
 	}
 	r.mu.Unlock()
 	if r.console != nil {
