@@ -3,6 +3,7 @@ package daemon
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +84,28 @@ func TestBarTargetOverTheSameWindow(t *testing.T) {
 	p := &schedule{profile: pace.Constant(1000), paused: true, pausedAt: 5 * time.Second}
 	if got := p.planned(9 * time.Second); got != 5000 {
 		t.Errorf("paused at 5 s: planned(9 s) = %g, want 5000", got)
+	}
+}
+
+// The console reads the terminal's width at every frame (from the
+// terminal, else COLUMNS), so the bar follows a resize: each frame fits
+// the width at the time it is drawn.
+func TestConsoleFollowsTheWidth(t *testing.T) {
+	var out strings.Builder
+	t.Setenv("COLUMNS", "120")
+	con := NewConsole(&out)
+	b := barInfo{frac: 0.5, elapsed: 30 * time.Second, left: 30 * time.Second, wls: []barWorkload{
+		{name: "iot", unit: "rows", achieved: 1000, target: 1000}, {name: "kv", unit: "ops", achieved: 1000, target: 1000}}}
+	for _, cols := range []int{120, 60, 80} {
+		t.Setenv("COLUMNS", strconv.Itoa(cols))
+		line := b.fit(con.columns() - 1)
+		con.showBar(line)
+		if n := utf8.RuneCountInString(line); n > cols-1 || n < cols-40 {
+			t.Errorf("COLUMNS=%d: a frame of %d columns: %q", cols, n, line)
+		}
+	}
+	_, cur := screen(out.String())
+	if want := b.fit(79); cur != want {
+		t.Errorf("on screen %q, want the 80-column frame %q", cur, want)
 	}
 }

@@ -38,7 +38,7 @@ func shoot(t *testing.T, b *browser, name string) {
 	t.Logf("screenshot: %s", path)
 }
 
-// noOverflow is the page's horizontal overflow: how much wider the
+// overflow is the page's horizontal overflow: how much wider the
 // document is than the window (0 when it reflows to fit).
 const overflow = `document.documentElement.scrollWidth - window.innerWidth`
 
