@@ -45,3 +45,12 @@ func TestCapacityShowsTheStepsRate(t *testing.T) {
 		}
 	})
 }
+
+// The search's outcome writes rates as the report does: never 1e+07.
+func TestCapacityOutcomeWritesRatesForPeople(t *testing.T) {
+	cc := CapacityConfig{Start: 1000, Step: Growth{Factor: 1.5, text: "x1.5"}, Max: 1e7}
+	_, _, outcome := search(cc, 1e7, func(float64, string) (bool, bool) { return true, true })
+	if !strings.Contains(outcome, "(10,000,000/s)") {
+		t.Errorf("outcome %q, want the limit written 10,000,000/s", outcome)
+	}
+}
