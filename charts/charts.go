@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -480,7 +481,8 @@ func (c *Chart) writeSeries(b *bytes.Buffer, xs, ys *scale) {
 		}
 	}
 	b.WriteString(`</g><g class="marks">`)
-	for _, m := range c.Marks {
+	labels := c.markLabels(xs, ys)
+	for i, m := range c.Marks {
 		col := m.Color
 		if col == "" {
 			col = "#666"
@@ -491,20 +493,19 @@ func (c *Chart) writeSeries(b *bytes.Buffer, xs, ys *scale) {
 			}
 			y := ys.pos(m.At)
 			fmt.Fprintf(b, `<line class="mark" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="2 3"/>`, xs.p0, y, xs.p1, y, esc(col))
-			fmt.Fprintf(b, `<text class="mark-label" x="%.1f" y="%.1f" text-anchor="end" fill="%s">%s</text>`, xs.p1-2, y-3, esc(col), esc(m.Label))
-			continue
-		}
-		if !xs.valid(m.At) {
-			continue
-		}
-		x := xs.pos(m.At)
-		fmt.Fprintf(b, `<line class="mark" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="2 3"/>`, x, ys.p1, x, ys.p0, esc(col))
-		// Right of the line, unless the label would run off the plot.
-		if x+3+float64(len([]rune(m.Label)))*charWidth > xs.p1 {
-			fmt.Fprintf(b, `<text class="mark-label" x="%.1f" y="%.1f" text-anchor="end" fill="%s">%s</text>`, x-3, ys.p1+11, esc(col), esc(m.Label))
 		} else {
-			fmt.Fprintf(b, `<text class="mark-label" x="%.1f" y="%.1f" fill="%s">%s</text>`, x+3, ys.p1+11, esc(col), esc(m.Label))
+			if !xs.valid(m.At) {
+				continue
+			}
+			x := xs.pos(m.At)
+			fmt.Fprintf(b, `<line class="mark" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="2 3"/>`, x, ys.p1, x, ys.p0, esc(col))
 		}
+		l := labels[i]
+		anchor := ""
+		if l.end {
+			anchor = ` text-anchor="end"`
+		}
+		fmt.Fprintf(b, `<text class="mark-label" x="%.1f" y="%.1f"%s fill="%s">%s</text>`, l.x, l.y, anchor, esc(col), esc(m.Label))
 	}
 	b.WriteString(`</g><g class="lines" fill="none" stroke-width="1.6" stroke-linejoin="round">`)
 	for i, l := range c.Lines {
@@ -537,6 +538,85 @@ func (c *Chart) writeSeries(b *bytes.Buffer, xs, ys *scale) {
 		fmt.Fprintf(b, ` data-points="%d">%s</g>`, n, inner.String())
 	}
 	b.WriteString(`</g>`)
+}
+
+// box is the rectangle a text takes, as estimated from charWidth and
+// fontSize (the charts have no font metrics).
+type box struct{ x0, y0, x1, y1 float64 }
+
+func (a box) overlaps(b box) bool { return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1 }
+
+// textBox is the box of s drawn with its baseline at y, starting at x
+// or, with end, ending there.
+func textBox(x, y float64, s string, end bool) box {
+	w := float64(len([]rune(s))) * charWidth
+	if end {
+		x -= w
+	}
+	return box{x, y - fontSize, x + w, y + 3}
+}
+
+// placedLabel is where a mark's label is drawn.
+type placedLabel struct {
+	x, y float64
+	end  bool // text-anchor end
+}
+
+// markLabels places each mark's label beside its line where it covers
+// neither the title, the legend, the x-axis title nor a label placed
+// before it: a horizontal mark's label goes above its line at the right,
+// else below it, else the same at the left; a vertical mark's at the top
+// right of its line (left near the right edge), else lower down, else
+// on the other side. When every place is taken, the first.
+func (c *Chart) markLabels(xs, ys *scale) []placedLabel {
+	w := xs.p1 + marginRight
+	taken := []box{textBox(marginLeft, 13, c.Title, false)}
+	items := c.legendItems()
+	for r, row := range legendRows(items, w-marginLeft-marginRight) {
+		x := float64(marginLeft)
+		for _, it := range row {
+			x += itemWidth(it)
+		}
+		y := float64(titleHeight + r*legendRow + 10)
+		taken = append(taken, box{marginLeft, y - fontSize, x, y + 3})
+	}
+	if c.X.Label != "" {
+		taken = append(taken, textBox(xs.p1, ys.p1-3, c.X.Label, true))
+	}
+	out := make([]placedLabel, len(c.Marks))
+	for i, m := range c.Marks {
+		var cands []placedLabel
+		if m.Horizontal {
+			if !ys.valid(m.At) {
+				continue
+			}
+			y := ys.pos(m.At)
+			cands = []placedLabel{{xs.p1 - 2, y - 3, true}, {xs.p1 - 2, y + 11, true}, {xs.p0 + 2, y - 3, false}, {xs.p0 + 2, y + 11, false}}
+		} else {
+			if !xs.valid(m.At) {
+				continue
+			}
+			x := xs.pos(m.At)
+			right, left := placedLabel{x + 3, 0, false}, placedLabel{x - 3, 0, true}
+			if x+3+float64(len([]rune(m.Label)))*charWidth > xs.p1 { // would run off the plot
+				right, left = left, right
+			}
+			for k := range 4 {
+				y := ys.p1 + 11 + float64(k)*(fontSize+2)
+				cands = append(cands, placedLabel{right.x, y, right.end}, placedLabel{left.x, y, left.end})
+			}
+		}
+		out[i] = cands[0]
+		for _, p := range cands {
+			bx := textBox(p.x, p.y, m.Label, p.end)
+			if !slices.ContainsFunc(taken, bx.overlaps) {
+				out[i] = p
+				break
+			}
+		}
+		taken = append(taken, textBox(out[i].x, out[i].y, m.Label, out[i].end))
+	}
+	return out
 }
 
 // moveOrLine appends an M (move) or L (line) command to path data.

@@ -111,28 +111,30 @@ func (c *Chart) PNG() ([]byte, error) {
 			r.fill(poly, col)
 		}
 	}
-	for _, m := range c.Marks {
+	labels := c.markLabels(&xs, &ys)
+	for i, m := range c.Marks {
 		col := parseColour(m.Color)
 		if m.Color == "" {
 			col = color.NRGBA{0x66, 0x66, 0x66, 0xff}
 		}
 		if m.Horizontal {
-			if ys.valid(m.At) {
-				y := ys.pos(m.At)
-				r.stroke([]pt{{xs.p0, y}, {xs.p1, y}}, col, 1, true)
-				r.text(xs.p1-2, y-3, m.Label, anchorEnd, col, false, 1)
+			if !ys.valid(m.At) {
+				continue
 			}
-			continue
-		}
-		if xs.valid(m.At) {
+			y := ys.pos(m.At)
+			r.stroke([]pt{{xs.p0, y}, {xs.p1, y}}, col, 1, true)
+		} else {
+			if !xs.valid(m.At) {
+				continue
+			}
 			x := xs.pos(m.At)
 			r.stroke([]pt{{x, ys.p1}, {x, ys.p0}}, col, 1, true)
-			if x+3+float64(len([]rune(m.Label)))*charWidth > xs.p1 { // as SVG: left of the line near the edge
-				r.text(x-3, ys.p1+11, m.Label, anchorEnd, col, false, 1)
-			} else {
-				r.text(x+3, ys.p1+11, m.Label, anchorStart, col, false, 1)
-			}
 		}
+		l, anchor := labels[i], anchorStart
+		if l.end {
+			anchor = anchorEnd
+		}
+		r.text(l.x, l.y, m.Label, anchor, col, false, 1) // placed as in the SVG
 	}
 	for i, l := range c.Lines {
 		col := parseColour(lc[i])

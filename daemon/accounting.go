@@ -147,8 +147,8 @@ type tally struct {
 // phaseStats is one phase (load or run) of a workload: its tallies,
 // latency histograms and how it ended.
 type phaseStats struct {
-	name  string // load or run
-	rate  string // the phase's rate, as configured
+	name  string                 // load or run
+	rate  atomic.Pointer[string] // the phase's rate, as configured, or as last set at run time (see rateText)
 	begin time.Duration
 	ended atomic.Int64 // mono() at the end; 0 = running
 
@@ -168,12 +168,18 @@ type phaseStats struct {
 }
 
 func newPhaseStats(name, rate string, workers int) *phaseStats {
-	ps := &phaseStats{name: name, rate: rate, begin: mono(), workers: make([]*tally, workers)}
+	ps := &phaseStats{name: name, begin: mono(), workers: make([]*tally, workers)}
+	ps.rate.Store(&rate)
 	for i := range ps.workers {
 		ps.workers[i] = &tally{}
 	}
 	return ps
 }
+
+// rateText is the phase's rate as configured, or as last set at run
+// time (/control, each step of soakd capacity): what the console,
+// /status and the summary show as the phase's rate.
+func (ps *phaseStats) rateText() string { return *ps.rate.Load() }
 
 // snapshot sums the tallies. Each tally is read under its lock, the
 // workers' first and the scheduler's last: a unit is added to scheduled

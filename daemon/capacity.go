@@ -281,12 +281,12 @@ func search(cc CapacityConfig, limit float64, step func(rate float64, kind strin
 		}
 		knee, found = r, true
 		if r >= limit {
-			return knee, true, fmt.Sprintf("every step passed up to the highest rate allowed (%.6g/s): the knee is at least that", r)
+			return knee, true, fmt.Sprintf("every step passed up to the highest rate allowed (%s/s): the knee is at least that", pace.FormatRate(r))
 		}
 		r = math.Min(cc.Step.next(r), limit)
 	}
 	if !found {
-		return 0, false, fmt.Sprintf("the first step (%.6g/s) failed twice: the target does not meet the SLO even at CAPACITY_START", cc.Start)
+		return 0, false, fmt.Sprintf("the first step (%s/s) failed twice: the target does not meet the SLO even at CAPACITY_START", pace.FormatRate(cc.Start))
 	}
 	lo, hi := knee, firstFail
 	for i := 0; i < cc.Refine; i++ {
@@ -301,7 +301,7 @@ func search(cc CapacityConfig, limit float64, step func(rate float64, kind strin
 			hi = mid
 		}
 	}
-	return lo, true, fmt.Sprintf("the knee is between %.6g/s (passed) and %.6g/s (failed)", lo, hi)
+	return lo, true, fmt.Sprintf("the knee is between %s/s (passed) and %s/s (failed)", pace.FormatRate(lo), pace.FormatRate(hi))
 }
 
 // waitRunPhase waits until the workload's run phase begins (after a
@@ -318,7 +318,7 @@ func (s *capacitySearch) waitRunPhase(ctx context.Context) *phaseStats {
 }
 
 func (s *capacitySearch) setRate(ctx context.Context, r float64) bool {
-	rate := pace.Rate{Profile: pace.Constant(r)}
+	rate := pace.ConstantRate(r)
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := s.w.control(cctx, controlReq{rate: &rate}); err != nil {
@@ -351,8 +351,8 @@ func (s *capacitySearch) runStep(ctx context.Context, ps *phaseStats, rec *windo
 	if !st.Pass {
 		verdict = "fail: " + strings.Join(st.Reasons, "; ")
 	}
-	s.log.Info(fmt.Sprintf("capacity step %d (%s) at %.6g/s: achieved %.6g/s, p99 %s, errors %.3g%%, dropped %.3g%%: %s",
-		idx, kind, r, st.Achieved, fmtDur(st.Response.P99), 100*st.ErrorRatio, 100*st.DropRatio, verdict))
+	s.log.Info(fmt.Sprintf("capacity step %d (%s) at %s/s: achieved %s/s, p99 %s, errors %.3g%%, dropped %.3g%%: %s",
+		idx, kind, pace.FormatRate(r), pace.FormatRate(st.Achieved), fmtDur(st.Response.P99), 100*st.ErrorRatio, 100*st.DropRatio, verdict))
 	return st, true
 }
 
@@ -384,7 +384,7 @@ func (s *capacitySearch) judge(idx int, kind string, r float64, ws *windowStats)
 		st.Reasons = append(st.Reasons, fmt.Sprintf("errors %.3g%% > SLO_ERRORS %.3g%%", 100*st.ErrorRatio, 100*float64(s.cc.SLOErrors)))
 	}
 	if st.Achieved < minAchieved*target {
-		st.Reasons = append(st.Reasons, fmt.Sprintf("achieved %.6g/s < 95%% of %.6g/s", st.Achieved, target))
+		st.Reasons = append(st.Reasons, fmt.Sprintf("achieved %s/s < 95%% of %s/s", pace.FormatRate(st.Achieved), pace.FormatRate(target)))
 	}
 	if st.DropRatio > maxDropped {
 		st.Reasons = append(st.Reasons, fmt.Sprintf("dropped %.3g%% > 0.1%%", 100*st.DropRatio))
@@ -459,8 +459,11 @@ func Capacity(ctx context.Context, cfg *Config, environ map[string]string, d Dep
 	// stops it; its own RATE and DURATION do not apply.
 	saved := *wc
 	defer func() { *wc = saved }()
-	wc.Rate = pace.Rate{Profile: pace.Constant(cc.Start)}
+	wc.Rate = pace.ConstantRate(cc.Start)
 	wc.Duration = 0
+	if wc.builtinBatch {
+		wc.BatchSize = builtinBatch(pace.Rate{Profile: pace.Constant(cc.Max)})
+	}
 	opt := opSlot(cc.SLOOp) // allOps when unset
 	var s *capacitySearch
 	runCtx, stop := context.WithCancelCause(ctx)

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/soakd/soakd/daemon/pace"
 )
 
 // WriteMarkdown writes the search as a markdown report: the environment,
@@ -15,7 +17,7 @@ func (r *CapacityResult) WriteMarkdown(out io.Writer) {
 	cc := r.Settings
 	fmt.Fprintf(out, "# Capacity of workload %s\n\n", r.Workload)
 	if r.Found {
-		fmt.Fprintf(out, "**Knee: %.6g units/s**: the highest rate whose response p99 stayed within %s", r.Knee, cc.SLOP99)
+		fmt.Fprintf(out, "**Knee: %s units/s**: the highest rate whose response p99 stayed within %s", pace.FormatRate(r.Knee), cc.SLOP99)
 	} else {
 		fmt.Fprintf(out, "**No knee**: no step met the SLO (response p99 ≤ %s", cc.SLOP99)
 	}
@@ -37,8 +39,8 @@ func (r *CapacityResult) WriteMarkdown(out io.Writer) {
 	for w, v := range r.Servers {
 		fmt.Fprintf(out, "| target of %s | %s |\n", w, strings.ReplaceAll(v, "|", "/"))
 	}
-	fmt.Fprintf(out, "\nSearch: start %.6g/s, step %s, warm-up %s, %s to settle then %s judged per step, at most %.6g/s, %d refining steps.\n",
-		cc.Start, cc.Step.text, cc.Warmup, cc.Settle, cc.Hold, cc.Max, cc.Refine)
+	fmt.Fprintf(out, "\nSearch: start %s/s, step %s, warm-up %s, %s to settle then %s judged per step, at most %s/s, %d refining steps.\n",
+		pace.FormatRate(cc.Start), cc.Step.text, cc.Warmup, cc.Settle, cc.Hold, pace.FormatRate(cc.Max), cc.Refine)
 	if len(r.Run) > 0 {
 		fmt.Fprintf(out, "\nSettings: `%s`\n", strings.Join(r.Run, "` `"))
 	}
@@ -49,7 +51,7 @@ func (r *CapacityResult) WriteMarkdown(out io.Writer) {
 		if !s.Pass {
 			verdict = "fail: " + strings.Join(s.Reasons, "; ")
 		}
-		fmt.Fprintf(out, "| %d | %s | %.6g | %.6g | %s | %s | %s | %.3g%% | %.3g%% | %s |\n", s.Index, s.Kind, s.Target, s.Achieved,
+		fmt.Fprintf(out, "| %d | %s | %s | %s | %s | %s | %s | %.3g%% | %.3g%% | %s |\n", s.Index, s.Kind, pace.FormatRate(s.Target), pace.FormatRate(s.Achieved),
 			fmtDur(s.Response.P50), fmtDur(s.Response.P99), fmtDur(s.Service.P99), 100*s.ErrorRatio, 100*s.DropRatio, verdict)
 	}
 }

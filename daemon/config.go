@@ -57,6 +57,20 @@ type Config struct {
 	Workload []*Workload `env:"-"`
 }
 
+// builtinBatch is BATCH_SIZE for a series workload on the built-in
+// target: small enough that the peak rate makes builtinWrites writes a
+// second (at most the usual 1000 rows). With 1000 rows a write at 1000
+// rows/s, one write a second, the per-second rate chart saws between 0
+// and twice the rate; 50 writes a second keep it within a few percent.
+func builtinBatch(r pace.Rate) int {
+	const builtinWrites = 50
+	p := r.Peak()
+	if math.IsInf(p, 1) || math.IsNaN(p) {
+		return 1000
+	}
+	return int(max(1, min(1000, math.Floor(p/builtinWrites))))
+}
+
 // Workload configures one stream of load: a source, a target and a rate.
 type Workload struct {
 	Name         string        `env:"-"`
@@ -94,6 +108,11 @@ type Workload struct {
 	// built-in target of the source's kind (then Builtin is true).
 	Sink    sinks.Target `env:"-"`
 	Builtin bool         `env:"-"`
+
+	// builtinBatch: BatchSize is the built-in target's default for RATE
+	// (see builtinBatch), not a setting; soakd capacity sizes it for the
+	// search's highest rate instead.
+	builtinBatch bool
 
 	// reset empties what soakd wrote to the target before the first phase
 	// (soakd sweep's SOAKD_SWEEP_RESET).
@@ -176,6 +195,12 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 		}
 		if w.Source == "" && srcs.Lookup(name) != nil {
 			w.Source = name
+		}
+		if e := srcs.Lookup(w.Source); e != nil && e.Kind == sources.Series && w.Target == "" {
+			if _, set := wenv[p+"BATCH_SIZE"]; !set {
+				w.BatchSize, w.builtinBatch = builtinBatch(w.Rate), true
+				w.BuiltinDefaults = append(w.BuiltinDefaults, fmt.Sprintf("%sBATCH_SIZE=%d", p, w.BatchSize))
+			}
 		}
 		if e := srcs.Lookup(w.Source); e != nil && e.Settings != nil {
 			w.Ext = e.Settings()

@@ -3,6 +3,7 @@ package daemon
 import (
 	"io"
 	"os"
+	"strconv"
 	"sync"
 
 	"golang.org/x/term"
@@ -25,11 +26,7 @@ const eraseLine = "\r\x1b[K"
 // NewConsole returns a console writing to out (a terminal).
 func NewConsole(out io.Writer) *Console {
 	c := &Console{out: out, width: 80}
-	if f, ok := out.(*os.File); ok {
-		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 10 {
-			c.width = w
-		}
-	}
+	c.width = c.columns()
 	return c
 }
 
@@ -50,12 +47,43 @@ func (c *Console) Write(p []byte) (int, error) {
 // Sync is a no-op (zapcore.WriteSyncer).
 func (c *Console) Sync() error { return nil }
 
+// columns is the terminal's width now, so the bar follows a resize (it
+// is redrawn every second, and at once on SIGWINCH): the size the
+// terminal reports, else COLUMNS, else the width found at the start.
+func (c *Console) columns() int {
+	w := 0
+	if f, ok := c.out.(*os.File); ok {
+		if n, _, err := term.GetSize(int(f.Fd())); err == nil {
+			w = n
+		}
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); w <= 0 && err == nil {
+		w = n
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w > 0 {
+		c.width = w
+	}
+	return c.width
+}
+
+// terminal reports whether the console writes to a terminal, which can
+// be resized.
+func (c *Console) terminal() bool {
+	f, ok := c.out.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 // showBar draws line as the bar, replacing the previous one.
 func (c *Console) showBar(line string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// The reporter fits the bar to columns(); this only guards against
+	// a shrink between the two, which would wrap the bar so that it could
+	// not be erased.
 	if r := []rune(line); len(r) > c.width-1 {
-		line = string(r[:c.width-1])
+		line = string(r[:max(c.width-1, 0)])
 	}
 	c.bar = line
 	_, _ = io.WriteString(c.out, eraseLine+line)

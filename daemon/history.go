@@ -546,7 +546,7 @@ func (h *History) Snapshot() HistoryDoc {
 		}
 		for i, ps := range wh.phases {
 			c := ps.snapshot()
-			wd.Phases = append(wd.Phases, PhaseHistory{Name: ps.name, Rate: ps.rate, Start: wh.starts[i],
+			wd.Phases = append(wd.Phases, PhaseHistory{Name: ps.name, Rate: ps.rateText(), Start: wh.starts[i],
 				Seconds: ps.elapsed().Seconds(), StoppedBy: ps.stopReason(), StatusCounts: phaseCounts(ps, &c)})
 		}
 		for _, op := range w.ops {

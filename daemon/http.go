@@ -273,11 +273,11 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 		cur := wl.cur.Load()
 		for _, ps := range wl.allPhases() {
 			c := ps.snapshot()
-			p := StatusPhase{Name: ps.name, Rate: ps.rate, Seconds: ps.elapsed().Seconds(),
+			p := StatusPhase{Name: ps.name, Rate: ps.rateText(), Seconds: ps.elapsed().Seconds(),
 				StoppedBy: ps.stopReason(), StatusCounts: phaseCounts(ps, &c)}
 			s.Phases = append(s.Phases, p)
 			if ps == cur {
-				s.Phase, s.Rate, s.StatusCounts = ps.name, ps.rate, p.StatusCounts
+				s.Phase, s.Rate, s.StatusCounts = ps.name, ps.rateText(), p.StatusCounts
 			}
 		}
 		if cur != nil {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -37,13 +40,16 @@ type reporter struct {
 // liveState is what /status and the progress line show of a workload
 // beyond its counts, refreshed by the reporter.
 type liveState struct {
-	samples [rateSamples]struct {
-		at    time.Duration
-		acked int64
-	}
+	samples  [rateSamples]rateSample
 	phase    *phaseStats // the phase the samples and window belong to
 	n        int
 	achieved float64
+	// target is the mean target rate over the same window as achieved
+	// (the rate profile's integral over it ÷ its length): on a ramp the
+	// instantaneous target runs half a window ahead of any trailing
+	// average, so comparing with it shows a shortfall that is not there.
+	// < 0: none (closed loop, or before two samples).
+	target   float64
 	window   histQuantiles // the last whole window of phase; Count 0 before the first
 	lastErrs int64
 }
@@ -54,7 +60,7 @@ func newReporter(cfg *Config, wls []*workload, log *zap.Logger, console *Console
 		r.window = 10 * time.Second
 	}
 	for range wls {
-		r.state = append(r.state, &liveState{})
+		r.state = append(r.state, &liveState{target: -1})
 	}
 	if console != nil && r.bounded() {
 		r.console = console
@@ -65,11 +71,21 @@ func newReporter(cfg *Config, wls []*workload, log *zap.Logger, console *Console
 func (r *reporter) run(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	var resized chan os.Signal // nil without a bar on a terminal: never ready
+	if r.console != nil && r.console.terminal() {
+		resized = make(chan os.Signal, 1)
+		notifyResize(resized)
+		defer signal.Stop(resized)
+	}
 	last := mono()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-resized:
+			// Redraw at once at the new width: a bar wider than the
+			// terminal wraps, and the next frame could not erase it.
+			r.console.showBar(r.barLine(mono(), false))
 		case <-t.C:
 			now := mono()
 			r.tick(now)
@@ -95,22 +111,45 @@ func (r *reporter) tick(now time.Duration) {
 			continue
 		}
 		if st.phase != ps {
-			*st = liveState{phase: ps}
+			*st = liveState{phase: ps, target: -1}
 		}
-		acked := ps.snapshot().acked
-		st.samples[st.n%rateSamples].at, st.samples[st.n%rateSamples].acked = now, acked
-		st.n++
-		oldest := st.samples[st.n%rateSamples]
-		if st.n < rateSamples {
-			oldest = st.samples[0]
-		}
-		if dt := (now - oldest.at).Seconds(); dt > 0 {
-			st.achieved = float64(acked-oldest.acked) / dt
-		}
+		sch := w.sched.Load()
+		// The plan is read at the sample's own time (now, as elapsed on
+		// the schedule's clock), not at the moment this line runs: the
+		// history's sampling before it takes a varying while, which would
+		// make the mean target over a window jitter by a few percent.
+		e := now - time.Duration(w.origin.Load())
+		st.add(rateSample{at: now, acked: ps.snapshot().acked, planned: sch.planned(e), open: sch.profile != nil})
 	}
 	r.mu.Unlock()
 	if r.console != nil {
 		r.console.showBar(r.barLine(now, false))
+	}
+}
+
+// rateSample is one second's sample of a workload's counts.
+type rateSample struct {
+	at      time.Duration
+	acked   int64
+	planned float64 // units the rate profile had due by then (schedule.planned)
+	open    bool    // open loop: planned is meaningful
+}
+
+// add records a sample and recomputes the achieved rate and the mean
+// target over the window from the oldest sample kept to this one.
+func (st *liveState) add(s rateSample) {
+	st.samples[st.n%rateSamples] = s
+	st.n++
+	oldest := st.samples[st.n%rateSamples]
+	if st.n < rateSamples {
+		oldest = st.samples[0]
+	}
+	st.target = -1
+	if dt := (s.at - oldest.at).Seconds(); dt > 0 {
+		st.achieved = float64(s.acked-oldest.acked) / dt
+		if s.open && oldest.open {
+			st.target = (s.planned - oldest.planned) / dt
+		}
 	}
 }
 
@@ -131,7 +170,11 @@ func (r *reporter) progress() {
 			continue
 		}
 		errs := c.errors()
-		target := w.sched.Load().rateAt(w.since())
+		// The target over the achieved rate's window, so the two compare.
+		target := st.target
+		if target < 0 {
+			target = w.sched.Load().rateAt(w.since())
+		}
 		tgt := "max"
 		if w.sched.Load().profile != nil {
 			tgt = fmt.Sprintf("%.0f", target)
@@ -260,8 +303,9 @@ func (r *reporter) workloadProgress(w *workload, now time.Duration) (frac float6
 	return frac, left, true
 }
 
-// barLine renders the bar: overall progress, time elapsed and left, and
-// each workload's achieved rate. done forces 100 %.
+// barLine renders the bar, fitted to the console's width: overall
+// progress, time elapsed and left, and each workload's achieved rate
+// against its target over the same window. done forces 100 %.
 func (r *reporter) barLine(now time.Duration, done bool) string {
 	elapsed := now - r.started
 	frac, left := 1.0, time.Duration(0)
@@ -279,20 +323,113 @@ func (r *reporter) barLine(now time.Duration, done bool) string {
 	if done {
 		frac, left = 1, 0
 	}
-	const width = 24
-	n := int(frac * width)
-	var b strings.Builder
-	fmt.Fprintf(&b, "[%s%s] %3.0f%% %s elapsed, %s left", strings.Repeat("#", n), strings.Repeat("-", width-n),
-		100*frac, fmtClock(elapsed), fmtClock(left))
+	b := barInfo{frac: frac, elapsed: elapsed, left: left}
 	r.mu.Lock()
 	for i, w := range r.wls {
-		fmt.Fprintf(&b, " | %s %.0f %s/s", w.name, r.state[i].achieved, unitName(w.kind))
+		st := r.state[i]
+		wb := barWorkload{name: w.name, unit: unitName(w.kind), achieved: st.achieved, target: st.target}
 		if ps := w.cur.Load(); ps != nil && ps.name != "run" {
-			fmt.Fprintf(&b, " (%s)", ps.name)
+			wb.phase = ps.name
 		}
+		b.wls = append(b.wls, wb)
 	}
 	r.mu.Unlock()
-	return b.String()
+	width := 80
+	if r.console != nil {
+		width = r.console.columns()
+	}
+	return b.fit(width - 1) // the last column would wrap on some terminals
+}
+
+// barInfo is what the progress line shows.
+type barInfo struct {
+	frac          float64
+	elapsed, left time.Duration
+	wls           []barWorkload
+}
+
+type barWorkload struct {
+	name, unit, phase string
+	achieved          float64
+	target            float64 // mean target over the achieved rate's window; < 0: none (max, or not known yet)
+}
+
+// barLevel is how much of the progress line is left out.
+type barLevel struct {
+	graphic   int  // width of the [###---] graphic, 0 = none
+	elapsed   bool // "1m02s elapsed"
+	targets   bool // "(target 1000)"
+	left      bool // "3m left"
+	workloads int  // how many workloads' rates
+}
+
+// barLevels lists the progress line's forms from the fullest down: a
+// narrow terminal gets the first that fits, so the least useful parts
+// go first (the graphic repeats the percentage; elapsed time is on the
+// logs) and no field is ever cut in the middle of a number.
+func barLevels(n int) []barLevel {
+	out := []barLevel{
+		{24, true, true, true, n},
+		{10, true, true, true, n},
+		{0, true, true, true, n},
+		{0, false, true, true, n},
+		{0, false, false, true, n},
+		{0, false, false, false, n},
+	}
+	for k := n - 1; k >= 0; k-- {
+		out = append(out, barLevel{workloads: k})
+	}
+	return out
+}
+
+// fit returns the fullest form of the line at most width columns wide;
+// if even the percentage alone does not fit, "".
+func (b barInfo) fit(width int) string {
+	for _, l := range barLevels(len(b.wls)) {
+		if s := b.render(l); utf8.RuneCountInString(s) <= width {
+			return s
+		}
+	}
+	return ""
+}
+
+func (b barInfo) render(l barLevel) string {
+	var s strings.Builder
+	if l.graphic > 0 {
+		n := int(b.frac * float64(l.graphic))
+		fmt.Fprintf(&s, "[%s%s] ", strings.Repeat("#", n), strings.Repeat("-", l.graphic-n))
+	}
+	fmt.Fprintf(&s, "%3.0f%%", 100*b.frac)
+	switch {
+	case l.elapsed && l.left:
+		fmt.Fprintf(&s, " %s elapsed, %s left", fmtClock(b.elapsed), fmtClock(b.left))
+	case l.left:
+		fmt.Fprintf(&s, " %s left", fmtClock(b.left))
+	}
+	for _, w := range b.wls[:l.workloads] {
+		fmt.Fprintf(&s, " | %s %s %s/s", w.name, fmtRate(w.achieved), w.unit)
+		if w.phase != "" {
+			fmt.Fprintf(&s, " (%s)", w.phase)
+		}
+		if l.targets && w.target >= 0 {
+			fmt.Fprintf(&s, " (target %s)", fmtRate(w.target))
+		}
+	}
+	return s.String()
+}
+
+// fmtRate prints a rate in at most 6 characters, so the progress line
+// stays short: 980, 18400, 123.4k, 10.50M.
+func fmtRate(v float64) string {
+	switch a := math.Abs(v); {
+	case a < 99999.5:
+		return fmt.Sprintf("%.0f", v)
+	case a < 999.95e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	case a < 999.995e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	}
+	return fmt.Sprintf("%.2fG", v/1e9)
 }
 
 // fmtClock prints a duration as 1h02m03s, 2m03s or 3s.

@@ -36,6 +36,19 @@ func (s *schedule) rateAt(e time.Duration) float64 {
 	return s.profile.RateAt(e - s.tBase)
 }
 
+// planned is the units the plan has due by elapsed e: the rate profile's
+// integral. The difference of two over a window is the window's mean
+// target rate. The profile's clock stops while paused.
+func (s *schedule) planned(e time.Duration) float64 {
+	if s.profile == nil {
+		return 0
+	}
+	if s.paused {
+		e = min(e, s.pausedAt)
+	}
+	return s.nBase + s.profile.Count(max(e-s.tBase, 0))
+}
+
 // controlReq is a run-time change asked through /control.
 type controlReq struct {
 	rate   *pace.Rate
@@ -253,6 +266,10 @@ func (r *runner) applyControl(c controlReq, sent float64) {
 	}
 	if err == nil {
 		r.sched.Store(&next)
+		if ps := r.cur.Load(); ps != nil && c.rate != nil {
+			text := c.rate.String()
+			ps.rate.Store(&text)
+		}
 	}
 	c.reply <- err
 }

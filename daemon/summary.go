@@ -258,7 +258,7 @@ func (w *workload) phaseSummary(ps *phaseStats) WorkloadSummary {
 	secs := ps.elapsed().Seconds()
 	ws := WorkloadSummary{
 		Name: w.name, Phase: ps.name, Source: w.cfg.Source, Target: w.cfg.Sink.Redacted, Kind: w.kind.String(),
-		Rate: ps.rate, Workers: w.cfg.Workers, Batch: w.batchSize, Seconds: secs,
+		Rate: ps.rateText(), Workers: w.cfg.Workers, Batch: w.batchSize, Seconds: secs,
 		Started: monoBase.Add(ps.begin), StoppedBy: ps.stopReason(),
 		Units: c.acked, UnitName: unitName(w.kind), Values: c.values, Bytes: c.bytes,
 		Scheduled: c.scheduled, Failed: c.failed, Dropped: c.dropped, DroppedAtShutdown: c.cut,

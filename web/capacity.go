@@ -7,6 +7,7 @@ import (
 
 	"github.com/soakd/soakd/charts"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/daemon/pace"
 )
 
 // CapacityCharts are a capacity search's figures: achieved against target
@@ -49,7 +50,7 @@ func CapacityCharts(r *daemon.CapacityResult) []charts.Chart {
 	}
 	var marks []charts.Mark
 	if r.Found {
-		marks = append(marks, charts.Mark{At: r.Knee, Label: fmt.Sprintf("knee %.0f/s", r.Knee)})
+		marks = append(marks, charts.Mark{At: r.Knee, Label: "knee " + pace.FormatRate(r.Knee) + "/s"})
 	}
 	rate := charts.Chart{
 		ID: "capacity-rate", Title: "Achieved vs target rate, per step",
@@ -85,11 +86,11 @@ func CapacityPanel(r *daemon.CapacityResult) Panel {
 	note := "searching…"
 	switch {
 	case r.Outcome != "" && r.Found:
-		note = fmt.Sprintf("knee %.6g units/s: %s", r.Knee, r.Outcome)
+		note = fmt.Sprintf("knee %s units/s: %s", pace.FormatRate(r.Knee), r.Outcome)
 	case r.Outcome != "":
 		note = "no knee: " + r.Outcome
 	case r.Found:
-		note = fmt.Sprintf("searching; %.6g units/s passed so far", r.Knee)
+		note = fmt.Sprintf("searching; %s units/s passed so far", pace.FormatRate(r.Knee))
 	}
 	t := &Table{Header: []string{"#", "kind", "target/s", "achieved/s", "p50", "p99", "errors", "dropped", "verdict"}}
 	for _, s := range r.Steps {
@@ -97,7 +98,7 @@ func CapacityPanel(r *daemon.CapacityResult) Panel {
 		if !s.Pass {
 			verdict = "fail: " + strings.Join(s.Reasons, "; ")
 		}
-		t.Rows = append(t.Rows, []string{fmt.Sprint(s.Index), s.Kind, fmt.Sprintf("%.6g", s.Target), fmt.Sprintf("%.6g", s.Achieved),
+		t.Rows = append(t.Rows, []string{fmt.Sprint(s.Index), s.Kind, pace.FormatRate(s.Target), pace.FormatRate(s.Achieved),
 			seconds(s.Response.P50), seconds(s.Response.P99), fmt.Sprintf("%.3g%%", 100*s.ErrorRatio), fmt.Sprintf("%.3g%%", 100*s.DropRatio), verdict})
 	}
 	return Panel{ID: "capacity", Title: "Capacity of workload " + r.Workload, Note: note, Table: t, Charts: CapacityCharts(r)}

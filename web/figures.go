@@ -3,6 +3,7 @@ package web
 import (
 	"html/template"
 	"math"
+	"strings"
 
 	"github.com/soakd/soakd/charts"
 	"github.com/soakd/soakd/daemon"
@@ -95,7 +96,7 @@ func workloadCharts(w *daemon.WorkloadHistory, rng string) []charts.Chart {
 	var out []charts.Chart
 	target := p.line("target", "target_rate", false)
 	target.Dashed, target.Color = true, "#7f7f7f"
-	out = append(out, chart("rate", "Target vs achieved rate ("+unit+")", charts.Axis{ZeroBased: true},
+	out = append(out, chart("rate", "Target vs achieved rate ("+unit+")", charts.Axis{Label: unit, ZeroBased: true},
 		target, p.line("achieved", "achieved_rate", true)))
 
 	ops := w.Ops
@@ -149,18 +150,25 @@ func workloadCharts(w *daemon.WorkloadHistory, rng string) []charts.Chart {
 	out = append(out, chart("concurrency", "Writes in flight vs workers", charts.Axis{ZeroBased: true},
 		p.line("in flight", "inflight", true), workers))
 
-	if w.Kind == "kv" {
+	switch w.Kind {
+	case "query":
+		out = append(out, chart("units", "Queries per second", charts.Axis{Label: unit, ZeroBased: true},
+			p.line(unit, "achieved_rate", true)))
+	case "kv":
 		var opl []charts.Line
 		for _, op := range ops {
 			opl = append(opl, p.line(op+"/s", op+"_per_second", true))
 		}
 		out = append(out, chart("units", "Operations per second, by op", charts.Axis{ZeroBased: true}, opl...))
-	} else {
+	default:
 		out = append(out, chart("units", "Rows and values per second", charts.Axis{ZeroBased: true},
 			p.line("rows/s", "achieved_rate", true), p.line("values/s", "values_per_second", true)))
 	}
-	out = append(out, chart("bytes", "Bytes sent per second", charts.Axis{Unit: charts.Bytes, ZeroBased: true},
-		p.line("bytes/s", "bytes_per_second", true)))
+	// null:// sends nothing: its bytes chart could only ever be empty.
+	if !strings.HasPrefix(strings.ToLower(w.Target), "null:") {
+		out = append(out, chart("bytes", "Bytes sent per second", charts.Axis{Unit: charts.Bytes, ZeroBased: true},
+			p.line("bytes/s", "bytes_per_second", true)))
+	}
 	return out
 }
 

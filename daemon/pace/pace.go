@@ -94,6 +94,13 @@ func Parse(s string) (Rate, error) {
 	return r, nil
 }
 
+// ConstantRate is the constant rate r (units/s) as a Rate, written as
+// Parse would read it back: a rate set in code shows as a number in
+// logs, /status and the summary rather than as nothing.
+func ConstantRate(r float64) Rate {
+	return Rate{Profile: Constant(r), text: strconv.FormatFloat(r, 'f', -1, 64)}
+}
+
 // MustParse is Parse for constants in code and tests; it panics on error.
 func MustParse(s string) Rate {
 	r, err := Parse(s)
@@ -501,3 +508,31 @@ func (s scaled) At(n float64) (time.Duration, bool) { return s.p.At(n / s.f) }
 func (s scaled) RateAt(e time.Duration) float64     { return s.f * s.p.RateAt(e) }
 func (s scaled) End() time.Duration                 { return s.p.End() }
 func (s scaled) Peak() float64                      { return s.f * s.p.Peak() }
+
+// FormatRate writes a rate for people: at most 6 significant digits,
+// thousands grouped with commas (10,000,000, 5,062.5, 0.25), never in
+// exponent form.
+func FormatRate(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	s := strconv.FormatFloat(v, 'g', 6, 64)
+	f, _ := strconv.ParseFloat(s, 64) // v to 6 significant digits
+	s = strconv.FormatFloat(f, 'f', -1, 64)
+	sign := ""
+	if s[0] == '-' {
+		sign, s = "-", s[1:]
+	}
+	intPart, frac, _ := strings.Cut(s, ".")
+	var b strings.Builder
+	for i, c := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if frac != "" {
+		return sign + b.String() + "." + frac
+	}
+	return sign + b.String()
+}
