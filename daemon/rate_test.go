@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/soakd/soakd/sinks"
@@ -49,59 +50,61 @@ func recPlugins(rs *recSink) *Plugins {
 		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return rs, nil }})
 }
 
-// Rate accuracy in real time, on a shared machine: a constant 100,000
-// rows/s for 10 s is achieved within ±1 % with nothing dropped.
+// Rate accuracy: a constant 100,000 rows/s for 10 s is achieved exactly
+// with nothing dropped. On the fake clock of testing/synctest, so the
+// figure is the engine's own and not how much CPU a shared machine left
+// it (that is BenchmarkEngine's); every row is acknowledged at the
+// instant it was scheduled for.
 func TestRateAccuracyConstant(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10 s real-time run")
-	}
-	rs := &recSink{at: make([]time.Time, 0, 2000), len: make([]int, 0, 2000)}
-	p := recPlugins(rs)
-	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100000", "SOAKD_SEQ_BATCH_SIZE", "1000",
-		"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_DURATION", "10s", "SOAKD_SEQ_TARGET", "rec://"), p)
-	res := runTest(context.Background(), cfg, p, nil)
-	w := res.sum.Workloads[0]
-	rate := float64(rs.countBy(w.Started.Add(10*time.Second))) / 10
-	t.Logf("acked %d rows, %.0f rows/s over the 10 s schedule (%.3f%% off), dropped %d",
-		w.Units, rate, 100*(rate-100000)/100000, w.Dropped)
-	if w.Dropped != 0 {
-		t.Errorf("dropped %d", w.Dropped)
-	}
-	if w.Units != 1_000_000 {
-		t.Errorf("acked %d rows, want 1000000", w.Units)
-	}
-	if math.Abs(rate-100000) > 1000 {
-		t.Errorf("achieved %.0f rows/s, want 100000 ±1%%", rate)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		rs := &recSink{at: make([]time.Time, 0, 2000), len: make([]int, 0, 2000)}
+		p := recPlugins(rs)
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100000", "SOAKD_SEQ_BATCH_SIZE", "1000",
+			"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_DURATION", "10s", "SOAKD_SEQ_TARGET", "rec://"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		w := res.sum.Workloads[0]
+		rate := float64(rs.countBy(w.Started.Add(10*time.Second))) / 10
+		t.Logf("acked %d rows, %.0f rows/s over the 10 s schedule (%.3f%% off), dropped %d",
+			w.Units, rate, 100*(rate-100000)/100000, w.Dropped)
+		if w.Dropped != 0 {
+			t.Errorf("dropped %d", w.Dropped)
+		}
+		if w.Units != 1_000_000 {
+			t.Errorf("acked %d rows, want 1000000", w.Units)
+		}
+		if rate != 100000 {
+			t.Errorf("achieved %.0f rows/s in the 10 s schedule, want 100000", rate)
+		}
+	})
 }
 
 // Along a 0 → 50,000 rows/s linear ramp over 10 s, the count acknowledged
-// by each second is within ±2 % of the integral 2500·t².
+// by each second is the integral 2500·t² to within a batch of 10 (on the
+// fake clock, as above).
 func TestRateAccuracyRamp(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10 s real-time run")
-	}
-	rs := &recSink{at: make([]time.Time, 0, 25100), len: make([]int, 0, 25100)}
-	p := recPlugins(rs)
-	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "10s:50000", "SOAKD_SEQ_BATCH_SIZE", "10",
-		"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_TARGET", "rec://"), p)
-	res := runTest(context.Background(), cfg, p, nil)
-	w := res.sum.Workloads[0]
-	worst := 0.0
-	for s := 1; s <= 10; s++ {
-		want := 2500 * float64(s*s)
-		got := float64(rs.countBy(w.Started.Add(time.Duration(s) * time.Second)))
-		dev := (got - want) / want
-		worst = math.Max(worst, math.Abs(dev))
-		t.Logf("t=%2ds: %7.0f rows, integral %7.0f (%+.3f%%)", s, got, want, 100*dev)
-		if math.Abs(got-want) > 0.02*want {
-			t.Errorf("t=%ds: %.0f rows acknowledged, want %.0f ±2%%", s, got, want)
+	synctest.Test(t, func(t *testing.T) {
+		rs := &recSink{at: make([]time.Time, 0, 25100), len: make([]int, 0, 25100)}
+		p := recPlugins(rs)
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "10s:50000", "SOAKD_SEQ_BATCH_SIZE", "10",
+			"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_TARGET", "rec://"), p)
+		res := runTest(context.Background(), cfg, p, nil)
+		w := res.sum.Workloads[0]
+		worst := 0.0
+		for s := 1; s <= 10; s++ {
+			want := 2500 * float64(s*s)
+			got := float64(rs.countBy(w.Started.Add(time.Duration(s) * time.Second)))
+			dev := (got - want) / want
+			worst = math.Max(worst, math.Abs(dev))
+			t.Logf("t=%2ds: %7.0f rows, integral %7.0f (%+.3f%%)", s, got, want, 100*dev)
+			if math.Abs(got-want) > 10 {
+				t.Errorf("t=%ds: %.0f rows acknowledged, want %.0f ±10 (a batch)", s, got, want)
+			}
 		}
-	}
-	t.Logf("worst deviation %.3f%%; total %d rows (integral 250000)", 100*worst, w.Units)
-	if w.Units != 250000 {
-		t.Errorf("total %d rows, want 250000", w.Units)
-	}
+		t.Logf("worst deviation %.3f%%; total %d rows (integral 250000)", 100*worst, w.Units)
+		if w.Units != 250000 {
+			t.Errorf("total %d rows, want 250000", w.Units)
+		}
+	})
 }
 
 // BenchmarkEngine measures what the engine itself costs per scheduled
