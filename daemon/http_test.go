@@ -70,10 +70,12 @@ func status(t *testing.T, base string) StatusWorkload {
 	return st.Workloads[0]
 }
 
-// eventually polls cond every 50 ms for up to 5 s.
+// eventually polls cond every 50 ms for up to 30 s: what it waits for
+// takes milliseconds, but a loaded machine must not fail a clean run, and
+// the wait only lengthens a failing one.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if cond() {
 			return
 		}

@@ -220,9 +220,11 @@ func TestJudgeDrift(t *testing.T) {
 	if d.EarlyWindow.From != 5 || d.EarlyWindow.To != 15 || d.LatestWindow.From != 30 || d.LatestWindow.To != 40 {
 		t.Errorf("windows %+v and %+v, want 5s–15s and 30s–40s", d.EarlyWindow, d.LatestWindow)
 	}
-	// Late windows end 25 s, 26 s, ... 40 s.
-	if d.Windows != 16 || d.FailedWindows != 16 {
-		t.Errorf("%d late windows, %d failed; want 16 and 16", d.Windows, d.FailedWindows)
+	// Late windows end 25 s, 26 s, ... 40 s; those ending before 28 s hold
+	// fewer than 8 sub-windows (seconds) after the step, so the change
+	// does not hold in enough of them yet.
+	if d.Windows != 16 || d.FailedWindows != 13 {
+		t.Errorf("%d late windows, %d failed; want 16 and 13", d.Windows, d.FailedWindows)
 	}
 	if a := result(t, rs, "drift.p99<5ms@10s"); !a.OK || a.Unit != "seconds" || *a.Value < 0.0019 || *a.Value > 0.0021 {
 		t.Errorf("drift.p99<5ms@10s: %+v", a)
@@ -232,7 +234,7 @@ func TestJudgeDrift(t *testing.T) {
 	}
 	var out strings.Builder
 	writeThresholds(&out, rs)
-	if want := "✗ drift.p99<20%@10s  +100% (2.00ms in 5s–15s, 4.00ms in 30s–40s; 16 of 16 late windows failed)"; !strings.Contains(out.String(), want) {
+	if want := "✗ drift.p99<20%@10s  +100% (2.00ms in 5s–15s, 4.00ms in 30s–40s; 13 of 16 late windows failed)"; !strings.Contains(out.String(), want) {
 		t.Errorf("text lacks %q:\n%s", want, out.String())
 	}
 

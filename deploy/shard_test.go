@@ -151,10 +151,18 @@ func TestShardedRunsStoreTheUnshardedRows(t *testing.T) {
 		// shard paces a third of the rows at a third of the rate.
 		ideal := time.Duration(float64(shardRows) / shardRate * float64(time.Second))
 		t.Logf("%s: %d rows in %v (unsharded %v, ideal %v)", tc.db, got.rows, took, single, ideal)
+		// The schedule is a floor no machine beats: a run faster than it
+		// paces too fast. Above it, a loaded machine adds its own delay, so
+		// the sharded run is compared with the unsharded one measured here:
+		// shards that each paced their third at a ninth of the rate would
+		// take 3× as long.
 		for what, d := range map[string]time.Duration{"unsharded": single, tc.db: took} {
-			if d < ideal*9/10 || d > ideal*3/2+time.Second {
-				t.Errorf("%s run took %v for %d rows at %d rows/s: want about %v", what, d, shardRows, shardRate, ideal)
+			if d < ideal*9/10 {
+				t.Errorf("%s run took %v for %d rows at %d rows/s: want at least %v", what, d, shardRows, shardRate, ideal)
 			}
+		}
+		if took > 2*single {
+			t.Errorf("%s run took %v, the unsharded one %v: want about as long", tc.db, took, single)
 		}
 	}
 }

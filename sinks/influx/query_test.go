@@ -255,14 +255,16 @@ func TestQueryTimeoutPerQuery(t *testing.T) {
 	if _, err := s.Write(t.Context(), b); err != nil {
 		t.Fatalf("three queries of 150 ms with timeout=400ms: %v", err)
 	}
-	delay.Store(int64(2 * time.Second))
+	delay.Store(int64(time.Minute))
 	b = &sources.Batch{Queries: []sources.Query{testQuery(sources.Lastpoint)}}
 	start := time.Now()
 	_, err := s.Write(t.Context(), b)
 	if sinks.ClassOf(err) != sinks.Timeout {
-		t.Errorf("a query of 2 s with timeout=400ms: %v, want class timeout", err)
+		t.Errorf("a query of 1 min with timeout=400ms: %v, want class timeout", err)
 	}
-	if d := time.Since(start); d > 1500*time.Millisecond {
-		t.Errorf("the query ended after %v, want about 400ms", d)
+	// Compared with the query's own minute, not with 400 ms plus a margin
+	// a loaded machine can exceed.
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the query ended after %v, want about 400ms (not the server's 1 min)", d)
 	}
 }

@@ -246,11 +246,12 @@ func TestWriteStartsNoGoroutine(t *testing.T) {
 	}
 }
 
-// settledGoroutines waits (up to a second) until goroutines that are
-// ending (the previous write's) have ended and returns their number.
+// settledGoroutines waits (up to 10 s: a loaded machine may take its time
+// to end them) until goroutines that are ending (the previous write's)
+// have ended and returns their number.
 func settledGoroutines() int {
 	n, stable := runtime.NumGoroutine(), 0
-	for deadline := time.Now().Add(time.Second); stable < 10 && time.Now().Before(deadline); stable++ {
+	for deadline := time.Now().Add(10 * time.Second); stable < 10 && time.Now().Before(deadline); stable++ {
 		time.Sleep(time.Millisecond)
 		if m := runtime.NumGoroutine(); m != n {
 			n, stable = m, 0

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/soakd/soakd/sinks"
@@ -55,44 +56,48 @@ func TestParseURL(t *testing.T) {
 
 func TestWriteModel(t *testing.T) {
 	t.Parallel()
-	b := &sources.Batch{Ops: make([]sources.KVOp, 100)}
-	// 1000 units/s: two writes of 100 units queue behind each other.
-	s := New(Config{Capacity: 1000})
-	t0 := time.Now()
-	for i := 0; i < 3; i++ {
-		if _, err := s.Write(context.Background(), b); err != nil {
-			t.Fatal(err)
+	// On the fake clock: the modelled waits are exact, and a loaded machine
+	// cannot make an instant write look slow.
+	synctest.Test(t, func(t *testing.T) {
+		b := &sources.Batch{Ops: make([]sources.KVOp, 100)}
+		// 1000 units/s: two writes of 100 units queue behind each other.
+		s := New(Config{Capacity: 1000})
+		t0 := time.Now()
+		for i := 0; i < 3; i++ {
+			if _, err := s.Write(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	if d := time.Since(t0); d < 290*time.Millisecond {
-		t.Errorf("3 writes of 100 units at capacity 1000/s took %v, want >= 300ms", d)
-	}
-	// A slowdown from 200 ms after the first write on: the writes before
-	// are instant, those after take 100 ms longer.
-	step := New(Config{SlowAt: 200 * time.Millisecond, SlowBy: 100 * time.Millisecond})
-	t0 = time.Now()
-	if _, err := step.Write(context.Background(), b); err != nil || time.Since(t0) > 50*time.Millisecond {
-		t.Fatalf("write before the slowdown: %v, took %v", err, time.Since(t0))
-	}
-	time.Sleep(250 * time.Millisecond)
-	t0 = time.Now()
-	if _, err := step.Write(context.Background(), b); err != nil || time.Since(t0) < 100*time.Millisecond {
-		t.Fatalf("write after the slowdown: %v, took %v, want >= 100ms", err, time.Since(t0))
-	}
-	f := New(Config{Fail: 1, FailClass: sinks.Rejected})
-	_, err := f.Write(context.Background(), b)
-	if sinks.ClassOf(err) != sinks.Rejected || !errors.Is(err, ErrInjected) {
-		t.Errorf("injected failure: %v", err)
-	}
-	if ok, _ := sinks.Retryable(err); ok {
-		t.Error("a rejected write is not retryable")
-	}
-	slow := New(Config{Latency: Dist{Kind: "fixed", Min: time.Hour}})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel()
-	if _, err := slow.Write(ctx, b); sinks.ClassOf(err) != sinks.Timeout {
-		t.Errorf("cancelled write: %v, want a timeout", err)
-	}
+		if d := time.Since(t0); d != 300*time.Millisecond {
+			t.Errorf("3 writes of 100 units at capacity 1000/s took %v, want 300ms", d)
+		}
+		// A slowdown from 200 ms after the first write on: the writes before
+		// are instant, those after take 100 ms longer.
+		step := New(Config{SlowAt: 200 * time.Millisecond, SlowBy: 100 * time.Millisecond})
+		t0 = time.Now()
+		if _, err := step.Write(context.Background(), b); err != nil || time.Since(t0) != 0 {
+			t.Fatalf("write before the slowdown: %v, took %v", err, time.Since(t0))
+		}
+		time.Sleep(250 * time.Millisecond)
+		t0 = time.Now()
+		if _, err := step.Write(context.Background(), b); err != nil || time.Since(t0) != 100*time.Millisecond {
+			t.Fatalf("write after the slowdown: %v, took %v, want 100ms", err, time.Since(t0))
+		}
+		f := New(Config{Fail: 1, FailClass: sinks.Rejected})
+		_, err := f.Write(context.Background(), b)
+		if sinks.ClassOf(err) != sinks.Rejected || !errors.Is(err, ErrInjected) {
+			t.Errorf("injected failure: %v", err)
+		}
+		if ok, _ := sinks.Retryable(err); ok {
+			t.Error("a rejected write is not retryable")
+		}
+		slow := New(Config{Latency: Dist{Kind: "fixed", Min: time.Hour}})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		if _, err := slow.Write(ctx, b); sinks.ClassOf(err) != sinks.Timeout {
+			t.Errorf("cancelled write: %v, want a timeout", err)
+		}
+	})
 }
 
 // TestWriteCancelled: a write whose context is done fails as a timeout,

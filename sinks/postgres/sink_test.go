@@ -325,7 +325,10 @@ func TestErrorClasses(t *testing.T) {
 		if c, retry := classOf(t, err); c != sinks.Timeout || !retry {
 			t.Errorf("timeout=400ms: %v: class %s retry %v, want timeout, retry", err, c, retry)
 		}
-		if d := time.Since(start); d > 3*time.Second {
+		// Without the statement timeout the write waits for the lock for
+		// good: a hang guard of 25× the timeout, which no load on the test
+		// machine reaches, rather than a tight figure that one does.
+		if d := time.Since(start); d > 25*400*time.Millisecond {
 			t.Errorf("timeout=400ms: write took %v", d)
 		}
 		if err := tx.Rollback(ctx); err != nil {
@@ -423,7 +426,7 @@ func TestFault(t *testing.T) {
 			downAcked := f.acked.Load()
 			srv.Resume(t)
 			back := time.Now()
-			for time.Since(back) < 10*time.Second && f.lastOK.Load() < back.UnixNano() {
+			for time.Since(back) < 30*time.Second && f.lastOK.Load() < back.UnixNano() {
 				time.Sleep(20 * time.Millisecond)
 			}
 			resumed := time.Since(back)
@@ -436,9 +439,12 @@ func TestFault(t *testing.T) {
 			t.Logf("acked %d before, %d when down for %v, %d in all; resumed %v after the server was back; errors %v %v",
 				before, downAcked, back.Sub(stopped), f.acked.Load(), resumed, f.classes, f.errs)
 			if f.lastOK.Load() < back.UnixNano() {
-				t.Fatalf("no write succeeded within 10 s of the server coming back")
+				t.Fatalf("no write succeeded within 30 s of the server coming back")
 			}
-			if resumed > 5*time.Second {
+			// Reconnecting waits at most the retry back-off's cap (5 s); a
+			// loaded machine adds its own delay, so the bound is 3× that,
+			// which only a reconnection that waits for a long time misses.
+			if resumed > 15*time.Second {
 				t.Errorf("writes resumed %v after the server came back, want a few seconds", resumed)
 			}
 			if f.classes[sinks.Connection]+f.classes[sinks.Timeout] == 0 {
@@ -522,7 +528,8 @@ func TestStalledServer(t *testing.T) {
 	if c, _ := classOf(t, err); c != sinks.Timeout {
 		t.Errorf("write to a stopped server: %v, class %s, want timeout", err, c)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	// A frozen server never answers: a hang guard of 20× the timeout.
+	if d := time.Since(start); d > 20*500*time.Millisecond {
 		t.Errorf("write took %v with timeout=500ms", d)
 	}
 	pctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
@@ -572,7 +579,8 @@ func TestCloseStalledServer(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	err = s.Close(cctx)
-	if d := time.Since(start); d > 2*time.Second {
+	// A frozen server never answers: a hang guard of 20× the deadline.
+	if d := time.Since(start); d > 20*500*time.Millisecond {
 		t.Errorf("Close with a 500ms deadline took %v", d)
 	}
 	if sinks.ClassOf(err) != sinks.Timeout {
