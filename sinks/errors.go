@@ -25,8 +25,9 @@ const (
 	// error); a retry may succeed.
 	Server Class = "server"
 	// Empty: a query answered no rows where the data it reads must exist
-	// (e.g. lastpoint on a table that holds rows): the target lost data or
-	// the query cannot see it.
+	// (e.g. lastpoint on a table that holds rows), or a KV read or scan
+	// found no record of those the run loaded or inserted: the target lost
+	// data or the request cannot see it.
 	Empty Class = "empty"
 	// Other: a failure the sink could not classify.
 	Other Class = "other"

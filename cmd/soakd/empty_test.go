@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/soakd/soakd/internal/testserver"
 )
@@ -89,5 +92,42 @@ func TestRedisReadsHitNoEmpty(t *testing.T) {
 	}
 	if !strings.Contains(out, "✓ errors<0.1%") {
 		t.Errorf("summary:\n%s", out)
+	}
+}
+
+// Reads that find their records do not hide a run whose every write is
+// refused: a Redis loaded first, then set to refuse writes (maxmemory 1,
+// noeviction), answers the reads and rejects every update; the run phase
+// fails the run with that reason.
+func TestRedisEveryUpdateRefusedFails(t *testing.T) {
+	srv := testserver.Redis(t)
+	env := map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_LISTEN": "off", "SOAKD_KV_TARGET": srv.URL,
+		"SOAKD_KV_RECORDS": "200", "SOAKD_KV_WORKLOAD": "load", "SOAKD_KV_RATE": "max", "SOAKD_KV_KEY_PREFIX": "u:"}
+	if code, out, errs := run(t, env); code != exitOK {
+		t.Fatalf("load: exit %d\n%s\n%s", code, out, errs)
+	}
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true})
+	defer c.Close()
+	if err := c.ConfigSet(context.Background(), "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	js := filepath.Join(t.TempDir(), "sum.json")
+	env["SOAKD_KV_WORKLOAD"], env["SOAKD_KV_RATE"], env["SOAKD_KV_DURATION"] = "read=0.5,update=0.5", "200", "2s"
+	code, out, errs := run(t, env, "--summary-json", js)
+	if code != exitFailed || !strings.Contains(out, "FAILED: every write of the run phase failed") {
+		t.Fatalf("exit %d, want 1 with the run phase's writes failed\n%s\n%s", code, out, errs)
+	}
+	var s emptySummary
+	b, err := os.ReadFile(js)
+	if err == nil {
+		err = json.Unmarshal(b, &s)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range s.Workloads {
+		if w.Phase == "run" && (w.Units == 0 || w.Errors["empty"] != 0 || w.Errors["rejected"] == 0) {
+			t.Errorf("run phase: %d acknowledged, errors %v; want reads answered, updates rejected", w.Units, w.Errors)
+		}
 	}
 }
