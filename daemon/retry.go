@@ -38,6 +38,15 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) writeO
 			return writeOutcome{ok: true}
 		}
 		class := sinks.ClassOf(err)
+		if units := sinks.FailedUnits(err); len(units) > 0 && r.kind != sources.Series {
+			// Some operations failed (reads that found no record); the
+			// rest, writes included, were acknowledged. Resending would
+			// repeat the writes, so this is the batch's outcome.
+			r.noteError(err, class)
+			r.errLog.log(r.log, string(class), "operations failed", r.scrub(err.Error()))
+			r.unitsFailed(w, units, class, n, done-due, done-sendStart)
+			return writeOutcome{ok: true}
+		}
 		if class == sinks.Other && errors.Is(w.wctx.Err(), context.DeadlineExceeded) {
 			class = sinks.Timeout
 		}
@@ -76,6 +85,44 @@ func (r *runner) succeeded(w *worker, bytes int, response, service time.Duration
 		}
 		countRows(c, b.Queries)
 	}
+	t.mu.Unlock()
+}
+
+// unitsFailed counts a KV or query batch of which the units at the
+// positions units failed (class class) and the others were acknowledged,
+// and records the acknowledged ones' latencies.
+func (r *runner) unitsFailed(w *worker, units []int, class sinks.Class, bytes int, response, service time.Duration) {
+	b := w.b
+	var bad [opSlots]int64
+	n := 0
+	for _, i := range units {
+		if i >= 0 && i < b.Len() && (n == 0 || i > units[n-1]) {
+			bad[unitOp(b, i)]++
+			units[n] = i
+			n++
+		}
+	}
+	t := w.lockRoom()
+	c := &t.c
+	c.acked += int64(b.Len() - n)
+	c.failed += int64(n)
+	c.bytes += int64(bytes)
+	ci := class.Index()
+	first := int32(b.Len()) // the batch's dispatch delay rides on its first sample
+	for op, all := range w.counts {
+		c.ops[op].errors[ci] += bad[op]
+		c.ops[op].failed += bad[op]
+		ok := all - bad[op]
+		c.ops[op].ok += ok
+		if ok > 0 {
+			t.lat.add(sample{op: uint8(op), n: int32(ok), units: first, response: response, service: service, dispatch: w.dispatch})
+			first = 0
+		}
+	}
+	if first > 0 { // nothing acknowledged: sent, whatever became of it
+		t.lat.add(sample{units: first, dispatch: w.dispatch})
+	}
+	countRows(c, b.Queries)
 	t.mu.Unlock()
 }
 

@@ -82,6 +82,11 @@ type WorkloadSummary struct {
 	// Verify is the phase's read-back checks (VERIFY) and the record of
 	// what it wrote, which soakd verify reads.
 	Verify *VerifySummary `json:"verify,omitempty"`
+
+	// writesOK and writesFailed count the phase's writes (series batches;
+	// KV inserts, updates and read-modify-writes) acknowledged and failed
+	// for good: a phase whose every write failed fails the workload.
+	writesOK, writesFailed int64
 }
 
 // ErrorSummary is an error with its class and when it was seen.
@@ -199,6 +204,13 @@ func summarize(version string, started time.Time, cfg *Config, wls []*workload) 
 			f := &Failure{Reason: fmt.Sprintf("%s (%d failed attempts)", errNoProgress, attempts)}
 			f.fill(writeErr, attempts)
 			last.Failure = f
+		case noWriteStored(entries) != nil:
+			// Reads and scans may have been answered, but nothing this
+			// phase wrote was stored: the target refuses writes.
+			e := noWriteStored(entries)
+			f := &Failure{Reason: fmt.Sprintf("every write of the %s phase failed (%d writes)", e.Phase, e.writesFailed)}
+			f.fill(writeErr, attempts)
+			last.Failure = f
 		default:
 			last.Failure = verifyFailure(entries)
 		}
@@ -235,6 +247,17 @@ func noteHardStop(s *Summary, d time.Duration) {
 	}
 }
 
+// noWriteStored returns the first phase that wrote and of whose writes
+// none was acknowledged, or nil.
+func noWriteStored(entries []WorkloadSummary) *WorkloadSummary {
+	for i := range entries {
+		if e := &entries[i]; e.writesFailed > 0 && e.writesOK == 0 {
+			return e
+		}
+	}
+	return nil
+}
+
 // errNoProgress is the reason of a workload that sent nothing but errors.
 var errNoProgress = errors.New("no write succeeded")
 
@@ -265,6 +288,10 @@ func (w *workload) phaseSummary(ps *phaseStats) WorkloadSummary {
 		InFlight: c.inflight(), Errors: errorsByClass(&c), Dispatch: hq.dispatch,
 		SchedulerCPU: time.Duration(ps.schedCPU.Load()).Seconds(),
 		Verify:       w.verifySummary(ps, &c),
+	}
+	for _, op := range []int{writeOp, int(sources.OpInsert), int(sources.OpUpdate), int(sources.OpRMW)} {
+		ws.writesOK += c.ops[op].ok
+		ws.writesFailed += c.ops[op].failed
 	}
 	if secs > 0 {
 		ws.UnitRate = float64(ws.Units) / secs
@@ -317,9 +344,14 @@ func (s *Summary) WriteText(out io.Writer) {
 				errs = append(errs, fmt.Sprintf("%s %d", c, n))
 			}
 		}
-		if len(errs) == 0 {
+		switch {
+		case len(errs) == 0 && w.Failure == nil && !thresholdFailed(w.Thresholds):
 			fmt.Fprintln(out, "errors: none")
-		} else {
+		case len(errs) == 0:
+			// Not "none" beside a failure: the failure is not a failed
+			// operation (a threshold, lost records, a target never ready).
+			fmt.Fprintln(out, "errors (failed attempts): 0, but the workload failed (below)")
+		default:
 			fmt.Fprintf(out, "errors (failed attempts): %s\n", strings.Join(errs, ", "))
 		}
 		if e := w.LastError; e != nil {
@@ -379,6 +411,15 @@ func (s *Summary) Workload(name, phase string) *WorkloadSummary {
 		}
 	}
 	return nil
+}
+
+func thresholdFailed(ts []ThresholdResult) bool {
+	for _, t := range ts {
+		if !t.OK {
+			return true
+		}
+	}
+	return false
 }
 
 // writeThresholds prints each threshold with ✓ or ✗ and what was

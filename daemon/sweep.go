@@ -24,7 +24,7 @@ type SweepConfig struct {
 	Workers  IntList       `env:"WORKERS" envDefault:"1,2,4,8" help:"soakd sweep: the WORKERS values tried"`
 	Batch    IntList       `env:"BATCH" envDefault:"100,1000,10000" help:"soakd sweep: the BATCH_SIZE values tried (PIPELINE for KV and query workloads)"`
 	Repeats  int           `env:"REPEATS" envDefault:"3" help:"soakd sweep: runs per point (min, median and max are reported)"`
-	Duration time.Duration `env:"DURATION" envDefault:"10s" help:"soakd sweep: length of each run when the workload has no finite data set (a finite one is written whole)"`
+	Duration time.Duration `env:"DURATION" envDefault:"10s" help:"soakd sweep: longest run of each point, whatever the source (a finite data set written whole ends it earlier)"`
 	Reset    bool          `env:"RESET" envDefault:"false" help:"soakd sweep: empty what soakd wrote (its own tables, keys under KEY_PREFIX) before each run, so every point starts from the same state"`
 	Out      string        `env:"OUT" envDefault:"sweep" help:"soakd sweep: report files are OUT.md, OUT.csv, OUT.json and the charts OUT-batch and OUT-usl (.svg, .png)"`
 }
@@ -176,11 +176,11 @@ func Sweep(ctx context.Context, cfg *Config, environ map[string]string, d Deps) 
 				} else {
 					wc.BatchSize = b
 				}
-				if sz, ok := e.New(&wc); ok == nil {
-					if _, finite := sz.(sources.Sized); !finite || kv {
-						wc.Duration = sc.Duration
-					}
-				}
+				// Every point is bounded, whatever the source says of its
+				// data set: a source can be Sized yet endless (seq's Total
+				// is 0 then), and a finite set may take longer than the
+				// user gave a point.
+				wc.Duration = sc.Duration
 				one.Workload, one.Listen, one.Duration = []*Workload{&wc}, ListenOff, 0
 				dd := d
 				dd.Registry, dd.Listener, dd.Console, dd.History, dd.UI = prometheus.NewRegistry(), nil, nil, nil, nil

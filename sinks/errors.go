@@ -25,8 +25,9 @@ const (
 	// error); a retry may succeed.
 	Server Class = "server"
 	// Empty: a query answered no rows where the data it reads must exist
-	// (e.g. lastpoint on a table that holds rows): the target lost data or
-	// the query cannot see it.
+	// (e.g. lastpoint on a table that holds rows), or a KV read or scan
+	// found no record of those the run loaded or inserted: the target lost
+	// data or the request cannot see it.
 	Empty Class = "empty"
 	// Other: a failure the sink could not classify.
 	Other Class = "other"
@@ -121,3 +122,26 @@ func Stored(err error) int {
 	}
 	return 0
 }
+
+// FailedUnits returns the positions in the batch of the units that failed
+// when err says so (the error has a FailedUnits() []int method, as the
+// Redis sink's reads that find no record do): the batch's other units
+// were acknowledged. It returns nil when err is about the whole batch.
+func FailedUnits(err error) []int {
+	var p interface{ FailedUnits() []int }
+	if errors.As(err, &p) {
+		return p.FailedUnits()
+	}
+	return nil
+}
+
+// UnitsError is a failure of some units of a batch only; the others were
+// acknowledged. Units holds their positions in the batch, ascending.
+type UnitsError struct {
+	Units []int
+	Err   error // a classified *Error
+}
+
+func (e *UnitsError) Error() string      { return e.Err.Error() }
+func (e *UnitsError) Unwrap() error      { return e.Err }
+func (e *UnitsError) FailedUnits() []int { return e.Units }

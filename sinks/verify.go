@@ -18,6 +18,10 @@ type SeriesQuery struct {
 	Device uint32
 	// From and To bound the rows' times, inclusive, in Unix nanoseconds.
 	From, To int64
+	// Tags, when not nil, receives the stored tag values of the rows read,
+	// as text: for each row appended to the table, one value per tag of
+	// Schema.TagKeys, in that order, so that a changed tag is seen.
+	Tags *[]string
 }
 
 // SeriesReader is implemented by series sinks that can read rows back.

@@ -119,6 +119,13 @@ func writeSelect(b *strings.Builder, rp string, q sinks.SeriesQuery, from, to in
 		}
 		b.WriteString(quoteIdent(fd.Name))
 	}
+	if q.Tags != nil {
+		// Tags too, so a changed tag is seen (::tag: a field of the same
+		// name is not taken for it).
+		for _, k := range sc.TagKeys {
+			b.WriteString("," + quoteIdent(k) + "::tag")
+		}
+	}
 	b.WriteString(" FROM ")
 	if rp != "" {
 		b.WriteString(quoteIdent(rp) + ".")
@@ -181,8 +188,22 @@ func appendResult(r *queryResult, q sinks.SeriesQuery, t *sources.Table) (int, i
 		for f, fd := range sc.Fields {
 			col[f] = -1
 			for c, name := range ser.Columns {
-				if name == fd.Name {
+				if name == fd.Name && col[f] < 0 {
 					col[f] = c
+				}
+			}
+		}
+		// Tag columns follow the fields' (see writeSelect).
+		var tagCol []int
+		if q.Tags != nil {
+			tagCol = make([]int, len(sc.TagKeys))
+			for k, key := range sc.TagKeys {
+				tagCol[k] = -1
+				for c := len(ser.Columns) - 1; c > 0; c-- {
+					if ser.Columns[c] == key {
+						tagCol[k] = c
+						break
+					}
 				}
 			}
 		}
@@ -197,6 +218,13 @@ func appendResult(r *queryResult, q sinks.SeriesQuery, t *sources.Table) (int, i
 			i := t.Len()
 			t.Device = append(t.Device, q.Device)
 			t.Time = append(t.Time, ts)
+			for _, c := range tagCol {
+				var tag string // "" when absent
+				if c >= 0 {
+					_ = json.Unmarshal(v[c], &tag)
+				}
+				*q.Tags = append(*q.Tags, tag)
+			}
 			for f, fd := range sc.Fields {
 				var raw json.RawMessage
 				if col[f] >= 0 {

@@ -3,7 +3,9 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -314,7 +316,19 @@ func TestWorkloadKeysAndMisses(t *testing.T) {
 	src := source(t, c)
 	core, logs := observer.New(zap.InfoLevel)
 	s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeString, KeyPrefix: "m:"}, Logger: zap.New(core)})
-	runOps(t, src, s, 800, 16)
+	st, err := src.Stream(0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := src.NewBatch()
+	for range 50 {
+		b.Reset()
+		_ = st.Fill(b, 16, 0)
+		_, err := s.Write(context.Background(), b)
+		if errClass(t, err) != sinks.Empty || !slices.Equal(sinks.FailedUnits(err), []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}) {
+			t.Fatalf("16 reads of an empty database: %v, failed units %v", err, sinks.FailedUnits(err))
+		}
+	}
 	if m := s.Misses(); m != 800 {
 		t.Fatalf("%d misses reading an empty database 800 times", m)
 	}
@@ -327,6 +341,73 @@ func TestWorkloadKeysAndMisses(t *testing.T) {
 	logged := logs.FilterMessage("redis reads found no record").All()
 	if len(logged) != 1 || logged[0].ContextMap()["misses"] != int64(800) {
 		t.Fatalf("Close logged %+v, want one line with the 800 misses", logs.All())
+	}
+}
+
+// A read or scan of a loaded record that is gone fails as Empty, naming
+// exactly those operations of the batch; the batch's other operations,
+// which found their records, are not in the error.
+func TestMissingRecordsFailAsEmpty(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	ctx := context.Background()
+	for _, dt := range []sources.DataType{sources.DataTypeString, sources.DataTypeHash, sources.DataTypeSet, sources.DataTypeZSet} {
+		for _, all := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/readall=%v", dt, all), func(t *testing.T) {
+				prefix := fmt.Sprintf("miss-%s-%v:", dt, all)
+				c := kv.DefaultConfig()
+				c.Records, c.Fields, c.FieldLength, c.KeyPrefix, c.ReadAll = 200, 3, 8, prefix, all
+				c.Workload, _ = kv.ParseWorkload("read=0.7,scan=0.3")
+				c.Distribution = kv.Uniform
+				c.ScanLength = 3
+				src := source(t, c)
+				s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: dt, KeyPrefix: prefix}})
+				runLoad(t, src, s, 2)
+				st, err := src.Stream(0, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b := src.NewBatch()
+				_ = st.Fill(b, 40, 0)
+				if _, err := s.Write(ctx, b); err != nil {
+					t.Fatalf("every record is there: %v", err)
+				}
+				// Delete the records of every third read; a scan misses when
+				// one of the keys the index gives it is gone.
+				gone := map[string]bool{}
+				for i := 0; i < len(b.Ops); i += 3 {
+					if b.Ops[i].Op == sources.OpRead {
+						k := string(b.Key(&b.Ops[i]))
+						gone[k] = true
+						if err := a.Del(ctx, k).Err(); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				var want []int
+				for i := range b.Ops {
+					op := &b.Ops[i]
+					keys := []string{string(b.Key(op))}
+					if op.Op == sources.OpScan {
+						keys, err = a.ZRangeArgs(ctx, goredis.ZRangeArgs{Key: prefix + "_indices", ByScore: true,
+							Start: op.Record, Stop: "+inf", Count: int64(op.ScanLen)}).Result()
+						if err != nil {
+							t.Fatal(err)
+						}
+					}
+					for _, k := range keys {
+						if gone[k] {
+							want = append(want, i)
+							break
+						}
+					}
+				}
+				_, err = s.Write(ctx, b)
+				if len(want) == 0 || errClass(t, err) != sinks.Empty || !slices.Equal(sinks.FailedUnits(err), want) {
+					t.Fatalf("Write: %v, failed units %v, want %v", err, sinks.FailedUnits(err), want)
+				}
+			})
+		}
 	}
 }
 

@@ -159,9 +159,8 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 }
 
 // Misses returns how many reads so far found no record (nil or empty
-// reply). The sink contract has no per-op result, so misses are not
-// errors; Close logs the total, and a growing count during a run means
-// records were lost.
+// reply). Write reports them as failures of class Empty; Close logs the
+// total.
 func (s *Sink) Misses() int64 { return s.misses.Load() }
 
 // call is the state of one Write: the pipeline and the prepared commands
@@ -181,6 +180,13 @@ type call struct {
 	slots [numKinds][2][]*slot
 	next  [numKinds][2]int
 	scans []scan
+	// opOf is, for each command of cmds, the position in the batch of the
+	// operation it serves; cur is the operation being queued.
+	opOf []int
+	cur  int
+	// missed holds the positions of the operations whose reads found no
+	// record, over both phases of a batch with scans.
+	missed []int
 	// broken marks a connection that failed; it is replaced before the
 	// next batch.
 	broken bool
@@ -268,6 +274,7 @@ func (s *Sink) unwatch(c *call) {
 type scan struct {
 	cmd   *goredis.StringSliceCmd
 	field int16
+	op    int // the scan's position in the batch
 }
 
 func (s *Sink) getCall() *call {
@@ -308,6 +315,7 @@ func (s *Sink) getCall() *call {
 
 func (s *Sink) putCall(c *call) {
 	c.cmds = c.cmds[:0]
+	c.opOf, c.missed, c.cur = c.opOf[:0], c.missed[:0], 0
 	clear(c.used)
 	c.used = c.used[:0]
 	c.next = [numKinds][2]int{}
@@ -346,6 +354,7 @@ func (s *Sink) add(c *call, k kind, n, bufLen int) *slot {
 	// A cluster client caches the key's slot on the command object.
 	c.cmds = append(c.cmds, sl.prepare(bufLen, s.cluster != nil))
 	c.used = append(c.used, sl)
+	c.opOf = append(c.opOf, c.cur)
 	return sl
 }
 
@@ -357,7 +366,11 @@ const smallReply = 64
 func valueBuf(n int) int { return 2*n + 64 }
 
 // Write runs the operations of b as one pipeline and returns the key and
-// value bytes sent.
+// value bytes sent. Every record a batch reads is one the run loaded or
+// inserted (or, with LOAD=off, one assumed loaded), so a read or scan that
+// finds nothing failed: when that is the only failure, Write returns a
+// *sinks.UnitsError of class Empty naming those operations, and the
+// engine counts the batch's other operations as acknowledged.
 func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, cancelled(err)
@@ -373,6 +386,7 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	sent := 0
 	for i := range b.Ops {
 		op := &b.Ops[i]
+		c.cur = i
 		key := view(b.Key(op))
 		val := b.Value(op)
 		sent += len(key) + len(val)
@@ -393,29 +407,59 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 			cmd := goredis.NewStringSliceCmd(ctx, "ZRANGEBYSCORE", s.index, op.Record, "+inf", "LIMIT", 0, op.ScanLen)
 			c.cmds = append(c.cmds, cmd)
 			c.used = append(c.used, nil)
-			c.scans = append(c.scans, scan{cmd: cmd, field: op.Field})
+			c.opOf = append(c.opOf, i)
+			c.scans = append(c.scans, scan{cmd: cmd, field: op.Field, op: i})
 		}
 	}
 	if err := s.exec(ctx, c); err != nil {
 		return sent, err
 	}
 	if len(c.scans) == 0 {
-		return sent, nil
+		return sent, s.missing(c, b)
 	}
 	// Phase two: read the records the index lookups found.
 	scans := c.scans
 	c.cmds = c.cmds[:0]
 	c.used = c.used[:0]
+	c.opOf = c.opOf[:0]
 	for _, sc := range scans {
-		for _, k := range sc.cmd.Val() {
+		keys := sc.cmd.Val()
+		if len(keys) == 0 && s.cfg.Index {
+			// The scan starts at a record the run loaded or inserted,
+			// which the index holds; without the index scans find
+			// nothing by design.
+			c.missed = append(c.missed, sc.op)
+			s.misses.Add(1)
+		}
+		c.cur = sc.op
+		for _, k := range keys {
 			s.addRead(c, k, sc.field, b)
 		}
 	}
 	c.scans = c.scans[:0]
-	if len(c.cmds) == 0 {
-		return sent, nil
+	if len(c.cmds) > 0 {
+		if err := s.exec(ctx, c); err != nil {
+			return sent, err
+		}
 	}
-	return sent, s.exec(ctx, c)
+	return sent, s.missing(c, b)
+}
+
+// missing is the failure of the operations of b whose reads found no
+// record (nil when none did).
+func (s *Sink) missing(c *call, b *sources.Batch) error {
+	if len(c.missed) == 0 {
+		return nil
+	}
+	// A scan's reads come after the first phase's: sort, and count an
+	// operation that missed twice (a read-modify-write's read, a scan's
+	// records) once.
+	slices.Sort(c.missed)
+	units := slices.Compact(c.missed)
+	first := &b.Ops[units[0]]
+	return &sinks.UnitsError{Units: slices.Clone(units), Err: sinks.NewError(sinks.Empty, false,
+		fmt.Errorf("%d of %d operations read no record on %s, though the run loaded or inserted them (first: %s of key %q)",
+			len(units), len(b.Ops), s.where, first.Op, b.Key(first)))}
 }
 
 func (s *Sink) addRead(c *call, key string, field int16, b *sources.Batch) {
@@ -538,11 +582,18 @@ func (s *Sink) exec(ctx context.Context, c *call) error {
 				err = replyError(string(sl.rw.errText))
 			} else if sl.rw.empty && shapes[sl.kind].read {
 				misses++
+				c.missed = append(c.missed, c.opOf[i])
 			}
+		}
+		if err == nil && sl != nil && sl.kind == kGetRange && len(sl.zc.Bytes()) == 0 {
+			// GETRANGE answers an empty string, not nil, for a missing
+			// key; a stored field is never empty (FIELD_LENGTH >= 1).
+			err = goredis.Nil
 		}
 		if errors.Is(err, goredis.Nil) {
 			if sl != nil && shapes[sl.kind].read {
 				misses++
+				c.missed = append(c.missed, c.opOf[i])
 			}
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/soakd/soakd/daemon"
@@ -62,6 +63,10 @@ type expected struct {
 	t     *sources.Table
 	state []unitState
 	order []int // row indexes by time
+	// tags are the device's tag values as written (Schema.TagKeys order);
+	// got holds the stored ones, len(tags) per row read back.
+	tags []string
+	got  []string
 }
 
 func (j *job) verifySeries(ctx context.Context, src sources.Source, sink sinks.Sink, rep *WorkloadReport) error {
@@ -164,7 +169,12 @@ func (j *job) verifySeries(ctx context.Context, src sources.Source, sink sinks.S
 		}
 		for m, s := range schemas {
 			got[m].Reset()
-			qs[m] = sinks.SeriesQuery{Schema: s, Device: d, From: math.MinInt64, To: math.MaxInt64}
+			e := &exps[m]
+			e.tags, e.got = e.tags[:0], e.got[:0]
+			for k := range s.TagKeys {
+				e.tags = append(e.tags, string(s.Tags.AppendTag(nil, d, k)))
+			}
+			qs[m] = sinks.SeriesQuery{Schema: s, Device: d, From: math.MinInt64, To: math.MaxInt64, Tags: &e.got}
 		}
 		if err := reader.ReadSeries(ctx, qs, got); err != nil {
 			return err
@@ -249,7 +259,10 @@ func (rep *WorkloadReport) compare(table, device string, e *expected, got *sourc
 					dev.Stored++
 				}
 				dev.storedRange(ts)
-				if e.t.DiffField(row, got, k) >= 0 {
+				if tag := e.diffTag(k); tag >= 0 {
+					rep.Mismatched++
+					rep.tagMismatch(table, device, e, row, k, tag)
+				} else if e.t.DiffField(row, got, k) >= 0 {
 					rep.Mismatched++
 					rep.mismatch(table, device, e.t, row, got, k)
 				}
@@ -271,6 +284,42 @@ func (rep *WorkloadReport) compare(table, device string, e *expected, got *sourc
 	if dev.Acknowledged > 0 || dev.Stored > 0 {
 		rep.Devices = append(rep.Devices, dev)
 	}
+}
+
+// diffTag is the first tag in which stored row k differs from what was
+// written, or -1. Numeric tags (stored as numbers by sinks that type
+// them) compare as numbers.
+func (e *expected) diffTag(k int) int {
+	n := len(e.tags)
+	if n == 0 || len(e.got) < (k+1)*n {
+		return -1 // the target returned no tags
+	}
+	sc := e.t.Schema
+	for j, want := range e.tags {
+		got := e.got[k*n+j]
+		if got == want {
+			continue
+		}
+		if j < len(sc.NumericTags) && sc.NumericTags[j] {
+			a, errA := strconv.ParseFloat(got, 64)
+			b, errB := strconv.ParseFloat(want, 64)
+			if errA == nil && errB == nil && a == b {
+				continue
+			}
+		}
+		return j
+	}
+	return -1
+}
+
+// tagMismatch adds an example of row k stored with another value of tag
+// number tag than row row was written with.
+func (rep *WorkloadReport) tagMismatch(table, device string, e *expected, row, k, tag int) {
+	if len(rep.Mismatches) >= maxExamples {
+		return
+	}
+	rep.example(fmt.Sprintf("%s %s %s %s: stored %q, written %q", table, device,
+		time.Unix(0, e.t.Time[row]).UTC().Format(time.RFC3339Nano), e.t.Schema.TagKeys[tag], e.got[k*len(e.tags)+tag], e.tags[tag]))
 }
 
 // run is a range of consecutive rows being collected.

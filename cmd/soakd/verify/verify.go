@@ -180,6 +180,14 @@ func load(f daemon.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
 				Err: errors.New("not set: a run without a TARGET wrote to a built-in target, which kept nothing to verify")})
 			continue
 		}
+		if keepsNothing(p, w.Sink.URL) {
+			// A run on the built-in targets wrote to a sink that discards
+			// rows, or to an in-process server gone with the run: reading
+			// it back would report every unit lost.
+			errs = append(errs, &daemon.ConfigError{Key: daemon.Prefix(w.Name) + "TARGET",
+				Err: fmt.Errorf("%s is a built-in target, which keeps nothing: there is nothing to read back", w.Sink.Redacted)})
+			continue
+		}
 		j := &job{w: w, entry: p.Sources.Lookup(w.Source)}
 		if sum != nil {
 			j.summary = env[daemon.EnvPrefix+"SUMMARY_JSON"]
@@ -197,6 +205,22 @@ func load(f daemon.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
 		jobs = append(jobs, j)
 	}
 	return jobs, opts, errors.Join(errs...)
+}
+
+// keepsNothing reports whether u names one of the built-in targets (the
+// same scheme and host, whatever the parameters: null://?latency=...,
+// redis://embedded), which keep nothing after the run.
+func keepsNothing(p *daemon.Plugins, u *url.URL) bool {
+	if u == nil {
+		return false
+	}
+	for _, raw := range p.Builtin {
+		b, err := url.Parse(raw)
+		if err == nil && b.Scheme == u.Scheme && b.Host == u.Host {
+			return true
+		}
+	}
+	return false
 }
 
 func readSummary(path string) (*daemon.Summary, error) {
@@ -250,22 +274,26 @@ func unredact(raw string) string {
 	if err != nil {
 		return raw
 	}
+	// Unchanged, the target stays as written: url.String would turn
+	// null://?x into null:?x.
+	changed := false
 	if u.User != nil {
 		if pw, ok := u.User.Password(); ok && pw == "xxxxx" {
 			u.User = url.User(u.User.Username())
+			changed = true
 		}
 	}
 	q := u.Query()
-	changed := false
 	for k, v := range q {
 		if sinks.SecretParam(k) && len(v) == 1 && v[0] == "xxxxx" {
 			q.Del(k)
 			changed = true
 		}
 	}
-	if changed {
-		u.RawQuery = q.Encode()
+	if !changed {
+		return raw
 	}
+	u.RawQuery = q.Encode()
 	return u.String()
 }
 

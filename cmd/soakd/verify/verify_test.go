@@ -171,10 +171,16 @@ func TestConfigErrors(t *testing.T) {
 			}
 		})
 	}
-	// A target that cannot read back: the run cannot be verified (exit 1).
+	// A target that kept nothing: nothing to read back (exit 2).
 	code, out, _ := soakVerify(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://", "SOAKD_SEQ_ROWS": "10"})
+	if code != 2 {
+		t.Errorf("null target: exit %d, want 2", code)
+	}
+	hasLine(t, out, "SOAKD_SEQ_TARGET: null:// is a built-in target, which keeps nothing: there is nothing to read back")
+	// A target soakd cannot read back: the run cannot be verified (exit 1).
+	code, out, _ = soakVerify(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "file://" + filepath.Join(dir, "rows.lp"), "SOAKD_SEQ_ROWS": "10"})
 	if code != 1 {
-		t.Errorf("null target: exit %d, want 1", code)
+		t.Errorf("file target: exit %d, want 1", code)
 	}
 	hasLine(t, out, "cannot verify")
 }
@@ -190,5 +196,24 @@ func TestUnreachableTargetKeepsSecrets(t *testing.T) {
 	hasLine(t, out, "cannot verify")
 	if strings.Contains(out, "hunter2secret") {
 		t.Errorf("the password shows:\n%s", out)
+	}
+}
+
+// A run on the built-in targets kept nothing: soakd verify of its summary
+// says there is nothing to read back (exit 2), naming the target as the
+// run wrote it, rather than reporting every unit lost.
+func TestBuiltinTargetNothingToReadBack(t *testing.T) {
+	for _, tc := range []struct{ workload, target string }{{"seq", "null://?latency=1ms..4ms"}, {"kv", "redis://embedded"}} {
+		t.Run(tc.workload, func(t *testing.T) {
+			_, path := soakRun(t, map[string]string{"SOAKD_WORKLOADS": tc.workload, "SOAKD_DURATION": "1s"}, nil)
+			code, out, rep := soakVerify(t, nil, "--summary-json", path)
+			if code != 2 || len(rep.Workloads) != 0 {
+				t.Fatalf("exit %d, want 2, with no report\n%s", code, out)
+			}
+			hasLine(t, out, "SOAKD_"+strings.ToUpper(tc.workload)+"_TARGET: "+tc.target+" is a built-in target, which keeps nothing: there is nothing to read back")
+			if strings.Contains(out, "lost") {
+				t.Errorf("reports lost units:\n%s", out)
+			}
+		})
 	}
 }

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/soakd/soakd/cmd/soakd/plugins"
+	"github.com/soakd/soakd/daemon"
+)
+
+// Every source the composition root registers, finite or endless, ends a
+// one-point sweep bounded by SOAKD_SWEEP_DURATION and reports the point,
+// on its built-in target. A source added to the registry is covered here
+// without a change.
+func TestSweepEndsOnEverySource(t *testing.T) {
+	for _, e := range plugins.All().Sources {
+		for _, name := range e.Names {
+			t.Run(name, func(t *testing.T) {
+				out := filepath.Join(t.TempDir(), "sweep")
+				// Only a guard against a sweep that never ends: the point is
+				// bounded by SWEEP_DURATION, far below this.
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				var stdout, stderr bytes.Buffer
+				code := realMain(ctx, []string{"sweep"}, map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0",
+					"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": name, "SOAKD_SWEEP_WORKERS": "1", "SOAKD_SWEEP_BATCH": "10",
+					"SOAKD_SWEEP_REPEATS": "1", "SOAKD_SWEEP_DURATION": "1s", "SOAKD_SWEEP_OUT": out}, &stdout, &stderr)
+				if ctx.Err() != nil {
+					t.Fatalf("the sweep did not end\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+				}
+				if code != exitOK {
+					t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+				}
+				b, err := os.ReadFile(out + ".json")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var res daemon.SweepResult
+				if err := json.Unmarshal(b, &res); err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Points) != 1 || len(res.Points[0].Rates) != 1 || res.Points[0].Rates[0] <= 0 {
+					t.Fatalf("points %+v, want one with one run that wrote", res.Points)
+				}
+			})
+		}
+	}
+}

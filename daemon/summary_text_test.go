@@ -1,0 +1,31 @@
+package daemon
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// "errors: none" is printed only for a phase of a workload that did not
+// fail: beside a failure or a failed threshold that has no failed
+// operation behind it, the summary says the workload failed.
+func TestErrorsNoneNeverBesideFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    WorkloadSummary
+		none bool
+	}{
+		{"clean", WorkloadSummary{Phase: "run"}, true},
+		{"failure", WorkloadSummary{Phase: "run", Failure: &Failure{Reason: "acknowledged rows missing"}}, false},
+		{"threshold", WorkloadSummary{Phase: "run", Thresholds: []ThresholdResult{{Threshold: "p99<1ms", OK: false}}}, false},
+	} {
+		var out bytes.Buffer
+		(&Summary{Workloads: []WorkloadSummary{tc.w}}).WriteText(&out)
+		if got := strings.Contains(out.String(), "errors: none"); got != tc.none {
+			t.Errorf("%s: errors: none printed %v, want %v\n%s", tc.name, got, tc.none, out.String())
+		}
+		if !tc.none && !strings.Contains(out.String(), "errors (failed attempts): 0, but the workload failed (below)") {
+			t.Errorf("%s:\n%s", tc.name, out.String())
+		}
+	}
+}
