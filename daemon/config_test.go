@@ -19,8 +19,16 @@ func TestLoadDefaults(t *testing.T) {
 	if w.Source != "seq" {
 		t.Errorf("SOURCE should default to the workload name when it names a source, got %q", w.Source)
 	}
-	if w.Workers != 4 || w.BatchSize != 1000 || w.MaxLag != time.Second || w.Rate.String() != "1000" {
+	// No target: the built-in one, whose series batches are sized for
+	// about 50 writes a second (1000 rows/s ÷ 50) so the first charts are
+	// steady lines.
+	if w.Workers != 4 || w.BatchSize != 20 || w.MaxLag != time.Second || w.Rate.String() != "1000" {
 		t.Errorf("defaults: %+v", w)
+	}
+	// A configured target keeps BATCH_SIZE's documented default.
+	cfg = loadTest(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://"}, p)
+	if w := cfg.Workload[0]; w.BatchSize != 1000 {
+		t.Errorf("BATCH_SIZE with a target: %d, want 1000", w.BatchSize)
 	}
 	if cfg.Listen != ":9480" || cfg.ShutdownGrace != 30*time.Second {
 		t.Errorf("global defaults: %+v", cfg)
