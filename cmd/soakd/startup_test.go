@@ -97,6 +97,7 @@ func (r *lateRun) waitNotReady(t *testing.T, want ...string) string {
 	for time.Now().Before(deadline) {
 		select {
 		case code := <-r.done:
+			r.done <- code // for the cleanup
 			t.Fatalf("soakd ended (exit %d) while its target was down; readyz said %q\nstderr:\n%s", code, last, tail(r.stderr.String(), 3000))
 		default:
 		}
