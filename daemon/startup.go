@@ -145,7 +145,7 @@ func (w *workload) await(ctx context.Context, step string, limit time.Duration, 
 func (w *workload) refused(step, text string) error {
 	p := Prefix(w.name)
 	return &ConfigError{Key: p + "TARGET", Err: fmt.Errorf("%s refused %q: %s "+
-		"(check the target URL's database and user, and the password: the URL's, %sPASSWORD or %sPASSWORD_FILE)",
+		"(check the target URL's database and user, and the credentials: the URL's, %sPASSWORD or %sTOKEN, or their _FILE)",
 		w.cfg.Sink.Redacted, step, text, p, p)}
 }
 

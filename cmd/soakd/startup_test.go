@@ -336,14 +336,23 @@ func TestRefusingTargetExits2(t *testing.T) {
 		"postgres unknown database": {map[string]string{"SOAKD_WORKLOADS": "iot", "SOAKD_IOT_SOURCE": "devops",
 			"SOAKD_IOT_TARGET": fmt.Sprintf("postgres://postgres:%s@%s/nosuchdb?sslmode=disable", wrong, pg.Addr)},
 			[]string{"SOAKD_IOT_TARGET: ", `database "nosuchdb" does not exist`}},
+		"influx authentication": {nil, []string{"SOAKD_IOT_TARGET: ", "CREATE DATABASE"}},
 	} {
 		t.Run(name, func(t *testing.T) {
+			if tc.env == nil {
+				// InfluxDB with authentication on and no credentials given:
+				// it answers every statement with a refusal.
+				influx := testserver.Influx(t, testserver.InfluxAuth())
+				tc.env = map[string]string{"SOAKD_WORKLOADS": "iot", "SOAKD_IOT_SOURCE": "devops",
+					"SOAKD_IOT_TARGET": "influx1://" + influx.Addr + "?db=x"}
+			}
 			r := startLate(t, tc.env)
 			code, _ := r.wait(t)
 			errs := r.stderr.String()
 			if code != exitConfig {
 				t.Fatalf("exit %d, want 2\nstderr:\n%s", code, tail(errs, 3000))
 			}
+			t.Logf("stderr ends: %s", tail(errs, 400))
 			for _, w := range tc.want {
 				if !strings.Contains(errs, w) {
 					t.Errorf("stderr lacks %q:\n%s", w, tail(errs, 3000))
