@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/lateproxy"
 	"github.com/soakd/soakd/internal/testserver"
@@ -234,6 +236,32 @@ func TestTargetUpAfterStart(t *testing.T) {
 		check: func(t *testing.T, sum *daemon.Summary) {
 			checkBooks(t, sum, "ingest", "run")
 			checkBooks(t, sum, "q", "run")
+		},
+	}})
+	ts := testserver.TimescaleDB(t)
+	cases = append(cases, struct {
+		srv *testserver.Server
+		tcase
+	}{ts, tcase{
+		name: "timescaledb/series",
+		env: func(addr string) map[string]string {
+			return map[string]string{"SOAKD_WORKLOADS": "iot", "SOAKD_IOT_SOURCE": "devops", "SOAKD_IOT_SCALE": "10",
+				"SOAKD_IOT_TARGET": fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&dialect=timescaledb", addr),
+				"SOAKD_IOT_RATE":   "1000", "SOAKD_IOT_BATCH_SIZE": "100", "SOAKD_IOT_DURATION": "2s"}
+		},
+		want: []string{"iot: connection error", "connect", "connection refused", "next retry in"},
+		check: func(t *testing.T, sum *daemon.Summary) {
+			checkBooks(t, sum, "iot", "run")
+			// The hypertable was created through the wait.
+			c, err := pgx.Connect(t.Context(), fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", ts.Addr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close(context.Background())
+			var n int
+			if err := c.QueryRow(t.Context(), "SELECT count(*) FROM timescaledb_information.hypertables").Scan(&n); err != nil || n == 0 {
+				t.Errorf("%d hypertables (%v): want the workload's", n, err)
+			}
 		},
 	}})
 	if testserver.InfluxBinary() != "" || testserver.Required() {
