@@ -80,7 +80,7 @@ func seriesEnv(target string) map[string]string {
 
 var targets = []target{
 	{
-		name:     "postgres",
+		name: "postgres",
 		// synchronous_commit on: a commit acknowledged is in the WAL, so
 		// it survives SIGKILL (fsync stays off: the OS does not crash).
 		start: func(t *testing.T) *testserver.Server {
@@ -110,7 +110,7 @@ var targets = []target{
 	{
 		name: "influx1",
 		// The WAL is written before a write is acknowledged.
-		start:    func(t *testing.T) *testserver.Server { return testserver.Influx(t) },
+		start: func(t *testing.T) *testserver.Server { return testserver.Influx(t) },
 		env: func(addr, ns string, _ int) map[string]string {
 			return seriesEnv(fmt.Sprintf("influx1://%s?db=%s", addr, ns))
 		},
