@@ -85,6 +85,7 @@ type Workload struct {
 	LoadRate     pace.Rate     `env:"LOAD_RATE" envDefault:"10000" help:"rate of the load phase (kv LOAD=auto: inserting the records the run reads), any RATE grammar; max = as fast as possible"`
 	LoadDuration time.Duration `env:"LOAD_DURATION" envDefault:"0s" help:"bound of the load phase; when it passes, the run starts with the records loaded so far (a warning says how many); 0 = until every record is loaded"`
 	Timeout      time.Duration `env:"TIMEOUT" envDefault:"30s" help:"deadline of one write; 0 = none"`
+	StartTimeout time.Duration `env:"START_TIMEOUT" envDefault:"0s" help:"how long to wait for the target to come up at start (connect, schema, probes; retried with backoff while it is unreachable) before the run fails (exit 1); 0 = wait until stopped"`
 	Retries      int           `env:"RETRIES" envDefault:"2" help:"resend a failed batch this many times when the sink says it is safe"`
 	RetryBackoff time.Duration `env:"RETRY_BACKOFF" envDefault:"100ms" help:"first retry wait; doubles per attempt up to 5s, with jitter; a server's Retry-After wins"`
 	Verify       float64       `env:"VERIFY" envDefault:"0" help:"fraction of acknowledged rows or records read back during the run and compared with what the seed says they hold (soakd_verify_*), e.g. 0.01; 0 = off"`
@@ -441,6 +442,9 @@ func (w *Workload) validate() []error {
 	}
 	if w.Timeout < 0 {
 		bad("TIMEOUT", "must not be negative")
+	}
+	if w.StartTimeout < 0 {
+		bad("START_TIMEOUT", "must not be negative (0 = wait until stopped)")
 	}
 	if w.Retries < 0 || w.Retries > 100 {
 		bad("RETRIES", "%d is out of range [0, 100]", w.Retries)

@@ -18,7 +18,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon/pace"
-	"github.com/soakd/soakd/sinks"
 )
 
 // httpAPI serves the daemon's endpoints.
@@ -129,15 +128,13 @@ func consoleURL(scheme string, addr net.Addr) string {
 	return scheme + "://" + net.JoinHostPort(host, port) + "/"
 }
 
-// readyz is 200 when every workload's target is prepared and answers.
+// readyz is 200 when every workload's target is prepared and answers;
+// otherwise 503 with, per workload not ready, why: the target (secrets
+// redacted), the setup step waited for, the last error and the next retry.
 func (a *httpAPI) readyz(w http.ResponseWriter, _ *http.Request) {
 	var notReady []string
 	for _, wl := range a.wls {
-		if ok, err := wl.ready.get(); !ok {
-			msg := wl.name + ": not prepared yet"
-			if err != nil {
-				msg = wl.name + ": " + string(sinks.ClassOf(err)) + " error"
-			}
+		if msg := wl.notReady(); msg != "" {
 			notReady = append(notReady, msg)
 		}
 	}

@@ -59,14 +59,21 @@ type workload struct {
 	capacity *capacitySearch                   // set while soakd capacity searches this workload
 }
 
-// readiness is a workload's /readyz state and the story of its Prepare.
+// readiness is a workload's /readyz state and the story of its setup
+// (connect, prepare, probe: see await).
 type readiness struct {
 	mu       sync.Mutex
-	prepared bool
+	prepared bool // every setup step done
 	pingErr  error
-	attempts int       // Prepare calls that failed
+	attempts int       // setup attempts that failed
 	lastErr  errorNote // the last of them
 	fatal    error     // why the workload stopped for good, if it did
+	began    time.Time // first setup attempt (START_TIMEOUT counts from it)
+	step     string    // the setup step being tried or waited for
+	next     time.Time // when it is tried again (zero while it runs)
+	// stoppedBy is why the run stopped while the workload waited for its
+	// target (stopSignal, ...), "" when it did not.
+	stoppedBy string
 }
 
 func (r *readiness) get() (bool, error) {
@@ -97,6 +104,7 @@ func stopCause(ctx context.Context) string {
 	cause := context.Cause(ctx)
 	var ce *ConfigError
 	var ta *thresholdAbort
+	var st *startTimeoutError
 	switch {
 	case errors.Is(cause, errHardStop):
 		return stopHard
@@ -106,6 +114,8 @@ func stopCause(ctx context.Context) string {
 		return stopConfig
 	case errors.As(cause, &ta):
 		return ta.Error()
+	case errors.As(cause, &st):
+		return stopStartTimeout
 	}
 	return stopSignal
 }
@@ -202,9 +212,12 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 		g.Go(func() error {
 			err := w.runAll(genCtx, drainCtx, cfg)
 			var ce *ConfigError
-			if errors.As(err, &ce) {
+			var st *startTimeoutError
+			if errors.As(err, &ce) || errors.As(err, &st) {
 				// A setting the target contradicts: the configuration is
-				// wrong, so the whole run stops now (exit 2).
+				// wrong, so the whole run stops now (exit 2). A target
+				// not up within START_TIMEOUT stops it too (exit 1):
+				// that bound asks to fail rather than run without it.
 				stopGen(err)
 			}
 			return err
@@ -343,69 +356,40 @@ func (w *workload) runAll(genCtx, drainCtx context.Context, cfg *Config) error {
 }
 
 func (w *workload) runPhases(genCtx, drainCtx context.Context, cfg *Config) error {
-	if err := w.prepare(genCtx); err != nil {
+	stopped := func(err error) error {
 		if genCtx.Err() != nil {
+			// Stopped while waiting for the target: not a failure of
+			// the target, and the summary says what stopped it.
+			w.ready.mu.Lock()
+			w.ready.stoppedBy = stopCause(genCtx)
+			w.ready.mu.Unlock()
 			return nil
 		}
 		return err
+	}
+	if err := w.setup(genCtx); err != nil {
+		return stopped(err)
 	}
 	if w.cfg.reset && w.kind != sources.Queries { // a query workload reads data it did not write
 		if err := w.resetTarget(genCtx); err != nil {
 			return err
 		}
 	}
-	if err := w.preload(genCtx, drainCtx, cfg); err != nil {
-		return err
+	load, err := w.probe(genCtx)
+	if err != nil {
+		return stopped(err)
+	}
+	w.setupDone()
+	if load != nil {
+		if err := w.preload(genCtx, drainCtx, cfg, load); err != nil {
+			return err
+		}
 	}
 	if genCtx.Err() != nil {
 		return nil
 	}
-	_, err := w.run(genCtx, drainCtx, "run", w.src, w.cfg.Rate, w.cfg.Duration, stopDuration)
+	_, err = w.run(genCtx, drainCtx, "run", w.src, w.cfg.Rate, w.cfg.Duration, stopDuration)
 	return err
-}
-
-// prepare calls the sink's Prepare, retrying while the target is
-// unreachable; a rejected schema fails the workload.
-func (w *workload) prepare(ctx context.Context) error {
-	p, ok := w.sink.(sinks.Preparer)
-	if !ok {
-		w.ready.mu.Lock()
-		w.ready.prepared = true
-		w.ready.mu.Unlock()
-		return nil
-	}
-	for attempt := 0; ; attempt++ {
-		t0 := time.Now()
-		err := p.Prepare(ctx)
-		if err == nil {
-			w.log.Info("target prepared", zap.Duration("took", time.Since(t0)))
-			w.ready.mu.Lock()
-			w.ready.prepared, w.ready.pingErr = true, nil
-			w.ready.mu.Unlock()
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err() // stopped while preparing: not the target's failure
-		}
-		class := sinks.ClassOf(err)
-		text := w.scrub(err.Error())
-		now := time.Now()
-		w.ready.mu.Lock()
-		w.ready.pingErr = err
-		w.ready.attempts++
-		if w.ready.lastErr.First.IsZero() {
-			w.ready.lastErr.First = t0
-		}
-		w.ready.lastErr.Text, w.ready.lastErr.Class, w.ready.lastErr.Last = text, class, now
-		w.ready.mu.Unlock()
-		if class == sinks.Rejected {
-			return fmt.Errorf("workload %s: target rejected the schema: %s", w.name, text)
-		}
-		w.errLog.log(w.log, "prepare", "cannot prepare the target; retrying", text)
-		if !sleepCtx(ctx, backoff(time.Second, attempt, 0)) {
-			return ctx.Err()
-		}
-	}
 }
 
 // closeFloor is the least time a sink gets to close after a stop, even
@@ -435,45 +419,50 @@ func (w *workload) resetTarget(ctx context.Context) error {
 	return nil
 }
 
-// preload runs the KV load phase (LOAD=auto) when records are missing.
-func (w *workload) preload(genCtx, drainCtx context.Context, cfg *Config) error {
+// probe decides whether the KV load phase runs (LOAD=auto: when records
+// are missing; LOAD=on: always) and checks, through the sink's probe,
+// that the target holds no records of another DATA_TYPE. It returns the
+// load source, or nil when there is no load phase. The probe is a setup
+// step: waited for while the target is down.
+func (w *workload) probe(ctx context.Context) (sources.Source, error) {
 	pl, ok := w.src.(sources.Preloader)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	load, probe, err := pl.Preload()
 	if err != nil {
-		return fmt.Errorf("workload %s: cannot build the load phase: %w", w.name, err)
+		return nil, fmt.Errorf("workload %s: cannot build the load phase: %w", w.name, err)
 	}
 	if load == nil {
-		return nil
+		return nil, nil
 	}
-	if pr, ok := w.sink.(sinks.Prober); ok && probe != nil {
-		b := newBatch(w.src)
-		probe(b)
-		ctx, cancel := context.WithTimeout(genCtx, 30*time.Second)
-		n, err := pr.Present(ctx, b)
-		cancel()
-		var se *sources.SettingError
-		if errors.As(err, &se) {
-			// The target holds records this workload cannot use: bad
-			// configuration, named by its variable.
-			return errors.Join(prefixSettingErrors(err, Prefix(w.name))...)
-		}
-		if err != nil && genCtx.Err() != nil {
-			return nil // stopped while probing: not a failure, as in prepare
-		}
-		if err != nil {
-			if genCtx.Err() != nil {
-				return nil // stopped while checking: a stop, not a failure
-			}
-			return fmt.Errorf("workload %s: cannot check for loaded records: %s", w.name, w.scrub(err.Error()))
-		}
-		if n == len(b.Ops) {
-			w.log.Info("records already loaded; skipping the load phase", zap.Int("probed", n))
-			return nil
-		}
+	pr, ok := w.sink.(sinks.Prober)
+	if !ok || probe == nil {
+		return load, nil
 	}
+	b := newBatch(w.src)
+	probe(b)
+	n := 0
+	err = w.await(ctx, stepProbe, probeAttemptTimeout, func(ctx context.Context) (err error) {
+		n, err = pr.Present(ctx, b)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if al, ok := w.src.(sources.AlwaysLoader); ok && al.AlwaysLoad() {
+		w.log.Info("LOAD=on: loading every record", zap.Int("probed", len(b.Ops)), zap.Int("present", n))
+		return load, nil
+	}
+	if n == len(b.Ops) {
+		w.log.Info("records already loaded; skipping the load phase", zap.Int("probed", n))
+		return nil, nil
+	}
+	return load, nil
+}
+
+// preload runs the KV load phase of load.
+func (w *workload) preload(genCtx, drainCtx context.Context, cfg *Config, load sources.Source) error {
 	fields := []zap.Field{zap.String("load_rate", w.cfg.LoadRate.String())}
 	if cfg.Duration > 0 {
 		fields = append(fields, zap.Duration("soakd_duration", cfg.Duration),
@@ -510,6 +499,12 @@ func pingLoop(ctx context.Context, wls []*workload) {
 			p, ok := w.sink.(sinks.Pinger)
 			if !ok {
 				continue
+			}
+			w.ready.mu.Lock()
+			prepared := w.ready.prepared
+			w.ready.mu.Unlock()
+			if !prepared {
+				continue // setup is trying the target and says why it waits
 			}
 			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			err := p.Ping(pctx)

@@ -141,6 +141,7 @@ const (
 	stopSignal       = "signal"
 	stopConfig       = "configuration error"
 	stopCapacity     = "capacity search done"
+	stopStartTimeout = "START_TIMEOUT"
 )
 
 // phaseRun is the state of one pass over a source.
@@ -277,15 +278,22 @@ func newThrottle(period time.Duration) *throttle {
 }
 
 func (t *throttle) log(l *zap.Logger, kind, msg, errText string) {
+	if suppressed, ok := t.allow(kind); ok {
+		l.Warn(msg, zap.String("class", kind), zap.String("error", errText), zap.Int("suppressed_since_last", suppressed))
+	}
+}
+
+// allow reports whether a line of kind may be logged now, and how many
+// were suppressed since the last one.
+func (t *throttle) allow(kind string) (int, bool) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	now := time.Now()
 	suppressed := t.count[kind]
 	if last, ok := t.last[kind]; ok && now.Sub(last) < t.period {
 		t.count[kind]++
-		t.mu.Unlock()
-		return
+		return 0, false
 	}
 	t.last[kind], t.count[kind] = now, 0
-	t.mu.Unlock()
-	l.Warn(msg, zap.String("class", kind), zap.String("error", errText), zap.Int("suppressed_since_last", suppressed))
+	return suppressed, true
 }

@@ -146,7 +146,7 @@ func summarize(version string, started time.Time, cfg *Config, wls []*workload) 
 	s := &Summary{Version: version, Started: started, Seconds: time.Since(started).Seconds()}
 	for _, w := range wls {
 		w.ready.mu.Lock()
-		prepared, prepAttempts, prepErr, fatal := w.ready.prepared, w.ready.attempts, w.ready.lastErr, w.ready.fatal
+		prepared, prepAttempts, prepErr, fatal, waitStopped := w.ready.prepared, w.ready.attempts, w.ready.lastErr, w.ready.fatal, w.ready.stoppedBy
 		w.ready.mu.Unlock()
 		phases := w.allPhases()
 		var entries []WorkloadSummary
@@ -165,7 +165,7 @@ func summarize(version string, started time.Time, cfg *Config, wls []*workload) 
 			entries = append(entries, WorkloadSummary{
 				Name: w.name, Phase: "run", Source: w.cfg.Source, Target: w.cfg.Sink.Redacted, Kind: w.kind.String(),
 				Rate: w.cfg.Rate.String(), Workers: w.cfg.Workers, Batch: w.batchSize, UnitName: unitName(w.kind),
-				Errors: errorsByClass(nil), Prepared: prepared,
+				Errors: errorsByClass(nil), Prepared: prepared, StoppedBy: waitStopped,
 			})
 		}
 		last := &entries[len(entries)-1]
@@ -191,12 +191,17 @@ func summarize(version string, started time.Time, cfg *Config, wls []*workload) 
 			if writeErr.Text == "" && prepErr.Text != "" {
 				last.Failure.fill(prepErr, int64(prepAttempts))
 			}
+		case !prepared && waitStopped == stopSignal:
+			// Stopped (SIGINT/SIGTERM) while waiting for a target that
+			// had not come up yet: a sidecar whose pod goes away before
+			// its database did not fail. The entry says it never became
+			// ready, with the last error.
 		case !prepared:
 			f := &Failure{Reason: "the target never became ready"}
 			if prepAttempts == 0 {
 				f.Reason += ": Prepare did not return before the run ended"
 			} else {
-				f.Reason += fmt.Sprintf(": %d attempts to prepare it failed", prepAttempts)
+				f.Reason += fmt.Sprintf(": %d attempts to reach or prepare it failed", prepAttempts)
 				f.fill(prepErr, int64(prepAttempts))
 			}
 			last.Failure = f
@@ -337,6 +342,9 @@ func (s *Summary) WriteText(out io.Writer) {
 			w.Scheduled, w.Units, w.Failed, w.Dropped, dropped, w.InFlight, w.Bytes)
 		if w.StoppedBy != "" {
 			fmt.Fprintf(out, "stopped by: %s\n", w.StoppedBy)
+		}
+		if !w.Prepared && w.Failure == nil {
+			fmt.Fprintln(out, "the target never became ready (stopped while waiting for it)")
 		}
 		var errs []string
 		for _, c := range sinks.Classes {

@@ -129,6 +129,24 @@ func TestComposeStack(t *testing.T) {
 			t.Errorf("%s=%s names no service of the stack", k, env[k])
 		}
 	}
+	// soakd starts once each of its targets answers its health check, not
+	// only once its container has started.
+	for _, k := range []string{"SOAKD_IOT_TARGET", "SOAKD_KV_TARGET", "SOAKD_TRUCKS_TARGET"} {
+		host := strings.SplitN(strings.SplitN(env[k], "://", 2)[1], ":", 2)[0]
+		name := strings.TrimPrefix(host, "postgres@")
+		if d, ok := sk.DependsOn[name]; !ok || d.Condition != types.ServiceConditionHealthy {
+			t.Errorf("soakd depends on %s (%s) as %+v, want condition service_healthy", name, k, d)
+		}
+		db, err := p.GetService(name)
+		if err != nil {
+			continue
+		}
+		if hc := db.HealthCheck; hc == nil || hc.Disable || len(hc.Test) < 2 || hc.Test[0] != "CMD" {
+			t.Errorf("%s has no health check (%+v): service_healthy would never hold", name, hc)
+		} else if hc.Interval == nil || hc.Retries == nil {
+			t.Errorf("%s health check %+v: want an interval and retries", name, hc)
+		}
+	}
 	if !strings.HasPrefix(service(t, p, "timescaledb").Image, "timescale/timescaledb:") ||
 		!strings.HasPrefix(service(t, p, "influxdb").Image, "influxdb:1.8") {
 		t.Error("want TimescaleDB's image and InfluxDB 1.8")

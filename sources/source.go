@@ -77,3 +77,11 @@ type Preloader interface {
 	// source when no load phase is configured.
 	Preload() (load Source, probe func(b *Batch), err error)
 }
+
+// AlwaysLoader is implemented by Preloaders that can be set to run their
+// load phase whatever the probe finds (kv LOAD=on): the probe then only
+// checks that the target holds no records of a type the workload cannot
+// use, and the load inserts every record again.
+type AlwaysLoader interface {
+	AlwaysLoad() bool
+}

@@ -21,7 +21,7 @@ type Config struct {
 	FieldLength  int              `env:"FIELD_LENGTH" envDefault:"100" help:"bytes per field value"`
 	DataType     sources.DataType `env:"DATA_TYPE" envDefault:"hash" help:"how the sink stores a record: string (fields packed in one value), hash, set, zset"`
 	KeyPrefix    string           `env:"KEY_PREFIX" envDefault:"soakd:" help:"prepended to every key (keys are PREFIX + user + hashed record number); usertable/ gives go-ycsb's redis keys"`
-	Load         LoadMode         `env:"LOAD" envDefault:"auto" help:"auto: insert the records first when a sample of them is missing; off: never"`
+	Load         LoadMode         `env:"LOAD" envDefault:"auto" help:"auto: insert the records first when a sample of them is missing; on: always insert them first; off: never"`
 	ScanLength   int              `env:"SCAN_LENGTH" envDefault:"100" help:"longest scan, in records; each scan reads a uniform 1..SCAN_LENGTH"`
 	ReadAll      bool             `env:"READ_ALL_FIELDS" envDefault:"true" help:"reads and scans fetch every field (false: one random field); a read-modify-write reads the whole record"`
 	WriteAll     bool             `env:"WRITE_ALL_FIELDS" envDefault:"false" help:"updates and read-modify-writes write every field (false: one random field)"`
@@ -90,8 +90,8 @@ func (c Config) Validate() error {
 	if len(c.KeyPrefix) > maxPrefix {
 		bad("KEY_PREFIX", "%d bytes: want at most %d", len(c.KeyPrefix), maxPrefix)
 	}
-	if c.Load != LoadAuto && c.Load != LoadOff {
-		bad("LOAD", "%q: want auto or off", string(c.Load))
+	if c.Load != LoadAuto && c.Load != LoadOff && c.Load != LoadOn {
+		bad("LOAD", "%q: want auto, on or off", string(c.Load))
 	}
 	if c.ScanLength < 1 || c.ScanLength > maxScanLength {
 		bad("SCAN_LENGTH", "%d: want 1..%d", c.ScanLength, maxScanLength)
@@ -287,18 +287,24 @@ const (
 	LoadAuto LoadMode = "auto"
 	// LoadOff never loads.
 	LoadOff LoadMode = "off"
+	// LoadOn always loads every record (YCSB's load before its run),
+	// after the same probe, which then only checks the records' type.
+	LoadOn LoadMode = "on"
 )
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (m *LoadMode) UnmarshalText(b []byte) error {
 	v := LoadMode(strings.ToLower(strings.TrimSpace(string(b))))
 	switch v {
-	case LoadAuto, LoadOff:
+	case LoadAuto, LoadOff, LoadOn:
 		*m = v
 		return nil
 	case "false", "no", "0":
 		*m = LoadOff
 		return nil
+	case "true", "yes", "1":
+		*m = LoadOn
+		return nil
 	}
-	return fmt.Errorf("load %q: want auto or off", string(b))
+	return fmt.Errorf("load %q: want auto, on or off", string(b))
 }

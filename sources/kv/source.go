@@ -362,6 +362,10 @@ func (s *Source) Preload() (sources.Source, func(b *sources.Batch), error) {
 	return &LoadSource{s}, s.probe, nil
 }
 
+// AlwaysLoad reports LOAD=on: the load phase runs even when the probe
+// finds every record.
+func (s *Source) AlwaysLoad() bool { return s.cfg.Load == LoadOn }
+
 func (s *Source) probe(b *sources.Batch) {
 	n := min(s.owned, probeSamples)
 	for k := range n {

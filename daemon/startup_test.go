@@ -1,0 +1,180 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// lateSink is a target that comes up at a given time: until then its
+// Ping fails as a server that is not listening does (quoting the URL's
+// password, as some drivers do), or with refusal when set. Writes succeed.
+type lateSink struct {
+	up      time.Time
+	refusal error // when set, Ping answers with it: the server refuses
+	pings   *atomic.Int64
+}
+
+func (s lateSink) Ping(context.Context) error {
+	s.pings.Add(1)
+	if s.refusal != nil {
+		return s.refusal
+	}
+	if time.Now().Before(s.up) {
+		return sinks.NewError(sinks.Connection, true, errors.New("dial late://u:hunter2@db/x: connect: connection refused"))
+	}
+	return nil
+}
+func (lateSink) Write(_ context.Context, b *sources.Batch) (int, error) { return b.Len(), nil }
+func (lateSink) Close(context.Context) error                            { return nil }
+
+func latePlugins(s lateSink) *Plugins {
+	return testPlugins(sinks.Entry{Schemes: []string{"late"}, Kinds: []sources.Kind{sources.Series},
+		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return s, nil }})
+}
+
+// runLate runs env against s, calling at (when not nil) with the workload
+// and /readyz's answer 5 s into the run, and returns how long the run took.
+func runLate(t *testing.T, s lateSink, env map[string]string, at func(*workload, *httptest.ResponseRecorder)) (runResult, time.Duration) {
+	p := latePlugins(s)
+	cfg := loadTest(t, env, p)
+	var wl *workload
+	var h http.Handler
+	open := make(chan struct{})
+	t0 := time.Now()
+	done := make(chan runResult, 1)
+	go func() {
+		reg := prometheus.NewRegistry()
+		sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test",
+			started: func(wls []*workload, hh http.Handler) { wl, h = wls[0], hh; close(open) }})
+		done <- runResult{sum, err, reg}
+	}()
+	<-open
+	if at != nil {
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		at(wl, rec)
+		hz := httptest.NewRecorder()
+		h.ServeHTTP(hz, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+		if hz.Code != http.StatusOK {
+			t.Errorf("/healthz %d while waiting for the target", hz.Code)
+		}
+	}
+	res := <-done
+	return res, time.Since(t0)
+}
+
+// A target that comes up 10 s after soakd: until then soakd is not ready
+// and says why, retrying with backoff; then the run phase runs in full.
+func TestSetupWaitsForTarget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pings := new(atomic.Int64)
+		s := lateSink{up: time.Now().Add(10 * time.Second), pings: pings}
+		res, took := runLate(t, s, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://u:hunter2@db/x",
+			"SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_DURATION", "5s"),
+			func(_ *workload, rec *httptest.ResponseRecorder) {
+				body := rec.Body.String()
+				t.Logf("/readyz at 5 s: %d %s", rec.Code, body)
+				if rec.Code != http.StatusServiceUnavailable {
+					t.Errorf("/readyz %d while the target is down", rec.Code)
+				}
+				for _, want := range []string{"seq: connection error, waiting for late://u:xxxxx@db/x (connect; ", " attempts failed, next retry in ", "connection refused"} {
+					if !strings.Contains(body, want) {
+						t.Errorf("/readyz lacks %q: %s", want, body)
+					}
+				}
+				if strings.Contains(body, "hunter2") {
+					t.Errorf("/readyz shows the password: %s", body)
+				}
+			})
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		w := res.sum.Workloads[0]
+		if !w.Prepared || w.Failure != nil || w.Units != 500 || w.Scheduled != 500 {
+			t.Errorf("prepared %v, failure %+v, acked %d of %d scheduled: want the whole run phase once the target is up",
+				w.Prepared, w.Failure, w.Units, w.Scheduled)
+		}
+		// Backoff 1, 2, 4, 5, 5 s ... (±20 %): the attempts of 10 s, then
+		// one that succeeds; at most 5 s (+20 %) after the target is up.
+		if n := pings.Load(); n < 4 || n > 6 {
+			t.Errorf("%d pings over the 10 s the target was down: want 4-6 (backoff 1 s doubling to 5 s)", n)
+		}
+		if took < 15*time.Second || took > 21*time.Second {
+			t.Errorf("the run took %v: want the 10 s wait, at most one backoff more, and the 5 s run", took)
+		}
+	})
+}
+
+// START_TIMEOUT: a target not up by then stops and fails the run, when
+// the bound passes.
+func TestSetupStartTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := lateSink{up: time.Now().Add(time.Hour), pings: new(atomic.Int64)}
+		res, took := runLate(t, s, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://db/x", "SOAKD_SEQ_START_TIMEOUT", "8s"), nil)
+		var st *startTimeoutError
+		if !errors.As(res.err, &st) || !strings.Contains(res.err.Error(), "SOAKD_SEQ_START_TIMEOUT=8s") {
+			t.Fatalf("Run: %v, want the START_TIMEOUT error", res.err)
+		}
+		if took != 8*time.Second {
+			t.Errorf("gave up after %v, want 8 s (the last attempt at the bound)", took)
+		}
+		if f := res.sum.Workloads[0].Failure; f == nil || !strings.Contains(f.Reason, "START_TIMEOUT") {
+			t.Errorf("failure %+v: want START_TIMEOUT", f)
+		}
+	})
+}
+
+// A target that answers with a refusal is a configuration error naming
+// TARGET, at once: no wait.
+func TestSetupRefusalIsConfigError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := lateSink{refusal: sinks.NewError(sinks.Rejected, false, errors.New("WRONGPASS invalid username-password pair")), pings: new(atomic.Int64)}
+		// SOAKD_DURATION ends a run that would retry (the bug this checks).
+		res, took := runLate(t, s, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://u:hunter2@db/x", "SOAKD_DURATION", "30s"), nil)
+		var ce *ConfigError
+		if !errors.As(res.err, &ce) || ce.Key != "SOAKD_SEQ_TARGET" || !strings.Contains(ce.Error(), "WRONGPASS") ||
+			!strings.Contains(ce.Error(), "SOAKD_SEQ_PASSWORD") || strings.Contains(ce.Error(), "hunter2") {
+			t.Fatalf("Run: %v, want a configuration error naming SOAKD_SEQ_TARGET with the answer, without the password", res.err)
+		}
+		if took != 0 || s.pings.Load() != 1 {
+			t.Errorf("%d pings over %v: a refusal must not be retried", s.pings.Load(), took)
+		}
+	})
+}
+
+// A stop while waiting for the target is no failure.
+func TestSetupStopWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := latePlugins(lateSink{up: time.Now().Add(time.Hour), pings: new(atomic.Int64)})
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://db/x"), p)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(7*time.Second, cancel)
+		res := runTest(ctx, cfg, p, nil)
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		if err := res.sum.Failed(); err != nil {
+			t.Errorf("Failed() = %v after a stop while waiting", err)
+		}
+		w := res.sum.Workloads[0]
+		if w.Prepared || w.StoppedBy != stopSignal || w.LastError == nil {
+			t.Errorf("entry %+v: want not prepared, stopped by signal, the last error", w)
+		}
+	})
+}
