@@ -139,7 +139,10 @@ func TestCapacityBlamesSoakdsWorkers(t *testing.T) {
 func TestCapacitySLOOpNeverIssued(t *testing.T) {
 	srv := detserver.Start(t, time.Microsecond, 0)
 	code, stdout, stderr := run(t, map[string]string{"SOAKD_LISTEN": "off", "SOAKD_WORKLOADS": "kv", "SOAKD_KV_TARGET": srv.URL,
-		"SOAKD_KV_WORKLOAD": "a", "SOAKD_CAPACITY_SLO_OP": "scan", "SOAKD_CAPACITY_OUT": filepath.Join(t.TempDir(), "cap")}, "capacity")
+		"SOAKD_KV_WORKLOAD": "a", "SOAKD_KV_RECORDS": "10", "SOAKD_CAPACITY_SLO_OP": "scan", "SOAKD_CAPACITY_OUT": filepath.Join(t.TempDir(), "cap"),
+		// A search of one short step, should the refusal be missing.
+		"SOAKD_CAPACITY_START": "100", "SOAKD_CAPACITY_MAX": "100", "SOAKD_CAPACITY_WARMUP": "0s", "SOAKD_CAPACITY_SETTLE": "0s",
+		"SOAKD_CAPACITY_HOLD": "1s"}, "capacity")
 	if code != exitConfig || !strings.Contains(stderr, "SOAKD_CAPACITY_SLO_OP") || !strings.Contains(stderr, `"scan"`) ||
 		!strings.Contains(stderr, "read, update") {
 		t.Errorf("exit %d, want 2 naming SOAKD_CAPACITY_SLO_OP and the ops issued\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
