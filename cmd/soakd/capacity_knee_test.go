@@ -101,16 +101,18 @@ func TestCapacityKneeOfDeterministicServer(t *testing.T) {
 // the target's service time stays flat: the report must say soakd's
 // workers limited the search, name the settings to raise, and not call
 // the figure a knee of the target. The search is 20, 40, 80 (fails
-// twice), then 60 and 50/s: about 25 s.
+// twice), then 60 and 50/s: about 30 s. Steps past 50/s fail on drops
+// (MAX_LAG), so SLO_P99 can be a lenient 500 ms, which stalls of a busy
+// machine at 20 and 40/s stay under.
 func TestCapacityBlamesSoakdsWorkers(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a 25 s capacity search")
+		t.Skip("a 30 s capacity search")
 	}
 	srv := detserver.Start(t, time.Millisecond, 19*time.Millisecond)
 	C := srv.Capacity()
 	res, md := capacityAgainst(t, srv, map[string]string{"SOAKD_KV_WORKERS": "1",
 		"SOAKD_CAPACITY_START": "20", "SOAKD_CAPACITY_STEP": "x2", "SOAKD_CAPACITY_HOLD": "3s",
-		"SOAKD_CAPACITY_SLO_P99": "200ms", "SOAKD_CAPACITY_REFINE": "2"})
+		"SOAKD_CAPACITY_SLO_P99": "500ms", "SOAKD_CAPACITY_REFINE": "2"})
 	// One worker cannot exceed 1/(service + delay) = C/20.
 	if !res.Found || res.Knee > 0.05*C {
 		t.Fatalf("knee %v (found %v), want found and at most %v", res.Knee, res.Found, 0.05*C)
@@ -126,8 +128,10 @@ func TestCapacityBlamesSoakdsWorkers(t *testing.T) {
 	if strings.Contains(md, "**Knee: ") {
 		t.Errorf("the report presents soakd's limit as the target's knee")
 	}
+	// Above what one worker can do, every failing step is the workers';
+	// below it a busy machine may fail a step, on soakd's own lateness.
 	for _, s := range res.Steps {
-		if !s.Pass && s.Bottleneck != "workers" {
+		if !s.Pass && s.Target > 0.05*C && s.Bottleneck != "workers" {
 			t.Errorf("step %d at %v/s failed on %q (%s), want the workers", s.Index, s.Target, s.Bottleneck, s.Diagnosis)
 		}
 	}
