@@ -175,7 +175,9 @@ type StatusWorkload struct {
 	Workers    int           `json:"workers"`
 	Ready      bool          `json:"ready"`
 	LastError  *ErrorSummary `json:"last_error,omitempty"`
-	Phases     []StatusPhase `json:"phases"`
+	// DropCause is the current phase's, when it has dropped work.
+	DropCause *DropCause    `json:"drop_cause,omitempty"`
+	Phases    []StatusPhase `json:"phases"`
 	// Thresholds are the workload's THRESHOLDS judged on its run phase so
 	// far, as soakd_threshold_ok and soakd_threshold_value show them.
 	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
@@ -279,6 +281,10 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 			if ps == cur {
 				s.Phase, s.Rate, s.StatusCounts = ps.name, ps.rate, p.StatusCounts
 			}
+		}
+		if cur != nil && s.Dropped > 0 {
+			ws := wl.phaseSummary(cur)
+			s.DropCause = ws.DropCause
 		}
 		if cur != nil {
 			s.Dispatch = OpLatency{Count: window.dispatch.Count, P50: window.dispatch.P50, P99: window.dispatch.P99}

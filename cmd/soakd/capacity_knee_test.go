@@ -155,3 +155,36 @@ func TestCapacitySLOOpNeverIssued(t *testing.T) {
 		t.Errorf("%d commands reached the server; want no load sent", n)
 	}
 }
+
+// A run that drops work says what could not keep up, in the summary's
+// text and JSON: one worker against a server that answers 20 ms after
+// each command can send at most 50/s, so at 100/s half the work is
+// dropped, and the workers are named with the setting to raise.
+func TestRunDropsWorkNamesBottleneck(t *testing.T) {
+	srv := detserver.Start(t, time.Millisecond, 19*time.Millisecond)
+	js := filepath.Join(t.TempDir(), "sum.json")
+	code, stdout, stderr := run(t, map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_WORKLOADS": "kv",
+		"SOAKD_KV_TARGET": srv.URL, "SOAKD_KV_RECORDS": "10", "SOAKD_KV_WORKERS": "1", "SOAKD_KV_RATE": "100",
+		"SOAKD_KV_MAX_LAG": "200ms", "SOAKD_KV_DURATION": "3s"}, "--summary-json", js)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var sum daemon.Summary
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	w := sum.Workload("kv", "run")
+	if w == nil || w.Dropped == 0 {
+		t.Fatalf("run phase %+v: want dropped work", w)
+	}
+	if d := w.DropCause; d == nil || d.Bottleneck != "workers" || !strings.Contains(d.Diagnosis, "SOAKD_KV_WORKERS (now 1)") {
+		t.Errorf("drop cause %+v, want the workers and the setting to raise", d)
+	}
+	if !strings.Contains(stdout, "dropped work: bottleneck workers: ") {
+		t.Errorf("the text summary does not say why work was dropped:\n%s", stdout)
+	}
+}

@@ -1,0 +1,61 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// While a run drops work, /status says what could not keep up: one
+// worker against a target that takes 20 ms per write sends at most 50/s,
+// so at 100/s the worker is busy all the time and the workers are named,
+// with the settings to raise. Before anything was dropped, nothing is
+// said.
+func TestStatusNamesDropBottleneck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=20ms", "SOAKD_SEQ_BATCH_SIZE", "1",
+			"SOAKD_SEQ_WORKERS", "1", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_MAX_LAG", "200ms", "SOAKD_SEQ_DURATION", "30s"), p)
+		var h http.Handler
+		open := make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = Run(ctx, cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+				started: func(_ []*workload, hh http.Handler) { h = hh; close(open) }})
+		}()
+		<-open
+		get := func() StatusWorkload {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
+			var st Status
+			if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+				t.Fatal(err)
+			}
+			return st.Workloads[0]
+		}
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		if s := get(); s.Dropped != 0 || s.DropCause != nil {
+			t.Fatalf("after 100 ms: dropped %d, cause %+v; want neither", s.Dropped, s.DropCause)
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		s := get()
+		if d := s.DropCause; s.Dropped == 0 || d == nil || d.Bottleneck != limitWorkers ||
+			!strings.Contains(d.Diagnosis, "SOAKD_SEQ_WORKERS (now 1)") || !strings.Contains(d.Diagnosis, "SOAKD_SEQ_BATCH_SIZE (now 1)") {
+			t.Errorf("dropped %d, cause %+v: want the workers and the settings to raise", s.Dropped, d)
+		}
+		cancel()
+		<-done
+	})
+}
