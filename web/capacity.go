@@ -84,6 +84,9 @@ func CapacityCharts(r *daemon.CapacityResult) []charts.Chart {
 func CapacityPanel(r *daemon.CapacityResult) Panel {
 	note := "searching…"
 	switch {
+	case r.Outcome != "" && r.Found && !r.TargetCapacity():
+		// soakd's own limit: not to be read as the target's knee.
+		note = fmt.Sprintf("no knee of the target: soakd limited the search at %.6g units/s: %s", r.Knee, r.Advice)
 	case r.Outcome != "" && r.Found:
 		note = fmt.Sprintf("knee %.6g units/s: %s", r.Knee, r.Outcome)
 	case r.Outcome != "":
@@ -96,6 +99,9 @@ func CapacityPanel(r *daemon.CapacityResult) Panel {
 		verdict := "pass"
 		if !s.Pass {
 			verdict = "fail: " + strings.Join(s.Reasons, "; ")
+			if s.Bottleneck != "" {
+				verdict += "; bottleneck: " + s.Bottleneck
+			}
 		}
 		t.Rows = append(t.Rows, []string{fmt.Sprint(s.Index), s.Kind, fmt.Sprintf("%.6g", s.Target), fmt.Sprintf("%.6g", s.Achieved),
 			seconds(s.Response.P50), seconds(s.Response.P99), fmt.Sprintf("%.3g%%", 100*s.ErrorRatio), fmt.Sprintf("%.3g%%", 100*s.DropRatio), verdict})
