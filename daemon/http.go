@@ -192,6 +192,10 @@ type CapacityStatus struct {
 	Target float64        `json:"target_rate"`
 	Knee   float64        `json:"knee_rate"`
 	Steps  []CapacityStep `json:"steps"`
+	// LimitedBy and Advice, once the search has ended, say whether the
+	// knee is the target's or soakd's own limit (CapacityResult).
+	LimitedBy string `json:"limited_by,omitempty"`
+	Advice    string `json:"advice,omitempty"`
 }
 
 // StatusCounts are a phase's unit counts and failed attempts by class.
@@ -297,7 +301,8 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 		}
 		if c := wl.capacity; c != nil {
 			step, target, knee := c.live()
-			s.Capacity = &CapacityStatus{Step: step, Target: target, Knee: knee, Steps: c.result().Steps}
+			res := c.result()
+			s.Capacity = &CapacityStatus{Step: step, Target: target, Knee: knee, Steps: res.Steps, LimitedBy: res.LimitedBy, Advice: res.Advice}
 		}
 		if e := wl.lastError(); e.Text != "" {
 			s.LastError = errorSummary(e)
