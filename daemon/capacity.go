@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
 )
 
 // CapacityConfig holds the capacity search's settings (SOAKD_CAPACITY_*,
@@ -173,10 +176,39 @@ type CapacityStep struct {
 	Service    Quantiles `json:"service_seconds"`
 	ErrorRatio float64   `json:"error_ratio"`   // failed units / (acknowledged + failed)
 	DropRatio  float64   `json:"dropped_ratio"` // dropped / scheduled
-	Pass       bool      `json:"pass"`
+	// Dispatch is the delay from each batch's intended start to its send
+	// (every op): soakd's own queue.
+	Dispatch Quantiles `json:"dispatch_seconds"`
+	// DrainSeconds is how long the backlog left by the step before took to
+	// drain, the rate paused, before this step's SETTLE began: each step
+	// starts clean, or a step just under the knee would fail on the queue
+	// of the failing step before it.
+	DrainSeconds float64 `json:"drain_seconds"`
+	// Drained is false when the backlog had not drained within the limit
+	// (MAX_LAG + TIMEOUT + HOLD) and the step started anyway.
+	Drained bool `json:"drained"`
+	// WorkersBusy is the share of the judged part during which every
+	// worker was inside a write; CPU soakd's CPU time over the same part,
+	// as a share of the cores it may use (GOMAXPROCS); -1 when unknown.
+	WorkersBusy float64 `json:"workers_busy_share"`
+	CPU         float64 `json:"cpu_share"`
+	Pass        bool    `json:"pass"`
 	// Reasons say which SLO each failing step broke.
 	Reasons []string `json:"reasons,omitempty"`
+	// Bottleneck names what limited a failing step: "target" (its service
+	// latency rose), "workers" (soakd's workers were all busy while the
+	// service latency stayed flat) or "soakd" (soakd sent late with idle
+	// workers, or its CPU was saturated); Diagnosis says it in words.
+	Bottleneck string `json:"bottleneck,omitempty"`
+	Diagnosis  string `json:"diagnosis,omitempty"`
 }
+
+// What limited a failing capacity step (CapacityStep.Bottleneck).
+const (
+	limitTarget  = "target"
+	limitWorkers = "workers"
+	limitSoakd   = "soakd"
+)
 
 // CapacityResult is the outcome of a capacity search.
 type CapacityResult struct {
@@ -193,8 +225,19 @@ type CapacityResult struct {
 	// did.
 	Knee  float64 `json:"knee_rate"`
 	Found bool    `json:"found"`
+	// LimitedBy is the bottleneck of the lowest failing step above the
+	// knee. Unless it is "target", the knee is soakd's own limit, not the
+	// target's capacity, and Advice names the setting to raise.
+	LimitedBy string `json:"limited_by,omitempty"`
+	Advice    string `json:"advice,omitempty"`
 	// Outcome says how the search ended, in words.
 	Outcome string `json:"outcome"`
+}
+
+// TargetCapacity reports whether the knee measures the target: found, and
+// not bounded by soakd's workers or soakd itself.
+func (r *CapacityResult) TargetCapacity() bool {
+	return r.Found && (r.LimitedBy == "" || r.LimitedBy == limitTarget)
 }
 
 // errCapacityDone is the cause of the stop when the search has its
@@ -241,7 +284,7 @@ func (s *capacitySearch) run(ctx context.Context, stop func(error)) {
 	s.mu.Lock()
 	s.res.Servers = servers
 	s.mu.Unlock()
-	keys := []distKey{{op: s.opt}, {op: s.opt, service: true}}
+	keys := []distKey{{op: s.opt}, {op: s.opt, service: true}, {op: allOps, dispatch: true}}
 	rec := ps.startWindow(keys...)
 	defer ps.stopWindow(rec)
 	if !s.setRate(ctx, s.cc.Start) || !sleepCtx(ctx, s.cc.Warmup) {
@@ -255,7 +298,47 @@ func (s *capacitySearch) run(ctx context.Context, stop func(error)) {
 		}
 		return st.Pass, ok
 	})
+	s.mu.Lock()
+	s.res.LimitedBy, s.res.Advice = s.limitedBy(knee, found)
+	s.mu.Unlock()
 	s.finish(knee, found, outcome)
+}
+
+// limitedBy names what bounds the knee: the bottleneck of the lowest
+// failing step above it (the last one judged at that rate), and, when
+// that is soakd, what to change. Holds s.mu.
+func (s *capacitySearch) limitedBy(knee float64, found bool) (string, string) {
+	var at *CapacityStep
+	for i := range s.res.Steps {
+		st := &s.res.Steps[i]
+		if st.Pass || st.Bottleneck == "" || (found && st.Target <= knee) {
+			continue
+		}
+		if at == nil || st.Target <= at.Target {
+			at = st
+		}
+	}
+	if at == nil {
+		return "", ""
+	}
+	wc := s.w.cfg
+	units := "PIPELINE"
+	size := wc.Pipeline
+	if s.w.kind == sources.Series {
+		units, size = "BATCH_SIZE", wc.BatchSize
+	}
+	p := Prefix(wc.Name)
+	switch at.Bottleneck {
+	case limitWorkers:
+		return limitWorkers, fmt.Sprintf("soakd's workers, not the target, limited the search (%s); the knee is soakd's limit, "+
+			"not the target's capacity: raise %sWORKERS (now %d) or send more units per round trip with %s%s (now %d), and search again",
+			at.Diagnosis, p, wc.Workers, p, units, size)
+	case limitSoakd:
+		return limitSoakd, fmt.Sprintf("soakd itself, not the target, limited the search (%s); the knee is soakd's limit, "+
+			"not the target's capacity: give soakd more CPU, raise %s%s (now %d) so it sends fewer, larger round trips, "+
+			"or split the rate over processes with %sSHARD", at.Diagnosis, p, units, size, p)
+	}
+	return at.Bottleneck, ""
 }
 
 // search steps the rate up from START until a step fails twice in a row
@@ -328,21 +411,111 @@ func (s *capacitySearch) setRate(ctx context.Context, r float64) bool {
 	return true
 }
 
-// runStep holds rate r for SETTLE, then HOLD, and judges the HOLD part.
+// control asks the searched workload's scheduler for c.
+func (s *capacitySearch) control(ctx context.Context, c controlReq, what string) bool {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.w.control(cctx, c); err != nil {
+		s.log.Warn("capacity: cannot "+what, zap.Error(err))
+		return false
+	}
+	return true
+}
+
+// drain pauses the schedule until every unit released so far is
+// acknowledged, failed or dropped: the queue of the step before (soakd's
+// and the target's) is gone before the next step starts. It gives up
+// after MAX_LAG + TIMEOUT + HOLD (a stuck target), saying so.
+func (s *capacitySearch) drain(ctx context.Context, ps *phaseStats) (took time.Duration, drained, ok bool) {
+	t0 := time.Now()
+	if !s.control(ctx, controlReq{pause: true}, "pause to drain") {
+		return 0, false, false
+	}
+	limit := s.w.cfg.MaxLag + s.w.cfg.Timeout + s.cc.Hold
+	for {
+		c := ps.snapshot()
+		if c.inflight() <= 0 {
+			return time.Since(t0), true, true
+		}
+		if time.Since(t0) > limit {
+			s.log.Warn("capacity: the backlog did not drain; the step starts anyway", zap.Int64("in_flight", c.inflight()),
+				zap.Duration("waited", time.Since(t0)))
+			return time.Since(t0), false, true
+		}
+		if !sleepCtx(ctx, 2*time.Millisecond) {
+			return 0, false, false
+		}
+	}
+}
+
+// hold waits HOLD, sampling how often every worker is inside a write,
+// and measures soakd's CPU share over it (-1 when unknown).
+func (s *capacitySearch) hold(ctx context.Context, ps *phaseStats) (busy, cpu float64, ok bool) {
+	cpu0, _ := osProc()
+	t0 := time.Now()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	end := time.NewTimer(s.cc.Hold)
+	defer end.Stop()
+	var n, all int
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, 0, false
+		case <-tick.C:
+			n++
+			if allWriting(ps) {
+				all++
+			}
+			continue
+		case <-end.C:
+		}
+		break
+	}
+	if n > 0 {
+		busy = float64(all) / float64(n)
+	}
+	cpu = -1
+	if cpu1, _ := osProc(); !math.IsNaN(cpu0) && !math.IsNaN(cpu1) {
+		if wall := time.Since(t0).Seconds(); wall > 0 {
+			cpu = (cpu1 - cpu0) / wall / float64(runtime.GOMAXPROCS(0))
+		}
+	}
+	return busy, cpu, true
+}
+
+// allWriting reports whether every worker of ps is inside a write now.
+func allWriting(ps *phaseStats) bool {
+	for _, t := range ps.workers {
+		if !t.writing.Load() {
+			return false
+		}
+	}
+	return len(ps.workers) > 0
+}
+
+// runStep drains the backlog of the step before, holds rate r for
+// SETTLE, then HOLD, and judges the HOLD part.
 func (s *capacitySearch) runStep(ctx context.Context, ps *phaseStats, rec *windowRecorder, r float64, kind string) (CapacityStep, bool) {
 	s.mu.Lock()
 	idx := len(s.res.Steps) + 1
 	s.step, s.target = idx, r
 	s.mu.Unlock()
-	if !s.setRate(ctx, r) || !sleepCtx(ctx, s.cc.Settle) {
+	took, drained, ok := s.drain(ctx, ps)
+	if !ok || !s.setRate(ctx, r) || !s.control(ctx, controlReq{resume: true}, "resume after draining") || !sleepCtx(ctx, s.cc.Settle) {
 		return CapacityStep{}, false
 	}
-	ps.cutWindows(nil, rec) // the settling part is not judged
-	if !sleepCtx(ctx, s.cc.Hold) {
+	ps.cutWindows(nil, rec) // the draining and settling part is not judged
+	busy, cpu, ok := s.hold(ctx, ps)
+	if !ok {
 		return CapacityStep{}, false
 	}
 	ws := ps.cutWindows(nil, rec)[0]
 	st := s.judge(idx, kind, r, &ws)
+	st.DrainSeconds, st.Drained, st.WorkersBusy, st.CPU = took.Seconds(), drained, busy, cpu
+	if !st.Pass {
+		st.Bottleneck, st.Diagnosis = diagnose(&st, s.baseService(&st), len(ps.workers), s.cc.SLOErrors)
+	}
 	s.mu.Lock()
 	s.res.Steps = append(s.res.Steps, st)
 	s.mu.Unlock()
@@ -351,8 +524,11 @@ func (s *capacitySearch) runStep(ctx context.Context, ps *phaseStats, rec *windo
 	if !st.Pass {
 		verdict = "fail: " + strings.Join(st.Reasons, "; ")
 	}
-	s.log.Info(fmt.Sprintf("capacity step %d (%s) at %s/s: achieved %s/s, p99 %s, errors %.3g%%, dropped %.3g%%: %s",
-		idx, kind, pace.FormatRate(r), pace.FormatRate(st.Achieved), fmtDur(st.Response.P99), 100*st.ErrorRatio, 100*st.DropRatio, verdict))
+	if st.Bottleneck != "" {
+		verdict += " (bottleneck: " + st.Bottleneck + ": " + st.Diagnosis + ")"
+	}
+	s.log.Info(fmt.Sprintf("capacity step %d (%s) at %s/s, after a drain of %s: achieved %s/s, p99 %s, service p99 %s, errors %.3g%%, dropped %.3g%%: %s",
+		idx, kind, pace.FormatRate(r), fmtDur(st.DrainSeconds), pace.FormatRate(st.Achieved), fmtDur(st.Response.P99), fmtDur(st.Service.P99), 100*st.ErrorRatio, 100*st.DropRatio, verdict))
 	return st, true
 }
 
@@ -362,6 +538,7 @@ func (s *capacitySearch) judge(idx int, kind string, r float64, ws *windowStats)
 	c := &ws.c
 	st.Response = s.quantiles(ws.lat[0])
 	st.Service = s.quantiles(ws.lat[1])
+	st.Dispatch = s.quantiles(ws.lat[2])
 	if st.Seconds > 0 {
 		st.Achieved = float64(c.acked) / st.Seconds
 	}
@@ -391,6 +568,68 @@ func (s *capacitySearch) judge(idx int, kind string, r float64, ws *windowStats)
 	}
 	st.Pass = len(st.Reasons) == 0
 	return st
+}
+
+// baseService is the target's median service time when it keeps up: the
+// lowest median of the passing steps, or, before any passed, the fastest
+// answer of any step, cur included. Medians, not p99s: a busy machine
+// moves the tail of a flat service time by more than 2×, hardly its
+// median, while a target's own queue raises the median too.
+func (s *capacitySearch) baseService(cur *CapacityStep) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	base := math.Inf(1)
+	for _, st := range s.res.Steps {
+		if st.Pass && st.Service.Count > 0 {
+			base = math.Min(base, st.Service.P50)
+		}
+	}
+	if math.IsInf(base, 1) {
+		for _, st := range append(s.res.Steps, *cur) {
+			if st.Service.Count > 0 {
+				base = math.Min(base, st.Service.Min)
+			}
+		}
+	}
+	if math.IsInf(base, 1) {
+		return 0
+	}
+	return base
+}
+
+// Thresholds of diagnose: a median service time this many times the
+// baseline is the target slowing down; workers all busy for this share of
+// a step are the workers' limit; soakd using this share of its cores is
+// CPU-bound.
+const (
+	serviceRise = 2.0
+	busyLimit   = 0.5
+	cpuLimit    = 0.9
+)
+
+// diagnose names the bottleneck of a failing step, in this order: the
+// target when its service latency rose (or it failed requests), soakd
+// when its CPU was saturated, the workers when every one was busy while
+// the service latency stayed flat, and soakd otherwise (it sent late with
+// workers idle: its scheduler or runtime fell behind).
+func diagnose(st *CapacityStep, baseService float64, workers int, sloErrors Ratio) (string, string) {
+	svc := st.Service.P99
+	switch {
+	case st.ErrorRatio > 0 && st.Response.Count == 0:
+		return limitTarget, "the target failed every request"
+	case st.Service.Count > 0 && baseService > 0 && st.Service.P50 > serviceRise*baseService:
+		return limitTarget, fmt.Sprintf("the target's median service time rose from %s to %s (p99 %s)",
+			fmtDur(baseService), fmtDur(st.Service.P50), fmtDur(svc))
+	case st.ErrorRatio > float64(sloErrors):
+		return limitTarget, fmt.Sprintf("the target failed %.3g%% of units", 100*st.ErrorRatio)
+	case st.CPU >= cpuLimit:
+		return limitSoakd, fmt.Sprintf("soakd used %.0f%% of its CPU; service p99 stayed %s", 100*st.CPU, fmtDur(svc))
+	case st.WorkersBusy >= busyLimit:
+		return limitWorkers, fmt.Sprintf("all %d workers were busy %.0f%% of the time and dispatch p99 was %s, while service p99 stayed %s",
+			workers, 100*st.WorkersBusy, fmtDur(st.Dispatch.P99), fmtDur(svc))
+	}
+	return limitSoakd, fmt.Sprintf("soakd sent late (dispatch p99 %s) while its workers were idle %.0f%% of the time and service p99 stayed %s",
+		fmtDur(st.Dispatch.P99), 100*(1-st.WorkersBusy), fmtDur(svc))
 }
 
 func (s *capacitySearch) quantiles(d sparseDist) Quantiles {
@@ -465,6 +704,20 @@ func Capacity(ctx context.Context, cfg *Config, environ map[string]string, d Dep
 		wc.BatchSize = builtinBatch(pace.Rate{Profile: pace.Constant(cc.Max)})
 	}
 	opt := opSlot(cc.SLOOp) // allOps when unset
+	d.checkSource = func(w *Workload, kind sources.Kind, src sources.Source) error {
+		if w.Name != wc.Name || cc.SLOOp == "" {
+			return nil
+		}
+		var names []string
+		for _, op := range issuedOps(kind, src) {
+			names = append(names, opName(op))
+		}
+		if !slices.Contains(names, cc.SLOOp) {
+			return cfgErr(EnvPrefix+"CAPACITY_SLO_OP", "%q: workload %s (source %s) never issues it, so no step could be judged (its ops: %s)",
+				cc.SLOOp, w.Name, w.Source, strings.Join(names, ", "))
+		}
+		return nil
+	}
 	var s *capacitySearch
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -492,6 +745,19 @@ func Capacity(ctx context.Context, cfg *Config, environ map[string]string, d Dep
 		res.Outcome = "stopped before the search ended"
 	}
 	return sum, &res, err
+}
+
+// issuedOps are the op slots a workload's source issues: those it
+// reports (opsFor), narrowed to the ops of its mix when the source says
+// (a KV workload's proportions).
+func issuedOps(kind sources.Kind, src sources.Source) []int {
+	ops := opsFor(kind, src)
+	m, ok := src.(interface{ Ops() []sources.Op })
+	if !ok || kind != sources.KV {
+		return ops
+	}
+	mix := m.Ops()
+	return slices.DeleteFunc(ops, func(op int) bool { return !slices.Contains(mix, sources.Op(op)) })
 }
 
 // serverVersions asks each workload's target for its version where the

@@ -16,9 +16,15 @@ import (
 func (r *CapacityResult) WriteMarkdown(out io.Writer) {
 	cc := r.Settings
 	fmt.Fprintf(out, "# Capacity of workload %s\n\n", r.Workload)
-	if r.Found {
+	switch {
+	case r.Found && !r.TargetCapacity():
+		// Not the target's capacity: saying "knee" would have a reader
+		// size the target from soakd's own limit.
+		fmt.Fprintf(out, "**No knee of the target: soakd's %s limited the search at %s units/s**, the highest rate whose response p99 stayed within %s",
+			map[string]string{limitWorkers: "workers", limitSoakd: "own CPU or scheduling"}[r.LimitedBy], pace.FormatRate(r.Knee), cc.SLOP99)
+	case r.Found:
 		fmt.Fprintf(out, "**Knee: %s units/s**: the highest rate whose response p99 stayed within %s", pace.FormatRate(r.Knee), cc.SLOP99)
-	} else {
+	default:
 		fmt.Fprintf(out, "**No knee**: no step met the SLO (response p99 ≤ %s", cc.SLOP99)
 	}
 	if cc.SLOOp != "" {
@@ -31,6 +37,11 @@ func (r *CapacityResult) WriteMarkdown(out io.Writer) {
 		fmt.Fprint(out, ").")
 	}
 	fmt.Fprintf(out, " %s.\n\n", capitalize(r.Outcome))
+	if r.Advice != "" {
+		fmt.Fprintf(out, "**%s.**\n\n", capitalize(r.Advice))
+	} else if r.LimitedBy == limitTarget {
+		fmt.Fprint(out, "The steps above the knee failed on the target: its service latency rose, or it failed requests.\n\n")
+	}
 
 	fmt.Fprint(out, "## Environment\n\n| | |\n|---|---|\n")
 	for _, row := range r.Environment.Rows() {
@@ -45,14 +56,24 @@ func (r *CapacityResult) WriteMarkdown(out io.Writer) {
 		fmt.Fprintf(out, "\nSettings: `%s`\n", strings.Join(r.Run, "` `"))
 	}
 
-	fmt.Fprint(out, "\n## Steps\n\n| # | kind | target/s | achieved/s | p50 | p99 | service p99 | errors | dropped | verdict |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	fmt.Fprint(out, "\n## Steps\n\nEach step begins once the backlog of the one before has drained (the rate paused; the drain column says how long it took).\n\n"+
+		"| # | kind | target/s | drain | achieved/s | p50 | p99 | service p99 | dispatch p99 | workers all busy | errors | dropped | verdict |\n"+
+		"|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, s := range r.Steps {
 		verdict := "pass"
 		if !s.Pass {
 			verdict = "fail: " + strings.Join(s.Reasons, "; ")
+			if s.Bottleneck != "" {
+				verdict += "; bottleneck: " + s.Bottleneck + " (" + s.Diagnosis + ")"
+			}
 		}
-		fmt.Fprintf(out, "| %d | %s | %s | %s | %s | %s | %s | %.3g%% | %.3g%% | %s |\n", s.Index, s.Kind, pace.FormatRate(s.Target), pace.FormatRate(s.Achieved),
-			fmtDur(s.Response.P50), fmtDur(s.Response.P99), fmtDur(s.Service.P99), 100*s.ErrorRatio, 100*s.DropRatio, verdict)
+		drain := fmtDur(s.DrainSeconds)
+		if !s.Drained {
+			drain += " (not drained)"
+		}
+		fmt.Fprintf(out, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %.0f%% | %.3g%% | %.3g%% | %s |\n", s.Index, s.Kind, pace.FormatRate(s.Target), drain, pace.FormatRate(s.Achieved),
+			fmtDur(s.Response.P50), fmtDur(s.Response.P99), fmtDur(s.Service.P99), fmtDur(s.Dispatch.P99), 100*s.WorkersBusy,
+			100*s.ErrorRatio, 100*s.DropRatio, verdict)
 	}
 }
 
@@ -67,12 +88,14 @@ func capitalize(s string) string {
 func (r *CapacityResult) WriteCSV(out io.Writer) error {
 	w := csv.NewWriter(out)
 	_ = w.Write([]string{"index", "kind", "target_rate", "achieved_rate", "seconds", "p50_seconds", "p90_seconds", "p99_seconds",
-		"p99_9_seconds", "max_seconds", "service_p50_seconds", "service_p99_seconds", "error_ratio", "dropped_ratio", "pass", "reasons"})
+		"p99_9_seconds", "max_seconds", "service_p50_seconds", "service_p99_seconds", "error_ratio", "dropped_ratio", "pass", "reasons",
+		"drain_seconds", "dispatch_p99_seconds", "workers_busy_share", "cpu_share", "bottleneck", "diagnosis"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	for _, s := range r.Steps {
 		_ = w.Write([]string{strconv.Itoa(s.Index), s.Kind, f(s.Target), f(s.Achieved), f(s.Seconds), f(s.Response.P50), f(s.Response.P90),
 			f(s.Response.P99), f(s.Response.P999), f(s.Response.Max), f(s.Service.P50), f(s.Service.P99), f(s.ErrorRatio), f(s.DropRatio),
-			strconv.FormatBool(s.Pass), strings.Join(s.Reasons, "; ")})
+			strconv.FormatBool(s.Pass), strings.Join(s.Reasons, "; "),
+			f(s.DrainSeconds), f(s.Dispatch.P99), f(s.WorkersBusy), f(s.CPU), s.Bottleneck, s.Diagnosis})
 	}
 	w.Flush()
 	return w.Error()

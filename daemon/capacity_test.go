@@ -144,3 +144,37 @@ func FuzzCapacityGrammar(f *testing.F) {
 		}
 	})
 }
+
+// Each failing step is blamed on what limited it: the target when its
+// median service time rose (even with every worker busy waiting on it),
+// soakd when its CPU was saturated, the workers when all were busy while
+// the service time stayed flat, and soakd when it sent late with workers
+// idle.
+func TestCapacityDiagnose(t *testing.T) {
+	ms := func(v float64) float64 { return v / 1000 }
+	for _, tc := range []struct {
+		name       string
+		st         CapacityStep
+		base       float64
+		bottleneck string
+		says       string
+	}{
+		{"target queueing", CapacityStep{Service: Quantiles{Count: 1, P50: ms(120), P99: ms(160)}, WorkersBusy: 1, CPU: 0.1},
+			ms(11), limitTarget, "median service time rose from 11.00ms to 120.00ms"},
+		{"target failing", CapacityStep{Response: Quantiles{Count: 1}, Service: Quantiles{Count: 1, P50: ms(10), P99: ms(12)}, ErrorRatio: 0.05, WorkersBusy: 1},
+			ms(10), limitTarget, "failed 5%"},
+		{"one busy worker", CapacityStep{Service: Quantiles{Count: 1, P50: ms(20), P99: ms(28)}, Dispatch: Quantiles{P99: 0.3}, WorkersBusy: 0.97, CPU: 0.05},
+			ms(20), limitWorkers, "all 1 workers were busy 97%"},
+		{"soakd CPU", CapacityStep{Service: Quantiles{Count: 1, P50: ms(1), P99: ms(2)}, WorkersBusy: 0.9, CPU: 0.95},
+			ms(1), limitSoakd, "used 95% of its CPU"},
+		{"scheduler late", CapacityStep{Service: Quantiles{Count: 1, P50: ms(1), P99: ms(2)}, Dispatch: Quantiles{P99: 0.2}, WorkersBusy: 0.1, CPU: 0.3},
+			ms(1), limitSoakd, "workers were idle 90%"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, d := diagnose(&tc.st, tc.base, 1, Ratio(0.001))
+			if b != tc.bottleneck || !strings.Contains(d, tc.says) {
+				t.Errorf("diagnose = %q, %q; want %q saying %q", b, d, tc.bottleneck, tc.says)
+			}
+		})
+	}
+}

@@ -172,7 +172,9 @@ type StatusWorkload struct {
 	Workers    int           `json:"workers"`
 	Ready      bool          `json:"ready"`
 	LastError  *ErrorSummary `json:"last_error,omitempty"`
-	Phases     []StatusPhase `json:"phases"`
+	// DropCause is the current phase's, when it has dropped work.
+	DropCause *DropCause    `json:"drop_cause,omitempty"`
+	Phases    []StatusPhase `json:"phases"`
 	// Thresholds are the workload's THRESHOLDS judged on its run phase so
 	// far, as soakd_threshold_ok and soakd_threshold_value show them.
 	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
@@ -187,6 +189,10 @@ type CapacityStatus struct {
 	Target float64        `json:"target_rate"`
 	Knee   float64        `json:"knee_rate"`
 	Steps  []CapacityStep `json:"steps"`
+	// LimitedBy and Advice, once the search has ended, say whether the
+	// knee is the target's or soakd's own limit (CapacityResult).
+	LimitedBy string `json:"limited_by,omitempty"`
+	Advice    string `json:"advice,omitempty"`
 }
 
 // StatusCounts are a phase's unit counts and failed attempts by class.
@@ -277,6 +283,10 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 				s.Phase, s.Rate, s.StatusCounts = ps.name, ps.rateText(), p.StatusCounts
 			}
 		}
+		if cur != nil && s.Dropped > 0 {
+			ws := wl.phaseSummary(cur)
+			s.DropCause = ws.DropCause
+		}
 		if cur != nil {
 			s.Dispatch = OpLatency{Count: window.dispatch.Count, P50: window.dispatch.P50, P99: window.dispatch.P99}
 			for op := range window.ops {
@@ -288,7 +298,8 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 		}
 		if c := wl.capacity; c != nil {
 			step, target, knee := c.live()
-			s.Capacity = &CapacityStatus{Step: step, Target: target, Knee: knee, Steps: c.result().Steps}
+			res := c.result()
+			s.Capacity = &CapacityStatus{Step: step, Target: target, Knee: knee, Steps: res.Steps, LimitedBy: res.LimitedBy, Advice: res.Advice}
 		}
 		if e := wl.lastError(); e.Text != "" {
 			s.LastError = errorSummary(e)

@@ -48,6 +48,9 @@ type Deps struct {
 	// endpoints once the workloads are open (tests drive /control and read
 	// counts through it without a network).
 	started func([]*workload, http.Handler)
+	// checkSource, when set, checks each workload's built source before
+	// anything is sent (soakd capacity: SLO_OP names an op it issues).
+	checkSource func(*Workload, sources.Kind, sources.Source) error
 }
 
 // workload is one configured workload, opened and ready to run.
@@ -265,6 +268,11 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		}
 		if err := checkThresholdOps(wc, e.Kind, src); err != nil {
 			return fail(err)
+		}
+		if d.checkSource != nil {
+			if err := d.checkSource(wc, e.Kind, src); err != nil {
+				return fail(err)
+			}
 		}
 		if wc.Sink.URL == nil {
 			return fail(fmt.Errorf("%sTARGET: the configuration was not validated (call Config.Check first)", Prefix(wc.Name)))

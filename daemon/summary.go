@@ -56,10 +56,13 @@ type WorkloadSummary struct {
 	Dropped   int64   `json:"dropped_units"`
 	// DroppedAtShutdown is the part of Dropped that was still queued when
 	// writes were cut at the end of SHUTDOWN_GRACE.
-	DroppedAtShutdown int64            `json:"dropped_at_shutdown_units"`
-	InFlight          int64            `json:"in_flight_units"`
-	Errors            map[string]int64 `json:"errors"` // failed attempts by class
-	Ops               []OpSummary      `json:"ops"`
+	DroppedAtShutdown int64 `json:"dropped_at_shutdown_units"`
+	InFlight          int64 `json:"in_flight_units"`
+	// DropCause says what could not keep up when work was dropped (other
+	// than at shutdown): soakd's workers or soakd itself.
+	DropCause *DropCause       `json:"drop_cause,omitempty"`
+	Errors    map[string]int64 `json:"errors"` // failed attempts by class
+	Ops       []OpSummary      `json:"ops"`
 	// Dispatch is the delay from each batch's intended start to its first
 	// send, per unit sent: response latency minus service latency, which
 	// is time spent waiting for a free worker plus soakd's own lateness.
@@ -313,6 +316,7 @@ func (w *workload) phaseSummary(ps *phaseStats) WorkloadSummary {
 		}
 		ws.Ops = append(ws.Ops, o)
 	}
+	ws.DropCause = w.dropCause(&ws)
 	return ws
 }
 
@@ -345,6 +349,9 @@ func (s *Summary) WriteText(out io.Writer) {
 		}
 		if !w.Prepared && w.Failure == nil {
 			fmt.Fprintln(out, "the target never became ready (stopped while waiting for it)")
+		}
+		if d := w.DropCause; d != nil {
+			fmt.Fprintf(out, "dropped work: bottleneck %s: %s\n", d.Bottleneck, d.Diagnosis)
 		}
 		var errs []string
 		for _, c := range sinks.Classes {

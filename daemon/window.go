@@ -30,10 +30,12 @@ import (
 //	ps.stopWindow(rec)
 
 // distKey names a latency distribution: of one op (its slot) or of every
-// op (allOps), response time or service time.
+// op (allOps), response time or service time; or (dispatch) the batches'
+// dispatch delay, whatever op is named, counted per unit as the phase's.
 type distKey struct {
-	op      int
-	service bool
+	op       int
+	service  bool
+	dispatch bool
 }
 
 // allOps as a distKey's op merges every op's samples.
@@ -67,21 +69,32 @@ func (ws *windowStats) empty() bool { return ws.to <= ws.from && ws.c == (counts
 // hist.mu is held.
 func (r *windowRecorder) record(s *sample) {
 	for i, k := range r.keys {
-		if k.op != allOps && k.op != int(s.op) {
+		if k.dispatch {
+			if s.units > 0 {
+				r.recordIn(i, s.dispatch, int64(s.units))
+			}
 			continue
 		}
-		h := r.hists[i]
-		if h == nil {
-			h = hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits)
-			r.hists[i] = h
+		if k.op != allOps && k.op != int(s.op) {
+			continue
 		}
 		v := s.response
 		if k.service {
 			v = s.service
 		}
-		// Clamped as dist.record clamps, so the two agree bucket for bucket.
-		_ = h.RecordValues(min(max(int64(v), hdrLowest), hdrHighest), int64(s.n))
+		r.recordIn(i, v, int64(s.n))
 	}
+}
+
+// recordIn adds n samples of v to the i-th distribution.
+func (r *windowRecorder) recordIn(i int, v time.Duration, n int64) {
+	h := r.hists[i]
+	if h == nil {
+		h = hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits)
+		r.hists[i] = h
+	}
+	// Clamped as dist.record clamps, so the two agree bucket for bucket.
+	_ = h.RecordValues(min(max(int64(v), hdrLowest), hdrHighest), n)
 }
 
 // startWindow attaches a recorder of the distributions keys to ps: its

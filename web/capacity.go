@@ -85,6 +85,9 @@ func CapacityCharts(r *daemon.CapacityResult) []charts.Chart {
 func CapacityPanel(r *daemon.CapacityResult) Panel {
 	note := "searching…"
 	switch {
+	case r.Outcome != "" && r.Found && !r.TargetCapacity():
+		// soakd's own limit: not to be read as the target's knee.
+		note = fmt.Sprintf("no knee of the target: soakd limited the search at %.6g units/s: %s", r.Knee, r.Advice)
 	case r.Outcome != "" && r.Found:
 		note = fmt.Sprintf("knee %s units/s: %s", pace.FormatRate(r.Knee), r.Outcome)
 	case r.Outcome != "":
@@ -97,6 +100,9 @@ func CapacityPanel(r *daemon.CapacityResult) Panel {
 		verdict := "pass"
 		if !s.Pass {
 			verdict = "fail: " + strings.Join(s.Reasons, "; ")
+			if s.Bottleneck != "" {
+				verdict += "; bottleneck: " + s.Bottleneck
+			}
 		}
 		t.Rows = append(t.Rows, []string{fmt.Sprint(s.Index), s.Kind, pace.FormatRate(s.Target), pace.FormatRate(s.Achieved),
 			seconds(s.Response.P50), seconds(s.Response.P99), fmt.Sprintf("%.3g%%", 100*s.ErrorRatio), fmt.Sprintf("%.3g%%", 100*s.DropRatio), verdict})

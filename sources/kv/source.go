@@ -377,3 +377,19 @@ func (s *Source) probe(b *sources.Batch) {
 		s.appendKey(b, &b.Ops[len(b.Ops)-1], s.record(j))
 	}
 }
+
+// Ops returns the ops the workload's mix issues (those of non-zero
+// proportion), so a setting that judges an op can refuse one that never
+// comes (SOAKD_CAPACITY_SLO_OP).
+func (s *Source) Ops() []sources.Op {
+	var out []sources.Op
+	for op := range sources.Op(sources.NumOps) {
+		if s.cfg.Workload.Has(op) {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// Ops returns insert: the load phase issues nothing else.
+func (s *LoadSource) Ops() []sources.Op { return []sources.Op{sources.OpInsert} }

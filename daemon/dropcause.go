@@ -1,0 +1,61 @@
+package daemon
+
+import (
+	"fmt"
+
+	"github.com/soakd/soakd/sources"
+)
+
+// DropCause says why a phase dropped scheduled work (later than MAX_LAG),
+// so a run that drops work does not leave its reader to guess whether the
+// target or soakd could not keep up.
+type DropCause struct {
+	// Bottleneck is "workers" (every worker was busy nearly all the time:
+	// too few of them for the target's service time, or the target is at
+	// its limit) or "soakd" (workers were often idle yet work was late:
+	// soakd's CPU or scheduling fell behind).
+	Bottleneck string `json:"bottleneck"`
+	// WorkersBusy is the share of the phase the workers spent inside
+	// writes, from the service times: batches × mean service time /
+	// (workers × seconds).
+	WorkersBusy float64 `json:"workers_busy_share"`
+	Diagnosis   string  `json:"diagnosis"`
+}
+
+// busyLimitRun is the workers' busy share above which the workers are
+// the run's bottleneck: a pool busy 80 % of the time leaves bursts
+// nowhere to go.
+const busyLimitRun = 0.8
+
+// dropCause diagnoses a phase that dropped work other than at shutdown;
+// nil when it dropped none.
+func (w *workload) dropCause(ws *WorkloadSummary) *DropCause {
+	if ws.Dropped-ws.DroppedAtShutdown <= 0 || ws.Seconds <= 0 || w.cfg.Workers <= 0 {
+		return nil
+	}
+	busy := 0.0 // seconds the workers spent in writes, summed
+	for _, o := range ws.Ops {
+		b := o.Service.Mean * float64(o.Count)
+		if w.kind == sources.KV && w.batchSize > 1 {
+			// One sample per op of a pipeline, each with the pipeline's time.
+			b /= float64(w.batchSize)
+		}
+		busy += b
+	}
+	share := min(busy/(ws.Seconds*float64(w.cfg.Workers)), 1)
+	p := Prefix(w.name)
+	units := "PIPELINE"
+	if w.kind == sources.Series {
+		units = "BATCH_SIZE"
+	}
+	if share >= busyLimitRun {
+		return &DropCause{Bottleneck: limitWorkers, WorkersBusy: share, Diagnosis: fmt.Sprintf(
+			"the %d workers were busy %.0f%% of the time (dispatch p99 %s): raise %sWORKERS (now %d) or %s%s (now %d); "+
+				"if the target's service time rose, the target is at its limit instead (soakd capacity tells which)",
+			w.cfg.Workers, 100*share, fmtDur(ws.Dispatch.P99), p, w.cfg.Workers, p, units, w.batchSize)}
+	}
+	return &DropCause{Bottleneck: limitSoakd, WorkersBusy: share, Diagnosis: fmt.Sprintf(
+		"the %d workers were busy only %.0f%% of the time, yet work was sent late (dispatch p99 %s): soakd itself fell behind "+
+			"(CPU or scheduling); give it more CPU or split the rate over processes with %sSHARD",
+		w.cfg.Workers, 100*share, fmtDur(ws.Dispatch.P99), p)}
+}
