@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -145,8 +146,12 @@ func parseFlags(args []string, environ map[string]string, switches ...string) (d
 func loadConfig(f daemon.CommandLine, p *daemon.Plugins) (*daemon.Config, error) {
 	cfg, parseErr := daemon.Load(f.Env, p.Sources)
 	errs := []error{cfg.Check(p, parseErr)}
-	// A flag that names no setting is an error; an unknown variable in the
-	// environment only a warning (see daemon.UnknownVars).
+	// A flag that names no setting is an error, and so is a SOAKD_*
+	// variable (a typo would silently run with a default), unless
+	// SOAKD_ALLOW_UNKNOWN says to only warn (see runCmd).
+	if !daemon.AllowUnknown(f.Env) {
+		errs = append(errs, daemon.UnknownVarErrors(unknownVars(f, cfg, p), cfg.Settings(), workloadNames(cfg))...)
+	}
 	known := map[string]bool{}
 	for _, s := range cfg.Settings() {
 		known[s.Key] = true
@@ -157,6 +162,29 @@ func loadConfig(f daemon.CommandLine, p *daemon.Plugins) (*daemon.Config, error)
 		}
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// unknownVars returns the SOAKD_* variables in the environment that are
+// no setting of a command that runs workloads. The settings of verify
+// and generate (SOAKD_GEN_*, unless gen is a workload) are known too: one
+// environment often serves all of soakd's commands.
+func unknownVars(f daemon.CommandLine, cfg *daemon.Config, p *daemon.Plugins) []string {
+	var out []string
+	gen := slices.Contains(workloadNames(cfg), generate.Workload)
+	for _, k := range cfg.UnknownVars(f.Env, p.Sources, verify.Settings()...) {
+		if gen || !strings.HasPrefix(k, daemon.Prefix(generate.Workload)) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func workloadNames(cfg *daemon.Config) []string {
+	var names []string
+	for _, w := range cfg.Workload {
+		names = append(names, w.Name)
+	}
+	return names
 }
 
 func printConfigErrors(w io.Writer, err error) {
@@ -219,7 +247,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		return exitConfig
 	}
 	defer func() { _ = log.Sync() }()
-	if unk := daemon.UnknownVars(f.Env, cfg.Settings()); len(unk) > 0 {
+	if unk := unknownVars(f, cfg, p); len(unk) > 0 { // SOAKD_ALLOW_UNKNOWN is set, or loadConfig had refused them
 		log.Warn("ignoring unknown SOAKD_ variables (typo, or a workload not in SOAKD_WORKLOADS?)", zap.Strings("vars", unk))
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -368,5 +369,64 @@ func TestBuiltinTargetRefusesHugeDataSet(t *testing.T) {
 		"SOAKD_KV_TARGET": "redis://127.0.0.1:1"}, "config", "--check")
 	if code != exitOK {
 		t.Errorf("with a TARGET, RECORDS=1e12 is valid: exit %d\n%s", code, errs)
+	}
+}
+
+// A SOAKD_* variable that is no setting is an error, with the setting it
+// is likely a typo of, in every command that reads the environment;
+// SOAKD_ALLOW_UNKNOWN makes it a warning. Variables of the other commands,
+// of Kubernetes and of soakd's tests stay known.
+func TestUnknownVariables(t *testing.T) {
+	base := map[string]string{"SOAKD_WORKLOADS": "iot,kv", "SOAKD_LISTEN": "off",
+		"SOAKD_IOT_TARGET": "null://", "SOAKD_KV_TARGET": "null://",
+		// known, though no setting of soakd run:
+		"SOAKD_GEN_SCALE": "3", "SOAKD_VERIFY_EXAMPLES": "2", "SOAKD_REQUIRE_SERVERS": "1",
+		"SOAKD_SHARED_SERVERS": "1", "SOAKD_SERVICE_HOST": "10.0.0.1", "SOAKD_PORT": "tcp://10.0.0.1:9480",
+		"SOAKD_IOT_PASSWORD_FILE": "/dev/null", "SOAKD_TLS_CERT_FILE": "",
+	}
+	with := func(kv ...string) map[string]string {
+		env := maps.Clone(base)
+		for i := 0; i < len(kv); i += 2 {
+			env[kv[i]] = kv[i+1]
+		}
+		return env
+	}
+	if code, _, errs := run(t, base, "config", "--check"); code != exitOK {
+		t.Fatalf("known variables refused: exit %d\n%s", code, errs)
+	}
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{with("SOAKD_RAET", "100"), "SOAKD_RAET: unknown variable (did you mean SOAKD_IOT_RATE or SOAKD_KV_RATE?"},
+		{with("SOAKD_IOT_RAET", "100"), "SOAKD_IOT_RAET: unknown variable (did you mean SOAKD_IOT_RATE?)"},
+		{with("SOAKD_LSITEN", ":1"), "SOAKD_LSITEN: unknown variable (did you mean SOAKD_LISTEN?)"},
+		{with("SOAKD_TRUCKS_SCALE", "5"), "SOAKD_TRUCKS_SCALE: unknown variable (workload trucks is not in SOAKD_WORKLOADS=iot,kv)"},
+		{with("SOAKD_CAPACITY_SLO_P99X", "5ms"), "SOAKD_CAPACITY_SLO_P99X: unknown variable (did you mean SOAKD_CAPACITY_SLO_P99?)"},
+	} {
+		for _, cmd := range [][]string{{"run"}, {"capacity"}, {"sweep"}, {"config", "--check"}, {"verify"}} {
+			code, out, errs := run(t, c.env, cmd...)
+			if code != exitConfig || !strings.Contains(errs, c.want) || !strings.Contains(errs, "SOAKD_ALLOW_UNKNOWN=1") {
+				t.Errorf("%v: exit %d, want 2 and %q; stdout %q stderr:\n%s", cmd, code, c.want, out, errs)
+			}
+		}
+	}
+	if code, _, errs := run(t, with("SOAKD_RAET", "100", "SOAKD_ALLOW_UNKNOWN", "1"), "config", "--check"); code != exitOK {
+		t.Errorf("SOAKD_ALLOW_UNKNOWN=1: exit %d\n%s", code, errs)
+	}
+	// A run with SOAKD_ALLOW_UNKNOWN=1 names what it ignores.
+	code, _, errs := run(t, with("SOAKD_RAET", "100", "SOAKD_ALLOW_UNKNOWN", "1", "SOAKD_WORKLOADS", "iot",
+		"SOAKD_IOT_SOURCE", "seq", "SOAKD_IOT_DURATION", "1ms"))
+	if code != exitOK || !strings.Contains(errs, "SOAKD_RAET") {
+		t.Errorf("run with SOAKD_ALLOW_UNKNOWN=1: exit %d, want 0 and a warning naming SOAKD_RAET:\n%s", code, errs)
+	}
+	// generate reads SOAKD_GEN_* only: a run's variables are no concern of it.
+	code, _, errs = run(t, map[string]string{"SOAKD_GEN_SCALE": "1", "SOAKD_GEN_SCAEL": "2", "SOAKD_IOT_RAET": "1"}, "generate", "--end", "+1m")
+	if code != exitConfig || !strings.Contains(errs, "SOAKD_GEN_SCAEL: unknown variable (did you mean SOAKD_GEN_SCALE?)") || strings.Contains(errs, "SOAKD_IOT_RAET") {
+		t.Errorf("generate: exit %d, want 2 naming SOAKD_GEN_SCAEL only:\n%s", code, errs)
+	}
+	code, _, errs = run(t, map[string]string{"SOAKD_GEN_SCAEL": "2", "SOAKD_ALLOW_UNKNOWN": "true", "SOAKD_GEN_OUT": filepath.Join(t.TempDir(), "x")}, "generate", "--end", "+1m", "--scale", "1")
+	if code != exitOK || !strings.Contains(errs, "SOAKD_GEN_SCAEL") {
+		t.Errorf("generate with SOAKD_ALLOW_UNKNOWN: exit %d, want 0 and a warning:\n%s", code, errs)
 	}
 }

@@ -46,10 +46,10 @@ import (
 	"github.com/soakd/soakd/sources/iot"
 )
 
-// workload is the name generate reads its data set as, so setting X is
-// the variable prefix+X (SOAKD_GEN_X, as daemon.Prefix(workload) says).
+// Workload is the name generate reads its data set as, so setting X is
+// the variable prefix+X (SOAKD_GEN_X, as daemon.Prefix(Workload) says).
 const (
-	workload = "gen"
+	Workload = "gen"
 	prefix   = daemon.EnvPrefix + "GEN_"
 )
 
@@ -212,7 +212,7 @@ func (st *setup) load(c daemon.CommandLine) (*job, error) {
 
 	// The data set is the one workload of a run's configuration, read and
 	// checked by the same code.
-	env := map[string]string{daemon.EnvPrefix + "WORKLOADS": workload}
+	env := map[string]string{daemon.EnvPrefix + "WORKLOADS": Workload}
 	for _, s := range st.data {
 		if v := c.Env[s.Key]; v != "" {
 			env[s.Key] = v
@@ -363,6 +363,20 @@ func Main(ctx context.Context, args []string, environ map[string]string, srcs da
 		return exitOK
 	}
 	j, err := st.load(c)
+	// Generate reads SOAKD_GEN_* only; the environment may hold a run's
+	// settings too. Of its own, one that is no setting is an error (a
+	// typo would silently generate with a default) unless
+	// SOAKD_ALLOW_UNKNOWN says to warn.
+	own := map[string]string{}
+	for k, v := range environ {
+		if strings.HasPrefix(k, prefix) {
+			own[k] = v
+		}
+	}
+	unk := daemon.UnknownVars(own, st.all())
+	if len(unk) > 0 && !daemon.AllowUnknown(environ) {
+		err = errors.Join(err, errors.Join(daemon.UnknownVarErrors(unk, st.all(), nil)...))
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "soakd generate: invalid configuration:")
 		for _, e := range daemon.Problems(err) {
@@ -370,13 +384,7 @@ func Main(ctx context.Context, args []string, environ map[string]string, srcs da
 		}
 		return exitConfig
 	}
-	own := map[string]string{}
-	for k, v := range environ {
-		if strings.HasPrefix(k, prefix) {
-			own[k] = v
-		}
-	}
-	if unk := daemon.UnknownVars(own, st.all()); len(unk) > 0 {
+	if len(unk) > 0 {
 		fmt.Fprintf(stderr, "soakd generate: ignoring variables that are no setting of generate with source %s: %s\n", j.name, strings.Join(unk, ", "))
 	}
 	return j.run(ctx, stdout, stderr)

@@ -90,8 +90,8 @@ func TestBadSettingsExit2(t *testing.T) {
 // flags win; variables of no setting are named in a warning.
 func TestSettingsFromEnvAndFlags(t *testing.T) {
 	t.Parallel()
-	if daemon.Prefix(workload) != prefix {
-		t.Fatalf("prefix %s is not workload %s's, %s", prefix, workload, daemon.Prefix(workload))
+	if daemon.Prefix(Workload) != prefix {
+		t.Fatalf("prefix %s is not workload %s's, %s", prefix, Workload, daemon.Prefix(Workload))
 	}
 	byFlags, _ := gen(t, "--scale", "4", "--end", "+1m", "--format", "csv", "--quiet")
 	byEnv, stderr := genEnv(t, map[string]string{
@@ -108,7 +108,7 @@ func TestSettingsFromEnvAndFlags(t *testing.T) {
 	if !bytes.Equal(flagsWin, byFlags) {
 		t.Fatal("flags do not win over SOAKD_GEN_* variables")
 	}
-	_, stderr = genEnv(t, map[string]string{"SOAKD_GEN_RATE": "5", "SOAKD_IOT_RATE": "5"}, "--scale", "1", "--end", "+1m", "--quiet")
+	_, stderr = genEnv(t, map[string]string{"SOAKD_GEN_RATE": "5", "SOAKD_IOT_RATE": "5", "SOAKD_ALLOW_UNKNOWN": "1"}, "--scale", "1", "--end", "+1m", "--quiet")
 	if !strings.Contains(stderr, "SOAKD_GEN_RATE") || strings.Contains(stderr, "SOAKD_IOT_RATE") {
 		t.Fatalf("want a warning naming SOAKD_GEN_RATE alone, got %q", stderr)
 	}
