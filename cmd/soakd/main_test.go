@@ -430,3 +430,38 @@ func TestUnknownVariables(t *testing.T) {
 		t.Errorf("generate with SOAKD_ALLOW_UNKNOWN: exit %d, want 0 and a warning:\n%s", code, errs)
 	}
 }
+
+// soakd --version and -v print the version as soakd version does; an
+// unknown flag says so, wherever it stands; capacity and sweep --help
+// list their own settings.
+func TestVersionHelpAndUnknownFlags(t *testing.T) {
+	_, want, _ := run(t, nil, "version")
+	for _, args := range [][]string{{"--version"}, {"-v"}, {"-version"}} {
+		if code, out, errs := run(t, nil, args...); code != exitOK || out != want {
+			t.Errorf("%v: exit %d, stdout %q (want %q), stderr %q", args, code, out, want, errs)
+		}
+	}
+	for _, args := range [][]string{{"--bogus"}, {"--bogus", "1"}, {"capacity", "--bogus"}, {"sweep", "--bogus", "1"},
+		{"config", "--bogus"}, {"verify", "--bogus", "1"}, {"generate", "--bogus"}, {"generate", "--bogus", "1"}} {
+		if code, _, errs := run(t, nil, args...); code != exitConfig || !strings.Contains(errs, "unknown flag --bogus") || strings.Contains(errs, "SOAKD_BOGUS") {
+			t.Errorf("%v: exit %d, want 2 and only \"unknown flag --bogus\":\n%s", args, code, errs)
+		}
+	}
+	if code, _, errs := run(t, nil, "--iot-rate"); code != exitConfig || !strings.Contains(errs, "flag --iot-rate needs a value") {
+		t.Errorf("a known flag with no value: exit %d\n%s", code, errs)
+	}
+	for cmd, own := range map[string][]string{
+		"capacity": {"Usage: soakd capacity", "SOAKD_CAPACITY_SLO_P99", "--capacity-step", "x1.5"},
+		"sweep":    {"Usage: soakd sweep", "SOAKD_SWEEP_WORKERS", "--sweep-batch", "1,2,4,8"},
+	} {
+		code, out, _ := run(t, nil, cmd, "--help")
+		for _, want := range own {
+			if code != exitOK || !strings.Contains(out, want) {
+				t.Errorf("%s --help: exit %d, lacks %q:\n%s", cmd, code, want, out)
+			}
+		}
+		if other := map[string]string{"capacity": "SOAKD_SWEEP_", "sweep": "SOAKD_CAPACITY_"}[cmd]; strings.Contains(out, other) {
+			t.Errorf("%s --help lists %s*", cmd, other)
+		}
+	}
+}

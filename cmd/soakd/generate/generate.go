@@ -354,6 +354,10 @@ func (st *setup) usage(w io.Writer, env map[string]string) {
 func Main(ctx context.Context, args []string, environ map[string]string, srcs daemon.Sources, stdout, stderr io.Writer) int {
 	st := newSetup(srcs, sourceOf(args, environ))
 	c, err := st.parseArgs(args, environ)
+	if missing := (*daemon.MissingValueError)(nil); errors.As(err, &missing) &&
+		!slices.ContainsFunc(st.all(), func(s daemon.Setting) bool { return s.Flag == missing.Flag }) {
+		err = fmt.Errorf("unknown flag --%s (see soakd generate --help)", missing.Flag)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
 		return exitConfig

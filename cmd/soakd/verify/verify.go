@@ -170,6 +170,9 @@ func load(f daemon.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
 	if !daemon.AllowUnknown(f.Env) {
 		var unk []string
 		for _, k := range cfg.UnknownVars(f.Env, p.Sources, own...) {
+			if slices.Contains(f.Keys, k) {
+				continue // an unknown flag, reported as such below
+			}
 			if !strings.HasPrefix(k, daemon.EnvPrefix+"GEN_") || slices.ContainsFunc(cfg.Workload, func(w *daemon.Workload) bool { return w.Name == "gen" }) {
 				unk = append(unk, k)
 			}
