@@ -148,7 +148,7 @@ var workloadName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 func Load(environ map[string]string, srcs Sources) (*Config, error) {
 	var errs []error
 	cfg := &Config{}
-	if err := env.ParseWithOptions(cfg, env.Options{Environment: environ, Prefix: EnvPrefix}); err != nil {
+	if err := env.ParseWithOptions(cfg, envOptions(environ, EnvPrefix)); err != nil {
 		errs = append(errs, nameErrors(err, cfg, EnvPrefix, environ)...)
 	}
 	seen := map[string]bool{}
@@ -172,7 +172,7 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 		if err != nil {
 			errs = append(errs, err)
 		}
-		if err := env.ParseWithOptions(w, env.Options{Environment: wenv, Prefix: p}); err != nil {
+		if err := env.ParseWithOptions(w, envOptions(wenv, p)); err != nil {
 			errs = append(errs, nameErrors(err, w, p, wenv)...)
 		}
 		if w.Source == "" && srcs.Lookup(name) != nil {
@@ -191,7 +191,7 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 				}
 				slices.Sort(w.BuiltinDefaults)
 			}
-			if err := env.ParseWithOptions(w.Ext, env.Options{Environment: wenv, Prefix: p}); err != nil {
+			if err := env.ParseWithOptions(w.Ext, envOptions(wenv, p)); err != nil {
 				errs = append(errs, nameErrors(err, w.Ext, p, wenv)...)
 			}
 		}
@@ -484,7 +484,7 @@ func SettingsOf(v any, prefix string) []Setting { return settingsOf(v, prefix) }
 // workload. Every problem is returned at once, each a *ConfigError naming
 // its variable.
 func ParseSettings(v any, environ map[string]string, prefix string) error {
-	if err := env.ParseWithOptions(v, env.Options{Environment: environ, Prefix: prefix}); err != nil {
+	if err := env.ParseWithOptions(v, envOptions(environ, prefix)); err != nil {
 		return errors.Join(nameErrors(err, v, prefix, environ)...)
 	}
 	return nil

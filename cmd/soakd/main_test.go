@@ -465,3 +465,12 @@ func TestVersionHelpAndUnknownFlags(t *testing.T) {
 		}
 	}
 }
+
+// RECORDS=1e12 is a trillion records, refused by the memory check of the
+// built-in target, not a syntax error.
+func TestRecordsInENotationReachTheSizeCheck(t *testing.T) {
+	code, _, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_KV_RECORDS": "1e12"}, "config", "--check")
+	if code != exitConfig || !strings.Contains(errs, "SOAKD_KV_RECORDS: 1000000000000 records") || strings.Contains(errs, "syntax") {
+		t.Errorf("RECORDS=1e12: exit %d\n%s", code, errs)
+	}
+}
