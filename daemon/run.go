@@ -399,7 +399,9 @@ func (w *workload) prepare(ctx context.Context) error {
 		w.ready.lastErr.Text, w.ready.lastErr.Class, w.ready.lastErr.Last = text, class, now
 		w.ready.mu.Unlock()
 		if class == sinks.Rejected {
-			return fmt.Errorf("workload %s: target rejected the schema: %s", w.name, text)
+			// Refused for good: the text says why (a schema the target rejects,
+			// a file that cannot be opened, a wrong password).
+			return fmt.Errorf("workload %s: cannot prepare the target: %s", w.name, text)
 		}
 		w.errLog.log(w.log, "prepare", "cannot prepare the target; retrying", text)
 		if !sleepCtx(ctx, backoff(time.Second, attempt, 0)) {

@@ -474,3 +474,15 @@ func TestRecordsInENotationReachTheSizeCheck(t *testing.T) {
 		t.Errorf("RECORDS=1e12: exit %d\n%s", code, errs)
 	}
 }
+
+// A file:// path that cannot be opened says so, with the path and the
+// OS's reason, not that the target rejected a schema.
+func TestFileTargetThatCannotBeOpened(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no-such-dir", "out.lp")
+	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "devops", "SOAKD_LISTEN": "off",
+		"SOAKD_W_TARGET": "file://" + path, "SOAKD_W_DURATION": "1s"})
+	if code != exitFailed || !strings.Contains(errs, "cannot open "+path) || !strings.Contains(errs, "no such file or directory") ||
+		strings.Contains(errs, "schema") {
+		t.Errorf("exit %d, want 1 and cannot open %s: no such file or directory; stdout %q stderr:\n%s", code, path, out, errs)
+	}
+}
