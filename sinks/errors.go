@@ -121,3 +121,8 @@ func Stored(err error) int {
 	}
 	return 0
 }
+
+// AuthFailed starts the text of a sink's error when the target refused
+// its credentials, so that soakd can add which settings hold them (the
+// URL's password, PASSWORD, PASSWORD_FILE) wherever the error is shown.
+const AuthFailed = "authentication failed"

@@ -486,3 +486,18 @@ func TestFileTargetThatCannotBeOpened(t *testing.T) {
 		t.Errorf("exit %d, want 1 and cannot open %s: no such file or directory; stdout %q stderr:\n%s", code, path, out, errs)
 	}
 }
+
+// A wrong Redis password says authentication failed and which settings
+// hold the password, never the password itself.
+func TestRedisWrongPassword(t *testing.T) {
+	const right, wrong = "right-Pass-3xf", "wrong-Pass-8qd"
+	srv := testserver.Redis(t, "--requirepass", right)
+	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_LISTEN": "off", "SOAKD_LOG_FORMAT": "json",
+		"SOAKD_KV_TARGET": "redis://:" + wrong + "@" + srv.Addr + "/0", "SOAKD_KV_RECORDS": "100", "SOAKD_KV_DURATION": "2s"})
+	if code != exitFailed || !strings.Contains(errs, "authentication failed") || !strings.Contains(errs, "SOAKD_KV_PASSWORD_FILE") {
+		t.Errorf("exit %d, want 1 and authentication failed naming the password's settings; stderr:\n%s", code, errs)
+	}
+	if strings.Contains(out+errs, wrong) {
+		t.Error("the password is shown")
+	}
+}
