@@ -331,6 +331,11 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	} else {
 		sum, runErr = daemon.Run(ctx, cfg, deps)
 	}
+	if dataOnStdout(cfg) {
+		// TARGET=-: standard output is the data's alone; the summary and
+		// reports go with the logs, to stderr.
+		stdout = stderr
+	}
 	if sum != nil {
 		sum.WriteText(stdout)
 		if cfg.SummaryJSON != "" {
@@ -376,6 +381,17 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		return exitFailed
 	}
 	return exitOK
+}
+
+// dataOnStdout reports whether a workload writes its data to standard
+// output (TARGET=- or file://-).
+func dataOnStdout(cfg *daemon.Config) bool {
+	for _, w := range cfg.Workload {
+		if u := w.Sink.URL; u != nil && u.Scheme == "file" && (u.Opaque == "-" || u.Opaque == "" && u.Host+u.Path == "-") {
+			return true
+		}
+	}
+	return false
 }
 
 // writeCapacityReport prints the report as markdown and writes it to
@@ -434,6 +450,9 @@ func sweepCmd(ctx context.Context, args []string, environ map[string]string, std
 	defer func() { _ = log.Sync() }()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if dataOnStdout(cfg) {
+		stdout = stderr // as in runCmd
+	}
 	res, err := daemon.Sweep(ctx, cfg, f.Env, daemon.Deps{Logger: log, Plugins: p, Version: buildVersion()})
 	if res != nil && len(res.Points) > 0 {
 		if werr := writeReport(stdout, cfg.Sweep.Out, res.WriteMarkdown, res.WriteCSV, res.WriteJSON, web.SweepCharts(res), "sweep-"); werr != nil {

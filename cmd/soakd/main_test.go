@@ -501,3 +501,29 @@ func TestRedisWrongPassword(t *testing.T) {
 		t.Error("the password is shown")
 	}
 }
+
+// With TARGET=- standard output holds the data alone, every line of it
+// line protocol; the summary goes to stderr with the logs.
+func TestTargetStdoutHoldsOnlyData(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "SOAKD_TEST_MAIN=1", "SOAKD_LISTEN=off", "SOAKD_WORKLOADS=devops", "SOAKD_DEVOPS_TARGET=-",
+		"SOAKD_DEVOPS_START=2026-01-01T00:00:00Z", "SOAKD_DEVOPS_END=2026-01-01T00:01:00Z", "SOAKD_DEVOPS_RATE=max", "SOAKD_DEVOPS_SCALE=2")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	lp := regexp.MustCompile(`^[a-z_]+,\S+ \S+ \d+$`)
+	for _, l := range lines {
+		if !lp.MatchString(l) {
+			t.Fatalf("stdout holds %q, not line protocol (%d lines)", l, len(lines))
+		}
+	}
+	if len(lines) < 2*6 {
+		t.Errorf("stdout has %d lines, want the data set", len(lines))
+	}
+	if !strings.Contains(errb.String(), "devops") || !strings.Contains(strings.ToLower(errb.String()), "rows") {
+		t.Errorf("stderr lacks the summary:\n%s", errb.String())
+	}
+}
