@@ -186,7 +186,8 @@ type job struct {
 	opts      options
 	format    file.Format
 	precision lineproto.Precision
-	multi     bool // one output per table
+	multi     bool     // one output per table
+	files     []string // the outputs opened, by name ("-" = stdout)
 }
 
 func cfgErr(setting, format string, args ...any) error {
@@ -437,8 +438,10 @@ func (j *job) run(ctx context.Context, stdout, stderr io.Writer) int {
 	}
 	if !o.Quiet {
 		secs := time.Since(began).Seconds()
-		dest := o.Out
-		if dest == "" {
+		// Every file by name: csv and pgcopy of several tables write one
+		// per table (out.cpu.csv, ...), not OUT itself.
+		dest := strings.Join(j.files, ", ")
+		if o.Out == "" {
 			dest = "stdout"
 		}
 		fmt.Fprintf(stderr, "generated %d rows, %d values, %d bytes in %.3fs (%.0f rows/s, %.0f values/s) to %s\n",
@@ -464,8 +467,10 @@ func (j *job) openOutputs(stdout io.Writer) ([]*bufio.Writer, func() error, erro
 		return nil, nil, fmt.Errorf("cannot create the output: %w", err)
 	}
 	ws := make([]*bufio.Writer, len(outs))
+	j.files = nil
 	for i, out := range outs {
 		ws[i] = out.W
+		j.files = append(j.files, out.Name)
 	}
 	return ws, func() error { return file.CloseOutputs(outs) }, nil
 }

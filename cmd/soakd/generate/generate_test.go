@@ -438,3 +438,23 @@ func TestShardFilesMakeTheWhole(t *testing.T) {
 		t.Fatalf("the 3 shards hold %d lines, the whole data set %d, or they differ", len(parts), len(w))
 	}
 }
+
+// The summary on stderr names every file written: csv of several
+// tables is one file per table, not OUT.
+func TestSummaryNamesTheFiles(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "out.csv")
+	_, stderr := genEnv(t, nil, "--source", "devops-full", "--format", "csv", "--scale", "1", "--end", "+1m", "--out", out, "--progress", "off")
+	files, err := filepath.Glob(strings.TrimSuffix(out, ".csv") + ".*.csv")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("files %v, %v", files, err)
+	}
+	for _, f := range files {
+		if !strings.Contains(stderr, f) {
+			t.Errorf("the summary does not name %s:\n%s", f, stderr)
+		}
+	}
+	if strings.Contains(stderr, out+"\n") || strings.Contains(stderr, out+",") {
+		t.Errorf("the summary names %s, which was not written:\n%s", out, stderr)
+	}
+}
