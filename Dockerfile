@@ -14,11 +14,14 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG VERSION=dev
-ARG TARGETOS=linux
-ARG TARGETARCH=amd64
+# BuildKit sets these to the platform being built (docker buildx build
+# --platform linux/arm64); no default, which would pin amd64. Without
+# BuildKit they are empty and the build is for the builder's own platform.
+ARG TARGETOS
+ARG TARGETARCH
 # The same command deploy's TestDockerfileBuild runs.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
+    CGO_ENABLED=0 GOOS=${TARGETOS:-$(go env GOOS)} GOARCH=${TARGETARCH:-$(go env GOARCH)} \
     go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/soakd ./cmd/soakd
 
 # distroless/static: CA certificates, tzdata and /etc/passwd, no shell.

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -167,7 +168,7 @@ var workloadName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 func Load(environ map[string]string, srcs Sources) (*Config, error) {
 	var errs []error
 	cfg := &Config{}
-	if err := env.ParseWithOptions(cfg, env.Options{Environment: environ, Prefix: EnvPrefix}); err != nil {
+	if err := env.ParseWithOptions(cfg, envOptions(environ, EnvPrefix)); err != nil {
 		errs = append(errs, nameErrors(err, cfg, EnvPrefix, environ)...)
 	}
 	seen := map[string]bool{}
@@ -191,7 +192,7 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 		if err != nil {
 			errs = append(errs, err)
 		}
-		if err := env.ParseWithOptions(w, env.Options{Environment: wenv, Prefix: p}); err != nil {
+		if err := env.ParseWithOptions(w, envOptions(wenv, p)); err != nil {
 			errs = append(errs, nameErrors(err, w, p, wenv)...)
 		}
 		if w.Source == "" && srcs.Lookup(name) != nil {
@@ -216,7 +217,7 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 				}
 				slices.Sort(w.BuiltinDefaults)
 			}
-			if err := env.ParseWithOptions(w.Ext, env.Options{Environment: wenv, Prefix: p}); err != nil {
+			if err := env.ParseWithOptions(w.Ext, envOptions(wenv, p)); err != nil {
 				errs = append(errs, nameErrors(err, w.Ext, p, wenv)...)
 			}
 		}
@@ -512,7 +513,7 @@ func SettingsOf(v any, prefix string) []Setting { return settingsOf(v, prefix) }
 // workload. Every problem is returned at once, each a *ConfigError naming
 // its variable.
 func ParseSettings(v any, environ map[string]string, prefix string) error {
-	if err := env.ParseWithOptions(v, env.Options{Environment: environ, Prefix: prefix}); err != nil {
+	if err := env.ParseWithOptions(v, envOptions(environ, prefix)); err != nil {
 		return errors.Join(nameErrors(err, v, prefix, environ)...)
 	}
 	return nil
@@ -551,7 +552,8 @@ func flagName(key string) string {
 
 // UnknownVars returns the SOAKD_* variables in environ that are no setting
 // (typos, or settings of workloads not listed in SOAKD_WORKLOADS),
-// ignoring those Kubernetes injects for a Service named soakd.
+// ignoring those Kubernetes injects for a Service named soakd and the
+// variables soakd's own tests and scripts read (OtherVars).
 func UnknownVars(environ map[string]string, settings []Setting) []string {
 	known := map[string]bool{}
 	for _, s := range settings {
@@ -559,11 +561,185 @@ func UnknownVars(environ map[string]string, settings []Setting) []string {
 	}
 	var out []string
 	for k := range environ {
-		if !strings.HasPrefix(k, EnvPrefix) || known[k] || strings.HasPrefix(k, EnvPrefix+"SERVICE_") || strings.HasPrefix(k, EnvPrefix+"PORT") {
+		if !strings.HasPrefix(k, EnvPrefix) || known[k] || slices.Contains(OtherVars, k) ||
+			strings.HasPrefix(k, EnvPrefix+"SERVICE_") || strings.HasPrefix(k, EnvPrefix+"PORT") {
 			continue
 		}
 		out = append(out, k)
 	}
 	sort.Strings(out)
 	return out
+}
+
+// UnknownVars returns the SOAKD_* variables of environ that are no setting
+// of c nor one of extra (another command's settings). Variables under a
+// workload whose source is unknown are left out: that is reported as its
+// own error, and its source's settings cannot be known.
+func (c *Config) UnknownVars(environ map[string]string, srcs Sources, extra ...Setting) []string {
+	var out []string
+	for _, k := range UnknownVars(environ, append(c.Settings(), extra...)) {
+		if !slices.ContainsFunc(c.Workload, func(w *Workload) bool {
+			return srcs.Lookup(w.Source) == nil && strings.HasPrefix(k, Prefix(w.Name))
+		}) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// AllowUnknownVar turns unknown SOAKD_* variables from errors back into
+// warnings: for an environment shared with another version of soakd.
+const AllowUnknownVar = EnvPrefix + "ALLOW_UNKNOWN"
+
+// OtherVars are SOAKD_* variables that are no setting but are read by
+// soakd's tests, benchmarks and scripts (or name the escape hatch itself),
+// so a shell or CI job that sets them can still run soakd.
+var OtherVars = []string{
+	AllowUnknownVar,
+	EnvPrefix + "REQUIRE_SERVERS", // internal/testserver: fail, not skip, without test servers
+	EnvPrefix + "SHARED_SERVERS",  // scripts: test servers shared between checkouts
+	EnvPrefix + "PG_BIN",          // internal/testserver: PostgreSQL binaries
+	EnvPrefix + "INFLUXD",         // internal/testserver: influxd binary
+	EnvPrefix + "TEST_MAIN",       // cmd/soakd tests: the test binary runs main
+	EnvPrefix + "SOAK_DURATION",   // cmd/soakd soak test
+	EnvPrefix + "SOAK_OUT",        // cmd/soakd soak test
+	EnvPrefix + "SCREENSHOT",      // web browser test
+	EnvPrefix + "CHARTS_OUT",      // charts test
+	EnvPrefix + "BIN",             // bench scripts: the soakd binary
+}
+
+// AllowUnknown reports whether environ sets SOAKD_ALLOW_UNKNOWN true.
+func AllowUnknown(environ map[string]string) bool {
+	v, _ := strconv.ParseBool(environ[AllowUnknownVar])
+	return v
+}
+
+// UnknownVarErrors explains each of the unknown variables unk (see
+// UnknownVars): a *ConfigError naming it, with the closest of settings
+// (did you mean ...?), or, for a setting of a workload that is not in
+// workloads, that workload's absence. With workloads nil (a command that
+// runs none, as generate) there are no workload hints.
+func UnknownVarErrors(unk []string, settings []Setting, workloads []string) []error {
+	workloadSettings := map[string]bool{} // RATE, BATCH_SIZE, ... of any workload
+	for _, w := range workloads {
+		p := Prefix(w)
+		for _, s := range settings {
+			if strings.HasPrefix(s.Key, p) {
+				workloadSettings[strings.TrimPrefix(s.Key, p)] = true
+			}
+		}
+	}
+	for _, s := range settingsOf(&Workload{}, "") {
+		workloadSettings[s.Key] = true
+	}
+	var errs []error
+	for _, k := range unk {
+		errs = append(errs, cfgErr(k, "unknown variable%s; %s=1 makes this a warning", unknownHint(k, settings, workloads, workloadSettings), AllowUnknownVar))
+	}
+	return errs
+}
+
+func unknownHint(k string, settings []Setting, workloads []string, workloadSettings map[string]bool) string {
+	if best, d := closestSetting(k, settings); best != "" && d <= maxTypo(k) {
+		return " (did you mean " + best + "?)"
+	}
+	if workloads == nil {
+		return ""
+	}
+	if per := perWorkload(k, workloadSettings, workloads); len(per) > 0 {
+		// SOAKD_RAET: a workload's setting without the workload.
+		return " (did you mean " + strings.Join(per, " or ") + "? that setting is per workload)"
+	}
+	if w, ok := otherWorkload(k, workloadSettings); ok {
+		return fmt.Sprintf(" (workload %s is not in %sWORKLOADS=%s)", w, EnvPrefix, strings.Join(workloads, ","))
+	}
+	return ""
+}
+
+// perWorkload returns, when k less SOAKD_ is within a typo of a workload
+// setting, that setting of each workload: SOAKD_RAET gives SOAKD_IOT_RATE
+// and SOAKD_KV_RATE.
+func perWorkload(k string, workloadSettings map[string]bool, workloads []string) []string {
+	tail := strings.TrimPrefix(k, EnvPrefix)
+	best, bestD := "", math.MaxInt
+	for name := range workloadSettings {
+		if d := editDistance(tail, name); d < bestD || d == bestD && name < best {
+			best, bestD = name, d
+		}
+	}
+	if best == "" || bestD > maxTypo(k) {
+		return nil
+	}
+	var out []string
+	for _, w := range workloads {
+		out = append(out, Prefix(w)+best)
+	}
+	return out
+}
+
+// otherWorkload reports the workload k would configure if it were listed:
+// SOAKD_TRUCKS_RATE is workload trucks's RATE.
+func otherWorkload(k string, workloadSettings map[string]bool) (string, bool) {
+	rest := strings.TrimPrefix(k, EnvPrefix)
+	for i := strings.IndexByte(rest, '_'); i > 0; i = next(rest, i) {
+		if workloadSettings[rest[i+1:]] && workloadName.MatchString(strings.ToLower(rest[:i])) {
+			return strings.ToLower(rest[:i]), true
+		}
+	}
+	return "", false
+}
+
+func next(s string, i int) int {
+	j := strings.IndexByte(s[i+1:], '_')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
+}
+
+// maxTypo is how far a name may be from a setting's to be taken for its
+// typo: two edits, or one in a short name, so that unrelated names get no
+// misleading suggestion.
+func maxTypo(k string) int {
+	if len(strings.TrimPrefix(k, EnvPrefix)) <= 4 {
+		return 1
+	}
+	return 2
+}
+
+func closestSetting(k string, settings []Setting) (string, int) {
+	best, bestD := "", math.MaxInt
+	for _, s := range settings {
+		if d := editDistance(k, s.Key); d < bestD {
+			best, bestD = s.Key, d
+		}
+	}
+	return best, bestD
+}
+
+// editDistance is the optimal string alignment (restricted
+// Damerau-Levenshtein) distance: a swap of two neighbours (RAET) counts
+// as one edit, as a user would count it.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }

@@ -193,6 +193,10 @@ func FuzzConfig(f *testing.F) {
 	f.Add("seq", "1000", "4", "1s", "null://", "0/1", "10")
 	f.Add("a,b", "step:1+1/1s..5", "0", "-1s", "postgres://x", "9/3", "-5")
 	f.Add("seq", "30s:1e9,1h:0", "99999999999", "1h", "null://?latency=exp:1ms&capacity=1e12", "", "0")
+	// Counts as 1e1, 1_000 and 1k; not whole; a rate with a lower-case m.
+	f.Add("seq", "1m", "1e1", "1s", "null://", "", "1_000")
+	f.Add("seq", "2.5M", "1.5", "1s", "-", "", "1k")
+	f.Add("seq", "30s:1m", "1e19", "1s", "file:///nonexistent/x", "", "1e-3")
 	p := testPlugins()
 	f.Fuzz(func(t *testing.T, workloads, rate, workers, maxLag, target, shard, devices string) {
 		envm := map[string]string{"SOAKD_WORKLOADS": workloads}

@@ -50,7 +50,7 @@ func ParseFlags(args []string, environ map[string]string, prefix string, isBool 
 				i++
 				value = args[i]
 			default:
-				return c, fmt.Errorf("flag --%s needs a value", name)
+				return c, &MissingValueError{Flag: name, Key: prefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))}
 			}
 		}
 		key := prefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
@@ -70,3 +70,13 @@ func GlobalBoolFlag(flag string) bool {
 	}
 	return false
 }
+
+// MissingValueError is a last flag with no value: --rate at the end of
+// the line. The caller, which knows the settings, may find the flag is
+// unknown instead (soakd --bogus), which is the better message.
+type MissingValueError struct {
+	Flag string // e.g. iot-rate
+	Key  string // the variable it sets, e.g. SOAKD_IOT_RATE
+}
+
+func (e *MissingValueError) Error() string { return "flag --" + e.Flag + " needs a value" }

@@ -45,6 +45,12 @@ func handler(cfg *Config, d Deps, wls []*workload, rep *reporter, started time.T
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.HandleFunc("GET /status", a.status)
 	mux.HandleFunc("POST /control", a.control)
+	// Any other method: 405 naming POST, rather than the console's page
+	// (a curl without -X POST must learn why nothing changed).
+	mux.HandleFunc("/control", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "/control takes POST (e.g. curl -X POST -H 'Authorization: Bearer TOKEN' '.../control?workload=W&rate=5000')", http.StatusMethodNotAllowed)
+	})
 	if h := d.History; h != nil {
 		mux.HandleFunc("GET /history", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")

@@ -359,3 +359,24 @@ func TestStopWhileCheckingLoadedRecords(t *testing.T) {
 		}
 	})
 }
+
+// GET /control (curl without -X POST) is 405 with Allow: POST, even
+// with the console serving every other path.
+func TestControlOtherMethods(t *testing.T) {
+	t.Parallel()
+	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_CONTROL_TOKEN", "tok"), testPlugins())
+	ui := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "console") })
+	h := handler(cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), UI: ui}, nil, nil, time.Now())
+	for _, m := range []string{"GET", "PUT", "DELETE"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(m, "/control?workload=seq&rate=5", nil))
+		if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "POST" {
+			t.Errorf("%s /control: %d, Allow %q; want 405 and Allow: POST", m, rec.Code, rec.Header().Get("Allow"))
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/control?workload=seq&rate=5", nil))
+	if rec.Code == http.StatusMethodNotAllowed {
+		t.Errorf("POST /control: 405")
+	}
+}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -40,8 +41,18 @@ func (w *Workload) scrubber() func(string) string {
 			}
 		}
 	}
+	// A target that refused the credentials: name where they come from,
+	// which the sink cannot know.
+	p := Prefix(w.Name)
+	hint := fmt.Sprintf(" (the password: in %sTARGET's URL, %sPASSWORD or %sPASSWORD_FILE)", p, p, p)
+	explain := func(s string) string {
+		if strings.Contains(s, sinks.AuthFailed) && !strings.Contains(s, hint) {
+			return s + hint
+		}
+		return s
+	}
 	if len(secrets) == 0 {
-		return func(s string) string { return s }
+		return explain
 	}
 	// Longest first, so a secret that contains another is hidden whole.
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
@@ -50,5 +61,5 @@ func (w *Workload) scrubber() func(string) string {
 		pairs = append(pairs, s, "xxxxx")
 	}
 	r := strings.NewReplacer(pairs...)
-	return r.Replace
+	return func(s string) string { return explain(r.Replace(s)) }
 }

@@ -143,6 +143,27 @@ func shellWords(s string, vars map[string]string) ([]string, error) {
 				return 0, fmt.Errorf("unclosed ${")
 			}
 			name, j = s[j+1:j+end], j+end+1
+			if n, def, ok := strings.Cut(name, ":-"); ok {
+				// ${VAR:-$(go env X)}: VAR, or when it is empty or unset
+				// the default, whose one command understood is go env.
+				if v := vars[n]; v != "" {
+					cur.WriteString(v)
+					return j, nil
+				}
+				if x, ok := strings.CutPrefix(def, "$(go env "); ok && strings.HasSuffix(x, ")") {
+					out, err := exec.Command("go", "env", strings.TrimSuffix(x, ")")).Output()
+					if err != nil {
+						return 0, fmt.Errorf("%s: %v", def, err)
+					}
+					cur.WriteString(strings.TrimSpace(string(out)))
+					return j, nil
+				}
+				if strings.ContainsAny(def, "$`") {
+					return 0, fmt.Errorf("${%s}: only $(go env X) is understood in a default", name)
+				}
+				cur.WriteString(def)
+				return j, nil
+			}
 		} else {
 			for j < len(s) && (s[j] == '_' || s[j] >= 'A' && s[j] <= 'Z' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= '0' && s[j] <= '9') {
 				j++
@@ -247,5 +268,37 @@ func TestDockerfileBuild(t *testing.T) {
 	got, err := exec.Command(out, "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(got), "soakd "+version+" ") {
 		t.Errorf("soakd version: %q %v, want the stamped %s", got, err, version)
+	}
+}
+
+// TARGETOS and TARGETARCH are BuildKit's (docker buildx build --platform
+// linux/arm64 builds for arm64): declared without a default that would
+// pin one platform, and when empty (no BuildKit) the builder's own.
+func TestDockerfileTargetPlatform(t *testing.T) {
+	t.Parallel()
+	for _, in := range readDockerfile(t) {
+		if in.cmd == "ARG" && (strings.HasPrefix(in.args, "TARGETOS=") || strings.HasPrefix(in.args, "TARGETARCH=")) {
+			t.Errorf("ARG %s: a default pins the platform BuildKit would set", in.args)
+		}
+	}
+	goEnv := func(vars map[string]string) string {
+		vars["VERSION"], vars["BUILDPLATFORM"] = "v0", "linux/amd64"
+		env, _ := goBuild(t, vars)
+		var got []string
+		for _, e := range env {
+			if strings.HasPrefix(e, "GOOS=") || strings.HasPrefix(e, "GOARCH=") {
+				got = append(got, e)
+			}
+		}
+		return strings.Join(got, " ")
+	}
+	if got := goEnv(map[string]string{"TARGETOS": "linux", "TARGETARCH": "arm64"}); got != "GOOS=linux GOARCH=arm64" {
+		t.Errorf("BuildKit's linux/arm64 builds with %q", got)
+	}
+	if got := goEnv(map[string]string{"TARGETOS": "freebsd", "TARGETARCH": "riscv64"}); got != "GOOS=freebsd GOARCH=riscv64" {
+		t.Errorf("BuildKit's freebsd/riscv64 builds with %q", got)
+	}
+	if got, want := goEnv(map[string]string{}), "GOOS="+runtime.GOOS+" GOARCH="+runtime.GOARCH; got != want {
+		t.Errorf("without BuildKit's values: %q, want the builder's own %q", got, want)
 	}
 }

@@ -145,3 +145,8 @@ type UnitsError struct {
 func (e *UnitsError) Error() string      { return e.Err.Error() }
 func (e *UnitsError) Unwrap() error      { return e.Err }
 func (e *UnitsError) FailedUnits() []int { return e.Units }
+
+// AuthFailed starts the text of a sink's error when the target refused
+// its credentials, so that soakd can add which settings hold them (the
+// URL's password, PASSWORD, PASSWORD_FILE) wherever the error is shown.
+const AuthFailed = "authentication failed"

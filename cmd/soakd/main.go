@@ -12,6 +12,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -103,10 +105,37 @@ Exit codes: 0 ok, 1 the run failed or a threshold (SOAKD_<W>_THRESHOLDS)
 failed, 2 invalid configuration.
 `
 
+const capacityUsage = `Usage: soakd capacity [flags]
+
+Searches one workload's capacity (SOAKD_CAPACITY_WORKLOAD, default the first
+of SOAKD_WORKLOADS): from START its rate grows by STEP, each step held for
+HOLD and judged against the SLO (SLO_P99, SLO_ERRORS); the other workloads
+hold their RATE. The report names the knee: the highest rate that met the
+SLO. The workloads' settings are a run's (soakd config lists them).
+
+Exit codes: 0 the knee was found, 1 it was not (or the run failed), 2
+invalid configuration.
+`
+
+const sweepUsage = `Usage: soakd sweep [flags]
+
+Runs one workload (SOAKD_SWEEP_WORKLOAD, default the first of
+SOAKD_WORKLOADS) closed loop over a WORKERS x BATCH_SIZE grid (PIPELINE for
+KV), REPEATS times per point, and reports the best point and a USL fit.
+The workload's settings are a run's (soakd config lists them).
+
+Exit codes: 0 done, 1 the sweep failed, 2 invalid configuration.
+`
+
 func realMain(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
 	cmd := "run"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
+	}
+	// soakd --version and -v, as most tools answer them; a setting flag
+	// named -v would read as SOAKD_V, an unknown flag.
+	if cmd == "run" && len(args) == 1 && slices.Contains([]string{"--version", "-version", "-v"}, args[0]) {
+		cmd = "version"
 	}
 	switch cmd {
 	case "run":
@@ -137,7 +166,16 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 // parseFlags reads soakd's command line: --iot-rate 1000 sets
 // SOAKD_IOT_RATE; switches are the command's own flags (e.g. check).
 func parseFlags(args []string, environ map[string]string, switches ...string) (daemon.CommandLine, error) {
-	return daemon.ParseFlags(args, environ, daemon.EnvPrefix, daemon.GlobalBoolFlag, switches...)
+	f, err := daemon.ParseFlags(args, environ, daemon.EnvPrefix, daemon.GlobalBoolFlag, switches...)
+	if missing := (*daemon.MissingValueError)(nil); errors.As(err, &missing) {
+		// soakd --bogus: that the flag is unknown is the news, not that it
+		// lacks a value.
+		cfg, _ := daemon.Load(f.Env, plugins.All().Sources)
+		if !slices.ContainsFunc(cfg.Settings(), func(s daemon.Setting) bool { return s.Key == missing.Key }) {
+			err = fmt.Errorf("unknown flag --%s (see soakd config)", missing.Flag)
+		}
+	}
+	return f, err
 }
 
 // loadConfig reads and validates the configuration; every problem is
@@ -145,8 +183,12 @@ func parseFlags(args []string, environ map[string]string, switches ...string) (d
 func loadConfig(f daemon.CommandLine, p *daemon.Plugins) (*daemon.Config, error) {
 	cfg, parseErr := daemon.Load(f.Env, p.Sources)
 	errs := []error{cfg.Check(p, parseErr)}
-	// A flag that names no setting is an error; an unknown variable in the
-	// environment only a warning (see daemon.UnknownVars).
+	// A flag that names no setting is an error, and so is a SOAKD_*
+	// variable (a typo would silently run with a default), unless
+	// SOAKD_ALLOW_UNKNOWN says to only warn (see runCmd).
+	if !daemon.AllowUnknown(f.Env) {
+		errs = append(errs, daemon.UnknownVarErrors(unknownVars(f, cfg, p), cfg.Settings(), workloadNames(cfg))...)
+	}
 	known := map[string]bool{}
 	for _, s := range cfg.Settings() {
 		known[s.Key] = true
@@ -157,6 +199,30 @@ func loadConfig(f daemon.CommandLine, p *daemon.Plugins) (*daemon.Config, error)
 		}
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// unknownVars returns the SOAKD_* variables in the environment that are
+// no setting of a command that runs workloads. The settings of verify
+// and generate (SOAKD_GEN_*, unless gen is a workload) are known too: one
+// environment often serves all of soakd's commands.
+func unknownVars(f daemon.CommandLine, cfg *daemon.Config, p *daemon.Plugins) []string {
+	var out []string
+	gen := slices.Contains(workloadNames(cfg), generate.Workload)
+	for _, k := range cfg.UnknownVars(f.Env, p.Sources, verify.Settings()...) {
+		// An unknown flag is reported as such, not as its variable.
+		if (gen || !strings.HasPrefix(k, daemon.Prefix(generate.Workload))) && !slices.Contains(f.Keys, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func workloadNames(cfg *daemon.Config) []string {
+	var names []string
+	for _, w := range cfg.Workload {
+		names = append(names, w.Name)
+	}
+	return names
 }
 
 func printConfigErrors(w io.Writer, err error) {
@@ -170,15 +236,33 @@ func printConfigErrors(w io.Writer, err error) {
 // the flags, answers --help, then loads and checks the configuration,
 // with the command's own check when not nil. When ok is false the
 // command is over and exits with code.
-func loadCmd(args []string, environ map[string]string, stdout, stderr io.Writer, check func(*daemon.Config) error) (
+func loadCmd(cmdName string, args []string, environ map[string]string, stdout, stderr io.Writer, check func(*daemon.Config) error) (
 	f daemon.CommandLine, p *daemon.Plugins, cfg *daemon.Config, code int, ok bool) {
+	help, prefix := usage, ""
+	switch cmdName {
+	case "capacity":
+		help, prefix = capacityUsage, daemon.EnvPrefix+"CAPACITY_"
+	case "sweep":
+		help, prefix = sweepUsage, daemon.EnvPrefix+"SWEEP_"
+	}
 	f, err := parseFlags(args, environ)
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd: %v\n", err)
 		return f, nil, nil, exitConfig, false
 	}
 	if f.Help {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, help)
+		if prefix != "" {
+			// capacity and sweep: their own settings, with defaults.
+			tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
+			fmt.Fprintf(tw, "\nOwn settings (%s*):\nVARIABLE\tFLAG\tDEFAULT\tHELP\n", prefix)
+			for _, s := range daemon.SettingsOf(&daemon.Config{}, daemon.EnvPrefix) {
+				if strings.HasPrefix(s.Key, prefix) {
+					fmt.Fprintf(tw, "%s\t--%s\t%s\t%s\n", s.Key, s.Flag, cmp.Or(s.Default, "-"), strings.TrimPrefix(s.Help, "soakd "+cmdName+": "))
+				}
+			}
+			_ = tw.Flush()
+		}
 		return f, nil, nil, exitOK, false
 	}
 	p = plugins.All()
@@ -197,10 +281,12 @@ func loadCmd(args []string, environ map[string]string, stdout, stderr io.Writer,
 // capacity while the others hold their rate (soakd capacity).
 func runCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer, capacity bool) int {
 	var check func(*daemon.Config) error
+	name := "run"
 	if capacity {
 		check = (*daemon.Config).CheckCapacity
+		name = "capacity"
 	}
-	f, p, cfg, code, ok := loadCmd(args, environ, stdout, stderr, check)
+	f, p, cfg, code, ok := loadCmd(name, args, environ, stdout, stderr, check)
 	if !ok {
 		return code
 	}
@@ -219,7 +305,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		return exitConfig
 	}
 	defer func() { _ = log.Sync() }()
-	if unk := daemon.UnknownVars(f.Env, cfg.Settings()); len(unk) > 0 {
+	if unk := unknownVars(f, cfg, p); len(unk) > 0 { // SOAKD_ALLOW_UNKNOWN is set, or loadConfig had refused them
 		log.Warn("ignoring unknown SOAKD_ variables (typo, or a workload not in SOAKD_WORKLOADS?)", zap.Strings("vars", unk))
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -244,6 +330,11 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		sum, capRes, runErr = daemon.Capacity(ctx, cfg, f.Env, deps)
 	} else {
 		sum, runErr = daemon.Run(ctx, cfg, deps)
+	}
+	if dataOnStdout(cfg) {
+		// TARGET=-: standard output is the data's alone; the summary and
+		// reports go with the logs, to stderr.
+		stdout = stderr
 	}
 	if sum != nil {
 		sum.WriteText(stdout)
@@ -292,6 +383,17 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	return exitOK
 }
 
+// dataOnStdout reports whether a workload writes its data to standard
+// output (TARGET=- or file://-).
+func dataOnStdout(cfg *daemon.Config) bool {
+	for _, w := range cfg.Workload {
+		if u := w.Sink.URL; u != nil && u.Scheme == "file" && (u.Opaque == "-" || u.Opaque == "" && u.Host+u.Path == "-") {
+			return true
+		}
+	}
+	return false
+}
+
 // writeCapacityReport prints the report as markdown and writes it to
 // OUT.md, OUT.csv, OUT.json and its charts.
 func writeCapacityReport(r *daemon.CapacityResult, out string, stdout io.Writer) error {
@@ -336,7 +438,7 @@ func writeReport(stdout io.Writer, out string, md func(io.Writer), csv, js func(
 // sweepCmd runs soakd sweep: the workload closed loop over a grid of
 // WORKERS × BATCH_SIZE (PIPELINE), with a report.
 func sweepCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
-	f, p, cfg, code, ok := loadCmd(args, environ, stdout, stderr, (*daemon.Config).CheckSweep)
+	f, p, cfg, code, ok := loadCmd("sweep", args, environ, stdout, stderr, (*daemon.Config).CheckSweep)
 	if !ok {
 		return code
 	}
@@ -348,6 +450,9 @@ func sweepCmd(ctx context.Context, args []string, environ map[string]string, std
 	defer func() { _ = log.Sync() }()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if dataOnStdout(cfg) {
+		stdout = stderr // as in runCmd
+	}
 	res, err := daemon.Sweep(ctx, cfg, f.Env, daemon.Deps{Logger: log, Plugins: p, Version: buildVersion()})
 	if res != nil && len(res.Points) > 0 {
 		if werr := writeReport(stdout, cfg.Sweep.Out, res.WriteMarkdown, res.WriteCSV, res.WriteJSON, web.SweepCharts(res), "sweep-"); werr != nil {

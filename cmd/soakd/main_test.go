@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -371,5 +372,161 @@ func TestBuiltinTargetRefusesHugeDataSet(t *testing.T) {
 		"SOAKD_KV_TARGET": "redis://127.0.0.1:1"}, "config", "--check")
 	if code != exitOK {
 		t.Errorf("with a TARGET, RECORDS=1e12 is valid: exit %d\n%s", code, errs)
+	}
+}
+
+// A SOAKD_* variable that is no setting is an error, with the setting it
+// is likely a typo of, in every command that reads the environment;
+// SOAKD_ALLOW_UNKNOWN makes it a warning. Variables of the other commands,
+// of Kubernetes and of soakd's tests stay known.
+func TestUnknownVariables(t *testing.T) {
+	base := map[string]string{"SOAKD_WORKLOADS": "iot,kv", "SOAKD_LISTEN": "off",
+		"SOAKD_IOT_TARGET": "null://", "SOAKD_KV_TARGET": "null://",
+		// known, though no setting of soakd run:
+		"SOAKD_GEN_SCALE": "3", "SOAKD_VERIFY_EXAMPLES": "2", "SOAKD_REQUIRE_SERVERS": "1",
+		"SOAKD_SHARED_SERVERS": "1", "SOAKD_SERVICE_HOST": "10.0.0.1", "SOAKD_PORT": "tcp://10.0.0.1:9480",
+		"SOAKD_IOT_PASSWORD_FILE": "/dev/null", "SOAKD_TLS_CERT_FILE": "",
+	}
+	with := func(kv ...string) map[string]string {
+		env := maps.Clone(base)
+		for i := 0; i < len(kv); i += 2 {
+			env[kv[i]] = kv[i+1]
+		}
+		return env
+	}
+	if code, _, errs := run(t, base, "config", "--check"); code != exitOK {
+		t.Fatalf("known variables refused: exit %d\n%s", code, errs)
+	}
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{with("SOAKD_RAET", "100"), "SOAKD_RAET: unknown variable (did you mean SOAKD_IOT_RATE or SOAKD_KV_RATE?"},
+		{with("SOAKD_IOT_RAET", "100"), "SOAKD_IOT_RAET: unknown variable (did you mean SOAKD_IOT_RATE?)"},
+		{with("SOAKD_LSITEN", ":1"), "SOAKD_LSITEN: unknown variable (did you mean SOAKD_LISTEN?)"},
+		{with("SOAKD_TRUCKS_SCALE", "5"), "SOAKD_TRUCKS_SCALE: unknown variable (workload trucks is not in SOAKD_WORKLOADS=iot,kv)"},
+		{with("SOAKD_CAPACITY_SLO_P99X", "5ms"), "SOAKD_CAPACITY_SLO_P99X: unknown variable (did you mean SOAKD_CAPACITY_SLO_P99?)"},
+	} {
+		for _, cmd := range [][]string{{"run"}, {"capacity"}, {"sweep"}, {"config", "--check"}, {"verify"}} {
+			code, out, errs := run(t, c.env, cmd...)
+			if code != exitConfig || !strings.Contains(errs, c.want) || !strings.Contains(errs, "SOAKD_ALLOW_UNKNOWN=1") {
+				t.Errorf("%v: exit %d, want 2 and %q; stdout %q stderr:\n%s", cmd, code, c.want, out, errs)
+			}
+		}
+	}
+	if code, _, errs := run(t, with("SOAKD_RAET", "100", "SOAKD_ALLOW_UNKNOWN", "1"), "config", "--check"); code != exitOK {
+		t.Errorf("SOAKD_ALLOW_UNKNOWN=1: exit %d\n%s", code, errs)
+	}
+	// A run with SOAKD_ALLOW_UNKNOWN=1 names what it ignores.
+	code, _, errs := run(t, with("SOAKD_RAET", "100", "SOAKD_ALLOW_UNKNOWN", "1", "SOAKD_WORKLOADS", "iot",
+		"SOAKD_IOT_SOURCE", "seq", "SOAKD_IOT_DURATION", "1ms"))
+	if code != exitOK || !strings.Contains(errs, "SOAKD_RAET") {
+		t.Errorf("run with SOAKD_ALLOW_UNKNOWN=1: exit %d, want 0 and a warning naming SOAKD_RAET:\n%s", code, errs)
+	}
+	// generate reads SOAKD_GEN_* only: a run's variables are no concern of it.
+	code, _, errs = run(t, map[string]string{"SOAKD_GEN_SCALE": "1", "SOAKD_GEN_SCAEL": "2", "SOAKD_IOT_RAET": "1"}, "generate", "--end", "+1m")
+	if code != exitConfig || !strings.Contains(errs, "SOAKD_GEN_SCAEL: unknown variable (did you mean SOAKD_GEN_SCALE?)") || strings.Contains(errs, "SOAKD_IOT_RAET") {
+		t.Errorf("generate: exit %d, want 2 naming SOAKD_GEN_SCAEL only:\n%s", code, errs)
+	}
+	code, _, errs = run(t, map[string]string{"SOAKD_GEN_SCAEL": "2", "SOAKD_ALLOW_UNKNOWN": "true", "SOAKD_GEN_OUT": filepath.Join(t.TempDir(), "x")}, "generate", "--end", "+1m", "--scale", "1")
+	if code != exitOK || !strings.Contains(errs, "SOAKD_GEN_SCAEL") {
+		t.Errorf("generate with SOAKD_ALLOW_UNKNOWN: exit %d, want 0 and a warning:\n%s", code, errs)
+	}
+}
+
+// soakd --version and -v print the version as soakd version does; an
+// unknown flag says so, wherever it stands; capacity and sweep --help
+// list their own settings.
+func TestVersionHelpAndUnknownFlags(t *testing.T) {
+	_, want, _ := run(t, nil, "version")
+	for _, args := range [][]string{{"--version"}, {"-v"}, {"-version"}} {
+		if code, out, errs := run(t, nil, args...); code != exitOK || out != want {
+			t.Errorf("%v: exit %d, stdout %q (want %q), stderr %q", args, code, out, want, errs)
+		}
+	}
+	for _, args := range [][]string{{"--bogus"}, {"--bogus", "1"}, {"capacity", "--bogus"}, {"sweep", "--bogus", "1"},
+		{"config", "--bogus"}, {"verify", "--bogus", "1"}, {"generate", "--bogus"}, {"generate", "--bogus", "1"}} {
+		if code, _, errs := run(t, nil, args...); code != exitConfig || !strings.Contains(errs, "unknown flag --bogus") || strings.Contains(errs, "SOAKD_BOGUS") {
+			t.Errorf("%v: exit %d, want 2 and only \"unknown flag --bogus\":\n%s", args, code, errs)
+		}
+	}
+	if code, _, errs := run(t, nil, "--iot-rate"); code != exitConfig || !strings.Contains(errs, "flag --iot-rate needs a value") {
+		t.Errorf("a known flag with no value: exit %d\n%s", code, errs)
+	}
+	for cmd, own := range map[string][]string{
+		"capacity": {"Usage: soakd capacity", "SOAKD_CAPACITY_SLO_P99", "--capacity-step", "x1.5"},
+		"sweep":    {"Usage: soakd sweep", "SOAKD_SWEEP_WORKERS", "--sweep-batch", "1,2,4,8"},
+	} {
+		code, out, _ := run(t, nil, cmd, "--help")
+		for _, want := range own {
+			if code != exitOK || !strings.Contains(out, want) {
+				t.Errorf("%s --help: exit %d, lacks %q:\n%s", cmd, code, want, out)
+			}
+		}
+		if other := map[string]string{"capacity": "SOAKD_SWEEP_", "sweep": "SOAKD_CAPACITY_"}[cmd]; strings.Contains(out, other) {
+			t.Errorf("%s --help lists %s*", cmd, other)
+		}
+	}
+}
+
+// RECORDS=1e12 is a trillion records, refused by the memory check of the
+// built-in target, not a syntax error.
+func TestRecordsInENotationReachTheSizeCheck(t *testing.T) {
+	code, _, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_KV_RECORDS": "1e12"}, "config", "--check")
+	if code != exitConfig || !strings.Contains(errs, "SOAKD_KV_RECORDS: 1000000000000 records") || strings.Contains(errs, "syntax") {
+		t.Errorf("RECORDS=1e12: exit %d\n%s", code, errs)
+	}
+}
+
+// A file:// path that cannot be opened says so, with the path and the
+// OS's reason, not that the target rejected a schema.
+func TestFileTargetThatCannotBeOpened(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no-such-dir", "out.lp")
+	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "devops", "SOAKD_LISTEN": "off",
+		"SOAKD_W_TARGET": "file://" + path, "SOAKD_W_DURATION": "1s"})
+	if code != exitFailed || !strings.Contains(errs, "cannot open "+path) || !strings.Contains(errs, "no such file or directory") ||
+		strings.Contains(errs, "schema") {
+		t.Errorf("exit %d, want 1 and cannot open %s: no such file or directory; stdout %q stderr:\n%s", code, path, out, errs)
+	}
+}
+
+// A wrong Redis password says authentication failed and which settings
+// hold the password, never the password itself.
+func TestRedisWrongPassword(t *testing.T) {
+	const right, wrong = "right-Pass-3xf", "wrong-Pass-8qd"
+	srv := testserver.Redis(t, "--requirepass", right)
+	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_LISTEN": "off", "SOAKD_LOG_FORMAT": "json",
+		"SOAKD_KV_TARGET": "redis://:" + wrong + "@" + srv.Addr + "/0", "SOAKD_KV_RECORDS": "100", "SOAKD_KV_DURATION": "2s"})
+	if code != exitFailed || !strings.Contains(errs, "authentication failed") || !strings.Contains(errs, "SOAKD_KV_PASSWORD_FILE") {
+		t.Errorf("exit %d, want 1 and authentication failed naming the password's settings; stderr:\n%s", code, errs)
+	}
+	if strings.Contains(out+errs, wrong) {
+		t.Error("the password is shown")
+	}
+}
+
+// With TARGET=- standard output holds the data alone, every line of it
+// line protocol; the summary goes to stderr with the logs.
+func TestTargetStdoutHoldsOnlyData(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "SOAKD_TEST_MAIN=1", "SOAKD_LISTEN=off", "SOAKD_WORKLOADS=devops", "SOAKD_DEVOPS_TARGET=-",
+		"SOAKD_DEVOPS_START=2026-01-01T00:00:00Z", "SOAKD_DEVOPS_END=2026-01-01T00:01:00Z", "SOAKD_DEVOPS_RATE=max", "SOAKD_DEVOPS_SCALE=2")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	lp := regexp.MustCompile(`^[a-z_]+,\S+ \S+ \d+$`)
+	for _, l := range lines {
+		if !lp.MatchString(l) {
+			t.Fatalf("stdout holds %q, not line protocol (%d lines)", l, len(lines))
+		}
+	}
+	if len(lines) < 2*6 {
+		t.Errorf("stdout has %d lines, want the data set", len(lines))
+	}
+	if !strings.Contains(errb.String(), "devops") || !strings.Contains(strings.ToLower(errb.String()), "rows") {
+		t.Errorf("stderr lacks the summary:\n%s", errb.String())
 	}
 }

@@ -145,8 +145,16 @@ func parseNumber(s string) (float64, error) {
 		switch s[n-1] {
 		case 'k', 'K':
 			mult, s = 1e3, s[:n-1]
-		case 'm', 'M':
+		case 'M':
 			mult, s = 1e6, s[:n-1]
+		case 'm':
+			// 1m reads as a minute (or milli) as often as a million: refuse
+			// to guess. There is no per-minute rate: rates are per second.
+			if v, err := strconv.ParseFloat(s[:n-1], 64); err == nil && v >= 0 && v <= MaxRate {
+				return 0, fmt.Errorf("lower-case m is ambiguous: did you mean %sM (%s million/s)? a rate is per second: %s per minute is %s",
+					s[:n-1], s[:n-1], s[:n-1], strconv.FormatFloat(v/60, 'g', 4, 64))
+			}
+			return 0, fmt.Errorf("%q is not a rate (want a number like 5000, 2.5k or 1M)", s)
 		case 'g', 'G':
 			mult, s = 1e9, s[:n-1]
 		}

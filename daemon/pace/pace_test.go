@@ -38,6 +38,11 @@ func TestParse(t *testing.T) {
 		{name: "inf", in: "Inf", wantErr: "out of range"},
 		{name: "hex", in: "0x10", wantErr: "not a rate"},
 		{name: "too big", in: "2G", wantErr: "out of range"},
+		// A lower-case m is not read as mega (nor as per minute).
+		{name: "lower-case m", in: "1m", wantErr: "did you mean 1M (1 million/s)? a rate is per second: 1 per minute is 0.01667"},
+		{name: "lower-case m per second", in: "2m/s", wantErr: "did you mean 2M"},
+		{name: "lower-case m in a stage", in: "30s:5m", wantErr: "stage 1: lower-case m is ambiguous"},
+		{name: "lower-case m in a step", in: "step:1m+1/1s", wantErr: "lower-case m is ambiguous"},
 		{name: "stage without target", in: "30s:,1m:5", wantErr: "stage 1"},
 		{name: "stage bad duration", in: "30x:100", wantErr: "not a duration"},
 		{name: "stage zero duration", in: "0s:100", wantErr: "out of range"},
@@ -174,11 +179,16 @@ func TestNoDrift(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"max", "5000", "2.5k", "1M/s", "30s:1000,5m:20000,1h:20000", "500,10s:0",
-		"step:1000+500/30s..20000", "step:0+1/1ns", "1e9", "0", "-1", "step:", ",", "1h:1e9,1h:0", "9999999h:1"} {
+		"step:1000+500/30s..20000", "step:0+1/1ns", "1e9", "0", "-1", "step:", ",", "1h:1e9,1h:0", "9999999h:1",
+		"1m", "30s:1m", "step:1m+1k/1s", "1.5m/s", "m", "-1m", "NaNm", "1e9m"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := Parse(s)
+		// A lower-case m never reads as mega (1m is no million per second).
+		if err == nil && !r.Max && strings.HasSuffix(strings.TrimSuffix(strings.TrimSpace(s), "/s"), "m") && !strings.HasPrefix(strings.ToLower(strings.TrimSpace(s)), "step:") && !strings.Contains(s, ":") {
+			t.Fatalf("accepted %q", s)
+		}
 		if err != nil {
 			if r.Profile != nil || r.Max {
 				t.Fatalf("error %v with a non-zero rate", err)

@@ -649,6 +649,10 @@ func (s *Sink) wrap(n int, err error) error {
 		// A certificate refused now will be refused again.
 		class, retry, err = sinks.Rejected, false, e
 	}
+	if goredis.IsAuthError(err) {
+		// WRONGPASS, NOAUTH: a pipeline's failure is the password's.
+		err = fmt.Errorf("%s: %w", sinks.AuthFailed, err)
+	}
 	return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w", n, s.where, err))
 }
 

@@ -46,10 +46,10 @@ import (
 	"github.com/soakd/soakd/sources/iot"
 )
 
-// workload is the name generate reads its data set as, so setting X is
-// the variable prefix+X (SOAKD_GEN_X, as daemon.Prefix(workload) says).
+// Workload is the name generate reads its data set as, so setting X is
+// the variable prefix+X (SOAKD_GEN_X, as daemon.Prefix(Workload) says).
 const (
-	workload = "gen"
+	Workload = "gen"
 	prefix   = daemon.EnvPrefix + "GEN_"
 )
 
@@ -186,7 +186,8 @@ type job struct {
 	opts      options
 	format    file.Format
 	precision lineproto.Precision
-	multi     bool // one output per table
+	multi     bool     // one output per table
+	files     []string // the outputs opened, by name ("-" = stdout)
 }
 
 func cfgErr(setting, format string, args ...any) error {
@@ -212,7 +213,7 @@ func (st *setup) load(c daemon.CommandLine) (*job, error) {
 
 	// The data set is the one workload of a run's configuration, read and
 	// checked by the same code.
-	env := map[string]string{daemon.EnvPrefix + "WORKLOADS": workload}
+	env := map[string]string{daemon.EnvPrefix + "WORKLOADS": Workload}
 	for _, s := range st.data {
 		if v := c.Env[s.Key]; v != "" {
 			env[s.Key] = v
@@ -354,6 +355,10 @@ func (st *setup) usage(w io.Writer, env map[string]string) {
 func Main(ctx context.Context, args []string, environ map[string]string, srcs daemon.Sources, stdout, stderr io.Writer) int {
 	st := newSetup(srcs, sourceOf(args, environ))
 	c, err := st.parseArgs(args, environ)
+	if missing := (*daemon.MissingValueError)(nil); errors.As(err, &missing) &&
+		!slices.ContainsFunc(st.all(), func(s daemon.Setting) bool { return s.Flag == missing.Flag }) {
+		err = fmt.Errorf("unknown flag --%s (see soakd generate --help)", missing.Flag)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
 		return exitConfig
@@ -363,6 +368,20 @@ func Main(ctx context.Context, args []string, environ map[string]string, srcs da
 		return exitOK
 	}
 	j, err := st.load(c)
+	// Generate reads SOAKD_GEN_* only; the environment may hold a run's
+	// settings too. Of its own, one that is no setting is an error (a
+	// typo would silently generate with a default) unless
+	// SOAKD_ALLOW_UNKNOWN says to warn.
+	own := map[string]string{}
+	for k, v := range environ {
+		if strings.HasPrefix(k, prefix) {
+			own[k] = v
+		}
+	}
+	unk := daemon.UnknownVars(own, st.all())
+	if len(unk) > 0 && !daemon.AllowUnknown(environ) {
+		err = errors.Join(err, errors.Join(daemon.UnknownVarErrors(unk, st.all(), nil)...))
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "soakd generate: invalid configuration:")
 		for _, e := range daemon.Problems(err) {
@@ -370,13 +389,7 @@ func Main(ctx context.Context, args []string, environ map[string]string, srcs da
 		}
 		return exitConfig
 	}
-	own := map[string]string{}
-	for k, v := range environ {
-		if strings.HasPrefix(k, prefix) {
-			own[k] = v
-		}
-	}
-	if unk := daemon.UnknownVars(own, st.all()); len(unk) > 0 {
+	if len(unk) > 0 {
 		fmt.Fprintf(stderr, "soakd generate: ignoring variables that are no setting of generate with source %s: %s\n", j.name, strings.Join(unk, ", "))
 	}
 	return j.run(ctx, stdout, stderr)
@@ -425,8 +438,10 @@ func (j *job) run(ctx context.Context, stdout, stderr io.Writer) int {
 	}
 	if !o.Quiet {
 		secs := time.Since(began).Seconds()
-		dest := o.Out
-		if dest == "" {
+		// Every file by name: csv and pgcopy of several tables write one
+		// per table (out.cpu.csv, ...), not OUT itself.
+		dest := strings.Join(j.files, ", ")
+		if o.Out == "" {
 			dest = "stdout"
 		}
 		fmt.Fprintf(stderr, "generated %d rows, %d values, %d bytes in %.3fs (%.0f rows/s, %.0f values/s) to %s\n",
@@ -452,8 +467,10 @@ func (j *job) openOutputs(stdout io.Writer) ([]*bufio.Writer, func() error, erro
 		return nil, nil, fmt.Errorf("cannot create the output: %w", err)
 	}
 	ws := make([]*bufio.Writer, len(outs))
+	j.files = nil
 	for i, out := range outs {
 		ws[i] = out.W
+		j.files = append(j.files, out.Name)
 	}
 	return ws, func() error { return file.CloseOutputs(outs) }, nil
 }

@@ -90,8 +90,8 @@ func TestBadSettingsExit2(t *testing.T) {
 // flags win; variables of no setting are named in a warning.
 func TestSettingsFromEnvAndFlags(t *testing.T) {
 	t.Parallel()
-	if daemon.Prefix(workload) != prefix {
-		t.Fatalf("prefix %s is not workload %s's, %s", prefix, workload, daemon.Prefix(workload))
+	if daemon.Prefix(Workload) != prefix {
+		t.Fatalf("prefix %s is not workload %s's, %s", prefix, Workload, daemon.Prefix(Workload))
 	}
 	byFlags, _ := gen(t, "--scale", "4", "--end", "+1m", "--format", "csv", "--quiet")
 	byEnv, stderr := genEnv(t, map[string]string{
@@ -108,7 +108,7 @@ func TestSettingsFromEnvAndFlags(t *testing.T) {
 	if !bytes.Equal(flagsWin, byFlags) {
 		t.Fatal("flags do not win over SOAKD_GEN_* variables")
 	}
-	_, stderr = genEnv(t, map[string]string{"SOAKD_GEN_RATE": "5", "SOAKD_IOT_RATE": "5"}, "--scale", "1", "--end", "+1m", "--quiet")
+	_, stderr = genEnv(t, map[string]string{"SOAKD_GEN_RATE": "5", "SOAKD_IOT_RATE": "5", "SOAKD_ALLOW_UNKNOWN": "1"}, "--scale", "1", "--end", "+1m", "--quiet")
 	if !strings.Contains(stderr, "SOAKD_GEN_RATE") || strings.Contains(stderr, "SOAKD_IOT_RATE") {
 		t.Fatalf("want a warning naming SOAKD_GEN_RATE alone, got %q", stderr)
 	}
@@ -436,5 +436,25 @@ func TestShardFilesMakeTheWhole(t *testing.T) {
 	slices.Sort(parts)
 	if w := lines(whole); !slices.Equal(w, parts) {
 		t.Fatalf("the 3 shards hold %d lines, the whole data set %d, or they differ", len(parts), len(w))
+	}
+}
+
+// The summary on stderr names every file written: csv of several
+// tables is one file per table, not OUT.
+func TestSummaryNamesTheFiles(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "out.csv")
+	_, stderr := genEnv(t, nil, "--source", "devops-full", "--format", "csv", "--scale", "1", "--end", "+1m", "--out", out, "--progress", "off")
+	files, err := filepath.Glob(strings.TrimSuffix(out, ".csv") + ".*.csv")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("files %v, %v", files, err)
+	}
+	for _, f := range files {
+		if !strings.Contains(stderr, f) {
+			t.Errorf("the summary does not name %s:\n%s", f, stderr)
+		}
+	}
+	if strings.Contains(stderr, out+"\n") || strings.Contains(stderr, out+",") {
+		t.Errorf("the summary names %s, which was not written:\n%s", out, stderr)
 	}
 }

@@ -50,6 +50,9 @@ type options struct {
 	Ranges   int    `env:"VERIFY_RANGES" envDefault:"100" help:"soakd verify: how many lost or duplicated ranges to print per workload (the JSON report has them all)"`
 }
 
+// Settings lists verify's own settings (SOAKD_VERIFY_*).
+func Settings() []daemon.Setting { return daemon.SettingsOf(&options{}, daemon.EnvPrefix) }
+
 const usage = `Usage: soakd verify [--summary-json RUN.json] [setting flags]
 
 Checks what each workload's target holds against what a run wrote and the
@@ -160,6 +163,25 @@ func load(f daemon.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
 	known := map[string]bool{}
 	for _, s := range append(cfg.Settings(), own...) {
 		known[s.Key] = true
+	}
+	// As soakd run: a SOAKD_* variable that is no setting is an error
+	// unless SOAKD_ALLOW_UNKNOWN; generate's SOAKD_GEN_* may share the
+	// environment.
+	if !daemon.AllowUnknown(f.Env) {
+		var unk []string
+		for _, k := range cfg.UnknownVars(f.Env, p.Sources, own...) {
+			if slices.Contains(f.Keys, k) {
+				continue // an unknown flag, reported as such below
+			}
+			if !strings.HasPrefix(k, daemon.EnvPrefix+"GEN_") || slices.ContainsFunc(cfg.Workload, func(w *daemon.Workload) bool { return w.Name == "gen" }) {
+				unk = append(unk, k)
+			}
+		}
+		var names []string
+		for _, w := range cfg.Workload {
+			names = append(names, w.Name)
+		}
+		errs = append(errs, daemon.UnknownVarErrors(unk, append(cfg.Settings(), own...), names)...)
 	}
 	for _, k := range f.Keys {
 		if !known[k] {

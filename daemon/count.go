@@ -1,0 +1,99 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// decimal is a number as users write counts: digits with an optional
+// fraction and exponent (1e6, 2.5e3), never hex, octal or Inf.
+var decimal = regexp.MustCompile(`^[+-]?(\d+\.?\d*|\.\d+)([eE]([+-]?\d+))?$`)
+
+const countHint = "want a whole number like 1000000, 1e6, 1_000_000 or 1M"
+
+// ParseCount parses a count (RECORDS, SCALE, WORKERS, ...): a whole number
+// written plainly (1000000), with _ between digits (1_000_000), in
+// e-notation (1e6, 2.5e3) or with a k, M or G suffix (1M, 2.5k). A value
+// that is not whole (1.5, 1e-3) or does not fit in an int64 is an error
+// that says so, so a size check sees 1e12 as the number it is rather than
+// a syntax error. Lower-case m is refused: it reads as milli as often as
+// mega.
+func ParseCount(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult, unit := int64(1), ""
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'k', 'K':
+			mult, unit = 1e3, t[n-1:]
+		case 'M':
+			mult, unit = 1e6, "M"
+		case 'G':
+			mult, unit = 1e9, "G"
+		case 'm':
+			return 0, fmt.Errorf("%q: lower-case m is ambiguous: write M for a million (%sM)", s, t[:n-1])
+		}
+		t = t[:len(t)-len(unit)]
+	}
+	if strings.Contains(t, "_") {
+		// As in Go literals: a _ only between two digits.
+		for i := range len(t) {
+			if t[i] == '_' && (i == 0 || i == len(t)-1 || !isDigit(t[i-1]) || !isDigit(t[i+1])) {
+				return 0, fmt.Errorf("%q is not a count (%s)", s, countHint)
+			}
+		}
+		t = strings.ReplaceAll(t, "_", "")
+	}
+	m := decimal.FindStringSubmatch(t)
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a count (%s)", s, countHint)
+	}
+	if v, err := strconv.ParseInt(t, 10, 64); err == nil && unit == "" {
+		return v, nil
+	}
+	// An exponent this large overflows whatever the digits; checking first
+	// keeps big.Rat from building a number of millions of digits.
+	if m[3] != "" {
+		if e, err := strconv.Atoi(m[3]); err != nil || e > 40 {
+			return 0, fmt.Errorf("%q overflows a count (at most %d)", s, int64(math.MaxInt64))
+		} else if e < -40 {
+			return 0, fmt.Errorf("%q is not a whole number (%s)", s, countHint)
+		}
+	}
+	r, ok := new(big.Rat).SetString(t)
+	if !ok {
+		return 0, fmt.Errorf("%q is not a count (%s)", s, countHint)
+	}
+	r.Mul(r, new(big.Rat).SetInt64(mult))
+	if !r.IsInt() {
+		return 0, fmt.Errorf("%q is not a whole number (%s)", s, countHint)
+	}
+	if !r.Num().IsInt64() {
+		return 0, fmt.Errorf("%q overflows a count (at most %d)", s, int64(math.MaxInt64))
+	}
+	return r.Num().Int64(), nil
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// envOptions are the options every setting is parsed with: the
+// environment, the prefix, and counts read by ParseCount.
+func envOptions(environ map[string]string, prefix string) env.Options {
+	return env.Options{Environment: environ, Prefix: prefix, FuncMap: map[reflect.Type]env.ParserFunc{
+		reflect.TypeOf(int64(0)): func(v string) (any, error) { return ParseCount(v) },
+		reflect.TypeOf(int(0)): func(v string) (any, error) {
+			n, err := ParseCount(v)
+			if err == nil && int64(int(n)) != n {
+				err = errors.New(v + " overflows an int")
+			}
+			return int(n), err
+		},
+	}}
+}
