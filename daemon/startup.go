@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -144,9 +145,14 @@ func (w *workload) await(ctx context.Context, step string, limit time.Duration, 
 // step with a refusal.
 func (w *workload) refused(step, text string) error {
 	p := Prefix(w.name)
-	return &ConfigError{Key: p + "TARGET", Err: fmt.Errorf("%s refused %q: %s "+
-		"(check the target URL's database and user, and the credentials: the URL's, %sPASSWORD or %sTOKEN, or their _FILE)",
-		w.cfg.Sink.Redacted, step, text, p, p)}
+	hint := fmt.Sprintf(" (check the target URL's database and user, and the credentials: the URL's, %sPASSWORD or %sTOKEN, or their _FILE)", p, p)
+	switch {
+	case strings.Contains(text, sinks.AuthFailed):
+		hint = "" // the text already names the settings that hold the password
+	case w.cfg.Sink.URL != nil && w.cfg.Sink.URL.Scheme == "file":
+		hint = "" // a path, not a server: the text names it and the OS error
+	}
+	return &ConfigError{Key: p + "TARGET", Err: fmt.Errorf("%s refused %q: %s%s", w.cfg.Sink.Redacted, step, text, hint)}
 }
 
 // setup connects to the target and prepares it (schema, database), each

@@ -484,9 +484,9 @@ func TestFileTargetThatCannotBeOpened(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "no-such-dir", "out.lp")
 	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "devops", "SOAKD_LISTEN": "off",
 		"SOAKD_W_TARGET": "file://" + path, "SOAKD_W_DURATION": "1s"})
-	if code != exitFailed || !strings.Contains(errs, "cannot open "+path) || !strings.Contains(errs, "no such file or directory") ||
-		strings.Contains(errs, "schema") {
-		t.Errorf("exit %d, want 1 and cannot open %s: no such file or directory; stdout %q stderr:\n%s", code, path, out, errs)
+	if code != exitConfig || !strings.Contains(errs, "cannot open "+path) || !strings.Contains(errs, "no such file or directory") ||
+		strings.Contains(errs, "schema") || strings.Contains(errs, "credentials") {
+		t.Errorf("exit %d, want 2 and cannot open %s: no such file or directory; stdout %q stderr:\n%s", code, path, out, errs)
 	}
 }
 
@@ -497,8 +497,9 @@ func TestRedisWrongPassword(t *testing.T) {
 	srv := testserver.Redis(t, "--requirepass", right)
 	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_LISTEN": "off", "SOAKD_LOG_FORMAT": "json",
 		"SOAKD_KV_TARGET": "redis://:" + wrong + "@" + srv.Addr + "/0", "SOAKD_KV_RECORDS": "100", "SOAKD_KV_DURATION": "2s"})
-	if code != exitFailed || !strings.Contains(errs, "authentication failed") || !strings.Contains(errs, "SOAKD_KV_PASSWORD_FILE") {
-		t.Errorf("exit %d, want 1 and authentication failed naming the password's settings; stderr:\n%s", code, errs)
+	if code != exitConfig || !strings.Contains(errs, "authentication failed") || !strings.Contains(errs, "SOAKD_KV_PASSWORD_FILE") ||
+		strings.Contains(errs, "pipeline") {
+		t.Errorf("exit %d, want 2 and authentication failed naming the password's settings; stderr:\n%s", code, errs)
 	}
 	if strings.Contains(out+errs, wrong) {
 		t.Error("the password is shown")

@@ -650,8 +650,9 @@ func (s *Sink) wrap(n int, err error) error {
 		class, retry, err = sinks.Rejected, false, e
 	}
 	if goredis.IsAuthError(err) {
-		// WRONGPASS, NOAUTH: a pipeline's failure is the password's.
-		err = fmt.Errorf("%s: %w", sinks.AuthFailed, err)
+		// WRONGPASS, NOAUTH: the password's fault, not the pipeline's, so
+		// the message says so first.
+		return sinks.NewError(class, retry, fmt.Errorf("%s on %s: %w", sinks.AuthFailed, s.where, err))
 	}
 	return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w", n, s.where, err))
 }
