@@ -492,7 +492,7 @@ func (w *workload) preload(genCtx, drainCtx context.Context, cfg *Config, load s
 		if s, ok := load.(sources.Sized); ok {
 			total = s.Total()
 		}
-		w.log.Warn("load phase stopped by LOAD_DURATION before every record was loaded; the run reads records that may be missing",
+		w.log.Warn("load phase stopped by LOAD_DURATION before every record was loaded; reads of the records not loaded will fail as empty",
 			zap.Int64("loaded", st.acked), zap.Int64("records", total), zap.Duration("load_duration", w.cfg.LoadDuration))
 	}
 	return nil

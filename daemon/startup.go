@@ -88,6 +88,17 @@ func (w *workload) await(ctx context.Context, step string, limit time.Duration, 
 		if limit > 0 {
 			actx, cancel = context.WithTimeout(ctx, limit)
 		}
+		if to := w.cfg.StartTimeout; to > 0 {
+			// No attempt outlasts START_TIMEOUT: a DDL stuck behind a lock
+			// would otherwise hold the wait past its bound.
+			w.ready.mu.Lock()
+			end := w.ready.began.Add(to)
+			w.ready.mu.Unlock()
+			outer := cancel
+			var inner context.CancelFunc
+			actx, inner = context.WithDeadline(actx, end)
+			cancel = func() { inner(); outer() }
+		}
 		err := fn(actx)
 		cancel()
 		if err == nil {
@@ -158,6 +169,7 @@ func (w *workload) refused(step, text string) error {
 // setup connects to the target and prepares it (schema, database), each
 // step waited for while the target is down.
 func (w *workload) setup(ctx context.Context) error {
+	w.setupStart() // also for a target with no step to wait for: "took" counts from here
 	if p, ok := w.sink.(sinks.Pinger); ok {
 		if err := w.await(ctx, stepConnect, connectAttemptTimeout, p.Ping); err != nil {
 			return err

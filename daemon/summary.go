@@ -202,7 +202,7 @@ func summarize(version string, started time.Time, cfg *Config, wls []*workload) 
 		case !prepared:
 			f := &Failure{Reason: "the target never became ready"}
 			if prepAttempts == 0 {
-				f.Reason += ": Prepare did not return before the run ended"
+				f.Reason += ": its first setup attempt (connect, prepare, probe) did not return before the run ended"
 			} else {
 				f.Reason += fmt.Sprintf(": %d attempts to reach or prepare it failed", prepAttempts)
 				f.fill(prepErr, int64(prepAttempts))

@@ -57,7 +57,7 @@ mutation summary-rate-from-scheduled daemon/summary.go \
 # /status's achieved_rate (and the progress line's) from the units
 # scheduled over the last 10 s instead of acknowledged.
 mutation status-achieved-from-scheduled daemon/reporter.go \
-	's/acked := ps.snapshot().acked$/acked := ps.snapshot().scheduled/' \
+	's/acked: ps.snapshot().acked,/acked: ps.snapshot().scheduled,/' \
 	./daemon/ 'TestStatusAchievedRate|TestHTTP|TestHistory'
 
 # --- thresholds -----------------------------------------------------------

@@ -49,8 +49,12 @@ func CapacityCharts(r *daemon.CapacityResult) []charts.Chart {
 		top = max(top, s.Target, s.Achieved)
 	}
 	var marks []charts.Mark
-	if r.Found {
+	switch {
+	case r.TargetCapacity():
 		marks = append(marks, charts.Mark{At: r.Knee, Label: "knee " + pace.FormatRate(r.Knee) + "/s"})
+	case r.Found:
+		// soakd's own limit: marked, but not as the target's knee.
+		marks = append(marks, charts.Mark{At: r.Knee, Label: "soakd limit " + pace.FormatRate(r.Knee) + "/s"})
 	}
 	rate := charts.Chart{
 		ID: "capacity-rate", Title: "Achieved vs target rate, per step",
@@ -87,7 +91,7 @@ func CapacityPanel(r *daemon.CapacityResult) Panel {
 	switch {
 	case r.Outcome != "" && r.Found && !r.TargetCapacity():
 		// soakd's own limit: not to be read as the target's knee.
-		note = fmt.Sprintf("no knee of the target: soakd limited the search at %.6g units/s: %s", r.Knee, r.Advice)
+		note = fmt.Sprintf("no knee of the target: soakd limited the search at %s units/s: %s", pace.FormatRate(r.Knee), r.Advice)
 	case r.Outcome != "" && r.Found:
 		note = fmt.Sprintf("knee %s units/s: %s", pace.FormatRate(r.Knee), r.Outcome)
 	case r.Outcome != "":

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +16,7 @@ import (
 
 // capacityAgainst runs soakd capacity with the kv workload against srv and
 // returns the result and the markdown report.
-func capacityAgainst(t *testing.T, srv *detserver.Server, env map[string]string) (daemon.CapacityResult, string) {
+func capacityAgainst(t *testing.T, srv *detserver.Server, env map[string]string, wantCode int) (daemon.CapacityResult, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "cap")
 	e := map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_WORKLOADS": "kv",
@@ -25,8 +26,8 @@ func capacityAgainst(t *testing.T, srv *detserver.Server, env map[string]string)
 		e[k] = v
 	}
 	code, stdout, stderr := run(t, e, "capacity")
-	if code != exitOK {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	if code != wantCode {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, wantCode, stdout, stderr)
 	}
 	var res daemon.CapacityResult
 	b, err := os.ReadFile(out + ".json")
@@ -71,29 +72,49 @@ func TestCapacityKneeOfDeterministicServer(t *testing.T) {
 	}
 	srv := detserver.Start(t, 10*time.Millisecond, 0)
 	C := srv.Capacity()
-	res, md := capacityAgainst(t, srv, map[string]string{"SOAKD_KV_WORKERS": "12",
-		"SOAKD_CAPACITY_START": "83", "SOAKD_CAPACITY_STEP": "+28", "SOAKD_CAPACITY_HOLD": "7s",
-		"SOAKD_CAPACITY_SLO_P99": "200ms", "SOAKD_CAPACITY_REFINE": "3"})
+	// A stall of the shared machine long enough to fail a step below C
+	// is noise, and a second search settles it; a knee outside the
+	// bounds twice is a defect (the planted ones land at 0.83 and 1.04 C
+	// every time).
+	var problems []string
+	for attempt := 1; attempt <= 2; attempt++ {
+		res, md := capacityAgainst(t, srv, map[string]string{"SOAKD_KV_WORKERS": "12",
+			"SOAKD_CAPACITY_START": "83", "SOAKD_CAPACITY_STEP": "+28", "SOAKD_CAPACITY_HOLD": "7s",
+			"SOAKD_CAPACITY_SLO_P99": "200ms", "SOAKD_CAPACITY_REFINE": "3"}, exitOK)
+		problems = kneeProblems(res, md, C)
+		if len(problems) == 0 {
+			return
+		}
+		t.Logf("search %d: %s", attempt, strings.Join(problems, "; "))
+	}
+	t.Error(strings.Join(problems, "\n"))
+}
+
+// kneeProblems says what is wrong with a search against a server of
+// capacity C whose every step above C must fail on the target.
+func kneeProblems(res daemon.CapacityResult, md string, C float64) []string {
+	var p []string
 	if r := res.Knee / C; !res.Found || r < 0.97-1e-9 || r > 1.01+1e-9 {
-		t.Errorf("knee %v (found %v) is %.4g × C, want within [0.97, 1.01]: %s", res.Knee, res.Found, r, res.Outcome)
+		p = append(p, fmt.Sprintf("knee %v (found %v) is %.4g × C, want within [0.97, 1.01]: %s", res.Knee, res.Found, r, res.Outcome))
 	}
 	if res.LimitedBy != "target" || !res.TargetCapacity() || !strings.Contains(md, "**Knee: ") {
-		t.Errorf("limited by %q (advice %q), want the target", res.LimitedBy, res.Advice)
+		p = append(p, fmt.Sprintf("limited by %q (advice %q), want the target", res.LimitedBy, res.Advice))
 	}
 	for _, s := range res.Steps {
 		if !s.Drained {
-			t.Errorf("step %d started before the backlog drained (%.3gs)", s.Index, s.DrainSeconds)
+			p = append(p, fmt.Sprintf("step %d started before the backlog drained (%.3gs)", s.Index, s.DrainSeconds))
 		}
 		if !s.Pass && s.Bottleneck != "target" {
-			t.Errorf("step %d at %v/s failed on %q (%s), want the target", s.Index, s.Target, s.Bottleneck, s.Diagnosis)
+			p = append(p, fmt.Sprintf("step %d at %v/s failed on %q (%s), want the target", s.Index, s.Target, s.Bottleneck, s.Diagnosis))
 		}
 		// Past C the queue, hence the response time, grows through the
 		// step: the latency SLO must see it, not only the rate achieved.
 		if s.Target > 1.01*C && !slices.ContainsFunc(s.Reasons, func(r string) bool { return strings.HasPrefix(r, "p99 ") }) {
-			t.Errorf("step %d at %.4g × C did not fail on its response p99 (%v, service p99 %v): %v",
-				s.Index, s.Target/C, s.Response.P99, s.Service.P99, s.Reasons)
+			p = append(p, fmt.Sprintf("step %d at %.4g × C did not fail on its response p99 (%v, service p99 %v): %v",
+				s.Index, s.Target/C, s.Response.P99, s.Service.P99, s.Reasons))
 		}
 	}
+	return p
 }
 
 // With one worker against a 1,000/s server that answers each command
@@ -112,7 +133,7 @@ func TestCapacityBlamesSoakdsWorkers(t *testing.T) {
 	C := srv.Capacity()
 	res, md := capacityAgainst(t, srv, map[string]string{"SOAKD_KV_WORKERS": "1",
 		"SOAKD_CAPACITY_START": "20", "SOAKD_CAPACITY_STEP": "x2", "SOAKD_CAPACITY_HOLD": "3s",
-		"SOAKD_CAPACITY_SLO_P99": "500ms", "SOAKD_CAPACITY_REFINE": "2"})
+		"SOAKD_CAPACITY_SLO_P99": "500ms", "SOAKD_CAPACITY_REFINE": "2"}, exitFailed)
 	// One worker cannot exceed 1/(service + delay) = C/20.
 	if !res.Found || res.Knee > 0.05*C {
 		t.Fatalf("knee %v (found %v), want found and at most %v", res.Knee, res.Found, 0.05*C)

@@ -113,8 +113,9 @@ HOLD and judged against the SLO (SLO_P99, SLO_ERRORS); the other workloads
 hold their RATE. The report names the knee: the highest rate that met the
 SLO. The workloads' settings are a run's (soakd config lists them).
 
-Exit codes: 0 the knee was found, 1 it was not (or the run failed), 2
-invalid configuration.
+Exit codes: 0 the target's knee was found, 1 it was not (no step met the
+SLO, or soakd's own workers or CPU limited the search first: the report
+names the setting to raise), or the run failed, 2 invalid configuration.
 `
 
 const sweepUsage = `Usage: soakd sweep [flags]
@@ -365,8 +366,14 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 			log.Error("cannot write the capacity report", zap.Error(err))
 			return exitFailed
 		}
-		if runErr == nil && !capRes.Found {
+		switch {
+		case runErr != nil:
+		case !capRes.Found:
 			runErr = errors.New("capacity: " + capRes.Outcome)
+		case !capRes.TargetCapacity():
+			// The highest rate met is soakd's own limit: no knee of the
+			// target was found, whatever a CI reading the exit code hopes.
+			runErr = fmt.Errorf("capacity: no knee of the target: soakd's %s limited the search; %s", capRes.LimitedBy, capRes.Advice)
 		}
 	}
 	var cfgErr *daemon.ConfigError
