@@ -35,9 +35,14 @@ func (w *workload) dropCause(ws *WorkloadSummary) *DropCause {
 	}
 	busy := 0.0 // seconds the workers spent in writes, summed
 	for _, o := range ws.Ops {
+		if o.Op == opName(verifyOp) {
+			continue // read back by the verifier, not by the workers
+		}
 		b := o.Service.Mean * float64(o.Count)
-		if w.kind == sources.KV && w.batchSize > 1 {
-			// One sample per op of a pipeline, each with the pipeline's time.
+		if w.kind != sources.Series && w.batchSize > 1 {
+			// KV ops and queries: one sample per op of a pipeline, each
+			// with the whole pipeline's time (a series write is one
+			// sample per batch).
 			b /= float64(w.batchSize)
 		}
 		busy += b
