@@ -89,11 +89,16 @@ func (w *workload) await(ctx context.Context, step string, limit time.Duration, 
 			actx, cancel = context.WithTimeout(ctx, limit)
 		}
 		if to := w.cfg.StartTimeout; to > 0 {
-			// No attempt outlasts START_TIMEOUT: a DDL stuck behind a lock
-			// would otherwise hold the wait past its bound.
+			// No attempt outlasts START_TIMEOUT by more than a second: a
+			// DDL stuck behind a lock would otherwise hold the wait past
+			// its bound. The second lets the last attempt, made when
+			// START_TIMEOUT is reached, tell what the target answers.
 			w.ready.mu.Lock()
 			end := w.ready.began.Add(to)
 			w.ready.mu.Unlock()
+			if floor := t0.Add(time.Second); end.Before(floor) {
+				end = floor
+			}
 			outer := cancel
 			var inner context.CancelFunc
 			actx, inner = context.WithDeadline(actx, end)

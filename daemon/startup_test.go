@@ -25,11 +25,16 @@ import (
 type lateSink struct {
 	up      time.Time
 	refusal error // when set, Ping answers with it: the server refuses
+	hang    bool  // when set, Ping never answers: it ends with its context
 	pings   *atomic.Int64
 }
 
-func (s lateSink) Ping(context.Context) error {
+func (s lateSink) Ping(ctx context.Context) error {
 	s.pings.Add(1)
+	if s.hang {
+		<-ctx.Done()
+		return sinks.NewError(sinks.Timeout, true, ctx.Err())
+	}
 	if s.refusal != nil {
 		return s.refusal
 	}
@@ -136,6 +141,23 @@ func TestSetupStartTimeout(t *testing.T) {
 		}
 		if f := res.sum.Workloads[0].Failure; f == nil || !strings.Contains(f.Reason, "START_TIMEOUT") {
 			t.Errorf("failure %+v: want START_TIMEOUT", f)
+		}
+	})
+}
+
+// START_TIMEOUT also bounds an attempt that never returns (a connect
+// that hangs, a DDL behind a lock): the run gives up at START_TIMEOUT,
+// not when the step's own attempt timeout (10 s for connect) ends it.
+func TestSetupStartTimeoutBoundsAHungAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := lateSink{hang: true, pings: new(atomic.Int64)}
+		res, took := runLate(t, s, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://db/x", "SOAKD_SEQ_START_TIMEOUT", "3s"), nil)
+		var st *startTimeoutError
+		if !errors.As(res.err, &st) {
+			t.Fatalf("Run: %v, want the START_TIMEOUT error", res.err)
+		}
+		if took != 3*time.Second || s.pings.Load() != 1 {
+			t.Errorf("gave up after %v and %d attempts, want 3 s (START_TIMEOUT) and 1", took, s.pings.Load())
 		}
 	})
 }
