@@ -185,11 +185,8 @@ func loadConfig(f daemon.CommandLine, p *daemon.Plugins) (*daemon.Config, error)
 	cfg, parseErr := daemon.Load(f.Env, p.Sources)
 	errs := []error{cfg.Check(p, parseErr)}
 	// A flag that names no setting is an error, and so is a SOAKD_*
-	// variable (a typo would silently run with a default), unless
-	// SOAKD_ALLOW_UNKNOWN says to only warn (see runCmd).
-	if !daemon.AllowUnknown(f.Env) {
-		errs = append(errs, daemon.UnknownVarErrors(unknownVars(f, cfg, p), cfg.Settings(), workloadNames(cfg))...)
-	}
+	// variable (see unknownVarErrors).
+	errs = append(errs, unknownVarErrors(f, cfg, p)...)
 	known := map[string]bool{}
 	for _, s := range cfg.Settings() {
 		known[s.Key] = true
@@ -200,6 +197,16 @@ func loadConfig(f daemon.CommandLine, p *daemon.Plugins) (*daemon.Config, error)
 		}
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// unknownVarErrors refuses each SOAKD_* variable that is no setting (a
+// typo would silently run with a default), unless SOAKD_ALLOW_UNKNOWN
+// says to only warn (see runCmd).
+func unknownVarErrors(f daemon.CommandLine, cfg *daemon.Config, p *daemon.Plugins) []error {
+	if daemon.AllowUnknown(f.Env) {
+		return nil
+	}
+	return daemon.UnknownVarErrors(unknownVars(f, cfg, p), cfg.Settings(), workloadNames(cfg))
 }
 
 // unknownVars returns the SOAKD_* variables in the environment that are

@@ -149,6 +149,27 @@ func (st *setup) fileSources() []string {
 
 func (st *setup) all() []daemon.Setting { return append(slices.Clip(st.data), st.own...) }
 
+// UnknownVars returns the SOAKD_GEN_* variables of environ that are no
+// setting of generate with the source SOAKD_GEN_SOURCE names, and the
+// settings they were checked against: the variables Main refuses (unless
+// SOAKD_ALLOW_UNKNOWN) when no flag names the source.
+func UnknownVars(environ map[string]string, srcs daemon.Sources) (unk []string, settings []daemon.Setting) {
+	st := newSetup(srcs, sourceOf(nil, environ))
+	return st.unknownVars(environ), st.all()
+}
+
+// unknownVars returns the SOAKD_GEN_* variables of environ that are no
+// setting of st; the other SOAKD_* variables are a run's.
+func (st *setup) unknownVars(environ map[string]string) []string {
+	own := map[string]string{}
+	for k, v := range environ {
+		if strings.HasPrefix(k, prefix) {
+			own[k] = v
+		}
+	}
+	return daemon.UnknownVars(own, st.all())
+}
+
 // sourceOf returns the source the command line or environ names (the last
 // --source wins, as in parseArgs); "" when none.
 func sourceOf(args []string, environ map[string]string) string {
@@ -372,13 +393,7 @@ func Main(ctx context.Context, args []string, environ map[string]string, srcs da
 	// settings too. Of its own, one that is no setting is an error (a
 	// typo would silently generate with a default) unless
 	// SOAKD_ALLOW_UNKNOWN says to warn.
-	own := map[string]string{}
-	for k, v := range environ {
-		if strings.HasPrefix(k, prefix) {
-			own[k] = v
-		}
-	}
-	unk := daemon.UnknownVars(own, st.all())
+	unk := st.unknownVars(environ)
 	if len(unk) > 0 && !daemon.AllowUnknown(environ) {
 		err = errors.Join(err, errors.Join(daemon.UnknownVarErrors(unk, st.all(), nil)...))
 	}
