@@ -125,7 +125,7 @@ func (w *workload) await(ctx context.Context, step string, limit time.Duration, 
 		began := w.ready.began
 		w.ready.mu.Unlock()
 		if class == sinks.Rejected {
-			return w.refused(step, text)
+			return w.refused(step, text, sinks.TLSRefused(err))
 		}
 		_, after := sinks.Retryable(err)
 		delay := backoff(setupBackoff, attempt, after)
@@ -154,10 +154,15 @@ func (w *workload) await(ctx context.Context, step string, limit time.Duration, 
 
 // refused is the configuration error of a target that answered a setup
 // step with a refusal.
-func (w *workload) refused(step, text string) error {
+// tlsRefused tells that the refusal is of a TLS certificate: the text
+// names the URL parameter of the CA file (sslrootcert, ca) or of the
+// client certificate.
+func (w *workload) refused(step, text string, tlsRefused bool) error {
 	p := Prefix(w.name)
 	hint := fmt.Sprintf(" (check the target URL's database and user, and the credentials: the URL's, %sPASSWORD or %sTOKEN, or their _FILE)", p, p)
 	switch {
+	case tlsRefused:
+		hint = " (a TLS certificate does not verify: fix the CA or certificate files the target URL names, or the host it connects to)"
 	case strings.Contains(text, sinks.AuthFailed):
 		hint = "" // the text already names the settings that hold the password
 	case w.cfg.Sink.URL != nil && w.cfg.Sink.URL.Scheme == "file":
