@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/lateproxy"
 	"github.com/soakd/soakd/internal/testserver"
@@ -87,6 +89,66 @@ func TestStatusShowsWaiting(t *testing.T) {
 		t.Fatalf("exit %d\nstderr:\n%s", code, tail(r.stderr.String(), 3000))
 	}
 	checkBooks(t, sum, "iot", "run")
+	if strings.Contains(r.stderr.String()+r.stdout.String(), secret) {
+		t.Error("the password appears in the log or the summary")
+	}
+}
+
+// A target that goes down between setup steps: connect passed, prepare
+// (its CREATE SCHEMA held up by another session's uncommitted one) loses
+// its connection when the server goes away, and is retried while the
+// target is down; /status says so (step prepare, a connection error).
+// When the target is back the workload prepares and the run completes.
+func TestTargetDownBetweenSteps(t *testing.T) {
+	const secret = "between-Pass-2nv"
+	pg := testserver.Postgres(t)
+	ctx := t.Context()
+	holder, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", pg.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	// soakd's CREATE SCHEMA IF NOT EXISTS waits for this transaction.
+	if _, err := tx.Exec(ctx, "CREATE SCHEMA soakd_between"); err != nil {
+		t.Fatal(err)
+	}
+	p := lateproxy.New(t, pg.Addr)
+	p.Up(t)
+	r := startLate(t, map[string]string{"SOAKD_WORKLOADS": "iot", "SOAKD_IOT_SOURCE": "devops", "SOAKD_IOT_SCALE": "10",
+		"SOAKD_IOT_TARGET": fmt.Sprintf("postgres://postgres:%s@%s/postgres?sslmode=disable&schema=soakd_between", secret, p.Addr()),
+		"SOAKD_IOT_RATE":   "200", "SOAKD_IOT_BATCH_SIZE": "20", "SOAKD_IOT_DURATION": "3s"})
+	w, _ := r.waitStatus(t, "iot", secret, "the prepare step under way", func(w *daemon.StatusWorkload) bool {
+		return w.Waiting != nil && w.Waiting.Step == "prepare"
+	})
+	if w.Waiting.Attempts != 0 || w.Waiting.NextRetrySeconds != 0 || w.Waiting.LastError != "" {
+		t.Errorf("waiting %+v: want the first attempt of prepare running, no failed attempt yet", *w.Waiting)
+	}
+	p.Down() // the server goes away under prepare's statement
+	w, body := r.waitStatus(t, "iot", secret, "prepare failing with a connection error", func(w *daemon.StatusWorkload) bool {
+		return w.Waiting != nil && w.Waiting.Attempts >= 2
+	})
+	t.Logf("/status while the target is down during prepare:\n%s", body)
+	if w.Waiting.Step != "prepare" || w.Waiting.Class != "connection" {
+		t.Errorf("waiting %+v: want the prepare step failing with a connection error", *w.Waiting)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Up(t)
+	code, sum := r.wait(t)
+	if code != exitOK {
+		t.Fatalf("exit %d once the target came back\nstderr:\n%s", code, tail(r.stderr.String(), 3000))
+	}
+	checkBooks(t, sum, "iot", "run")
+	var n int
+	if err := holder.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE nspname = 'soakd_between'").Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d schemas soakd_between (%v): want the one soakd created", n, err)
+	}
 	if strings.Contains(r.stderr.String()+r.stdout.String(), secret) {
 		t.Error("the password appears in the log or the summary")
 	}
