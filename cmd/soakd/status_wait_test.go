@@ -77,6 +77,11 @@ func TestStatusShowsWaiting(t *testing.T) {
 	if wt.NextRetrySeconds < 0 || wt.NextRetrySeconds > 10 || wt.Seconds <= 0 {
 		t.Errorf("waiting %+v: want the next retry within the backoff's 5 s (+jitter), some seconds waited", *wt)
 	}
+	// The console's view says so too, in the workload's section.
+	if code, view := r.get("/console/view"); code != http.StatusOK || !strings.Contains(view, "starting: waiting for the target (connect;") ||
+		!strings.Contains(view, "connection refused") || strings.Contains(view, secret) {
+		t.Errorf("/console/view %d while the target is down: want the workload waiting for its connect step, no password:\n%s", code, tail(view, 3000))
+	}
 	p.Up(t)
 	_, body = r.waitStatus(t, "iot", secret, "the workload running", func(w *daemon.StatusWorkload) bool {
 		return w.State == "running" || w.State == "done"
