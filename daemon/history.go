@@ -410,6 +410,9 @@ type WorkloadHistory struct {
 	Workers int    `json:"workers"`
 	Batch   int    `json:"batch"`
 	State   string `json:"state"` // starting, running, paused, done
+	// Waiting is what the workload waits for while starting, as in
+	// /status.
+	Waiting *StatusWaiting `json:"waiting,omitempty"`
 	// Ops are the ops the workload has latency for so far.
 	Ops    []string       `json:"ops"`
 	Phases []PhaseHistory `json:"phases"`
@@ -543,6 +546,9 @@ func (h *History) Snapshot() HistoryDoc {
 			Name: w.name, Source: w.cfg.Source, Target: w.cfg.Sink.Redacted, Kind: w.kind.String(),
 			Unit: unitName(w.kind), Workers: w.cfg.Workers, Batch: w.batchSize, State: w.state(),
 			Series: wh.s.snapshot(workloadFields(w.ops)),
+		}
+		if wd.State == "starting" {
+			wd.Waiting = w.waiting()
 		}
 		for i, ps := range wh.phases {
 			c := ps.snapshot()

@@ -173,11 +173,14 @@ type StatusWorkload struct {
 	// Dispatch is the delay from each batch's intended start to its first
 	// send over the same window: waiting for a free worker plus soakd's
 	// own lateness (service fields unused).
-	Dispatch   OpLatency     `json:"dispatch"`
-	LagSeconds float64       `json:"lag_seconds"`
-	Workers    int           `json:"workers"`
-	Ready      bool          `json:"ready"`
-	LastError  *ErrorSummary `json:"last_error,omitempty"`
+	Dispatch   OpLatency `json:"dispatch"`
+	LagSeconds float64   `json:"lag_seconds"`
+	Workers    int       `json:"workers"`
+	Ready      bool      `json:"ready"`
+	// Waiting is what the workload waits for while its target is not up
+	// (state starting): absent once it is, as /readyz says.
+	Waiting   *StatusWaiting `json:"waiting,omitempty"`
+	LastError *ErrorSummary  `json:"last_error,omitempty"`
 	// DropCause is the current phase's, when it has dropped work.
 	DropCause *DropCause    `json:"drop_cause,omitempty"`
 	Phases    []StatusPhase `json:"phases"`
@@ -319,6 +322,7 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 			s.State = "done"
 		case !wl.started():
 			s.State = "starting"
+			s.Waiting = wl.waiting()
 		case sch.paused:
 			s.State = "paused"
 		default:

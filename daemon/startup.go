@@ -130,7 +130,7 @@ func (w *workload) await(ctx context.Context, step string, limit time.Duration, 
 		began := w.ready.began
 		w.ready.mu.Unlock()
 		if class == sinks.Rejected {
-			return w.refused(step, text)
+			return w.refused(step, text, sinks.TLSRefused(err))
 		}
 		_, after := sinks.Retryable(err)
 		delay := backoff(setupBackoff, attempt, after)
@@ -159,10 +159,15 @@ func (w *workload) await(ctx context.Context, step string, limit time.Duration, 
 
 // refused is the configuration error of a target that answered a setup
 // step with a refusal.
-func (w *workload) refused(step, text string) error {
+// tlsRefused tells that the refusal is of a TLS certificate: the text
+// names the URL parameter of the CA file (sslrootcert, ca) or of the
+// client certificate.
+func (w *workload) refused(step, text string, tlsRefused bool) error {
 	p := Prefix(w.name)
 	hint := fmt.Sprintf(" (check the target URL's database and user, and the credentials: the URL's, %sPASSWORD or %sTOKEN, or their _FILE)", p, p)
 	switch {
+	case tlsRefused:
+		hint = " (a TLS certificate does not verify: fix the CA or certificate files the target URL names, or the host it connects to)"
 	case strings.Contains(text, sinks.AuthFailed):
 		hint = "" // the text already names the settings that hold the password
 	case w.cfg.Sink.URL != nil && w.cfg.Sink.URL.Scheme == "file":
@@ -213,4 +218,38 @@ func (w *workload) notReady() string {
 	}
 	return fmt.Sprintf("%s: %s error, waiting for %s (%s; %d attempts failed, %s): %s",
 		w.name, r.lastErr.Class, w.cfg.Sink.Redacted, r.step, r.attempts, next, r.lastErr.Text)
+}
+
+// StatusWaiting is what a workload that has not started waits for, in
+// /status: the setup step tried or waited for and, once an attempt has
+// failed, how many did, when the next one runs and the last error.
+type StatusWaiting struct {
+	Target string `json:"target"` // redacted
+	Step   string `json:"step"`   // connect, prepare, check for loaded records
+	// Seconds since the first setup attempt.
+	Seconds  float64 `json:"seconds"`
+	Attempts int     `json:"attempts"` // failed attempts
+	// NextRetrySeconds is the time to the next attempt: 0 while one runs.
+	NextRetrySeconds float64 `json:"next_retry_seconds"`
+	LastError        string  `json:"last_error,omitempty"` // scrubbed of secrets
+	Class            string  `json:"class,omitempty"`      // the last error's
+}
+
+// waiting is what the workload waits for, nil once its setup is done
+// (or failed, or was never begun).
+func (w *workload) waiting() *StatusWaiting {
+	r := &w.ready
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.prepared || r.step == "" || r.fatal != nil || r.stoppedBy != "" {
+		return nil
+	}
+	s := &StatusWaiting{Target: w.cfg.Sink.Redacted, Step: r.step, Seconds: time.Since(r.began).Seconds(), Attempts: r.attempts}
+	if !r.next.IsZero() {
+		s.NextRetrySeconds = max(time.Until(r.next), 0).Seconds()
+	}
+	if r.attempts > 0 {
+		s.LastError, s.Class = r.lastErr.Text, string(r.lastErr.Class)
+	}
+	return s
 }

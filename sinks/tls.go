@@ -149,6 +149,14 @@ func ExplainTLS(err error, ca, host, client string) error {
 	return err
 }
 
+// TLSRefused reports whether err is a TLS certificate refusal (the
+// server's certificate did not verify: unknown authority, wrong host,
+// expired; or the server refused soakd's client certificate): the same
+// files will be refused again, so waiting for the target cannot help.
+func TLSRefused(err error) bool {
+	return err != nil && ExplainTLS(err, "", "", "") != err
+}
+
 func hostsOf(c *x509.Certificate) string {
 	if c == nil {
 		return "none"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -353,6 +354,12 @@ func TestRefusingTargetExits2(t *testing.T) {
 	const secret, wrong = "right-Pass-8qd", "wrong-Pass-3jv"
 	redis := testserver.Redis(t, "--requirepass", secret)
 	pg := testserver.Postgres(t)
+	certs := testserver.NewCerts(t, testserver.PostgresOwner())
+	pgTLS := testserver.Postgres(t, testserver.PostgresTLS(certs, true))
+	tlsTarget := func(ca string) string {
+		q := url.Values{"sslmode": {"verify-full"}, "sslrootcert": {ca}, "sslcert": {certs.ClientCert}, "sslkey": {certs.ClientKey}}
+		return fmt.Sprintf("postgres://postgres:%s@%s/postgres?%s", wrong, pgTLS.Addr, q.Encode())
+	}
 	for name, tc := range map[string]struct {
 		env  map[string]string
 		want []string
@@ -364,6 +371,10 @@ func TestRefusingTargetExits2(t *testing.T) {
 		"postgres unknown database": {map[string]string{"SOAKD_WORKLOADS": "iot", "SOAKD_IOT_SOURCE": "devops",
 			"SOAKD_IOT_TARGET": fmt.Sprintf("postgres://postgres:%s@%s/nosuchdb?sslmode=disable", wrong, pg.Addr)},
 			[]string{"SOAKD_IOT_TARGET: ", `database "nosuchdb" does not exist`}},
+		// A certificate that does not verify is refused for good: exit 2,
+		// naming the CA file's parameter, not a wait for a target that is up.
+		"postgres wrong CA": {map[string]string{"SOAKD_WORKLOADS": "iot", "SOAKD_IOT_SOURCE": "devops", "SOAKD_IOT_TARGET": tlsTarget(certs.OtherCA)},
+			[]string{"SOAKD_IOT_TARGET: ", "not signed by a trusted authority", "set sslrootcert", "TLS certificate does not verify"}},
 		"influx authentication": {nil, []string{"SOAKD_IOT_TARGET: ", "CREATE DATABASE"}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -8,6 +8,7 @@
 //	p := lateproxy.New(t, srv.Addr) // refuses connections
 //	... start soakd against p.Addr(), check it waits ...
 //	p.Up(t)                          // connections reach srv from now on
+//	p.Down()                         // as the server stopping; Up again later
 package lateproxy
 
 import (
@@ -72,6 +73,20 @@ func (p *Proxy) Up(t testing.TB) {
 	p.ln = ln
 	p.mu.Unlock()
 	p.wg.Go(func() { p.accept(ln) })
+}
+
+// Down stops listening and ends every connection, as a server that
+// stops: connections are refused again until the next Up.
+func (p *Proxy) Down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+	}
 }
 
 func (p *Proxy) accept(ln net.Listener) {

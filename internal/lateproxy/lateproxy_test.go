@@ -2,6 +2,8 @@ package lateproxy
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -44,4 +46,58 @@ func TestRefusesUntilUp(t *testing.T) {
 	if p.Refused() {
 		t.Error("refused after Up")
 	}
+}
+
+// Down ends the connections open through the proxy and refuses new ones,
+// as a server that stops; Up lets them through again.
+func TestDownThenUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); _, _ = io.Copy(c, c) }() // echo
+		}
+	}()
+	p := New(t, ln.Addr().String())
+	p.Up(t)
+	echo := func() (net.Conn, error) {
+		c, err := net.Dial("tcp", p.Addr())
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.Write([]byte("ping\n")); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || line != "ping\n" {
+			c.Close()
+			return nil, fmt.Errorf("echo %q: %v", line, err)
+		}
+		return c, nil
+	}
+	c, err := echo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p.Down()
+	if _, err := io.ReadAll(c); err != nil && !errors.Is(err, net.ErrClosed) {
+		t.Logf("the open connection ended with %v", err)
+	}
+	if !p.Refused() {
+		t.Fatal("a connection was accepted after Down")
+	}
+	p.Up(t)
+	c2, err := echo()
+	if err != nil {
+		t.Fatalf("after Up again: %v", err)
+	}
+	c2.Close()
 }

@@ -69,6 +69,9 @@ func TestTLS(t *testing.T) {
 			if strings.Contains(err.Error(), password) {
 				t.Errorf("the password leaked: %v", err)
 			}
+			if c := sinks.ClassOf(err); c != sinks.Rejected {
+				t.Errorf("class %s, want rejected (a refused certificate is refused again): %v", c, err)
+			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not say %q", err, w)

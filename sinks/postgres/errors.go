@@ -57,7 +57,12 @@ func classify(err error, connLost, dedup bool) error {
 	if errors.As(err, &se) {
 		return err
 	}
-	err = sinks.ExplainTLS(err, "sslrootcert", "sslmode=verify-full", "sslcert and sslkey")
+	if sinks.TLSRefused(err) {
+		// A certificate that did not verify (or a client certificate the
+		// server refused) will be refused again: a configuration error,
+		// not a target that is down.
+		return sinks.NewError(sinks.Rejected, false, sinks.ExplainTLS(err, "sslrootcert", "sslmode=verify-full", "sslcert and sslkey"))
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		c, retry := classifyCode(pgErr.Code)
