@@ -64,7 +64,8 @@ var mustFill = map[string]bool{
 }
 
 // firing are the alerts whose expression must select the failing
-// workload (and no other), however long their for clause is.
+// workload (and not the healthy control, kv), however long their for
+// clause is.
 var firing = map[string]bool{"SoakdErrorRatioHigh": true, "SoakdDroppingWork": true, "SoakdResponseP99AboveSLO": true}
 
 // A real Prometheus scrapes a real soakd run with three workloads: device
@@ -73,7 +74,7 @@ var firing = map[string]bool{"SoakdErrorRatioHigh": true, "SoakdDroppingWork": t
 // and work is dropped). Every panel, annotation and variable query of
 // every dashboard then gives a non-empty result through Prometheus' HTTP
 // API; the error and drop panels show the failing workload; the alert
-// expressions pick it out, and no other workload.
+// expressions pick it out, and not the healthy Redis workload.
 func TestPanelsOnRealPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Prometheus, PostgreSQL and Redis, ~30 s")
@@ -148,8 +149,14 @@ func TestPanelsOnRealPrometheus(t *testing.T) {
 		}
 		switch {
 		case q.rule && firing[strings.TrimPrefix(q.where, "alert ")]:
-			if byWorkload["bad"] <= 0 || len(byWorkload) != 1 {
-				t.Errorf("%s: %s selects %v, want the failing workload only", q.file, q.where, byWorkload)
+			// kv is the healthy control: thousands of Redis operations a
+			// second, so its p99 stays far under the alerts' 0.5 s even
+			// when a busy machine stalls for a second, and a MAX_LAG of
+			// 10 s keeps it from dropping. iot's ten writes a second are
+			// too few for that: one stall can put its p99 over 0.5 s for
+			// real, so whether an alert selects it is not checked.
+			if _, kv := byWorkload["kv"]; byWorkload["bad"] <= 0 || kv {
+				t.Errorf("%s: %s selects %v, want the failing workload and not kv", q.file, q.where, byWorkload)
 			}
 		case q.rule:
 			if len(res) > 0 && (q.where == "alert SoakdTargetNotReady" || q.where == "alert SoakdDown") {
