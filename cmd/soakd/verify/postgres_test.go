@@ -177,16 +177,21 @@ func TestPostgresKilled(t *testing.T) {
 	env := map[string]string{
 		"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": db,
 		"SOAKD_CPU_SCALE": "20", "SOAKD_CPU_START": "2026-01-01T00:00:00Z",
-		"SOAKD_CPU_RATE": "3000", "SOAKD_CPU_DURATION": "6s", "SOAKD_CPU_WORKERS": "4", "SOAKD_CPU_BATCH_SIZE": "50",
+		// DURATION only bounds a run the test fails to stop.
+		"SOAKD_CPU_RATE": "3000", "SOAKD_CPU_DURATION": "2m", "SOAKD_CPU_WORKERS": "4", "SOAKD_CPU_BATCH_SIZE": "50",
 		"SOAKD_CPU_TIMEOUT": "2s", "SOAKD_CPU_MAX_LAG": "30s", "SOAKD_CPU_VERIFY": "0.05", "SOAKD_CPU_OUT_OF_ORDER": "0.05:30s",
 	}
-	sum, path := soakRun(t, env, func() {
-		// Kill the server once the run writes, whatever the machine's load.
+	sum, path := soakRunStop(t, env, func(stop func()) {
+		// Kill the server once the run writes, and stop the run once it
+		// writes again after the restart, whatever the machine's load: the
+		// outage always falls inside the run.
 		waitRows(t, db, "cpu", 1000)
 		time.Sleep(500 * time.Millisecond)
 		srv.Kill()
 		time.Sleep(time.Second)
 		srv.Resume(t)
+		waitRows(t, db, "cpu", pgCount(t, db, "SELECT count(*) FROM cpu")+1000)
+		stop()
 	})
 	run := phase(t, sum, "cpu", "run")
 	t.Logf("run: acknowledged %d, failed %d, errors %v; verify checked %d skipped %d", run.Units, run.Failed, run.Errors,

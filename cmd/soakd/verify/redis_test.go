@@ -71,19 +71,27 @@ func TestRedisRestartLosesKeys(t *testing.T) {
 	srv := testserver.Redis(t)
 	env := map[string]string{
 		"SOAKD_WORKLOADS": "kv", "SOAKD_KV_TARGET": srv.URL, "SOAKD_KV_RECORDS": "1000", "SOAKD_KV_WORKLOAD": "d",
-		"SOAKD_KV_LOAD_RATE": "max", "SOAKD_KV_RATE": "2000", "SOAKD_KV_DURATION": "3s", "SOAKD_KV_WORKERS": "2",
+		// DURATION only bounds a run the test fails to stop.
+		"SOAKD_KV_LOAD_RATE": "max", "SOAKD_KV_RATE": "2000", "SOAKD_KV_DURATION": "2m", "SOAKD_KV_WORKERS": "2",
 		"SOAKD_KV_VERIFY": "0.02", "SOAKD_KV_TIMEOUT": "1s",
 	}
-	sum, path := soakRun(t, env, func() {
+	sum, path := soakRunStop(t, env, func(stop func()) {
 		// Restart once the load phase has stored every record and the
-		// run has inserted more, whatever the machine's load.
+		// run has inserted more, and stop the run once it has inserted
+		// again after the restart, whatever the machine's load.
 		c := redisClient(t, srv)
-		for deadline := time.Now().Add(30 * time.Second); c.DBSize(context.Background()).Val() < 1100; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the run did not insert past the 1000 loaded records within 30 s")
+		waitKeys := func(n int64, what string) {
+			for deadline := time.Now().Add(30 * time.Second); c.DBSize(context.Background()).Val() < n; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s within 30 s", what)
+				}
 			}
 		}
+		waitKeys(1100, "the run did not insert past the 1000 loaded records")
 		srv.Restart(t)
+		c = redisClient(t, srv)
+		waitKeys(50, "the run did not insert 50 records after the restart")
+		stop()
 	})
 	run := phase(t, sum, "kv", "run")
 	t.Logf("run: %d ops, failed %d, verify checked %d missing %d", run.Units, run.Failed, run.Verify.Checked, run.Verify.Missing)

@@ -26,6 +26,18 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // if set, runs (in the test's goroutine) while the workloads run.
 func soakRun(t *testing.T, env map[string]string, during func()) (*daemon.Summary, string) {
 	t.Helper()
+	return soakRunStop(t, env, func(func()) {
+		if during != nil {
+			during()
+		}
+	})
+}
+
+// soakRunStop is soakRun whose during may end the run early, as SIGTERM
+// would, by calling stop: a test whose event must fall inside the run
+// then need not guess how long the run lasts on a busy machine.
+func soakRunStop(t *testing.T, env map[string]string, during func(stop func())) (*daemon.Summary, string) {
+	t.Helper()
 	env = withDefaults(env)
 	p := plugins.All()
 	cfg, err := daemon.Load(env, p.Sources)
@@ -37,14 +49,14 @@ func soakRun(t *testing.T, env map[string]string, during func()) (*daemon.Summar
 		err error
 	}
 	done := make(chan result, 1)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
 	go func() {
-		sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
+		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
 			Registry: prometheus.NewRegistry(), Plugins: p, Version: "test"})
 		done <- result{sum, err}
 	}()
-	if during != nil {
-		during() // in the test's goroutine: it may fail the test
-	}
+	during(stop) // in the test's goroutine: it may fail the test
 	res := <-done
 	sum, err := res.sum, res.err
 	if err != nil {
