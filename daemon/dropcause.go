@@ -54,13 +54,21 @@ func (w *workload) dropCause(ws *WorkloadSummary) *DropCause {
 		units = "BATCH_SIZE"
 	}
 	if share >= busyLimitRun {
-		return &DropCause{Bottleneck: limitWorkers, WorkersBusy: share, Diagnosis: fmt.Sprintf(
+		return &DropCause{Bottleneck: LimitWorkers, WorkersBusy: share, Diagnosis: fmt.Sprintf(
 			"the %d workers were busy %.0f%% of the time (dispatch p99 %s): raise %sWORKERS (now %d) or %s%s (now %d); "+
 				"if the target's service time rose, the target is at its limit instead (soakd capacity tells which)",
 			w.cfg.Workers, 100*share, fmtDur(ws.Dispatch.P99), p, w.cfg.Workers, p, units, w.batchSize)}
 	}
-	return &DropCause{Bottleneck: limitSoakd, WorkersBusy: share, Diagnosis: fmt.Sprintf(
+	return &DropCause{Bottleneck: LimitSoakd, WorkersBusy: share, Diagnosis: fmt.Sprintf(
 		"the %d workers were busy only %.0f%% of the time, yet work was sent late (dispatch p99 %s): soakd itself fell behind "+
 			"(CPU or scheduling); give it more CPU or split the rate over processes with %sSHARD",
 		w.cfg.Workers, 100*share, fmtDur(ws.Dispatch.P99), p)}
 }
+
+// What limited the work (DropCause.Bottleneck, a capacity step's): the
+// target, soakd's workers, or soakd itself.
+const (
+	LimitTarget  = "target"
+	LimitWorkers = "workers"
+	LimitSoakd   = "soakd"
+)

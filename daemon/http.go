@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,19 +24,20 @@ import (
 
 // httpAPI serves the daemon's endpoints.
 type httpAPI struct {
-	cfg     *Config
-	wls     []*workload
-	rep     *reporter
-	started time.Time
-	version string
-	token   [sha256.Size]byte // of the control token; /control is off when hasTok is false
-	hasTok  bool
-	log     *zap.Logger
+	cfg       *Config
+	wls       []*workload
+	rep       *reporter
+	started   time.Time
+	observers []Observer
+	version   string
+	token     [sha256.Size]byte // of the control token; /control is off when hasTok is false
+	hasTok    bool
+	log       *zap.Logger
 }
 
 // handler returns soakd's HTTP endpoints.
 func handler(cfg *Config, d Deps, wls []*workload, rep *reporter, started time.Time) http.Handler {
-	a := &httpAPI{cfg: cfg, wls: wls, rep: rep, started: started, version: d.Version, log: d.Logger}
+	a := &httpAPI{cfg: cfg, wls: wls, rep: rep, started: started, version: d.Version, log: d.Logger, observers: d.Observers}
 	if tok := cfg.EffectiveControlToken(); tok != "" {
 		a.token, a.hasTok = sha256.Sum256([]byte(tok)), true
 	}
@@ -187,21 +190,29 @@ type StatusWorkload struct {
 	// Thresholds are the workload's THRESHOLDS judged on its run phase so
 	// far, as soakd_threshold_ok and soakd_threshold_value show them.
 	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
-	// Capacity is the capacity search of this workload (soakd capacity).
-	Capacity *CapacityStatus `json:"capacity,omitempty"`
+	// Extra holds the fields observers add (StatusAdder), by name:
+	// soakd capacity's "capacity". They follow the fields above.
+	Extra map[string]any `json:"-"`
 }
 
-// CapacityStatus is where a capacity search is: the step running (0 =
-// none), its rate, the knee so far and every step judged.
-type CapacityStatus struct {
-	Step   int            `json:"step"`
-	Target float64        `json:"target_rate"`
-	Knee   float64        `json:"knee_rate"`
-	Steps  []CapacityStep `json:"steps"`
-	// LimitedBy and Advice, once the search has ended, say whether the
-	// knee is the target's or soakd's own limit (CapacityResult).
-	LimitedBy string `json:"limited_by,omitempty"`
-	Advice    string `json:"advice,omitempty"`
+// MarshalJSON writes the workload's fields, then Extra's.
+func (s StatusWorkload) MarshalJSON() ([]byte, error) {
+	type plain StatusWorkload
+	b, err := json.Marshal(plain(s))
+	if err != nil || len(s.Extra) == 0 {
+		return b, err
+	}
+	keys := slices.Sorted(maps.Keys(s.Extra))
+	b = b[:len(b)-1] // the closing brace
+	for _, k := range keys {
+		kb, _ := json.Marshal(k)
+		vb, err := json.Marshal(s.Extra[k])
+		if err != nil {
+			return nil, fmt.Errorf("status field %s: %w", k, err)
+		}
+		b = append(append(append(append(b, ','), kb...), ':'), vb...)
+	}
+	return append(b, '}'), nil
 }
 
 // StatusCounts are a phase's unit counts and failed attempts by class.
@@ -305,10 +316,15 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 				}
 			}
 		}
-		if c := wl.capacity; c != nil {
-			step, target, knee := c.live()
-			res := c.result()
-			s.Capacity = &CapacityStatus{Step: step, Target: target, Knee: knee, Steps: res.Steps, LimitedBy: res.LimitedBy, Advice: res.Advice}
+		for _, o := range a.observers {
+			if sa, ok := o.(StatusAdder); ok {
+				if k, v, ok := sa.AddStatus(wl.name); ok {
+					if s.Extra == nil {
+						s.Extra = map[string]any{}
+					}
+					s.Extra[k] = v
+				}
+			}
 		}
 		if e := wl.lastError(); e.Text != "" {
 			s.LastError = errorSummary(e)

@@ -28,7 +28,7 @@ import (
 type Metrics struct {
 	targetRate, rows, values, ops, errors, dropped, scheduled, failed,
 	inflightUnits, bytes, response, service, dispatch, lag, inflight, workers, ready, controls, conns,
-	thresholdOK, thresholdValue, capacityStep, capacityKnee, queryRows *prometheus.Desc
+	thresholdOK, thresholdValue, queryRows *prometheus.Desc
 	verifyChecked, verifyFailures, verifySkipped *prometheus.Desc
 
 	created time.Time
@@ -65,10 +65,8 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		workers:  d("soakd_workers", "Configured workers."),
 		conns: d("soakd_target_connections",
 			"Connections open to the workload's target now: one per worker when healthy; growth at a steady WORKERS is a leak."),
-		ready:        d("soakd_ready", "1 when the workload's target is prepared and answers its ping (what /readyz says), else 0."),
-		controls:     d("soakd_control_total", "Changes made through POST /control: a new rate, pause or resume.", "action"),
-		capacityStep: d("soakd_capacity_step", "soakd capacity: the index of the step running (1, 2, ...), 0 when none is."),
-		capacityKnee: d("soakd_capacity_knee_rate", "soakd capacity: the highest rate that passed the SLO so far, 0 while none has."),
+		ready:    d("soakd_ready", "1 when the workload's target is prepared and answers its ping (what /readyz says), else 0."),
+		controls: d("soakd_control_total", "Changes made through POST /control: a new rate, pause or resume.", "action"),
 		thresholdOK: d("soakd_threshold_ok",
 			"1 while the threshold passes so far, 0 once it fails (a windowed one stays failed once a window failed).", "threshold"),
 		thresholdValue: d("soakd_threshold_value",
@@ -106,7 +104,7 @@ func (m *Metrics) add(w *workload) {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.targetRate, m.rows, m.values, m.ops, m.errors, m.dropped,
 		m.scheduled, m.failed, m.inflightUnits, m.bytes, m.response, m.service, m.dispatch, m.lag, m.inflight, m.workers,
-		m.ready, m.controls, m.conns, m.thresholdOK, m.thresholdValue, m.capacityStep, m.capacityKnee, m.queryRows,
+		m.ready, m.controls, m.conns, m.thresholdOK, m.thresholdValue, m.queryRows,
 		m.verifyChecked, m.verifyFailures, m.verifySkipped} {
 		ch <- d
 	}
@@ -185,11 +183,6 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 		rate = w.sched.Load().rateAt(w.since())
 		lag = w.lagNow().Seconds()
 		inflight = ps.writing()
-	}
-	if c := w.capacity; c != nil {
-		step, _, knee := c.live()
-		gauge(m.capacityStep, float64(step))
-		gauge(m.capacityKnee, knee)
 	}
 	gauge(m.targetRate, rate)
 	gauge(m.lag, lag)

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"github.com/soakd/soakd/internal/procstat"
+
 	"math"
 	"runtime/metrics"
 )
@@ -33,6 +35,6 @@ func readProc() procSample {
 	if s[1].Value.Kind() == metrics.KindUint64 {
 		p.goroutines = float64(s[1].Value.Uint64())
 	}
-	p.cpu, p.rss = osProc()
+	p.cpu, p.rss = procstat.Self()
 	return p
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"github.com/soakd/soakd/daemon/pace"
 	"math"
 	"os"
 	"os/signal"
@@ -455,14 +456,4 @@ func unitName(k sources.Kind) string {
 }
 
 // fmtDur prints seconds compactly: 850µs, 12.3ms, 1.20s.
-func fmtDur(s float64) string {
-	switch {
-	case s == 0:
-		return "-"
-	case s < 1e-3:
-		return fmt.Sprintf("%.0fµs", s*1e6)
-	case s < 1:
-		return fmt.Sprintf("%.2fms", s*1e3)
-	}
-	return fmt.Sprintf("%.2fs", s)
-}
+func fmtDur(s float64) string { return pace.FormatSeconds(s) }

@@ -40,17 +40,14 @@ type Deps struct {
 	// takes: the web console (package web).
 	UI http.Handler
 
-	// OnCapacity, when set, gets a capacity search's state after each of
-	// its steps and at its end (soakd capacity; the live console).
-	OnCapacity func(CapacityResult)
+	// Observers follow the run: each workload's phases, its steering and
+	// what /status shows of them (see Observer).
+	Observers []Observer
 
 	// started, when set, is called with the workloads and the HTTP
 	// endpoints once the workloads are open (tests drive /control and read
 	// counts through it without a network).
 	started func([]*workload, http.Handler)
-	// checkSource, when set, checks each workload's built source before
-	// anything is sent (soakd capacity: SLO_OP names an op it issues).
-	checkSource func(*Workload, sources.Kind, sources.Source) error
 }
 
 // workload is one configured workload, opened and ready to run.
@@ -59,7 +56,6 @@ type workload struct {
 	entry    *SourceEntry
 	ready    readiness
 	controls [len(controlActions)]atomic.Int64 // changes made through /control, by action
-	capacity *capacitySearch                   // set while soakd capacity searches this workload
 }
 
 // readiness is a workload's /readyz state and the story of its setup
@@ -85,34 +81,23 @@ func (r *readiness) get() (bool, error) {
 	return r.prepared && r.pingErr == nil, r.pingErr
 }
 
-// chainStarted calls a, then b (either may be nil).
-func chainStarted(a, b func([]*workload, http.Handler)) func([]*workload, http.Handler) {
-	return func(wls []*workload, h http.Handler) {
-		if a != nil {
-			a(wls, h)
-		}
-		if b != nil {
-			b(wls, h)
-		}
-	}
-}
-
 // errHardStop is the cause of a stop by SOAKD_DURATION.
 var errHardStop = errors.New("SOAKD_DURATION reached")
 
-// stopCause names why genCtx ended: SOAKD_DURATION, another workload's
-// configuration error, a failed threshold marked !, or a signal (the
-// caller's context).
+// stopCause names why genCtx ended: an observer's Finish, SOAKD_DURATION,
+// another workload's configuration error, a failed threshold marked !, or
+// a signal (the caller's context).
 func stopCause(ctx context.Context) string {
 	cause := context.Cause(ctx)
 	var ce *ConfigError
 	var ta *thresholdAbort
 	var st *startTimeoutError
+	if r := finishedReason(cause); r != "" {
+		return r
+	}
 	switch {
 	case errors.Is(cause, errHardStop):
 		return stopHard
-	case errors.Is(cause, errCapacityDone):
-		return stopCapacity
 	case errors.As(cause, &ce):
 		return stopConfig
 	case errors.As(cause, &ta):
@@ -199,6 +184,9 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	if d.started != nil {
 		d.started(wls, h)
 	}
+	for _, o := range d.Observers {
+		o.Started(genCtx, handles(wls), stopGen)
+	}
 	repDone := make(chan struct{})
 	go func() { rep.run(genCtx); close(repDone) }()
 	var judges sync.WaitGroup
@@ -230,7 +218,7 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	close(allDone)
 	// Whether the run ran its course (to its end or SOAKD_DURATION), read
 	// before stopGen cancels genCtx.
-	ranItsCourse := genCtx.Err() == nil || stopCause(genCtx) == stopHard || stopCause(genCtx) == stopCapacity
+	ranItsCourse := genCtx.Err() == nil || stopCause(genCtx) == stopHard || finishedReason(context.Cause(genCtx)) != ""
 	stopGen(nil)
 	<-repDone
 	judges.Wait()
@@ -269,11 +257,6 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		if err := checkThresholdOps(wc, e.Kind, src); err != nil {
 			return fail(err)
 		}
-		if d.checkSource != nil {
-			if err := d.checkSource(wc, e.Kind, src); err != nil {
-				return fail(err)
-			}
-		}
 		if wc.Sink.URL == nil {
 			return fail(fmt.Errorf("%sTARGET: the configuration was not validated (call Config.Check first)", Prefix(wc.Name)))
 		}
@@ -293,10 +276,16 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		}
 		w := &workload{entry: e}
 		w.runner = newRunner(wc, e.Kind, src, sink, log)
+		w.handle, w.observers = &Handle{w}, d.Observers
 		if len(wc.Checks) > 0 {
 			w.judge = newJudge(wc, log)
 		}
 		wls = append(wls, w)
+		for _, o := range d.Observers {
+			if err := o.Opened(w.handle); err != nil {
+				return fail(err)
+			}
+		}
 		if err := w.setupVerify(log); err != nil {
 			return fail(err)
 		}

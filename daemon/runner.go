@@ -52,6 +52,9 @@ type runner struct {
 
 	judge *judge    // the workload's thresholds; nil without any
 	ver   *verifier // VERIFY's read-back checker, nil when off
+
+	handle    *Handle    // what observers see of this workload
+	observers []Observer // told of each phase's edges (Deps.Observers)
 }
 
 // errorNote is the last error of a kind, for summaries and /status.
@@ -140,7 +143,6 @@ const (
 	stopHard         = "SOAKD_DURATION"
 	stopSignal       = "signal"
 	stopConfig       = "configuration error"
-	stopCapacity     = "capacity search done"
 	stopStartTimeout = "START_TIMEOUT"
 )
 
@@ -185,6 +187,7 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 	if name == "run" && r.judge != nil {
 		r.judge.begin(p.st)
 	}
+	r.notifyBegun(p.st)
 	closedLoop := rate.Max
 	var wg sync.WaitGroup
 	for i := 0; i < r.cfg.Workers; i++ {
@@ -215,6 +218,7 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 		reason = durationName
 	}
 	p.st.end(reason)
+	r.notifyEnded(p.st, reason)
 	return reason, nil
 }
 

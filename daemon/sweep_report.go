@@ -91,3 +91,10 @@ func (r *SweepResult) WriteJSON(out io.Writer) error {
 	}
 	return enc.Encode(&c)
 }
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

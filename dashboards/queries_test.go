@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/soakd/soakd/capacity"
 	"net"
 	"os"
 	"path/filepath"
@@ -247,7 +248,7 @@ func runSoakd(t *testing.T, environ map[string]string, reg *prometheus.Registry,
 		// With SOAKD_CAPACITY_WORKLOAD set, soakd capacity searches that
 		// workload (the capacity dashboard's search panels need one).
 		if environ["SOAKD_CAPACITY_WORKLOAD"] != "" {
-			_, _, err = daemon.Capacity(ctx, cfg, environ, deps)
+			_, _, err = capacity.Run(ctx, cfg, environ, deps, nil)
 		} else {
 			_, err = daemon.Run(ctx, cfg, deps)
 		}

@@ -2,11 +2,11 @@ package web
 
 import (
 	"fmt"
+	"github.com/soakd/soakd/capacity"
 	"slices"
 	"strings"
 
 	"github.com/soakd/soakd/charts"
-	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
 )
 
@@ -15,9 +15,9 @@ import (
 // marked), and response p50 and p99 against the target rate with the SLO
 // marked. soakd capacity writes them as SVG and PNG; the console and the
 // HTML report show them.
-func CapacityCharts(r *daemon.CapacityResult) []charts.Chart {
+func CapacityCharts(r *capacity.Result) []charts.Chart {
 	steps := slices.Clone(r.Steps)
-	slices.SortStableFunc(steps, func(a, b daemon.CapacityStep) int {
+	slices.SortStableFunc(steps, func(a, b capacity.Step) int {
 		switch {
 		case a.Target < b.Target:
 			return -1
@@ -86,7 +86,7 @@ func CapacityCharts(r *daemon.CapacityResult) []charts.Chart {
 
 // CapacityPanel is a capacity search as a section of the console and the
 // HTML report: the knee, every step, and CapacityCharts.
-func CapacityPanel(r *daemon.CapacityResult) Panel {
+func CapacityPanel(r *capacity.Result) Panel {
 	note := "searching…"
 	switch {
 	case r.Outcome != "" && r.Found && !r.TargetCapacity():

@@ -1,18 +1,18 @@
 package web
 
 import (
+	"github.com/soakd/soakd/capacity"
 	"strings"
 	"testing"
 
-	"github.com/soakd/soakd/daemon"
 )
 
 // A search that soakd's workers limited is not shown as the target's
 // knee, and each failing step shows its bottleneck.
 func TestCapacityPanelSoakdLimit(t *testing.T) {
-	r := &daemon.CapacityResult{Found: true, Knee: 40, Outcome: "the knee is between 40/s (passed) and 50/s (failed)",
+	r := &capacity.Result{Found: true, Knee: 40, Outcome: "the knee is between 40/s (passed) and 50/s (failed)",
 		LimitedBy: "workers", Advice: "raise SOAKD_KV_WORKERS (now 1)",
-		Steps: []daemon.CapacityStep{{Index: 1, Target: 50, Reasons: []string{"dropped 5% > 0.1%"}, Bottleneck: "workers"}}}
+		Steps: []capacity.Step{{Index: 1, Target: 50, Reasons: []string{"dropped 5% > 0.1%"}, Bottleneck: "workers"}}}
 	p := CapacityPanel(r)
 	if strings.Contains(p.Note, "knee 40") || !strings.Contains(p.Note, "no knee of the target") || !strings.Contains(p.Note, "SOAKD_KV_WORKERS") {
 		t.Errorf("note %q", p.Note)

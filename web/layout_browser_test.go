@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"github.com/soakd/soakd/capacity"
 	"net"
 	"os"
 	"path/filepath"
@@ -144,10 +145,10 @@ func TestChartLabelsDoNotOverlapInBrowser(t *testing.T) {
 	var html strings.Builder
 	html.WriteString("<!doctype html><html><body>")
 	for _, slo := range []time.Duration{80 * time.Millisecond, 200 * time.Millisecond, 2 * time.Millisecond} {
-		res := &daemon.CapacityResult{Workload: "iot", Found: true, Knee: 9_500_000}
+		res := &capacity.Result{Workload: "iot", Found: true, Knee: 9_500_000}
 		res.Settings.SLOP99 = slo
 		for i, r := range []float64{1e6, 2e6, 4e6, 8e6, 9.5e6, 1e7} {
-			res.Steps = append(res.Steps, daemon.CapacityStep{Index: i + 1, Target: r, Achieved: min(r, 9.6e6), Pass: r <= 9.5e6,
+			res.Steps = append(res.Steps, capacity.Step{Index: i + 1, Target: r, Achieved: min(r, 9.6e6), Pass: r <= 9.5e6,
 				Response: daemon.Quantiles{P50: 0.001 * float64(i+1), P99: 0.02 * float64(i+1)}})
 		}
 		for _, c := range web.CapacityCharts(res) {

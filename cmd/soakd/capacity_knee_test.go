@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/soakd/soakd/capacity"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,7 +17,7 @@ import (
 
 // capacityAgainst runs soakd capacity with the kv workload against srv and
 // returns the result and the markdown report.
-func capacityAgainst(t *testing.T, srv *detserver.Server, env map[string]string, wantCode int) (daemon.CapacityResult, string) {
+func capacityAgainst(t *testing.T, srv *detserver.Server, env map[string]string, wantCode int) (capacity.Result, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "cap")
 	e := map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_WORKLOADS": "kv",
@@ -29,7 +30,7 @@ func capacityAgainst(t *testing.T, srv *detserver.Server, env map[string]string,
 	if code != wantCode {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, wantCode, stdout, stderr)
 	}
-	var res daemon.CapacityResult
+	var res capacity.Result
 	b, err := os.ReadFile(out + ".json")
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +93,7 @@ func TestCapacityKneeOfDeterministicServer(t *testing.T) {
 
 // kneeProblems says what is wrong with a search against a server of
 // capacity C whose every step above C must fail on the target.
-func kneeProblems(res daemon.CapacityResult, md string, C float64) []string {
+func kneeProblems(res capacity.Result, md string, C float64) []string {
 	var p []string
 	if r := res.Knee / C; !res.Found || r < 0.97-1e-9 || r > 1.01+1e-9 {
 		p = append(p, fmt.Sprintf("knee %v (found %v) is %.4g × C, want within [0.97, 1.01]: %s", res.Knee, res.Found, r, res.Outcome))

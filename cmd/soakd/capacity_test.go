@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/soakd/soakd/capacity"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -46,7 +47,7 @@ func TestCapacityAgainstRealServers(t *testing.T) {
 			if !strings.Contains(stdout, "# Capacity of workload") || !strings.Contains(stdout, "**Knee:") {
 				t.Errorf("no markdown report on stdout:\n%s", stdout)
 			}
-			var res daemon.CapacityResult
+			var res capacity.Result
 			b, err := os.ReadFile(out + ".json")
 			if err != nil {
 				t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/soakd/soakd/capacity"
 	"io"
 	"os"
 	"os/signal"
@@ -287,10 +288,10 @@ func loadCmd(cmdName string, args []string, environ map[string]string, stdout, s
 
 // runCmd runs the configured workloads (soakd run), or searches one's
 // capacity while the others hold their rate (soakd capacity).
-func runCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer, capacity bool) int {
+func runCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer, search bool) int {
 	var check func(*daemon.Config) error
 	name := "run"
-	if capacity {
+	if search {
 		check = (*daemon.Config).CheckCapacity
 		name = "capacity"
 	}
@@ -321,7 +322,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	log.Info("soakd starting", zap.String("version", buildVersion()), zap.Strings("workloads", cfg.Workloads))
 	hist := daemon.NewHistory()
 	// A capacity search shows in the console as it goes, and in the report.
-	var capLive atomic.Pointer[daemon.CapacityResult]
+	var capLive atomic.Pointer[capacity.Result]
 	panels := func() []web.Panel {
 		if r := capLive.Load(); r != nil {
 			return []web.Panel{web.CapacityPanel(r)}
@@ -330,12 +331,12 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	}
 	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: buildVersion(), Control: cfg.EffectiveControlToken() != "", Panels: panels})
 	deps := daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(), Console: console,
-		History: hist, UI: ui, OnCapacity: func(r daemon.CapacityResult) { capLive.Store(&r) }}
+		History: hist, UI: ui}
 	var sum *daemon.Summary
 	var runErr error
-	var capRes *daemon.CapacityResult
-	if capacity {
-		sum, capRes, runErr = daemon.Capacity(ctx, cfg, f.Env, deps)
+	var capRes *capacity.Result
+	if search {
+		sum, capRes, runErr = capacity.Run(ctx, cfg, f.Env, deps, func(r capacity.Result) { capLive.Store(&r) })
 	} else {
 		sum, runErr = daemon.Run(ctx, cfg, deps)
 	}
@@ -410,7 +411,7 @@ func dataOnStdout(cfg *daemon.Config) bool {
 
 // writeCapacityReport prints the report as markdown and writes it to
 // OUT.md, OUT.csv, OUT.json and its charts.
-func writeCapacityReport(r *daemon.CapacityResult, out string, stdout io.Writer) error {
+func writeCapacityReport(r *capacity.Result, out string, stdout io.Writer) error {
 	return writeReport(stdout, out, r.WriteMarkdown, r.WriteCSV, r.WriteJSON, web.CapacityCharts(r), "capacity-")
 }
 

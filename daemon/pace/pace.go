@@ -544,3 +544,17 @@ func FormatRate(v float64) string {
 	}
 	return sign + b.String()
 }
+
+// FormatSeconds prints seconds compactly: 850µs, 12.3ms, 1.20s; "-" for
+// none.
+func FormatSeconds(s float64) string {
+	switch {
+	case s == 0:
+		return "-"
+	case s < 1e-3:
+		return fmt.Sprintf("%.0fµs", s*1e6)
+	case s < 1:
+		return fmt.Sprintf("%.2fms", s*1e3)
+	}
+	return fmt.Sprintf("%.2fs", s)
+}

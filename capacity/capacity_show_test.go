@@ -1,7 +1,8 @@
-package daemon
+package capacity
 
 import (
 	"context"
+	"github.com/soakd/soakd/daemon"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,8 +21,8 @@ func TestCapacityShowsTheStepsRate(t *testing.T) {
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?capacity=5000&latency=2ms", "SOAKD_SEQ_BATCH_SIZE", "50",
 			"SOAKD_SEQ_WORKERS", "8", "SOAKD_CAPACITY_START", "1000", "SOAKD_CAPACITY_HOLD", "5s",
 			"SOAKD_CAPACITY_SETTLE", "2s", "SOAKD_CAPACITY_WARMUP", "2s", "SOAKD_CAPACITY_SLO_P99", "50ms"), p)
-		h := NewHistory()
-		sum, res, err := Capacity(context.Background(), cfg, nil, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p, History: h})
+		h := daemon.NewHistory()
+		sum, res, err := Run(context.Background(), cfg, nil, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p, History: h}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +49,10 @@ func TestCapacityShowsTheStepsRate(t *testing.T) {
 
 // The search's outcome writes rates as the report does: never 1e+07.
 func TestCapacityOutcomeWritesRatesForPeople(t *testing.T) {
-	cc := CapacityConfig{Start: 1000, Step: Growth{Factor: 1.5, text: "x1.5"}, Max: 1e7}
+	cc := daemon.CapacityConfig{Start: 1000, Max: 1e7}
+	if err := cc.Step.UnmarshalText([]byte("x1.5")); err != nil {
+		t.Fatal(err)
+	}
 	_, _, outcome := search(cc, 1e7, func(float64, string) (bool, bool) { return true, true })
 	if !strings.Contains(outcome, "(10,000,000/s)") {
 		t.Errorf("outcome %q, want the limit written 10,000,000/s", outcome)

@@ -1,9 +1,10 @@
-package daemon
+package capacity
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"math"
+	"github.com/soakd/soakd/daemon"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -17,7 +18,7 @@ import (
 // twice, judges a single bad step again instead of stopping, and bisects
 // between the last pass and the first failure.
 func TestCapacitySearch(t *testing.T) {
-	var cc CapacityConfig
+	var cc daemon.CapacityConfig
 	if err := cc.Step.UnmarshalText([]byte("x2")); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestCapacityFindsModelledKnee(t *testing.T) {
 					"SOAKD_SEQ_WORKERS", "8", "SOAKD_CAPACITY_START", fmt.Sprint(tc.model/5), "SOAKD_CAPACITY_HOLD", "10s",
 					"SOAKD_CAPACITY_SETTLE", "3s", "SOAKD_CAPACITY_WARMUP", "5s", "SOAKD_CAPACITY_SLO_P99", "50ms"), p)
 				t0 := time.Now()
-				sum, res, err := Capacity(context.Background(), cfg, nil, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p})
+				sum, res, err := Run(context.Background(), cfg, nil, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -88,7 +89,7 @@ func TestCapacityFindsModelledKnee(t *testing.T) {
 				if d := time.Since(t0); d > 3*time.Minute {
 					t.Errorf("the search took %v, want under 3 minutes", d)
 				}
-				if w := sum.Workload("seq", "run"); w == nil || w.StoppedBy != stopCapacity || w.InFlight != 0 {
+				if w := sum.Workload("seq", "run"); w == nil || w.StoppedBy != doneReason || w.InFlight != 0 {
 					t.Errorf("run phase summary %+v", w)
 				}
 				for _, s := range res.Steps {
@@ -111,8 +112,7 @@ func TestCapacityPartialOnStop(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(40*time.Second, cancel) // warm-up 5 s, then steps of 13 s: during the third
 		var updates int
-		_, res, err := Capacity(ctx, cfg, nil, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
-			OnCapacity: func(CapacityResult) { updates++ }})
+		_, res, err := Run(ctx, cfg, nil, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p}, func(Result) { updates++ })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,27 +120,7 @@ func TestCapacityPartialOnStop(t *testing.T) {
 			t.Fatalf("partial result: %d steps, knee %v found %v, %q", len(res.Steps), res.Knee, res.Found, res.Outcome)
 		}
 		if updates != 3 { // after each step, and at the end
-			t.Errorf("OnCapacity called %d times, want 3", updates)
-		}
-	})
-}
-
-// The step and share grammars never panic, and what they accept is a
-// growing step or a share in [0, 1].
-func FuzzCapacityGrammar(f *testing.F) {
-	for _, s := range []string{"x1.5", "+1000", "*2", "x1", "+0", "x", "+-5", "xNaN", "+Inf", "0.1%", "0.001", "200%", "-1%", ""} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		var g Growth
-		if g.UnmarshalText([]byte(s)) == nil {
-			if r := g.next(1000); !(r > 1000) || math.IsInf(r, 0) {
-				t.Fatalf("step %q: next(1000) = %v", s, r)
-			}
-		}
-		var r Ratio
-		if r.UnmarshalText([]byte(s)) == nil && !(r >= 0 && r <= 1) {
-			t.Fatalf("share %q = %v", s, r)
+			t.Errorf("onUpdate called %d times, want 3", updates)
 		}
 	})
 }
@@ -154,27 +134,64 @@ func TestCapacityDiagnose(t *testing.T) {
 	ms := func(v float64) float64 { return v / 1000 }
 	for _, tc := range []struct {
 		name       string
-		st         CapacityStep
+		st         Step
 		base       float64
 		bottleneck string
 		says       string
 	}{
-		{"target queueing", CapacityStep{Service: Quantiles{Count: 1, P50: ms(120), P99: ms(160)}, WorkersBusy: 1, CPU: 0.1},
-			ms(11), limitTarget, "median service time rose from 11.00ms to 120.00ms"},
-		{"target failing", CapacityStep{Response: Quantiles{Count: 1}, Service: Quantiles{Count: 1, P50: ms(10), P99: ms(12)}, ErrorRatio: 0.05, WorkersBusy: 1},
-			ms(10), limitTarget, "failed 5%"},
-		{"one busy worker", CapacityStep{Service: Quantiles{Count: 1, P50: ms(20), P99: ms(28)}, Dispatch: Quantiles{P99: 0.3}, WorkersBusy: 0.97, CPU: 0.05},
-			ms(20), limitWorkers, "all 1 workers were busy 97%"},
-		{"soakd CPU", CapacityStep{Service: Quantiles{Count: 1, P50: ms(1), P99: ms(2)}, WorkersBusy: 0.9, CPU: 0.95},
-			ms(1), limitSoakd, "used 95% of its CPU"},
-		{"scheduler late", CapacityStep{Service: Quantiles{Count: 1, P50: ms(1), P99: ms(2)}, Dispatch: Quantiles{P99: 0.2}, WorkersBusy: 0.1, CPU: 0.3},
-			ms(1), limitSoakd, "workers were idle 90%"},
+		{"target queueing", Step{Service: daemon.Quantiles{Count: 1, P50: ms(120), P99: ms(160)}, WorkersBusy: 1, CPU: 0.1},
+			ms(11), daemon.LimitTarget, "median service time rose from 11.00ms to 120.00ms"},
+		{"target failing", Step{Response: daemon.Quantiles{Count: 1}, Service: daemon.Quantiles{Count: 1, P50: ms(10), P99: ms(12)}, ErrorRatio: 0.05, WorkersBusy: 1},
+			ms(10), daemon.LimitTarget, "failed 5%"},
+		{"one busy worker", Step{Service: daemon.Quantiles{Count: 1, P50: ms(20), P99: ms(28)}, Dispatch: daemon.Quantiles{P99: 0.3}, WorkersBusy: 0.97, CPU: 0.05},
+			ms(20), daemon.LimitWorkers, "all 1 workers were busy 97%"},
+		{"soakd CPU", Step{Service: daemon.Quantiles{Count: 1, P50: ms(1), P99: ms(2)}, WorkersBusy: 0.9, CPU: 0.95},
+			ms(1), daemon.LimitSoakd, "used 95% of its CPU"},
+		{"scheduler late", Step{Service: daemon.Quantiles{Count: 1, P50: ms(1), P99: ms(2)}, Dispatch: daemon.Quantiles{P99: 0.2}, WorkersBusy: 0.1, CPU: 0.3},
+			ms(1), daemon.LimitSoakd, "workers were idle 90%"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, d := diagnose(&tc.st, tc.base, 1, Ratio(0.001))
+			b, d := diagnose(&tc.st, tc.base, 1, daemon.Ratio(0.001))
 			if b != tc.bottleneck || !strings.Contains(d, tc.says) {
 				t.Errorf("diagnose = %q, %q; want %q saying %q", b, d, tc.bottleneck, tc.says)
 			}
 		})
 	}
+}
+
+// A capacity search that one worker limited says so in /status too, once
+// it has ended: limited_by workers, with the advice. On a modelled target
+// (20 ms per write, so one worker sends at most 50/s) in synthetic time,
+// so the search is exact: 20 and 40/s pass, 80 and 60/s fail.
+func TestCapacityStatusSaysSoakdLimited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=20ms", "SOAKD_SEQ_BATCH_SIZE", "1",
+			"SOAKD_SEQ_WORKERS", "1", "SOAKD_CAPACITY_START", "20", "SOAKD_CAPACITY_STEP", "x2", "SOAKD_CAPACITY_HOLD", "3s",
+			"SOAKD_CAPACITY_SETTLE", "1s", "SOAKD_CAPACITY_WARMUP", "1s", "SOAKD_CAPACITY_SLO_P99", "500ms", "SOAKD_CAPACITY_REFINE", "1"), p)
+		d := daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p}
+		s := newSearcher(cfg, nil, d, nil)
+		_, res, err := s.runEngine(context.Background(), cfg, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Knee != 40 || res.LimitedBy != daemon.LimitWorkers || res.TargetCapacity() {
+			t.Fatalf("knee %v limited by %q: %s", res.Knee, res.LimitedBy, res.Outcome)
+		}
+		key, v, ok := s.AddStatus("seq")
+		if _, _, other := s.AddStatus("other"); !ok || key != "capacity" || other {
+			t.Fatalf("AddStatus: %q %v for the searched workload, %v for another", key, ok, other)
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c Status
+		if err := json.Unmarshal(b, &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.LimitedBy != daemon.LimitWorkers || !strings.Contains(c.Advice, "SOAKD_SEQ_WORKERS (now 1)") || len(c.Steps) != len(res.Steps) {
+			t.Errorf("/status capacity %s: want limited by the workers, with the advice and every step", b)
+		}
+	})
 }

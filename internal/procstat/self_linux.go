@@ -1,4 +1,4 @@
-package daemon
+package procstat
 
 import (
 	"bytes"
@@ -8,9 +8,9 @@ import (
 	"syscall"
 )
 
-// osProc returns the process's CPU seconds (getrusage) and resident set
+// Self returns the process's CPU seconds (getrusage) and resident set
 // size (/proc/self/statm).
-func osProc() (cpu, rss float64) {
+func Self() (cpu, rss float64) {
 	cpu, rss = math.NaN(), math.NaN()
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {

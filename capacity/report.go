@@ -1,9 +1,10 @@
-package daemon
+package capacity
 
 import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/soakd/soakd/daemon"
 	"io"
 	"strconv"
 	"strings"
@@ -13,7 +14,7 @@ import (
 
 // WriteMarkdown writes the search as a markdown report: the environment,
 // the settings, every step with its verdict and the knee.
-func (r *CapacityResult) WriteMarkdown(out io.Writer) {
+func (r *Result) WriteMarkdown(out io.Writer) {
 	cc := r.Settings
 	fmt.Fprintf(out, "# Capacity of workload %s\n\n", r.Workload)
 	switch {
@@ -21,7 +22,7 @@ func (r *CapacityResult) WriteMarkdown(out io.Writer) {
 		// Not the target's capacity: saying "knee" would have a reader
 		// size the target from soakd's own limit.
 		fmt.Fprintf(out, "**No knee of the target: soakd's %s limited the search at %s units/s**, the highest rate whose response p99 stayed within %s",
-			map[string]string{limitWorkers: "workers", limitSoakd: "own CPU or scheduling"}[r.LimitedBy], pace.FormatRate(r.Knee), cc.SLOP99)
+			map[string]string{daemon.LimitWorkers: "workers", daemon.LimitSoakd: "own CPU or scheduling"}[r.LimitedBy], pace.FormatRate(r.Knee), cc.SLOP99)
 	case r.Found:
 		fmt.Fprintf(out, "**Knee: %s units/s**: the highest rate whose response p99 stayed within %s", pace.FormatRate(r.Knee), cc.SLOP99)
 	default:
@@ -39,7 +40,7 @@ func (r *CapacityResult) WriteMarkdown(out io.Writer) {
 	fmt.Fprintf(out, " %s.\n\n", capitalize(r.Outcome))
 	if r.Advice != "" {
 		fmt.Fprintf(out, "**%s.**\n\n", capitalize(r.Advice))
-	} else if r.LimitedBy == limitTarget {
+	} else if r.LimitedBy == daemon.LimitTarget {
 		fmt.Fprint(out, "The steps above the knee failed on the target: its service latency rose, or it failed requests.\n\n")
 	}
 
@@ -51,7 +52,7 @@ func (r *CapacityResult) WriteMarkdown(out io.Writer) {
 		fmt.Fprintf(out, "| target of %s | %s |\n", w, strings.ReplaceAll(v, "|", "/"))
 	}
 	fmt.Fprintf(out, "\nSearch: start %s/s, step %s, warm-up %s, %s to settle then %s judged per step, at most %s/s, %d refining steps.\n",
-		pace.FormatRate(cc.Start), cc.Step.text, cc.Warmup, cc.Settle, cc.Hold, pace.FormatRate(cc.Max), cc.Refine)
+		pace.FormatRate(cc.Start), cc.Step.String(), cc.Warmup, cc.Settle, cc.Hold, pace.FormatRate(cc.Max), cc.Refine)
 	if len(r.Run) > 0 {
 		fmt.Fprintf(out, "\nSettings: `%s`\n", strings.Join(r.Run, "` `"))
 	}
@@ -67,12 +68,12 @@ func (r *CapacityResult) WriteMarkdown(out io.Writer) {
 				verdict += "; bottleneck: " + s.Bottleneck + " (" + s.Diagnosis + ")"
 			}
 		}
-		drain := fmtDur(s.DrainSeconds)
+		drain := pace.FormatSeconds(s.DrainSeconds)
 		if !s.Drained {
 			drain += " (not drained)"
 		}
 		fmt.Fprintf(out, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %.0f%% | %.3g%% | %.3g%% | %s |\n", s.Index, s.Kind, pace.FormatRate(s.Target), drain, pace.FormatRate(s.Achieved),
-			fmtDur(s.Response.P50), fmtDur(s.Response.P99), fmtDur(s.Service.P99), fmtDur(s.Dispatch.P99), 100*s.WorkersBusy,
+			pace.FormatSeconds(s.Response.P50), pace.FormatSeconds(s.Response.P99), pace.FormatSeconds(s.Service.P99), pace.FormatSeconds(s.Dispatch.P99), 100*s.WorkersBusy,
 			100*s.ErrorRatio, 100*s.DropRatio, verdict)
 	}
 }
@@ -85,7 +86,7 @@ func capitalize(s string) string {
 }
 
 // WriteCSV writes one row per step.
-func (r *CapacityResult) WriteCSV(out io.Writer) error {
+func (r *Result) WriteCSV(out io.Writer) error {
 	w := csv.NewWriter(out)
 	_ = w.Write([]string{"index", "kind", "target_rate", "achieved_rate", "seconds", "p50_seconds", "p90_seconds", "p99_seconds",
 		"p99_9_seconds", "max_seconds", "service_p50_seconds", "service_p99_seconds", "error_ratio", "dropped_ratio", "pass", "reasons",
@@ -102,7 +103,7 @@ func (r *CapacityResult) WriteCSV(out io.Writer) error {
 }
 
 // WriteJSON writes the whole result, indented.
-func (r *CapacityResult) WriteJSON(out io.Writer) error {
+func (r *Result) WriteJSON(out io.Writer) error {
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)

@@ -1,7 +1,8 @@
-package daemon
+package capacity
 
 import (
 	"context"
+	"github.com/soakd/soakd/daemon"
 	"math"
 	"net/url"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // acknowledged and failed, not what was scheduled: against a target that
 // keeps 4 rows of each 10-row batch, the step at 1000 rows/s achieves
 // 400/s with 60 % of the rows failed, and fails for both.
-func TestCapacityStepRates(t *testing.T) {
+func TestStepRates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := testPlugins(sinks.Entry{Schemes: []string{"part"}, Kinds: []sources.Kind{sources.Series},
 			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) {
@@ -27,7 +28,7 @@ func TestCapacityStepRates(t *testing.T) {
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "part://x", "SOAKD_SEQ_BATCH_SIZE", "10",
 			"SOAKD_CAPACITY_START", "1000", "SOAKD_CAPACITY_HOLD", "10s", "SOAKD_CAPACITY_SETTLE", "3s",
 			"SOAKD_CAPACITY_WARMUP", "5s"), p)
-		_, res, err := Capacity(context.Background(), cfg, nil, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p})
+		_, res, err := Run(context.Background(), cfg, nil, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

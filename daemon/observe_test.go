@@ -1,0 +1,238 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon/pace"
+)
+
+// recorder is an Observer that writes down what it is told, and can end
+// the run, refuse a workload or add a field to /status.
+type recorder struct {
+	mu      sync.Mutex
+	events  []string
+	refuse  error           // returned by Opened
+	finish  time.Duration   // when set, Started ends the run this long after it began
+	steer   func(w *Handle) // called in Started, in a goroutine of its own
+	windows []WindowStats   // cut once a second during the run phase
+	ws      []*Handle       // from Started
+	runs    chan *Phase     // the run phases begun
+	status  map[string]any  // added to /status
+}
+
+func (r *recorder) add(format string, args ...any) {
+	r.mu.Lock()
+	r.events = append(r.events, fmt.Sprintf(format, args...))
+	r.mu.Unlock()
+}
+
+func (r *recorder) Opened(w *Handle) error {
+	r.add("opened %s", w.Name())
+	return r.refuse
+}
+
+func (r *recorder) Started(ctx context.Context, ws []*Handle, stop func(error)) {
+	r.ws = ws
+	r.add("started %d", len(ws))
+	if r.steer != nil {
+		go r.steer(ws[0])
+	}
+	if r.finish > 0 {
+		go func() {
+			if SleepFor(ctx, r.finish) {
+				stop(Finish("observer done"))
+			}
+		}()
+	}
+}
+
+func (r *recorder) PhaseBegun(w *Handle, p *Phase) {
+	r.add("begun %s %s", w.Name(), p.Name())
+	if r.runs != nil && p.Name() == "run" {
+		r.runs <- p
+	}
+}
+
+func (r *recorder) PhaseEnded(w *Handle, p *Phase, reason string) {
+	r.add("ended %s %s: %s", w.Name(), p.Name(), reason)
+}
+
+func (r *recorder) AddStatus(workload string) (string, any, bool) {
+	v, ok := r.status[workload]
+	return "observed", v, ok
+}
+
+func (r *recorder) seen() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.events, "; ")
+}
+
+// An observer is told of each workload opened, of the run's start and of
+// every phase's edges with why it ended, in that order.
+func TestObserverSeesPhases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "2s"), p)
+		r := &recorder{}
+		if _, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+			Observers: []Observer{r}}); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := r.seen(), "opened seq; started 1; begun seq run; ended seq run: DURATION"; got != want {
+			t.Errorf("events %q, want %q", got, want)
+		}
+	})
+}
+
+// An observer that refuses a workload stops the run before anything is
+// sent, with its error.
+func TestObserverRefusesWorkload(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "2s"), p)
+		refusal := &ConfigError{Key: "SOAKD_SEQ_X", Err: errors.New("not for this observer")}
+		r := &recorder{refuse: refusal}
+		sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+			Observers: []Observer{r}})
+		if !errors.Is(err, refusal) || sum != nil {
+			t.Fatalf("Run = %v, %v; want the observer's refusal and no summary", sum, err)
+		}
+		if got := r.seen(); got != "opened seq" {
+			t.Errorf("events %q, want only the opening", got)
+		}
+	})
+}
+
+// An observer that finishes the run ends it as having run its course:
+// the phase says the observer's reason, and nothing is cut.
+func TestObserverFinishesRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "1"), p)
+		r := &recorder{finish: 3 * time.Second}
+		sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+			Observers: []Observer{r}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := sum.Workload("seq", "run")
+		if w == nil || w.StoppedBy != "observer done" || w.Units < 250 || w.Units > 310 || w.InFlight != 0 {
+			t.Fatalf("run phase %+v: want about 300 rows, stopped by the observer", w)
+		}
+		if !strings.HasSuffix(r.seen(), "ended seq run: observer done") {
+			t.Errorf("events %q", r.seen())
+		}
+	})
+}
+
+// An observer steers a workload through its Handle: a new rate, a pause
+// and a resume change what is scheduled, and a window cut each second
+// counts exactly what the phase did in it.
+func TestObserverSteersAndCutsWindows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=1ms", "SOAKD_SEQ_RATE", "100",
+			"SOAKD_SEQ_BATCH_SIZE", "1", "SOAKD_SEQ_DURATION", "20s"), p)
+		r := &recorder{runs: make(chan *Phase, 1)}
+		var got []WindowStats
+		done := make(chan struct{})
+		r.steer = func(w *Handle) {
+			defer close(done)
+			ph := <-r.runs
+			win := ph.StartWindow(LatencyKey{}, LatencyKey{Op: "write", Service: true}, LatencyKey{Op: "nosuchop"})
+			defer win.Stop()
+			step := func(f func(context.Context) error) {
+				if err := f(context.Background()); err != nil {
+					t.Error(err)
+				}
+				time.Sleep(5 * time.Second)
+				got = append(got, win.Cut())
+			}
+			step(func(context.Context) error { return nil })                                        // 100/s
+			step(func(ctx context.Context) error { return w.SetRate(ctx, pace.ConstantRate(300)) }) // 300/s
+			step(w.Pause)
+			step(w.Resume)
+		}
+		if _, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+			Observers: []Observer{r}}); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		want := []int64{500, 1500, 0, 1500}
+		if len(got) != len(want) {
+			t.Fatalf("%d windows, want %d", len(got), len(want))
+		}
+		for i, ws := range got {
+			c := ws.Counts
+			if d := c.Acked - want[i]; d < -5 || d > 5 || c.Failed != 0 || c.Dropped != 0 || ws.Seconds != 5 {
+				t.Errorf("window %d: %+v over %vs, want about %d acknowledged", i, c, ws.Seconds, want[i])
+			}
+			if ws.Latency[0].Count != c.Acked || ws.Latency[1].Count != c.Acked || ws.Latency[2].Count != 0 {
+				t.Errorf("window %d: latency counts %d, %d, %d; want %d, %d and none for an unknown op",
+					i, ws.Latency[0].Count, ws.Latency[1].Count, ws.Latency[2].Count, c.Acked, c.Acked)
+			}
+			if c.Acked > 0 && ws.Latency[1].P50 < 0.001 {
+				t.Errorf("window %d: service p50 %v, want at least the target's 1 ms", i, ws.Latency[1].P50)
+			}
+		}
+	})
+}
+
+// What an observer adds to a workload's /status object follows its own
+// fields, under the observer's name; a workload it adds nothing to has
+// no such field.
+func TestObserverAddsStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "a,b", "SOAKD_A_SOURCE", "seq", "SOAKD_B_SOURCE", "seq",
+			"SOAKD_A_RATE", "10", "SOAKD_B_RATE", "10"), p)
+		r := &recorder{status: map[string]any{"a": map[string]int{"step": 3}}}
+		var h http.Handler
+		open := make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = Run(ctx, cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p, Observers: []Observer{r},
+				started: func(_ []*workload, hh http.Handler) { h = hh; close(open) }})
+		}()
+		<-open
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
+		var st struct {
+			Workloads []map[string]json.RawMessage `json:"workloads"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Workloads) != 2 || compactJSON(st.Workloads[0]["observed"]) != `{"step":3}` || st.Workloads[1]["observed"] != nil ||
+			st.Workloads[0]["name"] == nil || st.Workloads[0]["phases"] == nil {
+			t.Errorf("/status %s: want a's own fields and observed {\"step\":3}, and no observed field for b", rec.Body)
+		}
+		cancel()
+		<-done
+	})
+}
+
+func compactJSON(b []byte) string {
+	var out bytes.Buffer
+	if json.Compact(&out, b) != nil {
+		return string(b)
+	}
+	return out.String()
+}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package procstat
+
+import "math"
+
+// Self is unknown off Linux: the console shows the Go heap only.
+func Self() (cpu, rss float64) { return math.NaN(), math.NaN() }
