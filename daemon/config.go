@@ -116,9 +116,9 @@ type Workload struct {
 	// search's highest rate instead.
 	builtinBatch bool
 
-	// reset empties what soakd wrote to the target before the first phase
+	// ResetFirst empties what soakd wrote to the target before the first phase
 	// (soakd sweep's SOAKD_SWEEP_RESET).
-	reset bool
+	ResetFirst bool `env:"-"`
 	// Checks are the parsed THRESHOLDS, set by Validate.
 	Checks []Threshold `env:"-"`
 }

@@ -9,9 +9,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
-	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -183,38 +181,4 @@ func metricsOf(t *testing.T, res runResult, workload string) map[string]float64 
 		}
 	}
 	return parseMetrics(t, b.String(), workload)
-}
-
-// resetQuerySink is a querySink that can be reset, and counts it.
-type resetQuerySink struct {
-	querySink
-	resets int
-}
-
-func (s *resetQuerySink) Reset(context.Context) error { s.resets++; return nil }
-
-// soakd sweep over a query workload varies PIPELINE and reports queries,
-// and SWEEP_RESET leaves the target alone: a query workload reads data
-// it did not write, which a reset would delete.
-func TestSweepQueryWorkload(t *testing.T) {
-	t.Parallel()
-	sink := &resetQuerySink{}
-	p := testPlugins(sinks.Entry{Schemes: []string{"q"}, Kinds: []sources.Kind{sources.Queries},
-		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return sink, nil }})
-	p.Sources = append(p.Sources, SourceEntry{Names: []string{"test-queries"}, Kind: sources.Queries,
-		New: func(*Workload) (sources.Source, error) { return testQueries{}, nil }})
-	env := testEnv("SOAKD_WORKLOADS", "q", "SOAKD_Q_SOURCE", "test-queries", "SOAKD_Q_TARGET", "q://",
-		"SOAKD_SWEEP_WORKERS", "1", "SOAKD_SWEEP_BATCH", "1,2", "SOAKD_SWEEP_REPEATS", "1",
-		"SOAKD_SWEEP_DURATION", "1s", "SOAKD_SWEEP_RESET", "true")
-	cfg := loadTest(t, env, p)
-	res, err := Sweep(context.Background(), cfg, env, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Unit != "queries" || res.BatchName != "PIPELINE" || len(res.Points) != 2 {
-		t.Errorf("unit %q, batch %q, %d points; want queries, PIPELINE, 2", res.Unit, res.BatchName, len(res.Points))
-	}
-	if sink.resets != 0 {
-		t.Errorf("the query target was reset %d times", sink.resets)
-	}
 }

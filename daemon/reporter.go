@@ -457,3 +457,6 @@ func unitName(k sources.Kind) string {
 
 // fmtDur prints seconds compactly: 850µs, 12.3ms, 1.20s.
 func fmtDur(s float64) string { return pace.FormatSeconds(s) }
+
+// UnitName is what a workload of kind k counts: rows, ops or queries.
+func UnitName(k sources.Kind) string { return unitName(k) }

@@ -367,7 +367,7 @@ func (w *workload) runPhases(genCtx, drainCtx context.Context, cfg *Config) erro
 	if err := w.setup(genCtx); err != nil {
 		return stopped(err)
 	}
-	if w.cfg.reset && w.kind != sources.Queries { // a query workload reads data it did not write
+	if w.cfg.ResetFirst && w.kind != sources.Queries { // a query workload reads data it did not write
 		if err := w.resetTarget(genCtx); err != nil {
 			return err
 		}

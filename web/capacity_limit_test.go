@@ -4,7 +4,6 @@ import (
 	"github.com/soakd/soakd/capacity"
 	"strings"
 	"testing"
-
 )
 
 // A search that soakd's workers limited is not shown as the target's

@@ -2,18 +2,18 @@ package web
 
 import (
 	"fmt"
+	"github.com/soakd/soakd/sweep"
 	"slices"
 
 	"github.com/soakd/soakd/charts"
-	"github.com/soakd/soakd/daemon"
 )
 
 // SweepCharts are a sweep's figures: throughput against batch size (or
 // pipeline), one line per workers value with its min–max band over the
 // runs; and throughput against workers at the best batch size with the
 // Universal Scalability Law fitted over the measured points.
-func SweepCharts(r *daemon.SweepResult) []charts.Chart {
-	byW := map[int][]daemon.SweepPoint{}
+func SweepCharts(r *sweep.Result) []charts.Chart {
+	byW := map[int][]sweep.Point{}
 	var workers []int
 	for _, p := range r.Points {
 		if _, ok := byW[p.Workers]; !ok {
@@ -29,7 +29,7 @@ func SweepCharts(r *daemon.SweepResult) []charts.Chart {
 	}
 	for _, w := range workers {
 		pts := byW[w]
-		slices.SortFunc(pts, func(a, b daemon.SweepPoint) int { return a.Batch - b.Batch })
+		slices.SortFunc(pts, func(a, b sweep.Point) int { return a.Batch - b.Batch })
 		l := charts.Line{Name: fmt.Sprintf("%d workers", w)}
 		for _, p := range pts {
 			l.X, l.Y = append(l.X, float64(p.Batch)), append(l.Y, p.Median)

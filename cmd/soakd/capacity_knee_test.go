@@ -1,9 +1,9 @@
 package main
 
 import (
-	"github.com/soakd/soakd/capacity"
 	"encoding/json"
 	"fmt"
+	"github.com/soakd/soakd/capacity"
 	"os"
 	"path/filepath"
 	"slices"

@@ -1,18 +1,18 @@
 package main
 
 import (
-	"github.com/soakd/soakd/capacity"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
+	"github.com/soakd/soakd/capacity"
+	"github.com/soakd/soakd/sweep"
 	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
 )
 
@@ -135,7 +135,7 @@ func TestSweepAgainstPostgres(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	t.Log(stdout)
-	var res daemon.SweepResult
+	var res sweep.Result
 	b, err := os.ReadFile(out + ".json")
 	if err != nil {
 		t.Fatal(err)

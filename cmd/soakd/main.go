@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/soakd/soakd/capacity"
+	"github.com/soakd/soakd/sweep"
 	"io"
 	"os"
 	"os/signal"
@@ -468,7 +469,7 @@ func sweepCmd(ctx context.Context, args []string, environ map[string]string, std
 	if dataOnStdout(cfg) {
 		stdout = stderr // as in runCmd
 	}
-	res, err := daemon.Sweep(ctx, cfg, f.Env, daemon.Deps{Logger: log, Plugins: p, Version: buildVersion()})
+	res, err := sweep.Run(ctx, cfg, f.Env, daemon.Deps{Logger: log, Plugins: p, Version: buildVersion()})
 	if res != nil && len(res.Points) > 0 {
 		if werr := writeReport(stdout, cfg.Sweep.Out, res.WriteMarkdown, res.WriteCSV, res.WriteJSON, web.SweepCharts(res), "sweep-"); werr != nil {
 			log.Error("cannot write the sweep report", zap.Error(werr))

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/soakd/soakd/sweep"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
-	"github.com/soakd/soakd/daemon"
 )
 
 // Every source the composition root registers, finite or endless, ends a
@@ -40,7 +40,7 @@ func TestSweepEndsOnEverySource(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var res daemon.SweepResult
+				var res sweep.Result
 				if err := json.Unmarshal(b, &res); err != nil {
 					t.Fatal(err)
 				}

@@ -1,98 +1,26 @@
-package daemon
+// Package sweep runs one workload closed loop over a grid of settings
+// (soakd sweep), each point through the engine as a run of its own, and
+// reports each point's throughput, the best, and a Universal
+// Scalability Law fit along WORKERS.
+package sweep
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/sources"
 )
 
-// SweepConfig holds soakd sweep's settings (SOAKD_SWEEP_*).
-type SweepConfig struct {
-	Workload string        `env:"WORKLOAD" help:"soakd sweep: the workload swept; default: the first of SOAKD_WORKLOADS"`
-	Workers  IntList       `env:"WORKERS" envDefault:"1,2,4,8" help:"soakd sweep: the WORKERS values tried"`
-	Batch    IntList       `env:"BATCH" envDefault:"100,1000,10000" help:"soakd sweep: the BATCH_SIZE values tried (PIPELINE for KV and query workloads)"`
-	Repeats  int           `env:"REPEATS" envDefault:"3" help:"soakd sweep: runs per point (min, median and max are reported)"`
-	Duration time.Duration `env:"DURATION" envDefault:"10s" help:"soakd sweep: longest run of each point, whatever the source (a finite data set written whole ends it earlier)"`
-	Reset    bool          `env:"RESET" envDefault:"false" help:"soakd sweep: empty what soakd wrote (its own tables, keys under KEY_PREFIX) before each run, so every point starts from the same state"`
-	Out      string        `env:"OUT" envDefault:"sweep" help:"soakd sweep: report files are OUT.md, OUT.csv, OUT.json and the charts OUT-batch and OUT-usl (.svg, .png)"`
-}
-
-// IntList is a comma-separated list of positive integers.
-type IntList []int
-
-// UnmarshalText parses 1,2,4.
-func (l *IntList) UnmarshalText(b []byte) error {
-	*l = nil
-	for _, f := range strings.Split(string(b), ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > 100000 {
-			return fmt.Errorf("%q: want positive whole numbers separated by commas, e.g. 1,2,4,8", string(b))
-		}
-		*l = append(*l, n)
-	}
-	slices.Sort(*l)
-	*l = slices.Compact(*l)
-	return nil
-}
-
-// MarshalText writes the list back.
-func (l IntList) MarshalText() ([]byte, error) {
-	s := make([]string, len(l))
-	for i, n := range l {
-		s[i] = strconv.Itoa(n)
-	}
-	return []byte(strings.Join(s, ",")), nil
-}
-
-// CheckSweep reports every problem of the sweep settings, each naming its
-// variable.
-func (c *Config) CheckSweep() error {
-	sc := &c.Sweep
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, cfgErr(EnvPrefix+"SWEEP_"+key, format, args...))
-	}
-	if sc.workload(c) == nil {
-		bad("WORKLOAD", "%q is not one of SOAKD_WORKLOADS (%s)", sc.Workload, strings.Join(c.Workloads, ", "))
-	}
-	if len(sc.Workers) == 0 || len(sc.Batch) == 0 {
-		bad("WORKERS", "WORKERS and BATCH each need at least one value")
-	}
-	if sc.Repeats < 1 || sc.Repeats > 100 {
-		bad("REPEATS", "%d is out of range [1, 100]", sc.Repeats)
-	}
-	if sc.Duration < time.Second {
-		bad("DURATION", "%v: want at least 1s", sc.Duration)
-	}
-	if sc.Out == "" {
-		bad("OUT", "must name where the report goes")
-	}
-	return errors.Join(errs...)
-}
-
-func (sc *SweepConfig) workload(c *Config) *Workload {
-	for _, w := range c.Workload {
-		if sc.Workload == "" || w.Name == sc.Workload {
-			return w
-		}
-	}
-	return nil
-}
-
-// SweepPoint is one WORKERS × BATCH_SIZE (PIPELINE) setting, over its runs.
-type SweepPoint struct {
+// Point is one WORKERS × BATCH_SIZE (PIPELINE) setting, over its runs.
+type Point struct {
 	Workers int       `json:"workers"`
 	Batch   int       `json:"batch"`
 	Rates   []float64 `json:"units_per_second"` // one per run
@@ -128,17 +56,17 @@ func (u USL) At(n float64) float64 {
 	return u.Lambda * n / (1 + u.Sigma*(n-1) + u.Kappa*n*(n-1))
 }
 
-// SweepResult is a sweep's outcome.
-type SweepResult struct {
-	Workload    string       `json:"workload"`
-	Unit        string       `json:"unit"`       // rows or ops
-	BatchName   string       `json:"batch_name"` // BATCH_SIZE or PIPELINE
-	Environment sysinfo.Info `json:"environment"`
-	Settings    SweepConfig  `json:"settings"`
-	Run         []string     `json:"run_settings"`
-	Points      []SweepPoint `json:"points"`
-	USL         *USL         `json:"usl,omitempty"`
-	Outcome     string       `json:"outcome"`
+// Result is a sweep's outcome.
+type Result struct {
+	Workload    string             `json:"workload"`
+	Unit        string             `json:"unit"`       // rows or ops
+	BatchName   string             `json:"batch_name"` // BATCH_SIZE or PIPELINE
+	Environment sysinfo.Info       `json:"environment"`
+	Settings    daemon.SweepConfig `json:"settings"`
+	Run         []string           `json:"run_settings"`
+	Points      []Point            `json:"points"`
+	USL         *USL               `json:"usl,omitempty"`
+	Outcome     string             `json:"outcome"`
 }
 
 // Sweep runs the workload SOAKD_SWEEP_WORKLOAD names, alone, closed loop
@@ -146,31 +74,31 @@ type SweepResult struct {
 // point, REPEATS times, and reports the throughput of each, the best, where
 // more workers made it slower, and a Universal Scalability Law fit. It
 // stops early, with what it has, when ctx ends.
-func Sweep(ctx context.Context, cfg *Config, environ map[string]string, d Deps) (*SweepResult, error) {
+func Run(ctx context.Context, cfg *daemon.Config, environ map[string]string, d daemon.Deps) (*Result, error) {
 	if err := cfg.CheckSweep(); err != nil {
 		return nil, err
 	}
 	sc := cfg.Sweep
-	orig := sc.workload(cfg)
+	orig := sc.Swept(cfg)
 	e := d.Plugins.Sources.Lookup(orig.Source)
 	kv := e != nil && e.Kind != sources.Series // KV and queries: PIPELINE units per batch
-	res := &SweepResult{Workload: orig.Name, Unit: "rows", BatchName: "BATCH_SIZE", Environment: sysinfo.Collect(d.Version),
-		Settings: sc, Run: settingValues(cfg, environ)}
+	res := &Result{Workload: orig.Name, Unit: "rows", BatchName: "BATCH_SIZE", Environment: sysinfo.Collect(d.Version),
+		Settings: sc, Run: daemon.SettingValues(cfg, environ)}
 	if kv {
-		res.Unit, res.BatchName = unitName(e.Kind), "PIPELINE"
+		res.Unit, res.BatchName = daemon.UnitName(e.Kind), "PIPELINE"
 	}
 	log := d.Logger.With(zap.String("workload", orig.Name))
 	total := len(sc.Workers) * len(sc.Batch) * sc.Repeats
 	n := 0
 	for _, b := range sc.Batch {
 		for _, w := range sc.Workers {
-			pt := SweepPoint{Workers: w, Batch: b}
+			pt := Point{Workers: w, Batch: b}
 			var p99s []float64
 			for r := 0; r < sc.Repeats && ctx.Err() == nil; r++ {
 				n++
 				one := *cfg
 				wc := *orig
-				wc.Workers, wc.Rate, wc.reset = w, pace.Rate{Max: true}, sc.Reset
+				wc.Workers, wc.Rate, wc.ResetFirst = w, pace.Rate{Max: true}, sc.Reset
 				if kv {
 					wc.Pipeline = b
 				} else {
@@ -181,11 +109,11 @@ func Sweep(ctx context.Context, cfg *Config, environ map[string]string, d Deps) 
 				// is 0 then), and a finite set may take longer than the
 				// user gave a point.
 				wc.Duration = sc.Duration
-				one.Workload, one.Listen, one.Duration = []*Workload{&wc}, ListenOff, 0
+				one.Workload, one.Listen, one.Duration = []*daemon.Workload{&wc}, daemon.ListenOff, 0
 				dd := d
 				dd.Registry, dd.Listener, dd.Console, dd.History, dd.UI = prometheus.NewRegistry(), nil, nil, nil, nil
 				dd.Logger = zap.NewNop()
-				sum, err := Run(ctx, &one, dd)
+				sum, err := daemon.Run(ctx, &one, dd)
 				if err != nil {
 					return res, err
 				}
@@ -206,7 +134,7 @@ func Sweep(ctx context.Context, cfg *Config, environ map[string]string, d Deps) 
 				}
 				p99s = append(p99s, p99)
 				log.Info(fmt.Sprintf("sweep %d/%d: workers %d, %s %d: %.0f %s/s, p99 %s",
-					n, total, w, res.BatchName, b, rate, res.Unit, fmtDur(p99)))
+					n, total, w, res.BatchName, b, rate, res.Unit, pace.FormatSeconds(p99)))
 			}
 			if len(pt.Rates) == 0 {
 				break
@@ -226,7 +154,7 @@ func Sweep(ctx context.Context, cfg *Config, environ map[string]string, d Deps) 
 }
 
 // mark flags the best point and those where more workers were slower.
-func (r *SweepResult) mark() {
+func (r *Result) mark() {
 	best := -1
 	for i := range r.Points {
 		p := &r.Points[i]
@@ -261,7 +189,7 @@ func minMedMax(v []float64) (lo, med, hi float64) {
 // fitUSL fits the USL to the medians against workers at the batch size
 // of the best point. N/X(N) = (1 + σ(N−1) + κN(N−1))/λ is linear in 1,
 // N−1 and N(N−1), so ordinary least squares gives 1/λ, σ/λ and κ/λ.
-func fitUSL(points []SweepPoint) *USL {
+func fitUSL(points []Point) *USL {
 	var batch int
 	for _, p := range points {
 		if p.Best {

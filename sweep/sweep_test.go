@@ -1,4 +1,4 @@
-package daemon
+package sweep
 
 import (
 	"math"
@@ -10,9 +10,9 @@ import (
 func TestFitUSL(t *testing.T) {
 	lambda, sigma, kappa := 1000.0, 0.05, 0.002
 	law := func(n float64) float64 { return lambda * n / (1 + sigma*(n-1) + kappa*n*(n-1)) }
-	var pts []SweepPoint
+	var pts []Point
 	for _, n := range []int{1, 2, 4, 8, 16, 32, 64} {
-		pts = append(pts, SweepPoint{Workers: n, Batch: 100, Median: law(float64(n))})
+		pts = append(pts, Point{Workers: n, Batch: 100, Median: law(float64(n))})
 	}
 	pts[4].Best = true
 	u := fitUSL(pts)
@@ -27,7 +27,7 @@ func TestFitUSL(t *testing.T) {
 	// Linear scaling has no coherency cost: no peak to predict.
 	pts = pts[:0]
 	for _, n := range []int{1, 2, 4} {
-		pts = append(pts, SweepPoint{Workers: n, Batch: 10, Median: 500 * float64(n), Best: n == 4})
+		pts = append(pts, Point{Workers: n, Batch: 10, Median: 500 * float64(n), Best: n == 4})
 	}
 	if u := fitUSL(pts); !u.Poor || !math.IsInf(u.PeakN, 1) {
 		t.Errorf("linear scaling: peak %v poor %v (%s), want no peak and the fit called poor", u.PeakN, u.Poor, u.Note)
@@ -40,7 +40,7 @@ func TestFitUSL(t *testing.T) {
 
 // The best point and the points where more workers were slower.
 func TestSweepMark(t *testing.T) {
-	r := &SweepResult{Points: []SweepPoint{
+	r := &Result{Points: []Point{
 		{Workers: 1, Batch: 10, Median: 100}, {Workers: 2, Batch: 10, Median: 180}, {Workers: 4, Batch: 10, Median: 150},
 		{Workers: 1, Batch: 100, Median: 300}, {Workers: 2, Batch: 100, Median: 500}, {Workers: 4, Batch: 100, Median: 520},
 	}}
@@ -56,19 +56,5 @@ func TestSweepMark(t *testing.T) {
 	}
 	if len(best) != 1 || best[0] != 5 {
 		t.Errorf("best %v, want only point 5", best)
-	}
-}
-
-// Worker and batch lists parse, sort and refuse what is not a list of
-// positive numbers.
-func TestIntList(t *testing.T) {
-	var l IntList
-	if err := l.UnmarshalText([]byte("8, 1,2,2")); err != nil || len(l) != 3 || l[0] != 1 || l[2] != 8 {
-		t.Errorf("got %v, %v", l, err)
-	}
-	for _, bad := range []string{"", "0", "1,,2", "a", "-1", "1e9"} {
-		if err := l.UnmarshalText([]byte(bad)); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package daemon
+package sweep
 
 import (
 	"encoding/csv"
@@ -8,11 +8,13 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/soakd/soakd/daemon/pace"
 )
 
 // WriteMarkdown writes the sweep as a markdown report: environment,
 // settings, every point, the best, and the USL fit.
-func (r *SweepResult) WriteMarkdown(out io.Writer) {
+func (r *Result) WriteMarkdown(out io.Writer) {
 	sc := r.Settings
 	fmt.Fprintf(out, "# Sweep of workload %s: WORKERS × %s, closed loop\n\n", r.Workload, r.BatchName)
 	for _, p := range r.Points {
@@ -44,7 +46,7 @@ func (r *SweepResult) WriteMarkdown(out io.Writer) {
 			note = append(note, "slower than with fewer workers")
 		}
 		fmt.Fprintf(out, "| %d | %d | %.0f | %.0f | %.0f | %s | %d | %s |\n", p.Workers, p.Batch, p.Median, p.Min, p.Max,
-			fmtDur(p.P99), p.Failed, strings.Join(note, ", "))
+			pace.FormatSeconds(p.P99), p.Failed, strings.Join(note, ", "))
 	}
 	if u := r.USL; u != nil {
 		fmt.Fprintf(out, "\n## Universal Scalability Law (%s %d)\n\n", r.BatchName, u.Batch)
@@ -64,7 +66,7 @@ func (r *SweepResult) WriteMarkdown(out io.Writer) {
 }
 
 // WriteCSV writes one row per run.
-func (r *SweepResult) WriteCSV(out io.Writer) error {
+func (r *Result) WriteCSV(out io.Writer) error {
 	w := csv.NewWriter(out)
 	_ = w.Write([]string{"workers", strings.ToLower(r.BatchName), "run", "units_per_second", "median", "min", "max", "p99_seconds", "best", "throughput_falls"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
@@ -79,7 +81,7 @@ func (r *SweepResult) WriteCSV(out io.Writer) error {
 }
 
 // WriteJSON writes the whole result, indented.
-func (r *SweepResult) WriteJSON(out io.Writer) error {
+func (r *Result) WriteJSON(out io.Writer) error {
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
 	// JSON has no infinity: a peak without coherency cost is left out.
