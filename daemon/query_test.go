@@ -79,8 +79,8 @@ func (s *querySink) Close(context.Context) error { return nil }
 func queryPlugins(sink *querySink) *Plugins {
 	p := testPlugins(sinks.Entry{Schemes: []string{"q"}, Kinds: []sources.Kind{sources.Queries},
 		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return sink, nil }})
-	p.Sources = append(p.Sources, SourceEntry{Names: []string{"test-queries"}, Kind: sources.Queries,
-		New: func(*Workload) (sources.Source, error) { return testQueries{}, nil }})
+	p.Sources.Add(sources.Register(sources.Spec[struct{}]{Names: []string{"test-queries"}, Kind: sources.Queries,
+		New: func(*struct{}, sources.Common) (sources.Source, error) { return testQueries{}, nil }}))
 	return p
 }
 
@@ -201,8 +201,8 @@ func TestSweepQueryWorkload(t *testing.T) {
 	sink := &resetQuerySink{}
 	p := testPlugins(sinks.Entry{Schemes: []string{"q"}, Kinds: []sources.Kind{sources.Queries},
 		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return sink, nil }})
-	p.Sources = append(p.Sources, SourceEntry{Names: []string{"test-queries"}, Kind: sources.Queries,
-		New: func(*Workload) (sources.Source, error) { return testQueries{}, nil }})
+	p.Sources.Add(sources.Register(sources.Spec[struct{}]{Names: []string{"test-queries"}, Kind: sources.Queries,
+		New: func(*struct{}, sources.Common) (sources.Source, error) { return testQueries{}, nil }}))
 	env := testEnv("SOAKD_WORKLOADS", "q", "SOAKD_Q_SOURCE", "test-queries", "SOAKD_Q_TARGET", "q://",
 		"SOAKD_SWEEP_WORKERS", "1", "SOAKD_SWEEP_BATCH", "1,2", "SOAKD_SWEEP_REPEATS", "1",
 		"SOAKD_SWEEP_DURATION", "1s", "SOAKD_SWEEP_RESET", "true")
