@@ -164,14 +164,18 @@ func (o offsetStream) Fill(b *sources.Batch, max int, now int64) error {
 func chaosPlugins(sink *chaosSink) *Plugins {
 	p := testPlugins(sinks.Entry{Schemes: []string{"chaos"}, Kinds: []sources.Kind{sources.Series},
 		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return sink, nil }})
-	p.Sources[0].New = func(w *Workload) (sources.Source, error) {
-		s, err := seq.New(*w.Ext.(*seq.Config), w.Shard)
-		if err != nil {
-			return nil, err
-		}
-		n, _ := strconv.ParseInt(w.Name[len("seq"):], 10, 64) // workload seqN loads N rows first
-		return preloadSource{s, n}, nil
-	}
+	p.Sources = sources.NewRegistry(sources.Register(sources.Spec[seq.Config]{
+		Names: []string{"seq"}, Kind: sources.Series,
+		Validate: func(c *seq.Config, _ sources.Common) error { return c.Validate() },
+		New: func(c *seq.Config, w sources.Common) (sources.Source, error) {
+			s, err := seq.New(*c, w.Shard)
+			if err != nil {
+				return nil, err
+			}
+			n, _ := strconv.ParseInt(w.Workload[len("seq"):], 10, 64) // workload seqN loads N rows first
+			return preloadSource{s, n}, nil
+		},
+	}))
 	return p
 }
 

@@ -100,11 +100,12 @@ type Workload struct {
 	Thresholds   string        `env:"THRESHOLDS" help:"pass/fail checks of the run phase, e.g. p99<50ms, errors<0.1%, achieved>99%, dropped=0, op:read.p99<5ms@1m, drift.p99<20%; ! stops the run when one fails; a failed check makes soakd exit 1"`
 	DriftWarmup  time.Duration `env:"DRIFT_WARMUP" envDefault:"1m" help:"start of the run phase that drift. thresholds skip: their early window begins here"`
 
-	// Ext holds the source's own settings (a pointer to the struct its
-	// SourceEntry.Settings returns), parsed from the same SOAKD_<W>_* prefix.
-	Ext any `env:"-"`
+	// SourceSettings holds the source's own settings (made by its
+	// sources.Entry), parsed from the same SOAKD_<W>_* prefix; nil when
+	// the source is unknown.
+	SourceSettings sources.Settings `env:"-"`
 	// BuiltinDefaults lists the VAR=value defaults applied because the
-	// workload uses the built-in target (see SourceEntry.BuiltinDefaults).
+	// workload uses the built-in target (see sources.Entry.BuiltinDefaults).
 	BuiltinDefaults []string `env:"-"`
 	// Sink is the target URL, parsed once by Validate: TARGET, or the
 	// built-in target of the source's kind (then Builtin is true).
@@ -121,6 +122,20 @@ type Workload struct {
 	ResetFirst bool `env:"-"`
 	// Checks are the parsed THRESHOLDS, set by Validate.
 	Checks []Threshold `env:"-"`
+}
+
+// Common is what w's source reads of its settings beyond its own.
+func (w *Workload) Common() sources.Common {
+	return sources.Common{Workload: w.Name, Source: w.Source, Seed: w.Seed, Shard: w.Shard, Builtin: w.Target == ""}
+}
+
+// NewSource builds w's source from its settings (see Load). It is cheap
+// and does no I/O.
+func (w *Workload) NewSource() (sources.Source, error) {
+	if w.SourceSettings == nil {
+		return nil, fmt.Errorf("BUG: no settings loaded for source %q", w.Source)
+	}
+	return w.SourceSettings.New(w.Common())
 }
 
 // Secret returns the effective password and token (file variants win).
@@ -165,7 +180,7 @@ var workloadName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 // os.Environ, or a map in tests) with defaults applied. It returns every
 // parse problem at once, each naming its environment variable; semantic
 // checks are in Validate.
-func Load(environ map[string]string, srcs Sources) (*Config, error) {
+func Load(environ map[string]string, srcs *sources.Registry) (*Config, error) {
 	var errs []error
 	cfg := &Config{}
 	if err := env.ParseWithOptions(cfg, envOptions(environ, EnvPrefix)); err != nil {
@@ -204,8 +219,8 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 				w.BuiltinDefaults = append(w.BuiltinDefaults, fmt.Sprintf("%sBATCH_SIZE=%d", p, w.BatchSize))
 			}
 		}
-		if e := srcs.Lookup(w.Source); e != nil && e.Settings != nil {
-			w.Ext = e.Settings()
+		if e := srcs.Lookup(w.Source); e != nil {
+			w.SourceSettings = e.NewSettings()
 			wenv := environ
 			if w.Target == "" && len(e.BuiltinDefaults) > 0 {
 				wenv = maps.Clone(environ)
@@ -217,8 +232,8 @@ func Load(environ map[string]string, srcs Sources) (*Config, error) {
 				}
 				slices.Sort(w.BuiltinDefaults)
 			}
-			if err := env.ParseWithOptions(w.Ext, envOptions(wenv, p)); err != nil {
-				errs = append(errs, nameErrors(err, w.Ext, p, wenv)...)
+			if err := env.ParseWithOptions(w.SourceSettings.Fields(), envOptions(wenv, p)); err != nil {
+				errs = append(errs, nameErrors(err, w.SourceSettings.Fields(), p, wenv)...)
 			}
 		}
 		cfg.Workload = append(cfg.Workload, w)
@@ -384,8 +399,8 @@ func (w *Workload) validatePlugins(p *Plugins) []error {
 		return []error{cfgErr(pre+"SOURCE", "unknown source %q (known: %s)", w.Source, strings.Join(p.Sources.Names(), ", "))}
 	}
 	var errs []error
-	if e.Validate != nil {
-		if err := e.Validate(w); err != nil {
+	if w.SourceSettings != nil {
+		if err := w.SourceSettings.Validate(w.Common()); err != nil {
 			errs = append(errs, prefixSettingErrors(err, pre)...)
 		}
 	}
@@ -526,8 +541,8 @@ func (c *Config) Settings() []Setting {
 	for _, w := range c.Workload {
 		p := Prefix(w.Name)
 		out = append(out, settingsOf(&Workload{}, p)...)
-		if w.Ext != nil {
-			out = append(out, settingsOf(w.Ext, p)...)
+		if w.SourceSettings != nil {
+			out = append(out, settingsOf(w.SourceSettings.Fields(), p)...)
 		}
 	}
 	return out
@@ -575,7 +590,7 @@ func UnknownVars(environ map[string]string, settings []Setting) []string {
 // of c nor one of extra (another command's settings). Variables under a
 // workload whose source is unknown are left out: that is reported as its
 // own error, and its source's settings cannot be known.
-func (c *Config) UnknownVars(environ map[string]string, srcs Sources, extra ...Setting) []string {
+func (c *Config) UnknownVars(environ map[string]string, srcs *sources.Registry, extra ...Setting) []string {
 	var out []string
 	for _, k := range UnknownVars(environ, append(c.Settings(), extra...)) {
 		if !slices.ContainsFunc(c.Workload, func(w *Workload) bool {

@@ -284,7 +284,7 @@ func TestSchedulerCatchUpDropsExactly(t *testing.T) {
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "10",
 			"SOAKD_SEQ_WORKERS", "1", "SOAKD_SEQ_MAX_LAG", "100ms"), pl)
 		wc := cfg.Workload[0]
-		src, err := pl.Sources[0].New(wc)
+		src, err := wc.NewSource()
 		if err != nil {
 			t.Fatal(err)
 		}

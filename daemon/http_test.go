@@ -261,12 +261,11 @@ func TestPrometheusScrapesNativeHistograms(t *testing.T) {
 func TestStatusShowsCurrentPhase(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := testPlugins()
-		p.Sources = append(p.Sources, SourceEntry{
+		p.Sources.Add(sources.Register(sources.Spec[kv.Config]{
 			Names: []string{"kv"}, Kind: sources.KV,
-			Settings: func() any { return &kv.Config{} },
-			Validate: func(w *Workload) error { return w.Ext.(*kv.Config).Validate() },
-			New:      func(w *Workload) (sources.Source, error) { return kv.New(*w.Ext.(*kv.Config), w.Seed, w.Shard) },
-		})
+			Validate: func(c *kv.Config, _ sources.Common) error { return c.Validate() },
+			New:      func(c *kv.Config, w sources.Common) (sources.Source, error) { return kv.New(*c, w.Seed, w.Shard) },
+		}))
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "kv", "SOAKD_KV_TARGET", "null://?latency=1ms", "SOAKD_KV_RECORDS", "2000",
 			"SOAKD_KV_LOAD_RATE", "1000", "SOAKD_KV_RATE", "500", "SOAKD_KV_DURATION", "30s", "SOAKD_PROGRESS_INTERVAL", "5s"), p)
 		var h http.Handler
@@ -338,12 +337,11 @@ func TestStopWhileCheckingLoadedRecords(t *testing.T) {
 		sp := &stallProber{probing: make(chan struct{})}
 		p := testPlugins(sinks.Entry{Schemes: []string{"stall"}, Kinds: []sources.Kind{sources.KV},
 			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return sp, nil }})
-		p.Sources = append(p.Sources, SourceEntry{
+		p.Sources.Add(sources.Register(sources.Spec[kv.Config]{
 			Names: []string{"kv"}, Kind: sources.KV,
-			Settings: func() any { return &kv.Config{} },
-			Validate: func(w *Workload) error { return w.Ext.(*kv.Config).Validate() },
-			New:      func(w *Workload) (sources.Source, error) { return kv.New(*w.Ext.(*kv.Config), w.Seed, w.Shard) },
-		})
+			Validate: func(c *kv.Config, _ sources.Common) error { return c.Validate() },
+			New:      func(c *kv.Config, w sources.Common) (sources.Source, error) { return kv.New(*c, w.Seed, w.Shard) },
+		}))
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "kv", "SOAKD_KV_TARGET", "stall://", "SOAKD_KV_RECORDS", "100"), p)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan runResult, 1)

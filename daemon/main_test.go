@@ -25,12 +25,11 @@ func testPlugins(extra ...sinks.Entry) *Plugins {
 		r.Add(e)
 	}
 	return &Plugins{
-		Sources: Sources{{
+		Sources: sources.NewRegistry(sources.Register(sources.Spec[seq.Config]{
 			Names: []string{"seq"}, Kind: sources.Series,
-			Settings: func() any { return &seq.Config{} },
-			Validate: func(w *Workload) error { return w.Ext.(*seq.Config).Validate() },
-			New:      func(w *Workload) (sources.Source, error) { return seq.New(*w.Ext.(*seq.Config), w.Shard) },
-		}},
+			Validate: func(c *seq.Config, _ sources.Common) error { return c.Validate() },
+			New:      func(c *seq.Config, w sources.Common) (sources.Source, error) { return seq.New(*c, w.Shard) },
+		})),
 		Sinks:   r,
 		Builtin: map[sources.Kind]string{sources.Series: "null://"},
 	}

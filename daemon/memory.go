@@ -15,20 +15,19 @@ import (
 // in the kernel's OOM killer. Such settings are refused before anything
 // runs, naming them.
 
-// batchBytes estimates one batch of units of src: 8 bytes per column of
-// a series row (time, device, fields), the key and every field value of a
-// KV operation, a query and its rendered text.
+// batchBytes estimates one batch of units of src: what the source says
+// of a unit (sources.UnitSizer: the key and every field value of a KV
+// operation), else 8 bytes per column of a series row (time, device,
+// fields), a query and its rendered text, or a KV operation's key.
 func batchBytes(kind sources.Kind, src sources.Source, units int) int64 {
+	if u, ok := src.(sources.UnitSizer); ok {
+		return u.UnitBytes() * int64(units)
+	}
 	if kind == sources.Queries {
 		return (int64(unsafe.Sizeof(sources.Query{})) + queryTextBytes) * int64(units)
 	}
 	if kind == sources.KV {
-		per := int64(64)
-		if bs, ok := src.(sources.Batcher); ok {
-			b := bs.NewBatch()
-			per += int64(b.Fields) * int64(b.FieldLength)
-		}
-		return per * int64(units)
+		return 64 * int64(units)
 	}
 	cols := 0
 	for _, sc := range src.Schemas() {

@@ -77,8 +77,8 @@ func (s *querySink) Close(context.Context) error { return nil }
 func queryPlugins(sink *querySink) *Plugins {
 	p := testPlugins(sinks.Entry{Schemes: []string{"q"}, Kinds: []sources.Kind{sources.Queries},
 		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return sink, nil }})
-	p.Sources = append(p.Sources, SourceEntry{Names: []string{"test-queries"}, Kind: sources.Queries,
-		New: func(*Workload) (sources.Source, error) { return testQueries{}, nil }})
+	p.Sources.Add(sources.Register(sources.Spec[struct{}]{Names: []string{"test-queries"}, Kind: sources.Queries,
+		New: func(*struct{}, sources.Common) (sources.Source, error) { return testQueries{}, nil }}))
 	return p
 }
 

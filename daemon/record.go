@@ -226,8 +226,8 @@ func settingsRecord(w *Workload, src sources.Source) map[string]string {
 		}
 	}
 	add(w, "SOURCE", "SEED", "SHARD", "WORKERS")
-	if w.Ext != nil {
-		add(w.Ext)
+	if w.SourceSettings != nil {
+		add(w.SourceSettings.Fields())
 	}
 	if r, ok := src.(sources.Resolved); ok {
 		for k, v := range r.Resolved() {

@@ -53,7 +53,7 @@ type Deps struct {
 // workload is one configured workload, opened and ready to run.
 type workload struct {
 	*runner
-	entry    *SourceEntry
+	entry    *sources.Entry
 	ready    readiness
 	controls [len(controlActions)]atomic.Int64 // changes made through /control, by action
 }
@@ -247,7 +247,7 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		if e == nil {
 			return fail(fmt.Errorf("%sSOURCE: unknown source %q", Prefix(wc.Name), wc.Source))
 		}
-		src, err := e.New(wc)
+		src, err := wc.NewSource()
 		if err != nil {
 			return fail(fmt.Errorf("%sSOURCE: cannot build source %q: %w", Prefix(wc.Name), wc.Source, err))
 		}

@@ -15,4 +15,10 @@
 //		// ... write b ...
 //		if errors.Is(err, sources.ErrDone) { break }
 //	}
+//
+// Sources are registered, as sinks are, in a Registry that the
+// composition root (cmd/soakd/plugins) fills: Register ties a source's
+// names and kind to its own settings struct, so that each workload gets
+// typed settings (Settings) and the source is built from them and the
+// workload's Common settings, without depending on the daemon.
 package sources

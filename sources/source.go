@@ -42,6 +42,14 @@ type Sized interface {
 	Total() int64
 }
 
+// UnitSizer is implemented by sources that know about how many bytes one
+// unit of their batches takes in memory (a KV operation: its key and its
+// values). The engine uses it to refuse settings whose batches would not
+// fit in the machine's memory.
+type UnitSizer interface {
+	UnitBytes() int64
+}
+
 // Batcher is implemented by sources whose batches need fields set before
 // the first Fill (KV record shape); the engine calls NewBatch once per
 // worker instead of building the batch itself.

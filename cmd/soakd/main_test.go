@@ -95,7 +95,7 @@ func TestConfigCommand(t *testing.T) {
 // series source's settings are its flags and SOAKD_GEN_* variables, and a
 // source without a finite set of rows is refused.
 func TestGenerateUsesTheSourceList(t *testing.T) {
-	for _, e := range plugins.All().Sources {
+	for _, e := range plugins.All().Sources.Entries() {
 		for _, name := range e.Names {
 			code, out, errs := run(t, nil, "generate", "--source", name, "--help")
 			if e.File == nil {
@@ -107,7 +107,7 @@ func TestGenerateUsesTheSourceList(t *testing.T) {
 			if code != exitOK {
 				t.Fatalf("generate --source %s --help: exit %d\n%s", name, code, errs)
 			}
-			for _, s := range daemon.SettingsOf(e.Settings(), "SOAKD_GEN_") {
+			for _, s := range daemon.SettingsOf(e.NewSettings().Fields(), "SOAKD_GEN_") {
 				flag := strings.TrimPrefix(s.Flag, "gen-")
 				if !regexp.MustCompile(`(?m)^` + s.Key + ` +--` + flag + ` `).MatchString(out) {
 					t.Errorf("generate --source %s --help does not list %s as --%s:\n%s", name, s.Key, flag, out)

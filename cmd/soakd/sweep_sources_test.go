@@ -18,7 +18,7 @@ import (
 // on its built-in target. A source added to the registry is covered here
 // without a change.
 func TestSweepEndsOnEverySource(t *testing.T) {
-	for _, e := range plugins.All().Sources {
+	for _, e := range plugins.All().Sources.Entries() {
 		for _, name := range e.Names {
 			t.Run(name, func(t *testing.T) {
 				out := filepath.Join(t.TempDir(), "sweep")

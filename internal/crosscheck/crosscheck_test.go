@@ -39,14 +39,13 @@ func plugins() *daemon.Plugins {
 	kinds := []sources.Kind{sources.Series, sources.Queries}
 	r.Add(sinks.Entry{Schemes: []string{"postgres"}, Kinds: kinds, Open: postgres.Open, Check: postgres.Check})
 	r.Add(sinks.Entry{Schemes: []string{"influx1"}, Kinds: kinds, Open: influx.Open, Check: influx.Check})
-	return &daemon.Plugins{Sinks: r, Builtin: map[sources.Kind]string{}, Sources: daemon.Sources{{
+	return &daemon.Plugins{Sinks: r, Builtin: map[sources.Kind]string{}, Sources: sources.NewRegistry(sources.Register(sources.Spec[iot.Config]{
 		Names: iot.Names(), Kind: sources.Series,
-		Settings: func() any { return &iot.Config{} },
-		Validate: func(w *daemon.Workload) error { return iot.Defaults(w.Source, *w.Ext.(*iot.Config)).Validate() },
-		New: func(w *daemon.Workload) (sources.Source, error) {
-			return iot.New(w.Source, *w.Ext.(*iot.Config), w.Seed, w.Shard)
+		Validate: func(c *iot.Config, w sources.Common) error { return iot.Defaults(w.Source, *c).Validate() },
+		New: func(c *iot.Config, w sources.Common) (sources.Source, error) {
+			return iot.New(w.Source, *c, w.Seed, w.Shard)
 		},
-	}}}
+	}))}
 }
 
 // dataSet is how each data set is written: devops 10 hosts every 10 s for

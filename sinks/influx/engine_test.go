@@ -26,26 +26,23 @@ func enginePlugins() *daemon.Plugins {
 	r.Add(sinks.Entry{Schemes: []string{"influx", "influxs", "influx1"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: Open, Check: Check})
 	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV}, Open: null.Open, Check: null.Check})
 	return &daemon.Plugins{
-		Sources: daemon.Sources{{
+		Sources: sources.NewRegistry(sources.Register(sources.Spec[seq.Config]{
 			Names: []string{"seq"}, Kind: sources.Series,
-			Settings: func() any { return &seq.Config{} },
-			Validate: func(w *daemon.Workload) error { return w.Ext.(*seq.Config).Validate() },
-			New:      func(w *daemon.Workload) (sources.Source, error) { return seq.New(*w.Ext.(*seq.Config), w.Shard) },
-		}, {
+			Validate: func(c *seq.Config, _ sources.Common) error { return c.Validate() },
+			New:      func(c *seq.Config, w sources.Common) (sources.Source, error) { return seq.New(*c, w.Shard) },
+		}), sources.Register(sources.Spec[iot.Config]{
 			Names: iot.Names(), Kind: sources.Series,
-			Settings: func() any { return &iot.Config{} },
-			Validate: func(w *daemon.Workload) error { return iot.Defaults(w.Source, *w.Ext.(*iot.Config)).Validate() },
-			New: func(w *daemon.Workload) (sources.Source, error) {
-				return iot.New(w.Source, *w.Ext.(*iot.Config), w.Seed, w.Shard)
+			Validate: func(c *iot.Config, w sources.Common) error { return iot.Defaults(w.Source, *c).Validate() },
+			New: func(c *iot.Config, w sources.Common) (sources.Source, error) {
+				return iot.New(w.Source, *c, w.Seed, w.Shard)
 			},
-		}, {
+		}), sources.Register(sources.Spec[iot.QueryConfig]{
 			Names: iot.QueryNames(), Kind: sources.Queries,
-			Settings: func() any { return &iot.QueryConfig{} },
-			Validate: func(w *daemon.Workload) error { return w.Ext.(*iot.QueryConfig).Validate(w.Source) },
-			New: func(w *daemon.Workload) (sources.Source, error) {
-				return iot.NewQueries(w.Source, *w.Ext.(*iot.QueryConfig), w.Seed)
+			Validate: func(c *iot.QueryConfig, w sources.Common) error { return c.Validate(w.Source) },
+			New: func(c *iot.QueryConfig, w sources.Common) (sources.Source, error) {
+				return iot.NewQueries(w.Source, *c, w.Seed)
 			},
-		}},
+		})),
 		Sinks:   r,
 		Builtin: map[sources.Kind]string{sources.Series: "null://"},
 	}

@@ -23,13 +23,14 @@ import (
 func enginePlugins() *daemon.Plugins {
 	r := sinks.NewRegistry()
 	r.Add(sinks.Entry{Schemes: []string{"postgres", "postgresql"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: Open, Check: Check})
-	srcs := daemon.Sources{{
+	srcs := sources.NewRegistry(sources.Register(sources.Spec[seq.Config]{
 		Names: []string{"seq"}, Kind: sources.Series,
-		Settings: func() any { return &seq.Config{} },
-		Validate: func(w *daemon.Workload) error { return w.Ext.(*seq.Config).Validate() },
-		New:      func(w *daemon.Workload) (sources.Source, error) { return seq.New(*w.Ext.(*seq.Config), w.Shard) },
-	}}
-	srcs = append(srcs, seriesSources()...)
+		Validate: func(c *seq.Config, _ sources.Common) error { return c.Validate() },
+		New:      func(c *seq.Config, w sources.Common) (sources.Source, error) { return seq.New(*c, w.Shard) },
+	}))
+	for _, e := range seriesSources() {
+		srcs.Add(e)
+	}
 	return &daemon.Plugins{Sources: srcs, Sinks: r, Builtin: map[sources.Kind]string{}}
 }
 
@@ -227,22 +228,20 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 
 // seriesSources registers package sources/iot as cmd/soakd does, its
 // query sources included.
-func seriesSources() daemon.Sources {
-	return daemon.Sources{{
+func seriesSources() []sources.Entry {
+	return []sources.Entry{sources.Register(sources.Spec[iot.Config]{
 		Names: iot.Names(), Kind: sources.Series,
-		Settings: func() any { return &iot.Config{} },
-		Validate: func(w *daemon.Workload) error { return iot.Defaults(w.Source, *w.Ext.(*iot.Config)).Validate() },
-		New: func(w *daemon.Workload) (sources.Source, error) {
-			return iot.New(w.Source, *w.Ext.(*iot.Config), w.Seed, w.Shard)
+		Validate: func(c *iot.Config, w sources.Common) error { return iot.Defaults(w.Source, *c).Validate() },
+		New: func(c *iot.Config, w sources.Common) (sources.Source, error) {
+			return iot.New(w.Source, *c, w.Seed, w.Shard)
 		},
-	}, {
+	}), sources.Register(sources.Spec[iot.QueryConfig]{
 		Names: iot.QueryNames(), Kind: sources.Queries,
-		Settings: func() any { return &iot.QueryConfig{} },
-		Validate: func(w *daemon.Workload) error { return w.Ext.(*iot.QueryConfig).Validate(w.Source) },
-		New: func(w *daemon.Workload) (sources.Source, error) {
-			return iot.NewQueries(w.Source, *w.Ext.(*iot.QueryConfig), w.Seed)
+		Validate: func(c *iot.QueryConfig, w sources.Common) error { return c.Validate(w.Source) },
+		New: func(c *iot.QueryConfig, w sources.Common) (sources.Source, error) {
+			return iot.NewQueries(w.Source, *c, w.Seed)
 		},
-	}}
+	})}
 }
 
 // TestEngineSources runs every series source through the engine with

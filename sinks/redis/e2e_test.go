@@ -23,15 +23,14 @@ func plugins() *daemon.Plugins {
 	r := sinks.NewRegistry()
 	r.Add(sinks.Entry{Schemes: Schemes, Kinds: []sources.Kind{sources.KV}, Open: Open, Check: Check})
 	return &daemon.Plugins{
-		Sources: daemon.Sources{{
+		Sources: sources.NewRegistry(sources.Register(sources.Spec[kv.Config]{
 			Names:    []string{"kv"},
 			Kind:     sources.KV,
-			Settings: func() any { return &kv.Config{} },
-			Validate: func(w *daemon.Workload) error { return w.Ext.(*kv.Config).Validate() },
-			New: func(w *daemon.Workload) (sources.Source, error) {
-				return kv.New(*w.Ext.(*kv.Config), w.Seed, w.Shard)
+			Validate: func(c *kv.Config, _ sources.Common) error { return c.Validate() },
+			New: func(c *kv.Config, w sources.Common) (sources.Source, error) {
+				return kv.New(*c, w.Seed, w.Shard)
 			},
-		}},
+		})),
 		Sinks: r,
 	}
 }

@@ -50,6 +50,7 @@ var (
 	_ sources.Batcher   = (*Source)(nil)
 	_ sources.Preloader = (*Source)(nil)
 	_ sources.Shaped    = (*Source)(nil)
+	_ sources.UnitSizer = (*Source)(nil)
 )
 
 // New builds the source for one shard. It is cheap (no I/O; a value pool

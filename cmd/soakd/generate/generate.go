@@ -8,12 +8,12 @@
 //	    --interval 10s --format influx --out cpu.influx
 //
 // The data set is read as the one workload, named gen, of a soakd run: the
-// source comes from the same list (daemon.Sources, in cmd/soakd) and each
+// source comes from the same list (a sources.Registry, in cmd/soakd) and each
 // of its settings X is the variable SOAKD_GEN_X and the flag --x (lower
 // case, - for _), parsed and checked by the same code as a run's.
 // Generate's own options (format, out, ...) are read the same way. A
-// source's daemon.FileEntry gives its file defaults and says when its
-// settings make a finite data set; a source without one (kv) makes no
+// source's sources.File gives its file defaults, its settings say when
+// they make a finite data set, and a source without one (kv) makes no
 // file.
 //
 // The output is the same bytes on every run and machine for the same
@@ -80,17 +80,17 @@ const (
 
 // setup is the list of settings generate reads for one source.
 type setup struct {
-	srcs   daemon.Sources
+	srcs   *sources.Registry
 	source string
-	entry  *daemon.SourceEntry // nil when source names none
-	data   []daemon.Setting    // SOURCE, SEED, SHARD, then the source's own
-	own    []daemon.Setting    // options
+	entry  *sources.Entry   // nil when source names none
+	data   []daemon.Setting // SOURCE, SEED, SHARD, then the source's own
+	own    []daemon.Setting // options
 }
 
 // newSetup lists the settings for source (the default when empty), with
 // generate's defaults and flags: the prefix SOAKD_GEN_ makes no part of a
 // flag (--scale, not --gen-scale).
-func newSetup(srcs daemon.Sources, source string) *setup {
+func newSetup(srcs *sources.Registry, source string) *setup {
 	if source == "" {
 		source = defaultSource
 	}
@@ -110,8 +110,8 @@ func newSetup(srcs daemon.Sources, source string) *setup {
 		st.data = append(st.data, s)
 	}
 	st.own = daemon.SettingsOf(&options{}, prefix)
-	if e := st.entry; e != nil && e.Settings != nil {
-		for _, s := range daemon.SettingsOf(e.Settings(), prefix) {
+	if e := st.entry; e != nil {
+		for _, s := range daemon.SettingsOf(e.NewSettings().Fields(), prefix) {
 			if slices.ContainsFunc(st.own, func(o daemon.Setting) bool { return o.Key == s.Key }) {
 				panic("BUG: source " + source + "'s setting " + s.Key + " is also an option of soakd generate")
 			}
@@ -139,7 +139,7 @@ func flagOf(key string) string {
 // fileSources lists the sources that write a data file.
 func (st *setup) fileSources() []string {
 	var out []string
-	for _, e := range st.srcs {
+	for _, e := range st.srcs.Entries() {
 		if e.File != nil && e.Kind == sources.Series {
 			out = append(out, e.Names...)
 		}
@@ -153,7 +153,7 @@ func (st *setup) all() []daemon.Setting { return append(slices.Clip(st.data), st
 // setting of generate with the source SOAKD_GEN_SOURCE names, and the
 // settings they were checked against: the variables Main refuses (unless
 // SOAKD_ALLOW_UNKNOWN) when no flag names the source.
-func UnknownVars(environ map[string]string, srcs daemon.Sources) (unk []string, settings []daemon.Setting) {
+func UnknownVars(environ map[string]string, srcs *sources.Registry) (unk []string, settings []daemon.Setting) {
 	st := newSetup(srcs, sourceOf(nil, environ))
 	return st.unknownVars(environ), st.all()
 }
@@ -279,12 +279,8 @@ func (st *setup) load(c daemon.CommandLine) (*job, error) {
 	case e.File == nil || e.Kind != sources.Series:
 		errs = append(errs, cfgErr("SOURCE", "%s has no finite set of rows to write: soakd generate writes %s", st.source, strings.Join(st.fileSources(), ", ")))
 	default:
-		if e.Validate != nil {
-			check(e.Validate(w))
-		}
-		if e.File.Finite != nil {
-			check(e.File.Finite(w))
-		}
+		check(w.SourceSettings.Validate(w.Common()))
+		check(w.SourceSettings.Finite())
 	}
 
 	j := &job{name: st.source}
@@ -315,7 +311,7 @@ func (st *setup) load(c daemon.CommandLine) (*job, error) {
 		return nil, errors.Join(errs...)
 	}
 
-	if j.src, err = e.New(w); err != nil {
+	if j.src, err = w.NewSource(); err != nil {
 		check(err)
 		return nil, errors.Join(errs...)
 	}
@@ -373,7 +369,7 @@ func (st *setup) usage(w io.Writer, env map[string]string) {
 // Main runs `soakd generate args...` with the settings in environ and
 // the sources srcs, and returns the exit code: 0 done, 1 failed, 2
 // invalid settings.
-func Main(ctx context.Context, args []string, environ map[string]string, srcs daemon.Sources, stdout, stderr io.Writer) int {
+func Main(ctx context.Context, args []string, environ map[string]string, srcs *sources.Registry, stdout, stderr io.Writer) int {
 	st := newSetup(srcs, sourceOf(args, environ))
 	c, err := st.parseArgs(args, environ)
 	if missing := (*daemon.MissingValueError)(nil); errors.As(err, &missing) &&

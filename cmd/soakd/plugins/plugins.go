@@ -31,66 +31,48 @@ func All() *daemon.Plugins {
 	r.Add(sinks.Entry{Schemes: []string{"influx", "influxs", "influx1"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: influx.Open, Check: influx.Check})
 	r.Add(sinks.Entry{Schemes: redis.Schemes, Kinds: []sources.Kind{sources.KV}, Open: openRedis, Check: redis.Check})
 
-	srcs := daemon.Sources{
-		{
-			Names:    iot.Names(),
-			Kind:     sources.Series,
-			Settings: func() any { return &iot.Config{} },
-			Validate: func(w *daemon.Workload) error {
-				return iot.Defaults(w.Source, *w.Ext.(*iot.Config)).Validate()
-			},
-			New: func(w *daemon.Workload) (sources.Source, error) {
-				return iot.New(w.Source, *w.Ext.(*iot.Config), w.Seed, w.Shard)
-			},
-			File: &daemon.FileEntry{
-				Defaults: iot.FileDefaults(),
-				Finite:   func(w *daemon.Workload) error { return w.Ext.(*iot.Config).Finite() },
-			},
+	srcs := sources.NewRegistry()
+	srcs.Add(sources.Register(sources.Spec[iot.Config]{
+		Names: iot.Names(),
+		Kind:  sources.Series,
+		Validate: func(c *iot.Config, w sources.Common) error {
+			return iot.Defaults(w.Source, *c).Validate()
 		},
-		{
-			Names:    iot.QueryNames(),
-			Kind:     sources.Queries,
-			Settings: func() any { return &iot.QueryConfig{} },
-			Validate: func(w *daemon.Workload) error { return w.Ext.(*iot.QueryConfig).Validate(w.Source) },
-			New: func(w *daemon.Workload) (sources.Source, error) {
-				return iot.NewQueries(w.Source, *w.Ext.(*iot.QueryConfig), w.Seed)
-			},
+		New: func(c *iot.Config, w sources.Common) (sources.Source, error) {
+			return iot.New(w.Source, *c, w.Seed, w.Shard)
 		},
-		{
-			Names:    []string{"kv"},
-			Kind:     sources.KV,
-			Settings: func() any { return &kv.Config{} },
-			Validate: func(w *daemon.Workload) error {
-				c := w.Ext.(*kv.Config)
-				if err := c.Validate(); err != nil {
-					return err
-				}
-				if w.Target == "" {
-					return builtinFits(c)
-				}
-				return nil
-			},
-			New: func(w *daemon.Workload) (sources.Source, error) {
-				return kv.New(*w.Ext.(*kv.Config), w.Seed, w.Shard)
-			},
-			// The built-in target keeps records in this process's memory:
-			// 10,000 default records (10 MB of values) keep the zero-config
-			// demo small; set RECORDS to load more.
-			BuiltinDefaults: map[string]string{"RECORDS": "10000"},
+		Finite:       (*iot.Config).Finite,
+		FileDefaults: iot.FileDefaults(),
+	}))
+	srcs.Add(sources.Register(sources.Spec[iot.QueryConfig]{
+		Names:    iot.QueryNames(),
+		Kind:     sources.Queries,
+		Validate: func(c *iot.QueryConfig, w sources.Common) error { return c.Validate(w.Source) },
+		New: func(c *iot.QueryConfig, w sources.Common) (sources.Source, error) {
+			return iot.NewQueries(w.Source, *c, w.Seed)
 		},
-		{
-			Names:    []string{"seq"},
-			Kind:     sources.Series,
-			Settings: func() any { return &seq.Config{} },
-			Validate: func(w *daemon.Workload) error { return w.Ext.(*seq.Config).Validate() },
-			New: func(w *daemon.Workload) (sources.Source, error) {
-				return seq.New(*w.Ext.(*seq.Config), w.Shard)
-			},
-			File: &daemon.FileEntry{
-				Finite: func(w *daemon.Workload) error { return w.Ext.(*seq.Config).Finite() },
-			},
+	}))
+	srcs.Add(sources.Register(sources.Spec[kv.Config]{
+		Names:    []string{"kv"},
+		Kind:     sources.KV,
+		Validate: (*kv.Config).Check,
+		New: func(c *kv.Config, w sources.Common) (sources.Source, error) {
+			return kv.New(*c, w.Seed, w.Shard)
 		},
-	}
+		// The built-in target keeps records in this process's memory:
+		// 10,000 default records (10 MB of values) keep the zero-config
+		// demo small; set RECORDS to load more.
+		BuiltinDefaults: map[string]string{"RECORDS": "10000"},
+	}))
+	srcs.Add(sources.Register(sources.Spec[seq.Config]{
+		Names:    []string{"seq"},
+		Kind:     sources.Series,
+		Validate: func(c *seq.Config, _ sources.Common) error { return c.Validate() },
+		New: func(c *seq.Config, w sources.Common) (sources.Source, error) {
+			return seq.New(*c, w.Shard)
+		},
+		Finite: (*seq.Config).Finite,
+	}))
 	return &daemon.Plugins{
 		Sources: srcs,
 		Sinks:   r,
@@ -110,19 +92,4 @@ func openRedis(ctx context.Context, u *url.URL, o sinks.Options) (sinks.Sink, er
 		return embedded.Open(ctx, u, o)
 	}
 	return redis.Open(ctx, u, o)
-}
-
-// builtinMaxBytes bounds the records the built-in KV target may hold in
-// soakd's own memory.
-const builtinMaxBytes = 1 << 30
-
-// builtinFits refuses a data set too big for the built-in target, which
-// keeps every record in this process: a real target takes any size.
-func builtinFits(c *kv.Config) error {
-	per := int64(c.Fields)*int64(c.FieldLength+48) + 96 // values, field names and the server's own per-entry cost
-	if c.Records > builtinMaxBytes/per {
-		return sources.Invalid("RECORDS", "%d records of %d bytes would need about %.1f GiB in soakd's memory for the built-in target (at most %d records of this size): set TARGET to a real server, or lower RECORDS",
-			c.Records, per, float64(c.Records)*float64(per)/(1<<30), builtinMaxBytes/per)
-	}
-	return nil
 }

@@ -121,7 +121,7 @@ func Main(ctx context.Context, args []string, environ map[string]string, p *daem
 // job is one workload to verify, with the run's record of it.
 type job struct {
 	w       *daemon.Workload
-	entry   *daemon.SourceEntry
+	entry   *sources.Entry
 	phases  []daemon.WorkloadSummary // the run's entries for the workload (none without a summary)
 	summary string                   // the summary file, or ""
 }
@@ -322,7 +322,7 @@ func unredact(raw string) string {
 // run verifies one workload.
 func (j *job) run(ctx context.Context, p *daemon.Plugins) (*WorkloadReport, error) {
 	w := j.w
-	src, err := j.entry.New(w)
+	src, err := w.NewSource()
 	if err != nil {
 		return nil, fmt.Errorf("cannot build source %s: %w", w.Source, err)
 	}
