@@ -257,22 +257,10 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		if err := checkThresholdOps(wc, e.Kind, src); err != nil {
 			return fail(err)
 		}
-		if wc.Sink.URL == nil {
-			return fail(fmt.Errorf("%sTARGET: the configuration was not validated (call Config.Check first)", Prefix(wc.Name)))
-		}
 		log := d.Logger.With(zap.String("workload", wc.Name))
-		password, token := wc.Secret()
-		var shape sources.KVShape
-		if sh, ok := src.(sources.Shaped); ok {
-			shape = sh.Shape()
-		}
-		sink, err := d.Plugins.Sinks.OpenTarget(ctx, wc.Sink, sinks.Options{
-			Workload: wc.Name, Kind: e.Kind, Schemas: src.Schemas(), Workers: wc.Workers,
-			BatchSize: batchSize(wc, e.Kind), Logger: log.With(zap.String("sink", wc.Sink.Scheme())),
-			Password: password, Token: token, Shape: shape,
-		})
+		sink, err := openSink(ctx, d.Plugins, wc, e.Kind, src, wc.Workers, batchSize(wc, e.Kind), log)
 		if err != nil {
-			return fail(fmt.Errorf("%sTARGET: %w", Prefix(wc.Name), err))
+			return fail(err)
 		}
 		w := &workload{entry: e}
 		w.runner = newRunner(wc, e.Kind, src, sink, log)

@@ -71,7 +71,7 @@ func newRunner(cfg *Workload, kind sources.Kind, src sources.Source, sink sinks.
 		batchSize: cfg.BatchSize,
 		ctl:       make(chan controlReq),
 		errLog:    newThrottle(10 * time.Second),
-		scrub:     cfg.scrubber(),
+		scrub:     cfg.Scrubber(),
 	}
 	if kind != sources.Series {
 		r.batchSize = cfg.Pipeline

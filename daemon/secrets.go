@@ -9,11 +9,11 @@ import (
 	"github.com/soakd/soakd/sinks"
 )
 
-// scrubber returns a function that hides the workload's secrets (the
+// Scrubber returns a function that hides the workload's secrets (the
 // target URL's password and secret parameters, PASSWORD, TOKEN) in text:
 // error messages a driver built may quote them, and those messages reach
 // logs, /status and the summary.
-func (w *Workload) scrubber() func(string) string {
+func (w *Workload) Scrubber() func(string) string {
 	var secrets []string
 	add := func(s string) {
 		if s == "" {

@@ -126,21 +126,9 @@ type job struct {
 	summary string                   // the summary file, or ""
 }
 
-func (j *job) scrub(s string) string {
-	if j.w.Sink.URL == nil {
-		return s
-	}
-	if pw, ok := j.w.Sink.URL.User.Password(); ok && pw != "" {
-		s = strings.ReplaceAll(s, pw, "xxxxx")
-	}
-	password, token := j.w.Secret()
-	for _, sec := range []string{password, token} {
-		if sec != "" {
-			s = strings.ReplaceAll(s, sec, "xxxxx")
-		}
-	}
-	return s
-}
+// scrub hides the workload's secrets in s, as soakd run does in its
+// logs, /status and summary.
+func (j *job) scrub(s string) string { return j.w.Scrubber()(s) }
 
 // load reads the run's summary (if any) and the configuration, summary
 // settings first and the environment and flags over them; every problem
@@ -322,20 +310,11 @@ func unredact(raw string) string {
 // run verifies one workload.
 func (j *job) run(ctx context.Context, p *daemon.Plugins) (*WorkloadReport, error) {
 	w := j.w
-	src, err := w.NewSource()
-	if err != nil {
-		return nil, fmt.Errorf("cannot build source %s: %w", w.Source, err)
-	}
-	var shape sources.KVShape
-	if sh, ok := src.(sources.Shaped); ok {
-		shape = sh.Shape()
-	}
-	password, token := w.Secret()
-	sink, err := p.Sinks.OpenTarget(ctx, w.Sink, sinks.Options{Workload: w.Name, Kind: j.entry.Kind, Schemas: src.Schemas(),
-		Workers: 1, BatchSize: 1, Password: password, Token: token, Shape: shape})
+	o, err := daemon.Open(ctx, p, w, 1, 1, nil)
 	if err != nil {
 		return nil, err
 	}
+	src, sink := o.Source, o.Sink
 	defer func() { _ = sink.Close(context.WithoutCancel(ctx)) }()
 	if pg, ok := sink.(sinks.Pinger); ok {
 		if err := pg.Ping(ctx); err != nil {

@@ -1,0 +1,77 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// Opened is a workload's source and sink, opened the one way every
+// command opens them (soakd run, capacity, sweep and verify).
+type Opened struct {
+	Entry  *sources.Entry
+	Source sources.Source
+	Sink   sinks.Sink
+}
+
+// Open builds w's source and opens its sink for workers workers writing
+// batches of batch units; log is the sink's logger (nil: none). Errors
+// name the setting at fault (SOAKD_<W>_SOURCE, SOAKD_<W>_TARGET) and hold
+// none of w's secrets.
+func Open(ctx context.Context, p *Plugins, w *Workload, workers, batch int, log *zap.Logger) (*Opened, error) {
+	e := p.Sources.Lookup(w.Source)
+	if e == nil {
+		return nil, fmt.Errorf("%sSOURCE: unknown source %q", Prefix(w.Name), w.Source)
+	}
+	src, err := w.NewSource()
+	if err != nil {
+		return nil, scrubbed(w, fmt.Errorf("%sSOURCE: cannot build source %q: %w", Prefix(w.Name), w.Source, err))
+	}
+	sink, err := openSink(ctx, p, w, e.Kind, src, workers, batch, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Opened{Entry: e, Source: src, Sink: sink}, nil
+}
+
+// openSink opens w's sink for src.
+func openSink(ctx context.Context, p *Plugins, w *Workload, kind sources.Kind, src sources.Source, workers, batch int, log *zap.Logger) (sinks.Sink, error) {
+	if w.Sink.URL == nil {
+		return nil, fmt.Errorf("%sTARGET: the configuration was not validated (call Config.Check first)", Prefix(w.Name))
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	password, token := w.Secret()
+	var shape sources.KVShape
+	if sh, ok := src.(sources.Shaped); ok {
+		shape = sh.Shape()
+	}
+	sink, err := p.Sinks.OpenTarget(ctx, w.Sink, sinks.Options{
+		Workload: w.Name, Kind: kind, Schemas: src.Schemas(), Workers: workers,
+		BatchSize: batch, Logger: log.With(zap.String("sink", w.Sink.Scheme())),
+		Password: password, Token: token, Shape: shape,
+	})
+	if err != nil {
+		return nil, scrubbed(w, fmt.Errorf("%sTARGET: %w", Prefix(w.Name), err))
+	}
+	return sink, nil
+}
+
+// scrubbedError is an error whose text has w's secrets hidden; errors.Is
+// and errors.As still see what it wraps.
+type scrubbedError struct {
+	text string
+	err  error
+}
+
+func (e *scrubbedError) Error() string { return e.text }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+func scrubbed(w *Workload, err error) error {
+	return &scrubbedError{text: w.Scrubber()(err.Error()), err: err}
+}
