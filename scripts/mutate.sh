@@ -85,35 +85,35 @@ mutation threshold-achieved-from-scheduled daemon/judge.go \
 # --- capacity -------------------------------------------------------------
 # The capacity SLO judged on service latency instead of response latency
 # (a capacity test where the two differ kills it).
-mutation capacity-slo-on-service daemon/capacity.go \
+mutation capacity-slo-on-service capacity/driver.go \
 	's/p99 := time.Duration(st.Response.P99 \* 1e9); p99 > s.cc.SLOP99/p99 := time.Duration(st.Service.P99 * 1e9); p99 > s.cc.SLOP99/' \
 	./cmd/soakd/ 'TestCapacityKneeOfDeterministicServer'
 # A step starts while the previous one's backlog still drains: the knee
 # comes out low.
-mutation capacity-no-drain daemon/capacity.go \
-	's/took, drained, ok := s.drain(ctx, ps)/took, drained, ok := time.Duration(0), true, true/' \
+mutation capacity-no-drain capacity/driver.go \
+	's/took, drained, ok := s.drain(ctx, p)/took, drained, ok := time.Duration(0), true, true/' \
 	./cmd/soakd/ 'TestCapacityKneeOfDeterministicServer'
 # A failing step's bottleneck never blames the target's service time.
-mutation capacity-bottleneck-ignores-service daemon/capacity.go \
+mutation capacity-bottleneck-ignores-service capacity/search.go \
 	's/case st.Service.Count > 0 \&\& baseService > 0 \&\& st.Service.P50 > serviceRise\*baseService:/case false:/' \
-	./daemon/ 'TestCapacityDiagnose'
+	./capacity/ 'TestCapacityDiagnose'
 # The busy sampler never sees every worker busy: soakd's workers are
 # never named as the bottleneck.
-mutation capacity-never-all-busy daemon/capacity.go \
-	's/if allWriting(ps) {/if false \&\& allWriting(ps) {/' \
+mutation capacity-never-all-busy capacity/driver.go \
+	's/if p.AllWriting() {/if false \&\& p.AllWriting() {/' \
 	./cmd/soakd/ 'TestCapacityBlamesSoakdsWorkers'
 # SLO_OP naming an op the workload never issues is not refused.
-mutation capacity-slo-op-unchecked daemon/run.go \
-	's/if d.checkSource != nil {/if false \&\& d.checkSource != nil {/' \
+mutation capacity-slo-op-unchecked capacity/driver.go \
+	's/if w.Name() != s.name || s.cc.SLOOp == "" {/if true {/' \
 	./cmd/soakd/ 'TestCapacitySLOOpNeverIssued'
 # A run that drops work never names its workers as the cause.
 mutation drop-cause-never-workers daemon/dropcause.go \
 	's/if share >= busyLimitRun {/if false {/' \
 	./cmd/soakd/ 'TestRunDropsWorkNamesBottleneck'
 # A step's achieved rate from the units scheduled instead of acknowledged.
-mutation capacity-achieved-from-scheduled daemon/capacity.go \
-	's/st.Achieved = float64(c.acked) \/ st.Seconds/st.Achieved = float64(c.scheduled) \/ st.Seconds/' \
-	./daemon/ 'Capacity'
+mutation capacity-achieved-from-scheduled capacity/driver.go \
+	's/st.Achieved = float64(c.Acked) \/ st.Seconds/st.Achieved = float64(c.Scheduled) \/ st.Seconds/' \
+	./capacity/ 'Capacity'
 
 # --- verification ---------------------------------------------------------
 # A unit read back twice is not reported as duplicated.
