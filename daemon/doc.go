@@ -1,6 +1,14 @@
 // Package daemon is soakd's engine: configuration, rate profiles (package
-// pace), the open-loop scheduler, workers, metrics, the HTTP endpoints and
-// the end-of-run summary.
+// pace), the open-loop scheduler, workers, retry, accounting and latency
+// recording, the run's lifecycle, and what it shows of itself (metrics,
+// the HTTP endpoints, the end-of-run summary).
+//
+// Features outside it (a capacity search, a sweep) use only its exported
+// surface: Run and its Deps, and the Observer interface, through which a
+// feature sees each workload open and each phase begin and end, steers a
+// workload through its Handle (rate, pause, resume), reads what a phase
+// did through a Window, ends the run with Finish, and adds to /status
+// (StatusAdder). Package internal/layout's test holds imports to that.
 //
 // Each workload runs a scheduler that emits tickets (a batch's intended
 // start time) at the times its rate profile says, on one reused timer,
