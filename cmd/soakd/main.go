@@ -38,6 +38,7 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/verify"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/web"
 )
 
@@ -166,13 +167,13 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 
 // parseFlags reads soakd's command line: --iot-rate 1000 sets
 // SOAKD_IOT_RATE; switches are the command's own flags (e.g. check).
-func parseFlags(args []string, environ map[string]string, switches ...string) (daemon.CommandLine, error) {
-	f, err := daemon.ParseFlags(args, environ, daemon.EnvPrefix, daemon.GlobalBoolFlag, switches...)
-	if missing := (*daemon.MissingValueError)(nil); errors.As(err, &missing) {
+func parseFlags(args []string, environ map[string]string, switches ...string) (settings.CommandLine, error) {
+	f, err := settings.ParseFlags(args, environ, daemon.EnvPrefix, daemon.GlobalBoolFlag, switches...)
+	if missing := (*settings.MissingValueError)(nil); errors.As(err, &missing) {
 		// soakd --bogus: that the flag is unknown is the news, not that it
 		// lacks a value.
 		cfg, _ := daemon.Load(f.Env, plugins.All().Sources)
-		if !slices.ContainsFunc(cfg.Settings(), func(s daemon.Setting) bool { return s.Key == missing.Key }) {
+		if !slices.ContainsFunc(cfg.Settings(), func(s settings.Setting) bool { return s.Key == missing.Key }) {
 			err = fmt.Errorf("unknown flag --%s (see soakd config)", missing.Flag)
 		}
 	}
@@ -181,7 +182,7 @@ func parseFlags(args []string, environ map[string]string, switches ...string) (d
 
 // loadConfig reads and validates the configuration; every problem is
 // returned at once.
-func loadConfig(f daemon.CommandLine, p *daemon.Plugins) (*daemon.Config, error) {
+func loadConfig(f settings.CommandLine, p *daemon.Plugins) (*daemon.Config, error) {
 	cfg, parseErr := daemon.Load(f.Env, p.Sources)
 	errs := []error{cfg.Check(p, parseErr)}
 	// A flag that names no setting is an error, and so is a SOAKD_*
@@ -202,8 +203,8 @@ func loadConfig(f daemon.CommandLine, p *daemon.Plugins) (*daemon.Config, error)
 // unknownVarErrors refuses each SOAKD_* variable that is no setting (a
 // typo would silently run with a default), unless SOAKD_ALLOW_UNKNOWN
 // says to only warn (see runCmd).
-func unknownVarErrors(f daemon.CommandLine, cfg *daemon.Config, p *daemon.Plugins) []error {
-	if daemon.AllowUnknown(f.Env) {
+func unknownVarErrors(f settings.CommandLine, cfg *daemon.Config, p *daemon.Plugins) []error {
+	if settings.AllowUnknown(f.Env) {
 		return nil
 	}
 	return daemon.UnknownVarErrors(unknownVars(f, cfg, p), cfg.Settings(), workloadNames(cfg))
@@ -213,7 +214,7 @@ func unknownVarErrors(f daemon.CommandLine, cfg *daemon.Config, p *daemon.Plugin
 // no setting of a command that runs workloads. The settings of verify
 // and generate (SOAKD_GEN_*, unless gen is a workload) are known too: one
 // environment often serves all of soakd's commands.
-func unknownVars(f daemon.CommandLine, cfg *daemon.Config, p *daemon.Plugins) []string {
+func unknownVars(f settings.CommandLine, cfg *daemon.Config, p *daemon.Plugins) []string {
 	var out []string
 	gen := slices.Contains(workloadNames(cfg), generate.Workload)
 	for _, k := range cfg.UnknownVars(f.Env, p.Sources, verify.Settings()...) {
@@ -235,7 +236,7 @@ func workloadNames(cfg *daemon.Config) []string {
 
 func printConfigErrors(w io.Writer, err error) {
 	fmt.Fprintln(w, "soakd: invalid configuration:")
-	for _, p := range daemon.Problems(err) {
+	for _, p := range settings.Problems(err) {
 		fmt.Fprintf(w, "  %s\n", p)
 	}
 }
@@ -245,7 +246,7 @@ func printConfigErrors(w io.Writer, err error) {
 // with the command's own check when not nil. When ok is false the
 // command is over and exits with code.
 func loadCmd(cmdName string, args []string, environ map[string]string, stdout, stderr io.Writer, check func(*daemon.Config) error) (
-	f daemon.CommandLine, p *daemon.Plugins, cfg *daemon.Config, code int, ok bool) {
+	f settings.CommandLine, p *daemon.Plugins, cfg *daemon.Config, code int, ok bool) {
 	help, prefix := usage, ""
 	switch cmdName {
 	case "capacity":
@@ -264,7 +265,7 @@ func loadCmd(cmdName string, args []string, environ map[string]string, stdout, s
 			// capacity and sweep: their own settings, with defaults.
 			tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
 			fmt.Fprintf(tw, "\nOwn settings (%s*):\nVARIABLE\tFLAG\tDEFAULT\tHELP\n", prefix)
-			for _, s := range daemon.SettingsOf(&daemon.Config{}, daemon.EnvPrefix) {
+			for _, s := range settings.Of(&daemon.Config{}, daemon.EnvPrefix) {
 				if strings.HasPrefix(s.Key, prefix) {
 					fmt.Fprintf(tw, "%s\t--%s\t%s\t%s\n", s.Key, s.Flag, cmp.Or(s.Default, "-"), strings.TrimPrefix(s.Help, "soakd "+cmdName+": "))
 				}
@@ -383,7 +384,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 			runErr = fmt.Errorf("capacity: no knee of the target: soakd's %s limited the search; %s", capRes.LimitedBy, capRes.Advice)
 		}
 	}
-	var cfgErr *daemon.ConfigError
+	var cfgErr *settings.Error
 	if errors.As(runErr, &cfgErr) {
 		// A setting the target contradicts, found once the run started
 		// (e.g. records of another DATA_TYPE under the KEY_PREFIX).
@@ -474,7 +475,7 @@ func sweepCmd(ctx context.Context, args []string, environ map[string]string, std
 			return exitFailed
 		}
 	}
-	var cfgErr *daemon.ConfigError
+	var cfgErr *settings.Error
 	switch {
 	case errors.As(err, &cfgErr):
 		printConfigErrors(stderr, err)

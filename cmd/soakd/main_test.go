@@ -21,6 +21,7 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/settings"
 )
 
 // TestMain doubles as soakd itself when SOAKD_TEST_MAIN=1, so tests can
@@ -107,7 +108,7 @@ func TestGenerateUsesTheSourceList(t *testing.T) {
 			if code != exitOK {
 				t.Fatalf("generate --source %s --help: exit %d\n%s", name, code, errs)
 			}
-			for _, s := range daemon.SettingsOf(e.Settings(), "SOAKD_GEN_") {
+			for _, s := range settings.Of(e.Settings(), "SOAKD_GEN_") {
 				flag := strings.TrimPrefix(s.Flag, "gen-")
 				if !regexp.MustCompile(`(?m)^` + s.Key + ` +--` + flag + ` `).MatchString(out) {
 					t.Errorf("generate --source %s --help does not list %s as --%s:\n%s", name, s.Key, flag, out)

@@ -40,6 +40,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks/file"
 	"github.com/soakd/soakd/sinks/lineproto"
 	"github.com/soakd/soakd/sources"
@@ -83,8 +84,8 @@ type setup struct {
 	srcs   daemon.Sources
 	source string
 	entry  *daemon.SourceEntry // nil when source names none
-	data   []daemon.Setting    // SOURCE, SEED, SHARD, then the source's own
-	own    []daemon.Setting    // options
+	data   []settings.Setting  // SOURCE, SEED, SHARD, then the source's own
+	own    []settings.Setting  // options
 }
 
 // newSetup lists the settings for source (the default when empty), with
@@ -95,7 +96,7 @@ func newSetup(srcs daemon.Sources, source string) *setup {
 		source = defaultSource
 	}
 	st := &setup{srcs: srcs, source: source, entry: srcs.Lookup(source)}
-	for _, s := range daemon.SettingsOf(&daemon.Workload{}, prefix) {
+	for _, s := range settings.Of(&daemon.Workload{}, prefix) {
 		name := strings.TrimPrefix(s.Key, prefix)
 		if !slices.Contains(dataSettings, name) {
 			continue
@@ -109,10 +110,10 @@ func newSetup(srcs daemon.Sources, source string) *setup {
 		}
 		st.data = append(st.data, s)
 	}
-	st.own = daemon.SettingsOf(&options{}, prefix)
+	st.own = settings.Of(&options{}, prefix)
 	if e := st.entry; e != nil && e.Settings != nil {
-		for _, s := range daemon.SettingsOf(e.Settings(), prefix) {
-			if slices.ContainsFunc(st.own, func(o daemon.Setting) bool { return o.Key == s.Key }) {
+		for _, s := range settings.Of(e.Settings(), prefix) {
+			if slices.ContainsFunc(st.own, func(o settings.Setting) bool { return o.Key == s.Key }) {
 				panic("BUG: source " + source + "'s setting " + s.Key + " is also an option of soakd generate")
 			}
 			if e.File != nil {
@@ -123,7 +124,7 @@ func newSetup(srcs daemon.Sources, source string) *setup {
 			st.data = append(st.data, s)
 		}
 	}
-	for _, list := range [][]daemon.Setting{st.data, st.own} {
+	for _, list := range [][]settings.Setting{st.data, st.own} {
 		for i := range list {
 			list[i].Flag = flagOf(list[i].Key)
 		}
@@ -147,13 +148,13 @@ func (st *setup) fileSources() []string {
 	return out
 }
 
-func (st *setup) all() []daemon.Setting { return append(slices.Clip(st.data), st.own...) }
+func (st *setup) all() []settings.Setting { return append(slices.Clip(st.data), st.own...) }
 
 // UnknownVars returns the SOAKD_GEN_* variables of environ that are no
 // setting of generate with the source SOAKD_GEN_SOURCE names, and the
 // settings they were checked against: the variables Main refuses (unless
 // SOAKD_ALLOW_UNKNOWN) when no flag names the source.
-func UnknownVars(environ map[string]string, srcs daemon.Sources) (unk []string, settings []daemon.Setting) {
+func UnknownVars(environ map[string]string, srcs daemon.Sources) (unk []string, settings []settings.Setting) {
 	st := newSetup(srcs, sourceOf(nil, environ))
 	return st.unknownVars(environ), st.all()
 }
@@ -167,7 +168,7 @@ func (st *setup) unknownVars(environ map[string]string) []string {
 			own[k] = v
 		}
 	}
-	return daemon.UnknownVars(own, st.all())
+	return settings.UnknownVars(own, st.all())
 }
 
 // sourceOf returns the source the command line or environ names (the last
@@ -191,12 +192,12 @@ func sourceOf(args []string, environ map[string]string) string {
 // parseArgs applies --name=value and --name value flags onto a copy of
 // environ as SOAKD_GEN_NAME=value, as soakd run applies --w-name onto
 // SOAKD_W_NAME. A boolean setting's flag may stand alone (--quiet).
-func (st *setup) parseArgs(args []string, environ map[string]string) (daemon.CommandLine, error) {
+func (st *setup) parseArgs(args []string, environ map[string]string) (settings.CommandLine, error) {
 	isBool := map[string]bool{}
 	for _, s := range st.all() {
 		isBool[s.Flag] = s.Bool
 	}
-	return daemon.ParseFlags(args, environ, prefix, func(f string) bool { return isBool[f] })
+	return settings.ParseFlags(args, environ, prefix, func(f string) bool { return isBool[f] })
 }
 
 // job is a checked command: a source and where and how to write it.
@@ -212,12 +213,12 @@ type job struct {
 }
 
 func cfgErr(setting, format string, args ...any) error {
-	return &daemon.ConfigError{Key: prefix + setting, Err: fmt.Errorf(format, args...)}
+	return &settings.Error{Key: prefix + setting, Err: fmt.Errorf(format, args...)}
 }
 
 // load reads and checks every setting and builds the source; every
 // problem is returned at once, each naming its variable.
-func (st *setup) load(c daemon.CommandLine) (*job, error) {
+func (st *setup) load(c settings.CommandLine) (*job, error) {
 	var errs []error
 	e := st.entry
 	known := map[string]bool{}
@@ -243,10 +244,10 @@ func (st *setup) load(c daemon.CommandLine) (*job, error) {
 		}
 	}
 	cfg, err := daemon.Load(env, st.srcs)
-	errs = append(errs, daemon.Problems(err)...)
+	errs = append(errs, settings.Problems(err)...)
 	failed := map[string]bool{}
 	for _, err := range errs {
-		var ce *daemon.ConfigError
+		var ce *settings.Error
 		if errors.As(err, &ce) {
 			failed[ce.Key] = true
 		}
@@ -254,13 +255,13 @@ func (st *setup) load(c daemon.CommandLine) (*job, error) {
 	// Setting problems are reported once: not again when a setting that
 	// failed to parse fails a check with its zero value.
 	check := func(err error) {
-		for _, err := range daemon.Problems(sources.RenameSettings(err, func(setting string, cause error) error {
+		for _, err := range settings.Problems(sources.RenameSettings(err, func(setting string, cause error) error {
 			if setting == "" {
 				setting = "SOURCE"
 			}
-			return &daemon.ConfigError{Key: prefix + setting, Err: cause}
+			return &settings.Error{Key: prefix + setting, Err: cause}
 		})) {
-			var ce *daemon.ConfigError
+			var ce *settings.Error
 			if errors.As(err, &ce) && failed[ce.Key] {
 				continue
 			}
@@ -294,7 +295,7 @@ func (st *setup) load(c daemon.CommandLine) (*job, error) {
 			oenv[s.Key] = v
 		}
 	}
-	errs = append(errs, daemon.Problems(daemon.ParseSettings(&j.opts, oenv, prefix))...)
+	errs = append(errs, settings.Problems(settings.Parse(&j.opts, oenv, prefix))...)
 	o := &j.opts
 	if j.format, err = file.ParseFormat(o.Format); err != nil {
 		errs = append(errs, cfgErr("FORMAT", "%w", err))
@@ -376,8 +377,8 @@ func (st *setup) usage(w io.Writer, env map[string]string) {
 func Main(ctx context.Context, args []string, environ map[string]string, srcs daemon.Sources, stdout, stderr io.Writer) int {
 	st := newSetup(srcs, sourceOf(args, environ))
 	c, err := st.parseArgs(args, environ)
-	if missing := (*daemon.MissingValueError)(nil); errors.As(err, &missing) &&
-		!slices.ContainsFunc(st.all(), func(s daemon.Setting) bool { return s.Flag == missing.Flag }) {
+	if missing := (*settings.MissingValueError)(nil); errors.As(err, &missing) &&
+		!slices.ContainsFunc(st.all(), func(s settings.Setting) bool { return s.Flag == missing.Flag }) {
 		err = fmt.Errorf("unknown flag --%s (see soakd generate --help)", missing.Flag)
 	}
 	if err != nil {
@@ -394,12 +395,12 @@ func Main(ctx context.Context, args []string, environ map[string]string, srcs da
 	// typo would silently generate with a default) unless
 	// SOAKD_ALLOW_UNKNOWN says to warn.
 	unk := st.unknownVars(environ)
-	if len(unk) > 0 && !daemon.AllowUnknown(environ) {
+	if len(unk) > 0 && !settings.AllowUnknown(environ) {
 		err = errors.Join(err, errors.Join(daemon.UnknownVarErrors(unk, st.all(), nil)...))
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "soakd generate: invalid configuration:")
-		for _, e := range daemon.Problems(err) {
+		for _, e := range settings.Problems(err) {
 			fmt.Fprintf(stderr, "  %v\n", e)
 		}
 		return exitConfig

@@ -32,6 +32,7 @@ import (
 	"strings"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -51,7 +52,7 @@ type options struct {
 }
 
 // Settings lists verify's own settings (SOAKD_VERIFY_*).
-func Settings() []daemon.Setting { return daemon.SettingsOf(&options{}, daemon.EnvPrefix) }
+func Settings() []settings.Setting { return settings.Of(&options{}, daemon.EnvPrefix) }
 
 const usage = `Usage: soakd verify [--summary-json RUN.json] [setting flags]
 
@@ -73,7 +74,7 @@ corrupted (or the target could not be read), 2 invalid configuration.
 
 // Main runs soakd verify.
 func Main(ctx context.Context, args []string, environ map[string]string, p *daemon.Plugins, stdout, stderr io.Writer) int {
-	f, err := daemon.ParseFlags(args, environ, daemon.EnvPrefix, daemon.GlobalBoolFlag)
+	f, err := settings.ParseFlags(args, environ, daemon.EnvPrefix, daemon.GlobalBoolFlag)
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd: %v\n", err)
 		return exitConfig
@@ -85,7 +86,7 @@ func Main(ctx context.Context, args []string, environ map[string]string, p *daem
 	jobs, opts, err := load(f, p)
 	if err != nil {
 		fmt.Fprintln(stderr, "soakd: invalid configuration:")
-		for _, e := range daemon.Problems(err) {
+		for _, e := range settings.Problems(err) {
 			fmt.Fprintf(stderr, "  %s\n", e)
 		}
 		return exitConfig
@@ -145,7 +146,7 @@ func (j *job) scrub(s string) string {
 // load reads the run's summary (if any) and the configuration, summary
 // settings first and the environment and flags over them; every problem
 // is returned at once.
-func load(f daemon.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
+func load(f settings.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
 	var opts options
 	env := f.Env
 	var errs []error
@@ -153,13 +154,13 @@ func load(f daemon.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
 	if path := env[daemon.EnvPrefix+"SUMMARY_JSON"]; path != "" {
 		var err error
 		if sum, err = readSummary(path); err != nil {
-			return nil, opts, &daemon.ConfigError{Key: daemon.EnvPrefix + "SUMMARY_JSON", Err: err}
+			return nil, opts, &settings.Error{Key: daemon.EnvPrefix + "SUMMARY_JSON", Err: err}
 		}
 		env = withSummary(env, sum)
 	}
 	cfg, parseErr := daemon.Load(env, p.Sources)
-	errs = append(errs, daemon.Problems(cfg.Check(p, parseErr))...)
-	own := daemon.SettingsOf(&opts, daemon.EnvPrefix)
+	errs = append(errs, settings.Problems(cfg.Check(p, parseErr))...)
+	own := settings.Of(&opts, daemon.EnvPrefix)
 	known := map[string]bool{}
 	for _, s := range append(cfg.Settings(), own...) {
 		known[s.Key] = true
@@ -167,7 +168,7 @@ func load(f daemon.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
 	// As soakd run: a SOAKD_* variable that is no setting is an error
 	// unless SOAKD_ALLOW_UNKNOWN; generate's SOAKD_GEN_* may share the
 	// environment.
-	if !daemon.AllowUnknown(f.Env) {
+	if !settings.AllowUnknown(f.Env) {
 		var unk []string
 		for _, k := range cfg.UnknownVars(f.Env, p.Sources, own...) {
 			if slices.Contains(f.Keys, k) {
@@ -188,9 +189,9 @@ func load(f daemon.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
 			errs = append(errs, fmt.Errorf("unknown flag --%s (see soakd config)", strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, daemon.EnvPrefix), "_", "-"))))
 		}
 	}
-	errs = append(errs, daemon.Problems(daemon.ParseSettings(&opts, f.Env, daemon.EnvPrefix))...)
+	errs = append(errs, settings.Problems(settings.Parse(&opts, f.Env, daemon.EnvPrefix))...)
 	if opts.Examples < 0 || opts.Ranges < 0 {
-		errs = append(errs, &daemon.ConfigError{Key: daemon.EnvPrefix + "VERIFY_EXAMPLES", Err: errors.New("want 0 or more")})
+		errs = append(errs, &settings.Error{Key: daemon.EnvPrefix + "VERIFY_EXAMPLES", Err: errors.New("want 0 or more")})
 	}
 	if len(errs) > 0 {
 		return nil, opts, errors.Join(errs...)
@@ -198,7 +199,7 @@ func load(f daemon.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
 	var jobs []*job
 	for _, w := range cfg.Workload {
 		if w.Builtin {
-			errs = append(errs, &daemon.ConfigError{Key: daemon.Prefix(w.Name) + "TARGET",
+			errs = append(errs, &settings.Error{Key: daemon.Prefix(w.Name) + "TARGET",
 				Err: errors.New("not set: a run without a TARGET wrote to a built-in target, which kept nothing to verify")})
 			continue
 		}
@@ -206,7 +207,7 @@ func load(f daemon.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
 			// A run on the built-in targets wrote to a sink that discards
 			// rows, or to an in-process server gone with the run: reading
 			// it back would report every unit lost.
-			errs = append(errs, &daemon.ConfigError{Key: daemon.Prefix(w.Name) + "TARGET",
+			errs = append(errs, &settings.Error{Key: daemon.Prefix(w.Name) + "TARGET",
 				Err: fmt.Errorf("%s is a built-in target, which keeps nothing: there is nothing to read back", w.Sink.Redacted)})
 			continue
 		}
@@ -219,7 +220,7 @@ func load(f daemon.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
 				}
 			}
 			if len(j.phases) == 0 {
-				errs = append(errs, &daemon.ConfigError{Key: daemon.EnvPrefix + "SUMMARY_JSON",
+				errs = append(errs, &settings.Error{Key: daemon.EnvPrefix + "SUMMARY_JSON",
 					Err: fmt.Errorf("the summary has no record of workload %s (a run of an older soakd, or another run)", w.Name)})
 				continue
 			}
