@@ -433,10 +433,12 @@ func checkShipped(env *shippedEnv, files map[string][]byte) []shippedProblem {
 				problems = append(problems, shippedProblem{msg: fmt.Sprintf("workload %s: source %q is none soakd knows, so neither are its settings", w.Name, w.Source)})
 			}
 		}
-		refuse(unknownVarErrors(settings.CommandLine{Env: vars}, cfg, p))
+		cl := settings.CommandLine{Env: vars}
+		_, err := command("run").Check(cl, runScope(cl, cfg, p), nil)
+		refuse(settings.Problems(err))
 		if !gen {
-			unk, settings := generate.UnknownVars(vars, p.Sources)
-			refuse(daemon.UnknownVarErrors(unk, settings, nil))
+			unk, known := generate.UnknownVars(vars, p.Sources)
+			refuse(settings.UnknownVarErrors(unk, known, nil))
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(refused)) {

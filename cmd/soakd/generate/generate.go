@@ -33,12 +33,12 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks/file"
@@ -71,13 +71,6 @@ type options struct {
 	Progress  string `env:"PROGRESS" envDefault:"auto" help:"progress bar on stderr: auto (when stderr is a terminal), on or off"`
 	Quiet     bool   `env:"QUIET" envDefault:"false" help:"no progress bar and no summary on stderr"`
 }
-
-// Exit codes, as soakd's.
-const (
-	exitOK     = 0
-	exitFailed = 1
-	exitConfig = 2
-)
 
 // setup is the list of settings generate reads for one source.
 type setup struct {
@@ -154,7 +147,7 @@ func (st *setup) all() []settings.Setting { return append(slices.Clip(st.data), 
 // setting of generate with the source SOAKD_GEN_SOURCE names, and the
 // settings they were checked against: the variables Main refuses (unless
 // SOAKD_ALLOW_UNKNOWN) when no flag names the source.
-func UnknownVars(environ map[string]string, srcs daemon.Sources) (unk []string, settings []settings.Setting) {
+func UnknownVars(environ map[string]string, srcs daemon.Sources) (unk []string, known []settings.Setting) {
 	st := newSetup(srcs, sourceOf(nil, environ))
 	return st.unknownVars(environ), st.all()
 }
@@ -172,7 +165,7 @@ func (st *setup) unknownVars(environ map[string]string) []string {
 }
 
 // sourceOf returns the source the command line or environ names (the last
-// --source wins, as in parseArgs); "" when none.
+// --source wins, as the flags are read); "" when none.
 func sourceOf(args []string, environ map[string]string) string {
 	src := environ[prefix+"SOURCE"]
 	for i := 0; i < len(args); i++ {
@@ -189,15 +182,19 @@ func sourceOf(args []string, environ map[string]string) string {
 	return src
 }
 
-// parseArgs applies --name=value and --name value flags onto a copy of
-// environ as SOAKD_GEN_NAME=value, as soakd run applies --w-name onto
-// SOAKD_W_NAME. A boolean setting's flag may stand alone (--quiet).
-func (st *setup) parseArgs(args []string, environ map[string]string) (settings.CommandLine, error) {
+// command is generate's preamble, for the settings of st: --scale is
+// SOAKD_GEN_SCALE, as soakd run applies --w-name onto SOAKD_W_NAME, a
+// boolean setting's flag may stand alone (--quiet), and --help lists
+// every setting with its value.
+func (st *setup) command() *cli.Command {
 	isBool := map[string]bool{}
 	for _, s := range st.all() {
 		isBool[s.Flag] = s.Bool
 	}
-	return settings.ParseFlags(args, environ, prefix, func(f string) bool { return isBool[f] })
+	return &cli.Command{Name: "generate", Prog: "soakd generate", Prefix: prefix, See: "soakd generate --help",
+		IsBool: func(f string) bool { return isBool[f] },
+		Known:  func(map[string]string) []settings.Setting { return st.all() },
+		Help:   func(w io.Writer, c settings.CommandLine) { st.usage(w, c.Env) }}
 }
 
 // job is a checked command: a source and where and how to write it.
@@ -213,7 +210,7 @@ type job struct {
 }
 
 func cfgErr(setting, format string, args ...any) error {
-	return &settings.Error{Key: prefix + setting, Err: fmt.Errorf(format, args...)}
+	return settings.Errorf(prefix+setting, format, args...)
 }
 
 // load reads and checks every setting and builds the source; every
@@ -221,17 +218,6 @@ func cfgErr(setting, format string, args ...any) error {
 func (st *setup) load(c settings.CommandLine) (*job, error) {
 	var errs []error
 	e := st.entry
-	known := map[string]bool{}
-	for _, s := range st.all() {
-		known[s.Key] = true
-	}
-	if e != nil && e.File != nil { // else the source's problem says it all
-		for _, k := range c.Keys {
-			if !known[k] {
-				errs = append(errs, fmt.Errorf("unknown flag --%s (see soakd generate --help)", flagOf(k)))
-			}
-		}
-	}
 
 	// The data set is the one workload of a run's configuration, read and
 	// checked by the same code.
@@ -354,20 +340,7 @@ Exit codes: 0 done, 1 failed (cannot write), 2 invalid settings.
 // usage writes the help: every setting, as soakd config lists a run's.
 func (st *setup) usage(w io.Writer, env map[string]string) {
 	fmt.Fprintf(w, usageHead, st.source)
-	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "VARIABLE\tFLAG\tDEFAULT\tVALUE\tHELP")
-	for _, s := range st.all() {
-		v := env[s.Key]
-		if (s.Secret || s.URL) && v != "" {
-			v = "(set)"
-		}
-		def := s.Default
-		if def == "" {
-			def = "-"
-		}
-		fmt.Fprintf(tw, "%s\t--%s\t%s\t%s\t%s\n", s.Key, s.Flag, def, v, s.Help)
-	}
-	_ = tw.Flush()
+	settings.WriteTable(w, st.all(), env)
 	fmt.Fprint(w, usageTail)
 }
 
@@ -376,34 +349,21 @@ func (st *setup) usage(w io.Writer, env map[string]string) {
 // invalid settings.
 func Main(ctx context.Context, args []string, environ map[string]string, srcs daemon.Sources, stdout, stderr io.Writer) int {
 	st := newSetup(srcs, sourceOf(args, environ))
-	c, err := st.parseArgs(args, environ)
-	if missing := (*settings.MissingValueError)(nil); errors.As(err, &missing) &&
-		!slices.ContainsFunc(st.all(), func(s settings.Setting) bool { return s.Flag == missing.Flag }) {
-		err = fmt.Errorf("unknown flag --%s (see soakd generate --help)", missing.Flag)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
-		return exitConfig
-	}
-	if c.Help {
-		st.usage(stdout, c.Env)
-		return exitOK
+	cmd := st.command()
+	c, code, ok := cmd.Parse(args, environ, stdout, stderr)
+	if !ok {
+		return code
 	}
 	j, err := st.load(c)
 	// Generate reads SOAKD_GEN_* only; the environment may hold a run's
 	// settings too. Of its own, one that is no setting is an error (a
 	// typo would silently generate with a default) unless
-	// SOAKD_ALLOW_UNKNOWN says to warn.
-	unk := st.unknownVars(environ)
-	if len(unk) > 0 && !settings.AllowUnknown(environ) {
-		err = errors.Join(err, errors.Join(daemon.UnknownVarErrors(unk, st.all(), nil)...))
-	}
+	// SOAKD_ALLOW_UNKNOWN says to warn. A source that writes no file has
+	// settings of no data set: its problem says it all.
+	unk, err := cmd.Check(c, cli.Scope{Settings: st.all(), Vars: st.unknownVars(environ),
+		Unknowable: st.entry == nil || st.entry.File == nil}, err)
 	if err != nil {
-		fmt.Fprintln(stderr, "soakd generate: invalid configuration:")
-		for _, e := range settings.Problems(err) {
-			fmt.Fprintf(stderr, "  %v\n", e)
-		}
-		return exitConfig
+		return cmd.Refuse(stderr, err)
 	}
 	if len(unk) > 0 {
 		fmt.Fprintf(stderr, "soakd generate: ignoring variables that are no setting of generate with source %s: %s\n", j.name, strings.Join(unk, ", "))
@@ -416,7 +376,7 @@ func (j *job) run(ctx context.Context, stdout, stderr io.Writer) int {
 	outs, closeAll, err := j.openOutputs(stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
-		return exitFailed
+		return cli.ExitFailed
 	}
 	var bar *progressbar.ProgressBar
 	if !o.Quiet && (o.Progress == "on" || o.Progress == "auto" && isTerminal(stderr)) {
@@ -446,11 +406,11 @@ func (j *job) run(ctx context.Context, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
-		return exitFailed
+		return cli.ExitFailed
 	}
 	if s.rows != j.rows {
 		fmt.Fprintf(stderr, "soakd generate: BUG: wrote %d rows, the data set has %d\n", s.rows, j.rows)
-		return exitFailed
+		return cli.ExitFailed
 	}
 	if !o.Quiet {
 		secs := time.Since(began).Seconds()
@@ -463,7 +423,7 @@ func (j *job) run(ctx context.Context, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "generated %d rows, %d values, %d bytes in %.3fs (%.0f rows/s, %.0f values/s) to %s\n",
 			s.rows, s.values, s.bytes, secs, float64(s.rows)/secs, float64(s.values)/secs, dest)
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 func isTerminal(w io.Writer) bool {
