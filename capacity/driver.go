@@ -3,6 +3,7 @@ package capacity
 import (
 	"context"
 	"fmt"
+	"github.com/soakd/soakd/settings"
 	"math"
 	"runtime"
 	"slices"
@@ -50,7 +51,7 @@ func (s *searcher) Opened(w *daemon.Handle) error {
 	}
 	if ops := w.Ops(); !slices.Contains(ops, s.cc.SLOOp) {
 		wc := w.Config()
-		return &daemon.ConfigError{Key: daemon.EnvPrefix + "CAPACITY_SLO_OP", Err: fmt.Errorf(
+		return &settings.Error{Key: daemon.EnvPrefix + "CAPACITY_SLO_OP", Err: fmt.Errorf(
 			"%q: workload %s (source %s) never issues it, so no step could be judged (its ops: %s)",
 			s.cc.SLOOp, wc.Name, wc.Source, strings.Join(ops, ", "))}
 	}

@@ -9,15 +9,13 @@ import (
 	"net"
 	"regexp"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/caarlos0/env/v11"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -27,7 +25,7 @@ import (
 const ListenOff = "off"
 
 // EnvPrefix starts every soakd environment variable.
-const EnvPrefix = "SOAKD_"
+const EnvPrefix = settings.EnvPrefix
 
 // Config is soakd's whole configuration, read from SOAKD_* environment
 // variables (each also a flag, see Flags). Workload settings are read from
@@ -158,17 +156,9 @@ func (c *Config) EffectiveControlToken() string {
 	return c.ControlToken
 }
 
-// ConfigError is a problem with one setting, named by its variable.
-type ConfigError struct {
-	Key string // e.g. SOAKD_IOT_RATE
-	Err error
-}
-
-func (e *ConfigError) Error() string { return e.Key + ": " + e.Err.Error() }
-func (e *ConfigError) Unwrap() error { return e.Err }
-
+// cfgErr is a problem with the setting key.
 func cfgErr(key, format string, args ...any) error {
-	return &ConfigError{Key: key, Err: fmt.Errorf(format, args...)}
+	return settings.Errorf(key, format, args...)
 }
 
 // Prefix is the environment prefix of workload name's settings.
@@ -183,9 +173,7 @@ var workloadName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 func Load(environ map[string]string, srcs *sources.Registry) (*Config, error) {
 	var errs []error
 	cfg := &Config{}
-	if err := env.ParseWithOptions(cfg, envOptions(environ, EnvPrefix)); err != nil {
-		errs = append(errs, nameErrors(err, cfg, EnvPrefix, environ)...)
-	}
+	errs = append(errs, settings.Problems(settings.Parse(cfg, environ, EnvPrefix))...)
 	seen := map[string]bool{}
 	for _, raw := range cfg.Workloads {
 		name := strings.TrimSpace(raw)
@@ -207,9 +195,7 @@ func Load(environ map[string]string, srcs *sources.Registry) (*Config, error) {
 		if err != nil {
 			errs = append(errs, err)
 		}
-		if err := env.ParseWithOptions(w, envOptions(wenv, p)); err != nil {
-			errs = append(errs, nameErrors(err, w, p, wenv)...)
-		}
+		errs = append(errs, settings.Problems(settings.Parse(w, wenv, p))...)
 		if w.Source == "" && srcs.Lookup(name) != nil {
 			w.Source = name
 		}
@@ -232,9 +218,7 @@ func Load(environ map[string]string, srcs *sources.Registry) (*Config, error) {
 				}
 				slices.Sort(w.BuiltinDefaults)
 			}
-			if err := env.ParseWithOptions(w.SourceSettings.Fields(), envOptions(wenv, p)); err != nil {
-				errs = append(errs, nameErrors(err, w.SourceSettings.Fields(), p, wenv)...)
-			}
+			errs = append(errs, settings.Problems(settings.Parse(w.SourceSettings.Fields(), wenv, p))...)
 		}
 		cfg.Workload = append(cfg.Workload, w)
 	}
@@ -244,80 +228,26 @@ func Load(environ map[string]string, srcs *sources.Registry) (*Config, error) {
 	return cfg, errors.Join(errs...)
 }
 
-// nameErrors rewrites caarlos0/env's errors, which name Go fields, so each
-// names its environment variable. Nested structs can reuse a field name
-// (Config.Duration, SweepConfig.Duration): of the variables a field name
-// stands for, the one set in environ is the one that failed to parse.
-func nameErrors(err error, v any, prefix string, environ map[string]string) []error {
-	keys := map[string]string{} // Go field name -> env var
-	for _, s := range settingsOf(v, prefix) {
-		if _, set := environ[keys[s.Field]]; keys[s.Field] == "" || !set {
-			keys[s.Field] = s.Key
-		}
-	}
-	var agg env.AggregateError
-	list := []error{err}
-	if errors.As(err, &agg) {
-		list = agg.Errors
-	}
-	out := make([]error, 0, len(list))
-	for _, e := range list {
-		var pe env.ParseError
-		var fe env.LoadFileContentError
-		switch {
-		case errors.As(e, &pe):
-			key := keys[pe.Name]
-			if key == "" {
-				key = prefix + pe.Name
-			}
-			out = append(out, &ConfigError{Key: key, Err: pe.Err})
-		case errors.As(e, &fe):
-			out = append(out, &ConfigError{Key: fe.Key, Err: fmt.Errorf("cannot read file %q: %w", fe.Filename, fe.Err)})
-		default:
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // Check loads nothing: it runs Validate and drops the problems of settings
 // that already failed to parse (their zero values would only repeat them),
 // so a user sees each problem once.
 func (c *Config) Check(p *Plugins, parseErr error) error {
 	failed := map[string]bool{}
-	for _, e := range flattenErrs(parseErr) {
-		var ce *ConfigError
+	for _, e := range settings.Problems(parseErr) {
+		var ce *settings.Error
 		if errors.As(e, &ce) {
 			failed[ce.Key] = true
 		}
 	}
-	errs := flattenErrs(parseErr)
-	for _, e := range flattenErrs(c.Validate(p)) {
-		var ce *ConfigError
+	errs := settings.Problems(parseErr)
+	for _, e := range settings.Problems(c.Validate(p)) {
+		var ce *settings.Error
 		if errors.As(e, &ce) && failed[ce.Key] {
 			continue
 		}
 		errs = append(errs, e)
 	}
 	return errors.Join(errs...)
-}
-
-// Problems lists the errors err joins (errors.Join, nested), one problem
-// each, in order: the lines of an "invalid configuration" report.
-func Problems(err error) []error { return flattenErrs(err) }
-
-func flattenErrs(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, flattenErrs(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }
 
 // Validate checks cfg without I/O and returns every problem found, each
@@ -413,8 +343,8 @@ func (w *Workload) validatePlugins(p *Plugins) []error {
 		err = p.Sinks.CheckTarget(t, e.Kind)
 	}
 	// A sink may report several problems in one URL: each gets its line.
-	for _, err := range flattenErrs(err) {
-		errs = append(errs, &ConfigError{Key: pre + "TARGET", Err: err})
+	for _, err := range settings.Problems(err) {
+		errs = append(errs, &settings.Error{Key: pre + "TARGET", Err: err})
 	}
 	if len(errs) == 0 {
 		w.Sink, w.Builtin = t, builtin
@@ -424,11 +354,11 @@ func (w *Workload) validatePlugins(p *Plugins) []error {
 
 // prefixSettingErrors names the full variable of each *sources.SettingError.
 func prefixSettingErrors(err error, prefix string) []error {
-	return flattenErrs(sources.RenameSettings(err, func(setting string, cause error) error {
+	return settings.Problems(sources.RenameSettings(err, func(setting string, cause error) error {
 		if setting == "" {
 			setting = "SOURCE"
 		}
-		return &ConfigError{Key: prefix + setting, Err: cause}
+		return &settings.Error{Key: prefix + setting, Err: cause}
 	}))
 }
 
@@ -497,52 +427,26 @@ func (c *Config) CheckRate(r pace.Rate) error {
 	return nil
 }
 
-// Setting describes one configuration variable.
-type Setting struct {
-	Key     string // environment variable, e.g. SOAKD_IOT_RATE
-	Flag    string // flag name without dashes, e.g. iot-rate
-	Default string
-	Help    string
-	Secret  bool // value never shown
-	URL     bool // value shown with its password redacted
-	Field   string
-	File    bool // the variable names a file whose content is the value
-	Bool    bool // a flag that may stand alone (--pprof is --pprof=true)
-}
-
-// settingsOf lists the settings of struct pointer v under prefix, walking
-// nested structs as caarlos0/env does (envPrefix tags are not used here).
-func settingsOf(v any, prefix string) []Setting {
-	var out []Setting
-	walkSettings(reflectTypeOf(v), prefix, &out)
-	return out
-}
-
-// SettingsOf lists the settings of v, a pointer to a struct tagged like
-// Workload (env, envDefault, help), under prefix: the way soakd config
-// lists them, for commands with settings of their own (soakd generate).
-func SettingsOf(v any, prefix string) []Setting { return settingsOf(v, prefix) }
-
-// ParseSettings parses v, a pointer to a struct tagged like Workload, from
-// environ under prefix with the defaults applied, as Load parses a
-// workload. Every problem is returned at once, each a *ConfigError naming
-// its variable.
-func ParseSettings(v any, environ map[string]string, prefix string) error {
-	if err := env.ParseWithOptions(v, envOptions(environ, prefix)); err != nil {
-		return errors.Join(nameErrors(err, v, prefix, environ)...)
+// GlobalBoolFlag reports whether flag names one of soakd's own (not a
+// workload's) true/false settings, e.g. pprof.
+func GlobalBoolFlag(flag string) bool {
+	for _, s := range settings.Of(&Config{}, EnvPrefix) {
+		if s.Bool && s.Flag == flag {
+			return true
+		}
 	}
-	return nil
+	return false
 }
 
 // Settings lists every setting of cfg: the global ones, then each
 // workload's own and its source's, in a stable order.
-func (c *Config) Settings() []Setting {
-	out := settingsOf(&Config{}, EnvPrefix)
+func (c *Config) Settings() []settings.Setting {
+	out := settings.Of(&Config{}, EnvPrefix)
 	for _, w := range c.Workload {
 		p := Prefix(w.Name)
-		out = append(out, settingsOf(&Workload{}, p)...)
+		out = append(out, settings.Of(&Workload{}, p)...)
 		if w.SourceSettings != nil {
-			out = append(out, settingsOf(w.SourceSettings.Fields(), p)...)
+			out = append(out, settings.Of(w.SourceSettings.Fields(), p)...)
 		}
 	}
 	return out
@@ -560,39 +464,13 @@ func settingValues(c *Config, environ map[string]string) []string {
 	return out
 }
 
-// flagName turns SOAKD_IOT_BATCH_SIZE into iot-batch-size.
-func flagName(key string) string {
-	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(key, EnvPrefix)), "_", "-")
-}
-
-// UnknownVars returns the SOAKD_* variables in environ that are no setting
-// (typos, or settings of workloads not listed in SOAKD_WORKLOADS),
-// ignoring those Kubernetes injects for a Service named soakd and the
-// variables soakd's own tests and scripts read (OtherVars).
-func UnknownVars(environ map[string]string, settings []Setting) []string {
-	known := map[string]bool{}
-	for _, s := range settings {
-		known[s.Key] = true
-	}
-	var out []string
-	for k := range environ {
-		if !strings.HasPrefix(k, EnvPrefix) || known[k] || slices.Contains(OtherVars, k) ||
-			strings.HasPrefix(k, EnvPrefix+"SERVICE_") || strings.HasPrefix(k, EnvPrefix+"PORT") {
-			continue
-		}
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // UnknownVars returns the SOAKD_* variables of environ that are no setting
 // of c nor one of extra (another command's settings). Variables under a
 // workload whose source is unknown are left out: that is reported as its
 // own error, and its source's settings cannot be known.
-func (c *Config) UnknownVars(environ map[string]string, srcs *sources.Registry, extra ...Setting) []string {
+func (c *Config) UnknownVars(environ map[string]string, srcs *sources.Registry, extra ...settings.Setting) []string {
 	var out []string
-	for _, k := range UnknownVars(environ, append(c.Settings(), extra...)) {
+	for _, k := range settings.UnknownVars(environ, append(c.Settings(), extra...)) {
 		if !slices.ContainsFunc(c.Workload, func(w *Workload) bool {
 			return srcs.Lookup(w.Source) == nil && strings.HasPrefix(k, Prefix(w.Name))
 		}) {
@@ -602,73 +480,37 @@ func (c *Config) UnknownVars(environ map[string]string, srcs *sources.Registry, 
 	return out
 }
 
-// AllowUnknownVar turns unknown SOAKD_* variables from errors back into
-// warnings: for an environment shared with another version of soakd.
-const AllowUnknownVar = EnvPrefix + "ALLOW_UNKNOWN"
-
-// OtherVars are SOAKD_* variables that are no setting but are read by
-// soakd's tests, benchmarks and scripts (or name the escape hatch itself),
-// so a shell or CI job that sets them can still run soakd.
-var OtherVars = []string{
-	AllowUnknownVar,
-	EnvPrefix + "REQUIRE_SERVERS", // internal/testserver: fail, not skip, without test servers
-	EnvPrefix + "SHARED_SERVERS",  // scripts: test servers shared between checkouts
-	EnvPrefix + "PG_BIN",          // internal/testserver: PostgreSQL binaries
-	EnvPrefix + "INFLUXD",         // internal/testserver: influxd binary
-	EnvPrefix + "TEST_MAIN",       // cmd/soakd tests: the test binary runs main
-	EnvPrefix + "SOAK_DURATION",   // cmd/soakd soak test
-	EnvPrefix + "SOAK_OUT",        // cmd/soakd soak test
-	EnvPrefix + "SCREENSHOT",      // web browser test
-	EnvPrefix + "CHARTS_OUT",      // charts test
-	EnvPrefix + "BIN",             // bench scripts: the soakd binary
-}
-
-// AllowUnknown reports whether environ sets SOAKD_ALLOW_UNKNOWN true.
-func AllowUnknown(environ map[string]string) bool {
-	v, _ := strconv.ParseBool(environ[AllowUnknownVar])
-	return v
-}
-
 // UnknownVarErrors explains each of the unknown variables unk (see
-// UnknownVars): a *ConfigError naming it, with the closest of settings
-// (did you mean ...?), or, for a setting of a workload that is not in
-// workloads, that workload's absence. With workloads nil (a command that
-// runs none, as generate) there are no workload hints.
-func UnknownVarErrors(unk []string, settings []Setting, workloads []string) []error {
+// settings.UnknownVarErrors): with the closest of settings (did you mean
+// ...?), or, for a setting of a workload that is not in workloads, that
+// workload's absence. With workloads nil (a command that runs none, as
+// generate) there are no workload hints.
+func UnknownVarErrors(unk []string, known []settings.Setting, workloads []string) []error {
+	if workloads == nil {
+		return settings.UnknownVarErrors(unk, known, nil)
+	}
 	workloadSettings := map[string]bool{} // RATE, BATCH_SIZE, ... of any workload
 	for _, w := range workloads {
 		p := Prefix(w)
-		for _, s := range settings {
+		for _, s := range known {
 			if strings.HasPrefix(s.Key, p) {
 				workloadSettings[strings.TrimPrefix(s.Key, p)] = true
 			}
 		}
 	}
-	for _, s := range settingsOf(&Workload{}, "") {
+	for _, s := range settings.Of(&Workload{}, "") {
 		workloadSettings[s.Key] = true
 	}
-	var errs []error
-	for _, k := range unk {
-		errs = append(errs, cfgErr(k, "unknown variable%s; %s=1 makes this a warning", unknownHint(k, settings, workloads, workloadSettings), AllowUnknownVar))
-	}
-	return errs
-}
-
-func unknownHint(k string, settings []Setting, workloads []string, workloadSettings map[string]bool) string {
-	if best, d := closestSetting(k, settings); best != "" && d <= maxTypo(k) {
-		return " (did you mean " + best + "?)"
-	}
-	if workloads == nil {
+	return settings.UnknownVarErrors(unk, known, func(k string) string {
+		if per := perWorkload(k, workloadSettings, workloads); len(per) > 0 {
+			// SOAKD_RAET: a workload's setting without the workload.
+			return " (did you mean " + strings.Join(per, " or ") + "? that setting is per workload)"
+		}
+		if w, ok := otherWorkload(k, workloadSettings); ok {
+			return fmt.Sprintf(" (workload %s is not in %sWORKLOADS=%s)", w, EnvPrefix, strings.Join(workloads, ","))
+		}
 		return ""
-	}
-	if per := perWorkload(k, workloadSettings, workloads); len(per) > 0 {
-		// SOAKD_RAET: a workload's setting without the workload.
-		return " (did you mean " + strings.Join(per, " or ") + "? that setting is per workload)"
-	}
-	if w, ok := otherWorkload(k, workloadSettings); ok {
-		return fmt.Sprintf(" (workload %s is not in %sWORKLOADS=%s)", w, EnvPrefix, strings.Join(workloads, ","))
-	}
-	return ""
+	})
 }
 
 // perWorkload returns, when k less SOAKD_ is within a typo of a workload
@@ -678,11 +520,11 @@ func perWorkload(k string, workloadSettings map[string]bool, workloads []string)
 	tail := strings.TrimPrefix(k, EnvPrefix)
 	best, bestD := "", math.MaxInt
 	for name := range workloadSettings {
-		if d := editDistance(tail, name); d < bestD || d == bestD && name < best {
+		if d := settings.EditDistance(tail, name); d < bestD || d == bestD && name < best {
 			best, bestD = name, d
 		}
 	}
-	if best == "" || bestD > maxTypo(k) {
+	if best == "" || bestD > settings.MaxTypo(k) {
 		return nil
 	}
 	var out []string
@@ -710,51 +552,4 @@ func next(s string, i int) int {
 		return -1
 	}
 	return i + 1 + j
-}
-
-// maxTypo is how far a name may be from a setting's to be taken for its
-// typo: two edits, or one in a short name, so that unrelated names get no
-// misleading suggestion.
-func maxTypo(k string) int {
-	if len(strings.TrimPrefix(k, EnvPrefix)) <= 4 {
-		return 1
-	}
-	return 2
-}
-
-func closestSetting(k string, settings []Setting) (string, int) {
-	best, bestD := "", math.MaxInt
-	for _, s := range settings {
-		if d := editDistance(k, s.Key); d < bestD {
-			best, bestD = s.Key, d
-		}
-	}
-	return best, bestD
-}
-
-// editDistance is the optimal string alignment (restricted
-// Damerau-Levenshtein) distance: a swap of two neighbours (RAET) counts
-// as one edit, as a user would count it.
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }

@@ -1,13 +1,13 @@
 package daemon
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -147,43 +147,9 @@ func TestSettingsAndUnknownVars(t *testing.T) {
 			t.Errorf("settings lack %s", want)
 		}
 	}
-	unk := UnknownVars(map[string]string{"SOAKD_SEQ_RAT": "1", "SOAKD_SEQ_RATE": "1", "SOAKD_SERVICE_HOST": "x", "SOAKD_PORT_9480_TCP": "x", "HOME": "/"}, cfg.Settings())
+	unk := settings.UnknownVars(map[string]string{"SOAKD_SEQ_RAT": "1", "SOAKD_SEQ_RATE": "1", "SOAKD_SERVICE_HOST": "x", "SOAKD_PORT_9480_TCP": "x", "HOME": "/"}, cfg.Settings())
 	if strings.Join(unk, ",") != "SOAKD_SEQ_RAT" {
 		t.Errorf("UnknownVars = %v", unk)
-	}
-}
-
-// ParseSettings and SettingsOf read a command's own settings struct the
-// way Load reads a workload: defaults, every problem at once naming its
-// variable, boolean settings marked.
-func TestParseSettings(t *testing.T) {
-	t.Parallel()
-	type opts struct {
-		Out     string        `env:"OUT" help:"output"`
-		Workers int           `env:"WORKERS" envDefault:"2" help:"workers"`
-		Every   time.Duration `env:"EVERY" envDefault:"1s" help:"period"`
-		Quiet   bool          `env:"QUIET" help:"no output"`
-	}
-	var o opts
-	if err := ParseSettings(&o, map[string]string{"SOAKD_GEN_OUT": "x", "SOAKD_GEN_QUIET": "true"}, "SOAKD_GEN_"); err != nil {
-		t.Fatal(err)
-	}
-	if o != (opts{Out: "x", Workers: 2, Every: time.Second, Quiet: true}) {
-		t.Errorf("parsed %+v", o)
-	}
-	err := ParseSettings(&o, map[string]string{"SOAKD_GEN_WORKERS": "many", "SOAKD_GEN_EVERY": "soon"}, "SOAKD_GEN_")
-	for _, want := range []string{"SOAKD_GEN_WORKERS: ", "SOAKD_GEN_EVERY: "} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("error %v does not name %s", err, want)
-		}
-	}
-	var got []string
-	for _, s := range SettingsOf(&opts{}, "SOAKD_GEN_") {
-		got = append(got, fmt.Sprintf("%s --%s %s %v", s.Key, s.Flag, s.Default, s.Bool))
-	}
-	want := []string{"SOAKD_GEN_OUT --gen-out  false", "SOAKD_GEN_WORKERS --gen-workers 2 false", "SOAKD_GEN_EVERY --gen-every 1s false", "SOAKD_GEN_QUIET --gen-quiet  true"}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("SettingsOf:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -57,7 +58,7 @@ func checkBatchMemory(w *Workload, kind sources.Kind, src sources.Source) error 
 	}
 	need := 2 * int64(w.Workers) * batchBytes(kind, src, units)
 	if budget := memoryBudget(); need > budget {
-		return &ConfigError{Key: Prefix(w.Name) + key, Err: fmt.Errorf(
+		return &settings.Error{Key: Prefix(w.Name) + key, Err: fmt.Errorf(
 			"%d units per batch × %d WORKERS would take about %.1f GiB for batches and their encoded copies, more than half this machine's memory (%.1f GiB): lower %s or WORKERS",
 			units, w.Workers, float64(need)/(1<<30), float64(budget)/(1<<30), key)}
 	}

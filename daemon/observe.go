@@ -34,7 +34,7 @@ type Observer interface {
 	// Opened is called once per workload, its source built and its sink
 	// open, before anything is sent. An error stops the run before it
 	// starts, as a configuration error (exit 2): it should be a
-	// *ConfigError naming the setting at fault.
+	// *settings.Error naming the setting at fault.
 	Opened(w *Handle) error
 	// Started is called once every workload is open and the HTTP
 	// endpoints serve. ctx ends when scheduling stops (the run's end, a

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/soakd/soakd/settings"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -105,7 +106,7 @@ func TestObserverRefusesWorkload(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := testPlugins()
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "2s"), p)
-		refusal := &ConfigError{Key: "SOAKD_SEQ_X", Err: errors.New("not for this observer")}
+		refusal := &settings.Error{Key: "SOAKD_SEQ_X", Err: errors.New("not for this observer")}
 		r := &recorder{refuse: refusal}
 		sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
 			Observers: []Observer{r}})

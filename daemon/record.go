@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -213,7 +214,7 @@ func settingsRecord(w *Workload, src sources.Source) map[string]string {
 	p := Prefix(w.Name)
 	add := func(v any, only ...string) {
 		rv := reflect.ValueOf(v).Elem()
-		for _, s := range settingsOf(v, p) {
+		for _, s := range settings.Of(v, p) {
 			name := strings.TrimPrefix(s.Key, p)
 			if s.Secret || s.URL || (len(only) > 0 && !slices.Contains(only, name)) {
 				continue

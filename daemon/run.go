@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -89,7 +90,7 @@ var errHardStop = errors.New("SOAKD_DURATION reached")
 // a signal (the caller's context).
 func stopCause(ctx context.Context) string {
 	cause := context.Cause(ctx)
-	var ce *ConfigError
+	var ce *settings.Error
 	var ta *thresholdAbort
 	var st *startTimeoutError
 	if r := finishedReason(cause); r != "" {
@@ -202,7 +203,7 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	for _, w := range wls {
 		g.Go(func() error {
 			err := w.runAll(genCtx, drainCtx, cfg)
-			var ce *ConfigError
+			var ce *settings.Error
 			var st *startTimeoutError
 			if errors.As(err, &ce) || errors.As(err, &st) {
 				// A setting the target contradicts: the configuration is

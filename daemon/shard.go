@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -61,7 +62,7 @@ func resolveShardAuto(environ map[string]string, prefix string) (map[string]stri
 	sh, err := autoShard(environ)
 	if err != nil {
 		delete(out, key) // reported once, here, not again by the parser
-		return out, &ConfigError{Key: key, Err: err}
+		return out, &settings.Error{Key: key, Err: err}
 	}
 	out[key] = sh.String()
 	return out, nil

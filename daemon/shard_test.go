@@ -6,6 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -48,7 +49,7 @@ func TestShardAuto(t *testing.T) {
 			cfg, err := Load(env, p.Sources)
 			err = cfg.Check(p, err)
 			if tc.wantErr != "" {
-				probs := Problems(err)
+				probs := settings.Problems(err)
 				if len(probs) != 1 || !strings.HasPrefix(probs[0].Error(), "SOAKD_SEQ_SHARD: ") || !strings.Contains(probs[0].Error(), tc.wantErr) {
 					t.Fatalf("problems %q, want one SOAKD_SEQ_SHARD problem with %q", probs, tc.wantErr)
 				}

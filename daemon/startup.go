@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -173,7 +174,7 @@ func (w *workload) refused(step, text string, tlsRefused bool) error {
 	case w.cfg.Sink.URL != nil && w.cfg.Sink.URL.Scheme == "file":
 		hint = "" // a path, not a server: the text names it and the OS error
 	}
-	return &ConfigError{Key: p + "TARGET", Err: fmt.Errorf("%s refused %q: %s%s", w.cfg.Sink.Redacted, step, text, hint)}
+	return &settings.Error{Key: p + "TARGET", Err: fmt.Errorf("%s refused %q: %s%s", w.cfg.Sink.Redacted, step, text, hint)}
 }
 
 // setup connects to the target and prepares it (schema, database), each

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -169,7 +170,7 @@ func TestSetupRefusalIsConfigError(t *testing.T) {
 		s := lateSink{refusal: sinks.NewError(sinks.Rejected, false, errors.New("WRONGPASS invalid username-password pair")), pings: new(atomic.Int64)}
 		// SOAKD_DURATION ends a run that would retry (the bug this checks).
 		res, took := runLate(t, s, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://u:hunter2@db/x", "SOAKD_DURATION", "30s"), nil)
-		var ce *ConfigError
+		var ce *settings.Error
 		if !errors.As(res.err, &ce) || ce.Key != "SOAKD_SEQ_TARGET" || !strings.Contains(ce.Error(), "WRONGPASS") ||
 			!strings.Contains(ce.Error(), "SOAKD_SEQ_PASSWORD") || strings.Contains(ce.Error(), "hunter2") {
 			t.Fatalf("Run: %v, want a configuration error naming SOAKD_SEQ_TARGET with the answer, without the password", res.err)

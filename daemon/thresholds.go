@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -436,8 +437,8 @@ func (w *Workload) validateThresholds(kind sources.Kind, known bool, hard time.D
 	key := Prefix(w.Name) + "THRESHOLDS"
 	checks, err := ParseThresholds(w.Thresholds)
 	var errs []error
-	for _, e := range flattenErrs(err) {
-		errs = append(errs, &ConfigError{Key: key, Err: e})
+	for _, e := range settings.Problems(err) {
+		errs = append(errs, &settings.Error{Key: key, Err: e})
 	}
 	if w.DriftWarmup < 0 {
 		errs = append(errs, cfgErr(Prefix(w.Name)+"DRIFT_WARMUP", "must not be negative"))

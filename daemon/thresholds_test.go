@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/soakd/soakd/settings"
 )
 
 func TestParseThresholds(t *testing.T) {
@@ -128,7 +130,7 @@ func TestParseThresholdsErrors(t *testing.T) {
 			t.Errorf("%q: no error, want %v", tc.in, tc.want)
 			continue
 		}
-		problems := Problems(err)
+		problems := settings.Problems(err)
 		for _, p := range problems {
 			var te *ThresholdError
 			if !errors.As(p, &te) || te.Expr != tc.in {
@@ -199,7 +201,7 @@ func FuzzParseThresholds(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		got, err := ParseThresholds(in)
-		for _, p := range Problems(err) {
+		for _, p := range settings.Problems(err) {
 			var te *ThresholdError
 			if !errors.As(p, &te) || te.Pos < 0 || te.Pos > len(in) || te.Expr != in {
 				t.Fatalf("%q: problem %v does not point into the expression", in, p)

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -151,7 +152,7 @@ func (w *workload) setupVerify(log *zap.Logger) error {
 		kr, ok := w.sink.(sinks.KVReader)
 		rc, ok2 := w.src.(sources.RecordChecker)
 		if !ok || !ok2 {
-			return &ConfigError{Key: key, Err: fmt.Errorf("the target %s cannot read records back (or source %s cannot check them)", c.Sink.Redacted, c.Source)}
+			return &settings.Error{Key: key, Err: fmt.Errorf("the target %s cannot read records back (or source %s cannot check them)", c.Sink.Redacted, c.Source)}
 		}
 		v.kr, v.rc = kr, rc
 		b := newBatch(w.src)
@@ -164,16 +165,16 @@ func (w *workload) setupVerify(log *zap.Logger) error {
 	}
 	sr, ok := w.sink.(sinks.SeriesReader)
 	if !ok {
-		return &ConfigError{Key: key, Err: fmt.Errorf("the target %s cannot read rows back", c.Sink.Redacted)}
+		return &settings.Error{Key: key, Err: fmt.Errorf("the target %s cannot read rows back", c.Sink.Redacted)}
 	}
 	if err := sr.Readable(); err != nil {
-		return &ConfigError{Key: key, Err: err}
+		return &settings.Error{Key: key, Err: err}
 	}
 	v.sr = sr
 	v.res = max(int64(sr.Resolution()), 1)
 	v.schemas = w.src.Schemas()
 	if len(v.schemas) > 64 {
-		return &ConfigError{Key: key, Err: fmt.Errorf("source %s has %d tables; read-back handles up to 64", c.Source, len(v.schemas))}
+		return &settings.Error{Key: key, Err: fmt.Errorf("source %s has %d tables; read-back handles up to 64", c.Source, len(v.schemas))}
 	}
 	for _, s := range v.schemas {
 		v.exp = append(v.exp, sources.NewTable(s))

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -197,7 +198,7 @@ func TestVerifyNeedsAReader(t *testing.T) {
 	p := testPlugins()
 	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://", "SOAKD_SEQ_VERIFY", "0.5"), p)
 	res := runTest(context.Background(), cfg, p, nil)
-	var ce *ConfigError
+	var ce *settings.Error
 	if res.err == nil || !errors.As(res.err, &ce) || ce.Key != "SOAKD_SEQ_VERIFY" {
 		t.Fatalf("run: %v, want a configuration error naming SOAKD_SEQ_VERIFY", res.err)
 	}

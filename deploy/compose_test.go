@@ -14,6 +14,7 @@ import (
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/settings"
 )
 
 // loadCompose loads deploy/compose/compose.yaml as docker compose does:
@@ -90,7 +91,7 @@ func checkSoakdEnv(t *testing.T, where string, env map[string]string) {
 	if err := cfg.Check(p, err); err != nil {
 		t.Errorf("%s: soakd rejects its configuration:\n%v", where, err)
 	}
-	if unk := daemon.UnknownVars(env, cfg.Settings()); len(unk) > 0 {
+	if unk := settings.UnknownVars(env, cfg.Settings()); len(unk) > 0 {
 		t.Errorf("%s: %v are no soakd settings", where, unk)
 	}
 	n := 0

@@ -16,6 +16,7 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/web"
 )
 
@@ -137,10 +138,10 @@ func TestReadOnlyConsole(t *testing.T) {
 
 func TestSettingRowsRedact(t *testing.T) {
 	t.Parallel()
-	settings := []daemon.Setting{
+	list := []settings.Setting{
 		{Key: "SOAKD_W_TARGET", URL: true}, {Key: "SOAKD_W_TOKEN", Secret: true}, {Key: "SOAKD_W_RATE", Default: "1000"},
 	}
-	rows := web.SettingRows(settings, map[string]string{
+	rows := web.SettingRows(list, map[string]string{
 		"SOAKD_W_TARGET": "postgres://u:hunter2@db/x?sslpassword=k3y", "SOAKD_W_TOKEN": "t0ken"})
 	for _, r := range rows {
 		for _, secret := range []string{"hunter2", "k3y", "t0ken"} {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/settings"
 )
 
 // ReportData is what an HTML report shows.
@@ -26,18 +27,18 @@ type ReportData struct {
 }
 
 // SettingRow is one setting as the report lists it; Value is already
-// safe to show (daemon.Setting.Shown).
+// safe to show (settings.Setting.Shown).
 type SettingRow struct {
 	Key, Value, Default, Help string
 	Set                       bool // given in the environment or a flag
 }
 
 // SettingRows lists settings with their values in environ, secrets shown
-// as "(set)" and passwords in URLs redacted (daemon.Setting.Shown); a
+// as "(set)" and passwords in URLs redacted (settings.Setting.Shown); a
 // setting not given shows its default.
-func SettingRows(settings []daemon.Setting, environ map[string]string) []SettingRow {
-	out := make([]SettingRow, 0, len(settings))
-	for _, s := range settings {
+func SettingRows(list []settings.Setting, environ map[string]string) []SettingRow {
+	out := make([]SettingRow, 0, len(list))
+	for _, s := range list {
 		raw, set := environ[s.Key]
 		v := s.Default
 		if set {

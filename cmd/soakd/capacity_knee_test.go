@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/detserver"
 )
@@ -81,7 +82,7 @@ func TestCapacityKneeOfDeterministicServer(t *testing.T) {
 	for attempt := 1; attempt <= 2; attempt++ {
 		res, md := capacityAgainst(t, srv, map[string]string{"SOAKD_KV_WORKERS": "12",
 			"SOAKD_CAPACITY_START": "83", "SOAKD_CAPACITY_STEP": "+28", "SOAKD_CAPACITY_HOLD": "7s",
-			"SOAKD_CAPACITY_SLO_P99": "200ms", "SOAKD_CAPACITY_REFINE": "3"}, exitOK)
+			"SOAKD_CAPACITY_SLO_P99": "200ms", "SOAKD_CAPACITY_REFINE": "3"}, cli.ExitOK)
 		problems = kneeProblems(res, md, C)
 		if len(problems) == 0 {
 			return
@@ -134,7 +135,7 @@ func TestCapacityBlamesSoakdsWorkers(t *testing.T) {
 	C := srv.Capacity()
 	res, md := capacityAgainst(t, srv, map[string]string{"SOAKD_KV_WORKERS": "1",
 		"SOAKD_CAPACITY_START": "20", "SOAKD_CAPACITY_STEP": "x2", "SOAKD_CAPACITY_HOLD": "3s",
-		"SOAKD_CAPACITY_SLO_P99": "500ms", "SOAKD_CAPACITY_REFINE": "2"}, exitFailed)
+		"SOAKD_CAPACITY_SLO_P99": "500ms", "SOAKD_CAPACITY_REFINE": "2"}, cli.ExitFailed)
 	// One worker cannot exceed 1/(service + delay) = C/20.
 	if !res.Found || res.Knee > 0.05*C {
 		t.Fatalf("knee %v (found %v), want found and at most %v", res.Knee, res.Found, 0.05*C)
@@ -169,7 +170,7 @@ func TestCapacitySLOOpNeverIssued(t *testing.T) {
 		// A search of one short step, should the refusal be missing.
 		"SOAKD_CAPACITY_START": "100", "SOAKD_CAPACITY_MAX": "100", "SOAKD_CAPACITY_WARMUP": "0s", "SOAKD_CAPACITY_SETTLE": "0s",
 		"SOAKD_CAPACITY_HOLD": "1s"}, "capacity")
-	if code != exitConfig || !strings.Contains(stderr, "SOAKD_CAPACITY_SLO_OP") || !strings.Contains(stderr, `"scan"`) ||
+	if code != cli.ExitConfig || !strings.Contains(stderr, "SOAKD_CAPACITY_SLO_OP") || !strings.Contains(stderr, `"scan"`) ||
 		!strings.Contains(stderr, "read, update") {
 		t.Errorf("exit %d, want 2 naming SOAKD_CAPACITY_SLO_OP and the ops issued\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -188,7 +189,7 @@ func TestRunDropsWorkNamesBottleneck(t *testing.T) {
 	code, stdout, stderr := run(t, map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_WORKLOADS": "kv",
 		"SOAKD_KV_TARGET": srv.URL, "SOAKD_KV_RECORDS": "10", "SOAKD_KV_WORKERS": "1", "SOAKD_KV_RATE": "100",
 		"SOAKD_KV_MAX_LAG": "200ms", "SOAKD_KV_DURATION": "3s"}, "--summary-json", js)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	var sum daemon.Summary

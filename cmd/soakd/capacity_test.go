@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/internal/testserver"
 )
 
@@ -41,7 +42,7 @@ func TestCapacityAgainstRealServers(t *testing.T) {
 				env[k] = v
 			}
 			code, stdout, stderr := run(t, env, "capacity")
-			if code != exitOK {
+			if code != cli.ExitOK {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 			}
 			if !strings.Contains(stdout, "# Capacity of workload") || !strings.Contains(stdout, "**Knee:") {
@@ -110,7 +111,7 @@ func TestCapacityAgainstRealServers(t *testing.T) {
 func TestCapacityBadSettings(t *testing.T) {
 	code, _, stderr := run(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_CAPACITY_STEP": "fast",
 		"SOAKD_CAPACITY_SLO_ERRORS": "200%", "SOAKD_CAPACITY_WORKLOAD": "nope"}, "capacity")
-	if code != exitConfig {
+	if code != cli.ExitConfig {
 		t.Fatalf("exit %d, want 2", code)
 	}
 	for _, want := range []string{"SOAKD_CAPACITY_STEP: ", `"fast": want +N`, "SOAKD_CAPACITY_SLO_ERRORS: ", "SOAKD_CAPACITY_WORKLOAD: \"nope\""} {
@@ -131,7 +132,7 @@ func TestSweepAgainstPostgres(t *testing.T) {
 		"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": pg.URL, "SOAKD_CPU_SCALE": "20",
 		"SOAKD_CPU_START": "2026-01-01T00:00:00Z", "SOAKD_CPU_END": "+2h", "SOAKD_SWEEP_WORKERS": "1,2,4",
 		"SOAKD_SWEEP_BATCH": "5,500", "SOAKD_SWEEP_REPEATS": "2", "SOAKD_SWEEP_RESET": "true", "SOAKD_SWEEP_OUT": out}, "sweep")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	t.Log(stdout)

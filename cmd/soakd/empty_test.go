@@ -10,6 +10,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/internal/testserver"
 )
 
@@ -53,7 +54,7 @@ func runKVReads(t *testing.T, srv *testserver.Server) (int, string, emptySummary
 func TestRedisRefusingWritesFailsReads(t *testing.T) {
 	srv := testserver.Redis(t, "--maxmemory", "1", "--maxmemory-policy", "noeviction")
 	code, out, s := runKVReads(t, srv)
-	if code != exitFailed {
+	if code != cli.ExitFailed {
 		t.Fatalf("exit %d, want 1\n%s", code, out)
 	}
 	if strings.Contains(out, "errors: none") || !strings.Contains(out, "✗ errors<0.1%") {
@@ -82,7 +83,7 @@ func TestRedisRefusingWritesFailsReads(t *testing.T) {
 func TestRedisReadsHitNoEmpty(t *testing.T) {
 	srv := testserver.Redis(t)
 	code, out, s := runKVReads(t, srv)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d, want 0\n%s", code, out)
 	}
 	for _, w := range s.Workloads {
@@ -103,7 +104,7 @@ func TestRedisEveryUpdateRefusedFails(t *testing.T) {
 	srv := testserver.Redis(t)
 	env := map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_LISTEN": "off", "SOAKD_KV_TARGET": srv.URL,
 		"SOAKD_KV_RECORDS": "200", "SOAKD_KV_WORKLOAD": "load", "SOAKD_KV_RATE": "max", "SOAKD_KV_KEY_PREFIX": "u:"}
-	if code, out, errs := run(t, env); code != exitOK {
+	if code, out, errs := run(t, env); code != cli.ExitOK {
 		t.Fatalf("load: exit %d\n%s\n%s", code, out, errs)
 	}
 	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true})
@@ -114,7 +115,7 @@ func TestRedisEveryUpdateRefusedFails(t *testing.T) {
 	js := filepath.Join(t.TempDir(), "sum.json")
 	env["SOAKD_KV_WORKLOAD"], env["SOAKD_KV_RATE"], env["SOAKD_KV_DURATION"] = "read=0.5,update=0.5", "200", "2s"
 	code, out, errs := run(t, env, "--summary-json", js)
-	if code != exitFailed || !strings.Contains(out, "FAILED: every write of the run phase failed") {
+	if code != cli.ExitFailed || !strings.Contains(out, "FAILED: every write of the run phase failed") {
 		t.Fatalf("exit %d, want 1 with the run phase's writes failed\n%s\n%s", code, out, errs)
 	}
 	var s emptySummary

@@ -12,7 +12,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +26,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
-	"text/tabwriter"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -35,23 +33,18 @@ import (
 	"golang.org/x/term"
 
 	"github.com/soakd/soakd/charts"
+	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/cmd/soakd/generate"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/cmd/soakd/verify"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/web"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
 var version = ""
-
-// Exit codes.
-const (
-	exitOK     = 0
-	exitFailed = 1
-	exitConfig = 2
-)
 
 func main() {
 	os.Exit(realMain(context.Background(), os.Args[1:], environMap(os.Environ()), os.Stdout, os.Stderr))
@@ -107,6 +100,11 @@ Exit codes: 0 ok, 1 the run failed or a threshold (SOAKD_<W>_THRESHOLDS)
 failed, 2 invalid configuration.
 `
 
+const configUsage = `Usage: soakd config [--check] [setting flags]
+
+Lists every setting with its env var, flag, default and current value; --check only validates them.
+`
+
 const capacityUsage = `Usage: soakd capacity [flags]
 
 Searches one workload's capacity (SOAKD_CAPACITY_WORKLOAD, default the first
@@ -157,89 +155,60 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 		return verify.Main(ctx, args, environ, plugins.All(), stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "soakd %s (%s %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-		return exitOK
+		return cli.ExitOK
 	case "help":
 		fmt.Fprint(stdout, usage)
-		return exitOK
+		return cli.ExitOK
 	}
 	fmt.Fprintf(stderr, "soakd: unknown command %q\n\n%s", cmd, usage)
-	return exitConfig
+	return cli.ExitConfig
 }
 
-// parseFlags reads soakd's command line: --iot-rate 1000 sets
-// SOAKD_IOT_RATE; switches are the command's own flags (e.g. check).
-func parseFlags(args []string, environ map[string]string, switches ...string) (daemon.CommandLine, error) {
-	f, err := daemon.ParseFlags(args, environ, daemon.EnvPrefix, daemon.GlobalBoolFlag, switches...)
-	if missing := (*daemon.MissingValueError)(nil); errors.As(err, &missing) {
-		// soakd --bogus: that the flag is unknown is the news, not that it
-		// lacks a value.
-		cfg, _ := daemon.Load(f.Env, plugins.All().Sources)
-		if !slices.ContainsFunc(cfg.Settings(), func(s daemon.Setting) bool { return s.Key == missing.Key }) {
-			err = fmt.Errorf("unknown flag --%s (see soakd config)", missing.Flag)
+// command is the preamble of the commands that run workloads (run,
+// capacity, sweep) or list their settings (config): every setting is a
+// flag, --iot-rate 1000 setting SOAKD_IOT_RATE.
+func command(name string) *cli.Command {
+	c := &cli.Command{Name: name, Prog: "soakd", Usage: usage, Prefix: daemon.EnvPrefix, IsBool: daemon.GlobalBoolFlag,
+		See: "soakd config", Known: func(env map[string]string) []settings.Setting {
+			cfg, _ := daemon.Load(env, plugins.All().Sources)
+			return cfg.Settings()
+		}}
+	switch name {
+	case "capacity", "sweep":
+		// Their own settings (SOAKD_CAPACITY_*, SOAKD_SWEEP_*) are listed
+		// by --help, with defaults.
+		c.Usage = map[string]string{"capacity": capacityUsage, "sweep": sweepUsage}[name]
+		c.OwnPrefix = daemon.EnvPrefix + strings.ToUpper(name) + "_"
+		for _, s := range settings.Of(&daemon.Config{}, daemon.EnvPrefix) {
+			if strings.HasPrefix(s.Key, c.OwnPrefix) {
+				c.Own = append(c.Own, s)
+			}
 		}
+	case "config":
+		c.Usage, c.Switches = configUsage, []string{"check"}
 	}
-	return f, err
+	return c
 }
 
-// loadConfig reads and validates the configuration; every problem is
-// returned at once.
-func loadConfig(f daemon.CommandLine, p *daemon.Plugins) (*daemon.Config, error) {
+// runScope is what soakd run may be given: cfg's settings. The settings
+// of verify and generate (SOAKD_GEN_*, unless gen is a workload) are
+// known too: one environment often serves all of soakd's commands.
+func runScope(f settings.CommandLine, cfg *daemon.Config, p *daemon.Plugins) cli.Scope {
+	return cli.WorkloadScope(cfg, f.Env, p.Sources, nil, verify.Settings(), generate.Workload)
+}
+
+// loadConfig reads and validates the configuration, with the command's
+// own check when not nil; every problem is returned at once. It returns
+// the SOAKD_* variables that are no setting, which are among the
+// problems unless SOAKD_ALLOW_UNKNOWN says to only warn (see runCmd).
+func loadConfig(c *cli.Command, f settings.CommandLine, p *daemon.Plugins, check func(*daemon.Config) error) (*daemon.Config, []string, error) {
 	cfg, parseErr := daemon.Load(f.Env, p.Sources)
-	errs := []error{cfg.Check(p, parseErr)}
-	// A flag that names no setting is an error, and so is a SOAKD_*
-	// variable (see unknownVarErrors).
-	errs = append(errs, unknownVarErrors(f, cfg, p)...)
-	known := map[string]bool{}
-	for _, s := range cfg.Settings() {
-		known[s.Key] = true
+	err := cfg.Check(p, parseErr)
+	if check != nil {
+		err = errors.Join(err, check(cfg))
 	}
-	for _, k := range f.Keys {
-		if !known[k] {
-			errs = append(errs, fmt.Errorf("unknown flag --%s (see soakd config)", strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, daemon.EnvPrefix), "_", "-"))))
-		}
-	}
-	return cfg, errors.Join(errs...)
-}
-
-// unknownVarErrors refuses each SOAKD_* variable that is no setting (a
-// typo would silently run with a default), unless SOAKD_ALLOW_UNKNOWN
-// says to only warn (see runCmd).
-func unknownVarErrors(f daemon.CommandLine, cfg *daemon.Config, p *daemon.Plugins) []error {
-	if daemon.AllowUnknown(f.Env) {
-		return nil
-	}
-	return daemon.UnknownVarErrors(unknownVars(f, cfg, p), cfg.Settings(), workloadNames(cfg))
-}
-
-// unknownVars returns the SOAKD_* variables in the environment that are
-// no setting of a command that runs workloads. The settings of verify
-// and generate (SOAKD_GEN_*, unless gen is a workload) are known too: one
-// environment often serves all of soakd's commands.
-func unknownVars(f daemon.CommandLine, cfg *daemon.Config, p *daemon.Plugins) []string {
-	var out []string
-	gen := slices.Contains(workloadNames(cfg), generate.Workload)
-	for _, k := range cfg.UnknownVars(f.Env, p.Sources, verify.Settings()...) {
-		// An unknown flag is reported as such, not as its variable.
-		if (gen || !strings.HasPrefix(k, daemon.Prefix(generate.Workload))) && !slices.Contains(f.Keys, k) {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-func workloadNames(cfg *daemon.Config) []string {
-	var names []string
-	for _, w := range cfg.Workload {
-		names = append(names, w.Name)
-	}
-	return names
-}
-
-func printConfigErrors(w io.Writer, err error) {
-	fmt.Fprintln(w, "soakd: invalid configuration:")
-	for _, p := range daemon.Problems(err) {
-		fmt.Fprintf(w, "  %s\n", p)
-	}
+	unk, err := c.Check(f, runScope(f, cfg, p), err)
+	return cfg, unk, err
 }
 
 // loadCmd is the start of the commands that run workloads: it parses
@@ -247,44 +216,18 @@ func printConfigErrors(w io.Writer, err error) {
 // with the command's own check when not nil. When ok is false the
 // command is over and exits with code.
 func loadCmd(cmdName string, args []string, environ map[string]string, stdout, stderr io.Writer, check func(*daemon.Config) error) (
-	f daemon.CommandLine, p *daemon.Plugins, cfg *daemon.Config, code int, ok bool) {
-	help, prefix := usage, ""
-	switch cmdName {
-	case "capacity":
-		help, prefix = capacityUsage, daemon.EnvPrefix+"CAPACITY_"
-	case "sweep":
-		help, prefix = sweepUsage, daemon.EnvPrefix+"SWEEP_"
-	}
-	f, err := parseFlags(args, environ)
-	if err != nil {
-		fmt.Fprintf(stderr, "soakd: %v\n", err)
-		return f, nil, nil, exitConfig, false
-	}
-	if f.Help {
-		fmt.Fprint(stdout, help)
-		if prefix != "" {
-			// capacity and sweep: their own settings, with defaults.
-			tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
-			fmt.Fprintf(tw, "\nOwn settings (%s*):\nVARIABLE\tFLAG\tDEFAULT\tHELP\n", prefix)
-			for _, s := range daemon.SettingsOf(&daemon.Config{}, daemon.EnvPrefix) {
-				if strings.HasPrefix(s.Key, prefix) {
-					fmt.Fprintf(tw, "%s\t--%s\t%s\t%s\n", s.Key, s.Flag, cmp.Or(s.Default, "-"), strings.TrimPrefix(s.Help, "soakd "+cmdName+": "))
-				}
-			}
-			_ = tw.Flush()
-		}
-		return f, nil, nil, exitOK, false
+	f settings.CommandLine, p *daemon.Plugins, cfg *daemon.Config, unknown []string, code int, ok bool) {
+	c := command(cmdName)
+	f, code, ok = c.Parse(args, environ, stdout, stderr)
+	if !ok {
+		return f, nil, nil, nil, code, false
 	}
 	p = plugins.All()
-	cfg, err = loadConfig(f, p)
-	if check != nil && cfg != nil {
-		err = errors.Join(err, check(cfg))
-	}
+	cfg, unknown, err := loadConfig(c, f, p, check)
 	if err != nil {
-		printConfigErrors(stderr, err)
-		return f, nil, nil, exitConfig, false
+		return f, nil, nil, nil, c.Refuse(stderr, err), false
 	}
-	return f, p, cfg, exitOK, true
+	return f, p, cfg, unknown, cli.ExitOK, true
 }
 
 // runCmd runs the configured workloads (soakd run), or searches one's
@@ -296,7 +239,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		check = (*daemon.Config).CheckCapacity
 		name = "capacity"
 	}
-	f, p, cfg, code, ok := loadCmd(name, args, environ, stdout, stderr, check)
+	f, p, cfg, unk, code, ok := loadCmd(name, args, environ, stdout, stderr, check)
 	if !ok {
 		return code
 	}
@@ -312,10 +255,10 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	log, err := newLogger(cfg, logOut, tty)
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd: %v\n", err)
-		return exitConfig
+		return cli.ExitConfig
 	}
 	defer func() { _ = log.Sync() }()
-	if unk := unknownVars(f, cfg, p); len(unk) > 0 { // SOAKD_ALLOW_UNKNOWN is set, or loadConfig had refused them
+	if len(unk) > 0 { // SOAKD_ALLOW_UNKNOWN is set, or loadConfig had refused them
 		log.Warn("ignoring unknown SOAKD_ variables (typo, or a workload not in SOAKD_WORKLOADS?)", zap.Strings("vars", unk))
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -351,7 +294,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		if cfg.SummaryJSON != "" {
 			if err := sum.WriteJSONFile(cfg.SummaryJSON); err != nil {
 				log.Error("cannot write the summary", zap.Error(err))
-				return exitFailed
+				return cli.ExitFailed
 			}
 		}
 		if cfg.Report != "" {
@@ -362,7 +305,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 			}
 			if err := web.WriteReport(cfg.Report, d); err != nil {
 				log.Error("cannot write the report", zap.Error(err))
-				return exitFailed
+				return cli.ExitFailed
 			}
 			log.Info("report written", zap.String("file", cfg.Report))
 		}
@@ -373,7 +316,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	if capRes != nil {
 		if err := writeCapacityReport(capRes, cfg.Capacity.Out, stdout); err != nil {
 			log.Error("cannot write the capacity report", zap.Error(err))
-			return exitFailed
+			return cli.ExitFailed
 		}
 		switch {
 		case runErr != nil:
@@ -385,18 +328,17 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 			runErr = fmt.Errorf("capacity: no knee of the target: soakd's %s limited the search; %s", capRes.LimitedBy, capRes.Advice)
 		}
 	}
-	var cfgErr *daemon.ConfigError
+	var cfgErr *settings.Error
 	if errors.As(runErr, &cfgErr) {
 		// A setting the target contradicts, found once the run started
 		// (e.g. records of another DATA_TYPE under the KEY_PREFIX).
-		printConfigErrors(stderr, runErr)
-		return exitConfig
+		return command(name).Refuse(stderr, runErr)
 	}
 	if runErr != nil {
 		log.Error("run failed", zap.Error(runErr))
-		return exitFailed
+		return cli.ExitFailed
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // dataOnStdout reports whether a workload writes its data to standard
@@ -454,14 +396,14 @@ func writeReport(stdout io.Writer, out string, md func(io.Writer), csv, js func(
 // sweepCmd runs soakd sweep: the workload closed loop over a grid of
 // WORKERS × BATCH_SIZE (PIPELINE), with a report.
 func sweepCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
-	f, p, cfg, code, ok := loadCmd("sweep", args, environ, stdout, stderr, (*daemon.Config).CheckSweep)
+	f, p, cfg, _, code, ok := loadCmd("sweep", args, environ, stdout, stderr, (*daemon.Config).CheckSweep)
 	if !ok {
 		return code
 	}
 	log, err := newLogger(cfg, stderr, isTerminal(stderr))
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd: %v\n", err)
-		return exitConfig
+		return cli.ExitConfig
 	}
 	defer func() { _ = log.Sync() }()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -473,21 +415,20 @@ func sweepCmd(ctx context.Context, args []string, environ map[string]string, std
 	if res != nil && len(res.Points) > 0 {
 		if werr := writeReport(stdout, cfg.Sweep.Out, res.WriteMarkdown, res.WriteCSV, res.WriteJSON, web.SweepCharts(res), "sweep-"); werr != nil {
 			log.Error("cannot write the sweep report", zap.Error(werr))
-			return exitFailed
+			return cli.ExitFailed
 		}
 	}
-	var cfgErr *daemon.ConfigError
+	var cfgErr *settings.Error
 	switch {
 	case errors.As(err, &cfgErr):
-		printConfigErrors(stderr, err)
-		return exitConfig
+		return command("sweep").Refuse(stderr, err)
 	case err != nil:
 		log.Error("sweep failed", zap.Error(err))
-		return exitFailed
+		return cli.ExitFailed
 	case res.Outcome != "done":
-		return exitFailed
+		return cli.ExitFailed
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 func writeFile(path string, write func(io.Writer) error) error {
@@ -503,45 +444,26 @@ func writeFile(path string, write func(io.Writer) error) error {
 }
 
 func configCmd(args []string, environ map[string]string, stdout, stderr io.Writer) int {
-	f, err := parseFlags(args, environ, "check")
-	if f.Help {
-		fmt.Fprint(stdout, "Usage: soakd config [--check] [setting flags]\n\nLists every setting with its env var, flag, default and current value; --check only validates them.\n")
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "soakd: %v\n", err)
-		return exitConfig
+	c := command("config")
+	f, code, ok := c.Parse(args, environ, stdout, stderr)
+	if !ok {
+		return code
 	}
 	p := plugins.All()
-	cfg, err := loadConfig(f, p)
+	cfg, _, err := loadConfig(c, f, p, nil)
 	if f.Cmd["check"] {
 		if err != nil {
-			printConfigErrors(stderr, err)
-			return exitConfig
+			return c.Refuse(stderr, err)
 		}
 		fmt.Fprintln(stdout, "configuration ok")
-		return exitOK
+		return cli.ExitOK
 	}
-	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "VARIABLE\tFLAG\tDEFAULT\tVALUE\tHELP")
-	for _, s := range cfg.Settings() {
-		v := ""
-		if raw, set := f.Env[s.Key]; set {
-			v = s.Shown(raw)
-		}
-		def := s.Default
-		if def == "" {
-			def = "-"
-		}
-		fmt.Fprintf(tw, "%s\t--%s\t%s\t%s\t%s\n", s.Key, s.Flag, def, v, s.Help)
-	}
-	_ = tw.Flush()
+	settings.WriteTable(stdout, cfg.Settings(), f.Env)
 	if err != nil {
 		fmt.Fprintln(stderr)
-		printConfigErrors(stderr, err)
-		return exitConfig
+		return c.Refuse(stderr, err)
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 func isTerminal(w io.Writer) bool {

@@ -18,9 +18,11 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/settings"
 )
 
 // TestMain doubles as soakd itself when SOAKD_TEST_MAIN=1, so tests can
@@ -45,7 +47,7 @@ func TestBadConfigExits2WithEveryProblem(t *testing.T) {
 		"SOAKD_WORKLOADS": "a", "SOAKD_A_SOURCE": "seq", "SOAKD_A_RATE": "step:1000",
 		"SOAKD_A_TARGET": "postgress://x", "SOAKD_A_DURATION": "forever",
 	}, "--a-workers", "-1", "--listen", "off")
-	if code != exitConfig {
+	if code != cli.ExitConfig {
 		t.Fatalf("exit %d, want 2; stderr:\n%s", code, errs)
 	}
 	for _, want := range []string{"SOAKD_A_RATE: rate \"step:1000\"", "SOAKD_A_TARGET: unknown scheme \"postgress\"",
@@ -57,10 +59,10 @@ func TestBadConfigExits2WithEveryProblem(t *testing.T) {
 	if out != "" {
 		t.Errorf("nothing should run; stdout:\n%s", out)
 	}
-	if code, _, errs := run(t, nil, "--no-such-setting", "1"); code != exitConfig || !strings.Contains(errs, "unknown flag --no-such-setting") {
+	if code, _, errs := run(t, nil, "--no-such-setting", "1"); code != cli.ExitConfig || !strings.Contains(errs, "unknown flag --no-such-setting") {
 		t.Errorf("unknown flag: exit %d\n%s", code, errs)
 	}
-	if code, _, _ := run(t, nil, "frobnicate"); code != exitConfig {
+	if code, _, _ := run(t, nil, "frobnicate"); code != cli.ExitConfig {
 		t.Errorf("unknown command: exit %d", code)
 	}
 }
@@ -69,7 +71,7 @@ func TestConfigCommand(t *testing.T) {
 	env := map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_PASSWORD": "hunter2",
 		"SOAKD_SEQ_TARGET": "null://?latency=1ms"}
 	code, out, errs := run(t, env, "config")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("config: exit %d\n%s", code, errs)
 	}
 	for _, want := range []string{"SOAKD_SEQ_RATE", "--seq-rate", "SOAKD_SEQ_DEVICES", "SOAKD_SHUTDOWN_GRACE", "(set)"} {
@@ -80,13 +82,13 @@ func TestConfigCommand(t *testing.T) {
 	if strings.Contains(out, "hunter2") {
 		t.Error("config prints a password")
 	}
-	if code, out, _ := run(t, env, "config", "--check"); code != exitOK || !strings.Contains(out, "configuration ok") {
+	if code, out, _ := run(t, env, "config", "--check"); code != cli.ExitOK || !strings.Contains(out, "configuration ok") {
 		t.Errorf("config --check: exit %d %s", code, out)
 	}
-	if code, _, errs := run(t, env, "config", "--check", "--seq-rate", "x"); code != exitConfig || !strings.Contains(errs, "SOAKD_SEQ_RATE") {
+	if code, _, errs := run(t, env, "config", "--check", "--seq-rate", "x"); code != cli.ExitConfig || !strings.Contains(errs, "SOAKD_SEQ_RATE") {
 		t.Errorf("config --check with a bad rate: exit %d %s", code, errs)
 	}
-	if code, out, _ := run(t, nil, "version"); code != exitOK || !strings.HasPrefix(out, "soakd ") {
+	if code, out, _ := run(t, nil, "version"); code != cli.ExitOK || !strings.HasPrefix(out, "soakd ") {
 		t.Errorf("version: %d %q", code, out)
 	}
 }
@@ -99,15 +101,15 @@ func TestGenerateUsesTheSourceList(t *testing.T) {
 		for _, name := range e.Names {
 			code, out, errs := run(t, nil, "generate", "--source", name, "--help")
 			if e.File == nil {
-				if code, _, errs := run(t, nil, "generate", "--source", name); code != exitConfig || !strings.Contains(errs, "SOAKD_GEN_SOURCE: "+name) {
+				if code, _, errs := run(t, nil, "generate", "--source", name); code != cli.ExitConfig || !strings.Contains(errs, "SOAKD_GEN_SOURCE: "+name) {
 					t.Errorf("generate --source %s: exit %d, want 2 naming SOAKD_GEN_SOURCE:\n%s", name, code, errs)
 				}
 				continue
 			}
-			if code != exitOK {
+			if code != cli.ExitOK {
 				t.Fatalf("generate --source %s --help: exit %d\n%s", name, code, errs)
 			}
-			for _, s := range daemon.SettingsOf(e.NewSettings().Fields(), "SOAKD_GEN_") {
+			for _, s := range settings.Of(e.NewSettings().Fields(), "SOAKD_GEN_") {
 				flag := strings.TrimPrefix(s.Flag, "gen-")
 				if !regexp.MustCompile(`(?m)^` + s.Key + ` +--` + flag + ` `).MatchString(out) {
 					t.Errorf("generate --source %s --help does not list %s as --%s:\n%s", name, s.Key, flag, out)
@@ -123,7 +125,7 @@ func TestGenerateUsesTheSourceList(t *testing.T) {
 		{map[string]string{"SOAKD_GEN_SOURCE": "seq", "SOAKD_GEN_ROWS": "5"}, 5},
 	} {
 		code, out, errs := run(t, tc.env, "generate", "--quiet")
-		if code != exitOK || strings.Count(out, "\n") != tc.lines {
+		if code != cli.ExitOK || strings.Count(out, "\n") != tc.lines {
 			t.Errorf("generate with %v: exit %d, %d lines, want %d\n%s", tc.env, code, strings.Count(out, "\n"), tc.lines, errs)
 		}
 	}
@@ -134,7 +136,7 @@ func TestRunWritesSummary(t *testing.T) {
 	js := filepath.Join(t.TempDir(), "sum.json")
 	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "seq"},
 		"--seq-rate", "max", "--seq-rows", "5000", "--listen", "off", "--summary-json", js)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
 	if !strings.Contains(out, "loaded 5000 rows in") || !strings.Contains(out, "WRITE") {
@@ -163,7 +165,7 @@ func TestRunWritesSummary(t *testing.T) {
 func TestBuiltinKVTarget(t *testing.T) {
 	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "kv"},
 		"--kv-records", "300", "--kv-rate", "1000", "--kv-duration", "500ms", "--listen", "off")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
 	if !strings.Contains(errs, "built-in target") || !strings.Contains(errs, `"target":"redis://embedded"`) {
@@ -181,7 +183,7 @@ func TestDataTypeMismatchExits2(t *testing.T) {
 	srv := testserver.Redis(t)
 	env := map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_LISTEN": "off", "SOAKD_KV_TARGET": srv.URL,
 		"SOAKD_KV_RECORDS": "200", "SOAKD_KV_DURATION": "300ms", "SOAKD_KV_KEY_PREFIX": "mm:", "SOAKD_KV_DATA_TYPE": "hash"}
-	if code, _, errs := run(t, env); code != exitOK {
+	if code, _, errs := run(t, env); code != cli.ExitOK {
 		t.Fatalf("the hash run: exit %d\n%s", code, errs)
 	}
 	a := goredis.NewClient(&goredis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true})
@@ -196,7 +198,7 @@ func TestDataTypeMismatchExits2(t *testing.T) {
 	// Writing all fields, the run would SET over the hashes.
 	env["SOAKD_KV_DATA_TYPE"], env["SOAKD_KV_WRITE_ALL_FIELDS"] = "string", "true"
 	code, _, errs := run(t, env)
-	if code != exitConfig {
+	if code != cli.ExitConfig {
 		t.Fatalf("exit %d, want 2\n%s", code, errs)
 	}
 	for _, want := range []string{"soakd: invalid configuration:\n  SOAKD_KV_DATA_TYPE: ", `KEY_PREFIX "mm:"`,
@@ -297,7 +299,7 @@ func TestConsoleURLAndReport(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := realMain(ctx, []string{"--listen", "127.0.0.1:0", "--duration", "1m", "--report", report, "--summary-json", js},
 		map[string]string{"SOAKD_CONTROL_TOKEN": "ctl-s3cret", "SOAKD_SHUTDOWN_GRACE": "2s", "SOAKD_KV_RECORDS": "1000"}, &out, &errb)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d\n%s", code, errb.String())
 	}
 	if !regexp.MustCompile(`web console: open http://127\.0\.0\.1:\d+/`).MatchString(errb.String()) {
@@ -332,7 +334,7 @@ func TestHugeBatchesRefused(t *testing.T) {
 		"SOAKD_WORKLOADS": "massive", "SOAKD_MASSIVE_TARGET": "null://", "SOAKD_LISTEN": "off",
 		"SOAKD_MASSIVE_COLUMNS": "1000", "SOAKD_MASSIVE_BATCH_SIZE": "10000000", "SOAKD_DURATION": "5s",
 	})
-	if code != exitConfig || !strings.Contains(errs, "SOAKD_MASSIVE_BATCH_SIZE: 10000000 units per batch × 4 WORKERS") ||
+	if code != cli.ExitConfig || !strings.Contains(errs, "SOAKD_MASSIVE_BATCH_SIZE: 10000000 units per batch × 4 WORKERS") ||
 		!strings.Contains(errs, "lower BATCH_SIZE or WORKERS") {
 		t.Fatalf("exit %d, want 2 naming SOAKD_MASSIVE_BATCH_SIZE\n%s", code, errs)
 	}
@@ -343,7 +345,7 @@ func TestHugeBatchesRefused(t *testing.T) {
 		"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://", "SOAKD_LISTEN": "off",
 		"SOAKD_SEQ_BATCH_SIZE": "1000000", "SOAKD_SEQ_WORKERS": "1", "SOAKD_SEQ_RATE": "2000000", "SOAKD_DURATION": "1s",
 	})
-	if code != exitOK || !strings.Contains(out, "acknowledged") {
+	if code != cli.ExitOK || !strings.Contains(out, "acknowledged") {
 		t.Errorf("a narrow source's big batches: exit %d\n%s\n%s", code, out, errs)
 	}
 	// A query workload's batch is PIPELINE queries, and so named.
@@ -351,7 +353,7 @@ func TestHugeBatchesRefused(t *testing.T) {
 		"SOAKD_WORKLOADS": "q", "SOAKD_Q_SOURCE": "devops-queries", "SOAKD_Q_TARGET": "null://", "SOAKD_LISTEN": "off",
 		"SOAKD_Q_PIPELINE": "1000000", "SOAKD_Q_WORKERS": "256", "SOAKD_DURATION": "1s",
 	})
-	if code != exitConfig || !strings.Contains(errs, "SOAKD_Q_PIPELINE: 1000000 units per batch × 256 WORKERS") {
+	if code != cli.ExitConfig || !strings.Contains(errs, "SOAKD_Q_PIPELINE: 1000000 units per batch × 256 WORKERS") {
 		t.Errorf("a query workload's huge PIPELINE: exit %d, want 2 naming SOAKD_Q_PIPELINE\n%s", code, errs)
 	}
 }
@@ -361,7 +363,7 @@ func TestHugeBatchesRefused(t *testing.T) {
 // server's business.
 func TestBuiltinTargetRefusesHugeDataSet(t *testing.T) {
 	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_KV_RECORDS": "1000000000000", "SOAKD_LISTEN": "off"})
-	if code != exitConfig || !strings.Contains(errs, "SOAKD_KV_RECORDS: 1000000000000 records") ||
+	if code != cli.ExitConfig || !strings.Contains(errs, "SOAKD_KV_RECORDS: 1000000000000 records") ||
 		!strings.Contains(errs, "set TARGET to a real server") {
 		t.Fatalf("exit %d, want 2 naming SOAKD_KV_RECORDS\n%s", code, errs)
 	}
@@ -370,7 +372,7 @@ func TestBuiltinTargetRefusesHugeDataSet(t *testing.T) {
 	}
 	code, _, errs = run(t, map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_KV_RECORDS": "1000000000000",
 		"SOAKD_KV_TARGET": "redis://127.0.0.1:1"}, "config", "--check")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Errorf("with a TARGET, RECORDS=1e12 is valid: exit %d\n%s", code, errs)
 	}
 }
@@ -394,7 +396,7 @@ func TestUnknownVariables(t *testing.T) {
 		}
 		return env
 	}
-	if code, _, errs := run(t, base, "config", "--check"); code != exitOK {
+	if code, _, errs := run(t, base, "config", "--check"); code != cli.ExitOK {
 		t.Fatalf("known variables refused: exit %d\n%s", code, errs)
 	}
 	for _, c := range []struct {
@@ -409,61 +411,62 @@ func TestUnknownVariables(t *testing.T) {
 	} {
 		for _, cmd := range [][]string{{"run"}, {"capacity"}, {"sweep"}, {"config", "--check"}, {"verify"}} {
 			code, out, errs := run(t, c.env, cmd...)
-			if code != exitConfig || !strings.Contains(errs, c.want) || !strings.Contains(errs, "SOAKD_ALLOW_UNKNOWN=1") {
+			if code != cli.ExitConfig || !strings.Contains(errs, c.want) || !strings.Contains(errs, "SOAKD_ALLOW_UNKNOWN=1") {
 				t.Errorf("%v: exit %d, want 2 and %q; stdout %q stderr:\n%s", cmd, code, c.want, out, errs)
 			}
 		}
 	}
-	if code, _, errs := run(t, with("SOAKD_RAET", "100", "SOAKD_ALLOW_UNKNOWN", "1"), "config", "--check"); code != exitOK {
+	if code, _, errs := run(t, with("SOAKD_RAET", "100", "SOAKD_ALLOW_UNKNOWN", "1"), "config", "--check"); code != cli.ExitOK {
 		t.Errorf("SOAKD_ALLOW_UNKNOWN=1: exit %d\n%s", code, errs)
 	}
 	// A run with SOAKD_ALLOW_UNKNOWN=1 names what it ignores.
 	code, _, errs := run(t, with("SOAKD_RAET", "100", "SOAKD_ALLOW_UNKNOWN", "1", "SOAKD_WORKLOADS", "iot",
 		"SOAKD_IOT_SOURCE", "seq", "SOAKD_IOT_DURATION", "1ms"))
-	if code != exitOK || !strings.Contains(errs, "SOAKD_RAET") {
+	if code != cli.ExitOK || !strings.Contains(errs, "SOAKD_RAET") {
 		t.Errorf("run with SOAKD_ALLOW_UNKNOWN=1: exit %d, want 0 and a warning naming SOAKD_RAET:\n%s", code, errs)
 	}
 	// generate reads SOAKD_GEN_* only: a run's variables are no concern of it.
 	code, _, errs = run(t, map[string]string{"SOAKD_GEN_SCALE": "1", "SOAKD_GEN_SCAEL": "2", "SOAKD_IOT_RAET": "1"}, "generate", "--end", "+1m")
-	if code != exitConfig || !strings.Contains(errs, "SOAKD_GEN_SCAEL: unknown variable (did you mean SOAKD_GEN_SCALE?)") || strings.Contains(errs, "SOAKD_IOT_RAET") {
+	if code != cli.ExitConfig || !strings.Contains(errs, "SOAKD_GEN_SCAEL: unknown variable (did you mean SOAKD_GEN_SCALE?)") || strings.Contains(errs, "SOAKD_IOT_RAET") {
 		t.Errorf("generate: exit %d, want 2 naming SOAKD_GEN_SCAEL only:\n%s", code, errs)
 	}
 	code, _, errs = run(t, map[string]string{"SOAKD_GEN_SCAEL": "2", "SOAKD_ALLOW_UNKNOWN": "true", "SOAKD_GEN_OUT": filepath.Join(t.TempDir(), "x")}, "generate", "--end", "+1m", "--scale", "1")
-	if code != exitOK || !strings.Contains(errs, "SOAKD_GEN_SCAEL") {
+	if code != cli.ExitOK || !strings.Contains(errs, "SOAKD_GEN_SCAEL") {
 		t.Errorf("generate with SOAKD_ALLOW_UNKNOWN: exit %d, want 0 and a warning:\n%s", code, errs)
 	}
 }
 
 // soakd --version and -v print the version as soakd version does; an
-// unknown flag says so, wherever it stands; capacity and sweep --help
+// unknown flag says so, wherever it stands; capacity, sweep and verify --help
 // list their own settings.
 func TestVersionHelpAndUnknownFlags(t *testing.T) {
 	_, want, _ := run(t, nil, "version")
 	for _, args := range [][]string{{"--version"}, {"-v"}, {"-version"}} {
-		if code, out, errs := run(t, nil, args...); code != exitOK || out != want {
+		if code, out, errs := run(t, nil, args...); code != cli.ExitOK || out != want {
 			t.Errorf("%v: exit %d, stdout %q (want %q), stderr %q", args, code, out, want, errs)
 		}
 	}
 	for _, args := range [][]string{{"--bogus"}, {"--bogus", "1"}, {"capacity", "--bogus"}, {"sweep", "--bogus", "1"},
-		{"config", "--bogus"}, {"verify", "--bogus", "1"}, {"generate", "--bogus"}, {"generate", "--bogus", "1"}} {
-		if code, _, errs := run(t, nil, args...); code != exitConfig || !strings.Contains(errs, "unknown flag --bogus") || strings.Contains(errs, "SOAKD_BOGUS") {
+		{"config", "--bogus"}, {"verify", "--bogus"}, {"verify", "--bogus", "1"}, {"generate", "--bogus"}, {"generate", "--bogus", "1"}} {
+		if code, _, errs := run(t, nil, args...); code != cli.ExitConfig || !strings.Contains(errs, "unknown flag --bogus") || strings.Contains(errs, "SOAKD_BOGUS") {
 			t.Errorf("%v: exit %d, want 2 and only \"unknown flag --bogus\":\n%s", args, code, errs)
 		}
 	}
-	if code, _, errs := run(t, nil, "--iot-rate"); code != exitConfig || !strings.Contains(errs, "flag --iot-rate needs a value") {
+	if code, _, errs := run(t, nil, "--iot-rate"); code != cli.ExitConfig || !strings.Contains(errs, "flag --iot-rate needs a value") {
 		t.Errorf("a known flag with no value: exit %d\n%s", code, errs)
 	}
 	for cmd, own := range map[string][]string{
 		"capacity": {"Usage: soakd capacity", "SOAKD_CAPACITY_SLO_P99", "--capacity-step", "x1.5"},
 		"sweep":    {"Usage: soakd sweep", "SOAKD_SWEEP_WORKERS", "--sweep-batch", "1,2,4,8"},
+		"verify":   {"Usage: soakd verify", "SOAKD_VERIFY_JSON", "--verify-examples", "write the report as JSON to this file"},
 	} {
 		code, out, _ := run(t, nil, cmd, "--help")
 		for _, want := range own {
-			if code != exitOK || !strings.Contains(out, want) {
+			if code != cli.ExitOK || !strings.Contains(out, want) {
 				t.Errorf("%s --help: exit %d, lacks %q:\n%s", cmd, code, want, out)
 			}
 		}
-		if other := map[string]string{"capacity": "SOAKD_SWEEP_", "sweep": "SOAKD_CAPACITY_"}[cmd]; strings.Contains(out, other) {
+		if other := map[string]string{"capacity": "SOAKD_SWEEP_", "sweep": "SOAKD_CAPACITY_", "verify": "SOAKD_CAPACITY_"}[cmd]; strings.Contains(out, other) {
 			t.Errorf("%s --help lists %s*", cmd, other)
 		}
 	}
@@ -473,7 +476,7 @@ func TestVersionHelpAndUnknownFlags(t *testing.T) {
 // built-in target, not a syntax error.
 func TestRecordsInENotationReachTheSizeCheck(t *testing.T) {
 	code, _, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_KV_RECORDS": "1e12"}, "config", "--check")
-	if code != exitConfig || !strings.Contains(errs, "SOAKD_KV_RECORDS: 1000000000000 records") || strings.Contains(errs, "syntax") {
+	if code != cli.ExitConfig || !strings.Contains(errs, "SOAKD_KV_RECORDS: 1000000000000 records") || strings.Contains(errs, "syntax") {
 		t.Errorf("RECORDS=1e12: exit %d\n%s", code, errs)
 	}
 }
@@ -484,7 +487,7 @@ func TestFileTargetThatCannotBeOpened(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "no-such-dir", "out.lp")
 	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "devops", "SOAKD_LISTEN": "off",
 		"SOAKD_W_TARGET": "file://" + path, "SOAKD_W_DURATION": "1s"})
-	if code != exitConfig || !strings.Contains(errs, "cannot open "+path) || !strings.Contains(errs, "no such file or directory") ||
+	if code != cli.ExitConfig || !strings.Contains(errs, "cannot open "+path) || !strings.Contains(errs, "no such file or directory") ||
 		strings.Contains(errs, "schema") || strings.Contains(errs, "credentials") {
 		t.Errorf("exit %d, want 2 and cannot open %s: no such file or directory; stdout %q stderr:\n%s", code, path, out, errs)
 	}
@@ -497,7 +500,7 @@ func TestRedisWrongPassword(t *testing.T) {
 	srv := testserver.Redis(t, "--requirepass", right)
 	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_LISTEN": "off", "SOAKD_LOG_FORMAT": "json",
 		"SOAKD_KV_TARGET": "redis://:" + wrong + "@" + srv.Addr + "/0", "SOAKD_KV_RECORDS": "100", "SOAKD_KV_DURATION": "2s"})
-	if code != exitConfig || !strings.Contains(errs, "authentication failed") || !strings.Contains(errs, "SOAKD_KV_PASSWORD_FILE") ||
+	if code != cli.ExitConfig || !strings.Contains(errs, "authentication failed") || !strings.Contains(errs, "SOAKD_KV_PASSWORD_FILE") ||
 		strings.Contains(errs, "pipeline") {
 		t.Errorf("exit %d, want 2 and authentication failed naming the password's settings; stderr:\n%s", code, errs)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/generate"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/settings"
 )
 
 // shippedVarsAllowed are the unknown variables the repository shows on
@@ -400,7 +401,7 @@ func checkShipped(env *shippedEnv, files map[string][]byte) []shippedProblem {
 	noSource := map[string]bool{}
 	refuse := func(errs []error) {
 		for _, err := range errs {
-			var ce *daemon.ConfigError
+			var ce *settings.Error
 			if errors.As(err, &ce) {
 				refused[ce.Key]++
 				msgs[ce.Key] = err.Error()
@@ -413,7 +414,7 @@ func checkShipped(env *shippedEnv, files map[string][]byte) []shippedProblem {
 			vars[k] = vs[0]
 		}
 		// The escape hatch, where a file shows it, must not turn the check off.
-		delete(vars, daemon.AllowUnknownVar)
+		delete(vars, settings.AllowUnknownVar)
 		vars[daemon.EnvPrefix+"WORKLOADS"] = strings.Join(workloads, ",")
 		for k, vs := range srcs {
 			if len(vs) == 0 {
@@ -432,10 +433,12 @@ func checkShipped(env *shippedEnv, files map[string][]byte) []shippedProblem {
 				problems = append(problems, shippedProblem{msg: fmt.Sprintf("workload %s: source %q is none soakd knows, so neither are its settings", w.Name, w.Source)})
 			}
 		}
-		refuse(unknownVarErrors(daemon.CommandLine{Env: vars}, cfg, p))
+		cl := settings.CommandLine{Env: vars}
+		_, err := command("run").Check(cl, runScope(cl, cfg, p), nil)
+		refuse(settings.Problems(err))
 		if !gen {
-			unk, settings := generate.UnknownVars(vars, p.Sources)
-			refuse(daemon.UnknownVarErrors(unk, settings, nil))
+			unk, known := generate.UnknownVars(vars, p.Sources)
+			refuse(settings.UnknownVarErrors(unk, known, nil))
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(refused)) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/lateproxy"
 	"github.com/soakd/soakd/internal/testserver"
@@ -294,7 +295,7 @@ func TestTargetUpAfterStart(t *testing.T) {
 			}
 			p.Up(t)
 			code, sum := r.wait(t)
-			if code != exitOK {
+			if code != cli.ExitOK {
 				t.Fatalf("exit %d once the target came up\nstdout:\n%s\nstderr:\n%s", code, r.stdout.String(), tail(r.stderr.String(), 3000))
 			}
 			if !strings.Contains(r.stderr.String(), "target not ready; retrying") {
@@ -319,7 +320,7 @@ func TestStopWhileWaitingForTarget(t *testing.T) {
 	r.waitNotReady(t, "kv: connection error", p.Addr())
 	r.cancel() // as SIGTERM: realMain's signal context is derived from it
 	code, sum := r.wait(t)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d after a stop while waiting, want 0\nstdout:\n%s\nstderr:\n%s", code, r.stdout.String(), tail(r.stderr.String(), 3000))
 	}
 	w := sum.Workload("kv", "run")
@@ -339,7 +340,7 @@ func TestStartTimeout(t *testing.T) {
 	r := startLate(t, map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_KV_TARGET": "redis://" + p.Addr() + "/0",
 		"SOAKD_KV_START_TIMEOUT": "2s"})
 	code, sum := r.wait(t)
-	if code != exitFailed {
+	if code != cli.ExitFailed {
 		t.Fatalf("exit %d, want 1\nstderr:\n%s", code, tail(r.stderr.String(), 3000))
 	}
 	if w := sum.Workload("kv", "run"); w == nil || w.Failure == nil || !strings.Contains(w.Failure.Reason, "SOAKD_KV_START_TIMEOUT=2s") ||
@@ -388,7 +389,7 @@ func TestRefusingTargetExits2(t *testing.T) {
 			r := startLate(t, tc.env)
 			code, _ := r.wait(t)
 			errs := r.stderr.String()
-			if code != exitConfig {
+			if code != cli.ExitConfig {
 				t.Fatalf("exit %d, want 2\nstderr:\n%s", code, tail(errs, 3000))
 			}
 			t.Logf("stderr ends: %s", tail(errs, 400))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/lateproxy"
 	"github.com/soakd/soakd/internal/testserver"
@@ -90,7 +91,7 @@ func TestStatusShowsWaiting(t *testing.T) {
 		t.Errorf("/status still shows a waiting object once the workload runs:\n%s", body)
 	}
 	code, sum := r.wait(t)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstderr:\n%s", code, tail(r.stderr.String(), 3000))
 	}
 	checkBooks(t, sum, "iot", "run")
@@ -146,7 +147,7 @@ func TestTargetDownBetweenSteps(t *testing.T) {
 	}
 	p.Up(t)
 	code, sum := r.wait(t)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d once the target came back\nstderr:\n%s", code, tail(r.stderr.String(), 3000))
 	}
 	checkBooks(t, sum, "iot", "run")

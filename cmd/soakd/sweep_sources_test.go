@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 )
 
@@ -33,7 +34,7 @@ func TestSweepEndsOnEverySource(t *testing.T) {
 				if ctx.Err() != nil {
 					t.Fatalf("the sweep did not end\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 				}
-				if code != exitOK {
+				if code != cli.ExitOK {
 					t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 				}
 				b, err := os.ReadFile(out + ".json")

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/internal/testserver"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestBadThresholdsExit2(t *testing.T) {
 	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_LISTEN": "off",
 		"SOAKD_SEQ_THRESHOLDS": "p99<50ms, p99.9<2OOms, op:read.p99<1ms", "SOAKD_SEQ_RATE": "fast"})
-	if code != exitConfig || out != "" {
+	if code != cli.ExitConfig || out != "" {
 		t.Fatalf("exit %d, want 2; stdout %q", code, out)
 	}
 	for _, want := range []string{
@@ -28,7 +29,7 @@ func TestBadThresholdsExit2(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
 		}
 	}
-	if code, _, errs := run(t, nil, "config", "--check", "--seq-thresholds", "p99<<1s", "--workloads", "seq"); code != exitConfig ||
+	if code, _, errs := run(t, nil, "config", "--check", "--seq-thresholds", "p99<<1s", "--workloads", "seq"); code != cli.ExitConfig ||
 		!strings.Contains(errs, `SOAKD_SEQ_THRESHOLDS: column 4 of "p99<<1s": "<<" is not a comparison`) {
 		t.Errorf("config --check: exit %d\n%s", code, errs)
 	}
@@ -44,9 +45,9 @@ func TestThresholdsExitCode(t *testing.T) {
 		code       int
 		lines      []string
 	}{
-		{"p99<5s, errors=0, achieved>=99%, dropped=0", exitOK,
+		{"p99<5s, errors=0, achieved>=99%, dropped=0", cli.ExitOK,
 			[]string{"  ✓ p99<5s ", "  ✓ errors=0 ", "  ✓ achieved>=99% ", "100%", "thresholds: all 4 passed"}},
-		{"p99<5s, p50<1ms", exitFailed,
+		{"p99<5s, p50<1ms", cli.ExitFailed,
 			[]string{"  ✓ p99<5s ", "  ✗ p50<1ms ", "THRESHOLDS FAILED: 1 of 2"}},
 	} {
 		js := filepath.Join(t.TempDir(), "sum.json")
@@ -60,7 +61,7 @@ func TestThresholdsExitCode(t *testing.T) {
 				t.Errorf("%s: summary lacks %q:\n%s", tc.thresholds, l, out)
 			}
 		}
-		if tc.code == exitFailed && !strings.Contains(errs, "1 of 2 thresholds failed: p50<1ms") {
+		if tc.code == cli.ExitFailed && !strings.Contains(errs, "1 of 2 thresholds failed: p50<1ms") {
 			t.Errorf("the log should say which threshold failed:\n%s", errs)
 		}
 		b, err := os.ReadFile(js)
@@ -93,7 +94,7 @@ func TestDriftFailsTheRun(t *testing.T) {
 	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_LISTEN": "off", "SOAKD_SEQ_RATE": "500",
 		"SOAKD_SEQ_BATCH_SIZE": "10", "SOAKD_SEQ_DURATION": "4s", "SOAKD_SEQ_TARGET": "null://?latency=1ms&slowdown=200ms@2s",
 		"SOAKD_SEQ_DRIFT_WARMUP": "0s", "SOAKD_SEQ_THRESHOLDS": "drift.p99<20%@1s"})
-	if code != exitFailed || !strings.Contains(out, "  ✗ drift.p99<20%@1s  +") || !strings.Contains(out, "in 0s–1s, ") {
+	if code != cli.ExitFailed || !strings.Contains(out, "  ✗ drift.p99<20%@1s  +") || !strings.Contains(out, "in 0s–1s, ") {
 		t.Errorf("exit %d, want 1\n%s\n%s", code, out, errs)
 	}
 }
@@ -116,7 +117,7 @@ func TestRedisStallFailsWindowedThreshold(t *testing.T) {
 		"SOAKD_KV_RECORDS": "1000", "SOAKD_KV_WORKLOAD": "c", "SOAKD_KV_RATE": "1000", "SOAKD_KV_WORKERS": "8",
 		"SOAKD_KV_DURATION": "15s", "SOAKD_KV_MAX_LAG": "10s", "SOAKD_KV_DATA_TYPE": "string", "SOAKD_KV_FIELDS": "1",
 		"SOAKD_KV_KEY_PREFIX": "th:", "SOAKD_KV_THRESHOLDS": "p99<50ms@10s, errors=0"}, "--summary-json", js)
-	if code != exitFailed {
+	if code != cli.ExitFailed {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
 	}
 	if !strings.Contains(out, "  ✗ p99<50ms@10s  worst ") || !strings.Contains(out, " in window ") || !strings.Contains(out, "  ✓ errors=0 ") {
@@ -172,7 +173,7 @@ func TestThresholdOfAQueryTypeNotIssued(t *testing.T) {
 	env := map[string]string{"SOAKD_WORKLOADS": "q", "SOAKD_Q_SOURCE": "devops-queries", "SOAKD_Q_TARGET": "null://",
 		"SOAKD_LISTEN": "off", "SOAKD_Q_RATE": "50", "SOAKD_DURATION": "1s", "SOAKD_Q_THRESHOLDS": "op:last-loc.p99<1s"}
 	code, out, errs := run(t, env)
-	if code != exitConfig || !strings.Contains(errs, `SOAKD_Q_THRESHOLDS: op:last-loc.p99<1s: source devops-queries issues no op "last-loc"`) ||
+	if code != cli.ExitConfig || !strings.Contains(errs, `SOAKD_Q_THRESHOLDS: op:last-loc.p99<1s: source devops-queries issues no op "last-loc"`) ||
 		!strings.Contains(errs, "lastpoint") {
 		t.Fatalf("exit %d, want 2 naming SOAKD_Q_THRESHOLDS and the source's ops\n%s", code, errs)
 	}
@@ -180,7 +181,7 @@ func TestThresholdOfAQueryTypeNotIssued(t *testing.T) {
 		t.Errorf("nothing should run; stdout:\n%s", out)
 	}
 	env["SOAKD_Q_THRESHOLDS"] = "op:lastpoint.p99<10s"
-	if code, out, errs := run(t, env); code != exitOK {
+	if code, out, errs := run(t, env); code != cli.ExitOK {
 		t.Errorf("a devops query type: exit %d\n%s\n%s", code, out, errs)
 	}
 }

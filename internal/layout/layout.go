@@ -1,7 +1,7 @@
 // Package layout states which way soakd's packages may import each other,
-// and its test holds the code to it: commands → features → engine → sinks
-// → sources, with small leaf packages (charts, internal helpers) usable
-// from anywhere. README's Layout section draws the same picture.
+// and its test holds the code to it: commands → features → engine →
+// settings → sinks → sources, with small leaf packages (charts, internal
+// helpers) usable from anywhere. README's Layout section draws the same picture.
 package layout
 
 import (
@@ -21,6 +21,7 @@ var Layers = []Layer{
 		"internal/crosscheck", "internal/detserver", "internal/lateproxy", "internal/testserver", "internal/layout"}},
 	{Name: "sources", Packages: []string{"sources"}},
 	{Name: "sinks", Packages: []string{"sinks"}},
+	{Name: "settings", Packages: []string{"settings"}},
 	{Name: "engine", Packages: []string{"daemon"}},
 	{Name: "features", Packages: []string{"capacity", "sweep", "web"}},
 	{Name: "commands", Packages: []string{"cmd", "internal/faults"}},

@@ -33,13 +33,14 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks/file"
 	"github.com/soakd/soakd/sinks/lineproto"
 	"github.com/soakd/soakd/sources"
@@ -71,20 +72,13 @@ type options struct {
 	Quiet     bool   `env:"QUIET" envDefault:"false" help:"no progress bar and no summary on stderr"`
 }
 
-// Exit codes, as soakd's.
-const (
-	exitOK     = 0
-	exitFailed = 1
-	exitConfig = 2
-)
-
 // setup is the list of settings generate reads for one source.
 type setup struct {
 	srcs   *sources.Registry
 	source string
-	entry  *sources.Entry   // nil when source names none
-	data   []daemon.Setting // SOURCE, SEED, SHARD, then the source's own
-	own    []daemon.Setting // options
+	entry  *sources.Entry     // nil when source names none
+	data   []settings.Setting // SOURCE, SEED, SHARD, then the source's own
+	own    []settings.Setting // options
 }
 
 // newSetup lists the settings for source (the default when empty), with
@@ -95,7 +89,7 @@ func newSetup(srcs *sources.Registry, source string) *setup {
 		source = defaultSource
 	}
 	st := &setup{srcs: srcs, source: source, entry: srcs.Lookup(source)}
-	for _, s := range daemon.SettingsOf(&daemon.Workload{}, prefix) {
+	for _, s := range settings.Of(&daemon.Workload{}, prefix) {
 		name := strings.TrimPrefix(s.Key, prefix)
 		if !slices.Contains(dataSettings, name) {
 			continue
@@ -109,10 +103,10 @@ func newSetup(srcs *sources.Registry, source string) *setup {
 		}
 		st.data = append(st.data, s)
 	}
-	st.own = daemon.SettingsOf(&options{}, prefix)
+	st.own = settings.Of(&options{}, prefix)
 	if e := st.entry; e != nil {
-		for _, s := range daemon.SettingsOf(e.NewSettings().Fields(), prefix) {
-			if slices.ContainsFunc(st.own, func(o daemon.Setting) bool { return o.Key == s.Key }) {
+		for _, s := range settings.Of(e.NewSettings().Fields(), prefix) {
+			if slices.ContainsFunc(st.own, func(o settings.Setting) bool { return o.Key == s.Key }) {
 				panic("BUG: source " + source + "'s setting " + s.Key + " is also an option of soakd generate")
 			}
 			if e.File != nil {
@@ -123,7 +117,7 @@ func newSetup(srcs *sources.Registry, source string) *setup {
 			st.data = append(st.data, s)
 		}
 	}
-	for _, list := range [][]daemon.Setting{st.data, st.own} {
+	for _, list := range [][]settings.Setting{st.data, st.own} {
 		for i := range list {
 			list[i].Flag = flagOf(list[i].Key)
 		}
@@ -147,13 +141,13 @@ func (st *setup) fileSources() []string {
 	return out
 }
 
-func (st *setup) all() []daemon.Setting { return append(slices.Clip(st.data), st.own...) }
+func (st *setup) all() []settings.Setting { return append(slices.Clip(st.data), st.own...) }
 
 // UnknownVars returns the SOAKD_GEN_* variables of environ that are no
 // setting of generate with the source SOAKD_GEN_SOURCE names, and the
 // settings they were checked against: the variables Main refuses (unless
 // SOAKD_ALLOW_UNKNOWN) when no flag names the source.
-func UnknownVars(environ map[string]string, srcs *sources.Registry) (unk []string, settings []daemon.Setting) {
+func UnknownVars(environ map[string]string, srcs *sources.Registry) (unk []string, known []settings.Setting) {
 	st := newSetup(srcs, sourceOf(nil, environ))
 	return st.unknownVars(environ), st.all()
 }
@@ -167,11 +161,11 @@ func (st *setup) unknownVars(environ map[string]string) []string {
 			own[k] = v
 		}
 	}
-	return daemon.UnknownVars(own, st.all())
+	return settings.UnknownVars(own, st.all())
 }
 
 // sourceOf returns the source the command line or environ names (the last
-// --source wins, as in parseArgs); "" when none.
+// --source wins, as the flags are read); "" when none.
 func sourceOf(args []string, environ map[string]string) string {
 	src := environ[prefix+"SOURCE"]
 	for i := 0; i < len(args); i++ {
@@ -188,15 +182,19 @@ func sourceOf(args []string, environ map[string]string) string {
 	return src
 }
 
-// parseArgs applies --name=value and --name value flags onto a copy of
-// environ as SOAKD_GEN_NAME=value, as soakd run applies --w-name onto
-// SOAKD_W_NAME. A boolean setting's flag may stand alone (--quiet).
-func (st *setup) parseArgs(args []string, environ map[string]string) (daemon.CommandLine, error) {
+// command is generate's preamble, for the settings of st: --scale is
+// SOAKD_GEN_SCALE, as soakd run applies --w-name onto SOAKD_W_NAME, a
+// boolean setting's flag may stand alone (--quiet), and --help lists
+// every setting with its value.
+func (st *setup) command() *cli.Command {
 	isBool := map[string]bool{}
 	for _, s := range st.all() {
 		isBool[s.Flag] = s.Bool
 	}
-	return daemon.ParseFlags(args, environ, prefix, func(f string) bool { return isBool[f] })
+	return &cli.Command{Name: "generate", Prog: "soakd generate", Prefix: prefix, See: "soakd generate --help",
+		IsBool: func(f string) bool { return isBool[f] },
+		Known:  func(map[string]string) []settings.Setting { return st.all() },
+		Help:   func(w io.Writer, c settings.CommandLine) { st.usage(w, c.Env) }}
 }
 
 // job is a checked command: a source and where and how to write it.
@@ -212,25 +210,14 @@ type job struct {
 }
 
 func cfgErr(setting, format string, args ...any) error {
-	return &daemon.ConfigError{Key: prefix + setting, Err: fmt.Errorf(format, args...)}
+	return settings.Errorf(prefix+setting, format, args...)
 }
 
 // load reads and checks every setting and builds the source; every
 // problem is returned at once, each naming its variable.
-func (st *setup) load(c daemon.CommandLine) (*job, error) {
+func (st *setup) load(c settings.CommandLine) (*job, error) {
 	var errs []error
 	e := st.entry
-	known := map[string]bool{}
-	for _, s := range st.all() {
-		known[s.Key] = true
-	}
-	if e != nil && e.File != nil { // else the source's problem says it all
-		for _, k := range c.Keys {
-			if !known[k] {
-				errs = append(errs, fmt.Errorf("unknown flag --%s (see soakd generate --help)", flagOf(k)))
-			}
-		}
-	}
 
 	// The data set is the one workload of a run's configuration, read and
 	// checked by the same code.
@@ -243,10 +230,10 @@ func (st *setup) load(c daemon.CommandLine) (*job, error) {
 		}
 	}
 	cfg, err := daemon.Load(env, st.srcs)
-	errs = append(errs, daemon.Problems(err)...)
+	errs = append(errs, settings.Problems(err)...)
 	failed := map[string]bool{}
 	for _, err := range errs {
-		var ce *daemon.ConfigError
+		var ce *settings.Error
 		if errors.As(err, &ce) {
 			failed[ce.Key] = true
 		}
@@ -254,13 +241,13 @@ func (st *setup) load(c daemon.CommandLine) (*job, error) {
 	// Setting problems are reported once: not again when a setting that
 	// failed to parse fails a check with its zero value.
 	check := func(err error) {
-		for _, err := range daemon.Problems(sources.RenameSettings(err, func(setting string, cause error) error {
+		for _, err := range settings.Problems(sources.RenameSettings(err, func(setting string, cause error) error {
 			if setting == "" {
 				setting = "SOURCE"
 			}
-			return &daemon.ConfigError{Key: prefix + setting, Err: cause}
+			return &settings.Error{Key: prefix + setting, Err: cause}
 		})) {
-			var ce *daemon.ConfigError
+			var ce *settings.Error
 			if errors.As(err, &ce) && failed[ce.Key] {
 				continue
 			}
@@ -290,7 +277,7 @@ func (st *setup) load(c daemon.CommandLine) (*job, error) {
 			oenv[s.Key] = v
 		}
 	}
-	errs = append(errs, daemon.Problems(daemon.ParseSettings(&j.opts, oenv, prefix))...)
+	errs = append(errs, settings.Problems(settings.Parse(&j.opts, oenv, prefix))...)
 	o := &j.opts
 	if j.format, err = file.ParseFormat(o.Format); err != nil {
 		errs = append(errs, cfgErr("FORMAT", "%w", err))
@@ -349,20 +336,7 @@ Exit codes: 0 done, 1 failed (cannot write), 2 invalid settings.
 // usage writes the help: every setting, as soakd config lists a run's.
 func (st *setup) usage(w io.Writer, env map[string]string) {
 	fmt.Fprintf(w, usageHead, st.source)
-	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "VARIABLE\tFLAG\tDEFAULT\tVALUE\tHELP")
-	for _, s := range st.all() {
-		v := env[s.Key]
-		if (s.Secret || s.URL) && v != "" {
-			v = "(set)"
-		}
-		def := s.Default
-		if def == "" {
-			def = "-"
-		}
-		fmt.Fprintf(tw, "%s\t--%s\t%s\t%s\t%s\n", s.Key, s.Flag, def, v, s.Help)
-	}
-	_ = tw.Flush()
+	settings.WriteTable(w, st.all(), env)
 	fmt.Fprint(w, usageTail)
 }
 
@@ -371,34 +345,21 @@ func (st *setup) usage(w io.Writer, env map[string]string) {
 // invalid settings.
 func Main(ctx context.Context, args []string, environ map[string]string, srcs *sources.Registry, stdout, stderr io.Writer) int {
 	st := newSetup(srcs, sourceOf(args, environ))
-	c, err := st.parseArgs(args, environ)
-	if missing := (*daemon.MissingValueError)(nil); errors.As(err, &missing) &&
-		!slices.ContainsFunc(st.all(), func(s daemon.Setting) bool { return s.Flag == missing.Flag }) {
-		err = fmt.Errorf("unknown flag --%s (see soakd generate --help)", missing.Flag)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
-		return exitConfig
-	}
-	if c.Help {
-		st.usage(stdout, c.Env)
-		return exitOK
+	cmd := st.command()
+	c, code, ok := cmd.Parse(args, environ, stdout, stderr)
+	if !ok {
+		return code
 	}
 	j, err := st.load(c)
 	// Generate reads SOAKD_GEN_* only; the environment may hold a run's
 	// settings too. Of its own, one that is no setting is an error (a
 	// typo would silently generate with a default) unless
-	// SOAKD_ALLOW_UNKNOWN says to warn.
-	unk := st.unknownVars(environ)
-	if len(unk) > 0 && !daemon.AllowUnknown(environ) {
-		err = errors.Join(err, errors.Join(daemon.UnknownVarErrors(unk, st.all(), nil)...))
-	}
+	// SOAKD_ALLOW_UNKNOWN says to warn. A source that writes no file has
+	// settings of no data set: its problem says it all.
+	unk, err := cmd.Check(c, cli.Scope{Settings: st.all(), Vars: st.unknownVars(environ),
+		Unknowable: st.entry == nil || st.entry.File == nil}, err)
 	if err != nil {
-		fmt.Fprintln(stderr, "soakd generate: invalid configuration:")
-		for _, e := range daemon.Problems(err) {
-			fmt.Fprintf(stderr, "  %v\n", e)
-		}
-		return exitConfig
+		return cmd.Refuse(stderr, err)
 	}
 	if len(unk) > 0 {
 		fmt.Fprintf(stderr, "soakd generate: ignoring variables that are no setting of generate with source %s: %s\n", j.name, strings.Join(unk, ", "))
@@ -411,7 +372,7 @@ func (j *job) run(ctx context.Context, stdout, stderr io.Writer) int {
 	outs, closeAll, err := j.openOutputs(stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
-		return exitFailed
+		return cli.ExitFailed
 	}
 	var bar *progressbar.ProgressBar
 	if !o.Quiet && (o.Progress == "on" || o.Progress == "auto" && isTerminal(stderr)) {
@@ -441,11 +402,11 @@ func (j *job) run(ctx context.Context, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
-		return exitFailed
+		return cli.ExitFailed
 	}
 	if s.rows != j.rows {
 		fmt.Fprintf(stderr, "soakd generate: BUG: wrote %d rows, the data set has %d\n", s.rows, j.rows)
-		return exitFailed
+		return cli.ExitFailed
 	}
 	if !o.Quiet {
 		secs := time.Since(began).Seconds()
@@ -458,7 +419,7 @@ func (j *job) run(ctx context.Context, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "generated %d rows, %d values, %d bytes in %.3fs (%.0f rows/s, %.0f values/s) to %s\n",
 			s.rows, s.values, s.bytes, secs, float64(s.rows)/secs, float64(s.values)/secs, dest)
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 func isTerminal(w io.Writer) bool {

@@ -31,16 +31,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
-)
-
-// Exit codes, as soakd's.
-const (
-	exitOK     = 0
-	exitFailed = 1
-	exitConfig = 2
 )
 
 // options are verify's own settings.
@@ -51,7 +46,7 @@ type options struct {
 }
 
 // Settings lists verify's own settings (SOAKD_VERIFY_*).
-func Settings() []daemon.Setting { return daemon.SettingsOf(&options{}, daemon.EnvPrefix) }
+func Settings() []settings.Setting { return settings.Of(&options{}, daemon.EnvPrefix) }
 
 const usage = `Usage: soakd verify [--summary-json RUN.json] [setting flags]
 
@@ -62,47 +57,49 @@ The settings are the run's; --summary-json reads the run's summary, whose
 settings (START=now as it resolved) and record of acknowledged writes are
 used, the environment and flags winning (TARGET, PASSWORD).
 
-Own settings:
-  --verify-json FILE       write the report as JSON
-  --verify-examples N      mismatched values shown per workload (5)
-  --verify-ranges N        lost or duplicated ranges printed per workload (100)
-
 Exit codes: 0 every acknowledged unit is stored intact, 1 some was lost or
 corrupted (or the target could not be read), 2 invalid configuration.
 `
 
+// command is verify's preamble: its settings are a run's and its own.
+func command(p *daemon.Plugins) *cli.Command {
+	return &cli.Command{Name: "verify", Prog: "soakd", Usage: usage, Own: Settings(), OwnPrefix: daemon.EnvPrefix + "VERIFY_",
+		Prefix: daemon.EnvPrefix, IsBool: daemon.GlobalBoolFlag, See: "soakd config",
+		Known: func(env map[string]string) []settings.Setting {
+			if path := env[daemon.EnvPrefix+"SUMMARY_JSON"]; path != "" {
+				if sum, err := readSummary(path); err == nil {
+					env = withSummary(env, sum)
+				}
+			}
+			cfg, _ := daemon.Load(env, p.Sources)
+			return append(cfg.Settings(), Settings()...)
+		}}
+}
+
 // Main runs soakd verify.
 func Main(ctx context.Context, args []string, environ map[string]string, p *daemon.Plugins, stdout, stderr io.Writer) int {
-	f, err := daemon.ParseFlags(args, environ, daemon.EnvPrefix, daemon.GlobalBoolFlag)
-	if err != nil {
-		fmt.Fprintf(stderr, "soakd: %v\n", err)
-		return exitConfig
+	c := command(p)
+	f, code, ok := c.Parse(args, environ, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if f.Help {
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	}
-	jobs, opts, err := load(f, p)
+	jobs, opts, err := load(c, f, p)
 	if err != nil {
-		fmt.Fprintln(stderr, "soakd: invalid configuration:")
-		for _, e := range daemon.Problems(err) {
-			fmt.Fprintf(stderr, "  %s\n", e)
-		}
-		return exitConfig
+		return c.Refuse(stderr, err)
 	}
 	rep := &Report{}
-	code := exitOK
+	code = cli.ExitOK
 	for _, j := range jobs {
 		wr, err := j.run(ctx, p)
 		if err != nil {
 			fmt.Fprintf(stderr, "soakd: workload %s: cannot verify: %s\n", j.w.Name, j.scrub(err.Error()))
-			code = exitFailed
+			code = cli.ExitFailed
 			continue
 		}
 		wr.write(stdout, opts)
 		rep.Workloads = append(rep.Workloads, *wr)
 		if wr.Lost+wr.Duplicated+wr.Mismatched > 0 {
-			code = exitFailed
+			code = cli.ExitFailed
 		}
 	}
 	if opts.JSON != "" {
@@ -112,7 +109,7 @@ func Main(ctx context.Context, args []string, environ map[string]string, p *daem
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "soakd: cannot write the report: %v\n", err)
-			return exitFailed
+			return cli.ExitFailed
 		}
 	}
 	return code
@@ -131,62 +128,36 @@ type job struct {
 func (j *job) scrub(s string) string { return j.w.Scrubber()(s) }
 
 // load reads the run's summary (if any) and the configuration, summary
-// settings first and the environment and flags over them; every problem
-// is returned at once.
-func load(f daemon.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
+// settings first and the environment and flags over them, and refuses
+// what c's scope does not know; every problem is returned at once.
+func load(c *cli.Command, f settings.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
 	var opts options
 	env := f.Env
-	var errs []error
 	var sum *daemon.Summary
 	if path := env[daemon.EnvPrefix+"SUMMARY_JSON"]; path != "" {
 		var err error
 		if sum, err = readSummary(path); err != nil {
-			return nil, opts, &daemon.ConfigError{Key: daemon.EnvPrefix + "SUMMARY_JSON", Err: err}
+			return nil, opts, &settings.Error{Key: daemon.EnvPrefix + "SUMMARY_JSON", Err: err}
 		}
 		env = withSummary(env, sum)
 	}
 	cfg, parseErr := daemon.Load(env, p.Sources)
-	errs = append(errs, daemon.Problems(cfg.Check(p, parseErr))...)
-	own := daemon.SettingsOf(&opts, daemon.EnvPrefix)
-	known := map[string]bool{}
-	for _, s := range append(cfg.Settings(), own...) {
-		known[s.Key] = true
+	err := cfg.Check(p, parseErr)
+	err = errors.Join(err, settings.Parse(&opts, f.Env, daemon.EnvPrefix))
+	if opts.Examples < 0 || opts.Ranges < 0 {
+		err = errors.Join(err, &settings.Error{Key: daemon.EnvPrefix + "VERIFY_EXAMPLES", Err: errors.New("want 0 or more")})
 	}
 	// As soakd run: a SOAKD_* variable that is no setting is an error
 	// unless SOAKD_ALLOW_UNKNOWN; generate's SOAKD_GEN_* may share the
 	// environment.
-	if !daemon.AllowUnknown(f.Env) {
-		var unk []string
-		for _, k := range cfg.UnknownVars(f.Env, p.Sources, own...) {
-			if slices.Contains(f.Keys, k) {
-				continue // an unknown flag, reported as such below
-			}
-			if !strings.HasPrefix(k, daemon.EnvPrefix+"GEN_") || slices.ContainsFunc(cfg.Workload, func(w *daemon.Workload) bool { return w.Name == "gen" }) {
-				unk = append(unk, k)
-			}
-		}
-		var names []string
-		for _, w := range cfg.Workload {
-			names = append(names, w.Name)
-		}
-		errs = append(errs, daemon.UnknownVarErrors(unk, append(cfg.Settings(), own...), names)...)
+	if _, err := c.Check(f, cli.WorkloadScope(cfg, f.Env, p.Sources, Settings(), nil, "gen"), err); err != nil {
+		return nil, opts, err
 	}
-	for _, k := range f.Keys {
-		if !known[k] {
-			errs = append(errs, fmt.Errorf("unknown flag --%s (see soakd config)", strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, daemon.EnvPrefix), "_", "-"))))
-		}
-	}
-	errs = append(errs, daemon.Problems(daemon.ParseSettings(&opts, f.Env, daemon.EnvPrefix))...)
-	if opts.Examples < 0 || opts.Ranges < 0 {
-		errs = append(errs, &daemon.ConfigError{Key: daemon.EnvPrefix + "VERIFY_EXAMPLES", Err: errors.New("want 0 or more")})
-	}
-	if len(errs) > 0 {
-		return nil, opts, errors.Join(errs...)
-	}
+	var errs []error
 	var jobs []*job
 	for _, w := range cfg.Workload {
 		if w.Builtin {
-			errs = append(errs, &daemon.ConfigError{Key: daemon.Prefix(w.Name) + "TARGET",
+			errs = append(errs, &settings.Error{Key: daemon.Prefix(w.Name) + "TARGET",
 				Err: errors.New("not set: a run without a TARGET wrote to a built-in target, which kept nothing to verify")})
 			continue
 		}
@@ -194,7 +165,7 @@ func load(f daemon.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
 			// A run on the built-in targets wrote to a sink that discards
 			// rows, or to an in-process server gone with the run: reading
 			// it back would report every unit lost.
-			errs = append(errs, &daemon.ConfigError{Key: daemon.Prefix(w.Name) + "TARGET",
+			errs = append(errs, &settings.Error{Key: daemon.Prefix(w.Name) + "TARGET",
 				Err: fmt.Errorf("%s is a built-in target, which keeps nothing: there is nothing to read back", w.Sink.Redacted)})
 			continue
 		}
@@ -207,7 +178,7 @@ func load(f daemon.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
 				}
 			}
 			if len(j.phases) == 0 {
-				errs = append(errs, &daemon.ConfigError{Key: daemon.EnvPrefix + "SUMMARY_JSON",
+				errs = append(errs, &settings.Error{Key: daemon.EnvPrefix + "SUMMARY_JSON",
 					Err: fmt.Errorf("the summary has no record of workload %s (a run of an older soakd, or another run)", w.Name)})
 				continue
 			}

@@ -1,4 +1,4 @@
-package daemon
+package settings
 
 import (
 	"fmt"
@@ -58,17 +58,6 @@ func ParseFlags(args []string, environ map[string]string, prefix string, isBool 
 		c.Keys = append(c.Keys, key)
 	}
 	return c, nil
-}
-
-// GlobalBoolFlag reports whether flag names one of soakd's own (not a
-// workload's) true/false settings, e.g. pprof.
-func GlobalBoolFlag(flag string) bool {
-	for _, s := range settingsOf(&Config{}, EnvPrefix) {
-		if s.Bool && s.Flag == flag {
-			return true
-		}
-	}
-	return false
 }
 
 // MissingValueError is a last flag with no value: --rate at the end of

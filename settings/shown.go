@@ -1,4 +1,4 @@
-package daemon
+package settings
 
 import "github.com/soakd/soakd/sinks"
 

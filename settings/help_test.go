@@ -1,0 +1,29 @@
+package settings
+
+import (
+	"bytes"
+	"testing"
+)
+
+// WriteTable lists settings in columns, a missing default as -, values
+// as Shown, and no value column without values.
+func TestWriteTable(t *testing.T) {
+	t.Parallel()
+	list := []Setting{{Key: "SOAKD_A", Flag: "a", Default: "1", Help: "first"}, {Key: "SOAKD_TOKEN", Flag: "token", Secret: true, Help: "secret"}}
+	var b bytes.Buffer
+	WriteTable(&b, list, map[string]string{"SOAKD_TOKEN": "hunter2"})
+	want := "VARIABLE     FLAG     DEFAULT  VALUE  HELP\n" +
+		"SOAKD_A      --a      1               first\n" +
+		"SOAKD_TOKEN  --token  -        (set)  secret\n"
+	if b.String() != want {
+		t.Errorf("with values:\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	WriteTable(&b, list, nil)
+	want = "VARIABLE     FLAG     DEFAULT  HELP\n" +
+		"SOAKD_A      --a      1        first\n" +
+		"SOAKD_TOKEN  --token  -        secret\n"
+	if b.String() != want {
+		t.Errorf("without values:\n%s\nwant\n%s", b.String(), want)
+	}
+}

@@ -1,0 +1,42 @@
+package settings
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Parse and Of read a command's own settings struct the
+// way daemon.Load reads a workload: defaults, every problem at once naming its
+// variable, boolean settings marked.
+func TestParse(t *testing.T) {
+	t.Parallel()
+	type opts struct {
+		Out     string        `env:"OUT" help:"output"`
+		Workers int           `env:"WORKERS" envDefault:"2" help:"workers"`
+		Every   time.Duration `env:"EVERY" envDefault:"1s" help:"period"`
+		Quiet   bool          `env:"QUIET" help:"no output"`
+	}
+	var o opts
+	if err := Parse(&o, map[string]string{"SOAKD_GEN_OUT": "x", "SOAKD_GEN_QUIET": "true"}, "SOAKD_GEN_"); err != nil {
+		t.Fatal(err)
+	}
+	if o != (opts{Out: "x", Workers: 2, Every: time.Second, Quiet: true}) {
+		t.Errorf("parsed %+v", o)
+	}
+	err := Parse(&o, map[string]string{"SOAKD_GEN_WORKERS": "many", "SOAKD_GEN_EVERY": "soon"}, "SOAKD_GEN_")
+	for _, want := range []string{"SOAKD_GEN_WORKERS: ", "SOAKD_GEN_EVERY: "} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not name %s", err, want)
+		}
+	}
+	var got []string
+	for _, s := range Of(&opts{}, "SOAKD_GEN_") {
+		got = append(got, fmt.Sprintf("%s --%s %s %v", s.Key, s.Flag, s.Default, s.Bool))
+	}
+	want := []string{"SOAKD_GEN_OUT --gen-out  false", "SOAKD_GEN_WORKERS --gen-workers 2 false", "SOAKD_GEN_EVERY --gen-every 1s false", "SOAKD_GEN_QUIET --gen-quiet  true"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Of:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
