@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,14 +28,7 @@ func capacityAgainst(t *testing.T, srv *detserver.Server, env map[string]string,
 	if code != wantCode {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, wantCode, stdout, stderr)
 	}
-	var res daemon.CapacityResult
-	b, err := os.ReadFile(out + ".json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readJSON[daemon.CapacityResult](t, out+".json")
 	md, err := os.ReadFile(out + ".md")
 	if err != nil {
 		t.Fatal(err)
@@ -190,14 +182,7 @@ func TestRunDropsWorkNamesBottleneck(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	var sum daemon.Summary
-	b, err := os.ReadFile(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &sum); err != nil {
-		t.Fatal(err)
-	}
+	sum := readJSON[daemon.Summary](t, js)
 	w := sum.Workload("kv", "run")
 	if w == nil || w.Dropped == 0 {
 		t.Fatalf("run phase %+v: want dropped work", w)

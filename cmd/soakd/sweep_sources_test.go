@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -36,14 +34,7 @@ func TestSweepEndsOnEverySource(t *testing.T) {
 				if code != exitOK {
 					t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 				}
-				b, err := os.ReadFile(out + ".json")
-				if err != nil {
-					t.Fatal(err)
-				}
-				var res daemon.SweepResult
-				if err := json.Unmarshal(b, &res); err != nil {
-					t.Fatal(err)
-				}
+				res := readJSON[daemon.SweepResult](t, out+".json")
 				if len(res.Points) != 1 || len(res.Points[0].Rates) != 1 || res.Points[0].Rates[0] <= 0 {
 					t.Fatalf("points %+v, want one with one run that wrote", res.Points)
 				}
