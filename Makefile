@@ -20,7 +20,10 @@ test:
 test-short:
 	$(GO) test -short ./...
 
+# go.mod must be what `go mod tidy` makes of it (direct dependencies not
+# marked indirect, nothing missing or unused).
 lint:
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }

@@ -8,7 +8,7 @@
 # For each tool it reports rows/s (the tool's own figure: TSBS's "mean rate",
 # soakd's summary units_per_second; and rows / process wall time for both)
 # and the tool's own CPU seconds per million rows (user+sys of the loader
-# process, from /usr/bin/time), checks the row count in the database after
+# process), checks the row count in the database after
 # every load, and prints the ratios soakd/TSBS with the goals:
 #   rows/s ratio >= 1   and   CPU-per-row ratio <= 0.5
 # Output: one key=value line per figure on stdout (as bench-peers.sh);
@@ -29,8 +29,8 @@
 #      RUN=/tmp/soakd-bench-pg   state, data, logs
 #      BENCH_TIMEOUT=300     seconds per load before it is killed
 set -uo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/.." && pwd)
+# shellcheck source=bench/pg-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/pg-lib.sh"
 
 REPEAT=${REPEAT:-3}
 GRID=${GRID-1x10000 2x1000 2x5000 2x20000 4x10000}
@@ -38,33 +38,18 @@ PEERS_BIN=${PEERS_BIN:-/opt/peers/bin}
 PG_PORT=${PG_PORT:-55632}
 RUN=${RUN:-/tmp/soakd-bench-pg}
 T=${BENCH_TIMEOUT:-300}
-export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
-case ":$PATH:" in *:/usr/local/go/bin:*) ;; *) PATH=/usr/local/go/bin:$PATH ;; esac
 
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-calc() { awk "BEGIN { printf \"%.0f\", $1 }"; }
-calc3() { awk "BEGIN { printf \"%.3f\", $1 }"; }
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)] }'; }
-
-if [ -z "${PG_BIN:-}" ]; then
-	PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
-fi
-[ -x "$PG_BIN/postgres" ] || die "no PostgreSQL in PG_BIN=$PG_BIN"
+pg_find_bin
 GEN=$PEERS_BIN/tsbs_generate_data
 LOAD=$PEERS_BIN/tsbs_load_timescaledb
 [ -x "$GEN" ] && [ -x "$LOAD" ] || die "no TSBS in $PEERS_BIN (run the peers' install.sh tsbs)"
-[ -x /usr/bin/time ] || die "/usr/bin/time is needed for CPU figures (apt-get install time)"
+command -v python3 >/dev/null || die "python3 is needed for CPU figures"
 
 LOGS=$RUN/logs/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$RUN/data" "$LOGS"
 
 # ---- soakd -----------------------------------------------------------------
-if [ -z "${SOAKD_BIN:-}" ]; then
-	SOAKD_BIN=$RUN/soakd
-	log "building soakd"
-	(cd "$repo" && go build -o "$SOAKD_BIN" ./cmd/soakd) || die "cannot build soakd"
-fi
+build_soakd "$RUN"
 
 # The same settings as the loads below, checked before anything runs: the
 # binary must know the devops source and the postgres sink.
@@ -75,53 +60,14 @@ if ! out=$(env SOAKD_WORKLOADS=w SOAKD_LISTEN=off SOAKD_W_SOURCE=devops SOAKD_W_
 fi
 
 # ---- PostgreSQL ------------------------------------------------------------
-PSQL=("$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres)
-as_pg() {
-	if [ "$(id -u)" = 0 ]; then
-		setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"
-	else
-		"$@"
-	fi
-}
-started_pg=
-cleanup() {
-	if [ -n "$started_pg" ]; then
-		log "stopping the PostgreSQL this script started"
-		as_pg "$PG_BIN/pg_ctl" -D "$RUN/pg/data" -m fast -w stop >/dev/null 2>&1 || true
-		rm -rf "$RUN/pg"
-	fi
-}
-trap cleanup EXIT
+# Default settings, as bench-peers.sh.
+trap pg_stop EXIT
 trap 'exit 130' INT TERM
-if "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT"; then
-	log "using the PostgreSQL already on 127.0.0.1:$PG_PORT"
-else
-	log "starting PostgreSQL on 127.0.0.1:$PG_PORT (default settings, as bench-peers.sh)"
-	rm -rf "$RUN/pg"
-	mkdir -p "$RUN/pg"
-	[ "$(id -u)" = 0 ] && chown postgres: "$RUN/pg"
-	as_pg "$PG_BIN/initdb" -D "$RUN/pg/data" -U postgres -A trust -E UTF8 --no-sync >"$LOGS/initdb.log" 2>&1 ||
-		die "initdb failed ($LOGS/initdb.log)"
-	as_pg "$PG_BIN/pg_ctl" -D "$RUN/pg/data" -l "$RUN/pg/postgres.log" -w -t 60 \
-		-o "-c listen_addresses=127.0.0.1 -p $PG_PORT -c unix_socket_directories=$RUN/pg" start >/dev/null ||
-		die "PostgreSQL did not start ($RUN/pg/postgres.log)"
-	started_pg=1
-fi
+pg_ensure PostgreSQL "$PG_PORT" "$RUN/pg"
 PG_VERSION=$("${PSQL[@]}" -Atc 'show server_version' postgres)
 
 # ---- data set --------------------------------------------------------------
-SCALE=100
-START=2016-01-01T00:00:00Z
-END=2016-01-02T00:00:00Z
-ROWS=$((SCALE * 86400 / 10))
-DATA=$RUN/data/cpu-only-s$SCALE-1d.timescaledb
-if [ ! -s "$DATA" ]; then
-	log "generating $DATA"
-	"$GEN" --use-case=cpu-only --seed=123 --scale=$SCALE --timestamp-start=$START \
-		--timestamp-end=$END --log-interval=10s --format=timescaledb --file="$DATA.tmp" >&2 ||
-		die "tsbs_generate_data failed"
-	mv -f "$DATA.tmp" "$DATA"
-fi
+cpu_only_data "$GEN"
 
 # reset: both tools' databases dropped, a checkpoint, so every load starts
 # from the same server state.
@@ -130,17 +76,11 @@ reset() {
 		-c 'CHECKPOINT' postgres 2>/dev/null
 }
 
-count_rows() { "${PSQL[@]}" -Atc "select count(*) from cpu" "$1" 2>/dev/null || echo "?"; }
-
-# cpu_secs TIMEFILE: user+sys from /usr/bin/time -f '%U %S %e'.
-cpu_secs() { awk 'END { printf "%.3f", $1 + $2 }' "$1"; }
-wall_secs() { awk 'END { print $3 }' "$1"; }
-
 # run_tsbs W B TAG: prints "rows_per_s wall_rows_per_s cpu_s rows_in_db".
 run_tsbs() {
 	local w=$1 b=$2 tag=$3 out=$LOGS/tsbs-$3.log tf=$LOGS/tsbs-$3.time rps n
 	reset
-	timeout "$T" /usr/bin/time -f '%U %S %e' -o "$tf" "$LOAD" --host=127.0.0.1 --port="$PG_PORT" --user=postgres --pass= \
+	timed "$tf" timeout "$T" "$LOAD" --host=127.0.0.1 --port="$PG_PORT" --user=postgres --pass= \
 		--admin-db-name=postgres --db-name=benchmark --use-hypertable=false \
 		--workers="$w" --batch-size="$b" --file="$DATA" >"$out" 2>&1 || { echo "failed"; return; }
 	rps=$(awk '$1 == "loaded" && $3 == "rows" { v = $11; sub(/^\(/, "", v); print v }' "$out" | tail -n1)
@@ -153,13 +93,10 @@ run_soakd() {
 	local w=$1 b=$2 tag=$3 out=$LOGS/soakd-$3.log tf=$LOGS/soakd-$3.time js=$LOGS/soakd-$3.json rps n units
 	reset
 	"${PSQL[@]}" -c 'CREATE DATABASE soakd' postgres || { echo "failed"; return; }
-	env SOAKD_WORKLOADS=w SOAKD_LISTEN=off SOAKD_PROGRESS_INTERVAL=0 SOAKD_SUMMARY_JSON="$js" \
-		SOAKD_W_SOURCE=devops SOAKD_W_TARGET="postgres://postgres@127.0.0.1:$PG_PORT/soakd?sslmode=disable" \
-		SOAKD_W_RATE=max SOAKD_W_WORKERS="$w" SOAKD_W_BATCH_SIZE="$b" SOAKD_W_SCALE=$SCALE SOAKD_W_INTERVAL=10s \
-		SOAKD_W_START=$START SOAKD_W_END=$END SOAKD_W_SEED=123 \
-		timeout "$T" /usr/bin/time -f '%U %S %e' -o "$tf" "$SOAKD_BIN" run >"$out" 2>&1 || { echo "failed"; return; }
-	units=$(grep -o '"units": *[0-9]*' "$js" | head -n1 | grep -o '[0-9]*$')
-	rps=$(grep -o '"units_per_second": *[0-9.e+]*' "$js" | head -n1 | sed 's/.*: *//')
+	soakd_loads "$tf" "$out" "$js" "postgres://postgres@127.0.0.1:$PG_PORT/soakd?sslmode=disable" "$w" "$b" ||
+		{ echo "failed"; return; }
+	units=$(json_num "$js" units)
+	rps=$(json_num "$js" units_per_second)
 	n=$(count_rows soakd)
 	[ "$units" = "$n" ] || log "soakd $tag: summary says $units rows acknowledged, the table holds $n"
 	echo "$(calc "${rps:-0}") $(calc "$ROWS / $(wall_secs "$tf")") $(cpu_secs "$tf") $n"
@@ -204,12 +141,7 @@ if [ ${#s_rps[@]} -gt 0 ] && [ ${#t_rps[@]} -gt 0 ]; then
 	tr=$(printf '%s\n' "${t_rps[@]}" | median)
 	sc=$(printf '%s\n' "${s_cpu[@]}" | median)
 	tc=$(printf '%s\n' "${t_cpu[@]}" | median)
-	rr=$(calc3 "$sr / $tr")
-	cr=$(calc3 "$sc / $tc")
-	echo "figure=compare workers=2 batch=10000 runs=${#s_rps[@]}/${#t_rps[@]} soakd_rows_per_s=$sr tsbs_rows_per_s=$tr" \
-		"rows_per_s_ratio=$rr goal_rows_per_s=$(awk "BEGIN { print ($rr >= 1) ? \"met\" : \"MISSED\" }")" \
-		"soakd_cpu_s_per_mrows=$(calc3 "$sc * 1000000 / $ROWS") tsbs_cpu_s_per_mrows=$(calc3 "$tc * 1000000 / $ROWS")" \
-		"cpu_ratio=$cr goal_cpu=$(awk "BEGIN { print ($cr <= 0.5) ? \"met\" : \"MISSED\" }")"
+	echo "figure=compare workers=2 batch=10000 runs=${#s_rps[@]}/${#t_rps[@]} $(load_ratios "$sr" "$tr" "$sc" "$tc" 0.5)"
 else
 	echo "figure=compare status=failed logs=$LOGS"
 fi

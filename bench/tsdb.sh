@@ -52,8 +52,8 @@
 #      RUN=/tmp/soakd-bench-tsdb   state, data, logs
 #      BENCH_TIMEOUT=600       seconds per tool run before it is killed
 set -uo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/.." && pwd)
+# shellcheck source=bench/pg-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/pg-lib.sh"
 
 PARTS=${PARTS:-load queries ingest}
 REPEAT=${REPEAT:-3}
@@ -66,20 +66,9 @@ PEERS_BIN=${PEERS_BIN:-/opt/peers/bin}
 TSDB_PORT=${TSDB_PORT:-55634}
 RUN=${RUN:-/tmp/soakd-bench-tsdb}
 T=${BENCH_TIMEOUT:-600}
-export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
-case ":$PATH:" in *:/usr/local/go/bin:*) ;; *) PATH=/usr/local/go/bin:$PATH ;; esac
-
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-calc() { awk "BEGIN { printf \"%.0f\", $1 }"; }
-calc3() { awk "BEGIN { printf \"%.3f\", $1 }"; }
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)] }'; }
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
-if [ -z "${PG_BIN:-}" ]; then
-	PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
-fi
-[ -x "$PG_BIN/postgres" ] || die "no PostgreSQL in PG_BIN=$PG_BIN"
+pg_find_bin
 for b in tsbs_generate_data tsbs_load_timescaledb tsbs_generate_queries tsbs_run_queries_timescaledb; do
 	[ -x "$PEERS_BIN/$b" ] || die "no $b in $PEERS_BIN (run ../shared/peers/install.sh tsbs)"
 done
@@ -88,11 +77,7 @@ command -v python3 >/dev/null || die "python3 is needed (CPU figures, summaries)
 LOGS=$RUN/logs/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$RUN/data" "$LOGS"
 
-if [ -z "${SOAKD_BIN:-}" ]; then
-	SOAKD_BIN=$RUN/soakd
-	log "building soakd"
-	(cd "$repo" && go build -o "$SOAKD_BIN" ./cmd/soakd) || die "cannot build soakd"
-fi
+build_soakd "$RUN"
 URL="postgres://postgres@127.0.0.1:$TSDB_PORT"
 if ! out=$(env SOAKD_WORKLOADS=q SOAKD_LISTEN=off SOAKD_Q_SOURCE=devops-queries SOAKD_Q_QUERIES=lastpoint \
 	SOAKD_Q_TARGET="$URL/x?sslmode=disable&dialect=timescaledb&layout=tsbs" "$SOAKD_BIN" config --check 2>&1); then
@@ -100,77 +85,17 @@ if ! out=$(env SOAKD_WORKLOADS=q SOAKD_LISTEN=off SOAKD_Q_SOURCE=devops-queries 
 fi
 
 # ---- TimescaleDB -------------------------------------------------------------
-PSQL=("$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$TSDB_PORT" -U postgres)
-as_pg() {
-	if [ "$(id -u)" = 0 ]; then
-		setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"
-	else
-		"$@"
-	fi
-}
-started=
-cleanup() {
-	if [ -n "$started" ]; then
-		log "stopping the TimescaleDB this script started"
-		as_pg "$PG_BIN/pg_ctl" -D "$RUN/tsdb/data" -m fast -w stop >/dev/null 2>&1 || true
-		rm -rf "$RUN/tsdb"
-	fi
-}
-trap cleanup EXIT
+trap pg_stop EXIT
 trap 'exit 130' INT TERM
-if "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$TSDB_PORT"; then
-	log "using the server already on 127.0.0.1:$TSDB_PORT"
-else
-	ls "$("$PG_BIN/pg_config" --pkglibdir)"/timescaledb.so >/dev/null 2>&1 ||
-		die "TimescaleDB is not installed in $PG_BIN's PostgreSQL (../shared/servers/install-timescaledb.sh)"
-	log "starting TimescaleDB on 127.0.0.1:$TSDB_PORT (default settings)"
-	rm -rf "$RUN/tsdb"
-	mkdir -p "$RUN/tsdb"
-	[ "$(id -u)" = 0 ] && chown postgres: "$RUN/tsdb"
-	as_pg "$PG_BIN/initdb" -D "$RUN/tsdb/data" -U postgres -A trust -E UTF8 --no-sync >"$LOGS/initdb.log" 2>&1 ||
-		die "initdb failed ($LOGS/initdb.log)"
-	as_pg "$PG_BIN/pg_ctl" -D "$RUN/tsdb/data" -l "$RUN/tsdb/postgres.log" -w -t 60 \
-		-o "-c listen_addresses=127.0.0.1 -p $TSDB_PORT -c unix_socket_directories=$RUN/tsdb -c shared_preload_libraries=timescaledb,pg_stat_statements -c pg_stat_statements.track_planning=on -c timescaledb.telemetry_level=off" \
-		start >/dev/null || die "TimescaleDB did not start ($RUN/tsdb/postgres.log)"
-	started=1
-fi
+pg_ensure TimescaleDB "$TSDB_PORT" "$RUN/tsdb" \
+	"-c shared_preload_libraries=timescaledb,pg_stat_statements -c pg_stat_statements.track_planning=on -c timescaledb.telemetry_level=off"
 PG_VERSION=$("${PSQL[@]}" -Atc 'show server_version' postgres)
 TS_VERSION=$("${PSQL[@]}" -Atc "select default_version from pg_available_extensions where name = 'timescaledb'" postgres)
 
 # ---- data set ------------------------------------------------------------------
-SCALE=100
-START=2016-01-01T00:00:00Z
-END=2016-01-02T00:00:00Z
-ROWS=$((SCALE * 86400 / 10))
-DATA=$RUN/data/cpu-only-s$SCALE-1d.timescaledb
-if [ ! -s "$DATA" ]; then
-	log "generating $DATA"
-	"$PEERS_BIN/tsbs_generate_data" --use-case=cpu-only --seed=123 --scale=$SCALE --timestamp-start=$START \
-		--timestamp-end=$END --log-interval=10s --format=timescaledb --file="$DATA.tmp" >&2 ||
-		die "tsbs_generate_data failed"
-	mv -f "$DATA.tmp" "$DATA"
-fi
-
-# timed FILE CMD...: runs CMD and writes "user sys wall" seconds (with
-# microseconds: a query run's CPU is tens of milliseconds) to FILE; exits
-# with CMD's status.
-timed() {
-	local f=$1
-	shift
-	python3 -c '
-import resource, subprocess, sys, time
-t0 = time.monotonic()
-rc = subprocess.call(sys.argv[2:])
-ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-open(sys.argv[1], "w").write("%.6f %.6f %.6f\n" % (ru.ru_utime, ru.ru_stime, time.monotonic() - t0))
-sys.exit(rc)' "$f" "$@"
-}
+cpu_only_data "$PEERS_BIN/tsbs_generate_data"
 
 drop() { "${PSQL[@]}" -c "DROP DATABASE IF EXISTS $1" postgres 2>/dev/null; }
-count_rows() { "${PSQL[@]}" -Atc "select count(*) from cpu" "$1" 2>/dev/null || echo "?"; }
-cpu_secs() { awk 'END { printf "%.4f", $1 + $2 }' "$1"; }
-wall_secs() { awk 'END { print $3 }' "$1"; }
-json_num() { grep -o "\"$2\": *[0-9.e+-]*" "$1" | head -n1 | sed 's/.*: *//'; }
 
 # soakd_load DB LAYOUT W B TAG: loads the data set with soakd; prints
 # "rows_per_s cpu_s rows_in_db".
@@ -178,12 +103,9 @@ soakd_load() {
 	local db=$1 layout=$2 w=$3 b=$4 tag=$5 out=$LOGS/soakd-$5.log tf=$LOGS/soakd-$5.time js=$LOGS/soakd-$5.json
 	drop "$db"
 	"${PSQL[@]}" -c "CREATE DATABASE $db" postgres || { echo "failed"; return; }
-	timed "$tf" env SOAKD_WORKLOADS=w SOAKD_LISTEN=off SOAKD_PROGRESS_INTERVAL=0 SOAKD_SUMMARY_JSON="$js" \
-		SOAKD_W_SOURCE=devops SOAKD_W_TARGET="$URL/$db?sslmode=disable&dialect=timescaledb&layout=$layout" \
-		SOAKD_W_RATE=max SOAKD_W_WORKERS="$w" SOAKD_W_BATCH_SIZE="$b" SOAKD_W_SCALE=$SCALE SOAKD_W_INTERVAL=10s \
-		SOAKD_W_START=$START SOAKD_W_END=$END SOAKD_W_SEED=123 \
-		timeout "$T" "$SOAKD_BIN" run >"$out" 2>&1 || { echo "failed"; return; }
-	echo "$(calc "$(json_num "$js" units_per_second)") $(cpu_secs "$tf") $(count_rows "$db")"
+	soakd_loads "$tf" "$out" "$js" "$URL/$db?sslmode=disable&dialect=timescaledb&layout=$layout" "$w" "$b" ||
+		{ echo "failed"; return; }
+	echo "$(calc "$(json_num "$js" units_per_second)") $(cpu_secs "$tf" 4) $(count_rows "$db")"
 }
 
 # ---- 1. load -------------------------------------------------------------------
@@ -207,7 +129,7 @@ if has load; then
 			--port="$TSDB_PORT" --user=postgres --pass= --admin-db-name=postgres --db-name=benchmark \
 			--use-hypertable=false --workers=2 --batch-size=10000 --file="$DATA" >"$out" 2>&1 || { echo "failed"; return; }
 		rps=$(awk '$1 == "loaded" && $3 == "rows" { v = $11; sub(/^\(/, "", v); print v }' "$out" | tail -n1)
-		echo "$(calc "${rps:-0}") $(cpu_secs "$tf") $(count_rows benchmark)"
+		echo "$(calc "${rps:-0}") $(cpu_secs "$tf" 4) $(count_rows benchmark)"
 	}
 	declare -A lrps lcpu
 	for ((i = 1; i <= REPEAT; i++)); do
@@ -241,12 +163,7 @@ if has load; then
 			echo "figure=load_compare tool=$tool status=failed"
 			continue
 		fi
-		rr=$(calc3 "$sr / $tr")
-		cr=$(calc3 "$sc / $tc")
-		echo "figure=load_compare tool=$tool layout=${tool#soakd-} soakd_rows_per_s=$sr tsbs_rows_per_s=$tr rows_per_s_ratio=$rr" \
-			"goal_rows_per_s=$(awk "BEGIN { print ($rr >= 1) ? \"met\" : \"MISSED\" }")" \
-			"soakd_cpu_s_per_mrows=$(calc3 "$sc * 1000000 / $ROWS") tsbs_cpu_s_per_mrows=$(calc3 "$tc * 1000000 / $ROWS")" \
-			"cpu_ratio=$cr goal_cpu=$(awk "BEGIN { print ($cr <= 1) ? \"met\" : \"MISSED\" }")"
+		echo "figure=load_compare tool=$tool layout=${tool#soakd-} $(load_ratios "$sr" "$tr" "$sc" "$tc" 1)"
 	done
 	drop benchmark
 fi
@@ -280,7 +197,7 @@ soakd_queries() {
 		SOAKD_Q_SOURCE=devops-queries SOAKD_Q_TARGET="$QURL" SOAKD_Q_QUERIES="$typ" SOAKD_Q_SCALE=$SCALE \
 		SOAKD_Q_RATE="$rate" SOAKD_Q_WORKERS=1 SOAKD_Q_DURATION="${secs}s" SOAKD_Q_SEED=123 "$@" \
 		timeout "$T" "$SOAKD_BIN" run >"$out" 2>&1 || { echo "failed"; return; }
-	python3 - "$js" "$(cpu_secs "$tf")" <<'EOF'
+	python3 - "$js" "$(cpu_secs "$tf" 4)" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
 w = [x for x in s["workloads"] if x["name"] == "q"][0]
@@ -320,7 +237,7 @@ if has queries; then
 			timed "$tf" timeout "$T" "$PEERS_BIN/tsbs_run_queries_timescaledb" --file="$qf" \
 				--workers=1 --max-rps="$1" --max-queries="$2" --db-name=$QDB --hosts=127.0.0.1 --port="$TSDB_PORT" \
 				--user=postgres --pass= --postgres="sslmode=disable" --print-interval=0 >"$out" 2>&1 || { echo "failed"; return; }
-			echo "$(tsbs_stats "$out") $(cpu_secs "$tf")"
+			echo "$(tsbs_stats "$out") $(cpu_secs "$tf" 4)"
 		}
 		# Calibration: what one connection does back to back.
 		cal=($(tsbs_q 0 50 "cal-$typ"))

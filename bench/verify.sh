@@ -41,8 +41,8 @@
 #                        initdb'ed under $RUN/pg and stopped at the end
 #      RUN=/tmp/soakd-bench-verify   state, logs
 set -uo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/.." && pwd)
+# shellcheck source=bench/pg-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/pg-lib.sh"
 
 DURATION=${DURATION:-20m}
 RATE=${RATE:-50000}
@@ -59,12 +59,7 @@ BATCH_SIZE=${BATCH_SIZE:-5000}
 PG_PORT=${PG_PORT:-55633}
 RUN=${RUN:-/tmp/soakd-bench-verify}
 HTTP_PORT=${HTTP_PORT:-59480}
-export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
-case ":$PATH:" in *:/usr/local/go/bin:*) ;; *) PATH=/usr/local/go/bin:$PATH ;; esac
 
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)] }'; }
 secs() { # a Go duration (2m, 90s, 1h) in seconds
 	awk -v d="$1" 'BEGIN { n = d + 0; u = d; sub(/^[0-9.]+/, "", u);
 		print (u == "h" ? n * 3600 : u == "m" ? n * 60 : n) }'
@@ -100,55 +95,22 @@ if [ -n "${HEAP_TSV:-}" ]; then
 	exit
 fi
 
-if [ -z "${PG_BIN:-}" ]; then
-	PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
-fi
-[ -x "$PG_BIN/postgres" ] || die "no PostgreSQL in PG_BIN=$PG_BIN"
+pg_find_bin
 command -v curl >/dev/null || die "curl is needed to scrape /metrics"
 LOGS=$RUN/logs/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$LOGS"
 
-if [ -z "${SOAKD_BIN:-}" ]; then
-	SOAKD_BIN=$RUN/soakd
-	log "building soakd"
-	(cd "$repo" && go build -o "$SOAKD_BIN" ./cmd/soakd) || die "cannot build soakd"
-fi
+build_soakd "$RUN"
 
 # ---- PostgreSQL ------------------------------------------------------------
-PSQL=("$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres)
-as_pg() {
-	if [ "$(id -u)" = 0 ]; then
-		setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"
-	else
-		"$@"
-	fi
-}
-started_pg=
 soakd_pid=
 cleanup() {
 	[ -n "$soakd_pid" ] && kill "$soakd_pid" 2>/dev/null
-	if [ -n "$started_pg" ]; then
-		log "stopping the PostgreSQL this script started"
-		as_pg "$PG_BIN/pg_ctl" -D "$RUN/pg/data" -m fast -w stop >/dev/null 2>&1 || true
-		rm -rf "$RUN/pg"
-	fi
+	pg_stop
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-if "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT"; then
-	log "using the PostgreSQL already on 127.0.0.1:$PG_PORT"
-else
-	log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
-	rm -rf "$RUN/pg"
-	mkdir -p "$RUN/pg"
-	[ "$(id -u)" = 0 ] && chown postgres: "$RUN/pg"
-	as_pg "$PG_BIN/initdb" -D "$RUN/pg/data" -U postgres -A trust -E UTF8 --no-sync >"$LOGS/initdb.log" 2>&1 ||
-		die "initdb failed ($LOGS/initdb.log)"
-	as_pg "$PG_BIN/pg_ctl" -D "$RUN/pg/data" -l "$RUN/pg/postgres.log" -w -t 60 \
-		-o "-c listen_addresses=127.0.0.1 -p $PG_PORT -c unix_socket_directories=$RUN/pg" start >/dev/null ||
-		die "PostgreSQL did not start ($RUN/pg/postgres.log)"
-	started_pg=1
-fi
+pg_ensure PostgreSQL "$PG_PORT" "$RUN/pg"
 TARGET="postgres://postgres@127.0.0.1:$PG_PORT/verify?sslmode=disable"
 reset() {
 	"${PSQL[@]}" -c 'DROP DATABASE IF EXISTS verify' -c 'CHECKPOINT' -c 'CREATE DATABASE verify' postgres >/dev/null 2>&1 ||
@@ -194,7 +156,7 @@ wait "$soakd_pid"
 code=$?
 soakd_pid=
 [ -s "$sum" ] || die "the long run wrote no summary (exit $code, $LOGS/long.log)"
-field() { grep -o "\"$1\": *[0-9.e+-]*" "$sum" | head -n1 | sed 's/.*: *//'; }
+field() { json_num "$sum" "$1"; }
 echo "figure=long_run seconds=$(field seconds) rows=$(field units) rows_per_s=$(field units_per_second)" \
 	"dropped=$(field dropped_units) failed=$(field failed_units) verify_checked=$(field checked)" \
 	"verify_missing=$(field missing) verify_mismatch=$(field mismatch) verify_duplicate=$(field duplicate)" \
@@ -208,7 +170,7 @@ if [ "$VERIFY_AFTER" = 1 ]; then
 	env $(workload) SOAKD_LISTEN=off "$SOAKD_BIN" verify --summary-json "$sum" --verify-json "$LOGS/verify.json" >"$LOGS/verify.log" 2>&1
 	vcode=$?
 	verify_secs=$(($(date +%s) - v0))
-	jv() { grep -o "\"$1\": *[0-9]*" "$LOGS/verify.json" 2>/dev/null | head -n1 | sed 's/.*: *//'; }
+	jv() { json_num "$LOGS/verify.json" "$1"; }
 	echo "figure=verify_after exit=$vcode seconds=$verify_secs acknowledged=$(jv acknowledged) stored=$(jv stored) lost=$(jv lost)" \
 		"duplicated=$(jv duplicated) mismatched=$(jv mismatched) in_doubt=$(jv in_doubt)"
 fi
@@ -220,7 +182,7 @@ closed() { # VERIFY -> rows/s of a closed-loop run
 	# shellcheck disable=SC2046
 	env $(workload) SOAKD_LISTEN=off SOAKD_SUMMARY_JSON="$js" SOAKD_CPU_RATE=max SOAKD_CPU_DURATION="${COST_SECONDS}s" \
 		SOAKD_CPU_VERIFY="$v" "$SOAKD_BIN" run >"$LOGS/closed-$v-$2.log" 2>&1
-	grep -o '"units_per_second": *[0-9.e+]*' "$js" | head -n1 | sed 's/.*: *//'
+	json_num "$js" units_per_second
 }
 off=() on=()
 for ((i = 1; i <= REPEAT; i++)); do

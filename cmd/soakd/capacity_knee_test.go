@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"github.com/soakd/soakd/capacity"
 	"os"
@@ -31,14 +30,7 @@ func capacityAgainst(t *testing.T, srv *detserver.Server, env map[string]string,
 	if code != wantCode {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, wantCode, stdout, stderr)
 	}
-	var res capacity.Result
-	b, err := os.ReadFile(out + ".json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readJSON[capacity.Result](t, out+".json")
 	md, err := os.ReadFile(out + ".md")
 	if err != nil {
 		t.Fatal(err)
@@ -192,14 +184,7 @@ func TestRunDropsWorkNamesBottleneck(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	var sum daemon.Summary
-	b, err := os.ReadFile(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &sum); err != nil {
-		t.Fatal(err)
-	}
+	sum := readJSON[daemon.Summary](t, js)
 	w := sum.Workload("kv", "run")
 	if w == nil || w.Dropped == 0 {
 		t.Fatalf("run phase %+v: want dropped work", w)

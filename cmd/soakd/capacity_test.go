@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"encoding/xml"
 	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/sweep"
@@ -48,14 +47,7 @@ func TestCapacityAgainstRealServers(t *testing.T) {
 			if !strings.Contains(stdout, "# Capacity of workload") || !strings.Contains(stdout, "**Knee:") {
 				t.Errorf("no markdown report on stdout:\n%s", stdout)
 			}
-			var res capacity.Result
-			b, err := os.ReadFile(out + ".json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &res); err != nil {
-				t.Fatal(err)
-			}
+			res := readJSON[capacity.Result](t, out+".json")
 			// Which of 200, 400 and 800/s a real server passes depends on
 			// how loaded the machine is (two busy loops beside it made the
 			// 800/s step achieve 695/s), so the knee is not asserted: the
@@ -136,14 +128,7 @@ func TestSweepAgainstPostgres(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	t.Log(stdout)
-	var res sweep.Result
-	b, err := os.ReadFile(out + ".json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readJSON[sweep.Result](t, out+".json")
 	if len(res.Points) != 6 {
 		t.Fatalf("%d points, want 3 workers × 2 batch sizes", len(res.Points))
 	}

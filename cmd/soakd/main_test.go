@@ -42,6 +42,21 @@ func run(t *testing.T, env map[string]string, args ...string) (int, string, stri
 	return code, out.String(), errb.String()
 }
 
+// readJSON decodes the JSON file at path (a summary, a capacity or sweep
+// result) into a T.
+func readJSON[T any](t *testing.T, path string) T {
+	t.Helper()
+	var v T
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 func TestBadConfigExits2WithEveryProblem(t *testing.T) {
 	code, out, errs := run(t, map[string]string{
 		"SOAKD_WORKLOADS": "a", "SOAKD_A_SOURCE": "seq", "SOAKD_A_RATE": "step:1000",

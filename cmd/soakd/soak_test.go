@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/soakd/soakd/charts"
@@ -81,11 +80,7 @@ func TestSoakStability(t *testing.T) {
 		}
 	}()
 	ctx := context.Background()
-	pgAdmin, err := pgx.Connect(ctx, pg.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pgAdmin.Close(ctx)
+	pgAdmin := testserver.PGConn(t, pg.URL)
 	rdAdmin := goredis.NewClient(&goredis.Options{Addr: rd.Addr, Protocol: 2, DisableIdentity: true})
 	defer rdAdmin.Close()
 

@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/lateproxy"
@@ -255,11 +253,7 @@ func TestTargetUpAfterStart(t *testing.T) {
 		check: func(t *testing.T, sum *daemon.Summary) {
 			checkBooks(t, sum, "iot", "run")
 			// The hypertable was created through the wait.
-			c, err := pgx.Connect(t.Context(), fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", ts.Addr))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close(context.Background())
+			c := testserver.PGConn(t, ts.URL)
 			var n int
 			if err := c.QueryRow(t.Context(), "SELECT count(*) FROM timescaledb_information.hypertables").Scan(&n); err != nil || n == 0 {
 				t.Errorf("%d hypertables (%v): want the workload's", n, err)

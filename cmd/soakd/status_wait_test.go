@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/lateproxy"
@@ -109,11 +107,7 @@ func TestTargetDownBetweenSteps(t *testing.T) {
 	const secret = "between-Pass-2nv"
 	pg := testserver.Postgres(t)
 	ctx := t.Context()
-	holder, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", pg.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(ctx)
+	holder := testserver.PGConn(t, pg.URL)
 	tx, err := holder.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

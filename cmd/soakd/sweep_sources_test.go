@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"github.com/soakd/soakd/sweep"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -37,14 +35,7 @@ func TestSweepEndsOnEverySource(t *testing.T) {
 				if code != cli.ExitOK {
 					t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 				}
-				b, err := os.ReadFile(out + ".json")
-				if err != nil {
-					t.Fatal(err)
-				}
-				var res sweep.Result
-				if err := json.Unmarshal(b, &res); err != nil {
-					t.Fatal(err)
-				}
+				res := readJSON[sweep.Result](t, out+".json")
 				if len(res.Points) != 1 || len(res.Points[0].Rates) != 1 || res.Points[0].Rates[0] <= 0 {
 					t.Fatalf("points %+v, want one with one run that wrote", res.Points)
 				}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
@@ -151,9 +150,8 @@ func TestSQLAndInfluxQLAgree(t *testing.T) {
 	for _, source := range []string{"devops", "iot"} {
 		t.Run(source, func(t *testing.T) {
 			db := source + "_cross"
-			createDB(t, pg.URL, db)
 			targets := map[string]string{
-				"pg":     strings.Replace(pg.URL, "/postgres?", "/"+db+"?", 1),
+				"pg":     pg.CreateDatabase(t, db),
 				"influx": "influx1://" + ix.Addr + "?db=" + db,
 			}
 			load(t, source, targets)
@@ -281,17 +279,4 @@ func sameRow(a, b []any) bool {
 		}
 	}
 	return true
-}
-
-// createDB creates database db on the PostgreSQL at raw.
-func createDB(t *testing.T, raw, db string) {
-	t.Helper()
-	c, err := pgx.Connect(t.Context(), raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	if _, err := c.Exec(t.Context(), "CREATE DATABASE "+db); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -1,12 +1,8 @@
 package faults
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -89,12 +85,7 @@ var targets = []target{
 		env: func(addr, ns string, _ int) map[string]string {
 			return seriesEnv(fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", addr, ns))
 		},
-		prepare: func(t *testing.T, srv *testserver.Server, ns string) {
-			c := pgConnect(t, srv, "postgres")
-			if _, err := c.Exec(t.Context(), "CREATE DATABASE "+ns); err != nil {
-				t.Fatal(err)
-			}
-		},
+		prepare: func(t *testing.T, srv *testserver.Server, ns string) { srv.CreateDatabase(t, ns) },
 		stored: func(t *testing.T, srv *testserver.Server, ns string, _ int) (int64, int64) {
 			var n, d int64
 			err := pgConnect(t, srv, ns).QueryRow(t.Context(), "SELECT count(*), count(DISTINCT n) FROM seq").Scan(&n, &d)
@@ -146,12 +137,7 @@ var targets = []target{
 
 func pgConnect(t *testing.T, srv *testserver.Server, db string) *pgx.Conn {
 	t.Helper()
-	c, err := pgx.Connect(t.Context(), fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", srv.Addr, db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
-	return c
+	return testserver.PGConn(t, srv.Database(db))
 }
 
 func redisAdmin(t *testing.T, srv *testserver.Server, db int) *goredis.Client {
@@ -170,14 +156,7 @@ func influxCount(t *testing.T, srv *testserver.Server, db string) int64 {
 // the measurement is not there.
 func influxQuery(t *testing.T, srv *testserver.Server, db, q string) int64 {
 	t.Helper()
-	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
-	defer hc.CloseIdleConnections()
-	resp, err := hc.PostForm(srv.URL+"/query", url.Values{"db": {db}, "q": {q}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	code, body := srv.InfluxQuery(t, db, q, nil)
 	var out struct {
 		Results []struct {
 			Error  string `json:"error"`
@@ -186,8 +165,8 @@ func influxQuery(t *testing.T, srv *testserver.Server, db, q string) int64 {
 			} `json:"series"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal(body, &out); err != nil || resp.StatusCode != 200 || len(out.Results) == 0 {
-		t.Fatalf("count: HTTP %d %s (%v)", resp.StatusCode, body, err)
+	if err := json.Unmarshal(body, &out); err != nil || code != 200 || len(out.Results) == 0 {
+		t.Fatalf("count: HTTP %d %s (%v)", code, body, err)
 	}
 	r := out.Results[0]
 	if r.Error != "" {

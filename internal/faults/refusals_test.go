@@ -2,9 +2,6 @@ package faults
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -89,9 +86,7 @@ func TestPostgresMaxConnections(t *testing.T) {
 	}
 	t.Parallel()
 	srv := testserver.Postgres(t, testserver.PostgresSettings("max_connections=12", "synchronous_commit=on"))
-	if _, err := pgConnect(t, srv, "postgres").Exec(t.Context(), "CREATE DATABASE slots"); err != nil {
-		t.Fatal(err)
-	}
+	srv.CreateDatabase(t, "slots")
 	env := seriesEnv(fmt.Sprintf("postgres://postgres@%s/slots?sslmode=disable&application_name=soakd-w", srv.Addr))
 	r := Start(t, env)
 	r.WaitFor(t, 15*time.Second, "first writes", func(c Counts) bool { return c.Acked > 0 })
@@ -246,7 +241,7 @@ func TestInfluxThrottledAndPartial(t *testing.T) {
 		}
 	})
 	t.Run("partial write", func(t *testing.T) {
-		influxQL(t, srv, "CREATE DATABASE partial WITH DURATION 1h SHARD DURATION 1h NAME hour")
+		srv.InfluxExec(t, "", "CREATE DATABASE partial WITH DURATION 1h SHARD DURATION 1h NAME hour")
 		// devops rows of one device, 10 min apart from 3 h ago: the first
 		// batch of 50 spans 8 h. Its points in shard groups (hours) wholly
 		// older than the policy's 1 h are dropped, the others kept.
@@ -269,22 +264,6 @@ func TestInfluxThrottledAndPartial(t *testing.T) {
 			t.Errorf("the server holds %d points; acknowledged %d (failed %d)", n, w.Units, w.Failed)
 		}
 	})
-}
-
-// influxQL runs one InfluxQL statement.
-func influxQL(t *testing.T, srv *testserver.Server, q string) {
-	t.Helper()
-	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
-	defer hc.CloseIdleConnections()
-	resp, err := hc.PostForm(srv.URL+"/query", url.Values{"q": {q}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || strings.Contains(string(body), `"error"`) {
-		t.Fatalf("%s: HTTP %d %s", q, resp.StatusCode, body)
-	}
 }
 
 // influxMeasurementCount counts the values of field in measurement of db.

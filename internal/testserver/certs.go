@@ -74,14 +74,9 @@ func NewCerts(t testing.TB, owner string) *Certs {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tmpl := &x509.Certificate{
-			SerialNumber: serial(t),
-			Subject:      pkix.Name{CommonName: cn},
-			NotBefore:    time.Now().Add(-time.Hour),
-			NotAfter:     time.Now().Add(24 * time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		}
+		tmpl := certTemplate(t, cn)
+		tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{usage}
 		if server {
 			tmpl.DNSNames = []string{"localhost"}
 			tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
@@ -102,6 +97,16 @@ func NewCerts(t testing.TB, owner string) *Certs {
 	return c
 }
 
+// certTemplate is a certificate for cn, valid from an hour ago for a day.
+func certTemplate(t testing.TB, cn string) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber: serial(t),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+	}
+}
+
 func serial(t testing.TB) *big.Int {
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	if err != nil {
@@ -116,15 +121,10 @@ func newCA(t testing.TB, cn string) (*ecdsa.PrivateKey, *x509.Certificate, []byt
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(t),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
+	tmpl := certTemplate(t, cn)
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
+	tmpl.BasicConstraintsValid = true
+	tmpl.IsCA = true
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)

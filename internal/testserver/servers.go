@@ -112,14 +112,7 @@ func PostgresOwner() string {
 // As root the server runs as the postgres user, as PostgreSQL requires.
 func Postgres(t testing.TB, opts ...PostgresOption) *Server {
 	t.Helper()
-	var o pgOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	bin := PostgresBinDir()
-	if bin == "" {
-		Unavailable(t, "no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/postgres)")
-	}
+	bin, o := pgBinOptions(t, opts, "")
 	return postgres(t, bin, "postgres", o)
 }
 
@@ -131,19 +124,28 @@ func Postgres(t testing.TB, opts ...PostgresOption) *Server {
 // builds it from ../shared/servers.
 func TimescaleDB(t testing.TB, opts ...PostgresOption) *Server {
 	t.Helper()
+	bin, o := pgBinOptions(t, opts, " for TimescaleDB")
+	if lib := TimescaleLib(bin); lib == "" {
+		Unavailable(t, "no TimescaleDB extension (timescaledb.so) in the library directory of %s", bin)
+	}
+	o.settings = append([]string{"shared_preload_libraries=timescaledb", "timescaledb.telemetry_level=off"}, o.settings...)
+	return postgres(t, bin, "timescaledb", o)
+}
+
+// pgBinOptions returns the PostgreSQL binaries to start and the options
+// applied; without binaries the test is skipped (or fails under
+// SOAKD_REQUIRE_SERVERS=1), the reason ending with forWhat.
+func pgBinOptions(t testing.TB, opts []PostgresOption, forWhat string) (string, pgOptions) {
+	t.Helper()
 	var o pgOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	bin := PostgresBinDir()
 	if bin == "" {
-		Unavailable(t, "no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/postgres) for TimescaleDB")
+		Unavailable(t, "no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/postgres)%s", forWhat)
 	}
-	if lib := TimescaleLib(bin); lib == "" {
-		Unavailable(t, "no TimescaleDB extension (timescaledb.so) in the library directory of %s", bin)
-	}
-	o.settings = append([]string{"shared_preload_libraries=timescaledb", "timescaledb.telemetry_level=off"}, o.settings...)
-	return postgres(t, bin, "timescaledb", o)
+	return bin, o
 }
 
 // TimescaleLib returns the timescaledb.so the PostgreSQL in bin would

@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // The harness itself: each server comes up, answers, and stops.
@@ -25,11 +23,7 @@ func TestServersStart(t *testing.T) {
 	t.Run("timescaledb", func(t *testing.T) {
 		t.Parallel()
 		s := TimescaleDB(t)
-		conn, err := pgx.Connect(ctx, s.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
+		conn := PGConn(t, s.URL)
 		if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS timescaledb"); err != nil {
 			t.Fatal(err)
 		}

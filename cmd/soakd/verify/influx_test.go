@@ -1,30 +1,10 @@
 package verify
 
 import (
-	"io"
-	"net/http"
-	"net/url"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/soakd/soakd/internal/testserver"
 )
-
-func influxQL(t *testing.T, srv *testserver.Server, db, q string) {
-	t.Helper()
-	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
-	defer hc.CloseIdleConnections()
-	resp, err := hc.PostForm(srv.URL+"/query", url.Values{"db": {db}, "q": {q}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || strings.Contains(string(b), `"error"`) {
-		t.Fatalf("%s: HTTP %d %s", q, resp.StatusCode, b)
-	}
-}
 
 // InfluxDB 1.8 read back with InfluxQL: the trucks' two tables (late
 // rows, nulls, offline devices backfilling) verify clean; rows deleted by
@@ -44,7 +24,7 @@ func TestInflux(t *testing.T) {
 	if got, want := countsOf(only(t, rep)), (counts{acked: 4320, stored: 4320}); code != 0 || got != want {
 		t.Fatalf("clean run: exit %d, %+v, want %+v", code, got, want)
 	}
-	influxQL(t, srv, "verify", `DELETE FROM "diagnostics" WHERE "name" = 'truck_4' AND time >= '2026-01-01T00:20:00Z' AND time < '2026-01-01T00:22:00Z'`)
+	srv.InfluxExec(t, "verify", `DELETE FROM "diagnostics" WHERE "name" = 'truck_4' AND time >= '2026-01-01T00:20:00Z' AND time < '2026-01-01T00:22:00Z'`)
 	code, out, rep := soakVerify(t, nil, "--summary-json", path)
 	w := only(t, rep)
 	if code != 1 || w.Lost != 12 {

@@ -3,7 +3,6 @@ package verify
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,22 +10,6 @@ import (
 
 	"github.com/soakd/soakd/internal/testserver"
 )
-
-func pgExec(t *testing.T, url string, sqls ...string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	for _, q := range sqls {
-		if _, err := c.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-}
 
 // timescale returns the server settings that preload TimescaleDB when
 // its library is installed, so the dialect makes real hypertables.
@@ -36,22 +19,6 @@ func timescale() []string {
 		return nil
 	}
 	return []string{"shared_preload_libraries=timescaledb", "timescaledb.telemetry_level=off"}
-}
-
-func pgCount(t *testing.T, url, q string) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	var n int64
-	if err := c.QueryRow(ctx, q).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	return n
 }
 
 // waitRows waits until table holds at least n rows (it may not exist yet).
@@ -76,12 +43,6 @@ func waitRows(t *testing.T, url, table string, n int64) {
 	}
 }
 
-func pgDB(t *testing.T, srv *testserver.Server, name string) string {
-	t.Helper()
-	pgExec(t, srv.URL, "CREATE DATABASE "+name)
-	return strings.Replace(srv.URL, "/postgres?", "/"+name+"?", 1)
-}
-
 // A clean run verifies with nothing lost; rows deleted by hand are lost
 // with their exact (device, time) ranges, a value changed by hand is a
 // mismatch, rows written again (no dedup) are duplicates; late and
@@ -90,7 +51,7 @@ func pgDB(t *testing.T, srv *testserver.Server, name string) string {
 // too (with hypertables when TimescaleDB is installed).
 func TestPostgres(t *testing.T) {
 	srv := testserver.Postgres(t, testserver.PostgresSettings(timescale()...))
-	db := pgDB(t, srv, "cpu")
+	db := srv.CreateDatabase(t, "cpu")
 	env := map[string]string{
 		"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": db,
 		"SOAKD_CPU_SCALE": "8", "SOAKD_CPU_START": "2026-01-01T00:00:00Z", "SOAKD_CPU_END": "+2h",
@@ -116,7 +77,7 @@ func TestPostgres(t *testing.T) {
 		t.Errorf("%d devices reported, want 8", n)
 	}
 
-	pgExec(t, db,
+	testserver.PGExec(t, db,
 		`DELETE FROM cpu WHERE hostname = 'host_3' AND time >= '2026-01-01T00:10:00Z' AND time < '2026-01-01T00:15:00Z'`,
 		`DELETE FROM cpu WHERE hostname = 'host_6' AND time = '2026-01-01T01:00:00Z'`,
 		`UPDATE cpu SET usage_user = usage_user + 1 WHERE hostname = 'host_5' AND time = '2026-01-01T00:30:00Z'`,
@@ -147,7 +108,7 @@ func TestPostgres(t *testing.T) {
 	// The trucks' two tables (late rows and nulls by default) through the
 	// TimescaleDB dialect, checked without a summary: a finite data set is
 	// then taken as acknowledged whole.
-	trucksDB := pgDB(t, srv, "trucks")
+	trucksDB := srv.CreateDatabase(t, "trucks")
 	tdb := trucksDB + "&dialect=timescaledb"
 	tenv := map[string]string{
 		"SOAKD_WORKLOADS": "trucks", "SOAKD_TRUCKS_SOURCE": "iot", "SOAKD_TRUCKS_TARGET": tdb,
@@ -158,7 +119,7 @@ func TestPostgres(t *testing.T) {
 	sum, _ = soakRun(t, tenv, nil)
 	checkContinuous(t, phase(t, sum, "trucks", "run"))
 	if timescale() != nil {
-		if n := pgCount(t, trucksDB, "SELECT count(*) FROM timescaledb_information.hypertables"); n != 2 {
+		if n := testserver.PGCount(t, trucksDB, "SELECT count(*) FROM timescaledb_information.hypertables"); n != 2 {
 			t.Errorf("%d hypertables, want 2", n)
 		}
 	}
@@ -173,7 +134,7 @@ func TestPostgres(t *testing.T) {
 // that failed are in doubt, never lost.
 func TestPostgresKilled(t *testing.T) {
 	srv := testserver.Postgres(t, testserver.PostgresSettings("synchronous_commit=on"))
-	db := pgDB(t, srv, "crash")
+	db := srv.CreateDatabase(t, "crash")
 	env := map[string]string{
 		"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": db,
 		"SOAKD_CPU_SCALE": "20", "SOAKD_CPU_START": "2026-01-01T00:00:00Z",
@@ -190,7 +151,7 @@ func TestPostgresKilled(t *testing.T) {
 		srv.Kill()
 		time.Sleep(time.Second)
 		srv.Resume(t)
-		waitRows(t, db, "cpu", pgCount(t, db, "SELECT count(*) FROM cpu")+1000)
+		waitRows(t, db, "cpu", testserver.PGCount(t, db, "SELECT count(*) FROM cpu")+1000)
 		stop()
 	})
 	run := phase(t, sum, "cpu", "run")
@@ -227,7 +188,7 @@ func TestPostgresWrittenTwice(t *testing.T) {
 		{name: "dedup", query: "&dedup=true", code: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			db := pgDB(t, srv, tc.name) + tc.query
+			db := srv.CreateDatabase(t, tc.name) + tc.query
 			env := map[string]string{
 				"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": db,
 				"SOAKD_CPU_SCALE": "4", "SOAKD_CPU_START": "2026-01-01T00:00:00Z", "SOAKD_CPU_END": "+1h",

@@ -10,6 +10,16 @@ import (
 	"github.com/soakd/soakd/internal/testserver"
 )
 
+// tagRun is the run of the changed-tag tests: 4 devops hosts for 10
+// minutes (240 rows) into target, as fast as it takes them.
+func tagRun(target string) map[string]string {
+	return map[string]string{
+		"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": target,
+		"SOAKD_CPU_SCALE": "4", "SOAKD_CPU_START": "2026-01-01T00:00:00Z", "SOAKD_CPU_END": "+10m",
+		"SOAKD_CPU_RATE": "max", "SOAKD_CPU_WORKERS": "2", "SOAKD_CPU_BATCH_SIZE": "50",
+	}
+}
+
 // A tag changed in the stored data is a mismatch that names the device,
 // the time and the tag, in both PostgreSQL layouts: inline tags (one row
 // changed) and TSBS's tags table (the device's one tags row changed, so
@@ -27,19 +37,14 @@ func TestPostgresChangedTag(t *testing.T) {
 			`mismatched: cpu host_2 2026-01-01T00:00:00Z os: stored "TempleOS", written "`},
 	} {
 		t.Run(tc.layout, func(t *testing.T) {
-			base := pgDB(t, srv, "tags_"+tc.layout)
+			base := srv.CreateDatabase(t, "tags_"+tc.layout)
 			db := base + "&layout=" + tc.layout
-			env := map[string]string{
-				"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": db,
-				"SOAKD_CPU_SCALE": "4", "SOAKD_CPU_START": "2026-01-01T00:00:00Z", "SOAKD_CPU_END": "+10m",
-				"SOAKD_CPU_RATE": "max", "SOAKD_CPU_WORKERS": "2", "SOAKD_CPU_BATCH_SIZE": "50",
-			}
-			_, path := soakRun(t, env, nil)
+			_, path := soakRun(t, tagRun(db), nil)
 			code, _, rep := soakVerify(t, nil, "--summary-json", path)
 			if got, want := countsOf(only(t, rep)), (counts{acked: 240, stored: 240}); code != 0 || got != want {
 				t.Fatalf("clean run: exit %d, %+v, want %+v", code, got, want)
 			}
-			pgExec(t, base, tc.change)
+			testserver.PGExec(t, base, tc.change)
 			code, out, rep := soakVerify(t, nil, "--summary-json", path)
 			if got, want := countsOf(only(t, rep)), (counts{acked: 240, stored: 240, mismatched: tc.mismatched}); code != 1 || got != want {
 				t.Fatalf("changed tag: exit %d, %+v, want %+v", code, got, want)
@@ -55,19 +60,14 @@ func TestPostgresChangedTag(t *testing.T) {
 func TestInfluxChangedTag(t *testing.T) {
 	srv := testserver.Influx(t)
 	target := "influx1://" + srv.Addr + "?db=verify"
-	env := map[string]string{
-		"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": target,
-		"SOAKD_CPU_SCALE": "4", "SOAKD_CPU_START": "2026-01-01T00:00:00Z", "SOAKD_CPU_END": "+10m",
-		"SOAKD_CPU_RATE": "max", "SOAKD_CPU_WORKERS": "2", "SOAKD_CPU_BATCH_SIZE": "50",
-	}
-	_, path := soakRun(t, env, nil)
+	_, path := soakRun(t, tagRun(target), nil)
 	code, _, rep := soakVerify(t, nil, "--summary-json", path)
 	if got, want := countsOf(only(t, rep)), (counts{acked: 240, stored: 240}); code != 0 || got != want {
 		t.Fatalf("clean run: exit %d, %+v, want %+v", code, got, want)
 	}
 	const where = `"hostname" = 'host_2' AND time = '2026-01-01T00:05:00Z'`
 	cols, row := influxRow(t, srv, "verify", `SELECT * FROM "cpu" WHERE `+where)
-	influxQL(t, srv, "verify", `DELETE FROM "cpu" WHERE `+where)
+	srv.InfluxExec(t, "verify", `DELETE FROM "cpu" WHERE `+where)
 	// Tags come back as strings, devops' fields as integers.
 	var tags, fields []string
 	for i, c := range cols[1:] {
@@ -102,13 +102,7 @@ func TestInfluxChangedTag(t *testing.T) {
 // influxRow runs q, which must return one row, with nanosecond times.
 func influxRow(t *testing.T, srv *testserver.Server, db, q string) ([]string, []json.RawMessage) {
 	t.Helper()
-	hc := &http.Client{Transport: &http.Transport{}}
-	defer hc.CloseIdleConnections()
-	resp, err := hc.PostForm(srv.URL+"/query", url.Values{"db": {db}, "q": {q}, "epoch": {"ns"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	_, body := srv.InfluxQuery(t, db, q, url.Values{"epoch": {"ns"}})
 	var out struct {
 		Results []struct {
 			Series []struct {
@@ -117,7 +111,7 @@ func influxRow(t *testing.T, srv *testserver.Server, db, q string) ([]string, []
 			} `json:"series"`
 		} `json:"results"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+	if err := json.Unmarshal(body, &out); err != nil {
 		t.Fatal(err)
 	}
 	if len(out.Results) != 1 || len(out.Results[0].Series) != 1 || len(out.Results[0].Series[0].Values) != 1 {
