@@ -43,6 +43,15 @@ const verifyOp = writeOp + 1
 // slot queryOp0+t.
 const queryOp0 = verifyOp + 1
 
+// opNames are the names of the op slots, in slot order.
+var opNames = func() []string {
+	out := make([]string, opSlots)
+	for i := range out {
+		out[i] = opName(i)
+	}
+	return out
+}()
+
 func opName(i int) string {
 	switch {
 	case i == writeOp:

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/soakd/soakd/thresholds"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -385,5 +387,12 @@ func chaosRun(t *testing.T, seed uint64) {
 		if n, _ := strconv.ParseInt(rows, 10, 64); sink.seenRun() != n {
 			t.Fatalf("data set of %d rows: the sink was sent %d", n, sink.seenRun())
 		}
+	}
+}
+
+// The ops a threshold may name are the engine's op slots, in order.
+func TestOpNamesAreThresholdOps(t *testing.T) {
+	if !slices.Equal(opNames, thresholds.OpNames) {
+		t.Errorf("engine ops %q, threshold ops %q", opNames, thresholds.OpNames)
 	}
 }

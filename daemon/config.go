@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/soakd/soakd/thresholds"
 	"maps"
 	"math"
 	"net"
@@ -119,7 +120,7 @@ type Workload struct {
 	// (soakd sweep's SOAKD_SWEEP_RESET).
 	ResetFirst bool `env:"-"`
 	// Checks are the parsed THRESHOLDS, set by Validate.
-	Checks []Threshold `env:"-"`
+	Checks []thresholds.Check `env:"-"`
 }
 
 // Common is what w's source reads of its settings beyond its own.

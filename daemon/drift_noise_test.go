@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"github.com/soakd/soakd/thresholds"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -49,7 +50,7 @@ func (m *noisyLatency) second(n int, scale float64) []time.Duration {
 // latency multiplied by step from 20 s on; it returns the check's result.
 func driftRun(t *testing.T, check string, seed uint64, step float64) ThresholdResult {
 	t.Helper()
-	checks, err := ParseThresholds(check)
+	checks, err := thresholds.Parse(check)
 	if err != nil {
 		t.Fatal(err)
 	}

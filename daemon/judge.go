@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"github.com/soakd/soakd/thresholds"
 	"math"
 	"slices"
 	"strings"
@@ -50,7 +51,7 @@ import (
 // window's quantiles.
 type judge struct {
 	name   string
-	checks []Threshold
+	checks []thresholds.Check
 	warmup time.Duration
 	closed bool // RATE=max: no target rate
 	log    *zap.Logger
@@ -146,10 +147,10 @@ func newJudge(w *Workload, log *zap.Logger) *judge {
 	j := &judge{name: w.Name, checks: w.Checks, warmup: w.DriftWarmup, closed: w.Rate.Max, log: log,
 		begun: make(chan struct{}), state: make([]checkState, len(w.Checks))}
 	for i, t := range j.checks {
-		length, start := t.window, time.Duration(0)
+		length, start := t.Window, time.Duration(0)
 		switch {
-		case t.drift:
-			length, start = t.driftWindow(), j.warmup
+		case t.Drift:
+			length, start = t.DriftWindow(), j.warmup
 		case length == 0:
 			continue
 		}
@@ -165,8 +166,8 @@ func newJudge(w *Workload, log *zap.Logger) *judge {
 			j.groups = append(j.groups, g)
 		}
 		j.state[i].group = g
-		if t.metric.latency() {
-			key := distKey{op: opSlot(t.op), service: t.service}
+		if t.Metric.Latency() {
+			key := distKey{op: opSlot(t.Op), service: t.Service}
 			if g.keyIndex(key) < 0 {
 				g.keys = append(g.keys, key)
 			}
@@ -317,7 +318,7 @@ func (j *judge) evaluateLocked(groups []*windowGroup, final bool) {
 		secs := (ps.windowEdge() - ps.begin).Seconds()
 		for i := range j.checks {
 			t := &j.checks[i]
-			if t.window > 0 || t.drift {
+			if t.Window > 0 || t.Drift {
 				continue
 			}
 			st := &j.state[i]
@@ -339,7 +340,7 @@ func (j *judge) evaluateLocked(groups []*windowGroup, final bool) {
 				continue
 			}
 			switch t := &j.checks[i]; {
-			case t.drift:
+			case t.Drift:
 				j.judgeDrift(t, st, g)
 			case len(g.slices) == g.k:
 				j.judgeWindow(t, st, g, g.slices)
@@ -353,14 +354,14 @@ func (j *judge) evaluateLocked(groups []*windowGroup, final bool) {
 	// A run phase shorter than its window is judged as one window.
 	for i := range j.checks {
 		st := &j.state[i]
-		if g := st.group; g != nil && !j.checks[i].drift && st.windows == 0 && len(g.slices) > 0 {
+		if g := st.group; g != nil && !j.checks[i].Drift && st.windows == 0 && len(g.slices) > 0 {
 			j.judgeWindow(&j.checks[i], st, g, g.slices)
 		}
 	}
 }
 
 // judgeWindow judges a windowed check on slices.
-func (j *judge) judgeWindow(t *Threshold, st *checkState, g *windowGroup, slices []windowStats) {
+func (j *judge) judgeWindow(t *thresholds.Check, st *checkState, g *windowGroup, slices []windowStats) {
 	v, ok := j.measureSlices(t, g, slices)
 	if !ok {
 		return
@@ -369,10 +370,10 @@ func (j *judge) judgeWindow(t *Threshold, st *checkState, g *windowGroup, slices
 	st.windows++
 	st.latest = w
 	// A failing value is always worse than a passing one.
-	if st.worst == nil || t.worse(v, st.worst.Value) {
+	if st.worst == nil || t.Worse(v, st.worst.Value) {
 		st.worst = w
 	}
-	if !t.pass(v) {
+	if !t.Pass(v) {
 		st.failed++
 		j.warnLocked(t, st, fmt.Sprintf("window %s: %s", fmtWindow(w), fmtThresholdValue(j.unit(t), v, false)))
 	}
@@ -380,7 +381,7 @@ func (j *judge) judgeWindow(t *Threshold, st *checkState, g *windowGroup, slices
 
 // judgeDrift records the early window once the group has it, and compares
 // the latest window with it once they no longer overlap.
-func (j *judge) judgeDrift(t *Threshold, st *checkState, g *windowGroup) {
+func (j *judge) judgeDrift(t *thresholds.Check, st *checkState, g *windowGroup) {
 	if g.cuts == g.k {
 		if v, ok := j.measureDriftWindow(t, g); ok {
 			st.early = j.windowValue(g.slices, v)
@@ -397,7 +398,7 @@ func (j *judge) judgeDrift(t *Threshold, st *checkState, g *windowGroup) {
 	}
 	var change float64
 	switch {
-	case t.kind == valueDuration:
+	case t.Kind == thresholds.Duration:
 		change = late - st.early.Value
 	case st.early.Value == 0 && late == 0:
 		change = 0
@@ -411,7 +412,7 @@ func (j *judge) judgeDrift(t *Threshold, st *checkState, g *windowGroup) {
 	st.has, st.value = true, change
 	st.latest = j.windowValue(g.slices, late)
 	st.windows++
-	if !t.pass(change) {
+	if !t.Pass(change) {
 		st.failed++
 		j.warnLocked(t, st, fmt.Sprintf("%s from window %s to %s", fmtThresholdValue(j.unit(t), change, true),
 			fmtWindow(st.early), fmtWindow(st.latest)))
@@ -419,12 +420,12 @@ func (j *judge) judgeDrift(t *Threshold, st *checkState, g *windowGroup) {
 }
 
 // warnLocked logs a check's first failure.
-func (j *judge) warnLocked(t *Threshold, st *checkState, what string) {
+func (j *judge) warnLocked(t *thresholds.Check, st *checkState, what string) {
 	if st.warned || j.final {
 		return
 	}
 	st.warned = true
-	j.log.Warn("threshold failed", zap.String("threshold", t.text), zap.String("measured", what), zap.Bool("abort", t.abort))
+	j.log.Warn("threshold failed", zap.String("threshold", t.Text), zap.String("measured", what), zap.Bool("abort", t.Abort))
 }
 
 // abortLocked returns the cause to stop the run with, once, when a "!"
@@ -435,17 +436,17 @@ func (j *judge) abortLocked() error {
 	}
 	for i, t := range j.checks {
 		st := &j.state[i]
-		if !t.abort {
+		if !t.Abort {
 			continue
 		}
 		failed := st.failed > 0
-		if st.group == nil || t.drift {
-			failed = st.has && !t.pass(st.value)
+		if st.group == nil || t.Drift {
+			failed = st.has && !t.Pass(st.value)
 		}
 		if failed {
 			j.aborted = true
-			j.log.Error("threshold failed: stopping the run (the threshold ends with !)", zap.String("threshold", t.text))
-			return &thresholdAbort{workload: j.name, threshold: t.text}
+			j.log.Error("threshold failed: stopping the run (the threshold ends with !)", zap.String("threshold", t.Text))
+			return &thresholdAbort{workload: j.name, threshold: t.Text}
 		}
 	}
 	return nil
@@ -462,7 +463,7 @@ func (j *judge) abortLocked() error {
 // sub-windows, as a real shift does, and is the same estimator for the
 // early and the late window. Without sub-windows (a window under 2 s) it
 // is the window's value.
-func (j *judge) measureDriftWindow(t *Threshold, g *windowGroup) (float64, bool) {
+func (j *judge) measureDriftWindow(t *thresholds.Check, g *windowGroup) (float64, bool) {
 	if len(g.slices) < 2 {
 		return j.measureSlices(t, g, g.slices)
 	}
@@ -477,7 +478,7 @@ func (j *judge) measureDriftWindow(t *Threshold, g *windowGroup) (float64, bool)
 	}
 	slices.Sort(vs)
 	i := (len(vs) - 1) * 3 / 10
-	if t.cmp == cmpGT || t.cmp == cmpGE {
+	if t.Cmp == thresholds.GT || t.Cmp == thresholds.GE {
 		i = len(vs) - 1 - i
 	}
 	return vs[i], true
@@ -489,7 +490,7 @@ func (j *judge) windowValue(slices []windowStats, v float64) *WindowValue {
 }
 
 // measureSlices is t's metric over the window made of slices.
-func (j *judge) measureSlices(t *Threshold, g *windowGroup, slices []windowStats) (float64, bool) {
+func (j *judge) measureSlices(t *thresholds.Check, g *windowGroup, slices []windowStats) (float64, bool) {
 	var c counts
 	for i := range slices {
 		c.add(&slices[i].c)
@@ -553,30 +554,30 @@ func (j *judge) total(h *phaseHist, k distKey) *hdrhistogram.Histogram {
 
 // measure is t's metric over counts c and secs seconds, lat giving the
 // latency histogram of a key (nil without samples); false without data.
-func (j *judge) measure(t *Threshold, c *counts, secs float64, lat func(distKey) *hdrhistogram.Histogram) (float64, bool) {
+func (j *judge) measure(t *thresholds.Check, c *counts, secs float64, lat func(distKey) *hdrhistogram.Histogram) (float64, bool) {
 	ratio := func(n, of int64) float64 {
 		if of <= 0 {
 			return 0
 		}
 		return float64(n) / float64(of)
 	}
-	switch t.metric {
-	case metricQuantile, metricMax, metricMean:
-		h := lat(distKey{op: opSlot(t.op), service: t.service})
+	switch t.Metric {
+	case thresholds.Quantile, thresholds.Max, thresholds.Mean:
+		h := lat(distKey{op: opSlot(t.Op), service: t.Service})
 		if h == nil || h.TotalCount() == 0 {
 			return 0, false
 		}
-		switch t.metric {
-		case metricMax:
+		switch t.Metric {
+		case thresholds.Max:
 			return float64(h.Max()) / 1e9, true
-		case metricMean:
+		case thresholds.Mean:
 			return h.Mean() / 1e9, true
 		}
-		return float64(h.ValueAtQuantile(t.q)) / 1e9, true
-	case metricErrors:
+		return float64(h.ValueAtQuantile(t.Q)) / 1e9, true
+	case thresholds.Errors:
 		var errs, ok int64
 		for op := range c.ops {
-			if t.op != "" && op != opSlot(t.op) {
+			if t.Op != "" && op != opSlot(t.Op) {
 				continue
 			}
 			ok += c.ops[op].ok
@@ -584,35 +585,35 @@ func (j *judge) measure(t *Threshold, c *counts, secs float64, lat func(distKey)
 				errs += e
 			}
 		}
-		if t.kind == valueCount {
+		if t.Kind == thresholds.Count {
 			return float64(errs), true
 		}
 		return ratio(errs, errs+ok), true
-	case metricFailed, metricDropped:
+	case thresholds.Failed, thresholds.Dropped:
 		n := c.failed
-		if t.metric == metricDropped {
+		if t.Metric == thresholds.Dropped {
 			n = c.dropped
 		}
-		if t.kind == valueCount {
+		if t.Kind == thresholds.Count {
 			return float64(n), true
 		}
 		return ratio(n, c.scheduled), true
 	}
 	// achieved
-	if t.kind == valueRate || (t.drift && j.closed) {
+	if t.Kind == thresholds.Rate || (t.Drift && j.closed) {
 		return float64(c.acked) / secs, secs > 0
 	}
 	return ratio(c.acked, c.scheduled), c.scheduled > 0
 }
 
 // unit is the unit of t's value.
-func (j *judge) unit(t *Threshold) string {
-	switch t.kind {
-	case valueDuration:
+func (j *judge) unit(t *thresholds.Check) string {
+	switch t.Kind {
+	case thresholds.Duration:
 		return "seconds"
-	case valuePercent:
+	case thresholds.Percent:
 		return "ratio"
-	case valueRate:
+	case thresholds.Rate:
 		return "units_per_second"
 	}
 	return "count"
@@ -623,13 +624,13 @@ func (j *judge) resultsLocked() []ThresholdResult {
 	out := make([]ThresholdResult, len(j.checks))
 	for i := range j.checks {
 		t, st := &j.checks[i], &j.state[i]
-		r := ThresholdResult{Threshold: t.text, OK: true, Unit: j.unit(t), Abort: t.abort,
+		r := ThresholdResult{Threshold: t.Text, OK: true, Unit: j.unit(t), Abort: t.Abort,
 			Windows: st.windows, FailedWindows: st.failed, LatestWindow: st.latest}
 		val := func(v float64) *float64 { return &v }
 		switch {
-		case t.drift:
+		case t.Drift:
 			r.EarlyWindow, r.WindowUnit = st.early, "seconds"
-			if t.metric == metricAchieved {
+			if t.Metric == thresholds.Achieved {
 				r.WindowUnit = "ratio"
 				if j.closed {
 					r.WindowUnit = "units_per_second"
@@ -637,7 +638,7 @@ func (j *judge) resultsLocked() []ThresholdResult {
 			}
 			if st.has {
 				r.Value, r.current = val(st.value), val(st.value)
-				r.OK = t.pass(st.value)
+				r.OK = t.Pass(st.value)
 			}
 		case st.group != nil:
 			r.WorstWindow = st.worst
@@ -650,7 +651,7 @@ func (j *judge) resultsLocked() []ThresholdResult {
 			}
 		case st.has:
 			r.Value, r.current = val(st.value), val(st.value)
-			r.OK = t.pass(st.value)
+			r.OK = t.Pass(st.value)
 		}
 		if r.Value == nil {
 			r.Note = j.noteLocked(t, st)
@@ -664,33 +665,33 @@ func (j *judge) resultsLocked() []ThresholdResult {
 }
 
 // noteLocked says why a check has no value.
-func (j *judge) noteLocked(t *Threshold, st *checkState) string {
+func (j *judge) noteLocked(t *thresholds.Check, st *checkState) string {
 	switch {
 	case j.ps == nil && j.final:
 		return "not judged: the run phase never started"
 	case j.ps == nil:
 		return "waiting for the run phase"
-	case t.drift && st.earlyNote != "":
+	case t.Drift && st.earlyNote != "":
 		return st.earlyNote
-	case t.drift:
-		need := j.warmup + 2*t.driftWindow()
+	case t.Drift:
+		need := j.warmup + 2*t.DriftWindow()
 		if !j.final {
-			return fmt.Sprintf("waiting for DRIFT_WARMUP (%v) + 2 windows of %v", j.warmup, t.driftWindow())
+			return fmt.Sprintf("waiting for DRIFT_WARMUP (%v) + 2 windows of %v", j.warmup, t.DriftWindow())
 		}
 		return fmt.Sprintf("not judged: the run phase lasted %v; drift needs DRIFT_WARMUP (%v) + 2 windows of %v = %v",
-			j.ps.elapsed().Round(time.Millisecond), j.warmup, t.driftWindow(), need)
+			j.ps.elapsed().Round(time.Millisecond), j.warmup, t.DriftWindow(), need)
 	case !j.final && st.group != nil:
 		return "waiting for the first window"
 	}
 	what := "no data"
-	switch t.metric {
-	case metricQuantile, metricMax, metricMean:
+	switch t.Metric {
+	case thresholds.Quantile, thresholds.Max, thresholds.Mean:
 		op := "operation"
-		if t.op != "" {
-			op = t.op
+		if t.Op != "" {
+			op = t.Op
 		}
 		what += ": no " + op + " completed"
-	case metricAchieved:
+	case thresholds.Achieved:
 		what += ": nothing was scheduled"
 	}
 	if st.group != nil {
@@ -735,33 +736,6 @@ func fmtWindow(w *WindowValue) string {
 		return time.Duration(math.Round(s*10) * float64(100*time.Millisecond)).String()
 	}
 	return d(w.From) + "–" + d(w.To)
-}
-
-// pass reports whether v satisfies the check.
-func (t Threshold) pass(v float64) bool {
-	switch t.cmp {
-	case cmpLT:
-		return v < t.value
-	case cmpLE:
-		return v <= t.value
-	case cmpGT:
-		return v > t.value
-	case cmpGE:
-		return v >= t.value
-	}
-	return v == t.value
-}
-
-// worse reports whether a is further on the failing side than b: higher
-// for < and <=, lower for > and >=, further from the value for =.
-func (t Threshold) worse(a, b float64) bool {
-	switch t.cmp {
-	case cmpLT, cmpLE:
-		return a > b
-	case cmpGT, cmpGE:
-		return a < b
-	}
-	return math.Abs(a-t.value) > math.Abs(b-t.value)
 }
 
 // opSlot is the slot of op name s, or allOps for "".

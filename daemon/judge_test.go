@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"github.com/soakd/soakd/thresholds"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -15,7 +16,7 @@ import (
 // goroutine would; it returns the final results.
 func judgeRun(t *testing.T, expr string, warmup time.Duration, secs int, per func(i int) int, lat func(i int) time.Duration) []ThresholdResult {
 	t.Helper()
-	checks, err := ParseThresholds(expr)
+	checks, err := thresholds.Parse(expr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestJudgeSlidingCatchesSplitBurst(t *testing.T) {
 // own counts, and a window without data for a check is not judged.
 func TestJudgeCountsPerWindow(t *testing.T) {
 	t.Parallel()
-	checks, _ := ParseThresholds("achieved>99%@5s, dropped=0@5s, errors<1%@5s, achieved>99%, op:write.p99<1s@5s")
+	checks, _ := thresholds.Parse("achieved>99%@5s, dropped=0@5s, errors<1%@5s, achieved>99%, op:write.p99<1s@5s")
 	synctest.Test(t, func(t *testing.T) {
 		ps := newPhaseStats("run", "100", 1)
 		j := newJudge(&Workload{Name: "w", Checks: checks}, zap.NewNop())
@@ -253,7 +254,7 @@ func TestJudgeDrift(t *testing.T) {
 // drift.achieved compares the fraction of the target achieved.
 func TestJudgeDriftAchieved(t *testing.T) {
 	t.Parallel()
-	checks, _ := ParseThresholds("drift.achieved>-2%@10s")
+	checks, _ := thresholds.Parse("drift.achieved>-2%@10s")
 	synctest.Test(t, func(t *testing.T) {
 		ps := newPhaseStats("run", "100", 1)
 		j := newJudge(&Workload{Name: "w", Checks: checks}, zap.NewNop())
@@ -283,7 +284,7 @@ func TestJudgeDriftAchieved(t *testing.T) {
 // and a windowed check that failed stays failed.
 func TestJudgeLive(t *testing.T) {
 	t.Parallel()
-	checks, _ := ParseThresholds("p99<50ms@2s, drift.p99<20%@2s, p99<50ms")
+	checks, _ := thresholds.Parse("p99<50ms@2s, drift.p99<20%@2s, p99<50ms")
 	synctest.Test(t, func(t *testing.T) {
 		ps := newPhaseStats("run", "100", 1)
 		j := newJudge(&Workload{Name: "w", Checks: checks, DriftWarmup: time.Second}, zap.NewNop())

@@ -75,7 +75,7 @@ mutation drift-relative-to-late daemon/judge.go \
 	./daemon/ 'TestJudgeDrift|TestDriftThreshold'
 # A check marked ! never stops the run.
 mutation abort-ignored daemon/judge.go \
-	'/^func (j \*judge) abortLocked(/,/^}/ s/if !t.abort {/if t.abort {/' \
+	'/^func (j \*judge) abortLocked(/,/^}/ s/if !t.Abort {/if t.Abort {/' \
 	./daemon/ 'TestAbortOnFail'
 # achieved as a rate from the units scheduled instead of acknowledged.
 mutation threshold-achieved-from-scheduled daemon/judge.go \

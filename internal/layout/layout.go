@@ -21,7 +21,7 @@ var Layers = []Layer{
 		"internal/crosscheck", "internal/detserver", "internal/lateproxy", "internal/testserver", "internal/layout"}},
 	{Name: "sources", Packages: []string{"sources"}},
 	{Name: "sinks", Packages: []string{"sinks"}},
-	{Name: "settings", Packages: []string{"settings"}},
+	{Name: "settings", Packages: []string{"settings", "thresholds"}},
 	{Name: "engine", Packages: []string{"daemon"}},
 	{Name: "features", Packages: []string{"capacity", "sweep", "web"}},
 	{Name: "commands", Packages: []string{"cmd", "internal/faults"}},
