@@ -3,6 +3,8 @@ package sinks
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,5 +90,55 @@ func TestRangeWatch(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if calls.Load() != after {
 		t.Error("Start after Stop restarted the watch")
+	}
+}
+
+func retryable(err error) bool { ok, _ := Retryable(err); return ok }
+
+// TestQueryState: a sink not opened for a query workload refuses every
+// query method with the same message (Rejected in Write); once opened, the
+// methods read the watch and render with the sink's function.
+func TestQueryState(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var qs QueryState
+	const msg = "this sink was not opened for a query workload"
+	if _, err := qs.QueryRange(); err == nil || err.Error() != msg {
+		t.Errorf("QueryRange: %v", err)
+	}
+	if _, err := qs.BatchRange(); ClassOf(err) != Rejected || retryable(err) || !strings.Contains(err.Error(), msg) {
+		t.Errorf("BatchRange: %v, class %s", err, ClassOf(err))
+	}
+	if _, err := qs.QueryText(&sources.Query{}); err == nil || err.Error() != msg {
+		t.Errorf("QueryText: %v", err)
+	}
+	if err := qs.RefreshRange(t.Context()); err == nil || err.Error() != msg {
+		t.Errorf("RefreshRange: %v", err)
+	}
+	if qs.DataRange() != (sources.DataRange{}) {
+		t.Errorf("DataRange: %+v", qs.DataRange())
+	}
+	if err := qs.StartRangeWatch(t.Context()); err != nil {
+		t.Errorf("StartRangeWatch: %v", err)
+	}
+	qs.StopRangeWatch()
+
+	want := sources.DataRange{Oldest: 1, Newest: 2, Known: true}
+	qs.OpenQueries(NewRangeWatch(time.Hour, func(context.Context) (sources.DataRange, error) { return want, nil }),
+		func(b *strings.Builder, q *sources.Query, rng sources.DataRange) error {
+			fmt.Fprintf(b, "%s %d..%d", q.Type, rng.Oldest, rng.Newest)
+			return nil
+		})
+	if qs.DataRange().Known {
+		t.Error("range known before the first read")
+	}
+	if err := qs.StartRangeWatch(t.Context()); err != nil || qs.DataRange() != want {
+		t.Fatalf("StartRangeWatch: %v, %+v", err, qs.DataRange())
+	}
+	defer qs.StopRangeWatch()
+	if rng, err := qs.BatchRange(); err != nil || rng != want {
+		t.Errorf("BatchRange: %+v, %v", rng, err)
+	}
+	if text, err := qs.QueryText(&sources.Query{Type: sources.Lastpoint}); err != nil || text != sources.Lastpoint.String()+" 1..2" {
+		t.Errorf("QueryText: %q, %v", text, err)
 	}
 }

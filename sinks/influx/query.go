@@ -37,7 +37,6 @@ const maxQueryBody = 256 << 20
 type querier struct {
 	db, rp                     string
 	cpu, readings, diagnostics *sources.Schema
-	watch                      *sinks.RangeWatch
 }
 
 func (s *Sink) newQuerier(schemas []*sources.Schema) error {
@@ -64,9 +63,9 @@ func (s *Sink) newQuerier(schemas []*sources.Schema) error {
 	if main == nil || len(main.Fields) == 0 {
 		return errors.New("query workloads read TSBS's measurements (cpu, or readings and diagnostics): the source has none")
 	}
-	q.watch = sinks.NewRangeWatch(rangeRefresh, func(ctx context.Context) (sources.DataRange, error) {
+	s.OpenQueries(sinks.NewRangeWatch(rangeRefresh, func(ctx context.Context) (sources.DataRange, error) {
 		return s.dataRange(ctx, main)
-	})
+	}), q.render)
 	s.q = q
 	return nil
 }
@@ -160,22 +159,13 @@ func firstTime(values [][]json.RawMessage) (int64, error) {
 	return strconv.ParseInt(string(values[0][0]), 10, 64)
 }
 
-// prepareQueries starts watching the data's range; Prepare calls it.
-func (s *Sink) prepareQueries(ctx context.Context) error {
-	if err := s.q.watch.Refresh(ctx); err != nil {
-		return err
-	}
-	s.q.watch.Start()
-	return nil
-}
-
 // writeQueries runs the queries of b one after the other and sets each
 // one's Rows. It returns the bytes of the requests' bodies.
 func (s *Sink) writeQueries(ctx context.Context, b *sources.Batch) (int, error) {
-	if s.q == nil {
-		return 0, sinks.NewError(sinks.Rejected, false, errors.New("this sink was not opened for a query workload"))
+	rng, err := s.BatchRange()
+	if err != nil {
+		return 0, err
 	}
-	rng := s.q.watch.Range()
 	sent := 0
 	var sb strings.Builder
 	for i := range b.Queries {
@@ -326,11 +316,12 @@ func combineFuel(a *influxAnswer, collect *sinks.QueryResult) int64 {
 // QueryRows runs q alone and returns what it returned in the common form
 // (for tests that compare targets).
 func (s *Sink) QueryRows(ctx context.Context, q *sources.Query) (*sinks.QueryResult, error) {
-	if s.q == nil {
-		return nil, errors.New("this sink was not opened for a query workload")
+	rng, err := s.QueryRange()
+	if err != nil {
+		return nil, err
 	}
 	var sb strings.Builder
-	if err := s.q.render(&sb, q, s.q.watch.Range()); err != nil {
+	if err := s.q.render(&sb, q, rng); err != nil {
 		return nil, err
 	}
 	var a influxAnswer
@@ -340,33 +331,6 @@ func (s *Sink) QueryRows(ctx context.Context, q *sources.Query) (*sinks.QueryRes
 	res := &sinks.QueryResult{}
 	q.Rows = rowsOf(q, &a, res)
 	return res, nil
-}
-
-// QueryText renders q as this sink sends it, over the data range it saw
-// last.
-func (s *Sink) QueryText(q *sources.Query) (string, error) {
-	if s.q == nil {
-		return "", errors.New("this sink was not opened for a query workload")
-	}
-	var sb strings.Builder
-	err := s.q.render(&sb, q, s.q.watch.Range())
-	return sb.String(), err
-}
-
-// DataRange is the data's time range as the sink saw it last.
-func (s *Sink) DataRange() sources.DataRange {
-	if s.q == nil {
-		return sources.DataRange{}
-	}
-	return s.q.watch.Range()
-}
-
-// RefreshRange reads the data's time range now.
-func (s *Sink) RefreshRange(ctx context.Context) error {
-	if s.q == nil {
-		return errors.New("this sink was not opened for a query workload")
-	}
-	return s.q.watch.Refresh(ctx)
 }
 
 // ident quotes an InfluxQL identifier.

@@ -135,7 +135,7 @@ func TestQueries(t *testing.T) {
 								q := testQuery(typ)
 								res, err := s.QueryRows(t.Context(), &q)
 								if err != nil {
-									sql, _ := s.QuerySQL(&q)
+									sql, _ := s.QueryText(&q)
 									t.Fatalf("%s: %v\n%s", typ, err, sql)
 								}
 								counts[typ.String()] = append(counts[typ.String()], q.Rows)
