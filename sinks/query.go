@@ -150,6 +150,36 @@ type QueryResult struct {
 	Rows    [][]any
 }
 
+// TSBSTables are the tables a query workload reads (TSBS's data sets),
+// by role: cpu for devops, readings and diagnostics for iot. Main is the
+// one whose rows tell the data's time range: cpu, else readings. A role
+// the source lacks is T's zero value.
+type TSBSTables[T comparable] struct {
+	CPU, Readings, Diagnostics, Main T
+}
+
+// FindTSBSTables sorts a query sink's tables (schemas, or its own plans of
+// them) by role, from their measurement names.
+func FindTSBSTables[T comparable](tables []T, measurement func(T) string) TSBSTables[T] {
+	var r TSBSTables[T]
+	for _, t := range tables {
+		switch measurement(t) {
+		case "cpu":
+			r.CPU = t
+		case "readings":
+			r.Readings = t
+		case "diagnostics":
+			r.Diagnostics = t
+		}
+	}
+	var none T
+	r.Main = r.CPU
+	if r.Main == none {
+		r.Main = r.Readings
+	}
+	return r
+}
+
 // RenderFunc writes q as a sink sends it to its target, its window placed
 // in rng.
 type RenderFunc func(b *strings.Builder, q *sources.Query, rng sources.DataRange) error

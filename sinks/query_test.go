@@ -142,3 +142,19 @@ func TestQueryState(t *testing.T) {
 		t.Errorf("QueryText: %q, %v", text, err)
 	}
 }
+
+// FindTSBSTables sorts tables by their measurement; the main table is
+// cpu, else readings, else none.
+func TestFindTSBSTables(t *testing.T) {
+	name := func(s string) string { return s }
+	if tt := FindTSBSTables([]string{"mem", "cpu"}, name); tt != (TSBSTables[string]{CPU: "cpu", Main: "cpu"}) {
+		t.Errorf("devops: %+v", tt)
+	}
+	want := TSBSTables[string]{Readings: "readings", Diagnostics: "diagnostics", Main: "readings"}
+	if tt := FindTSBSTables([]string{"diagnostics", "readings"}, name); tt != want {
+		t.Errorf("iot: %+v", tt)
+	}
+	if tt := FindTSBSTables([]string{"mem"}, name); tt != (TSBSTables[string]{}) {
+		t.Errorf("no TSBS table: %+v", tt)
+	}
+}

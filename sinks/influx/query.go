@@ -46,20 +46,9 @@ func (s *Sink) newQuerier(schemas []*sources.Schema) error {
 	} else {
 		q.db, q.rp, _ = strings.Cut(s.cfg.Bucket, "/")
 	}
-	for _, sc := range schemas {
-		switch sc.Measurement {
-		case "cpu":
-			q.cpu = sc
-		case "readings":
-			q.readings = sc
-		case "diagnostics":
-			q.diagnostics = sc
-		}
-	}
-	main := q.cpu
-	if main == nil {
-		main = q.readings
-	}
+	tt := sinks.FindTSBSTables(schemas, func(sc *sources.Schema) string { return sc.Measurement })
+	q.cpu, q.readings, q.diagnostics = tt.CPU, tt.Readings, tt.Diagnostics
+	main := tt.Main
 	if main == nil || len(main.Fields) == 0 {
 		return errors.New("query workloads read TSBS's measurements (cpu, or readings and diagnostics): the source has none")
 	}

@@ -59,21 +59,9 @@ type querier struct {
 // newQuerier returns s's state for query workloads over plans' tables
 // and opens s's shared query state with it.
 func newQuerier(s *Sink, plans []*plan) (*querier, error) {
-	q := &querier{layout: s.cfg.Layout}
-	for _, p := range plans {
-		switch p.schema.Measurement {
-		case "cpu":
-			q.cpu = p
-		case "readings":
-			q.readings = p
-		case "diagnostics":
-			q.diagnostics = p
-		}
-	}
-	main := q.cpu
-	if main == nil {
-		main = q.readings
-	}
+	tt := sinks.FindTSBSTables(plans, func(p *plan) string { return p.schema.Measurement })
+	q := &querier{layout: s.cfg.Layout, cpu: tt.CPU, readings: tt.Readings, diagnostics: tt.Diagnostics}
+	main := tt.Main
 	if main == nil {
 		return nil, errors.New("query workloads read TSBS's tables (cpu, or readings and diagnostics): the source has none")
 	}
