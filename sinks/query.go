@@ -232,6 +232,36 @@ func (qs *QueryState) QueryText(q *sources.Query) (string, error) {
 	return sb.String(), err
 }
 
+// RunQueries is the loop of a query sink's Write: it renders b's
+// queries one after the other into sb, their windows placed in rng (from
+// BatchRange), and runs each with run, which returns the bytes it sent
+// and the rows the query answered, or its error. It sets each query's
+// Rows and returns the bytes sent. A query that cannot be rendered or
+// fails, or answers no rows where its data must exist, ends the batch
+// with an error that counts the queries before it as answered (Partial).
+func (qs *QueryState) RunQueries(b *sources.Batch, rng sources.DataRange, sb *strings.Builder,
+	run func(q *sources.Query, text string) (sent int, rows int64, err error)) (int, error) {
+	sent := 0
+	for i := range b.Queries {
+		q := &b.Queries[i]
+		sb.Reset()
+		if err := qs.render(sb, q, rng); err != nil {
+			return sent, Partial(i, NewError(Rejected, false, err))
+		}
+		n, rows, err := run(q, sb.String())
+		sent += n
+		if err != nil {
+			return sent, Partial(i, err)
+		}
+		q.Rows = rows
+		if rows == 0 && q.MustFind(rng) {
+			start, end := q.Window(rng)
+			return sent, EmptyResult(i, q, start, end)
+		}
+	}
+	return sent, nil
+}
+
 // DataRange is the data's time range as the sink saw it last (the zero
 // range on a sink not opened for a query workload).
 func (qs *QueryState) DataRange() sources.DataRange {

@@ -158,3 +158,50 @@ func TestFindTSBSTables(t *testing.T) {
 		t.Errorf("no TSBS table: %+v", tt)
 	}
 }
+
+// RunQueries sets each query's rows and stops at the first query that
+// fails, cannot be rendered or finds nothing it must find, counting the
+// queries before it as answered.
+func TestRunQueries(t *testing.T) {
+	var qs QueryState
+	rng := sources.DataRange{Oldest: 0, Newest: int64(24 * time.Hour), Known: true}
+	qs.OpenQueries(NewRangeWatch(time.Hour, nil), func(b *strings.Builder, q *sources.Query, _ sources.DataRange) error {
+		if q.Fleet == "unrenderable" {
+			return errors.New("cannot render")
+		}
+		b.WriteString(q.Fleet)
+		return nil
+	})
+	batch := func(fleets ...string) *sources.Batch {
+		b := &sources.Batch{}
+		for _, f := range fleets {
+			b.Queries = append(b.Queries, sources.Query{Type: sources.Lastpoint, Fleet: f, Expect: true})
+		}
+		return b
+	}
+	down := errors.New("down")
+	run := func(q *sources.Query, text string) (int, int64, error) {
+		switch text {
+		case "fails":
+			return 3, 0, NewError(Connection, true, down)
+		case "empty":
+			return 3, 0, nil
+		}
+		return len(text), 7, nil
+	}
+	var sb strings.Builder
+	b := batch("ab", "cde")
+	if n, err := qs.RunQueries(b, rng, &sb, run); err != nil || n != 5 || b.Queries[0].Rows != 7 || b.Queries[1].Rows != 7 {
+		t.Errorf("RunQueries: %d bytes, %v, rows %d %d", n, err, b.Queries[0].Rows, b.Queries[1].Rows)
+	}
+	for _, tc := range []struct {
+		second string
+		class  Class
+	}{{"fails", Connection}, {"unrenderable", Rejected}, {"empty", Empty}} {
+		b := batch("ab", tc.second, "cde")
+		_, err := qs.RunQueries(b, rng, &sb, run)
+		if ClassOf(err) != tc.class || Stored(err) != 1 || b.Queries[0].Rows != 7 || b.Queries[2].Rows != 0 {
+			t.Errorf("%s: %v (class %s, %d answered), rows %d and %d", tc.second, err, ClassOf(err), Stored(err), b.Queries[0].Rows, b.Queries[2].Rows)
+		}
+	}
+}

@@ -155,27 +155,15 @@ func (s *Sink) writeQueries(ctx context.Context, b *sources.Batch) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	sent := 0
 	var sb strings.Builder
-	for i := range b.Queries {
-		q := &b.Queries[i]
-		sb.Reset()
-		if err := s.q.render(&sb, q, rng); err != nil {
-			return sent, sinks.Partial(i, sinks.NewError(sinks.Rejected, false, err))
-		}
+	return s.RunQueries(b, rng, &sb, func(q *sources.Query, text string) (int, int64, error) {
 		var a influxAnswer
-		n, err := s.query(ctx, sb.String(), &a)
-		sent += n
+		n, err := s.query(ctx, text, &a)
 		if err != nil {
-			return sent, sinks.Partial(i, fmt.Errorf("query %s: %w", q.Type, err))
+			return n, 0, fmt.Errorf("query %s: %w", q.Type, err)
 		}
-		q.Rows = rowsOf(q, &a, nil)
-		if q.Rows == 0 && q.MustFind(rng) {
-			start, end := q.Window(rng)
-			return sent, sinks.EmptyResult(i, q, start, end)
-		}
-	}
-	return sent, nil
+		return n, rowsOf(q, &a, nil), nil
+	})
 }
 
 // rowsOf counts the rows of a's series and, with collect, keeps them in

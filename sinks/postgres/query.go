@@ -136,25 +136,13 @@ func (s *Sink) writeQueries(ctx context.Context, b *sources.Batch) (int, error) 
 	pc := conn.Conn().PgConn()
 	w := s.getWriter()
 	defer s.putWriter(w)
-	sent := 0
-	for i := range b.Queries {
-		q := &b.Queries[i]
-		w.sb.Reset()
-		if err := s.q.render(&w.sb, q, rng); err != nil {
-			return sent, sinks.Partial(i, sinks.NewError(sinks.Rejected, false, err))
-		}
-		sent += w.sb.Len()
-		n, err := runSQL(ctx, pc, w.sb.String(), nil)
+	return s.RunQueries(b, rng, &w.sb, func(q *sources.Query, sql string) (int, int64, error) {
+		n, err := runSQL(ctx, pc, sql, nil)
 		if err != nil {
-			return sent, sinks.Partial(i, classify(fmt.Errorf("query %s: %w", q.Type, err), pc.IsClosed(), true))
+			return len(sql), n, classify(fmt.Errorf("query %s: %w", q.Type, err), pc.IsClosed(), true)
 		}
-		q.Rows = n
-		if n == 0 && q.MustFind(rng) {
-			start, end := q.Window(rng)
-			return sent, sinks.EmptyResult(i, q, start, end)
-		}
-	}
-	return sent, nil
+		return len(sql), n, nil
+	})
 }
 
 // runSQL sends sql with the simple protocol and counts the rows of every
