@@ -293,16 +293,12 @@ func combineFuel(a *influxAnswer, collect *sinks.QueryResult) int64 {
 // QueryRows runs q alone and returns what it returned in the common form
 // (for tests that compare targets).
 func (s *Sink) QueryRows(ctx context.Context, q *sources.Query) (*sinks.QueryResult, error) {
-	rng, err := s.QueryRange()
+	text, err := s.QueryText(q)
 	if err != nil {
 		return nil, err
 	}
-	var sb strings.Builder
-	if err := s.q.render(&sb, q, rng); err != nil {
-		return nil, err
-	}
 	var a influxAnswer
-	if _, err := s.query(ctx, sb.String(), &a); err != nil {
+	if _, err := s.query(ctx, text, &a); err != nil {
 		return nil, err
 	}
 	res := &sinks.QueryResult{}

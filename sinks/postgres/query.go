@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -206,12 +205,8 @@ func textValue(oid uint32, v []byte) any {
 // QueryRows runs q alone and returns what it returned (for tests that
 // compare targets).
 func (s *Sink) QueryRows(ctx context.Context, q *sources.Query) (*sinks.QueryResult, error) {
-	rng, err := s.QueryRange()
+	text, err := s.QueryText(q)
 	if err != nil {
-		return nil, err
-	}
-	var sb strings.Builder
-	if err := s.q.render(&sb, q, rng); err != nil {
 		return nil, err
 	}
 	conn, err := s.pool.Acquire(ctx)
@@ -220,7 +215,7 @@ func (s *Sink) QueryRows(ctx context.Context, q *sources.Query) (*sinks.QueryRes
 	}
 	defer conn.Release()
 	res := &sinks.QueryResult{}
-	n, err := runSQL(ctx, conn.Conn().PgConn(), sb.String(), res)
+	n, err := runSQL(ctx, conn.Conn().PgConn(), text, res)
 	q.Rows = n
 	return res, err
 }
