@@ -1,7 +1,6 @@
 package sinktest
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -113,9 +112,7 @@ func Queries(t *testing.T, s sinks.Querier, source string, c QueryCase) {
 	}
 	for _, typ := range sources.QueryTypes(source) {
 		q := Query(typ)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		res, err := s.QueryRows(ctx, &q)
-		cancel()
+		res, err := s.QueryRows(t.Context(), &q)
 		if err != nil {
 			text, _ := s.QueryText(&q)
 			t.Fatalf("%s: %v\n%s", typ, err, text)
@@ -222,8 +219,7 @@ func QueryWrite(t *testing.T, s sinks.Sink, load func(t *testing.T)) {
 	if !ok {
 		t.Fatalf("%T is not a sinks.Querier", s)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := t.Context()
 	if qs.DataRange().Known {
 		t.Fatal("a data range before any data")
 	}
