@@ -89,10 +89,6 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 	return m
 }
 
-// connCounter is a sink that counts its open connections
-// (sinks.Conns).
-type connCounter interface{ OpenConns() int64 }
-
 // add exposes w's metrics from now on.
 func (m *Metrics) add(w *workload) {
 	m.mu.Lock()

@@ -24,7 +24,7 @@ type runner struct {
 	kind      sources.Kind
 	src       sources.Source
 	sink      sinks.Sink
-	conns     connCounter // the sink, when it counts its connections; kept after Close sets sink to nil
+	conns     sinks.ConnCounter // the sink, when it counts its connections; kept after Close sets sink to nil
 	log       *zap.Logger
 	batchSize int
 	ops       []int // the op slots the workload reports (opsFor)
@@ -77,7 +77,7 @@ func newRunner(cfg *Workload, kind sources.Kind, src sources.Source, sink sinks.
 		r.batchSize = cfg.Pipeline
 	}
 	r.ops = opsFor(kind, src)
-	r.conns, _ = sink.(connCounter)
+	r.conns, _ = sink.(sinks.ConnCounter)
 	r.sched.Store(&schedule{})
 	r.pending.Store(-1)
 	return r

@@ -1,7 +1,8 @@
 // Package sinks defines what a target database looks like to the engine: a
-// Sink that writes batches, optional Preparer and Pinger extras, an error
-// classification (timeout, connection, rejected, server) and a Registry
-// keyed by URL scheme.
+// Sink that writes batches, the optional capabilities a sink may add
+// (capabilities.go lists them all: Preparer, Pinger, Querier...), an
+// error classification (timeout, connection, rejected, server) and a
+// Registry keyed by URL scheme.
 //
 // Each protocol family lives in its own sub-package (postgres, influx,
 // redis, null, file) and is registered once, in cmd/soakd:

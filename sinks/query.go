@@ -2,7 +2,9 @@ package sinks
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -142,9 +144,157 @@ func (w *RangeWatch) Stop() {
 // QueryResult is what a query returned, in a form common to every query
 // target, for tests that compare targets: column names, and rows of
 // values (nil, string, float64, bool or time.Time). Query sinks return it
-// from a method of their own (e.g. QueryRows); the engine only counts
-// rows.
+// from QueryRows (Querier); the engine only counts rows.
 type QueryResult struct {
 	Columns []string
 	Rows    [][]any
+}
+
+// TSBSTables are the tables a query workload reads (TSBS's data sets),
+// by role: cpu for devops, readings and diagnostics for iot. Main is the
+// one whose rows tell the data's time range: cpu, else readings. A role
+// the source lacks is T's zero value.
+type TSBSTables[T comparable] struct {
+	CPU, Readings, Diagnostics, Main T
+}
+
+// FindTSBSTables sorts a query sink's tables (schemas, or its own plans of
+// them) by role, from their measurement names.
+func FindTSBSTables[T comparable](tables []T, measurement func(T) string) TSBSTables[T] {
+	var r TSBSTables[T]
+	for _, t := range tables {
+		switch measurement(t) {
+		case "cpu":
+			r.CPU = t
+		case "readings":
+			r.Readings = t
+		case "diagnostics":
+			r.Diagnostics = t
+		}
+	}
+	var none T
+	r.Main = r.CPU
+	if r.Main == none {
+		r.Main = r.Readings
+	}
+	return r
+}
+
+// RenderFunc writes q as a sink sends it to its target, its window placed
+// in rng.
+type RenderFunc func(b *strings.Builder, q *sources.Query, rng sources.DataRange) error
+
+// errNotQueries is what a query method answers on a sink opened for
+// another kind of workload.
+var errNotQueries = errors.New("this sink was not opened for a query workload")
+
+// QueryState is the part of a query sink's state that every query target
+// shares: the watch of the data's range and how the sink renders a query.
+// A sink embeds it and calls OpenQueries when it is opened for a query
+// workload; its zero value is a sink opened for another kind, whose query
+// methods fail. It gives the sink Querier's methods but QueryRows.
+type QueryState struct {
+	watch  *RangeWatch
+	render RenderFunc
+}
+
+// OpenQueries makes the sink a query sink that places its windows in
+// what watch sees and renders queries with render.
+func (qs *QueryState) OpenQueries(watch *RangeWatch, render RenderFunc) {
+	qs.watch, qs.render = watch, render
+}
+
+// QueryRange is the data's range as last seen, for a query to place its
+// window in; it fails on a sink not opened for a query workload.
+func (qs *QueryState) QueryRange() (sources.DataRange, error) {
+	if qs.watch == nil {
+		return sources.DataRange{}, errNotQueries
+	}
+	return qs.watch.Range(), nil
+}
+
+// BatchRange is QueryRange for Write: its error is Rejected, since
+// resending the batch cannot help.
+func (qs *QueryState) BatchRange() (sources.DataRange, error) {
+	rng, err := qs.QueryRange()
+	return rng, NewError(Rejected, false, err)
+}
+
+// QueryText renders q as the sink sends it, over the data range it saw
+// last.
+func (qs *QueryState) QueryText(q *sources.Query) (string, error) {
+	rng, err := qs.QueryRange()
+	if err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	err = qs.render(&sb, q, rng)
+	return sb.String(), err
+}
+
+// RunQueries is the loop of a query sink's Write: it renders b's
+// queries one after the other into sb, their windows placed in rng (from
+// BatchRange), and runs each with run, which returns the bytes it sent
+// and the rows the query answered, or its error. It sets each query's
+// Rows and returns the bytes sent. A query that cannot be rendered or
+// fails, or answers no rows where its data must exist, ends the batch
+// with an error that counts the queries before it as answered (Partial).
+func (qs *QueryState) RunQueries(b *sources.Batch, rng sources.DataRange, sb *strings.Builder,
+	run func(q *sources.Query, text string) (sent int, rows int64, err error)) (int, error) {
+	sent := 0
+	for i := range b.Queries {
+		q := &b.Queries[i]
+		sb.Reset()
+		if err := qs.render(sb, q, rng); err != nil {
+			return sent, Partial(i, NewError(Rejected, false, err))
+		}
+		n, rows, err := run(q, sb.String())
+		sent += n
+		if err != nil {
+			return sent, Partial(i, err)
+		}
+		q.Rows = rows
+		if rows == 0 && q.MustFind(rng) {
+			start, end := q.Window(rng)
+			return sent, EmptyResult(i, q, start, end)
+		}
+	}
+	return sent, nil
+}
+
+// DataRange is the data's time range as the sink saw it last (the zero
+// range on a sink not opened for a query workload).
+func (qs *QueryState) DataRange() sources.DataRange {
+	rng, _ := qs.QueryRange()
+	return rng
+}
+
+// RefreshRange reads the data's time range now.
+func (qs *QueryState) RefreshRange(ctx context.Context) error {
+	if _, err := qs.QueryRange(); err != nil {
+		return err
+	}
+	return qs.watch.Refresh(ctx)
+}
+
+// StartRangeWatch reads the data's range once, then keeps reading it in
+// the background until StopRangeWatch; a query sink's Prepare calls it.
+// It does nothing on a sink not opened for a query workload.
+func (qs *QueryState) StartRangeWatch(ctx context.Context) error {
+	if qs.watch == nil {
+		return nil
+	}
+	if err := qs.watch.Refresh(ctx); err != nil {
+		return err
+	}
+	qs.watch.Start()
+	return nil
+}
+
+// StopRangeWatch ends the background reads of the data's range; a query
+// sink's Close calls it. Safe on any sink, and more than once.
+func (qs *QueryState) StopRangeWatch() {
+	if qs.watch != nil {
+		qs.watch.Stop()
+	}
 }

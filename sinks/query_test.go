@@ -3,6 +3,8 @@ package sinks
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,5 +90,118 @@ func TestRangeWatch(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if calls.Load() != after {
 		t.Error("Start after Stop restarted the watch")
+	}
+}
+
+func retryable(err error) bool { ok, _ := Retryable(err); return ok }
+
+// TestQueryState: a sink not opened for a query workload refuses every
+// query method with the same message (Rejected in Write); once opened, the
+// methods read the watch and render with the sink's function.
+func TestQueryState(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var qs QueryState
+	const msg = "this sink was not opened for a query workload"
+	if _, err := qs.QueryRange(); err == nil || err.Error() != msg {
+		t.Errorf("QueryRange: %v", err)
+	}
+	if _, err := qs.BatchRange(); ClassOf(err) != Rejected || retryable(err) || !strings.Contains(err.Error(), msg) {
+		t.Errorf("BatchRange: %v, class %s", err, ClassOf(err))
+	}
+	if _, err := qs.QueryText(&sources.Query{}); err == nil || err.Error() != msg {
+		t.Errorf("QueryText: %v", err)
+	}
+	if err := qs.RefreshRange(t.Context()); err == nil || err.Error() != msg {
+		t.Errorf("RefreshRange: %v", err)
+	}
+	if qs.DataRange() != (sources.DataRange{}) {
+		t.Errorf("DataRange: %+v", qs.DataRange())
+	}
+	if err := qs.StartRangeWatch(t.Context()); err != nil {
+		t.Errorf("StartRangeWatch: %v", err)
+	}
+	qs.StopRangeWatch()
+
+	want := sources.DataRange{Oldest: 1, Newest: 2, Known: true}
+	qs.OpenQueries(NewRangeWatch(time.Hour, func(context.Context) (sources.DataRange, error) { return want, nil }),
+		func(b *strings.Builder, q *sources.Query, rng sources.DataRange) error {
+			fmt.Fprintf(b, "%s %d..%d", q.Type, rng.Oldest, rng.Newest)
+			return nil
+		})
+	if qs.DataRange().Known {
+		t.Error("range known before the first read")
+	}
+	if err := qs.StartRangeWatch(t.Context()); err != nil || qs.DataRange() != want {
+		t.Fatalf("StartRangeWatch: %v, %+v", err, qs.DataRange())
+	}
+	defer qs.StopRangeWatch()
+	if rng, err := qs.BatchRange(); err != nil || rng != want {
+		t.Errorf("BatchRange: %+v, %v", rng, err)
+	}
+	if text, err := qs.QueryText(&sources.Query{Type: sources.Lastpoint}); err != nil || text != sources.Lastpoint.String()+" 1..2" {
+		t.Errorf("QueryText: %q, %v", text, err)
+	}
+}
+
+// FindTSBSTables sorts tables by their measurement; the main table is
+// cpu, else readings, else none.
+func TestFindTSBSTables(t *testing.T) {
+	name := func(s string) string { return s }
+	if tt := FindTSBSTables([]string{"mem", "cpu"}, name); tt != (TSBSTables[string]{CPU: "cpu", Main: "cpu"}) {
+		t.Errorf("devops: %+v", tt)
+	}
+	want := TSBSTables[string]{Readings: "readings", Diagnostics: "diagnostics", Main: "readings"}
+	if tt := FindTSBSTables([]string{"diagnostics", "readings"}, name); tt != want {
+		t.Errorf("iot: %+v", tt)
+	}
+	if tt := FindTSBSTables([]string{"mem"}, name); tt != (TSBSTables[string]{}) {
+		t.Errorf("no TSBS table: %+v", tt)
+	}
+}
+
+// RunQueries sets each query's rows and stops at the first query that
+// fails, cannot be rendered or finds nothing it must find, counting the
+// queries before it as answered.
+func TestRunQueries(t *testing.T) {
+	var qs QueryState
+	rng := sources.DataRange{Oldest: 0, Newest: int64(24 * time.Hour), Known: true}
+	qs.OpenQueries(NewRangeWatch(time.Hour, nil), func(b *strings.Builder, q *sources.Query, _ sources.DataRange) error {
+		if q.Fleet == "unrenderable" {
+			return errors.New("cannot render")
+		}
+		b.WriteString(q.Fleet)
+		return nil
+	})
+	batch := func(fleets ...string) *sources.Batch {
+		b := &sources.Batch{}
+		for _, f := range fleets {
+			b.Queries = append(b.Queries, sources.Query{Type: sources.Lastpoint, Fleet: f, Expect: true})
+		}
+		return b
+	}
+	down := errors.New("down")
+	run := func(q *sources.Query, text string) (int, int64, error) {
+		switch text {
+		case "fails":
+			return 3, 0, NewError(Connection, true, down)
+		case "empty":
+			return 3, 0, nil
+		}
+		return len(text), 7, nil
+	}
+	var sb strings.Builder
+	b := batch("ab", "cde")
+	if n, err := qs.RunQueries(b, rng, &sb, run); err != nil || n != 5 || b.Queries[0].Rows != 7 || b.Queries[1].Rows != 7 {
+		t.Errorf("RunQueries: %d bytes, %v, rows %d %d", n, err, b.Queries[0].Rows, b.Queries[1].Rows)
+	}
+	for _, tc := range []struct {
+		second string
+		class  Class
+	}{{"fails", Connection}, {"unrenderable", Rejected}, {"empty", Empty}} {
+		b := batch("ab", tc.second, "cde")
+		_, err := qs.RunQueries(b, rng, &sb, run)
+		if ClassOf(err) != tc.class || Stored(err) != 1 || b.Queries[0].Rows != 7 || b.Queries[2].Rows != 0 {
+			t.Errorf("%s: %v (class %s, %d answered), rows %d and %d", tc.second, err, ClassOf(err), Stored(err), b.Queries[0].Rows, b.Queries[2].Rows)
+		}
 	}
 }

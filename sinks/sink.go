@@ -22,33 +22,6 @@ type Sink interface {
 	Close(ctx context.Context) error
 }
 
-// Preparer is implemented by sinks that create their schema (tables,
-// databases, buckets) before the first write. The engine calls Prepare
-// once, retrying with backoff while it fails with a connection or timeout
-// error; it must be idempotent.
-type Preparer interface {
-	Prepare(ctx context.Context) error
-}
-
-// Pinger is implemented by sinks that can tell whether their target is
-// reachable; /readyz reports false while Ping fails.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
-
-// Versioner is implemented by sinks that can ask their target for its
-// version (for reports: SELECT version(), INFO server, /ping headers).
-type Versioner interface {
-	ServerVersion(ctx context.Context) (string, error)
-}
-
-// Resetter is implemented by sinks that can empty what soakd wrote to
-// their target, and only that (its own tables, keys under its prefix):
-// soakd sweep does it before each point when SOAKD_SWEEP_RESET=true asks.
-type Resetter interface {
-	Reset(ctx context.Context) error
-}
-
 // Options carries what a sink needs from the workload besides its URL.
 type Options struct {
 	// Workload is the name of the workload the sink serves (for logs).
@@ -73,16 +46,6 @@ type Options struct {
 	// KEY_PREFIX), from its sources.Shaped; the zero value for sources
 	// that have none.
 	Shape sources.KVShape
-}
-
-// Prober is implemented by KV sinks for the load phase (see
-// sources.Preloader): Present returns how many of the keys read by b's
-// operations exist in the target. When the target holds records the
-// workload's settings cannot use (e.g. of another DATA_TYPE), Present
-// returns a *sources.SettingError naming the setting, and the engine
-// stops the run as misconfigured before any operation is sent.
-type Prober interface {
-	Present(ctx context.Context, b *sources.Batch) (int, error)
 }
 
 // OpenFunc opens a sink for a parsed URL. It should not do I/O: connecting

@@ -29,8 +29,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type querySink interface {
 	sinks.Sink
 	sinks.Preparer
-	QueryRows(ctx context.Context, q *sources.Query) (*sinks.QueryResult, error)
-	DataRange() sources.DataRange
+	sinks.Querier
 }
 
 func plugins() *daemon.Plugins {

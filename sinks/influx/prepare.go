@@ -57,10 +57,7 @@ func (s *Sink) Prepare(ctx context.Context) error {
 	if err := s.prepareStore(ctx); err != nil {
 		return err
 	}
-	if s.q != nil {
-		return s.prepareQueries(ctx)
-	}
-	return nil
+	return s.StartRangeWatch(ctx)
 }
 
 // prepareStore creates the database or bucket.

@@ -37,7 +37,6 @@ const maxQueryBody = 256 << 20
 type querier struct {
 	db, rp                     string
 	cpu, readings, diagnostics *sources.Schema
-	watch                      *sinks.RangeWatch
 }
 
 func (s *Sink) newQuerier(schemas []*sources.Schema) error {
@@ -47,26 +46,15 @@ func (s *Sink) newQuerier(schemas []*sources.Schema) error {
 	} else {
 		q.db, q.rp, _ = strings.Cut(s.cfg.Bucket, "/")
 	}
-	for _, sc := range schemas {
-		switch sc.Measurement {
-		case "cpu":
-			q.cpu = sc
-		case "readings":
-			q.readings = sc
-		case "diagnostics":
-			q.diagnostics = sc
-		}
-	}
-	main := q.cpu
-	if main == nil {
-		main = q.readings
-	}
+	tt := sinks.FindTSBSTables(schemas, func(sc *sources.Schema) string { return sc.Measurement })
+	q.cpu, q.readings, q.diagnostics = tt.CPU, tt.Readings, tt.Diagnostics
+	main := tt.Main
 	if main == nil || len(main.Fields) == 0 {
 		return errors.New("query workloads read TSBS's measurements (cpu, or readings and diagnostics): the source has none")
 	}
-	q.watch = sinks.NewRangeWatch(rangeRefresh, func(ctx context.Context) (sources.DataRange, error) {
+	s.OpenQueries(sinks.NewRangeWatch(rangeRefresh, func(ctx context.Context) (sources.DataRange, error) {
 		return s.dataRange(ctx, main)
-	})
+	}), q.render)
 	s.q = q
 	return nil
 }
@@ -160,43 +148,22 @@ func firstTime(values [][]json.RawMessage) (int64, error) {
 	return strconv.ParseInt(string(values[0][0]), 10, 64)
 }
 
-// prepareQueries starts watching the data's range; Prepare calls it.
-func (s *Sink) prepareQueries(ctx context.Context) error {
-	if err := s.q.watch.Refresh(ctx); err != nil {
-		return err
-	}
-	s.q.watch.Start()
-	return nil
-}
-
 // writeQueries runs the queries of b one after the other and sets each
 // one's Rows. It returns the bytes of the requests' bodies.
 func (s *Sink) writeQueries(ctx context.Context, b *sources.Batch) (int, error) {
-	if s.q == nil {
-		return 0, sinks.NewError(sinks.Rejected, false, errors.New("this sink was not opened for a query workload"))
+	rng, err := s.BatchRange()
+	if err != nil {
+		return 0, err
 	}
-	rng := s.q.watch.Range()
-	sent := 0
 	var sb strings.Builder
-	for i := range b.Queries {
-		q := &b.Queries[i]
-		sb.Reset()
-		if err := s.q.render(&sb, q, rng); err != nil {
-			return sent, sinks.Partial(i, sinks.NewError(sinks.Rejected, false, err))
-		}
+	return s.RunQueries(b, rng, &sb, func(q *sources.Query, text string) (int, int64, error) {
 		var a influxAnswer
-		n, err := s.query(ctx, sb.String(), &a)
-		sent += n
+		n, err := s.query(ctx, text, &a)
 		if err != nil {
-			return sent, sinks.Partial(i, fmt.Errorf("query %s: %w", q.Type, err))
+			return n, 0, fmt.Errorf("query %s: %w", q.Type, err)
 		}
-		q.Rows = rowsOf(q, &a, nil)
-		if q.Rows == 0 && q.MustFind(rng) {
-			start, end := q.Window(rng)
-			return sent, sinks.EmptyResult(i, q, start, end)
-		}
-	}
-	return sent, nil
+		return n, rowsOf(q, &a, nil), nil
+	})
 }
 
 // rowsOf counts the rows of a's series and, with collect, keeps them in
@@ -326,47 +293,17 @@ func combineFuel(a *influxAnswer, collect *sinks.QueryResult) int64 {
 // QueryRows runs q alone and returns what it returned in the common form
 // (for tests that compare targets).
 func (s *Sink) QueryRows(ctx context.Context, q *sources.Query) (*sinks.QueryResult, error) {
-	if s.q == nil {
-		return nil, errors.New("this sink was not opened for a query workload")
-	}
-	var sb strings.Builder
-	if err := s.q.render(&sb, q, s.q.watch.Range()); err != nil {
+	text, err := s.QueryText(q)
+	if err != nil {
 		return nil, err
 	}
 	var a influxAnswer
-	if _, err := s.query(ctx, sb.String(), &a); err != nil {
+	if _, err := s.query(ctx, text, &a); err != nil {
 		return nil, err
 	}
 	res := &sinks.QueryResult{}
 	q.Rows = rowsOf(q, &a, res)
 	return res, nil
-}
-
-// QueryText renders q as this sink sends it, over the data range it saw
-// last.
-func (s *Sink) QueryText(q *sources.Query) (string, error) {
-	if s.q == nil {
-		return "", errors.New("this sink was not opened for a query workload")
-	}
-	var sb strings.Builder
-	err := s.q.render(&sb, q, s.q.watch.Range())
-	return sb.String(), err
-}
-
-// DataRange is the data's time range as the sink saw it last.
-func (s *Sink) DataRange() sources.DataRange {
-	if s.q == nil {
-		return sources.DataRange{}
-	}
-	return s.q.watch.Range()
-}
-
-// RefreshRange reads the data's time range now.
-func (s *Sink) RefreshRange(ctx context.Context) error {
-	if s.q == nil {
-		return errors.New("this sink was not opened for a query workload")
-	}
-	return s.q.watch.Refresh(ctx)
 }
 
 // ident quotes an InfluxQL identifier.

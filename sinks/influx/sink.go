@@ -45,6 +45,7 @@ type Sink struct {
 	closed atomic.Bool
 
 	q *querier // query workloads: nil for series ones
+	sinks.QueryState
 }
 
 // state is what one Write needs: the encoder (with its per-schema names
@@ -97,6 +98,7 @@ var (
 	_ sinks.Sink     = (*Sink)(nil)
 	_ sinks.Preparer = (*Sink)(nil)
 	_ sinks.Pinger   = (*Sink)(nil)
+	_ sinks.Querier  = (*Sink)(nil)
 )
 
 // Open is the registry's OpenFunc for influx://, influxs:// and influx1://
@@ -351,9 +353,7 @@ func (s *Sink) Close(context.Context) error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	if s.q != nil {
-		s.q.watch.Stop()
-	}
+	s.StopRangeWatch()
 	if s.client != nil {
 		s.client.Close()
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -54,31 +53,20 @@ type querier struct {
 	mode   bucketMode
 	// The tables of the data set queried, by role.
 	cpu, readings, diagnostics *plan
-	watch                      *sinks.RangeWatch
 }
 
+// newQuerier returns s's state for query workloads over plans' tables
+// and opens s's shared query state with it.
 func newQuerier(s *Sink, plans []*plan) (*querier, error) {
-	q := &querier{layout: s.cfg.Layout}
-	for _, p := range plans {
-		switch p.schema.Measurement {
-		case "cpu":
-			q.cpu = p
-		case "readings":
-			q.readings = p
-		case "diagnostics":
-			q.diagnostics = p
-		}
-	}
-	main := q.cpu
-	if main == nil {
-		main = q.readings
-	}
+	tt := sinks.FindTSBSTables(plans, func(p *plan) string { return p.schema.Measurement })
+	q := &querier{layout: s.cfg.Layout, cpu: tt.CPU, readings: tt.Readings, diagnostics: tt.Diagnostics}
+	main := tt.Main
 	if main == nil {
 		return nil, errors.New("query workloads read TSBS's tables (cpu, or readings and diagnostics): the source has none")
 	}
-	q.watch = sinks.NewRangeWatch(rangeRefresh, func(ctx context.Context) (sources.DataRange, error) {
+	s.OpenQueries(sinks.NewRangeWatch(rangeRefresh, func(ctx context.Context) (sources.DataRange, error) {
 		return s.dataRange(ctx, main)
-	})
+	}), q.render)
 	return q, nil
 }
 
@@ -124,18 +112,15 @@ func (s *Sink) prepareQueries(ctx context.Context) error {
 	default:
 		s.q.mode = bucketEpoch
 	}
-	if err := s.q.watch.Refresh(ctx); err != nil {
-		return err
-	}
-	s.q.watch.Start()
-	return nil
+	return s.StartRangeWatch(ctx)
 }
 
 // writeQueries runs the queries of b one after the other on one
 // connection and sets each one's Rows. It returns the bytes of SQL sent.
 func (s *Sink) writeQueries(ctx context.Context, b *sources.Batch) (int, error) {
-	if s.q == nil {
-		return 0, sinks.NewError(sinks.Rejected, false, errors.New("this sink was not opened for a query workload"))
+	rng, err := s.BatchRange()
+	if err != nil {
+		return 0, err
 	}
 	if s.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -150,26 +135,13 @@ func (s *Sink) writeQueries(ctx context.Context, b *sources.Batch) (int, error) 
 	pc := conn.Conn().PgConn()
 	w := s.getWriter()
 	defer s.putWriter(w)
-	rng := s.q.watch.Range()
-	sent := 0
-	for i := range b.Queries {
-		q := &b.Queries[i]
-		w.sb.Reset()
-		if err := s.q.render(&w.sb, q, rng); err != nil {
-			return sent, sinks.Partial(i, sinks.NewError(sinks.Rejected, false, err))
-		}
-		sent += w.sb.Len()
-		n, err := runSQL(ctx, pc, w.sb.String(), nil)
+	return s.RunQueries(b, rng, &w.sb, func(q *sources.Query, sql string) (int, int64, error) {
+		n, err := runSQL(ctx, pc, sql, nil)
 		if err != nil {
-			return sent, sinks.Partial(i, classify(fmt.Errorf("query %s: %w", q.Type, err), pc.IsClosed(), true))
+			return len(sql), n, classify(fmt.Errorf("query %s: %w", q.Type, err), pc.IsClosed(), true)
 		}
-		q.Rows = n
-		if n == 0 && q.MustFind(rng) {
-			start, end := q.Window(rng)
-			return sent, sinks.EmptyResult(i, q, start, end)
-		}
-	}
-	return sent, nil
+		return len(sql), n, nil
+	})
 }
 
 // runSQL sends sql with the simple protocol and counts the rows of every
@@ -233,11 +205,8 @@ func textValue(oid uint32, v []byte) any {
 // QueryRows runs q alone and returns what it returned (for tests that
 // compare targets).
 func (s *Sink) QueryRows(ctx context.Context, q *sources.Query) (*sinks.QueryResult, error) {
-	if s.q == nil {
-		return nil, errors.New("this sink was not opened for a query workload")
-	}
-	var sb strings.Builder
-	if err := s.q.render(&sb, q, s.q.watch.Range()); err != nil {
+	text, err := s.QueryText(q)
+	if err != nil {
 		return nil, err
 	}
 	conn, err := s.pool.Acquire(ctx)
@@ -246,34 +215,7 @@ func (s *Sink) QueryRows(ctx context.Context, q *sources.Query) (*sinks.QueryRes
 	}
 	defer conn.Release()
 	res := &sinks.QueryResult{}
-	n, err := runSQL(ctx, conn.Conn().PgConn(), sb.String(), res)
+	n, err := runSQL(ctx, conn.Conn().PgConn(), text, res)
 	q.Rows = n
 	return res, err
-}
-
-// QuerySQL renders q as this sink sends it, over the data range it saw
-// last.
-func (s *Sink) QuerySQL(q *sources.Query) (string, error) {
-	if s.q == nil {
-		return "", errors.New("this sink was not opened for a query workload")
-	}
-	var sb strings.Builder
-	err := s.q.render(&sb, q, s.q.watch.Range())
-	return sb.String(), err
-}
-
-// DataRange is the data's time range as the sink saw it last.
-func (s *Sink) DataRange() sources.DataRange {
-	if s.q == nil {
-		return sources.DataRange{}
-	}
-	return s.q.watch.Range()
-}
-
-// RefreshRange reads the data's time range now.
-func (s *Sink) RefreshRange(ctx context.Context) error {
-	if s.q == nil {
-		return errors.New("this sink was not opened for a query workload")
-	}
-	return s.q.watch.Refresh(ctx)
 }

@@ -16,37 +16,15 @@ import (
 
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sinks/sinktest"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/iot"
 )
 
-// The data sets the query tests read: 10 devices every 10 s from
-// 2016-01-01, 13 hours of devops (a 12-hour window fits) and 26 hours of
-// iot (two days touched).
-const (
-	qScale    = 10
-	qStart    = "2016-01-01T00:00:00Z"
-	qInterval = 10 * time.Second
-)
-
-func qEnd(source string) time.Duration {
-	if source == "iot" {
-		return 26 * time.Hour
-	}
-	return 13 * time.Hour
-}
-
-var qT0 = time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // loadQueryData writes source's query data set into db with the engine.
 func loadQueryData(t *testing.T, db, source string, params ...string) {
 	t.Helper()
-	res := runEngine(t.Context(), t, prometheus.NewRegistry(), map[string]string{
-		"SOAKD_W_SOURCE": source, "SOAKD_W_SCALE": fmt.Sprint(qScale), "SOAKD_W_SEED": "1",
-		"SOAKD_W_START": qStart, "SOAKD_W_END": "+" + qEnd(source).String(),
-		"SOAKD_W_TARGET": withParams(db, params...), "SOAKD_W_RATE": "max",
-		"SOAKD_W_WORKERS": "2", "SOAKD_W_BATCH_SIZE": "5000",
-	})
+	res := runEngine(t.Context(), t, prometheus.NewRegistry(), sinktest.QueryData(source, withParams(db, params...)))
 	if res.err != nil || sumErrors(res.sum.Workloads[0].Errors) > 0 {
 		t.Fatalf("loading %s: %v %v", source, res.err, res.sum.Workloads[0].Errors)
 	}
@@ -56,13 +34,9 @@ func loadQueryData(t *testing.T, db, source string, params ...string) {
 // set and prepares it.
 func openQuerySink(t *testing.T, raw, source string) *Sink {
 	t.Helper()
-	c := iot.DefaultQueryConfig()
-	c.Scale = qScale
-	src, err := iot.NewQueries(source+"-queries", c, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(mustURL(t, raw), sinks.Options{Kind: sources.Queries, Workers: 2, Schemas: src.Schemas(), Logger: zaptest.NewLogger(t)})
+	o := sinktest.QueryOptions(t, source)
+	o.Logger = zaptest.NewLogger(t)
+	s, err := New(mustURL(t, raw), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,29 +45,6 @@ func openQuerySink(t *testing.T, raw, source string) *Sink {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// testQuery is a query of type typ with fixed choices: devices 1, 2, 3,
-// ..., fleet East, window in the middle of the data.
-func testQuery(typ sources.QueryType) sources.Query {
-	q := sources.Query{Type: typ, Pos: 0.5, Expect: typ.Info().MustFind, Fleet: "East", LoadCapacities: []string{"2000", "5000", "1500"}}
-	for q.NDevices < uint8(typ.Info().Devices) {
-		q.Devices[q.NDevices] = uint32(q.NDevices + 1)
-		q.NDevices++
-	}
-	return q
-}
-
-// buckets counts the time buckets of width b that the data's timestamps
-// in [start, end) fall in.
-func buckets(start, end int64, b time.Duration, dataEnd time.Duration) int {
-	seen := map[int64]bool{}
-	for ts := qT0; ts.Before(qT0.Add(dataEnd)); ts = ts.Add(qInterval) {
-		if n := ts.UnixNano(); n >= start && n < end {
-			seen[n/int64(b)] = true
-		}
-	}
-	return len(seen)
 }
 
 func col(t *testing.T, r *sinks.QueryResult, name string) int {
@@ -126,21 +77,11 @@ func TestQueries(t *testing.T) {
 							params := []string{"dialect", server, "layout", layout}
 							loadQueryData(t, db, source, params...)
 							s := openQuerySink(t, withParams(db, params...), source)
-							rng := s.DataRange()
-							last := qT0.Add(qEnd(source) - qInterval)
-							if !rng.Known || rng.Oldest != qT0.UnixNano() || rng.Newest != last.UnixNano() {
-								t.Fatalf("data range %v..%v, want %v..%v", time.Unix(0, rng.Oldest).UTC(), time.Unix(0, rng.Newest).UTC(), qT0, last)
-							}
-							for _, typ := range sources.QueryTypes(source) {
-								q := testQuery(typ)
-								res, err := s.QueryRows(t.Context(), &q)
-								if err != nil {
-									sql, _ := s.QuerySQL(&q)
-									t.Fatalf("%s: %v\n%s", typ, err, sql)
-								}
-								counts[typ.String()] = append(counts[typ.String()], q.Rows)
-								checkShape(t, s, &q, res, rng, source, layout)
-							}
+							sinktest.Queries(t, s, source, sinktest.QueryCase{Columns: true,
+								Check: func(t *testing.T, q *sources.Query, res *sinks.QueryResult, rng sources.DataRange) {
+									counts[q.Type.String()] = append(counts[q.Type.String()], q.Rows)
+									checkShape(t, s, q, res, layout)
+								}})
 						})
 					}
 					for typ, n := range counts {
@@ -164,7 +105,7 @@ func trucksIn(t *testing.T, fleet string) []string {
 	}
 	sc := src.Schemas()[0]
 	var out []string
-	for d := range uint32(qScale) {
+	for d := range uint32(sinktest.QueryScale) {
 		if string(sc.Tags.AppendTag(nil, d, 1)) == fleet {
 			out = append(out, string(sc.Tags.AppendTag(nil, d, 0)))
 		}
@@ -172,17 +113,18 @@ func trucksIn(t *testing.T, fleet string) []string {
 	return out
 }
 
-func checkShape(t *testing.T, s *Sink, q *sources.Query, res *sinks.QueryResult, rng sources.DataRange, source, layout string) {
+// checkShape makes the checks of the answer res to q that are SQL's own,
+// beyond sinktest.Queries': the single group-bys time and one column per
+// metric, buckets aligned and ascending; the double ones a mean_ column
+// per metric; high-cpu-1 only the host asked for; last-loc one row per
+// truck of the fleet; high-load only trucks above 90% of their capacity;
+// avg-vs-projected-fuel-consumption the models' consumption;
+// avg-daily-driving-duration at most one row per truck. Every query type
+// has a check.
+func checkShape(t *testing.T, s *Sink, q *sources.Query, res *sinks.QueryResult, layout string) {
 	t.Helper()
 	info := q.Type.Info()
-	start, end := q.Window(rng)
 	rows := len(res.Rows)
-	if int64(rows) != q.Rows {
-		t.Errorf("%s: %d rows collected, %d counted", q.Type, rows, q.Rows)
-	}
-	if q.MustFind(rng) && rows == 0 {
-		t.Errorf("%s: no rows, though they must exist", q.Type)
-	}
 	timeCol := func() int {
 		for _, c := range []string{"time", "minute", "hour"} {
 			if i := slices.Index(res.Columns, c); i >= 0 {
@@ -196,9 +138,6 @@ func checkShape(t *testing.T, s *Sink, q *sources.Query, res *sinks.QueryResult,
 	case sources.SingleGroupby111, sources.SingleGroupby1112, sources.SingleGroupby181,
 		sources.SingleGroupby511, sources.SingleGroupby5112, sources.SingleGroupby581,
 		sources.CPUMaxAll1, sources.CPUMaxAll8:
-		if want := buckets(start, end, info.Bucket, qEnd(source)); rows != want {
-			t.Errorf("%s: %d rows, want one per %v bucket: %d", q.Type, rows, info.Bucket, want)
-		}
 		if len(res.Columns) != 1+info.Metrics {
 			t.Errorf("%s: columns %v, want time and %d metrics", q.Type, res.Columns, info.Metrics)
 		}
@@ -211,31 +150,12 @@ func checkShape(t *testing.T, s *Sink, q *sources.Query, res *sinks.QueryResult,
 			}
 		}
 	case sources.DoubleGroupby1, sources.DoubleGroupby5, sources.DoubleGroupbyAll:
-		if want := qScale * buckets(start, end, time.Hour, qEnd(source)); rows != want {
-			t.Errorf("%s: %d rows, want one per host per hour: %d", q.Type, rows, want)
-		}
 		for m := range info.Metrics {
 			col(t, res, "mean_"+s.q.cpu.schema.Fields[m].Name)
 		}
-	case sources.GroupbyOrderbyLimit:
-		tc := timeCol()
-		if rows != 5 {
-			t.Errorf("%s: %d rows, want 5", q.Type, rows)
-		}
-		for i, r := range res.Rows {
-			ts := r[tc].(time.Time)
-			if ts.UnixNano() >= end || (i > 0 && !ts.Before(res.Rows[i-1][tc].(time.Time))) {
-				t.Errorf("%s: times not descending before the window's end: %v", q.Type, res.Rows)
-				break
-			}
-		}
+	case sources.GroupbyOrderbyLimit, sources.Lastpoint, sources.LowFuel:
+		// sinktest.Queries' checks are all.
 	case sources.HighCPU1, sources.HighCPUAll:
-		uc := col(t, res, "usage_user")
-		for _, r := range res.Rows {
-			if v, ok := r[uc].(float64); !ok || v <= 90 {
-				t.Fatalf("%s: usage_user %v", q.Type, r[uc])
-			}
-		}
 		if q.Type == sources.HighCPU1 && rows > 0 {
 			hc := col(t, res, "tags_id")
 			if layout == "soakd" {
@@ -253,19 +173,6 @@ func checkShape(t *testing.T, s *Sink, q *sources.Query, res *sinks.QueryResult,
 		if q.Type == sources.HighCPUAll && rows == 0 {
 			t.Errorf("%s: no usage_user above 90 in 12 hours of 10 hosts", q.Type)
 		}
-	case sources.Lastpoint:
-		hc := col(t, res, "hostname")
-		tc := col(t, res, "time")
-		hosts := map[any]bool{}
-		for _, r := range res.Rows {
-			hosts[r[hc]] = true
-			if ts := r[tc].(time.Time); ts.UnixNano() != rng.Newest {
-				t.Errorf("%s: %v's last row at %v, want %v", q.Type, r[hc], ts, time.Unix(0, rng.Newest).UTC())
-			}
-		}
-		if rows != qScale || len(hosts) != qScale {
-			t.Errorf("%s: %d rows of %d hosts, want one per host, %d", q.Type, rows, len(hosts), qScale)
-		}
 	case sources.LastLoc:
 		want := trucksIn(t, q.Fleet)
 		var got []string
@@ -276,13 +183,6 @@ func checkShape(t *testing.T, s *Sink, q *sources.Query, res *sinks.QueryResult,
 		sort.Strings(want)
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: trucks %v, want the fleet's %v", q.Type, got, want)
-		}
-	case sources.LowFuel:
-		fc := col(t, res, "fuel_state")
-		for _, r := range res.Rows {
-			if v := r[fc].(float64); v >= 0.1 {
-				t.Errorf("%s: fuel_state %v", q.Type, v)
-			}
 		}
 	case sources.HighLoad:
 		lc, cc := col(t, res, "current_load"), col(t, res, "load_capacity")
@@ -298,9 +198,6 @@ func checkShape(t *testing.T, s *Sink, q *sources.Query, res *sinks.QueryResult,
 			}
 		}
 	case sources.AvgVsProjectedFuelConsumption:
-		if rows == 0 || rows > 4 {
-			t.Errorf("%s: %d rows, want one per fleet", q.Type, rows)
-		}
 		pc := col(t, res, "projected_fuel_consumption")
 		for _, r := range res.Rows {
 			if v := r[pc].(float64); v < 12 || v > 19 || math.IsNaN(v) {
@@ -308,7 +205,7 @@ func checkShape(t *testing.T, s *Sink, q *sources.Query, res *sinks.QueryResult,
 			}
 		}
 	case sources.AvgDailyDrivingDuration:
-		if rows == 0 || rows > qScale {
+		if rows == 0 || rows > sinktest.QueryScale {
 			t.Errorf("%s: %d rows, want at most one per truck", q.Type, rows)
 		}
 	case sources.DailyActivity, sources.BreakdownFrequency, sources.StationaryTrucks, sources.LongDrivingSessions:
@@ -319,59 +216,23 @@ func checkShape(t *testing.T, s *Sink, q *sources.Query, res *sinks.QueryResult,
 	if testing.Verbose() {
 		t.Logf("%s (%s layout): %d rows %v", q.Type, layout, rows, res.Columns)
 	}
-	_ = strings.TrimSpace
 }
 
-// TestQueryWrite runs query batches through Write, as the engine does:
-// before any data nothing is expected, once data is there each query's
-// rows are counted, and a query that must find rows but finds none (a
-// host the data set does not have) fails with class empty, after the
-// queries before it in the batch were answered.
+// TestQueryWrite runs query batches through Write, as the engine does
+// (sinktest.QueryWrite).
 func TestQueryWrite(t *testing.T) {
 	srv := testserver.Postgres(t)
 	db := newDB(t, srv, "qwrite")
-	ctx := t.Context()
 	s := openQuerySink(t, db, "devops")
-	if s.DataRange().Known {
-		t.Fatal("a data range before any data")
-	}
-	b := &sources.Batch{Queries: []sources.Query{testQuery(sources.Lastpoint)}}
-	if _, err := s.Write(ctx, b); err != nil || b.Queries[0].Rows != 0 {
-		t.Fatalf("lastpoint on no data: %v, %d rows; want no error, 0 rows", err, b.Queries[0].Rows)
-	}
-	// 5 hosts (0..4) of the 10 the query source knows.
-	res := runEngine(ctx, t, prometheus.NewRegistry(), map[string]string{
-		"SOAKD_W_SOURCE": "devops", "SOAKD_W_SCALE": "5", "SOAKD_W_SEED": "1",
-		"SOAKD_W_START": qStart, "SOAKD_W_END": "+2h", "SOAKD_W_TARGET": db, "SOAKD_W_RATE": "max",
+	sinktest.QueryWrite(t, s, func(t *testing.T) {
+		env := sinktest.QueryData("devops", db)
+		env["SOAKD_W_SCALE"], env["SOAKD_W_END"] = "5", "+2h"
+		delete(env, "SOAKD_W_WORKERS")
+		delete(env, "SOAKD_W_BATCH_SIZE")
+		if res := runEngine(t.Context(), t, prometheus.NewRegistry(), env); res.err != nil {
+			t.Fatal(res.err)
+		}
 	})
-	if res.err != nil {
-		t.Fatal(res.err)
-	}
-	if err := s.RefreshRange(ctx); err != nil || !s.DataRange().Known {
-		t.Fatalf("RefreshRange: %v, %+v", err, s.DataRange())
-	}
-	sg := testQuery(sources.SingleGroupby111)
-	sg.Devices[0] = 3
-	b.Queries = []sources.Query{testQuery(sources.Lastpoint), sg}
-	n, err := s.Write(ctx, b)
-	if err != nil || b.Queries[0].Rows != 5 || b.Queries[1].Rows != 60 || n == 0 {
-		t.Fatalf("Write: %v, %d bytes, rows %d and %d; want 5 hosts, 60 minutes", err, n, b.Queries[0].Rows, b.Queries[1].Rows)
-	}
-	sg.Devices[0] = 8 // not in the data
-	b.Queries = []sources.Query{testQuery(sources.Lastpoint), sg, testQuery(sources.Lastpoint)}
-	_, err = s.Write(ctx, b)
-	if sinks.ClassOf(err) != sinks.Empty || sinks.Stored(err) != 1 || b.Queries[0].Rows != 5 {
-		t.Fatalf("Write: %v (class %s, %d answered), first query %d rows; want class empty after 1 query of 5 rows",
-			err, sinks.ClassOf(err), sinks.Stored(err), b.Queries[0].Rows)
-	}
-	if !strings.Contains(err.Error(), "single-groupby-1-1-1 returned no rows in [2016-01-01T00:") {
-		t.Errorf("error %q does not say which query and window", err)
-	}
-	// A query the data set cannot answer is rejected.
-	b.Queries = []sources.Query{testQuery(sources.LastLoc)}
-	if _, err := s.Write(ctx, b); sinks.ClassOf(err) != sinks.Rejected {
-		t.Errorf("an iot query on devops tables: %v, want rejected", err)
-	}
 }
 
 // TestQueryBucketModes runs every query with each way of bucketing time
@@ -395,7 +256,7 @@ func TestQueryBucketModes(t *testing.T) {
 				var want string
 				for _, mode := range []bucketMode{bucketTimeBucket, bucketDateBin, bucketEpoch} {
 					s.q.mode = mode
-					q := testQuery(typ)
+					q := sinktest.Query(typ)
 					res, err := s.QueryRows(t.Context(), &q)
 					if err != nil {
 						t.Fatalf("%s, mode %d: %v", typ, mode, err)
@@ -439,7 +300,7 @@ func sortedRows(r *sinks.QueryResult) []string {
 // PostgreSQL 14 (not run live).
 func TestQuerySQLGolden(t *testing.T) {
 	t.Parallel()
-	rng := sources.DataRange{Oldest: qT0.UnixNano(), Newest: qT0.Add(26*time.Hour - qInterval).UnixNano(), Known: true}
+	rng := sources.DataRange{Oldest: sinktest.QueryStart.UnixNano(), Newest: sinktest.QueryStart.Add(26*time.Hour - sinktest.QueryInterval).UnixNano(), Known: true}
 	for _, tc := range []struct {
 		name   string
 		layout Layout
@@ -454,7 +315,7 @@ func TestQuerySQLGolden(t *testing.T) {
 			var b strings.Builder
 			for _, source := range []string{"devops", "iot"} {
 				c := iot.DefaultQueryConfig()
-				c.Scale = qScale
+				c.Scale = sinktest.QueryScale
 				src, err := iot.NewQueries(source+"-queries", c, 1)
 				if err != nil {
 					t.Fatal(err)
@@ -474,7 +335,7 @@ func TestQuerySQLGolden(t *testing.T) {
 				}
 				q.mode = tc.mode
 				for _, typ := range sources.QueryTypes(source) {
-					qq := testQuery(typ)
+					qq := sinktest.Query(typ)
 					var sql strings.Builder
 					if err := q.render(&sql, &qq, rng); err != nil {
 						t.Fatal(err)

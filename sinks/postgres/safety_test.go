@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/sinks/sinktest"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -47,9 +48,6 @@ func TestOwnTablesOnly(t *testing.T) {
 			}
 			b := sources.NewSeriesBatch([]*sources.Schema{cpu})
 			fill(b.Tables[0], 4, 0, 50, testBase, false)
-			if _, err := s.Write(ctx, b); err != nil {
-				t.Fatal(err)
-			}
 			ownCount := func() int64 {
 				var n int64
 				if err := c.QueryRow(ctx, "SELECT count(*) FROM "+tc.own).Scan(&n); err != nil {
@@ -57,29 +55,36 @@ func TestOwnTablesOnly(t *testing.T) {
 				}
 				return n
 			}
-			if n := ownCount(); n != 50 {
-				t.Fatalf("%s holds %d rows, want 50", tc.own, n)
+			foreignIntact := func(t *testing.T, when string) {
+				t.Helper()
+				if n := count(t, c, "orders"); n != 10 {
+					t.Errorf("%s: the foreign table orders holds %d rows, want its 10", when, n)
+				}
+				if tc.own != "public.cpu" {
+					if n := count(t, c, "cpu"); n != 7 {
+						t.Errorf("%s: the foreign table public.cpu holds %d rows, want its 7", when, n)
+					}
+				}
 			}
-			if err := s.Reset(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if n := ownCount(); n != 0 {
-				t.Errorf("after Reset %s holds %d rows, want 0", tc.own, n)
-			}
+			sinktest.Reset(t, s, sinktest.ResetCase{
+				Write: func(t *testing.T) {
+					if _, err := s.Write(ctx, b); err != nil {
+						t.Fatal(err)
+					}
+					if n := ownCount(); n != 50 {
+						t.Fatalf("%s holds %d rows, want 50", tc.own, n)
+					}
+				},
+				Count:   func(*testing.T) int { return int(ownCount()) },
+				Foreign: foreignIntact,
+			})
 			if _, err := s.Write(ctx, b); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if n := count(t, c, "orders"); n != 10 {
-				t.Errorf("the foreign table orders holds %d rows, want its 10", n)
-			}
-			if tc.own != "public.cpu" {
-				if n := count(t, c, "cpu"); n != 7 {
-					t.Errorf("the foreign table public.cpu holds %d rows, want its 7", n)
-				}
-			}
+			foreignIntact(t, "after Close")
 			if n := ownCount(); n != 50 {
 				t.Errorf("%s holds %d rows after Close, want 50 (Close deletes nothing)", tc.own, n)
 			}

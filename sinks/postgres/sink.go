@@ -43,6 +43,7 @@ type Sink struct {
 	tagIDs tagIDs // layout=tsbs: tags.id by device
 
 	q *querier // query workloads: nil for series ones
+	sinks.QueryState
 
 	closeOnce sync.Once
 }
@@ -51,6 +52,7 @@ var (
 	_ sinks.Sink     = (*Sink)(nil)
 	_ sinks.Preparer = (*Sink)(nil)
 	_ sinks.Pinger   = (*Sink)(nil)
+	_ sinks.Querier  = (*Sink)(nil)
 )
 
 // writer is the reusable state of one Write.
@@ -533,9 +535,7 @@ func (s *Sink) OpenConns() int64 { return s.conns.Open() }
 func (s *Sink) Close(ctx context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
-		if s.q != nil {
-			s.q.watch.Stop()
-		}
+		s.StopRangeWatch()
 		done := make(chan struct{})
 		go func() {
 			s.pool.Close()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sinks/sinktest"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/kv"
 )
@@ -31,20 +32,15 @@ func TestReadRecords(t *testing.T) {
 			runLoad(t, src, s, 2)
 			count := runOps(t, src, s, 2000, 16)
 			n := 200 + count[sources.OpInsert]
-			keys := make([]string, n)
+			keys, records := make([]string, n), make([]uint64, n)
 			for r := range n {
-				keys[r] = string(src.AppendKey(nil, uint64(r)))
+				keys[r], records[r] = string(src.AppendKey(nil, uint64(r))), uint64(r)
 			}
 			shape := sinks.RecordShape{Fields: 4, FieldLength: 24}
-			out := make([]sources.StoredRecord, n)
-			if err := s.ReadRecords(ctx, keys, shape, out); err != nil {
-				t.Fatal(err)
+			check := func(rec uint64, st *sources.StoredRecord) sources.Verdict {
+				return src.Check(rec, -1, kv.AnyVersion, st)
 			}
-			for r := range n {
-				if v := src.Check(uint64(r), -1, kv.AnyVersion, &out[r]); v != sources.Intact {
-					t.Fatalf("record %d (%s): %s, want intact (%+v)", r, keys[r], v, out[r])
-				}
-			}
+			sinktest.ReadRecords(t, s, keys, records, shape, check, nil)
 			// Change one field by hand, add a field, delete a record.
 			bad := string(src.AppendKey(nil, 7))
 			switch dt {
@@ -73,15 +69,8 @@ func TestReadRecords(t *testing.T) {
 			}
 			gone := string(src.AppendKey(nil, 9))
 			a.Del(ctx, gone)
-			out = out[:3]
-			if err := s.ReadRecords(ctx, []string{bad, extra, gone}, shape, out); err != nil {
-				t.Fatal(err)
-			}
-			for i, want := range []sources.Verdict{sources.Mismatch, sources.Mismatch, sources.Missing} {
-				if v := src.Check(uint64(7+i), -1, kv.AnyVersion, &out[i]); v != want {
-					t.Errorf("record %d: %s, want %s (%+v)", 7+i, v, want, out[i])
-				}
-			}
+			sinktest.ReadRecords(t, s, []string{bad, extra, gone}, []uint64{7, 8, 9}, shape, check,
+				[]sources.Verdict{sources.Mismatch, sources.Mismatch, sources.Missing})
 		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sinks/sinktest"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/kv"
 )
@@ -237,16 +238,15 @@ func TestLoadAutoExactRecords(t *testing.T) {
 	_, probe, _ := src.Preload()
 	b := src.NewBatch()
 	probe(b)
-	if n, err := s.Present(context.Background(), b); err != nil || n != 0 {
-		t.Fatalf("Present before the load = %d, %v; want 0", n, err)
-	}
+	sinktest.Probe(t, s, b, 0) // before the load
 	runLoad(t, src, s, 8)
 	if n, err := a.DBSize(context.Background()).Result(); err != nil || n != 5000 {
 		t.Fatalf("DBSIZE = %d, %v after loading 5000 records", n, err)
 	}
-	if n, err := s.Present(context.Background(), b); err != nil || n != len(b.Ops) || n != 1000 {
-		t.Fatalf("Present after the load = %d of %d, %v", n, len(b.Ops), err)
+	if len(b.Ops) != 1000 {
+		t.Fatalf("the probe batch reads %d keys, want 1000", len(b.Ops))
 	}
+	sinktest.Probe(t, s, b, 1000) // after the load: every key
 }
 
 // Records of another type under the prefix make Present fail with a
@@ -266,26 +266,18 @@ func TestPresentChecksType(t *testing.T) {
 		_, probe, _ := src.Preload()
 		b := src.NewBatch()
 		probe(b)
-		if n, err := open(t, srv.URL, sinks.Options{Shape: src.Shape()}).Present(ctx, b); err != nil || n != 100 {
-			t.Fatalf("%s records probed as %s: Present = %d, %v; want 100", stored, stored, n, err)
-		}
-		keys, _ := a.DBSize(ctx).Result()
 		want := types[(i+1)%len(types)]
-		n, err := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: want, KeyPrefix: prefix}}).Present(ctx, b)
-		var se *sources.SettingError
-		if !errors.As(err, &se) || se.Setting != "DATA_TYPE" {
-			t.Fatalf("%s records probed as %s: Present = %d, %v; want a DATA_TYPE setting error", stored, want, n, err)
-		}
-		for _, s := range []string{`KEY_PREFIX "` + prefix + `"`, srv.URL, "100 of the 100 keys probed hold a " + string(stored),
-			"DATA_TYPE=" + string(want) + " stores a " + string(want), "WRONGTYPE", "use another KEY_PREFIX",
-			"set DATA_TYPE=" + string(stored), "?cleanup=true", "--pattern '" + prefix + "*'"} {
-			if !strings.Contains(err.Error(), s) {
-				t.Errorf("%s records probed as %s: the error lacks %q: %v", stored, want, s, err)
+		t.Run(string(stored)+" as "+string(want), func(t *testing.T) {
+			sinktest.Probe(t, open(t, srv.URL, sinks.Options{Shape: src.Shape()}), b, 100)
+			keys, _ := a.DBSize(ctx).Result()
+			sinktest.ProbeRefused(t, open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: want, KeyPrefix: prefix}}), b, "DATA_TYPE",
+				`KEY_PREFIX "`+prefix+`"`, srv.URL, "100 of the 100 keys probed hold a "+string(stored),
+				"DATA_TYPE="+string(want)+" stores a "+string(want), "WRONGTYPE", "use another KEY_PREFIX",
+				"set DATA_TYPE="+string(stored), "?cleanup=true", "--pattern '"+prefix+"*'")
+			if after, _ := a.DBSize(ctx).Result(); after != keys {
+				t.Errorf("DBSIZE %d after Present, was %d", after, keys)
 			}
-		}
-		if after, _ := a.DBSize(ctx).Result(); after != keys {
-			t.Errorf("DBSIZE %d after Present, was %d", after, keys)
-		}
+		})
 	}
 
 	// A type no DATA_TYPE stores, under an empty KEY_PREFIX: nothing to
@@ -299,10 +291,9 @@ func TestPresentChecksType(t *testing.T) {
 	if err := a.RPush(ctx, string(b.Key(&b.Ops[1])), "x").Err(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash}}).Present(ctx, b)
-	var se *sources.SettingError
-	if !errors.As(err, &se) || se.Setting != "DATA_TYPE" || !strings.Contains(err.Error(), "1 of the 3 keys probed hold a list") ||
-		!strings.Contains(err.Error(), "set a KEY_PREFIX") || strings.Contains(err.Error(), "set DATA_TYPE") || strings.Contains(err.Error(), "cleanup") {
+	err := sinktest.ProbeRefused(t, open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash}}), b, "DATA_TYPE",
+		"1 of the 3 keys probed hold a list", "set a KEY_PREFIX")
+	if strings.Contains(err.Error(), "set DATA_TYPE") || strings.Contains(err.Error(), "cleanup") {
 		t.Fatalf("a list under no prefix: %v", err)
 	}
 }

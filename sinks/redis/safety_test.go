@@ -9,6 +9,7 @@ import (
 
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sinks/sinktest"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/kv"
 )
@@ -54,16 +55,14 @@ func TestForeignKeysSurvive(t *testing.T) {
 		c.Workload, _ = kv.ParseWorkload("read=0.2,update=0.3,insert=0.2,scan=0.1,rmw=0.2")
 		src := source(t, c)
 		s := open(t, srv.URL+"?cleanup=true", sinks.Options{Shape: sources.KVShape{DataType: dt, KeyPrefix: prefix}})
-		runLoad(t, src, s, 2)
-		runOps(t, src, s, 2000, 8)
-		check("after a " + string(dt) + " run")
-		if err := s.Reset(ctx); err != nil {
-			t.Fatal(err)
-		}
-		check("after Reset")
-		if n := under(t, a, prefix); n != 0 {
-			t.Errorf("%d keys under %s after Reset", n, prefix)
-		}
+		sinktest.Reset(t, s, sinktest.ResetCase{
+			Write: func(t *testing.T) {
+				runLoad(t, src, s, 2)
+				runOps(t, src, s, 2000, 8)
+			},
+			Count:   func(t *testing.T) int { return under(t, a, prefix) },
+			Foreign: func(_ *testing.T, when string) { check(when + " of a " + string(dt) + " run") },
+		})
 		runLoad(t, src, s, 2)
 		if err := s.Close(ctx); err != nil {
 			t.Fatal(err)

@@ -36,5 +36,19 @@
 //		})
 //	}
 //
+// Beside Run, one suite per optional capability (sinks/capabilities.go),
+// which a sink's test calls with the target it set up:
+//
+//   - ReadSeries and ReadRecords (sinks.SeriesReader, sinks.KVReader):
+//     what is read back is what was written;
+//   - Probe and ProbeRefused (sinks.Prober): Present counts the keys that
+//     exist and refuses records the settings cannot use;
+//   - Reset (sinks.Resetter): the sink's own part of the target is empty
+//     afterwards, and nothing else changed;
+//   - Queries (sinks.Querier): every query type of a TSBS data set
+//     answers rows of the shape it asks for;
+//   - QueryWrite: query batches run in Write, and a batch that fails
+//     part-way says how many of its queries were answered (sinks.Partial).
+//
 // FuzzURL is the shared body of every sink's URL fuzz target.
 package sinktest

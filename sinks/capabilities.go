@@ -1,0 +1,110 @@
+package sinks
+
+import (
+	"context"
+	"time"
+
+	"github.com/soakd/soakd/sources"
+)
+
+// Optional capabilities. A sink implements Sink (sink.go) and, beside it,
+// any of the interfaces below; the engine and soakd's commands find them
+// with a type assertion and do without when a sink lacks one. This file
+// lists every one, so that a new sink can see what it may offer:
+//
+//   - Preparer: creates the target's schema before the first write.
+//   - Pinger: tells whether the target is reachable, for /readyz.
+//   - Versioner: asks the target for its version, for reports.
+//   - Resetter: empties what soakd wrote, for soakd sweep's resets.
+//   - Prober: counts the keys a KV batch reads that exist, for the load phase.
+//   - SeriesReader: reads series rows back, for verification.
+//   - KVReader: reads KV records back, for verification.
+//   - ConnCounter: counts its open connections, for soakd_target_connections.
+//   - Querier: runs a query workload's queries alone, for tests that compare targets.
+
+// Preparer is implemented by sinks that create their schema (tables,
+// databases, buckets) before the first write. The engine calls Prepare
+// once, retrying with backoff while it fails with a connection or timeout
+// error; it must be idempotent.
+type Preparer interface {
+	Prepare(ctx context.Context) error
+}
+
+// Pinger is implemented by sinks that can tell whether their target is
+// reachable; /readyz reports false while Ping fails.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Versioner is implemented by sinks that can ask their target for its
+// version (for reports: SELECT version(), INFO server, /ping headers).
+type Versioner interface {
+	ServerVersion(ctx context.Context) (string, error)
+}
+
+// Resetter is implemented by sinks that can empty what soakd wrote to
+// their target, and only that (its own tables, keys under its prefix):
+// soakd sweep does it before each point when SOAKD_SWEEP_RESET=true asks.
+type Resetter interface {
+	Reset(ctx context.Context) error
+}
+
+// Prober is implemented by KV sinks for the load phase (see
+// sources.Preloader): Present returns how many of the keys read by b's
+// operations exist in the target. When the target holds records the
+// workload's settings cannot use (e.g. of another DATA_TYPE), Present
+// returns a *sources.SettingError naming the setting, and the engine
+// stops the run as misconfigured before any operation is sent.
+type Prober interface {
+	Present(ctx context.Context, b *sources.Batch) (int, error)
+}
+
+// SeriesReader is implemented by series sinks that can read rows back
+// (verify.go). The engine calls it from one goroutine per workload while
+// Write runs in others; soakd verify calls it alone.
+type SeriesReader interface {
+	// Readable returns nil when the target can be read back, otherwise why
+	// not (e.g. a product without a query language soakd speaks). It does
+	// no I/O.
+	Readable() error
+	// ReadSeries appends to out[i], a table of qs[i].Schema, the rows the
+	// target holds for qs[i] in time order, each as many times as it is
+	// stored. It reads all of qs in as few round trips as the protocol
+	// allows. The sink keeps no part of out.
+	ReadSeries(ctx context.Context, qs []SeriesQuery, out []*sources.Table) error
+	// Resolution is the unit the target stores times in: rows come back
+	// with their times truncated to it (1 µs for PostgreSQL).
+	Resolution() time.Duration
+}
+
+// KVReader is implemented by KV sinks that can read records back
+// (verify.go). Like SeriesReader, the engine calls it from one goroutine
+// while Write runs.
+type KVReader interface {
+	// ReadRecords reads the record under keys[i] into out[i] (which it
+	// overwrites), in one round trip where the protocol allows.
+	ReadRecords(ctx context.Context, keys []string, shape RecordShape, out []sources.StoredRecord) error
+}
+
+// ConnCounter is implemented by sinks that count the connections they
+// have open (most with Conns); the engine exports the count as
+// soakd_target_connections, and keeps asking after the sink is closed.
+type ConnCounter interface {
+	OpenConns() int64
+}
+
+// Querier is implemented by sinks that accept query workloads
+// (sources.Queries, query.go): besides running a batch's queries in
+// Write, they run one query alone and say what they send, for tests that
+// compare targets. QueryState gives a sink every method but QueryRows.
+type Querier interface {
+	// QueryRows runs q alone, sets q.Rows, and returns what it returned.
+	QueryRows(ctx context.Context, q *sources.Query) (*QueryResult, error)
+	// QueryText renders q as the sink sends it (SQL, InfluxQL), over the
+	// data range it saw last.
+	QueryText(q *sources.Query) (string, error)
+	// DataRange is the data's time range as the sink saw it last.
+	DataRange() sources.DataRange
+	// RefreshRange reads the data's time range now.
+	RefreshRange(ctx context.Context) error
+}
