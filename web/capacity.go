@@ -114,15 +114,11 @@ func CapacityPanel(r *capacity.Result) Panel {
 	return Panel{ID: "capacity", Title: "Capacity of workload " + r.Workload, Note: note, Table: t, Charts: CapacityCharts(r)}
 }
 
-// seconds writes a latency compactly: 850µs, 12.3ms, 1.20s.
+// seconds writes a latency compactly: 850µs, 12.3ms, 1.20s; a dash for
+// none.
 func seconds(s float64) string {
-	switch {
-	case s == 0:
+	if s == 0 {
 		return "–"
-	case s < 1e-3:
-		return fmt.Sprintf("%.0fµs", s*1e6)
-	case s < 1:
-		return fmt.Sprintf("%.2fms", s*1e3)
 	}
-	return fmt.Sprintf("%.2fs", s)
+	return pace.FormatSeconds(s)
 }
