@@ -393,9 +393,15 @@ func (w *Workload) validatePlugins(p *Plugins) []error {
 	if raw == "" {
 		raw, builtin = p.Builtin[e.Kind], true
 	}
+	// The sink sees the record shape the source settings give (DATA_TYPE),
+	// so a target that cannot store it says so now rather than at open.
+	var shape sources.KVShape
+	if sh, ok := w.Ext.(sources.Shaped); ok {
+		shape = sh.Shape()
+	}
 	t, err := sinks.ParseTarget(raw)
 	if err == nil {
-		err = p.Sinks.CheckTarget(t, e.Kind)
+		err = p.Sinks.CheckShaped(t, e.Kind, shape)
 	}
 	// A sink may report several problems in one URL: each gets its line.
 	for _, err := range flattenErrs(err) {
