@@ -5,6 +5,7 @@
 //	soakd generate [flags]   write a data file like tsbs_generate_data
 //	soakd verify [flags]     check what a run's targets hold against what it wrote
 //	soakd config [--check]   list every setting, or only check them
+//	soakd config --sinks     list every sink's URL parameters
 //	soakd version
 //
 // Every setting is an environment variable SOAKD_* and a flag: SOAKD_IOT_RATE
@@ -38,6 +39,7 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/verify"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/web"
 )
 
@@ -95,6 +97,7 @@ Usage:
   soakd generate [flags]     write a data file like tsbs_generate_data (soakd generate --help)
   soakd verify [flags]       check what the targets hold against what a run wrote (soakd verify --help)
   soakd config [--check]     list every setting (env var, flag, default, value)
+  soakd config --sinks       list every sink's URL parameters (type, default, help)
   soakd version              print the version
 
 Every setting is an environment variable and a flag: SOAKD_IOT_RATE is
@@ -501,9 +504,9 @@ func writeFile(path string, write func(io.Writer) error) error {
 }
 
 func configCmd(args []string, environ map[string]string, stdout, stderr io.Writer) int {
-	f, err := parseFlags(args, environ, "check")
+	f, err := parseFlags(args, environ, "check", "sinks")
 	if f.Help {
-		fmt.Fprint(stdout, "Usage: soakd config [--check] [setting flags]\n\nLists every setting with its env var, flag, default and current value; --check only validates them.\n")
+		fmt.Fprint(stdout, "Usage: soakd config [--check] [setting flags]\n       soakd config --sinks\n\nLists every setting with its env var, flag, default and current value; --check only validates them.\n--sinks lists the URL parameters of every sink (TARGET): type, default and help.\n")
 		return exitOK
 	}
 	if err != nil {
@@ -511,6 +514,10 @@ func configCmd(args []string, environ map[string]string, stdout, stderr io.Write
 		return exitConfig
 	}
 	p := plugins.All()
+	if f.Cmd["sinks"] {
+		printSinkParams(stdout, p.Sinks)
+		return exitOK
+	}
 	cfg, err := loadConfig(f, p)
 	if f.Cmd["check"] {
 		if err != nil {
@@ -540,6 +547,34 @@ func configCmd(args []string, environ map[string]string, stdout, stderr io.Write
 		return exitConfig
 	}
 	return exitOK
+}
+
+// printSinkParams lists each sink's schemes and URL parameters.
+func printSinkParams(w io.Writer, r *sinks.Registry) {
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	for i, e := range r.Entries() {
+		if i > 0 {
+			fmt.Fprintln(tw)
+		}
+		fmt.Fprintln(tw, strings.Join(e.Schemes, "://, ")+"://")
+		if e.Params == nil || len(e.Params.Params) == 0 {
+			fmt.Fprintln(tw, "  (no parameters listed)")
+			continue
+		}
+		fmt.Fprintln(tw, "  PARAMETER\tTYPE\tDEFAULT\tHELP")
+		for _, d := range e.Params.Docs() {
+			def := d.Default
+			if def == "" {
+				def = "-"
+			}
+			help := d.Help
+			if d.Group != "" {
+				help = d.Group + " only: " + help
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", d.Name, d.Type, def, help)
+		}
+	}
+	_ = tw.Flush()
 }
 
 func isTerminal(w io.Writer) bool {

@@ -93,7 +93,7 @@ func ParseDist(s string) (Dist, error) {
 
 // Params are the null:// URL's parameters.
 var Params = urlparam.Set{Params: []urlparam.Param{
-	{Name: "latency", Type: urlparam.Custom, Parse: func(s string) (any, error) { return ParseDist(s) },
+	{Name: "latency", Type: urlparam.Custom, Parse: func(s string) (any, error) { return ParseDist(s) }, Syntax: "DURATION|MIN..MAX|exp:MEAN",
 		Help: "time every write takes: 2ms, MIN..MAX (uniform) or exp:MEAN (exponential); none by default"},
 	{Name: "capacity", Type: urlparam.Float, Range: urlparam.Above(0).AtMost(1e12), Want: "a positive number of units per second",
 		Help: "units per second the modelled server handles; beyond that requests queue (FIFO); unlimited by default"},

@@ -26,6 +26,17 @@ func (s *Set) Docs() []Doc {
 }
 
 func (p *Param) typeDoc() string {
+	t := p.baseTypeDoc()
+	if p.Multi {
+		t += ", repeatable"
+	}
+	if p.Secret {
+		t += ", secret"
+	}
+	return t
+}
+
+func (p *Param) baseTypeDoc() string {
 	if p.Syntax != "" {
 		return p.Syntax
 	}
@@ -38,9 +49,6 @@ func (p *Param) typeDoc() string {
 	}
 	if r := p.Range.String(p.Type); r != "" {
 		t += " " + r
-	}
-	if p.Multi {
-		t += ", repeatable"
 	}
 	return t
 }

@@ -118,7 +118,7 @@ func (r Range) String(t Type) string {
 		if t == Duration || t == DurationAt {
 			return time.Duration(v).String()
 		}
-		return strconv.FormatFloat(v, 'g', -1, 64)
+		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
 	switch {
 	case math.IsInf(r.hi, 1) && r.loOpen:

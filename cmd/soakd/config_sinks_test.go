@@ -1,0 +1,28 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// soakd config --sinks lists every sink's schemes and URL parameters, from
+// the declarations the sinks parse their URLs with.
+func TestConfigSinks(t *testing.T) {
+	code, out, errs := run(t, nil, "config", "--sinks")
+	if code != exitOK {
+		t.Fatalf("config --sinks: exit %d\n%s", code, errs)
+	}
+	for _, want := range []string{
+		"null://", "file://", "postgres://, postgresql://", "influx://, influxs://, influx1://", "redis://, rediss://, redis-cluster://, redis-sentinel://",
+		"PARAMETER", "latency", "fail_class", "timeout|connection|rejected|server|empty|other",
+		"dialect", "postgres|timescaledb|kwdb|matrixdb|greenplum|cockroach", "chunk_interval",
+		"v1 only: database", "v2 only: bucket", "product", "sentinel_password", "string, secret", "read_timeout", "10s",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config --sinks lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, _ := run(t, nil, "config", "--help"); code != exitOK || !strings.Contains(out, "--sinks") {
+		t.Errorf("config --help: exit %d, does not mention --sinks:\n%s", code, out)
+	}
+}
