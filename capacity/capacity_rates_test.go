@@ -2,7 +2,6 @@ package capacity
 
 import (
 	"context"
-	"github.com/soakd/soakd/daemon"
 	"math"
 	"net/url"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )

@@ -2,7 +2,6 @@ package capacity
 
 import (
 	"context"
-	"github.com/soakd/soakd/daemon"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon"
 )
 
 // A capacity run shows the rate of the step it is on as its run phase's

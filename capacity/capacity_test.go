@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/soakd/soakd/daemon"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon"
 )
 
 // The search on recorded step results: it steps up until a step fails

@@ -3,7 +3,6 @@ package capacity
 import (
 	"context"
 	"fmt"
-	"github.com/soakd/soakd/settings"
 	"math"
 	"runtime"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/procstat"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sources"
 )
 

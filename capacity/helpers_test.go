@@ -2,12 +2,12 @@ package capacity
 
 import (
 	"context"
-	"github.com/soakd/soakd/sinks"
-	"github.com/soakd/soakd/sources"
 	"testing"
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
 )
 
 // testPlugins are soakd's sources and sinks, and extra.

@@ -4,11 +4,11 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"github.com/soakd/soakd/daemon"
 	"io"
 	"strconv"
 	"strings"
 
+	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
 )
 

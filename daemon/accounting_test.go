@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/soakd/soakd/thresholds"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -25,6 +24,7 @@ import (
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/seq"
+	"github.com/soakd/soakd/thresholds"
 )
 
 // chaosSink stores rows of the seq source (each row's n is unique) and

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/soakd/soakd/thresholds"
 	"maps"
 	"math"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/thresholds"
 )
 
 // ListenOff as SOAKD_LISTEN disables the HTTP server (an empty value
@@ -339,9 +339,17 @@ func (w *Workload) validatePlugins(p *Plugins) []error {
 	if raw == "" {
 		raw, builtin = p.Builtin[e.Kind], true
 	}
+	// The sink sees the record shape the source settings give (DATA_TYPE),
+	// so a target that cannot store it says so now rather than at open.
+	var shape sources.KVShape
+	if w.SourceSettings != nil {
+		if sh, ok := w.SourceSettings.Fields().(sources.Shaped); ok {
+			shape = sh.Shape()
+		}
+	}
 	t, err := sinks.ParseTarget(raw)
 	if err == nil {
-		err = p.Sinks.CheckTarget(t, e.Kind)
+		err = p.Sinks.CheckShaped(t, e.Kind, shape)
 	}
 	// A sink may report several problems in one URL: each gets its line.
 	for _, err := range settings.Problems(err) {

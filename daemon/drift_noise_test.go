@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"github.com/soakd/soakd/thresholds"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/thresholds"
 )
 
 // noisyLatency is the response latency of a steady target seen from a

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"github.com/soakd/soakd/thresholds"
 	"math"
 	"slices"
 	"strings"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/thresholds"
 )
 
 // A judge evaluates a workload's thresholds on its run phase, from the

@@ -1,13 +1,14 @@
 package daemon
 
 import (
-	"github.com/soakd/soakd/thresholds"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/thresholds"
 )
 
 // judgeRun judges checks (a THRESHOLDS expression, DRIFT_WARMUP warmup)

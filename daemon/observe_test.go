@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/soakd/soakd/settings"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/settings"
 )
 
 // recorder is an Observer that writes down what it is told, and can end

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"github.com/soakd/soakd/daemon/pace"
 	"math"
 	"os"
 	"os/signal"
@@ -14,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/sources"
 )
 

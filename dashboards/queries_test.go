@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/soakd/soakd/capacity"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"go.uber.org/zap"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
 )

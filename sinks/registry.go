@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/soakd/soakd/sinks/urlparam"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -20,7 +21,19 @@ type Entry struct {
 	Open OpenFunc
 	// Check validates a URL without I/O (optional).
 	Check CheckFunc
+	// CheckShape validates a URL for a workload whose KV records have the
+	// given shape (DATA_TYPE, KEY_PREFIX), without I/O (optional; the
+	// zero shape for other workloads): a sink that cannot store a data
+	// type refuses it at config check rather than when it opens.
+	CheckShape ShapeCheckFunc
+	// Params are the URL's parameters, which soakd config --sinks lists
+	// (optional).
+	Params *urlparam.Set
 }
+
+// ShapeCheckFunc validates a sink URL for a workload of the given kind
+// and record shape, without I/O.
+type ShapeCheckFunc func(u *url.URL, kind sources.Kind, shape sources.KVShape) error
 
 // Registry maps URL schemes to sinks. It is filled once at startup and read
 // concurrently afterwards.
@@ -80,6 +93,31 @@ func (r *Registry) lookup(u *url.URL, kind sources.Kind) (*Entry, error) {
 		return nil, fmt.Errorf("scheme %q does not accept %s workloads", u.Scheme, kind)
 	}
 	return e, nil
+}
+
+// CheckShaped is CheckTarget for a workload whose records have the given
+// shape: the entry's Check and then its CheckShape see it.
+func (r *Registry) CheckShaped(t Target, kind sources.Kind, shape sources.KVShape) error {
+	if err := r.CheckTarget(t, kind); err != nil {
+		return err
+	}
+	e, _ := r.lookup(t.URL, kind) // CheckTarget found it
+	if e.CheckShape != nil {
+		return e.CheckShape(t.URL, kind, shape)
+	}
+	return nil
+}
+
+// Entries lists the registered sinks once each, in the order of their
+// first scheme.
+func (r *Registry) Entries() []*Entry {
+	var out []*Entry
+	for _, s := range r.Schemes() {
+		if e := r.byScheme[s]; !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Check validates a raw target URL for a workload of the given kind

@@ -2,10 +2,10 @@ package web
 
 import (
 	"fmt"
-	"github.com/soakd/soakd/capacity"
 	"slices"
 	"strings"
 
+	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/charts"
 	"github.com/soakd/soakd/daemon/pace"
 )

@@ -1,9 +1,10 @@
 package web
 
 import (
-	"github.com/soakd/soakd/capacity"
 	"strings"
 	"testing"
+
+	"github.com/soakd/soakd/capacity"
 )
 
 // A search that soakd's workers limited is not shown as the target's

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"github.com/soakd/soakd/capacity"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/sysinfo"

@@ -2,10 +2,10 @@ package web
 
 import (
 	"fmt"
-	"github.com/soakd/soakd/sweep"
 	"slices"
 
 	"github.com/soakd/soakd/charts"
+	"github.com/soakd/soakd/sweep"
 )
 
 // SweepCharts are a sweep's figures: throughput against batch size (or

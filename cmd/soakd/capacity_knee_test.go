@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/soakd/soakd/capacity"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/detserver"

@@ -4,16 +4,16 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/xml"
-	"github.com/soakd/soakd/capacity"
-	"github.com/soakd/soakd/sweep"
 	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/sweep"
 )
 
 // soakd capacity against real servers: the search runs its steps, and the

@@ -5,6 +5,7 @@
 //	soakd generate [flags]   write a data file like tsbs_generate_data
 //	soakd verify [flags]     check what a run's targets hold against what it wrote
 //	soakd config [--check]   list every setting, or only check them
+//	soakd config --sinks     list every sink's URL parameters
 //	soakd version
 //
 // Every setting is an environment variable SOAKD_* and a flag: SOAKD_IOT_RATE
@@ -15,8 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/soakd/soakd/capacity"
-	"github.com/soakd/soakd/sweep"
 	"io"
 	"os"
 	"os/signal"
@@ -26,12 +25,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"text/tabwriter"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
 
+	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/charts"
 	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/cmd/soakd/generate"
@@ -40,6 +41,8 @@ import (
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/settings"
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sweep"
 	"github.com/soakd/soakd/web"
 )
 
@@ -90,6 +93,7 @@ Usage:
   soakd generate [flags]     write a data file like tsbs_generate_data (soakd generate --help)
   soakd verify [flags]       check what the targets hold against what a run wrote (soakd verify --help)
   soakd config [--check]     list every setting (env var, flag, default, value)
+  soakd config --sinks       list every sink's URL parameters (type, default, help)
   soakd version              print the version
 
 Every setting is an environment variable and a flag: SOAKD_IOT_RATE is
@@ -101,8 +105,10 @@ failed, 2 invalid configuration.
 `
 
 const configUsage = `Usage: soakd config [--check] [setting flags]
+       soakd config --sinks
 
 Lists every setting with its env var, flag, default and current value; --check only validates them.
+--sinks lists the URL parameters of every sink (TARGET): type, default and help.
 `
 
 const capacityUsage = `Usage: soakd capacity [flags]
@@ -185,7 +191,7 @@ func command(name string) *cli.Command {
 			}
 		}
 	case "config":
-		c.Usage, c.Switches = configUsage, []string{"check"}
+		c.Usage, c.Switches = configUsage, []string{"check", "sinks"}
 	}
 	return c
 }
@@ -450,6 +456,10 @@ func configCmd(args []string, environ map[string]string, stdout, stderr io.Write
 		return code
 	}
 	p := plugins.All()
+	if f.Cmd["sinks"] {
+		printSinkParams(stdout, p.Sinks)
+		return cli.ExitOK
+	}
 	cfg, _, err := loadConfig(c, f, p, nil)
 	if f.Cmd["check"] {
 		if err != nil {
@@ -464,6 +474,34 @@ func configCmd(args []string, environ map[string]string, stdout, stderr io.Write
 		return c.Refuse(stderr, err)
 	}
 	return cli.ExitOK
+}
+
+// printSinkParams lists each sink's schemes and URL parameters.
+func printSinkParams(w io.Writer, r *sinks.Registry) {
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	for i, e := range r.Entries() {
+		if i > 0 {
+			fmt.Fprintln(tw)
+		}
+		fmt.Fprintln(tw, strings.Join(e.Schemes, "://, ")+"://")
+		if e.Params == nil || len(e.Params.Params) == 0 {
+			fmt.Fprintln(tw, "  (no parameters listed)")
+			continue
+		}
+		fmt.Fprintln(tw, "  PARAMETER\tTYPE\tDEFAULT\tHELP")
+		for _, d := range e.Params.Docs() {
+			def := d.Default
+			if def == "" {
+				def = "-"
+			}
+			help := d.Help
+			if d.Group != "" {
+				help = d.Group + " only: " + help
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", d.Name, d.Type, def, help)
+		}
+	}
+	_ = tw.Flush()
 }
 
 func isTerminal(w io.Writer) bool {

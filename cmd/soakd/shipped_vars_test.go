@@ -365,7 +365,18 @@ func checkShipped(env *shippedEnv, files map[string][]byte) []shippedProblem {
 		for _, cand := range []string{src, path.Join(path.Dir(env.name), path.Base(src))} {
 			if data, ok := files[cand]; ok {
 				if lib, err := scanShipped(cand, data); err == nil {
-					addWorkloads(libValues(lib, daemon.EnvPrefix+"WORKLOADS"))
+					libWorkloads := libValues(lib, daemon.EnvPrefix+"WORKLOADS")
+					addWorkloads(libWorkloads)
+					// A library that runs a workload of its own gives it
+					// its source too (pg-lib.sh's SOAKD_W_SOURCE).
+					for _, v := range libWorkloads {
+						for _, w := range strings.Split(v, ",") {
+							k := daemon.Prefix(strings.TrimSpace(w)) + "SOURCE"
+							for _, src := range libValues(lib, k) {
+								env.add(k, src, 0)
+							}
+						}
+					}
 				}
 				break
 			}

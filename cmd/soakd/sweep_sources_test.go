@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/soakd/soakd/sweep"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
+	"github.com/soakd/soakd/sweep"
 )
 
 // Every source the composition root registers, finite or endless, ends a

@@ -25,11 +25,11 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"strconv"
 	"sync"
 
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/lineproto"
+	"github.com/soakd/soakd/sinks/urlparam"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -41,40 +41,42 @@ type Config struct {
 	Append    bool
 }
 
+// Params are the file URL's parameters.
+var Params = urlparam.Set{Params: []urlparam.Param{
+	{Name: "format", Type: urlparam.Enum, Choices: []string{"influx|lineprotocol|line", "csv", "pgcopy|copy|tsv"}, Fold: true, Default: "influx",
+		Parse: func(s string) (any, error) { return wrap(ParseFormat(s))("format") },
+		Help:  "influx (line protocol), csv (a header line, one file per measurement) or pgcopy (COPY text, one file per measurement)"},
+	{Name: "precision", Type: urlparam.Enum, Choices: []string{"ns|n", "us|u|µs", "ms", "s"}, Default: "ns",
+		Parse: func(s string) (any, error) { return wrap(lineproto.ParsePrecision(s))("precision") },
+		Help:  "unit of the timestamps of line protocol"},
+	{Name: "append", Type: urlparam.Bool, Default: "false", Help: "keep what the file holds and write after it (the default truncates it)"},
+}}
+
+// wrap names the parameter in a parse function's error.
+func wrap[T any](v T, err error) func(name string) (any, error) {
+	return func(name string) (any, error) {
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return v, nil
+	}
+}
+
 // ParseURL parses a file:// URL (or "-" via sinks.Parse).
 func ParseURL(u *url.URL) (Config, error) {
-	var c Config
-	var errs []error
-	switch {
-	case u.Opaque != "":
+	c := Config{Path: u.Host + u.Path}
+	if u.Opaque != "" {
 		c.Path = u.Opaque
-	default:
-		c.Path = u.Host + u.Path
 	}
+	p := Params.Read(u.Query())
 	if c.Path == "" {
-		errs = append(errs, errors.New("file URL has no path (want file:///path/to/file or - for standard output)"))
+		p.Add(errors.New("file URL has no path (want file:///path/to/file or - for standard output)"))
 	}
-	q := u.Query()
-	for k := range q {
-		switch k {
-		case "format", "precision", "append":
-		default:
-			errs = append(errs, fmt.Errorf("unknown parameter %q (known: format, precision, append)", k))
-		}
-	}
-	var err error
-	if c.Format, err = ParseFormat(q.Get("format")); err != nil {
-		errs = append(errs, fmt.Errorf("format: %w", err))
-	}
-	if c.Precision, err = lineproto.ParsePrecision(q.Get("precision")); err != nil {
-		errs = append(errs, fmt.Errorf("precision: %w", err))
-	}
-	if a := q.Get("append"); a != "" {
-		if c.Append, err = strconv.ParseBool(a); err != nil {
-			errs = append(errs, fmt.Errorf("append %q: want true or false", a))
-		}
-	}
-	return c, errors.Join(errs...)
+	p.CheckUnknown("")
+	c.Format, _ = p.Value("format").(Format)
+	c.Precision, _ = p.Value("precision").(lineproto.Precision)
+	c.Append = p.Bool("append")
+	return c, p.Err()
 }
 
 // Check is the registry's CheckFunc.

@@ -1,11 +1,10 @@
 package influx
 
 import (
+	"cmp"
 	"crypto/tls"
 	"encoding/base64"
-	"errors"
 	"fmt"
-	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/lineproto"
+	"github.com/soakd/soakd/sinks/urlparam"
 )
 
 // API selects the write protocol.
@@ -63,13 +63,7 @@ var Products = []Product{
 	{Name: "greptimedb", WritePath: "/v1/influxdb/write", PingPath: "/v1/influxdb/ping", Idempotent: true},
 }
 
-func productNames() string {
-	names := make([]string, len(Products))
-	for i, p := range Products {
-		names[i] = p.Name
-	}
-	return strings.Join(names, ", ")
-}
+func productNames() string { return strings.Join(productList(), ", ") }
 
 // Auth schemes for v1 mode (?auth=).
 const (
@@ -128,19 +122,118 @@ type Config struct {
 	tlsConfig *tls.Config
 }
 
-var (
-	commonParams = []string{"api", "precision", "gzip", "create", "idempotent", "timeout", "tls", "insecure", "token", "ca", "cert", "key"}
-	v2Params     = []string{"org", "bucket"}
-	v1Params     = []string{"db", "rp", "u", "p", "product", "path", "ping_path", "auth"}
-)
+// Params are the URL's parameters; Group "v1" and "v2" are those of one
+// API only.
+var Params = urlparam.Set{
+	Params: append([]urlparam.Param{
+		{Name: "api", Type: urlparam.Enum, Choices: []string{"v1|1", "v2|2"},
+			Help: "write API: v2 (/api/v2/write) or v1 (line protocol to path=); default: the scheme's (influx1:// is v1)"},
+		{Name: "precision", Type: urlparam.Enum, Choices: []string{"ns|n", "us|u|µs", "ms", "s"}, Want: "ns, us (or u), ms or s",
+			Help: "timestamp precision of the line protocol sent; default ns (not sent)"},
+		{Name: "gzip", Type: urlparam.Custom, Parse: parseGzip, Syntax: "bool|1-9", Default: "false",
+			Help: "gzip request bodies: true (fastest level) or a level 1-9"},
+		{Name: "create", Type: urlparam.Bool, Default: "true", Help: "create the database or bucket when missing"},
+		{Name: "idempotent", Type: urlparam.Bool,
+			Help: "resending a batch after a failure that may have been applied is harmless; default: v2 true, v1 the product's"},
+		{Name: "timeout", Type: urlparam.Duration, Range: urlparam.Above(0), Want: "a positive duration like 30s",
+			Help: "bound of one write request or query; default: the engine's TIMEOUT only"},
+		{Name: "tls", Type: urlparam.Bool, Default: "false", Help: "https (influxs:// says it too)"},
+		{Name: "insecure", Type: urlparam.Bool, Default: "false", Help: "skip TLS certificate verification"},
+		{Name: "token", Type: urlparam.String, Secret: true, Help: "API token (or SOAKD_<W>_TOKEN)"},
+		{Name: "org", Type: urlparam.String, Group: "v2", Help: "organization"},
+		{Name: "bucket", Type: urlparam.String, Group: "v2", Help: "bucket, required (InfluxDB 1.8: DB/RP or DB)"},
+		{Name: "db", Type: urlparam.String, Group: "v1", Help: "database; required by influxdb, cnosdb and tdengine"},
+		{Name: "rp", Type: urlparam.String, Group: "v1", Help: "retention policy"},
+		{Name: "u", Type: urlparam.String, Group: "v1", Help: "user (or before the host: influx1://USER:PASSWORD@HOST)"},
+		{Name: "p", Type: urlparam.String, Group: "v1", Secret: true, Help: "password (or SOAKD_<W>_PASSWORD)"},
+		{Name: "product", Type: urlparam.Enum, Group: "v1", Choices: productList(), Default: Products[0].Name, Want: "one of " + productNames(),
+			Help: "target preset: its write and ping paths, whether it needs db=, whether rewrites are idempotent"},
+		{Name: "path", Type: urlparam.String, Group: "v1", Valid: absPath, Want: "an absolute path like /write, without query",
+			Help: "write path; default: the product's"},
+		{Name: "ping_path", Type: urlparam.String, Group: "v1", Valid: absPath, Want: "an absolute path like /write, without query",
+			Help: "ping path; default: the product's"},
+		{Name: "auth", Type: urlparam.Enum, Group: "v1", Choices: []string{AuthBasic, AuthToken, AuthBearer},
+			Help: "Authorization scheme; default basic with a user, token with a token"},
+	}, urlparam.TLSFiles()...),
+	Repeated:        func(k string, n int) error { return fmt.Errorf("parameter %q is given %d times", k, n) },
+	RepeatedUnknown: true,
+}
+
+// The error for an unknown parameter lists Params, so it is set once
+// Params is.
+func init() { Params.Unknown = unknownParam }
+
+// unknownParam names a parameter of the other API, or lists those of
+// api (v1 or v2).
+func unknownParam(k, api string) error {
+	switch d := Params.Lookup(k); {
+	case d != nil && api == "v1":
+		return fmt.Errorf("parameter %q is for the v2 API (influx://); the v1 API takes db= and rp=", k)
+	case d != nil:
+		return fmt.Errorf("parameter %q is for the v1 API (influx1:// or ?api=v1)", k)
+	}
+	return fmt.Errorf("unknown parameter %q (known: %s)", k, strings.Join(slices.Sorted(slices.Values(Params.Names(api))), ", "))
+}
+
+func productList() []string {
+	names := make([]string, len(Products))
+	for i, p := range Products {
+		names[i] = p.Name
+	}
+	return names
+}
+
+func absPath(s string) bool { return strings.HasPrefix(s, "/") && !strings.ContainsAny(s, "?#") }
+
+func parseGzip(s string) (any, error) {
+	switch s {
+	case "false", "0":
+		return 0, nil
+	case "true", "1":
+		// Fastest level: it shrinks line protocol about 5x already, and the
+		// load generator's CPU is what the comparison with peers measures.
+		return gzip.BestSpeed, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 9 {
+		return nil, fmt.Errorf("gzip %q: want true, false or a level 1-9", s)
+	}
+	return n, nil
+}
 
 // ParseURL parses an influx://, influxs:// or influx1:// URL, reporting
 // every problem at once, each naming its URL parameter. It does no I/O.
 func ParseURL(u *url.URL) (Config, error) {
-	var c Config
-	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	c, err := parseScheme(u)
+	if err != nil {
+		return c, err
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return c, fmt.Errorf("query string: %w", err)
+	}
+	p := Params.Read(q)
+	p.CheckRepeated()
+	c.API = parseAPI(u.Scheme, c.API, p)
+	p.CheckUnknown(c.API.String())
+	hostParams(u, p, &c)
+	c.Token = p.String("token")
+	tlsParams(p, &c)
+	c.Create = p.Bool("create")
+	precisionParam(p, &c)
+	c.Gzip, _ = p.Value("gzip").(int)
+	c.Timeout = p.Duration("timeout")
+	if c.API == V2 {
+		v2Params(p, &c)
+	} else {
+		v1Params(p, &c)
+	}
+	return c, p.Err()
+}
 
+// parseScheme reads the API and TLS the scheme says.
+func parseScheme(u *url.URL) (Config, error) {
+	var c Config
 	switch u.Scheme {
 	case "influx":
 		c.API = V2
@@ -154,53 +247,32 @@ func ParseURL(u *url.URL) (Config, error) {
 	if u.Opaque != "" {
 		return c, fmt.Errorf("want %s://HOST:PORT?PARAMS", u.Scheme)
 	}
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return c, fmt.Errorf("query string: %w", err)
-	}
-	keys := slices.Sorted(maps.Keys(q)) // errors in a stable order
-	for _, k := range keys {
-		if len(q[k]) > 1 {
-			add("parameter %q is given %d times", k, len(q[k]))
-		}
-	}
-	switch a := q.Get("api"); a {
-	case "":
-	case "v1", "1":
-		c.API = V1
-	case "v2", "2":
-		if u.Scheme == "influx1" {
-			add("api=%s: influx1:// is the v1 API; use influx:// for v2", a)
-		}
-		c.API = V2
-	default:
-		add("api %q: want v1 or v2", a)
-	}
-	known := append(append([]string{}, commonParams...), v2Params...)
-	if c.API == V1 {
-		known = append(append([]string{}, commonParams...), v1Params...)
-	}
-	for _, k := range keys {
-		if slices.Contains(known, k) {
-			continue
-		}
-		switch {
-		case c.API == V1 && slices.Contains(v2Params, k):
-			add("parameter %q is for the v2 API (influx://); the v1 API takes db= and rp=", k)
-		case c.API == V2 && slices.Contains(v1Params, k):
-			add("parameter %q is for the v1 API (influx1:// or ?api=v1)", k)
-		default:
-			add("unknown parameter %q (known: %s)", k, strings.Join(slices.Sorted(slices.Values(known)), ", "))
-		}
-	}
+	return c, nil
+}
 
+// parseAPI applies api= to the scheme's API.
+func parseAPI(scheme string, api API, p *urlparam.Query) API {
+	switch p.Enum("api") {
+	case "v1":
+		return V1
+	case "v2":
+		if scheme == "influx1" {
+			p.Addf("api=%s: influx1:// is the v1 API; use influx:// for v2", p.Raw("api"))
+		}
+		return V2
+	}
+	return api
+}
+
+// hostParams reads the host, the base path and the user info.
+func hostParams(u *url.URL, p *urlparam.Query, c *Config) {
 	c.Host = u.Host
 	if u.Hostname() == "" {
-		add("no host: want %s://HOST:PORT", u.Scheme)
+		p.Addf("no host: want %s://HOST:PORT", u.Scheme)
 	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			add("port %q: want 1-65535", p)
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			p.Addf("port %q: want 1-65535", port)
 		}
 	}
 	c.BasePath = strings.TrimRight(u.EscapedPath(), "/")
@@ -208,128 +280,74 @@ func ParseURL(u *url.URL) (Config, error) {
 		c.User = u.User.Username()
 		c.Password, _ = u.User.Password()
 	}
-	c.Token = q.Get("token")
+}
 
-	boolParam := func(name string, def bool) bool {
-		s := q.Get(name)
-		if s == "" {
-			return def
-		}
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			add("%s %q: want true or false", name, s)
-			return def
-		}
-		return b
-	}
-	if boolParam("tls", false) {
+// tlsParams reads tls=, insecure= and the certificate files.
+func tlsParams(p *urlparam.Query, c *Config) {
+	if p.Bool("tls") {
 		c.TLS = true
 	}
-	c.Insecure = boolParam("insecure", false)
+	c.Insecure = p.Bool("insecure")
 	if c.Insecure && !c.TLS {
-		add("insecure=true needs TLS (influxs:// or tls=true)")
+		p.Addf("insecure=true needs TLS (influxs:// or tls=true)")
 	}
-	if f, err := sinks.ParseTLSFiles(q); err != nil {
-		errs = append(errs, err)
+	if f, err := sinks.ParseTLSFiles(p.Values()); err != nil {
+		p.Add(err)
 	} else {
 		c.TLSFiles = f
 	}
 	if c.TLSFiles.Set() && !c.TLS {
-		add("ca, cert, key: TLS is off; use influxs:// or tls=true")
+		p.Addf("ca, cert, key: TLS is off; use influxs:// or tls=true")
 	}
 	if c.Insecure && c.TLSFiles.CA != "" {
-		add("insecure=true with ca: the CA would not be checked; give one of them")
+		p.Addf("insecure=true with ca: the CA would not be checked; give one of them")
 	}
-	c.Create = boolParam("create", true)
+}
 
-	if s := q.Get("precision"); s != "" {
-		p, err := lineproto.ParsePrecision(s)
-		if err != nil {
-			add("precision %q: want ns, us (or u), ms or s", s)
-		}
-		c.Precision, c.PrecisionParam = p, s
-		if c.API == V2 {
-			c.PrecisionParam = p.String() // the v2 API's names
-		}
+// precisionParam reads precision=; the v2 API takes its own names.
+func precisionParam(p *urlparam.Query, c *Config) {
+	if !p.Given("precision") {
+		return
 	}
-	switch s := q.Get("gzip"); s {
-	case "", "false", "0":
-	case "true", "1":
-		// Fastest level: it shrinks line protocol about 5x already, and the
-		// load generator's CPU is what the comparison with peers measures.
-		c.Gzip = gzip.BestSpeed
-	default:
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 9 {
-			add("gzip %q: want true, false or a level 1-9", s)
-		}
-		c.Gzip = n
-	}
-	if s := q.Get("timeout"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			add("timeout %q: want a positive duration like 30s", s)
-		} else {
-			c.Timeout = d
-		}
-	}
-
+	c.Precision, _ = lineproto.ParsePrecision(p.Enum("precision"))
+	c.PrecisionParam = p.Raw("precision")
 	if c.API == V2 {
-		c.Org, c.Bucket = q.Get("org"), q.Get("bucket")
-		if c.Bucket == "" {
-			add("bucket is required (?bucket=NAME; for InfluxDB 1.8: ?bucket=DB/RP or ?bucket=DB)")
-		}
-		c.Idempotent = boolParam("idempotent", true)
-		return c, errors.Join(errs...)
+		c.PrecisionParam = c.Precision.String() // the v2 API's names
 	}
+}
 
-	c.Product = Products[0]
-	if s := q.Get("product"); s != "" {
-		i := slices.IndexFunc(Products, func(p Product) bool { return p.Name == s })
-		if i < 0 {
-			add("product %q: want one of %s", s, productNames())
-		} else {
-			c.Product = Products[i]
-		}
+// v2Params reads the v2 API's parameters.
+func v2Params(p *urlparam.Query, c *Config) {
+	c.Org, c.Bucket = p.String("org"), p.String("bucket")
+	if c.Bucket == "" {
+		p.Addf("bucket is required (?bucket=NAME; for InfluxDB 1.8: ?bucket=DB/RP or ?bucket=DB)")
 	}
-	c.DB, c.RP = q.Get("db"), q.Get("rp")
+	c.Idempotent = p.BoolOr("idempotent", true)
+}
+
+// v1Params reads the v1 API's parameters.
+func v1Params(p *urlparam.Query, c *Config) {
+	c.Product = Products[slices.Index(productList(), p.Enum("product"))]
+	c.DB, c.RP = p.String("db"), p.String("rp")
 	if c.DB == "" && c.Product.NeedsDB {
-		add("db is required for %s (?db=NAME)", c.Product.Name)
+		p.Addf("db is required for %s (?db=NAME)", c.Product.Name)
 	}
-	c.WritePath = c.Product.WritePath
-	c.PingPath = c.Product.PingPath
-	for _, p := range []struct {
-		name string
-		dst  *string
-	}{{"path", &c.WritePath}, {"ping_path", &c.PingPath}} {
-		name, dst := p.name, p.dst
-		if s := q.Get(name); s != "" {
-			if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, "?#") {
-				add("%s %q: want an absolute path like /write, without query", name, s)
-			}
-			*dst = s
-		}
-	}
-	if s := q.Get("u"); s != "" {
+	c.WritePath = cmp.Or(p.String("path"), c.Product.WritePath)
+	c.PingPath = cmp.Or(p.String("ping_path"), c.Product.PingPath)
+	if s := p.String("u"); s != "" {
 		if c.User != "" {
-			add("u: the user is also given before the host; give it once")
+			p.Addf("u: the user is also given before the host; give it once")
 		}
 		c.User = s
 	}
-	if s := q.Get("p"); s != "" {
+	if s := p.String("p"); s != "" {
 		if c.Password != "" {
-			add("p: the password is also given before the host; give it once")
+			p.Addf("p: the password is also given before the host; give it once")
 		}
 		c.Password = s
 	}
-	switch s := q.Get("auth"); s {
-	case "", AuthBasic, AuthToken, AuthBearer:
-		c.Auth = s
-	default:
-		add("auth %q: want basic, token or bearer", s)
-	}
-	c.Idempotent = boolParam("idempotent", c.Product.Idempotent)
-	return c, errors.Join(errs...)
+	c.Auth = p.Enum("auth")
+	c.Idempotent = p.BoolOr("idempotent", c.Product.Idempotent)
 }
 
 // LoadTLS reads the files of ?ca=, ?cert= and ?key= into the TLS

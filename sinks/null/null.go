@@ -24,12 +24,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sinks/urlparam"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -91,68 +91,41 @@ func ParseDist(s string) (Dist, error) {
 	return Dist{Kind: "fixed", Min: d}, nil
 }
 
+// Params are the null:// URL's parameters.
+var Params = urlparam.Set{Params: []urlparam.Param{
+	{Name: "latency", Type: urlparam.Custom, Parse: func(s string) (any, error) { return ParseDist(s) }, Syntax: "DURATION|MIN..MAX|exp:MEAN",
+		Help: "time every write takes: 2ms, MIN..MAX (uniform) or exp:MEAN (exponential); none by default"},
+	{Name: "capacity", Type: urlparam.Float, Range: urlparam.Above(0).AtMost(1e12), Want: "a positive number of units per second",
+		Help: "units per second the modelled server handles; beyond that requests queue (FIFO); unlimited by default"},
+	{Name: "stall", Type: urlparam.DurationAt, Range: urlparam.Above(0), Want: "DURATION@AFTER, e.g. 1s@10s",
+		Help: "DURATION@AFTER: AFTER the first write the server stalls for DURATION (writes in flight wait)"},
+	{Name: "slowdown", Type: urlparam.DurationAt, Range: urlparam.Above(0), Want: "DURATION@AFTER, e.g. 2ms@30s",
+		Help: "DURATION@AFTER: from AFTER the first write on, every write takes DURATION longer"},
+	{Name: "fail", Type: urlparam.Float, Range: urlparam.Within(0, 1), Want: "a fraction between 0 and 1",
+		Help: "fraction of writes that fail on purpose"},
+	{Name: "fail_class", Type: urlparam.Enum, Choices: classNames(), Default: string(sinks.Server),
+		Want: "one of timeout, connection, rejected, server, empty, other", Help: "error class of the failed writes"},
+}}
+
+func classNames() []string {
+	out := make([]string, len(sinks.Classes))
+	for i, c := range sinks.Classes {
+		out[i] = string(c)
+	}
+	return out
+}
+
 // ParseURL parses a null:// URL's parameters.
 func ParseURL(u *url.URL) (Config, error) {
+	p := Params.Bind(u.Query())
 	var c Config
-	var errs []error
-	q := u.Query()
-	for k := range q {
-		switch k {
-		case "latency", "capacity", "stall", "slowdown", "fail", "fail_class":
-		default:
-			errs = append(errs, fmt.Errorf("unknown parameter %q (known: latency, capacity, stall, slowdown, fail, fail_class)", k))
-		}
-	}
-	var err error
-	if c.Latency, err = ParseDist(q.Get("latency")); err != nil {
-		errs = append(errs, err)
-	}
-	if s := q.Get("capacity"); s != "" {
-		c.Capacity, err = strconv.ParseFloat(s, 64)
-		if err != nil || !(c.Capacity > 0) || c.Capacity > 1e12 {
-			errs = append(errs, fmt.Errorf("capacity %q: want a positive number of units per second", s))
-		}
-	}
-	if s := q.Get("stall"); s != "" {
-		d, at, ok := strings.Cut(s, "@")
-		c.StallFor, err = time.ParseDuration(d)
-		var err2 error
-		if ok {
-			c.StallAt, err2 = time.ParseDuration(at)
-		}
-		if !ok || err != nil || err2 != nil || c.StallFor <= 0 || c.StallAt < 0 {
-			errs = append(errs, fmt.Errorf("stall %q: want DURATION@AFTER, e.g. 1s@10s", s))
-		}
-	}
-	if s := q.Get("slowdown"); s != "" {
-		d, at, ok := strings.Cut(s, "@")
-		c.SlowBy, err = time.ParseDuration(d)
-		var err2 error
-		if ok {
-			c.SlowAt, err2 = time.ParseDuration(at)
-		}
-		if !ok || err != nil || err2 != nil || c.SlowBy <= 0 || c.SlowAt < 0 {
-			errs = append(errs, fmt.Errorf("slowdown %q: want DURATION@AFTER, e.g. 2ms@30s", s))
-		}
-	}
-	if s := q.Get("fail"); s != "" {
-		c.Fail, err = strconv.ParseFloat(s, 64)
-		if err != nil || !(c.Fail >= 0 && c.Fail <= 1) {
-			errs = append(errs, fmt.Errorf("fail %q: want a fraction between 0 and 1", s))
-		}
-	}
-	c.FailClass = sinks.Server
-	if s := q.Get("fail_class"); s != "" {
-		c.FailClass = sinks.Class(s)
-		valid := false
-		for _, k := range sinks.Classes {
-			valid = valid || k == c.FailClass
-		}
-		if !valid {
-			errs = append(errs, fmt.Errorf("fail_class %q: want one of timeout, connection, rejected, server, empty, other", s))
-		}
-	}
-	return c, errors.Join(errs...)
+	c.Latency, _ = p.Value("latency").(Dist)
+	c.Capacity = p.Float("capacity")
+	c.StallFor, c.StallAt = p.DurationAt("stall")
+	c.SlowBy, c.SlowAt = p.DurationAt("slowdown")
+	c.Fail = p.Float("fail")
+	c.FailClass = sinks.Class(p.Enum("fail_class"))
+	return c, p.Err()
 }
 
 // Sink is the null sink.

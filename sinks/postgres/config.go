@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sinks/urlparam"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -127,8 +127,54 @@ type Config struct {
 	TablePrefix string
 }
 
-// soakdParams are the URL parameters this package consumes itself.
-var soakdParams = []string{"insert", "dialect", "create", "dedup", "chunk_interval", "timeout", "ts_database", "layout", "schema", "table_prefix"}
+// nameRange bounds PostgreSQL identifiers soakd creates (NAMEDATALEN-1).
+var nameRange = urlparam.Within(1, 63)
+
+// Params are the URL parameters this package consumes itself; the others
+// go to pgx (pgxParams).
+var Params = urlparam.Set{
+	Params: []urlparam.Param{
+		{Name: "insert", Type: urlparam.Enum, Choices: []string{"copy", "insert|values", "unnest"}, Fold: true,
+			Help: "how rows are sent: binary COPY, prepared multi-row INSERT or unnest arrays; default copy (kwdb: insert; cockroach with dedup: unnest)"},
+		{Name: "dialect", Type: urlparam.Enum, Fold: true, Default: "postgres",
+			Choices: []string{"postgres|postgresql", "timescaledb|timescale", "kwdb|kaiwudb", "matrixdb", "greenplum", "cockroach|cockroachdb|crdb"},
+			Help:    "server family: its DDL and write details"},
+		{Name: "create", Type: urlparam.Bool, KeepEmpty: true, Default: "true", Help: "create missing tables (and the schema)"},
+		{Name: "dedup", Type: urlparam.Bool, KeepEmpty: true, Default: "false", Help: "a primary key on (device, time); re-sent rows are stored once"},
+		{Name: "chunk_interval", Type: urlparam.Duration, Range: urlparam.Above(0), Want: "a positive duration such as 12h",
+			Help: "timescaledb: chunk_time_interval of new hypertables, whole microseconds; default the extension's (layout=tsbs: 12h)"},
+		{Name: "timeout", Type: urlparam.Duration, Range: urlparam.AtLeast(0), Want: "a duration such as 30s (0 = no limit)",
+			Help: "bound of each write on top of the engine's TIMEOUT (0 = none)"},
+		{Name: "ts_database", Type: urlparam.String, KeepEmpty: true, Range: nameRange, Default: "soakd", Want: "a name of 1 to 63 bytes",
+			Help: "kwdb: the time-series database holding the tables"},
+		{Name: "layout", Type: urlparam.Enum, Choices: []string{"soakd", "tsbs"}, Fold: true, Default: "soakd",
+			Help: "soakd (a table per measurement, tags inline) or tsbs (tsbs_load_timescaledb's tables)"},
+		{Name: "schema", Type: urlparam.String, KeepEmpty: true, Range: nameRange, Want: "a name of 1 to 63 bytes",
+			Help: "schema of soakd's tables, created when missing; default the search_path's first"},
+		{Name: "table_prefix", Type: urlparam.String, KeepEmpty: true, Range: urlparam.Within(1, 32), Want: "1 to 32 bytes",
+			Help: "prepended to every table name"},
+	},
+	Repeated: func(k string, n int) error { return fmt.Errorf("parameter %s given %d times", k, n) },
+}
+
+// soakdParams are the names of Params.
+var soakdParams = Params.Names("")
+
+// The error for an unknown parameter lists Params, so it is set once
+// Params is.
+func init() { Params.Unknown = unknownParam }
+
+// unknownParam lets pgx's parameters through and names the others.
+func unknownParam(k, _ string) error {
+	switch {
+	case slices.Contains(pgxParams, k):
+		return nil
+	case slices.Contains(libpqOnly, k):
+		return fmt.Errorf("parameter %s: libpq parameter not supported by pgx, the driver soakd uses", k)
+	}
+	return fmt.Errorf("unknown parameter %q: neither a soakd parameter (%s) nor a libpq/pgx one (sslmode, connect_timeout, application_name, pool_max_conns, ...); server settings go in options=-c name=value",
+		k, strings.Join(soakdParams, ", "))
+}
 
 // pgxParams are the libpq / pgx / pgxpool parameters passed through to
 // pgx unchanged.
@@ -162,142 +208,105 @@ var libpqOnly = []string{
 // does no I/O. Every problem is reported, each naming its parameter.
 func ParseURL(u *url.URL) (Config, string, error) {
 	c := Config{Method: 0, Dialect: Postgres, Layout: SoakdLayout, Create: true, TSDatabase: "soakd"}
-	var errs []error
+	var schemeErr error
 	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
-		errs = append(errs, fmt.Errorf("scheme %q: want postgres:// or postgresql://", u.Scheme))
+		schemeErr = fmt.Errorf("scheme %q: want postgres:// or postgresql://", u.Scheme)
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
 		return c, "", fmt.Errorf("invalid query string: %w", err)
 	}
-	for k, vs := range q {
-		switch {
-		case slices.Contains(soakdParams, k):
-			if len(vs) > 1 {
-				errs = append(errs, fmt.Errorf("parameter %s given %d times", k, len(vs)))
-			}
-		case slices.Contains(pgxParams, k):
-		case slices.Contains(libpqOnly, k):
-			errs = append(errs, fmt.Errorf("parameter %s: libpq parameter not supported by pgx, the driver soakd uses", k))
-		default:
-			errs = append(errs, fmt.Errorf("unknown parameter %q: neither a soakd parameter (%s) nor a libpq/pgx one (sslmode, connect_timeout, application_name, pool_max_conns, ...); server settings go in options=-c name=value",
-				k, strings.Join(soakdParams, ", ")))
-		}
+	p := Params.Read(q)
+	p.Add(schemeErr)
+	p.CheckRepeated()
+	p.CheckUnknown("")
+	c.Dialect = Dialect(slices.Index(dialectNames[:], p.Enum("dialect")))
+	c.Create = p.Bool("create")
+	c.Dedup = p.Bool("dedup")
+	c.Method = Method(slices.Index(methodNames[:], p.Enum("insert")))
+	dialectParams(p, &c)
+	c.Timeout = p.Duration("timeout")
+	kwdbParams(p, &c)
+	layoutParams(p, &c)
+	nameParams(p, &c)
+	defaultMethod(p, &c)
+	if err := p.Err(); err != nil {
+		return c, "", err // one error per problem: the engine prints each on its line
 	}
-	if s := q.Get("dialect"); s != "" {
-		switch strings.ToLower(s) {
-		case "postgres", "postgresql":
-			c.Dialect = Postgres
-		case "timescaledb", "timescale":
-			c.Dialect = TimescaleDB
-		case "kwdb", "kaiwudb":
-			c.Dialect = KWDB
-		case "matrixdb":
-			c.Dialect = MatrixDB
-		case "greenplum":
-			c.Dialect = Greenplum
-		case "cockroach", "cockroachdb", "crdb":
-			c.Dialect = Cockroach
-		default:
-			errs = append(errs, fmt.Errorf("dialect %q: want postgres, timescaledb, kwdb, matrixdb, greenplum or cockroach", s))
-		}
+	return c, connString(u), nil
+}
+
+// dialectParams reads chunk_interval, a timescaledb setting.
+func dialectParams(p *urlparam.Query, c *Config) {
+	if !p.Given("chunk_interval") {
+		return
 	}
-	c.Create, err = boolParam(q, "create", true)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	c.Dedup, err = boolParam(q, "dedup", false)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	if s := q.Get("insert"); s != "" {
-		switch strings.ToLower(s) {
-		case "copy":
-			c.Method = Copy
-		case "insert", "values":
-			c.Method = Insert
-		case "unnest":
-			c.Method = Unnest
-		default:
-			errs = append(errs, fmt.Errorf("insert %q: want copy, insert or unnest", s))
-		}
-	}
-	if s := q.Get("chunk_interval"); s != "" {
-		d, err := time.ParseDuration(s)
-		switch {
-		case err != nil || d <= 0:
-			errs = append(errs, fmt.Errorf("chunk_interval %q: want a positive duration such as 12h", s))
-		case c.Dialect != TimescaleDB:
-			errs = append(errs, fmt.Errorf("chunk_interval is a timescaledb setting; add dialect=timescaledb or remove it"))
-		case d%time.Microsecond != 0:
-			errs = append(errs, fmt.Errorf("chunk_interval %q: want whole microseconds", s))
-		default:
-			c.ChunkInterval = d
-		}
-	}
-	if s := q.Get("timeout"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d < 0 {
-			errs = append(errs, fmt.Errorf("timeout %q: want a duration such as 30s (0 = no limit)", s))
-		} else {
-			c.Timeout = d
-		}
-	}
-	if q.Has("ts_database") {
-		s := q.Get("ts_database")
-		switch {
-		case c.Dialect != KWDB:
-			errs = append(errs, fmt.Errorf("ts_database is a kwdb setting; add dialect=kwdb or remove it"))
-		case s == "" || len(s) > 63:
-			errs = append(errs, fmt.Errorf("ts_database %q: want a name of 1 to 63 bytes", s))
-		default:
-			c.TSDatabase = s
-		}
-	}
-	switch l := strings.ToLower(q.Get("layout")); l {
-	case "", "soakd":
-	case "tsbs":
-		c.Layout = TSBSLayout
-		if c.Dialect != Postgres && c.Dialect != TimescaleDB {
-			errs = append(errs, fmt.Errorf("layout=tsbs is tsbs_load_timescaledb's layout, for dialect postgres or timescaledb, not %s", c.Dialect))
-		}
-		if c.Dedup {
-			errs = append(errs, errors.New("layout=tsbs has no unique key (TSBS's tables have none): dedup=true needs the soakd layout"))
-		}
-		if c.Method != 0 && c.Method != Copy {
-			errs = append(errs, fmt.Errorf("layout=tsbs writes with COPY, as tsbs_load_timescaledb does; insert=%s needs the soakd layout", c.Method))
-		}
-		if q.Has("schema") || q.Has("table_prefix") {
-			errs = append(errs, errors.New("layout=tsbs writes TSBS's own table names (tags, cpu, ...) where TSBS's tools look for them: schema= and table_prefix= need the soakd layout"))
-		}
-		if c.Dialect == TimescaleDB && c.ChunkInterval == 0 && !q.Has("chunk_interval") {
-			c.ChunkInterval = tsbsChunkInterval
-		}
+	d := p.Duration("chunk_interval")
+	switch {
+	case c.Dialect != TimescaleDB:
+		p.Addf("chunk_interval is a timescaledb setting; add dialect=timescaledb or remove it")
+	case d%time.Microsecond != 0:
+		p.Addf("chunk_interval %q: want whole microseconds", p.Raw("chunk_interval"))
 	default:
-		errs = append(errs, fmt.Errorf("layout %q: want soakd or tsbs", q.Get("layout")))
+		c.ChunkInterval = d
 	}
-	if q.Has("schema") {
-		s := q.Get("schema")
+}
+
+// kwdbParams reads ts_database, a kwdb setting.
+func kwdbParams(p *urlparam.Query, c *Config) {
+	if !p.Has("ts_database") {
+		return
+	}
+	if c.Dialect != KWDB {
+		p.Addf("ts_database is a kwdb setting; add dialect=kwdb or remove it")
+		return
+	}
+	c.TSDatabase = p.String("ts_database")
+}
+
+// layoutParams reads layout= and refuses what layout=tsbs cannot do.
+func layoutParams(p *urlparam.Query, c *Config) {
+	if p.Enum("layout") != "tsbs" {
+		return
+	}
+	c.Layout = TSBSLayout
+	if c.Dialect != Postgres && c.Dialect != TimescaleDB {
+		p.Addf("layout=tsbs is tsbs_load_timescaledb's layout, for dialect postgres or timescaledb, not %s", c.Dialect)
+	}
+	if c.Dedup {
+		p.Add(errors.New("layout=tsbs has no unique key (TSBS's tables have none): dedup=true needs the soakd layout"))
+	}
+	if c.Method != 0 && c.Method != Copy {
+		p.Addf("layout=tsbs writes with COPY, as tsbs_load_timescaledb does; insert=%s needs the soakd layout", c.Method)
+	}
+	if p.Has("schema") || p.Has("table_prefix") {
+		p.Add(errors.New("layout=tsbs writes TSBS's own table names (tags, cpu, ...) where TSBS's tools look for them: schema= and table_prefix= need the soakd layout"))
+	}
+	if c.Dialect == TimescaleDB && c.ChunkInterval == 0 && !p.Has("chunk_interval") {
+		c.ChunkInterval = tsbsChunkInterval
+	}
+}
+
+// nameParams reads schema= and table_prefix=.
+func nameParams(p *urlparam.Query, c *Config) {
+	if p.Has("schema") {
+		s := p.Raw("schema")
 		switch {
 		case c.Dialect == KWDB:
-			errs = append(errs, fmt.Errorf("schema: kwdb keeps its time-series tables in ts_database; use ts_database"))
-		case s == "" || len(s) > 63:
-			errs = append(errs, fmt.Errorf("schema %q: want a name of 1 to 63 bytes", s))
+			p.Addf("schema: kwdb keeps its time-series tables in ts_database; use ts_database")
+		case !p.Given("schema"):
 		case strings.HasPrefix(strings.ToLower(s), "pg_"):
-			errs = append(errs, fmt.Errorf("schema %q: names starting with pg_ are reserved for the system", s))
+			p.Addf("schema %q: names starting with pg_ are reserved for the system", s)
 		default:
 			c.Schema = s
 		}
 	}
-	if q.Has("table_prefix") {
-		s := q.Get("table_prefix")
-		if s == "" || len(s) > 32 {
-			errs = append(errs, fmt.Errorf("table_prefix %q: want 1 to 32 bytes", s))
-		} else {
-			c.TablePrefix = s
-		}
-	}
-	// Method defaults and the combinations a dialect cannot do.
+	c.TablePrefix = p.String("table_prefix")
+}
+
+// defaultMethod picks the insert method the dialect does best when
+// insert= is not given, and refuses the combinations a dialect cannot do.
+func defaultMethod(p *urlparam.Query, c *Config) {
 	if c.Method == 0 {
 		switch {
 		case c.Dialect == KWDB:
@@ -309,11 +318,12 @@ func ParseURL(u *url.URL) (Config, string, error) {
 		}
 	}
 	if c.Dedup && c.Method == Copy && c.Dialect == Cockroach {
-		errs = append(errs, errors.New("dedup=true with insert=copy needs a temporary staging table, which CockroachDB does not offer by default; use insert=unnest (the default for cockroach with dedup)"))
+		p.Add(errors.New("dedup=true with insert=copy needs a temporary staging table, which CockroachDB does not offer by default; use insert=unnest (the default for cockroach with dedup)"))
 	}
-	if len(errs) > 0 {
-		return c, "", errors.Join(errs...) // one error per problem: the engine prints each on its line
-	}
+}
+
+// connString is u without the soakd parameters, for pgx.
+func connString(u *url.URL) string {
 	// Keep the other parameters exactly as written: libpq (and pgx)
 	// decode only %XX escapes, not '+', so re-encoding would turn
 	// options=-c%20x=1 into options=-c+x=1.
@@ -329,19 +339,7 @@ func ParseURL(u *url.URL) (Config, string, error) {
 	cu.Scheme = "postgres"
 	cu.RawQuery = strings.Join(keep, "&")
 	cu.Fragment, cu.RawFragment = "", ""
-	return c, cu.String(), nil
-}
-
-func boolParam(q url.Values, name string, def bool) (bool, error) {
-	if !q.Has(name) {
-		return def, nil
-	}
-	s := q.Get(name)
-	v, err := strconv.ParseBool(s)
-	if err != nil {
-		return def, fmt.Errorf("%s %q: want true or false", name, s)
-	}
-	return v, nil
+	return cu.String()
 }
 
 // Check is the registry's CheckFunc: it validates a postgres:// URL

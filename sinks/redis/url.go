@@ -2,16 +2,15 @@ package redis
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sinks/urlparam"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -56,19 +55,71 @@ type Config struct {
 	Index bool
 }
 
-var params = []string{"db", "cleanup", "index", "tls", "skip_verify", "protocol", "dial_timeout", "read_timeout",
-	"write_timeout", "pool_size", "client_name", "addr", "sentinel_username", "sentinel_password", "ca", "cert", "key"}
-
 // Schemes are the URL schemes of the sink.
 var Schemes = []string{"redis", "rediss", "redis-cluster", "redis-sentinel"}
+
+// timeoutRange bounds the client's timeouts.
+var timeoutRange = urlparam.Above(0).AtMost(float64(time.Hour))
+
+const wantTimeout = "a positive duration like 500ms or 5s"
+
+// Params are the sink URL's parameters, in the order the unknown
+// parameter error lists them.
+var Params = urlparam.Set{Params: append([]urlparam.Param{
+	{Name: "db", Type: urlparam.Int, Label: "database", Range: urlparam.Within(0, 1<<20), Want: "a number >= 0",
+		Help: "database number (also the URL path: redis://HOST/DB); a cluster has only 0"},
+	{Name: "cleanup", Type: urlparam.Bool, KeepEmpty: true, Default: "false", Help: "delete the workload's keys (KEY_PREFIX*) when the sink closes"},
+	{Name: "index", Type: urlparam.Bool, KeepEmpty: true, Default: "true", Help: "maintain YCSB's scan index, a sorted set of the inserted keys"},
+	{Name: "tls", Type: urlparam.Bool, KeepEmpty: true, Default: "false", Help: "TLS to a cluster or the sentinels (a single server: rediss://)"},
+	{Name: "skip_verify", Type: urlparam.Bool, KeepEmpty: true, Default: "false", Help: "skip TLS certificate verification"},
+	{Name: "protocol", Type: urlparam.Enum, Choices: []string{"2", "3"}, Default: "2", Want: "2 (RESP2) or 3 (RESP3)", Help: "RESP protocol version"},
+	{Name: "dial_timeout", Type: urlparam.Duration, Range: timeoutRange, Default: "5s", Want: wantTimeout, Help: "connect timeout (at most 1h)"},
+	{Name: "read_timeout", Type: urlparam.Duration, Range: timeoutRange, Default: "10s", Want: wantTimeout, Help: "read timeout (at most 1h)"},
+	{Name: "write_timeout", Type: urlparam.Duration, Range: timeoutRange, Default: "10s", Want: wantTimeout, Help: "write timeout (at most 1h)"},
+	{Name: "pool_size", Type: urlparam.Int, Range: urlparam.Within(1, 100000), Help: "connections per node; default: workers + headroom"},
+	{Name: "client_name", Type: urlparam.String, Help: "CLIENT SETNAME of every connection"},
+	{Name: "addr", Type: urlparam.String, Multi: true, Help: "one more cluster seed or sentinel, HOST[:PORT] (redis-cluster://, redis-sentinel://)"},
+	{Name: "sentinel_username", Type: urlparam.String, KeepEmpty: true, Help: "user of the sentinels (redis-sentinel://)"},
+	{Name: "sentinel_password", Type: urlparam.String, KeepEmpty: true, Secret: true, Help: "password of the sentinels (redis-sentinel://)"},
+}, urlparam.TLSFiles()...)}
 
 // ParseURL parses a sink URL (see the package documentation). The password
 // is never part of an error message.
 func ParseURL(u *url.URL) (Config, error) {
-	c := Config{Protocol: 2, DialTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 10 * time.Second, Index: true}
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	c, err := parseScheme(u)
+	if err != nil {
+		return c, err
+	}
+	p := Params.Bind(u.Query())
+	c.Addrs = addrs(u, c.Mode, p)
+	parsePath(u, &c, p)
+	if p.Raw("db") != "" && c.Mode == Cluster {
+		p.Addf("db: a cluster has only database 0")
+	} else if p.Given("db") {
+		c.DB = p.Int("db")
+	}
+	c.Cleanup = p.Bool("cleanup")
+	c.Index = p.Bool("index")
+	tlsParams(p, &c)
+	c.Protocol = int(p.Enum("protocol")[0] - '0')
+	c.DialTimeout = p.Duration("dial_timeout")
+	c.ReadTimeout = p.Duration("read_timeout")
+	c.WriteTimeout = p.Duration("write_timeout")
+	c.PoolSize = p.Int("pool_size")
+	c.ClientName = p.String("client_name")
+	if p.Has("sentinel_username") || p.Has("sentinel_password") {
+		if c.Mode != Sentinel {
+			p.Addf("sentinel_username, sentinel_password: only for redis-sentinel://")
+		}
+		c.SentinelUsername = p.String("sentinel_username")
+		c.SentinelPassword = p.String("sentinel_password")
+	}
+	return c, p.Err()
+}
+
+// parseScheme reads the deployment mode and the credentials.
+func parseScheme(u *url.URL) (Config, error) {
+	var c Config
 	switch u.Scheme {
 	case "redis", "rediss":
 		c.Mode = Single
@@ -87,105 +138,81 @@ func ParseURL(u *url.URL) (Config, error) {
 		c.Username = u.User.Username()
 		c.Password, _ = u.User.Password()
 	}
-	q := u.Query()
-	for k := range q {
-		if !slices.Contains(params, k) {
-			bad("unknown parameter %q (known: %s)", k, strings.Join(params, ", "))
-		}
-	}
+	return c, nil
+}
+
+// addrs are the host list's addresses and addr='s, each with a port.
+func addrs(u *url.URL, m Mode, p *urlparam.Query) []string {
+	var out []string
 	for h := range strings.SplitSeq(u.Host, ",") {
-		if h == "" {
-			continue
+		if h != "" {
+			out = append(out, withPort(h, m))
 		}
-		c.Addrs = append(c.Addrs, withPort(h, c.Mode))
 	}
-	for _, h := range q["addr"] {
-		if c.Mode == Single {
-			bad("addr: only redis-cluster:// and redis-sentinel:// take more addresses")
+	for _, h := range p.All("addr") {
+		if m == Single {
+			p.Addf("addr: only redis-cluster:// and redis-sentinel:// take more addresses")
 			break
 		}
-		c.Addrs = append(c.Addrs, withPort(h, c.Mode))
+		out = append(out, withPort(h, m))
 	}
-	if len(c.Addrs) == 0 {
-		bad("no host: want %s://HOST[:PORT]", u.Scheme)
+	if len(out) == 0 {
+		p.Addf("no host: want %s://HOST[:PORT]", u.Scheme)
 	}
-	if c.Mode == Single && len(c.Addrs) > 1 {
-		bad("%d hosts: redis:// takes one (use redis-cluster:// or redis-sentinel:// for several)", len(c.Addrs))
+	if m == Single && len(out) > 1 {
+		p.Addf("%d hosts: redis:// takes one (use redis-cluster:// or redis-sentinel:// for several)", len(out))
 	}
-	for _, a := range c.Addrs {
-		if _, p, err := net.SplitHostPort(a); err != nil {
-			bad("address %q: %v", a, err)
-		} else if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			bad("address %q: port must be 1..65535", a)
+	for _, a := range out {
+		if _, port, err := net.SplitHostPort(a); err != nil {
+			p.Addf("address %q: %v", a, err)
+		} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			p.Addf("address %q: port must be 1..65535", a)
 		}
 	}
+	return out
+}
+
+// parsePath reads the URL path: the database, or a sentinel's master
+// name and database.
+func parsePath(u *url.URL, c *Config, p *urlparam.Query) {
 	path := strings.Trim(u.Path, "/")
 	switch c.Mode {
 	case Sentinel:
 		name, db, _ := strings.Cut(path, "/")
 		c.MasterName = name
 		if name == "" {
-			bad("no master name: want redis-sentinel://HOST:26379[,HOST...]/MASTER[/DB]")
+			p.Addf("no master name: want redis-sentinel://HOST:26379[,HOST...]/MASTER[/DB]")
 		}
-		if db != "" {
-			parseDB(db, &c, bad)
-		}
+		parseDB(db, c, p)
 	case Cluster:
 		if path != "" {
-			bad("path %q: a cluster has only database 0", u.Path)
+			p.Addf("path %q: a cluster has only database 0", u.Path)
 		}
 	default:
-		if path != "" {
-			parseDB(path, &c, bad)
-		}
+		parseDB(path, c, p)
 	}
-	if s := q.Get("db"); s != "" {
-		if c.Mode == Cluster {
-			bad("db: a cluster has only database 0")
-		} else {
-			parseDB(s, &c, bad)
-		}
-	}
-	boolParam(q, "cleanup", &c.Cleanup, bad)
-	boolParam(q, "index", &c.Index, bad)
-	if q.Has("tls") {
+}
+
+// tlsParams reads tls=, skip_verify= and the certificate files.
+func tlsParams(p *urlparam.Query, c *Config) {
+	if p.Has("tls") {
 		if c.Mode == Single {
-			bad("tls: use rediss:// for TLS to a single server")
-		} else {
-			boolParam(q, "tls", &c.TLS, bad)
+			p.Addf("tls: use rediss:// for TLS to a single server")
+		} else if p.Given("tls") {
+			c.TLS = p.Bool("tls")
 		}
 	}
-	boolParam(q, "skip_verify", &c.SkipVerify, bad)
+	c.SkipVerify = p.Bool("skip_verify")
 	var err error
-	if c.TLSFiles, err = sinks.ParseTLSFiles(q); err != nil {
-		errs = append(errs, err)
+	if c.TLSFiles, err = sinks.ParseTLSFiles(p.Values()); err != nil {
+		p.Add(err)
 	}
 	if c.TLSFiles.Set() && !c.TLS {
-		bad("ca, cert, key: TLS is off; use rediss:// (or tls=true for redis-cluster:// and redis-sentinel://)")
+		p.Addf("ca, cert, key: TLS is off; use rediss:// (or tls=true for redis-cluster:// and redis-sentinel://)")
 	}
 	if c.SkipVerify && c.TLSFiles.CA != "" {
-		bad("skip_verify=true with ca: the CA would not be checked; give one of them")
+		p.Addf("skip_verify=true with ca: the CA would not be checked; give one of them")
 	}
-	if s := q.Get("protocol"); s != "" {
-		if s != "2" && s != "3" {
-			bad("protocol %q: want 2 (RESP2) or 3 (RESP3)", s)
-		} else {
-			c.Protocol = int(s[0] - '0')
-		}
-	}
-	durParam(q, "dial_timeout", &c.DialTimeout, bad)
-	durParam(q, "read_timeout", &c.ReadTimeout, bad)
-	durParam(q, "write_timeout", &c.WriteTimeout, bad)
-	intParam(q, "pool_size", &c.PoolSize, 1, 100000, bad)
-	c.ClientName = q.Get("client_name")
-	if q.Has("sentinel_username") || q.Has("sentinel_password") {
-		if c.Mode != Sentinel {
-			bad("sentinel_username, sentinel_password: only for redis-sentinel://")
-		}
-		c.SentinelUsername = q.Get("sentinel_username")
-		c.SentinelPassword = q.Get("sentinel_password")
-	}
-	return c, errors.Join(errs...)
 }
 
 func withPort(h string, m Mode) string {
@@ -201,51 +228,17 @@ func withPort(h string, m Mode) string {
 	return net.JoinHostPort(h, "6379")
 }
 
-func parseDB(s string, c *Config, bad func(string, ...any)) {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n > 1<<20 {
-		bad("database %q: want a number >= 0", s)
+// parseDB reads a database number given in the URL path ("" = none).
+func parseDB(s string, c *Config, p *urlparam.Query) {
+	if s == "" {
 		return
 	}
-	c.DB = n
-}
-
-func boolParam(q url.Values, k string, dst *bool, bad func(string, ...any)) {
-	if !q.Has(k) {
-		return
-	}
-	v, err := strconv.ParseBool(q.Get(k))
+	n, err := Params.Lookup("db").Value(s)
 	if err != nil {
-		bad("%s %q: want true or false", k, q.Get(k))
+		p.Add(err)
 		return
 	}
-	*dst = v
-}
-
-func durParam(q url.Values, k string, dst *time.Duration, bad func(string, ...any)) {
-	s := q.Get(k)
-	if s == "" {
-		return
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 || d > time.Hour {
-		bad("%s %q: want a positive duration like 500ms or 5s", k, s)
-		return
-	}
-	*dst = d
-}
-
-func intParam(q url.Values, k string, dst *int, lo, hi int, bad func(string, ...any)) {
-	s := q.Get(k)
-	if s == "" {
-		return
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < lo || n > hi {
-		bad("%s %q: want an integer %d..%d", k, s, lo, hi)
-		return
-	}
-	*dst = n
+	c.DB = n.(int)
 }
 
 // Check is the registry's CheckFunc: it validates a URL without I/O. The

@@ -29,6 +29,14 @@ type Config struct {
 	HotspotOps   float64          `env:"HOTSPOT_OPS" envDefault:"0.8" help:"hotspot distribution: fraction of the operations that go to hot records"`
 }
 
+// Shape is the record shape these settings give the sink: the source's
+// Shape, known before the source is built so that checking the
+// configuration can show it to the sink (sources.Shaped).
+func (c Config) Shape() sources.KVShape {
+	dt, _ := sources.ParseDataType(string(c.DataType))
+	return sources.KVShape{DataType: dt, KeyPrefix: c.KeyPrefix}
+}
+
 // Limits that keep one record and one batch's arenas within the batch's
 // uint32 offsets and field index int16.
 const (

@@ -15,13 +15,13 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/soakd/soakd/sources"
 	"io"
 	"slices"
 	"strings"
 
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/settings"
+	"github.com/soakd/soakd/sources"
 )
 
 // Exit codes of every soakd command.

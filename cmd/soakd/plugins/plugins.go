@@ -25,11 +25,11 @@ import (
 func All() *daemon.Plugins {
 	r := sinks.NewRegistry()
 	series := []sources.Kind{sources.Series}
-	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV, sources.Queries}, Open: null.Open, Check: null.Check})
-	r.Add(sinks.Entry{Schemes: []string{"file"}, Kinds: series, Open: file.Open, Check: file.Check})
-	r.Add(sinks.Entry{Schemes: []string{"postgres", "postgresql"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: postgres.Open, Check: postgres.Check})
-	r.Add(sinks.Entry{Schemes: []string{"influx", "influxs", "influx1"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: influx.Open, Check: influx.Check})
-	r.Add(sinks.Entry{Schemes: redis.Schemes, Kinds: []sources.Kind{sources.KV}, Open: openRedis, Check: redis.Check})
+	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV, sources.Queries}, Open: null.Open, Check: null.Check, Params: &null.Params})
+	r.Add(sinks.Entry{Schemes: []string{"file"}, Kinds: series, Open: file.Open, Check: file.Check, Params: &file.Params})
+	r.Add(sinks.Entry{Schemes: []string{"postgres", "postgresql"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: postgres.Open, Check: postgres.Check, Params: &postgres.Params})
+	r.Add(sinks.Entry{Schemes: []string{"influx", "influxs", "influx1"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: influx.Open, Check: influx.Check, Params: &influx.Params})
+	r.Add(sinks.Entry{Schemes: redis.Schemes, Kinds: []sources.Kind{sources.KV}, Open: openRedis, Check: redis.Check, Params: &redis.Params})
 
 	srcs := sources.NewRegistry()
 	srcs.Add(sources.Register(sources.Spec[iot.Config]{

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/soakd/soakd/cmd/soakd/cli"
+)
+
+// soakd config --sinks lists every sink's schemes and URL parameters, from
+// the declarations the sinks parse their URLs with.
+func TestConfigSinks(t *testing.T) {
+	code, out, errs := run(t, nil, "config", "--sinks")
+	if code != cli.ExitOK {
+		t.Fatalf("config --sinks: exit %d\n%s", code, errs)
+	}
+	for _, want := range []string{
+		"null://", "file://", "postgres://, postgresql://", "influx://, influxs://, influx1://", "redis://, rediss://, redis-cluster://, redis-sentinel://",
+		"PARAMETER", "latency", "fail_class", "timeout|connection|rejected|server|empty|other",
+		"dialect", "postgres|timescaledb|kwdb|matrixdb|greenplum|cockroach", "chunk_interval",
+		"v1 only: database", "v2 only: bucket", "product", "sentinel_password", "string, secret", "read_timeout", "10s",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config --sinks lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, _ := run(t, nil, "config", "--help"); code != cli.ExitOK || !strings.Contains(out, "--sinks") {
+		t.Errorf("config --help: exit %d, does not mention --sinks:\n%s", code, out)
+	}
+}
