@@ -24,15 +24,14 @@ import (
 // recorder is an Observer that writes down what it is told, and can end
 // the run, refuse a workload or add a field to /status.
 type recorder struct {
-	mu      sync.Mutex
-	events  []string
-	refuse  error           // returned by Opened
-	finish  time.Duration   // when set, Started ends the run this long after it began
-	steer   func(w *Handle) // called in Started, in a goroutine of its own
-	windows []WindowStats   // cut once a second during the run phase
-	ws      []*Handle       // from Started
-	runs    chan *Phase     // the run phases begun
-	status  map[string]any  // added to /status
+	mu     sync.Mutex
+	events []string
+	refuse error           // returned by Opened
+	finish time.Duration   // when set, Started ends the run this long after it began
+	steer  func(w *Handle) // called in Started, in a goroutine of its own
+	ws     []*Handle       // from Started
+	runs   chan *Phase     // the run phases begun
+	status map[string]any  // added to /status
 }
 
 func (r *recorder) add(format string, args ...any) {
