@@ -19,7 +19,7 @@ import (
 // acknowledged and failed, not what was scheduled: against a target that
 // keeps 4 rows of each 10-row batch, the step at 1000 rows/s achieves
 // 400/s with 60 % of the rows failed, and fails for both.
-func TestStepRates(t *testing.T) {
+func TestCapacityStepRates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := testPlugins(sinks.Entry{Schemes: []string{"part"}, Kinds: []sources.Kind{sources.Series},
 			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) {
