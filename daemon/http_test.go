@@ -166,6 +166,7 @@ func TestControlDisabledWithoutToken(t *testing.T) {
 // A real Prometheus scrapes soakd and reads the native histograms: the
 // 99th percentile of the response latency comes back from PromQL.
 func TestPrometheusScrapesNativeHistograms(t *testing.T) {
+	const modelled = 5 * time.Millisecond // the null target's latency per write
 	if testing.Short() {
 		t.Skip("real Prometheus, ~15 s")
 	}
@@ -173,7 +174,7 @@ func TestPrometheusScrapesNativeHistograms(t *testing.T) {
 	l := listen(t)
 	prom := testserver.Prometheus(t, time.Second, l.Addr().String())
 	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "10",
-		"SOAKD_SEQ_TARGET", "null://?latency=5ms", "SOAKD_CONTROL_TOKEN", "tok"), p)
+		"SOAKD_SEQ_TARGET", "null://?latency="+modelled.String(), "SOAKD_CONTROL_TOKEN", "tok"), p)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan runResult, 1)
 	go func() { done <- runTest(ctx, cfg, p, l) }()
@@ -247,11 +248,12 @@ func TestPrometheusScrapesNativeHistograms(t *testing.T) {
 	if diff != 0 {
 		t.Errorf("histogram_count - soakd_ops_total{result=ok} = %v in one scrape, want 0", diff)
 	}
-	// Every write took at least 5 ms (the null target's latency). Over the
-	// same writes, a native bucket (9 % wide, interpolated) and the HDR
-	// histogram's 3 significant digits agree within a bucket's width.
-	if p99 < 0.005/1.1 || p99 > want*1.1 || p99 < want/1.1 {
-		t.Errorf("native-histogram p99 = %v, want >= 5 ms and within 10 %% of soakd's own %v", p99, want)
+	// Over the same writes, a native bucket (9 % wide, interpolated) and
+	// the HDR histogram's 3 significant digits agree within a bucket's
+	// width; and no write took less than the target's modelled latency,
+	// which a busy machine can only lengthen.
+	if p99 > want*1.1 || p99 < want/1.1 || p99 < modelled.Seconds()/1.1 {
+		t.Errorf("native-histogram p99 = %v, want within 10 %% of soakd's own %v over the same writes, and at least the modelled %v", p99, want, modelled)
 	}
 }
 

@@ -262,6 +262,6 @@ func (r *runner) notifyEnded(ps *phaseStats, reason string) {
 	}
 }
 
-// sleepFor waits d or until ctx ends; it reports whether d passed. It is
-// the engine's sleepCtx, for observers.
+// SleepFor waits d or until ctx ends; it reports whether d passed: the
+// engine's own wait, for observers.
 func SleepFor(ctx context.Context, d time.Duration) bool { return sleepCtx(ctx, d) }

@@ -29,7 +29,6 @@ type recorder struct {
 	refuse error           // returned by Opened
 	finish time.Duration   // when set, Started ends the run this long after it began
 	steer  func(w *Handle) // called in Started, in a goroutine of its own
-	ws     []*Handle       // from Started
 	runs   chan *Phase     // the run phases begun
 	status map[string]any  // added to /status
 }
@@ -46,7 +45,6 @@ func (r *recorder) Opened(w *Handle) error {
 }
 
 func (r *recorder) Started(ctx context.Context, ws []*Handle, stop func(error)) {
-	r.ws = ws
 	r.add("started %d", len(ws))
 	if r.steer != nil {
 		go r.steer(ws[0])
