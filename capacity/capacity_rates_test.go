@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/enginetest"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -21,11 +22,11 @@ import (
 // 400/s with 60 % of the rows failed, and fails for both.
 func TestCapacityStepRates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins(sinks.Entry{Schemes: []string{"part"}, Kinds: []sources.Kind{sources.Series},
+		p := enginetest.Plugins(sinks.Entry{Schemes: []string{"part"}, Kinds: []sources.Kind{sources.Series},
 			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) {
-				return failingSink{sinks.NewError(sinks.Rejected, false, partial{4})}, nil
+				return enginetest.FailingSink{Err: sinks.NewError(sinks.Rejected, false, enginetest.Partial{N: 4})}, nil
 			}})
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "part://x", "SOAKD_SEQ_BATCH_SIZE", "10",
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "part://x", "SOAKD_SEQ_BATCH_SIZE", "10",
 			"SOAKD_CAPACITY_START", "1000", "SOAKD_CAPACITY_HOLD", "10s", "SOAKD_CAPACITY_SETTLE", "3s",
 			"SOAKD_CAPACITY_WARMUP", "5s"), p)
 		_, res, err := Run(context.Background(), cfg, nil, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p}, nil)

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/enginetest"
 )
 
 // A capacity run shows the rate of the step it is on as its run phase's
@@ -18,8 +19,8 @@ import (
 // "rate"), not an empty one; its report writes big rates as people do.
 func TestCapacityShowsTheStepsRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?capacity=5000&latency=2ms", "SOAKD_SEQ_BATCH_SIZE", "50",
+		p := enginetest.Plugins()
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?capacity=5000&latency=2ms", "SOAKD_SEQ_BATCH_SIZE", "50",
 			"SOAKD_SEQ_WORKERS", "8", "SOAKD_CAPACITY_START", "1000", "SOAKD_CAPACITY_HOLD", "5s",
 			"SOAKD_CAPACITY_SETTLE", "2s", "SOAKD_CAPACITY_WARMUP", "2s", "SOAKD_CAPACITY_SLO_P99", "50ms"), p)
 		h := daemon.NewHistory()

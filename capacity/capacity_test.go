@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/enginetest"
 )
 
 // The search on recorded step results: it steps up until a step fails
@@ -72,8 +73,8 @@ func TestCapacityFindsModelledKnee(t *testing.T) {
 	} {
 		t.Run(tc.target, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := testPlugins()
-				cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", tc.target, "SOAKD_SEQ_BATCH_SIZE", "50",
+				p := enginetest.Plugins()
+				cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", tc.target, "SOAKD_SEQ_BATCH_SIZE", "50",
 					"SOAKD_SEQ_WORKERS", "8", "SOAKD_CAPACITY_START", fmt.Sprint(tc.model/5), "SOAKD_CAPACITY_HOLD", "10s",
 					"SOAKD_CAPACITY_SETTLE", "3s", "SOAKD_CAPACITY_WARMUP", "5s", "SOAKD_CAPACITY_SLO_P99", "50ms"), p)
 				t0 := time.Now()
@@ -107,8 +108,8 @@ func TestCapacityFindsModelledKnee(t *testing.T) {
 // judged so far and an outcome that says it was stopped.
 func TestCapacityPartialOnStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?capacity=50000", "SOAKD_SEQ_BATCH_SIZE", "50",
+		p := enginetest.Plugins()
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?capacity=50000", "SOAKD_SEQ_BATCH_SIZE", "50",
 			"SOAKD_CAPACITY_START", "10000", "SOAKD_CAPACITY_HOLD", "10s", "SOAKD_CAPACITY_SETTLE", "3s", "SOAKD_CAPACITY_WARMUP", "5s"), p)
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(40*time.Second, cancel) // warm-up 5 s, then steps of 13 s: during the third
@@ -166,8 +167,8 @@ func TestCapacityDiagnose(t *testing.T) {
 // so the search is exact: 20 and 40/s pass, 80 and 60/s fail.
 func TestCapacityStatusSaysSoakdLimited(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=20ms", "SOAKD_SEQ_BATCH_SIZE", "1",
+		p := enginetest.Plugins()
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=20ms", "SOAKD_SEQ_BATCH_SIZE", "1",
 			"SOAKD_SEQ_WORKERS", "1", "SOAKD_CAPACITY_START", "20", "SOAKD_CAPACITY_STEP", "x2", "SOAKD_CAPACITY_HOLD", "3s",
 			"SOAKD_CAPACITY_SETTLE", "1s", "SOAKD_CAPACITY_WARMUP", "1s", "SOAKD_CAPACITY_SLO_P99", "500ms", "SOAKD_CAPACITY_REFINE", "1"), p)
 		d := daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p}

@@ -669,8 +669,9 @@ func TestPartialWritesCountStoredRows(t *testing.T) {
 // The achieved rate is what the target acknowledged per second, not what
 // was scheduled: on a run where each 10-row batch keeps only 4 rows (a
 // partial write), 1000 rows/s for 10 s schedules 10,000 rows and
-// acknowledges 4,000, so the summary's units_per_second (and its JSON),
-// and the achieved checks, read 400/s where the schedule says 1000/s.
+// acknowledges 4,000, so the summary's units_per_second (and its JSON)
+// reads 400/s where the schedule says 1000/s (the achieved thresholds:
+// thresholds/judge's TestAchievedCountsAcknowledged).
 func TestSummaryRates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := testPlugins(sinks.Entry{Schemes: []string{"part"}, Kinds: []sources.Kind{sources.Series},
@@ -678,8 +679,7 @@ func TestSummaryRates(t *testing.T) {
 				return failingSink{sinks.NewError(sinks.Rejected, false, partial{4})}, nil
 			}})
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "part://x", "SOAKD_SEQ_RATE", "1000",
-			"SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_DURATION", "10s",
-			"SOAKD_SEQ_THRESHOLDS", "achieved>390/s, achieved<410/s, achieved>39%, achieved<41%"), p)
+			"SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_DURATION", "10s"), p)
 		res := runTest(context.Background(), cfg, p, nil)
 		w := res.sum.Workload("seq", "run")
 		if w.Scheduled != 10000 || w.Units != 4000 || w.Failed != 6000 {
@@ -703,11 +703,6 @@ func TestSummaryRates(t *testing.T) {
 		}
 		if err := json.Unmarshal(js, &back); err != nil || math.Abs(back.Rate-want) > want*1e-3 {
 			t.Errorf("JSON units_per_second %v (%v), want %v", back.Rate, err, want)
-		}
-		for _, r := range w.Thresholds {
-			if !r.OK {
-				t.Errorf("%s failed with value %v %s: the achieved rate is 400/s, 40%% of the schedule", r.Threshold, *r.Value, r.Unit)
-			}
 		}
 	})
 }

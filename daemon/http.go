@@ -329,9 +329,7 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 		if e := wl.lastError(); e.Text != "" {
 			s.LastError = errorSummary(e)
 		}
-		if wl.judge != nil {
-			s.Thresholds = wl.judge.live()
-		}
+		s.Thresholds = verdictsOf(a.observers, wl.name, false)
 		sch := wl.sched.Load()
 		switch {
 		case wl.finished.Load():

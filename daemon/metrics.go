@@ -183,17 +183,14 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 	gauge(m.targetRate, rate)
 	gauge(m.lag, lag)
 	gauge(m.inflight, float64(inflight))
-	if w.judge == nil {
-		return
-	}
-	for _, t := range w.judge.live() {
+	for _, t := range verdictsOf(w.observers, name, false) {
 		ok := 0.0
 		if t.OK {
 			ok = 1
 		}
 		ch <- prometheus.MustNewConstMetric(m.thresholdOK, prometheus.GaugeValue, ok, name, t.Threshold)
-		if t.current != nil {
-			ch <- prometheus.MustNewConstMetric(m.thresholdValue, prometheus.GaugeValue, *t.current, name, t.Threshold)
+		if t.Current != nil {
+			ch <- prometheus.MustNewConstMetric(m.thresholdValue, prometheus.GaugeValue, *t.Current, name, t.Threshold)
 		}
 	}
 }

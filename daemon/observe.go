@@ -160,6 +160,8 @@ func (p *Phase) AllWriting() bool {
 // scheduled is acknowledged, failed, dropped or still in flight.
 type Counts struct {
 	Scheduled, Acked, Failed, Dropped int64
+	// Ops is what each op that did something did, by name.
+	Ops map[string]OpCount
 }
 
 // InFlight is the units scheduled and not yet acknowledged, failed or
@@ -167,7 +169,7 @@ type Counts struct {
 func (c Counts) InFlight() int64 { return c.Scheduled - c.Acked - c.Failed - c.Dropped }
 
 func countsOf(c *counts) Counts {
-	return Counts{Scheduled: c.scheduled, Acked: c.acked, Failed: c.failed, Dropped: c.dropped}
+	return Counts{Scheduled: c.scheduled, Acked: c.acked, Failed: c.failed, Dropped: c.dropped, Ops: opCountsOf(c)}
 }
 
 // Counts are the phase's counts so far.
@@ -197,11 +199,22 @@ type Window struct {
 
 // WindowStats is one window of a phase.
 type WindowStats struct {
-	Seconds float64
-	Counts  Counts
-	// Latency holds a distribution per key the window was started with,
-	// in their order.
+	// From and To are the window's edges, since its phase began.
+	From, To time.Duration
+	Seconds  float64
+	Counts   Counts
+	// Latency holds the quantiles of each distribution the window was
+	// started with, in their order; Dists the distributions themselves
+	// (CutWindows only).
 	Latency []Quantiles
+	Dists   []Dist
+}
+
+// Empty reports a window of no length in which nothing happened (cut
+// after its phase ended).
+func (ws *WindowStats) Empty() bool {
+	return ws.To <= ws.From && ws.Counts.Scheduled == 0 && ws.Counts.Acked == 0 && ws.Counts.Failed == 0 &&
+		ws.Counts.Dropped == 0 && len(ws.Counts.Ops) == 0
 }
 
 // StartWindow begins collecting the distributions keys, from now on, until
@@ -225,10 +238,24 @@ const noOp = -2
 // Cut ends the window in progress, returns it, and begins the next.
 func (w *Window) Cut() WindowStats {
 	ws := w.ps.cutWindows(nil, w.rec)[0]
-	out := WindowStats{Seconds: ws.seconds(), Counts: countsOf(&ws.c), Latency: make([]Quantiles, len(ws.lat))}
+	return w.stats(&ws, true)
+}
+
+// stats converts a window cut from w's recorder: its quantiles when
+// withQuantiles is true, else its distributions.
+func (w *Window) stats(ws *windowStats, withQuantiles bool) WindowStats {
+	out := WindowStats{From: ws.from - w.ps.begin, To: ws.to - w.ps.begin, Seconds: ws.seconds(), Counts: countsOf(&ws.c)}
+	if !withQuantiles {
+		out.Dists = make([]Dist, len(ws.lat))
+		for i, d := range ws.lat {
+			out.Dists[i] = Dist{d}
+		}
+		return out
+	}
+	out.Latency = make([]Quantiles, len(ws.lat))
 	for i, d := range ws.lat {
 		if w.hist == nil {
-			w.hist = hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits)
+			w.hist = NewHistogram()
 		}
 		w.hist.Reset()
 		d.addTo(w.hist)
@@ -265,3 +292,188 @@ func (r *runner) notifyEnded(ps *phaseStats, reason string) {
 // SleepFor waits d or until ctx ends; it reports whether d passed: the
 // engine's own wait, for observers.
 func SleepFor(ctx context.Context, d time.Duration) bool { return sleepCtx(ctx, d) }
+
+// Checker is an Observer that judges workloads (thresholds): its verdicts
+// show in /status and as soakd_threshold_ok and soakd_threshold_value
+// while the run lasts, and in the summary, where a failed one fails the
+// run (exit 1).
+type Checker interface {
+	// Verdicts returns the verdicts of the workload named workload so far,
+	// or, with final, its last ones: Run asks for those once every phase
+	// has ended and scheduling has stopped.
+	Verdicts(workload string, final bool) []ThresholdResult
+}
+
+// Fail wraps the reason an observer stops the run with when the run has
+// failed (a threshold marked ! failed): its phases say reason as what
+// stopped them, and the run did not run its course.
+func Fail(reason string) error { return &failed{reason} }
+
+type failed struct{ reason string }
+
+func (f *failed) Error() string { return f.reason }
+
+// failedReason is the reason of a Fail cause, or "".
+func failedReason(err error) string {
+	var f *failed
+	if errors.As(err, &f) {
+		return f.reason
+	}
+	return ""
+}
+
+// OpCount is what one op did: OK batches, queries or operations
+// acknowledged, and Errors, failed attempts of every class.
+type OpCount struct {
+	OK, Errors int64
+}
+
+// opCountsOf lists c's ops that did something, by name.
+func opCountsOf(c *counts) map[string]OpCount {
+	out := map[string]OpCount{}
+	for op := range c.ops {
+		o := &c.ops[op]
+		var errs int64
+		for _, e := range o.errors {
+			errs += e
+		}
+		if o.ok != 0 || errs != 0 {
+			out[opName(op)] = OpCount{OK: o.ok, Errors: errs}
+		}
+	}
+	return out
+}
+
+// Add adds o to c, op by op.
+func (c *Counts) Add(o Counts) {
+	c.Scheduled += o.Scheduled
+	c.Acked += o.Acked
+	c.Failed += o.Failed
+	c.Dropped += o.Dropped
+	if len(o.Ops) > 0 && c.Ops == nil {
+		c.Ops = map[string]OpCount{}
+	}
+	for k, v := range o.Ops {
+		s := c.Ops[k]
+		s.OK += v.OK
+		s.Errors += v.Errors
+		c.Ops[k] = s
+	}
+}
+
+// Elapsed is the phase's running time, to its end or now.
+func (p *Phase) Elapsed() time.Duration { return p.ps.elapsed() }
+
+// Ended reports whether the phase has ended.
+func (p *Phase) Ended() bool { return p.ps.ended.Load() != 0 }
+
+// Dist is a latency distribution of a window, kept sparse: add several
+// windows' into one histogram to read their quantiles together.
+type Dist struct{ d sparseDist }
+
+// AddTo adds the distribution's samples to h (a histogram made with
+// NewHistogram).
+func (d Dist) AddTo(h *hdrhistogram.Histogram) { d.d.addTo(h) }
+
+// NewHistogram returns an empty histogram of the engine's range and
+// precision, for Dist.AddTo.
+func NewHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits)
+}
+
+// Totals is what a phase did from its start, read in the same snapshot
+// as the windows CutWindows cuts.
+type Totals struct {
+	Counts  Counts
+	Seconds float64
+	h       *phaseHist
+	scratch *hdrhistogram.Histogram
+}
+
+// Latency is the phase's latency histogram of k since it began (nil
+// without samples). It is valid only during the call CutWindows makes.
+func (t *Totals) Latency(k LatencyKey) *hdrhistogram.Histogram {
+	key := distKey{op: opSlot(k.Op), service: k.Service}
+	if k.Op != "" && key.op < 0 {
+		return nil
+	}
+	pick := func(oh *opHist) *hdrhistogram.Histogram {
+		if key.service {
+			return oh.service.total
+		}
+		return oh.response.total
+	}
+	if key.op != allOps {
+		if oh := t.h.ops[key.op]; oh != nil {
+			return pick(oh)
+		}
+		return nil
+	}
+	var only *hdrhistogram.Histogram
+	n := 0
+	for _, oh := range t.h.ops {
+		if oh != nil && pick(oh).TotalCount() > 0 {
+			only = pick(oh)
+			n++
+		}
+	}
+	if n <= 1 {
+		return only
+	}
+	if t.scratch == nil {
+		t.scratch = NewHistogram()
+	}
+	t.scratch.Reset()
+	for _, oh := range t.h.ops {
+		if oh != nil {
+			t.scratch.Merge(pick(oh))
+		}
+	}
+	return t.scratch
+}
+
+// CutWindows ends the window in progress of each of ws (windows of p) and
+// begins the next, all in one snapshot, and returns the windows ended, in
+// the order of ws. then, when not nil, is called in the same snapshot with
+// the phase's totals, before they can change again.
+func (p *Phase) CutWindows(then func(*Totals), ws ...*Window) []WindowStats {
+	recs := make([]*windowRecorder, len(ws))
+	for i, w := range ws {
+		recs[i] = w.rec
+	}
+	var hook func(*counts, *phaseHist)
+	if then != nil {
+		hook = func(c *counts, h *phaseHist) {
+			t := &Totals{Counts: countsOf(c), Seconds: (p.ps.windowEdge() - p.ps.begin).Seconds(), h: h}
+			then(t)
+		}
+	}
+	cut := p.ps.cutWindows(hook, recs...)
+	out := make([]WindowStats, len(cut))
+	for i := range cut {
+		out[i] = ws[i].stats(&cut[i], false)
+	}
+	return out
+}
+
+// verdictsOf is the verdicts of every Checker among observers on the
+// workload named workload, nil when none judges it.
+func verdictsOf(observers []Observer, workload string, final bool) []ThresholdResult {
+	var out []ThresholdResult
+	for _, o := range observers {
+		if c, ok := o.(Checker); ok {
+			out = append(out, c.Verdicts(workload, final)...)
+		}
+	}
+	return out
+}
+
+// ReportedOps names the ops the workload reports (soakd_ops_total's op):
+// write for series, every KV op, the query types of a query workload.
+func (h *Handle) ReportedOps() []string {
+	names := make([]string, len(h.w.ops))
+	for i, op := range h.w.ops {
+		names[i] = opName(op)
+	}
+	return names
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon/pace"
@@ -233,4 +235,95 @@ func compactJSON(b []byte) string {
 		return string(b)
 	}
 	return out.String()
+}
+
+// checker is a Checker with fixed verdicts, and the final ones once the
+// run is over.
+type checker struct {
+	recorder
+	live, final []ThresholdResult
+	asked       []bool // the final argument of each call, in order
+	mu          sync.Mutex
+}
+
+func (c *checker) Verdicts(workload string, final bool) []ThresholdResult {
+	c.mu.Lock()
+	c.asked = append(c.asked, final)
+	c.mu.Unlock()
+	if workload != "seq" {
+		return nil
+	}
+	if final {
+		return c.final
+	}
+	return c.live
+}
+
+// A Checker's verdicts show in /status and as soakd_threshold_ok and
+// soakd_threshold_value while the run lasts, and its final ones in the
+// summary, where a failed one fails the run.
+func TestCheckerShowsInStatusAndMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "5s",
+			"SOAKD_SEQ_THRESHOLDS", "p99<1s"), p)
+		v := 0.25
+		c := &checker{live: []ThresholdResult{{Threshold: "p99<1s", OK: true, Unit: "seconds", Value: &v, Current: &v}},
+			final: []ThresholdResult{{Threshold: "p99<1s", OK: false, Unit: "seconds", Value: &v}}}
+		reg := prometheus.NewRegistry()
+		var h http.Handler
+		open := make(chan struct{})
+		var sum *Summary
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			sum, _ = Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Observers: []Observer{c},
+				started: func(_ []*workload, hh http.Handler) { h = hh; close(open) }})
+		}()
+		<-open
+		time.Sleep(time.Second)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/status", nil))
+		var st Status
+		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+			t.Fatal(err)
+		}
+		if ts := st.Workloads[0].Thresholds; len(ts) != 1 || !ts[0].OK || *ts[0].Value != 0.25 {
+			t.Errorf("/status thresholds %+v, want the checker's live verdict", ts)
+		}
+		want := `
+# HELP soakd_threshold_value The threshold's latest measurement: the run phase so far, the last window (@W) or the change since the early window (drift.); in seconds, as a ratio (1 = 100 %), a count or units/s.
+# TYPE soakd_threshold_value gauge
+soakd_threshold_value{threshold="p99<1s",workload="seq"} 0.25
+# HELP soakd_threshold_ok 1 while the threshold passes so far, 0 once it fails (a windowed one stays failed once a window failed).
+# TYPE soakd_threshold_ok gauge
+soakd_threshold_ok{threshold="p99<1s",workload="seq"} 1
+`
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "soakd_threshold_ok", "soakd_threshold_value"); err != nil {
+			t.Error(err)
+		}
+		<-done
+		w := sum.Workload("seq", "run")
+		if len(w.Thresholds) != 1 || w.Thresholds[0].OK || sum.Failed() == nil {
+			t.Errorf("summary thresholds %+v, Failed() = %v: want the final, failed verdict", w.Thresholds, sum.Failed())
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if n := len(c.asked); n == 0 || !c.asked[n-1] || slices.Contains(c.asked[:n-1], true) {
+			t.Errorf("asked for final verdicts %v: want once, last", c.asked)
+		}
+	})
+}
+
+// Thresholds with nothing to judge them are refused, not ignored.
+func TestThresholdsWithoutChecker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "1s",
+			"SOAKD_SEQ_THRESHOLDS", "p99<1s"), p)
+		_, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p})
+		if err == nil || !strings.Contains(err.Error(), "SOAKD_SEQ_THRESHOLDS") {
+			t.Errorf("Run = %v, want an error naming SOAKD_SEQ_THRESHOLDS", err)
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,9 +92,11 @@ var errHardStop = errors.New("SOAKD_DURATION reached")
 func stopCause(ctx context.Context) string {
 	cause := context.Cause(ctx)
 	var ce *settings.Error
-	var ta *thresholdAbort
 	var st *startTimeoutError
 	if r := finishedReason(cause); r != "" {
+		return r
+	}
+	if r := failedReason(cause); r != "" {
 		return r
 	}
 	switch {
@@ -101,8 +104,6 @@ func stopCause(ctx context.Context) string {
 		return stopHard
 	case errors.As(cause, &ce):
 		return stopConfig
-	case errors.As(cause, &ta):
-		return ta.Error()
 	case errors.As(cause, &st):
 		return stopStartTimeout
 	}
@@ -190,12 +191,6 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	}
 	repDone := make(chan struct{})
 	go func() { rep.run(genCtx); close(repDone) }()
-	var judges sync.WaitGroup
-	for _, w := range wls {
-		if w.judge != nil {
-			judges.Go(func() { w.judge.run(genCtx, stopGen) })
-		}
-	}
 	pingDone := make(chan struct{})
 	go func() { pingLoop(genCtx, wls); close(pingDone) }()
 
@@ -222,7 +217,6 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	ranItsCourse := genCtx.Err() == nil || stopCause(genCtx) == stopHard || finishedReason(context.Cause(genCtx)) != ""
 	stopGen(nil)
 	<-repDone
-	judges.Wait()
 	<-pingDone
 	if d.History != nil {
 		d.History.finish()
@@ -233,7 +227,7 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 		_ = srv.Shutdown(shutCtx)
 		cancel()
 	}
-	sum := summarize(d.Version, started, cfg, wls)
+	sum := summarize(d.Version, started, cfg, wls, d.Observers)
 	return sum, runErr
 }
 
@@ -255,8 +249,8 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		if err := checkBatchMemory(wc, e.Kind, src); err != nil {
 			return fail(err)
 		}
-		if err := checkThresholdOps(wc, e.Kind, src); err != nil {
-			return fail(err)
+		if len(wc.Checks) > 0 && !slices.ContainsFunc(d.Observers, func(o Observer) bool { _, ok := o.(Checker); return ok }) {
+			return fail(fmt.Errorf("%sTHRESHOLDS: set, but no Checker among Deps.Observers judges them", Prefix(wc.Name)))
 		}
 		log := d.Logger.With(zap.String("workload", wc.Name))
 		sink, err := openSink(ctx, d.Plugins, wc, e.Kind, src, wc.Workers, batchSize(wc, e.Kind), log)
@@ -266,9 +260,6 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		w := &workload{entry: e}
 		w.runner = newRunner(wc, e.Kind, src, sink, log)
 		w.handle, w.observers = &Handle{w}, d.Observers
-		if len(wc.Checks) > 0 {
-			w.judge = newJudge(wc, log)
-		}
 		wls = append(wls, w)
 		for _, o := range d.Observers {
 			if err := o.Opened(w.handle); err != nil {

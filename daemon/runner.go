@@ -50,8 +50,7 @@ type runner struct {
 	errMu   sync.Mutex
 	lastErr errorNote // the last failed write
 
-	judge *judge    // the workload's thresholds; nil without any
-	ver   *verifier // VERIFY's read-back checker, nil when off
+	ver *verifier // VERIFY's read-back checker, nil when off
 
 	handle    *Handle    // what observers see of this workload
 	observers []Observer // told of each phase's edges (Deps.Observers)
@@ -184,9 +183,6 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 		return "", err
 	}
 	p.st = r.beginPhase(name, rate, p.rec)
-	if name == "run" && r.judge != nil {
-		r.judge.begin(p.st)
-	}
 	r.notifyBegun(p.st)
 	closedLoop := rate.Max
 	var wg sync.WaitGroup

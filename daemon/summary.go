@@ -145,7 +145,7 @@ func (s *Summary) Failed() error {
 	return nil
 }
 
-func summarize(version string, started time.Time, cfg *Config, wls []*workload) *Summary {
+func summarize(version string, started time.Time, cfg *Config, wls []*workload, observers []Observer) *Summary {
 	s := &Summary{Version: version, Started: started, Seconds: time.Since(started).Seconds()}
 	for _, w := range wls {
 		w.ready.mu.Lock()
@@ -172,14 +172,14 @@ func summarize(version string, started time.Time, cfg *Config, wls []*workload) 
 			})
 		}
 		last := &entries[len(entries)-1]
-		if w.judge != nil {
+		if verdicts := verdictsOf(observers, w.name, true); verdicts != nil {
 			judged := last
 			for i := range entries {
 				if entries[i].Phase == "run" {
 					judged = &entries[i]
 				}
 			}
-			judged.Thresholds = w.judge.finish()
+			judged.Thresholds = verdicts
 		}
 		writeErr := w.lastError()
 		switch {
@@ -467,18 +467,18 @@ func writeThresholds(out io.Writer, ts []ThresholdResult) {
 
 // describe says what a threshold measured.
 func (t *ThresholdResult) describe() string {
-	v := func(x float64) string { return fmtThresholdValue(t.Unit, x, false) }
+	v := func(x float64) string { return FormatThresholdValue(t.Unit, x, false) }
 	switch {
 	case t.Value == nil:
 		return t.Note
 	case t.EarlyWindow != nil && t.LatestWindow != nil: // drift
-		m := func(x float64) string { return fmtThresholdValue(t.WindowUnit, x, false) }
+		m := func(x float64) string { return FormatThresholdValue(t.WindowUnit, x, false) }
 		return fmt.Sprintf("%s (%s in %s, %s in %s; %d of %d late windows failed)",
-			fmtThresholdValue(t.Unit, *t.Value, true), m(t.EarlyWindow.Value), fmtWindow(t.EarlyWindow),
-			m(t.LatestWindow.Value), fmtWindow(t.LatestWindow), t.FailedWindows, t.Windows)
+			FormatThresholdValue(t.Unit, *t.Value, true), m(t.EarlyWindow.Value), FormatWindow(t.EarlyWindow),
+			m(t.LatestWindow.Value), FormatWindow(t.LatestWindow), t.FailedWindows, t.Windows)
 	case t.WorstWindow != nil:
 		return fmt.Sprintf("worst %s in window %s (%d of %d windows failed)",
-			v(*t.Value), fmtWindow(t.WorstWindow), t.FailedWindows, t.Windows)
+			v(*t.Value), FormatWindow(t.WorstWindow), t.FailedWindows, t.Windows)
 	}
 	return v(*t.Value)
 }

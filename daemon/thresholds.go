@@ -50,22 +50,6 @@ func (w *Workload) validateThresholds(kind sources.Kind, known bool, hard time.D
 	return errs
 }
 
-// checkThresholdOps refuses a check of an op the workload's source never
-// issues (a query type of another use case, or one left out), which only
-// the built source knows: it could never be judged.
-func checkThresholdOps(w *Workload, kind sources.Kind, src sources.Source) error {
-	var names []string
-	for _, op := range opsFor(kind, src) {
-		names = append(names, opName(op))
-	}
-	for _, t := range w.Checks {
-		if t.Op != "" && !slices.Contains(names, t.Op) {
-			return cfgErr(Prefix(w.Name)+"THRESHOLDS", "%s: source %s issues no op %q (its ops: %s)", t, w.Source, t.Op, strings.Join(names, ", "))
-		}
-	}
-	return nil
-}
-
 // opNamesOf lists the op names a workload of kind k may report (for
 // queries: every query type, the source's own list being unknown here).
 func opNamesOf(k sources.Kind) []string {

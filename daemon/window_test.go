@@ -11,25 +11,8 @@ import (
 	"github.com/soakd/soakd/sources"
 )
 
-// feed counts n acknowledged units of op, each its own sample of latency
-// lat (service time lat/2), in the first worker's tally, as a worker
-// does.
-func feed(ps *phaseStats, op int, n int, lat time.Duration) {
-	t := ps.workers[0]
-	for i := 0; i < n; i++ {
-		t.mu.Lock()
-		if t.lat.n == len(t.lat.s) {
-			t.mu.Unlock()
-			ps.snapshot() // merges the full buffer, as worker.lockRoom does
-			t.mu.Lock()
-		}
-		t.c.scheduled++
-		t.c.acked++
-		t.c.ops[op].ok++
-		t.lat.add(sample{op: uint8(op), n: 1, response: lat, service: lat / 2})
-		t.mu.Unlock()
-	}
-}
+// feed counts n acknowledged units of op with latency lat (feedPhase).
+func feed(ps *phaseStats, op int, n int, lat time.Duration) { feedPhase(ps, op, n, lat) }
 
 // A sparse distribution holds exactly the histogram it came from: put
 // back, every bucket and so every quantile is the same.

@@ -62,25 +62,25 @@ mutation status-achieved-from-scheduled daemon/reporter.go \
 
 # --- thresholds -----------------------------------------------------------
 # A whole-run service.pXX check judged on response latency.
-mutation whole-run-service-reads-response daemon/judge.go \
-	'/^func (j \*judge) total(/,/^}/ s/return oh.service.total/return oh.response.total/' \
-	./daemon/ 'Threshold|Judge'
+mutation whole-run-service-reads-response daemon/observe.go \
+	'/^func (t \*Totals) Latency(/,/^}/ s/return oh.service.total/return oh.response.total/' \
+	./thresholds/judge/ 'Threshold|Judge'
 # A windowed check never counts a failing window.
-mutation window-failure-not-counted daemon/judge.go \
+mutation window-failure-not-counted thresholds/judge/judge.go \
 	'/^func (j \*judge) judgeWindow(/,/^}/ s/st.failed++/st.failed += 0/' \
-	./daemon/ 'TestJudgeWindows|TestJudgeCountsPerWindow'
+	./thresholds/judge/ 'TestJudgeWindows|TestJudgeCountsPerWindow'
 # Drift relative to the late window instead of the early one.
-mutation drift-relative-to-late daemon/judge.go \
+mutation drift-relative-to-late thresholds/judge/judge.go \
 	's/change = (late - st.early.Value) \/ st.early.Value/change = (late - st.early.Value) \/ late/' \
-	./daemon/ 'TestJudgeDrift|TestDriftThreshold'
+	./thresholds/judge/ 'TestJudgeDrift|TestDriftThreshold'
 # A check marked ! never stops the run.
-mutation abort-ignored daemon/judge.go \
+mutation abort-ignored thresholds/judge/judge.go \
 	'/^func (j \*judge) abortLocked(/,/^}/ s/if !t.Abort {/if t.Abort {/' \
-	./daemon/ 'TestAbortOnFail'
+	./thresholds/judge/ 'TestAbortOnFail'
 # achieved as a rate from the units scheduled instead of acknowledged.
-mutation threshold-achieved-from-scheduled daemon/judge.go \
-	's/return float64(c.acked) \/ secs, secs > 0/return float64(c.scheduled) \/ secs, secs > 0/' \
-	./daemon/ 'Threshold|Judge|TestSummaryRates'
+mutation threshold-achieved-from-scheduled thresholds/judge/judge.go \
+	's/return float64(c.Acked) \/ secs, secs > 0/return float64(c.Scheduled) \/ secs, secs > 0/' \
+	./thresholds/judge/ 'Threshold|Judge|TestAchievedCountsAcknowledged'
 
 # --- capacity -------------------------------------------------------------
 # The capacity SLO judged on service latency instead of response latency

@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/enginetest"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -43,20 +43,12 @@ func (s *resetQuerySink) Reset(context.Context) error {
 func TestSweepQueryWorkload(t *testing.T) {
 	t.Parallel()
 	sink := &resetQuerySink{}
-	p := plugins.All()
-	p.Sinks.Add(sinks.Entry{Schemes: []string{"q"}, Kinds: []sources.Kind{sources.Queries},
+	p := enginetest.Plugins(sinks.Entry{Schemes: []string{"q"}, Kinds: []sources.Kind{sources.Queries},
 		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return sink, nil }})
-	env := map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0",
-		"SOAKD_WORKLOADS": "q", "SOAKD_Q_SOURCE": "devops-queries", "SOAKD_Q_TARGET": "q://",
-		"SOAKD_SWEEP_WORKERS": "1", "SOAKD_SWEEP_BATCH": "1,2", "SOAKD_SWEEP_REPEATS": "1",
-		"SOAKD_SWEEP_DURATION": "1s", "SOAKD_SWEEP_RESET": "true"}
-	cfg, err := daemon.Load(env, p.Sources)
-	if err == nil {
-		err = cfg.Validate(p)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := enginetest.Env("SOAKD_WORKLOADS", "q", "SOAKD_Q_SOURCE", "devops-queries", "SOAKD_Q_TARGET", "q://",
+		"SOAKD_SWEEP_WORKERS", "1", "SOAKD_SWEEP_BATCH", "1,2", "SOAKD_SWEEP_REPEATS", "1",
+		"SOAKD_SWEEP_DURATION", "1s", "SOAKD_SWEEP_RESET", "true")
+	cfg := enginetest.Load(t, env, p)
 	res, err := Run(context.Background(), cfg, env, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p})
 	if err != nil {
 		t.Fatal(err)

@@ -43,6 +43,7 @@ import (
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sweep"
+	"github.com/soakd/soakd/thresholds/judge"
 	"github.com/soakd/soakd/web"
 )
 
@@ -281,7 +282,8 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	}
 	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: buildVersion(), Control: cfg.EffectiveControlToken() != "", Panels: panels})
 	deps := daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(), Console: console,
-		History: hist, UI: ui}
+		Observers: []daemon.Observer{judge.New(log)},
+		History:   hist, UI: ui}
 	var sum *daemon.Summary
 	var runErr error
 	var capRes *capacity.Result
@@ -417,7 +419,8 @@ func sweepCmd(ctx context.Context, args []string, environ map[string]string, std
 	if dataOnStdout(cfg) {
 		stdout = stderr // as in runCmd
 	}
-	res, err := sweep.Run(ctx, cfg, f.Env, daemon.Deps{Logger: log, Plugins: p, Version: buildVersion()})
+	res, err := sweep.Run(ctx, cfg, f.Env, daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
+		Observers: []daemon.Observer{judge.New(log)}})
 	if res != nil && len(res.Points) > 0 {
 		if werr := writeReport(stdout, cfg.Sweep.Out, res.WriteMarkdown, res.WriteCSV, res.WriteJSON, web.SweepCharts(res), "sweep-"); werr != nil {
 			log.Error("cannot write the sweep report", zap.Error(werr))

@@ -23,8 +23,8 @@ var Layers = []Layer{
 	{Name: "sinks", Packages: []string{"sinks"}},
 	{Name: "settings", Packages: []string{"settings", "thresholds"}},
 	{Name: "engine", Packages: []string{"daemon"}},
-	{Name: "features", Packages: []string{"capacity", "sweep", "web"}},
-	{Name: "commands", Packages: []string{"cmd", "internal/faults"}},
+	{Name: "features", Packages: []string{"capacity", "sweep", "thresholds/judge", "web"}},
+	{Name: "commands", Packages: []string{"cmd", "internal/faults", "internal/enginetest"}},
 }
 
 // EngineAPI are the engine packages a feature may import: the engine's

@@ -1,4 +1,4 @@
-package daemon
+package judge
 
 import (
 	"math"
@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/thresholds"
 )
 
@@ -49,30 +50,30 @@ func (m *noisyLatency) second(n int, scale float64) []time.Duration {
 // driftRun judges check on a 40 s run phase (DRIFT_WARMUP 5 s) of 200
 // requests a second from noisyLatency seeded with seed, the target's
 // latency multiplied by step from 20 s on; it returns the check's result.
-func driftRun(t *testing.T, check string, seed uint64, step float64) ThresholdResult {
+func driftRun(t *testing.T, check string, seed uint64, step float64) daemon.ThresholdResult {
 	t.Helper()
 	checks, err := thresholds.Parse(check)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := &noisyLatency{rng: rand.New(rand.NewPCG(seed, 7)), base: 2 * time.Millisecond}
-	var res []ThresholdResult
+	var res []daemon.ThresholdResult
 	synctest.Test(t, func(t *testing.T) {
-		ps := newPhaseStats("run", "200", 1)
-		j := newJudge(&Workload{Name: "w", Checks: checks, DriftWarmup: 5 * time.Second}, zap.NewNop())
-		j.begin(ps)
+		tp := daemon.NewTestPhase("run")
+		j := newJudge(daemon.Workload{Name: "w", Checks: checks, DriftWarmup: 5 * time.Second}, zap.NewNop())
+		j.begin(tp.Phase())
 		for i := 0; i < 40; i++ {
 			scale := 1.0
 			if i >= 20 {
 				scale = step
 			}
 			for _, l := range m.second(200, scale) {
-				feed(ps, writeOp, 1, l)
+				tp.Ack("write", 1, l)
 			}
 			time.Sleep(time.Second)
 			j.tick()
 		}
-		ps.end("DURATION")
+		tp.End("DURATION")
 		j.tick()
 		res = j.finish()
 	})

@@ -1,4 +1,4 @@
-package daemon
+package judge
 
 import (
 	"strings"
@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/thresholds"
 )
 
@@ -15,25 +16,25 @@ import (
 // on a phase of secs seconds whose second i acknowledges per(i) units of
 // op write with latency lat(i), ticking the judge every second as its
 // goroutine would; it returns the final results.
-func judgeRun(t *testing.T, expr string, warmup time.Duration, secs int, per func(i int) int, lat func(i int) time.Duration) []ThresholdResult {
+func judgeRun(t *testing.T, expr string, warmup time.Duration, secs int, per func(i int) int, lat func(i int) time.Duration) []daemon.ThresholdResult {
 	t.Helper()
 	checks, err := thresholds.Parse(expr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res []ThresholdResult
+	var res []daemon.ThresholdResult
 	synctest.Test(t, func(t *testing.T) {
-		ps := newPhaseStats("run", "1000", 1)
-		j := newJudge(&Workload{Name: "w", Checks: checks, DriftWarmup: warmup}, zap.NewNop())
-		j.begin(ps)
+		tp := daemon.NewTestPhase("run")
+		j := newJudge(daemon.Workload{Name: "w", Checks: checks, DriftWarmup: warmup}, zap.NewNop())
+		j.begin(tp.Phase())
 		for i := 0; i < secs; i++ {
-			feed(ps, writeOp, per(i), lat(i))
+			tp.Ack("write", per(i), lat(i))
 			time.Sleep(time.Second)
 			if _, more := j.tick(); !more {
 				t.Fatal("the judge stopped before the phase ended")
 			}
 		}
-		ps.end("DURATION")
+		tp.End("DURATION")
 		if _, more := j.tick(); more {
 			t.Error("the judge goes on after the phase ended")
 		}
@@ -43,7 +44,7 @@ func judgeRun(t *testing.T, expr string, warmup time.Duration, secs int, per fun
 				t.Errorf("a group of %v windows keeps %d slices, more than its %d", g.length, len(g.slices), g.k)
 			}
 		}
-		if len(ps.hist.recs) != 0 {
+		if tp.Windows() != 0 {
 			t.Error("recorders still attached after finish")
 		}
 	})
@@ -52,7 +53,7 @@ func judgeRun(t *testing.T, expr string, warmup time.Duration, secs int, per fun
 
 func const100(int) int { return 100 }
 
-func result(t *testing.T, rs []ThresholdResult, name string) ThresholdResult {
+func result(t *testing.T, rs []daemon.ThresholdResult, name string) daemon.ThresholdResult {
 	t.Helper()
 	for _, r := range rs {
 		if r.Threshold == name {
@@ -60,7 +61,7 @@ func result(t *testing.T, rs []ThresholdResult, name string) ThresholdResult {
 		}
 	}
 	t.Fatalf("no result for %s in %+v", name, rs)
-	return ThresholdResult{}
+	return daemon.ThresholdResult{}
 }
 
 // Every 10 s window sliding by 1 s is judged; the windows holding the
@@ -103,7 +104,8 @@ func TestJudgeWindows(t *testing.T) {
 		t.Errorf("p50<2000µs@10s: %+v", p)
 	}
 	var out strings.Builder
-	writeThresholds(&out, rs)
+	sum := &daemon.Summary{Workloads: []daemon.WorkloadSummary{{Name: "w", Phase: "run", Thresholds: rs}}}
+	sum.WriteText(&out)
 	// Labels line up, µ or not.
 	for _, want := range []string{"  ✗ p99<50ms@10s    worst 1.00s in window 3s–13s (10 of 21 windows failed)\n",
 		"  ✓ p99<50ms        1.00ms\n", "  ✓ p50<2000µs@10s  worst 1.00ms", "THRESHOLDS FAILED: 1 of 4"} {
@@ -143,27 +145,21 @@ func TestJudgeCountsPerWindow(t *testing.T) {
 	t.Parallel()
 	checks, _ := thresholds.Parse("achieved>99%@5s, dropped=0@5s, errors<1%@5s, achieved>99%, op:write.p99<1s@5s")
 	synctest.Test(t, func(t *testing.T) {
-		ps := newPhaseStats("run", "100", 1)
-		j := newJudge(&Workload{Name: "w", Checks: checks}, zap.NewNop())
-		j.begin(ps)
-		tl := ps.workers[0]
+		tp := daemon.NewTestPhase("run")
+		j := newJudge(daemon.Workload{Name: "w", Checks: checks}, zap.NewNop())
+		j.begin(tp.Phase())
 		for i := 0; i < 20; i++ {
-			tl.mu.Lock()
 			if i < 10 || i >= 15 { // paused from 10 s to 15 s: nothing scheduled
-				tl.c.scheduled += 100
-				tl.c.acked += 100
-				tl.c.ops[writeOp].ok += 10
 				if i == 17 {
-					tl.c.acked -= 5 // 5 units dropped
-					tl.c.dropped += 5
-					tl.c.ops[writeOp].errors[0] += 1 // 1 failed attempt in 10: 10 %
+					tp.Count(100, 95, 5, "write", 10, 1) // 5 units dropped; 1 failed attempt in 10: 10 %
+				} else {
+					tp.Count(100, 100, 0, "write", 10, 0)
 				}
 			}
-			tl.mu.Unlock()
 			time.Sleep(time.Second)
 			j.tick()
 		}
-		ps.end("DURATION")
+		tp.End("DURATION")
 		rs := j.finish()
 		a := result(t, rs, "achieved>99%@5s")
 		// Windows end 5 s .. 20 s (16); the one ending at 15 s lies in the
@@ -235,7 +231,8 @@ func TestJudgeDrift(t *testing.T) {
 		t.Errorf("drift.mean<20%%@5s: %+v", m)
 	}
 	var out strings.Builder
-	writeThresholds(&out, rs)
+	sum := &daemon.Summary{Workloads: []daemon.WorkloadSummary{{Name: "w", Phase: "run", Thresholds: rs}}}
+	sum.WriteText(&out)
 	if want := "✗ drift.p99<20%@10s  +100% (2.00ms in 5s–15s, 4.00ms in 30s–40s; 13 of 16 late windows failed)"; !strings.Contains(out.String(), want) {
 		t.Errorf("text lacks %q:\n%s", want, out.String())
 	}
@@ -257,23 +254,19 @@ func TestJudgeDriftAchieved(t *testing.T) {
 	t.Parallel()
 	checks, _ := thresholds.Parse("drift.achieved>-2%@10s")
 	synctest.Test(t, func(t *testing.T) {
-		ps := newPhaseStats("run", "100", 1)
-		j := newJudge(&Workload{Name: "w", Checks: checks}, zap.NewNop())
-		j.begin(ps)
-		tl := ps.workers[0]
+		tp := daemon.NewTestPhase("run")
+		j := newJudge(daemon.Workload{Name: "w", Checks: checks}, zap.NewNop())
+		j.begin(tp.Phase())
 		for i := 0; i < 30; i++ {
-			tl.mu.Lock()
-			tl.c.scheduled += 100
-			tl.c.acked += 100
 			if i >= 20 {
-				tl.c.acked -= 3
-				tl.c.dropped += 3
+				tp.Count(100, 97, 3, "write", 0, 0)
+			} else {
+				tp.Count(100, 100, 0, "write", 0, 0)
 			}
-			tl.mu.Unlock()
 			time.Sleep(time.Second)
 			j.tick()
 		}
-		ps.end("DURATION")
+		tp.End("DURATION")
 		r := j.finish()[0]
 		if r.OK || *r.Value < -0.0301 || *r.Value > -0.0299 || r.EarlyWindow.Value != 1 || r.LatestWindow.Value != 0.97 {
 			t.Errorf("%+v (early %+v, late %+v)", r, r.EarlyWindow, r.LatestWindow)
@@ -287,31 +280,31 @@ func TestJudgeLive(t *testing.T) {
 	t.Parallel()
 	checks, _ := thresholds.Parse("p99<50ms@2s, drift.p99<20%@2s, p99<50ms")
 	synctest.Test(t, func(t *testing.T) {
-		ps := newPhaseStats("run", "100", 1)
-		j := newJudge(&Workload{Name: "w", Checks: checks, DriftWarmup: time.Second}, zap.NewNop())
+		tp := daemon.NewTestPhase("run")
+		j := newJudge(daemon.Workload{Name: "w", Checks: checks, DriftWarmup: time.Second}, zap.NewNop())
 		if live := j.live(); !live[0].OK || live[0].Note != "waiting for the run phase" {
 			t.Errorf("before the run phase: %+v", live[0])
 		}
-		j.begin(ps)
-		feed(ps, writeOp, 100, time.Second)
+		j.begin(tp.Phase())
+		tp.Ack("write", 100, time.Second)
 		time.Sleep(time.Second)
 		j.tick()
 		live := j.live()
-		if !live[0].OK || live[0].Note != "waiting for the first window" || !live[1].OK || live[2].OK || live[2].current == nil {
+		if !live[0].OK || live[0].Note != "waiting for the first window" || !live[1].OK || live[2].OK || live[2].Current == nil {
 			t.Errorf("after 1 s: %+v", live)
 		}
 		time.Sleep(time.Second)
 		j.tick()
 		for i := 0; i < 3; i++ {
-			feed(ps, writeOp, 100, time.Millisecond)
+			tp.Ack("write", 100, time.Millisecond)
 			time.Sleep(time.Second)
 			j.tick()
 		}
 		live = j.live()
-		if live[0].OK || live[0].FailedWindows != 1 || *live[0].current > 0.0011 {
+		if live[0].OK || live[0].FailedWindows != 1 || *live[0].Current > 0.0011 {
 			t.Errorf("p99<50ms@2s after a slow first window: %+v", live[0])
 		}
-		ps.end("DURATION")
+		tp.End("DURATION")
 		j.finish()
 	})
 }

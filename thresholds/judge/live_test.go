@@ -1,10 +1,7 @@
-package daemon
+package judge
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -13,26 +10,29 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/enginetest"
 )
 
-// While the run lasts, /metrics and /status show each threshold: ok so
-// far and the latest value; the metric names pass promlint.
+// While the run lasts, /metrics shows each threshold, ok so far and the
+// latest value, and the judges' live verdicts (what /status serves, see
+// daemon's TestCheckerShowsInStatusAndMetrics) say the same; the metric
+// names pass promlint.
 func TestThresholdsLive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "10",
+		p := enginetest.Plugins()
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "10",
 			"SOAKD_SEQ_DURATION", "30s", "SOAKD_SEQ_MAX_LAG", "5s", "SOAKD_SEQ_TARGET", "null://?latency=1ms&stall=1s@5s",
 			"SOAKD_SEQ_THRESHOLDS", "p99<50ms@2s, errors=0, drift.p99<20%@10s", "SOAKD_SEQ_DRIFT_WARMUP", "5s"), p)
 		reg := prometheus.NewRegistry()
-		var h http.Handler
-		open := make(chan struct{})
+		js := New(zap.NewNop())
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p,
-				started: func(_ []*workload, hh http.Handler) { h = hh; close(open) }})
+			_, _ = daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p,
+				Observers: []daemon.Observer{js}})
 		}()
-		<-open
 		time.Sleep(4500 * time.Millisecond)
 		want := `
 # HELP soakd_threshold_ok 1 while the threshold passes so far, 0 once it fails (a windowed one stays failed once a window failed).
@@ -75,16 +75,10 @@ soakd_threshold_ok{threshold="p99<50ms@2s",workload="seq"} 1
 			t.Errorf("soakd_threshold_value: %v", values)
 		}
 
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/status", nil))
-		var st Status
-		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
-			t.Fatal(err)
-		}
-		ts := st.Workloads[0].Thresholds
+		ts := js.Verdicts("seq", false)
 		if len(ts) != 3 || ts[0].Threshold != "p99<50ms@2s" || ts[0].OK || ts[0].WorstWindow == nil || ts[0].WorstWindow.Value < 0.5 ||
 			!ts[1].OK || !ts[2].OK || !strings.HasPrefix(ts[2].Note, "waiting for DRIFT_WARMUP") {
-			t.Errorf("/status thresholds: %s", rec.Body.String())
+			t.Errorf("live verdicts: %+v", ts)
 		}
 		<-done
 	})

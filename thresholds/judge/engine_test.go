@@ -1,9 +1,14 @@
-package daemon
+package judge
 
 import (
+	"net/url"
+
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/soakd/soakd/internal/enginetest"
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -22,11 +27,11 @@ func TestDriftThresholdOnLatencyStep(t *testing.T) {
 	} {
 		t.Run(tc.target, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := testPlugins()
-				cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "10",
+				p := enginetest.Plugins()
+				cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "10",
 					"SOAKD_SEQ_DURATION", "60s", "SOAKD_SEQ_TARGET", tc.target, "SOAKD_SEQ_DRIFT_WARMUP", "10s",
 					"SOAKD_SEQ_THRESHOLDS", "drift.p99<20%@20s, p99<50ms, achieved>99%, dropped=0"), p)
-				res := runTest(context.Background(), cfg, p, nil)
+				res := runTest(context.Background(), cfg, p)
 				if res.err != nil {
 					t.Fatal(res.err)
 				}
@@ -78,12 +83,12 @@ func TestDriftThresholdOnLatencyStep(t *testing.T) {
 // every workload stops with a summary that says why.
 func TestAbortOnFailStopsWithinAWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq,other", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "10",
+		p := enginetest.Plugins()
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq,other", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "10",
 			"SOAKD_SEQ_DURATION", "60s", "SOAKD_SEQ_MAX_LAG", "5s", "SOAKD_SEQ_TARGET", "null://?latency=1ms&stall=1s@10s",
 			"SOAKD_SEQ_THRESHOLDS", "p99<50ms@5s!, errors<1%",
 			"SOAKD_OTHER_SOURCE", "seq", "SOAKD_OTHER_RATE", "100", "SOAKD_OTHER_TARGET", "null://", "SOAKD_DURATION", "60s"), p)
-		res := runTest(context.Background(), cfg, p, nil)
+		res := runTest(context.Background(), cfg, p)
 		if res.err != nil {
 			t.Fatal(res.err)
 		}
@@ -114,11 +119,11 @@ func TestAbortOnFailStopsWithinAWindow(t *testing.T) {
 // fails it.
 func TestAbortOnFailWholeRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "10",
+		p := enginetest.Plugins()
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "10",
 			"SOAKD_SEQ_DURATION", "60s", "SOAKD_SEQ_RETRIES", "0", "SOAKD_SEQ_TARGET", "null://?fail=0.2",
 			"SOAKD_SEQ_THRESHOLDS", "errors<5%!"), p)
-		res := runTest(context.Background(), cfg, p, nil)
+		res := runTest(context.Background(), cfg, p)
 		w := res.sum.Workload("seq", "run")
 		if w.Seconds > 1.01 || !strings.HasPrefix(w.StoppedBy, "threshold errors<5%!") {
 			t.Errorf("stopped by %q after %.2fs, want the first evaluation at 1 s", w.StoppedBy, w.Seconds)
@@ -143,12 +148,12 @@ func TestAbortOnFailWholeRun(t *testing.T) {
 // 1000 × 0.5 s / 10,000 = 50 ms.
 func TestWholeRunServiceThresholds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "1",
+		p := enginetest.Plugins()
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "1",
 			"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_DURATION", "10s", "SOAKD_SEQ_MAX_LAG", "5s",
 			"SOAKD_SEQ_TARGET", "null://?latency=1ms&stall=1s@4s",
 			"SOAKD_SEQ_THRESHOLDS", "service.p99<5ms, service.mean<5ms, p99<5ms, response.mean<5ms"), p)
-		res := runTest(context.Background(), cfg, p, nil)
+		res := runTest(context.Background(), cfg, p)
 		if res.err != nil {
 			t.Fatal(res.err)
 		}
@@ -175,6 +180,32 @@ func TestWholeRunServiceThresholds(t *testing.T) {
 			}
 			if r.OK != tc.ok || *r.Value < tc.lo || *r.Value > tc.hi || r.Unit != "seconds" {
 				t.Errorf("%s: ok %v value %v %s, want ok %v and a value in [%v, %v] s", tc.name, r.OK, *r.Value, r.Unit, tc.ok, tc.lo, tc.hi)
+			}
+		}
+	})
+}
+
+// The achieved checks read what the target acknowledged, not what was
+// scheduled: on a run where each 10-row batch keeps only 4 rows (a
+// partial write), 1000 rows/s for 10 s acknowledges 400/s, 40 % of the
+// schedule.
+func TestAchievedCountsAcknowledged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := enginetest.Plugins(sinks.Entry{Schemes: []string{"part"}, Kinds: []sources.Kind{sources.Series},
+			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) {
+				return enginetest.FailingSink{Err: sinks.NewError(sinks.Rejected, false, enginetest.Partial{N: 4})}, nil
+			}})
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "part://x", "SOAKD_SEQ_RATE", "1000",
+			"SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_DURATION", "10s",
+			"SOAKD_SEQ_THRESHOLDS", "achieved>390/s, achieved<410/s, achieved>39%, achieved<41%"), p)
+		res := runTest(context.Background(), cfg, p)
+		w := res.sum.Workload("seq", "run")
+		if len(w.Thresholds) != 4 {
+			t.Fatalf("thresholds %+v", w.Thresholds)
+		}
+		for _, r := range w.Thresholds {
+			if !r.OK {
+				t.Errorf("%s failed with value %v %s: the achieved rate is 400/s, 40%% of the schedule", r.Threshold, *r.Value, r.Unit)
 			}
 		}
 	})

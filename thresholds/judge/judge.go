@@ -1,17 +1,16 @@
-package daemon
+package judge
 
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/thresholds"
 )
 
@@ -59,54 +58,15 @@ type judge struct {
 	begun  chan struct{} // closed when the run phase begins
 
 	mu      sync.Mutex
-	ps      *phaseStats // the run phase, once it began
+	ps      *daemon.Phase // the run phase, once it began
 	groups  []*windowGroup
 	state   []checkState // per check
 	scratch *hdrhistogram.Histogram
-	results []ThresholdResult
-	lastRun time.Duration // mono of the last whole-run evaluation
+	results []daemon.ThresholdResult
+	lastRun time.Duration // of the last whole-run evaluation, since the phase began
 	final   bool
 	aborted bool
-}
-
-// ThresholdResult is one threshold's outcome, in the summary (final) and
-// in /status (so far).
-type ThresholdResult struct {
-	Threshold string `json:"threshold"` // as written, without spaces
-	OK        bool   `json:"ok"`        // so far, while the run lasts
-	// Value is what the verdict rests on, in Unit: the run phase's value;
-	// for a windowed check the worst window's; for a drift check the change
-	// from the early window to the latest. Null without data (see Note).
-	Value *float64 `json:"value"`
-	// Unit is seconds, ratio (1 = 100 %), count or units_per_second.
-	Unit  string `json:"unit"`
-	Abort bool   `json:"abort,omitempty"` // written with !: stops the run when it fails
-	// Windows is the number of windows judged (windowed checks) or of
-	// late windows compared (drift), FailedWindows how many failed.
-	Windows       int `json:"windows,omitempty"`
-	FailedWindows int `json:"failed_windows,omitempty"`
-	// WorstWindow is the worst window of a windowed check; LatestWindow the
-	// last one judged (windowed and drift); EarlyWindow a drift check's
-	// early window. A drift check's windows hold the metric itself (seconds
-	// for latency; for achieved the fraction of the target achieved, or
-	// units/s with RATE=max), not the change: its 30th percentile over the
-	// window's sub-windows (steps), the 70th for achieved.
-	WorstWindow  *WindowValue `json:"worst_window,omitempty"`
-	LatestWindow *WindowValue `json:"latest_window,omitempty"`
-	EarlyWindow  *WindowValue `json:"early_window,omitempty"`
-	// WindowUnit is the unit of a drift check's window values.
-	WindowUnit string `json:"window_unit,omitempty"`
-	// Note says why there is no value, when there is none.
-	Note string `json:"note,omitempty"`
-
-	current *float64 // soakd_threshold_value: the latest measurement
-}
-
-// WindowValue is a window of the run phase and a check's value in it.
-type WindowValue struct {
-	From  float64 `json:"from_seconds"` // since the run phase began
-	To    float64 `json:"to_seconds"`
-	Value float64 `json:"value"`
+	done    chan struct{} // closed when run returns; nil until it starts
 }
 
 // checkState is what the judge knows of one check.
@@ -117,10 +77,10 @@ type checkState struct {
 	value float64 //
 	// windows judged, and how many failed; the worst and the latest.
 	windows, failed int
-	worst, latest   *WindowValue
-	early           *WindowValue // drift: the early window, once complete
-	earlyNote       string       // drift: why the early window has no value
-	warned          bool         // the first failure was logged
+	worst, latest   *daemon.WindowValue
+	early           *daemon.WindowValue // drift: the early window, once complete
+	earlyNote       string              // drift: why the early window has no value
+	warned          bool                // the first failure was logged
 }
 
 // windowGroup is the windows of one length and start that some checks
@@ -129,22 +89,15 @@ type windowGroup struct {
 	length, step time.Duration
 	k            int           // slices per window
 	start        time.Duration // where slicing starts in the phase (drift: DRIFT_WARMUP)
-	keys         []distKey
-	rec          *windowRecorder
-	next         time.Duration // mono of the next cut
-	warming      bool          // the next cut ends the warm-up; its slice is not kept
-	slices       []windowStats // the last k slices at most
-	cuts         int           // slices kept since the start
+	keys         []daemon.LatencyKey
+	rec          *daemon.Window
+	next         time.Duration        // of the next cut, since the phase began
+	warming      bool                 // the next cut ends the warm-up; its slice is not kept
+	slices       []daemon.WindowStats // the last k slices at most
+	cuts         int                  // slices kept since the start
 }
 
-// thresholdAbort is the cause of a run stopped by a failed "!" check.
-type thresholdAbort struct{ workload, threshold string }
-
-func (e *thresholdAbort) Error() string {
-	return fmt.Sprintf("threshold %s of workload %s failed", e.threshold, e.workload)
-}
-
-func newJudge(w *Workload, log *zap.Logger) *judge {
+func newJudge(w daemon.Workload, log *zap.Logger) *judge {
 	j := &judge{name: w.Name, checks: w.Checks, warmup: w.DriftWarmup, closed: w.Rate.Max, log: log,
 		begun: make(chan struct{}), state: make([]checkState, len(w.Checks))}
 	for i, t := range j.checks {
@@ -168,7 +121,7 @@ func newJudge(w *Workload, log *zap.Logger) *judge {
 		}
 		j.state[i].group = g
 		if t.Metric.Latency() {
-			key := distKey{op: opSlot(t.Op), service: t.Service}
+			key := daemon.LatencyKey{Op: t.Op, Service: t.Service}
 			if g.keyIndex(key) < 0 {
 				g.keys = append(g.keys, key)
 			}
@@ -178,7 +131,7 @@ func newJudge(w *Workload, log *zap.Logger) *judge {
 	return j
 }
 
-func (g *windowGroup) keyIndex(k distKey) int {
+func (g *windowGroup) keyIndex(k daemon.LatencyKey) int {
 	for i, o := range g.keys {
 		if o == k {
 			return i
@@ -188,8 +141,8 @@ func (g *windowGroup) keyIndex(k distKey) int {
 }
 
 // push keeps a slice; false for an empty one (cut after the phase ended).
-func (g *windowGroup) push(ws windowStats) bool {
-	if ws.empty() {
+func (g *windowGroup) push(ws daemon.WindowStats) bool {
+	if ws.Empty() {
 		return false
 	}
 	g.slices = append(g.slices, ws)
@@ -202,14 +155,14 @@ func (g *windowGroup) push(ws windowStats) bool {
 
 // begin attaches the judge to the run phase, before any unit of it is
 // scheduled.
-func (j *judge) begin(ps *phaseStats) {
+func (j *judge) begin(ps *daemon.Phase) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.ps, j.lastRun = ps, ps.begin
+	j.ps, j.lastRun = ps, 0
 	for _, g := range j.groups {
-		g.rec = ps.startWindow(g.keys...)
+		g.rec = ps.StartWindow(g.keys...)
 		g.warming = g.start > 0
-		g.next = ps.begin + g.start
+		g.next = g.start
 		if !g.warming {
 			g.next += g.step
 		}
@@ -229,7 +182,7 @@ func (j *judge) run(ctx context.Context, stop func(error)) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
-		t.Reset(j.nextWake() - mono())
+		t.Reset(j.nextWake() - j.ps.Elapsed())
 		select {
 		case <-ctx.Done():
 			return
@@ -245,7 +198,8 @@ func (j *judge) run(ctx context.Context, stop func(error)) {
 	}
 }
 
-// nextWake is when the next cut or whole-run evaluation is due (mono).
+// nextWake is when the next cut or whole-run evaluation is due, since the
+// phase began.
 func (j *judge) nextWake() time.Duration {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -262,10 +216,10 @@ func (j *judge) nextWake() time.Duration {
 func (j *judge) tick() (abort error, more bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.final || j.ps.ended.Load() != 0 {
+	if j.final || j.ps.Ended() {
 		return nil, false
 	}
-	now := mono()
+	now := j.ps.Elapsed()
 	var due []*windowGroup
 	for _, g := range j.groups {
 		if g.next <= now {
@@ -284,46 +238,44 @@ func (j *judge) tick() (abort error, more bool) {
 
 // finish makes the final judgement, once the run phase has ended (or the
 // run is over without it), and returns it.
-func (j *judge) finish() []ThresholdResult {
+func (j *judge) finish() []daemon.ThresholdResult {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if !j.final {
 		if j.ps != nil {
 			j.evaluateLocked(j.groups, true)
 			for _, g := range j.groups {
-				j.ps.stopWindow(g.rec)
+				g.rec.Stop()
 			}
 		}
 		j.final = true
 		j.results = j.resultsLocked()
 	}
-	return append([]ThresholdResult(nil), j.results...)
+	return append([]daemon.ThresholdResult(nil), j.results...)
 }
 
 // live returns the results so far.
-func (j *judge) live() []ThresholdResult {
+func (j *judge) live() []daemon.ThresholdResult {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return append([]ThresholdResult(nil), j.results...)
+	return append([]daemon.ThresholdResult(nil), j.results...)
 }
 
 // evaluateLocked cuts the windows of groups and judges them, and the whole
 // run phase so far, from one snapshot.
 func (j *judge) evaluateLocked(groups []*windowGroup, final bool) {
-	ps := j.ps
-	recs := make([]*windowRecorder, len(groups))
+	recs := make([]*daemon.Window, len(groups))
 	for i, g := range groups {
 		recs[i] = g.rec
 	}
-	wins := ps.cutWindows(func(c *counts, h *phaseHist) {
-		secs := (ps.windowEdge() - ps.begin).Seconds()
+	wins := j.ps.CutWindows(func(tot *daemon.Totals) {
 		for i := range j.checks {
 			t := &j.checks[i]
 			if t.Window > 0 || t.Drift {
 				continue
 			}
 			st := &j.state[i]
-			st.value, st.has = j.measure(t, c, secs, func(k distKey) *hdrhistogram.Histogram { return j.total(h, k) })
+			st.value, st.has = j.measure(t, &tot.Counts, tot.Seconds, tot.Latency)
 		}
 	}, recs...)
 	for gi, g := range groups {
@@ -362,7 +314,7 @@ func (j *judge) evaluateLocked(groups []*windowGroup, final bool) {
 }
 
 // judgeWindow judges a windowed check on slices.
-func (j *judge) judgeWindow(t *thresholds.Check, st *checkState, g *windowGroup, slices []windowStats) {
+func (j *judge) judgeWindow(t *thresholds.Check, st *checkState, g *windowGroup, slices []daemon.WindowStats) {
 	v, ok := j.measureSlices(t, g, slices)
 	if !ok {
 		return
@@ -376,7 +328,7 @@ func (j *judge) judgeWindow(t *thresholds.Check, st *checkState, g *windowGroup,
 	}
 	if !t.Pass(v) {
 		st.failed++
-		j.warnLocked(t, st, fmt.Sprintf("window %s: %s", fmtWindow(w), fmtThresholdValue(j.unit(t), v, false)))
+		j.warnLocked(t, st, fmt.Sprintf("window %s: %s", daemon.FormatWindow(w), daemon.FormatThresholdValue(j.unit(t), v, false)))
 	}
 }
 
@@ -415,8 +367,8 @@ func (j *judge) judgeDrift(t *thresholds.Check, st *checkState, g *windowGroup) 
 	st.windows++
 	if !t.Pass(change) {
 		st.failed++
-		j.warnLocked(t, st, fmt.Sprintf("%s from window %s to %s", fmtThresholdValue(j.unit(t), change, true),
-			fmtWindow(st.early), fmtWindow(st.latest)))
+		j.warnLocked(t, st, fmt.Sprintf("%s from window %s to %s", daemon.FormatThresholdValue(j.unit(t), change, true),
+			daemon.FormatWindow(st.early), daemon.FormatWindow(st.latest)))
 	}
 }
 
@@ -447,7 +399,7 @@ func (j *judge) abortLocked() error {
 		if failed {
 			j.aborted = true
 			j.log.Error("threshold failed: stopping the run (the threshold ends with !)", zap.String("threshold", t.Text))
-			return &thresholdAbort{workload: j.name, threshold: t.Text}
+			return daemon.Fail(fmt.Sprintf("threshold %s of workload %s failed", t.Text, j.name))
 		}
 	}
 	return nil
@@ -485,26 +437,25 @@ func (j *judge) measureDriftWindow(t *thresholds.Check, g *windowGroup) (float64
 	return vs[i], true
 }
 
-func (j *judge) windowValue(slices []windowStats, v float64) *WindowValue {
-	b := j.ps.begin
-	return &WindowValue{From: (slices[0].from - b).Seconds(), To: (slices[len(slices)-1].to - b).Seconds(), Value: v}
+func (j *judge) windowValue(slices []daemon.WindowStats, v float64) *daemon.WindowValue {
+	return &daemon.WindowValue{From: slices[0].From.Seconds(), To: slices[len(slices)-1].To.Seconds(), Value: v}
 }
 
 // measureSlices is t's metric over the window made of slices.
-func (j *judge) measureSlices(t *thresholds.Check, g *windowGroup, slices []windowStats) (float64, bool) {
-	var c counts
+func (j *judge) measureSlices(t *thresholds.Check, g *windowGroup, slices []daemon.WindowStats) (float64, bool) {
+	var c daemon.Counts
 	for i := range slices {
-		c.add(&slices[i].c)
+		c.Add(slices[i].Counts)
 	}
-	secs := (slices[len(slices)-1].to - slices[0].from).Seconds()
-	return j.measure(t, &c, secs, func(k distKey) *hdrhistogram.Histogram {
+	secs := (slices[len(slices)-1].To - slices[0].From).Seconds()
+	return j.measure(t, &c, secs, func(k daemon.LatencyKey) *hdrhistogram.Histogram {
 		i := g.keyIndex(k)
 		if i < 0 {
 			return nil
 		}
 		h := j.scratchHist()
 		for _, s := range slices {
-			s.lat[i].addTo(h)
+			s.Dists[i].AddTo(h)
 		}
 		return h
 	})
@@ -512,50 +463,15 @@ func (j *judge) measureSlices(t *thresholds.Check, g *windowGroup, slices []wind
 
 func (j *judge) scratchHist() *hdrhistogram.Histogram {
 	if j.scratch == nil {
-		j.scratch = hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits)
+		j.scratch = daemon.NewHistogram()
 	}
 	j.scratch.Reset()
 	return j.scratch
 }
 
-// total is the phase's latency histogram of k since the phase began: the
-// summary's, or for every op at once their merge; hist.mu is held.
-func (j *judge) total(h *phaseHist, k distKey) *hdrhistogram.Histogram {
-	pick := func(oh *opHist) *hdrhistogram.Histogram {
-		if k.service {
-			return oh.service.total
-		}
-		return oh.response.total
-	}
-	if k.op != allOps {
-		if oh := h.ops[k.op]; oh != nil {
-			return pick(oh)
-		}
-		return nil
-	}
-	var only *hdrhistogram.Histogram
-	n := 0
-	for _, oh := range h.ops {
-		if oh != nil && pick(oh).TotalCount() > 0 {
-			only = pick(oh)
-			n++
-		}
-	}
-	if n <= 1 {
-		return only
-	}
-	m := j.scratchHist()
-	for _, oh := range h.ops {
-		if oh != nil {
-			m.Merge(pick(oh))
-		}
-	}
-	return m
-}
-
 // measure is t's metric over counts c and secs seconds, lat giving the
 // latency histogram of a key (nil without samples); false without data.
-func (j *judge) measure(t *thresholds.Check, c *counts, secs float64, lat func(distKey) *hdrhistogram.Histogram) (float64, bool) {
+func (j *judge) measure(t *thresholds.Check, c *daemon.Counts, secs float64, lat func(daemon.LatencyKey) *hdrhistogram.Histogram) (float64, bool) {
 	ratio := func(n, of int64) float64 {
 		if of <= 0 {
 			return 0
@@ -564,7 +480,7 @@ func (j *judge) measure(t *thresholds.Check, c *counts, secs float64, lat func(d
 	}
 	switch t.Metric {
 	case thresholds.Quantile, thresholds.Max, thresholds.Mean:
-		h := lat(distKey{op: opSlot(t.Op), service: t.Service})
+		h := lat(daemon.LatencyKey{Op: t.Op, Service: t.Service})
 		if h == nil || h.TotalCount() == 0 {
 			return 0, false
 		}
@@ -577,34 +493,32 @@ func (j *judge) measure(t *thresholds.Check, c *counts, secs float64, lat func(d
 		return float64(h.ValueAtQuantile(t.Q)) / 1e9, true
 	case thresholds.Errors:
 		var errs, ok int64
-		for op := range c.ops {
-			if t.Op != "" && op != opSlot(t.Op) {
+		for op, n := range c.Ops {
+			if t.Op != "" && op != t.Op {
 				continue
 			}
-			ok += c.ops[op].ok
-			for _, e := range c.ops[op].errors {
-				errs += e
-			}
+			ok += n.OK
+			errs += n.Errors
 		}
 		if t.Kind == thresholds.Count {
 			return float64(errs), true
 		}
 		return ratio(errs, errs+ok), true
 	case thresholds.Failed, thresholds.Dropped:
-		n := c.failed
+		n := c.Failed
 		if t.Metric == thresholds.Dropped {
-			n = c.dropped
+			n = c.Dropped
 		}
 		if t.Kind == thresholds.Count {
 			return float64(n), true
 		}
-		return ratio(n, c.scheduled), true
+		return ratio(n, c.Scheduled), true
 	}
 	// achieved
 	if t.Kind == thresholds.Rate || (t.Drift && j.closed) {
-		return float64(c.acked) / secs, secs > 0
+		return float64(c.Acked) / secs, secs > 0
 	}
-	return ratio(c.acked, c.scheduled), c.scheduled > 0
+	return ratio(c.Acked, c.Scheduled), c.Scheduled > 0
 }
 
 // unit is the unit of t's value.
@@ -621,11 +535,11 @@ func (j *judge) unit(t *thresholds.Check) string {
 }
 
 // resultsLocked builds the results from the state.
-func (j *judge) resultsLocked() []ThresholdResult {
-	out := make([]ThresholdResult, len(j.checks))
+func (j *judge) resultsLocked() []daemon.ThresholdResult {
+	out := make([]daemon.ThresholdResult, len(j.checks))
 	for i := range j.checks {
 		t, st := &j.checks[i], &j.state[i]
-		r := ThresholdResult{Threshold: t.Text, OK: true, Unit: j.unit(t), Abort: t.Abort,
+		r := daemon.ThresholdResult{Threshold: t.Text, OK: true, Unit: j.unit(t), Abort: t.Abort,
 			Windows: st.windows, FailedWindows: st.failed, LatestWindow: st.latest}
 		val := func(v float64) *float64 { return &v }
 		switch {
@@ -638,7 +552,7 @@ func (j *judge) resultsLocked() []ThresholdResult {
 				}
 			}
 			if st.has {
-				r.Value, r.current = val(st.value), val(st.value)
+				r.Value, r.Current = val(st.value), val(st.value)
 				r.OK = t.Pass(st.value)
 			}
 		case st.group != nil:
@@ -648,10 +562,10 @@ func (j *judge) resultsLocked() []ThresholdResult {
 				r.Value = val(st.worst.Value)
 			}
 			if st.latest != nil {
-				r.current = val(st.latest.Value)
+				r.Current = val(st.latest.Value)
 			}
 		case st.has:
-			r.Value, r.current = val(st.value), val(st.value)
+			r.Value, r.Current = val(st.value), val(st.value)
 			r.OK = t.Pass(st.value)
 		}
 		if r.Value == nil {
@@ -680,7 +594,7 @@ func (j *judge) noteLocked(t *thresholds.Check, st *checkState) string {
 			return fmt.Sprintf("waiting for DRIFT_WARMUP (%v) + 2 windows of %v", j.warmup, t.DriftWindow())
 		}
 		return fmt.Sprintf("not judged: the run phase lasted %v; drift needs DRIFT_WARMUP (%v) + 2 windows of %v = %v",
-			j.ps.elapsed().Round(time.Millisecond), j.warmup, t.DriftWindow(), need)
+			j.ps.Elapsed().Round(time.Millisecond), j.warmup, t.DriftWindow(), need)
 	case !j.final && st.group != nil:
 		return "waiting for the first window"
 	}
@@ -699,50 +613,4 @@ func (j *judge) noteLocked(t *thresholds.Check, st *checkState) string {
 		what += " in any window"
 	}
 	return what
-}
-
-// fmtThresholdValue prints a value in unit; signed prints a change.
-func fmtThresholdValue(unit string, v float64, signed bool) string {
-	sign := ""
-	if signed && v >= 0 {
-		sign = "+"
-	}
-	switch unit {
-	case "seconds":
-		if v < 0 {
-			return "-" + fmtDur(-v)
-		}
-		if v == 0 {
-			return sign + "0s"
-		}
-		return sign + fmtDur(v)
-	case "ratio":
-		// 2 decimals from 1 % up (99.98 % must not read 100 %), 3
-		// significant digits below.
-		p := 100 * v
-		s := fmt.Sprintf("%.3g", p)
-		if math.Abs(p) >= 1 {
-			s = strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", p), "0"), ".")
-		}
-		return sign + s + "%"
-	case "units_per_second":
-		return fmt.Sprintf("%s%.0f/s", sign, v)
-	}
-	return fmt.Sprintf("%s%.0f", sign, v)
-}
-
-// fmtWindow prints a window's span in the run phase: 10s–20s.
-func fmtWindow(w *WindowValue) string {
-	d := func(s float64) string {
-		return time.Duration(math.Round(s*10) * float64(100*time.Millisecond)).String()
-	}
-	return d(w.From) + "–" + d(w.To)
-}
-
-// opSlot is the slot of op name s, or allOps for "".
-func opSlot(s string) int {
-	if s == "" {
-		return allOps
-	}
-	return slices.Index(opNames, s)
 }
