@@ -60,19 +60,28 @@ type StatusAdder interface {
 // Finish wraps the reason an observer ends the run with when it has
 // what it ran for (a capacity search's answer): the run then counts as
 // having run its course, and its phases say reason as what stopped them.
-func Finish(reason string) error { return &finished{reason} }
+func Finish(reason string) error { return &ending{reason: reason, ranItsCourse: true} }
 
-type finished struct{ reason string }
+// Fail wraps the reason an observer stops the run with when the run has
+// failed (a threshold marked ! failed): its phases say reason as what
+// stopped them, and the run did not run its course.
+func Fail(reason string) error { return &ending{reason: reason} }
 
-func (f *finished) Error() string { return f.reason }
+// ending is an observer's cause for ending the run (Finish, Fail).
+type ending struct {
+	reason       string
+	ranItsCourse bool
+}
 
-// finishedReason is the reason of a Finish cause, or "".
-func finishedReason(err error) string {
-	var f *finished
-	if errors.As(err, &f) {
-		return f.reason
+func (e *ending) Error() string { return e.reason }
+
+// endingOf is err's Finish or Fail cause, or nil.
+func endingOf(err error) *ending {
+	var e *ending
+	if errors.As(err, &e) {
+		return e
 	}
-	return ""
+	return nil
 }
 
 // Handle is an observer's view of one workload and the way to steer it.
@@ -302,24 +311,6 @@ type Checker interface {
 	// or, with final, its last ones: Run asks for those once every phase
 	// has ended and scheduling has stopped.
 	Verdicts(workload string, final bool) []ThresholdResult
-}
-
-// Fail wraps the reason an observer stops the run with when the run has
-// failed (a threshold marked ! failed): its phases say reason as what
-// stopped them, and the run did not run its course.
-func Fail(reason string) error { return &failed{reason} }
-
-type failed struct{ reason string }
-
-func (f *failed) Error() string { return f.reason }
-
-// failedReason is the reason of a Fail cause, or "".
-func failedReason(err error) string {
-	var f *failed
-	if errors.As(err, &f) {
-		return f.reason
-	}
-	return ""
 }
 
 // OpCount is what one op did: OK batches, queries or operations

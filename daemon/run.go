@@ -93,11 +93,8 @@ func stopCause(ctx context.Context) string {
 	cause := context.Cause(ctx)
 	var ce *settings.Error
 	var st *startTimeoutError
-	if r := finishedReason(cause); r != "" {
-		return r
-	}
-	if r := failedReason(cause); r != "" {
-		return r
+	if e := endingOf(cause); e != nil {
+		return e.reason
 	}
 	switch {
 	case errors.Is(cause, errHardStop):
@@ -214,7 +211,8 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	close(allDone)
 	// Whether the run ran its course (to its end or SOAKD_DURATION), read
 	// before stopGen cancels genCtx.
-	ranItsCourse := genCtx.Err() == nil || stopCause(genCtx) == stopHard || finishedReason(context.Cause(genCtx)) != ""
+	end := endingOf(context.Cause(genCtx))
+	ranItsCourse := genCtx.Err() == nil || stopCause(genCtx) == stopHard || (end != nil && end.ranItsCourse)
 	stopGen(nil)
 	<-repDone
 	<-pingDone
