@@ -190,12 +190,15 @@ func newPhaseStats(name, rate string, workers int) *phaseStats {
 // /status and the summary show as the phase's rate.
 func (ps *phaseStats) rateText() string { return *ps.rate.Load() }
 
-// snapshot sums the tallies. Each tally is read under its lock, the
-// workers' first and the scheduler's last: a unit is added to scheduled
-// before any worker can count it as acknowledged, failed or dropped, so
-// the sum read never shows more units finished than scheduled. Latency
-// samples are merged into the histograms in the same pass, so histogram
-// counts agree with the op counts read (see phaseHist).
+// snapshot sums the tallies. Every tally is locked before any is read
+// and released only once all are: a unit is counted scheduled before a
+// worker can count it finished, and a cut taken under all the locks
+// shows each unit in exactly one state. Reading the tallies one after
+// the other would let units that finish, and the units scheduled in
+// their place, slip between two reads, and the units in flight read
+// above what the queue and the workers can hold. Latency samples are
+// merged into the histograms in the same pass, so histogram counts agree
+// with the op counts read (see phaseHist).
 func (ps *phaseStats) snapshot() counts { return ps.snapshotThen(nil) }
 
 // snapshotThen is snapshot, calling then (if not nil) with the histograms
@@ -207,25 +210,35 @@ func (ps *phaseStats) snapshotThen(then func(*phaseHist)) counts {
 	return ps.snapshotWith(func(_ *counts, h *phaseHist) { then(h) })
 }
 
-// snapshotWith is snapshotThen, also handing then the counts read.
+// snapshotWith is snapshotThen, also handing then the counts read. The
+// locks are taken in the order every writer takes them: the histograms'
+// before a worker's (lockRoom), and no writer holds two tallies' locks.
 func (ps *phaseStats) snapshotWith(then func(*counts, *phaseHist)) counts {
 	var c counts
 	ps.hist.mu.Lock()
 	for _, t := range ps.workers {
 		t.mu.Lock()
-		c.add(&t.c)
-		ps.hist.mergeLocked(&t.lat)
-		t.mu.Unlock()
 	}
 	if v := ps.verify; v != nil {
 		v.mu.Lock()
-		c.add(&v.c)
-		ps.hist.mergeLocked(&v.lat)
-		v.mu.Unlock()
 	}
 	ps.sched.mu.Lock()
+	for _, t := range ps.workers {
+		c.add(&t.c)
+		ps.hist.mergeLocked(&t.lat)
+	}
+	if v := ps.verify; v != nil {
+		c.add(&v.c)
+		ps.hist.mergeLocked(&v.lat)
+	}
 	c.add(&ps.sched.c)
 	ps.sched.mu.Unlock()
+	if v := ps.verify; v != nil {
+		v.mu.Unlock()
+	}
+	for _, t := range ps.workers {
+		t.mu.Unlock()
+	}
 	if then != nil {
 		then(&c, &ps.hist)
 	}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -395,4 +396,37 @@ func TestOpNamesAreThresholdOps(t *testing.T) {
 	if !slices.Equal(opNames, thresholds.OpNames) {
 		t.Errorf("engine ops %q, threshold ops %q", opNames, thresholds.OpNames)
 	}
+}
+
+// TestSnapshotIsOneCut checks that a snapshot shows each unit in one state
+// while the scheduler and a worker keep counting: a goroutine schedules a
+// unit and then finishes it, over and over, so no more than one unit is
+// ever in flight. A snapshot that read the worker's tally and then the
+// scheduler's would see units finished meanwhile still in flight, and the
+// units scheduled after them too: two or more.
+func TestSnapshotIsOneCut(t *testing.T) {
+	ps := newPhaseStats("run", "1000", 1)
+	w := ps.workers[0]
+	var done atomic.Bool
+	go func() {
+		defer done.Store(true)
+		for range 300_000 {
+			ps.sched.release(1)
+			w.mu.Lock()
+			w.c.acked++
+			w.mu.Unlock()
+		}
+	}()
+	snaps := 0
+	for !done.Load() || snaps == 0 {
+		c := ps.snapshot()
+		if in := c.inflight(); in < 0 || in > 1 {
+			t.Fatalf("snapshot %d: %d in flight (scheduled %d, acknowledged %d), want 0 or 1", snaps, in, c.scheduled, c.acked)
+		}
+		snaps++
+	}
+	if c := ps.snapshot(); c.scheduled != 300_000 || c.inflight() != 0 {
+		t.Fatalf("at the end: scheduled %d, %d in flight", c.scheduled, c.inflight())
+	}
+	t.Logf("%d snapshots", snaps)
 }

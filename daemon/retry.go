@@ -47,7 +47,11 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) writeO
 			r.unitsFailed(w, units, class, n, done-due, done-sendStart)
 			return writeOutcome{ok: true}
 		}
-		if class == sinks.Other && errors.Is(w.wctx.Err(), context.DeadlineExceeded) {
+		if (class == sinks.Other || class == sinks.Connection) && errors.Is(w.wctx.Err(), context.DeadlineExceeded) {
+			// The write outlived TIMEOUT: whatever the driver reports
+			// after that (a connection it closed on the deadline reads
+			// as EOF), the write failed because the target did not
+			// answer in time.
 			class = sinks.Timeout
 		}
 		r.attemptFailed(w, class, n)

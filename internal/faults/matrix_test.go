@@ -252,6 +252,14 @@ func writeOps(w *daemon.WorkloadSummary) daemon.OpSummary {
 	return o
 }
 
+// stall is how long the faults that stop every answer last. A write
+// sent as one begins must reach the end of its TIMEOUT (2 s) inside it,
+// and on PostgreSQL also the second the sink then waits for the server to
+// confirm a cancel request before it drops the connection: a write still
+// open when the fault ends is answered, and acknowledged, instead of
+// timing out. The rest leaves room for a process starved of CPU.
+const stall = 2*time.Second + time.Second + 1500*time.Millisecond
+
 var matrix = []fault{
 	{
 		name: "down at start",
@@ -333,7 +341,7 @@ var matrix = []fault{
 		inject: func(t *testing.T, s *scene) {
 			// Requests vanish, the connections stay open, no reply comes.
 			s.proxy.Add(t, "blackhole", "timeout", "upstream", map[string]any{"timeout": 0})
-			hold(t, s, 3*time.Second)
+			hold(t, s, stall)
 			s.proxy.Remove(t, "blackhole")
 		},
 		check: func(t *testing.T, s *scene, w *daemon.WorkloadSummary) {
@@ -346,7 +354,7 @@ var matrix = []fault{
 		name: "stalled (SIGSTOP)",
 		inject: func(t *testing.T, s *scene) {
 			thaw := s.srv.Freeze(t)
-			hold(t, s, 3*time.Second)
+			hold(t, s, stall)
 			thaw()
 		},
 		check: func(t *testing.T, s *scene, w *daemon.WorkloadSummary) {
