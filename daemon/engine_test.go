@@ -579,7 +579,7 @@ func TestNeverReadyFails(t *testing.T) {
 			t.Errorf("failure %+v: want the connection error, 5-8 attempts over 12-20 s", *f)
 		}
 		var text bytes.Buffer
-		res.sum.WriteText(&text)
+		WriteSummaryText(&text, res.sum)
 		js, _ := json.Marshal(res.sum)
 		for _, out := range []string{text.String(), string(js), f.Reason + f.LastError} {
 			if strings.Contains(out, "hunter2") {

@@ -157,7 +157,7 @@ func TestQueryWorkload(t *testing.T) {
 			t.Errorf("%d soakd_ops_total series, want 4: one per result of each query type the source issues", n)
 		}
 		var out bytes.Buffer
-		res.sum.WriteText(&out)
+		WriteSummaryText(&out, res.sum)
 		for _, want := range []string{"ran 800 queries", "LASTPOINT response", "StdDev(us)", "Rows: 2000", "empty 200"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("summary lacks %q:\n%s", want, out.String())

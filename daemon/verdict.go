@@ -1,12 +1,6 @@
 package daemon
 
-import (
-	"fmt"
-	"math"
-	"slices"
-	"strings"
-	"time"
-)
+import "slices"
 
 // ThresholdResult is one threshold's outcome, in the summary (final) and
 // in /status (so far).
@@ -47,44 +41,6 @@ type WindowValue struct {
 	From  float64 `json:"from_seconds"` // since the run phase began
 	To    float64 `json:"to_seconds"`
 	Value float64 `json:"value"`
-}
-
-// FormatThresholdValue prints a value in unit; signed prints a change.
-func FormatThresholdValue(unit string, v float64, signed bool) string {
-	sign := ""
-	if signed && v >= 0 {
-		sign = "+"
-	}
-	switch unit {
-	case "seconds":
-		if v < 0 {
-			return "-" + fmtDur(-v)
-		}
-		if v == 0 {
-			return sign + "0s"
-		}
-		return sign + fmtDur(v)
-	case "ratio":
-		// 2 decimals from 1 % up (99.98 % must not read 100 %), 3
-		// significant digits below.
-		p := 100 * v
-		s := fmt.Sprintf("%.3g", p)
-		if math.Abs(p) >= 1 {
-			s = strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", p), "0"), ".")
-		}
-		return sign + s + "%"
-	case "units_per_second":
-		return fmt.Sprintf("%s%.0f/s", sign, v)
-	}
-	return fmt.Sprintf("%s%.0f", sign, v)
-}
-
-// FormatWindow prints a window's span in the run phase: 10s–20s.
-func FormatWindow(w *WindowValue) string {
-	d := func(s float64) string {
-		return time.Duration(math.Round(s*10) * float64(100*time.Millisecond)).String()
-	}
-	return d(w.From) + "–" + d(w.To)
 }
 
 // opSlot is the slot of op name s, or allOps for "".

@@ -26,6 +26,7 @@ import (
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/summary"
 	"github.com/soakd/soakd/web"
 )
 
@@ -362,7 +363,7 @@ func TestConsoleAndReportInBrowser(t *testing.T) {
 	}
 	out := t.TempDir()
 	sumPath, reportPath := filepath.Join(out, "summary.json"), filepath.Join(out, "report.html")
-	if err := r.sum.WriteJSONFile(sumPath); err != nil {
+	if err := summary.WriteJSONFile(sumPath, r.sum); err != nil {
 		t.Fatal(err)
 	}
 	if err := web.WriteReport(reportPath, web.ReportData{Summary: r.sum, History: hist, Environment: sysinfo.Collect("test"),

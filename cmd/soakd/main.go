@@ -42,6 +42,7 @@ import (
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/summary"
 	"github.com/soakd/soakd/sweep"
 	"github.com/soakd/soakd/thresholds/judge"
 	"github.com/soakd/soakd/web"
@@ -298,9 +299,9 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		stdout = stderr
 	}
 	if sum != nil {
-		sum.WriteText(stdout)
+		summary.WriteText(stdout, sum)
 		if cfg.SummaryJSON != "" {
-			if err := sum.WriteJSONFile(cfg.SummaryJSON); err != nil {
+			if err := summary.WriteJSONFile(cfg.SummaryJSON, sum); err != nil {
 				log.Error("cannot write the summary", zap.Error(err))
 				return cli.ExitFailed
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/summary"
 )
 
 // TestMixedRun runs ingest and queries at constant rates at the same
@@ -81,7 +82,7 @@ func TestMixedRun(t *testing.T) {
 		t.Fatal(res.err)
 	}
 	var text bytes.Buffer
-	res.sum.WriteText(&text)
+	summary.WriteText(&text, res.sum)
 	t.Log(text.String())
 	ing, q := res.sum.Workload("ingest", "run"), res.sum.Workload("q", "run")
 	if ing == nil || q == nil {

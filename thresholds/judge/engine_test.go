@@ -9,6 +9,7 @@ import (
 	"github.com/soakd/soakd/internal/enginetest"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/summary"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -61,7 +62,7 @@ func TestDriftThresholdOnLatencyStep(t *testing.T) {
 					t.Errorf("Failed() = %v", err)
 				}
 				var text bytes.Buffer
-				res.sum.WriteText(&text)
+				summary.WriteText(&text, res.sum)
 				mark := "✓"
 				if tc.fail {
 					mark = "✗"

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/summary"
 	"github.com/soakd/soakd/thresholds"
 )
 
@@ -328,7 +329,7 @@ func (j *judge) judgeWindow(t *thresholds.Check, st *checkState, g *windowGroup,
 	}
 	if !t.Pass(v) {
 		st.failed++
-		j.warnLocked(t, st, fmt.Sprintf("window %s: %s", daemon.FormatWindow(w), daemon.FormatThresholdValue(j.unit(t), v, false)))
+		j.warnLocked(t, st, fmt.Sprintf("window %s: %s", summary.FormatWindow(w), summary.FormatThresholdValue(j.unit(t), v, false)))
 	}
 }
 
@@ -367,8 +368,8 @@ func (j *judge) judgeDrift(t *thresholds.Check, st *checkState, g *windowGroup) 
 	st.windows++
 	if !t.Pass(change) {
 		st.failed++
-		j.warnLocked(t, st, fmt.Sprintf("%s from window %s to %s", daemon.FormatThresholdValue(j.unit(t), change, true),
-			daemon.FormatWindow(st.early), daemon.FormatWindow(st.latest)))
+		j.warnLocked(t, st, fmt.Sprintf("%s from window %s to %s", summary.FormatThresholdValue(j.unit(t), change, true),
+			summary.FormatWindow(st.early), summary.FormatWindow(st.latest)))
 	}
 }
 

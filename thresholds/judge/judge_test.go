@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/summary"
 	"github.com/soakd/soakd/thresholds"
 )
 
@@ -105,7 +106,7 @@ func TestJudgeWindows(t *testing.T) {
 	}
 	var out strings.Builder
 	sum := &daemon.Summary{Workloads: []daemon.WorkloadSummary{{Name: "w", Phase: "run", Thresholds: rs}}}
-	sum.WriteText(&out)
+	summary.WriteText(&out, sum)
 	// Labels line up, µ or not.
 	for _, want := range []string{"  ✗ p99<50ms@10s    worst 1.00s in window 3s–13s (10 of 21 windows failed)\n",
 		"  ✓ p99<50ms        1.00ms\n", "  ✓ p50<2000µs@10s  worst 1.00ms", "THRESHOLDS FAILED: 1 of 4"} {
@@ -232,7 +233,7 @@ func TestJudgeDrift(t *testing.T) {
 	}
 	var out strings.Builder
 	sum := &daemon.Summary{Workloads: []daemon.WorkloadSummary{{Name: "w", Phase: "run", Thresholds: rs}}}
-	sum.WriteText(&out)
+	summary.WriteText(&out, sum)
 	if want := "✗ drift.p99<20%@10s  +100% (2.00ms in 5s–15s, 4.00ms in 30s–40s; 13 of 16 late windows failed)"; !strings.Contains(out.String(), want) {
 		t.Errorf("text lacks %q:\n%s", want, out.String())
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/summary"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -63,7 +64,7 @@ func soakRunStop(t *testing.T, env map[string]string, during func(stop func())) 
 		t.Fatalf("run: %v", err)
 	}
 	path := filepath.Join(t.TempDir(), "run.json")
-	if err := sum.WriteJSONFile(path); err != nil {
+	if err := summary.WriteJSONFile(path, sum); err != nil {
 		t.Fatal(err)
 	}
 	return sum, path

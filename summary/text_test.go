@@ -1,9 +1,11 @@
-package daemon
+package summary
 
 import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/soakd/soakd/daemon"
 )
 
 // "errors: none" is printed only for a phase of a workload that did not
@@ -12,15 +14,15 @@ import (
 func TestErrorsNoneNeverBesideFailure(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		w    WorkloadSummary
+		w    daemon.WorkloadSummary
 		none bool
 	}{
-		{"clean", WorkloadSummary{Phase: "run"}, true},
-		{"failure", WorkloadSummary{Phase: "run", Failure: &Failure{Reason: "acknowledged rows missing"}}, false},
-		{"threshold", WorkloadSummary{Phase: "run", Thresholds: []ThresholdResult{{Threshold: "p99<1ms", OK: false}}}, false},
+		{"clean", daemon.WorkloadSummary{Phase: "run"}, true},
+		{"failure", daemon.WorkloadSummary{Phase: "run", Failure: &daemon.Failure{Reason: "acknowledged rows missing"}}, false},
+		{"threshold", daemon.WorkloadSummary{Phase: "run", Thresholds: []daemon.ThresholdResult{{Threshold: "p99<1ms", OK: false}}}, false},
 	} {
 		var out bytes.Buffer
-		(&Summary{Workloads: []WorkloadSummary{tc.w}}).WriteText(&out)
+		WriteText(&out, &daemon.Summary{Workloads: []daemon.WorkloadSummary{tc.w}})
 		if got := strings.Contains(out.String(), "errors: none"); got != tc.none {
 			t.Errorf("%s: errors: none printed %v, want %v\n%s", tc.name, got, tc.none, out.String())
 		}

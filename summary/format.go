@@ -1,0 +1,49 @@
+package summary
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/daemon/pace"
+)
+
+// FormatThresholdValue prints a value in unit; signed prints a change.
+func FormatThresholdValue(unit string, v float64, signed bool) string {
+	sign := ""
+	if signed && v >= 0 {
+		sign = "+"
+	}
+	switch unit {
+	case "seconds":
+		if v < 0 {
+			return "-" + pace.FormatSeconds(-v)
+		}
+		if v == 0 {
+			return sign + "0s"
+		}
+		return sign + pace.FormatSeconds(v)
+	case "ratio":
+		// 2 decimals from 1 % up (99.98 % must not read 100 %), 3
+		// significant digits below.
+		p := 100 * v
+		s := fmt.Sprintf("%.3g", p)
+		if math.Abs(p) >= 1 {
+			s = strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", p), "0"), ".")
+		}
+		return sign + s + "%"
+	case "units_per_second":
+		return fmt.Sprintf("%s%.0f/s", sign, v)
+	}
+	return fmt.Sprintf("%s%.0f", sign, v)
+}
+
+// FormatWindow prints a window's span in the run phase: 10s–20s.
+func FormatWindow(w *daemon.WindowValue) string {
+	d := func(s float64) string {
+		return time.Duration(math.Round(s*10) * float64(100*time.Millisecond)).String()
+	}
+	return d(w.From) + "–" + d(w.To)
+}
