@@ -8,7 +8,10 @@
 // feature sees each workload open and each phase begin and end, steers a
 // workload through its Handle (rate, pause, resume), reads what a phase
 // did through a Window, ends the run with Finish or Fail, adds to /status
-// (StatusAdder) and judges workloads (Checker: the thresholds' judge). Package internal/layout's test holds imports to that.
+// (StatusAdder), judges workloads (Checker: the thresholds' judge), and
+// follows each batch written (BatchObserver) to read back what the target
+// acknowledged (Verifier: VERIFY's checker, counting into a phase's
+// ReadBack). Package internal/layout's test holds imports to that.
 //
 // Each workload runs a scheduler that emits tickets (a batch's intended
 // start time) at the times its rate profile says, on one reused timer,

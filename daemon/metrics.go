@@ -150,7 +150,7 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 		ch <- histMetric(m.service, &lat[op].service, m.created, name, opName(op))
 	}
 	ch <- histMetric(m.dispatch, disp, m.created, name)
-	if w.ver != nil {
+	if w.cfg.Verify > 0 {
 		v := &c.verify
 		counter(m.verifyChecked, v.checked)
 		for k, kind := range verifyKinds {

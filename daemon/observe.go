@@ -468,3 +468,119 @@ func (h *Handle) ReportedOps() []string {
 	}
 	return names
 }
+
+// Source is the workload's source, for what an observer reads of it (its
+// schemas, how it recomputes or replays its rows): an observer never
+// draws streams from it.
+func (h *Handle) Source() sources.Source { return h.w.src }
+
+// Sink is the workload's sink, open from Opened until the workload has
+// finished (a WriteFollower's End): an observer may use its read
+// capabilities (sinks.SeriesReader, sinks.KVReader) until then, and never
+// writes through it.
+func (h *Handle) Sink() sinks.Sink { return h.w.sink }
+
+// BatchObserver is an Observer that follows the batches a workload
+// writes, one by one: a read-back checker (VERIFY) picks from them what
+// it reads back. Run asks it once per workload, after every Opened,
+// whether it follows that workload; the workers of a workload nobody
+// follows pay nothing for it.
+type BatchObserver interface {
+	Observer
+	// Follow returns what follows w's writes, or nil to follow none.
+	Follow(w *Handle) WriteFollower
+}
+
+// WriteFollower follows one workload's writes (BatchObserver).
+type WriteFollower interface {
+	// Begin is called from the goroutine that runs the workload, before
+	// it sets up its target. drain ends when writes in flight must stop
+	// (SHUTDOWN_GRACE after a stop): the follower's work on the
+	// workload's batches ends with it.
+	Begin(drain context.Context)
+	// Written is called by a worker after each write of a batch of the
+	// phase p, with the batch (read-only, valid only during the call)
+	// and how the write ended. It runs on the write path: it must not
+	// block, and should not allocate.
+	Written(p *Phase, b *sources.Batch, o WriteOutcome)
+	// End is called from the same goroutine as Begin once the
+	// workload's last write has returned, before its sink closes and the
+	// summary counts it: it may wait for the follower's work on the
+	// batches, which drain bounds.
+	End()
+}
+
+// WriteOutcome is how the write of a batch ended.
+type WriteOutcome struct {
+	// Acked is true when the target acknowledged the write; in a KV or
+	// query batch, operations it answered as failed (a read that found
+	// no record) may be among them.
+	Acked bool
+	// Stored is the units a failed write stored anyway (a partial write).
+	Stored int
+	// After is where the batch's streams stood once it was filled: the
+	// furthest position of the streams it was filled from (the zero
+	// Position for one that does not report its position). Whatever the
+	// batch holds comes before it in its stream.
+	After sources.Position
+}
+
+// Verifier is a BatchObserver that reads back what workloads had
+// acknowledged (SOAKD_<W>_VERIFY) and counts its checks into each
+// phase's ReadBack. Run refuses VERIFY when no observer is one.
+type Verifier interface {
+	BatchObserver
+	// ReadsBack marks the observer as a Verifier; Run never calls it.
+	ReadsBack()
+}
+
+// ReadBack is a phase's tally of VERIFY's read-back checks: what a
+// Verifier counts into it shows as the phase's verify counts (/status,
+// the summary and its exit code, soakd_verify_*), and the latencies of
+// its reads as op verify. A phase of a workload without VERIFY counts
+// nothing.
+type ReadBack struct{ ps *phaseStats }
+
+// ReadBack is the phase's tally of read-back checks.
+func (p *Phase) ReadBack() ReadBack { return ReadBack{p.ps} }
+
+// Skipped counts units picked for read-back but not checked: the
+// checker was behind, a read failed, or the run ended first.
+func (r ReadBack) Skipped(units int64) {
+	if r.ps == nil || r.ps.verify == nil {
+		return
+	}
+	t := r.ps.verify
+	t.mu.Lock()
+	t.c.verify.skipped += units
+	t.mu.Unlock()
+}
+
+// Checked counts units read back in one read, one verdict each, and
+// records the read's latency for them: response from when they were due
+// to be read back, service from the read's send.
+func (r ReadBack) Checked(verdicts []sources.Verdict, response, service time.Duration) {
+	if r.ps == nil || r.ps.verify == nil {
+		return
+	}
+	ps := r.ps
+	t := ps.verify
+	t.mu.Lock()
+	if t.lat.n >= len(t.lat.s) {
+		t.mu.Unlock()
+		ps.hist.mu.Lock()
+		t.mu.Lock()
+		ps.hist.mergeLocked(&t.lat)
+		ps.hist.mu.Unlock()
+	}
+	t.lat.add(sample{op: uint8(verifyOp), n: int32(len(verdicts)), response: response, service: service})
+	t.c.verify.checked += int64(len(verdicts))
+	for _, vd := range verdicts {
+		for k, kind := range verifyKinds {
+			if vd == kind {
+				t.c.verify.failures[k]++
+			}
+		}
+	}
+	t.mu.Unlock()
+}

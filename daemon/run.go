@@ -250,6 +250,9 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		if len(wc.Checks) > 0 && !slices.ContainsFunc(d.Observers, func(o Observer) bool { _, ok := o.(Checker); return ok }) {
 			return fail(fmt.Errorf("%sTHRESHOLDS: set, but no Checker among Deps.Observers judges them", Prefix(wc.Name)))
 		}
+		if wc.Verify > 0 && !slices.ContainsFunc(d.Observers, func(o Observer) bool { _, ok := o.(Verifier); return ok }) {
+			return fail(fmt.Errorf("%sVERIFY: set, but no Verifier among Deps.Observers reads back", Prefix(wc.Name)))
+		}
 		log := d.Logger.With(zap.String("workload", wc.Name))
 		sink, err := openSink(ctx, d.Plugins, wc, e.Kind, src, wc.Workers, batchSize(wc, e.Kind), log)
 		if err != nil {
@@ -264,8 +267,12 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 				return fail(err)
 			}
 		}
-		if err := w.setupVerify(log); err != nil {
-			return fail(err)
+		for _, o := range d.Observers {
+			if bo, ok := o.(BatchObserver); ok {
+				if f := bo.Follow(w.handle); f != nil {
+					w.followers = append(w.followers, f)
+				}
+			}
 		}
 		rate := wc.Rate.String()
 		if wc.Builtin {
@@ -316,10 +323,11 @@ func closeSinks(wls []*workload, log *zap.Logger, by time.Time) {
 // then the workload's run phase.
 func (w *workload) runAll(genCtx, drainCtx context.Context, cfg *Config) error {
 	defer w.finished.Store(true)
-	if w.ver != nil {
-		// The checker ends after the phases, once what they acknowledged
-		// and it picked has been read back.
-		defer w.ver.start(drainCtx)()
+	for _, f := range w.followers {
+		// A follower ends after the phases (a read-back checker once what
+		// they acknowledged and it picked has been read back).
+		f.Begin(drainCtx)
+		defer f.End()
 	}
 	err := w.runPhases(genCtx, drainCtx, cfg)
 	if err != nil {

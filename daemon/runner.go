@@ -50,7 +50,9 @@ type runner struct {
 	errMu   sync.Mutex
 	lastErr errorNote // the last failed write
 
-	ver *verifier // VERIFY's read-back checker, nil when off
+	// followers follow each batch written (BatchObserver), nil when
+	// nobody does: the workers then pay one length check per batch.
+	followers []WriteFollower
 
 	handle    *Handle    // what observers see of this workload
 	observers []Observer // told of each phase's edges (Deps.Observers)
@@ -100,8 +102,8 @@ func (r *runner) beginPhase(name string, rate pace.Rate, rec *phaseRecord) *phas
 	ps := newPhaseStats(name, rate.String(), r.cfg.Workers)
 	// Set before the phase is published: scrapes and the history read them.
 	ps.rec = rec
-	if r.ver != nil {
-		ps.verify = &tally{}
+	if r.cfg.Verify > 0 {
+		ps.verify = &tally{} // counted into by the Verifier (ReadBack)
 	}
 	r.startWall.Store(time.Now().UnixNano())
 	r.origin.Store(int64(ps.begin))

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/soakd/soakd/sources"
@@ -18,10 +19,15 @@ type worker struct {
 	counts   [opSlots]int64 // units per op slot in the current KV or query batch
 	dispatch time.Duration  // the current batch's intended start → first send
 	used     []*recStream   // the streams the current batch was filled from
+	phase    *Phase         // what the workload's followers see of ps, when it has any
 }
 
 func (r *runner) newWorker(drainCtx context.Context, p *phaseRun, t *tally) *worker {
-	return &worker{ctx: drainCtx, ps: p.st, t: t, b: newBatch(p.src), wctx: newWriteCtx(drainCtx, r.cfg.Timeout)}
+	w := &worker{ctx: drainCtx, ps: p.st, t: t, b: newBatch(p.src), wctx: newWriteCtx(drainCtx, r.cfg.Timeout)}
+	if len(r.followers) > 0 {
+		w.phase = &Phase{p.st} // made once, not per batch
+	}
+	return w
 }
 
 func (w *worker) close() { w.wctx.close() }
@@ -125,5 +131,28 @@ func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) 
 		// The stream goes back only after the write, so one device's rows
 		// reach the target in time order.
 		p.streams <- held
+	}
+}
+
+// written is called by a worker after each write of a batch: the
+// outcome goes in the phase's record and to the workload's followers.
+func (r *runner) written(p *phaseRun, w *worker, o writeOutcome) {
+	if p.rec != nil {
+		p.rec.noteBatch(w, o)
+	}
+	if len(r.followers) == 0 {
+		return
+	}
+	out := WriteOutcome{Acked: o.ok, Stored: o.stored, After: sources.Position{Round: math.MaxInt64}}
+	if len(w.used) > 0 {
+		out.After = w.used[0].to
+		for _, s := range w.used[1:] {
+			if out.After.Less(s.to) {
+				out.After = s.to
+			}
+		}
+	}
+	for _, f := range r.followers {
+		f.Written(w.phase, w.b, out)
 	}
 }

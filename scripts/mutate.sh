@@ -117,9 +117,9 @@ mutation capacity-achieved-from-scheduled capacity/driver.go \
 
 # --- verification ---------------------------------------------------------
 # A unit read back twice is not reported as duplicated.
-mutation verify-duplicates-missed daemon/verify.go \
+mutation verify-duplicates-missed readback/verifier.go \
 	's/case got.Len() > 1:/case got.Len() > 2:/' \
-	./daemon/ 'TestVerifyDuringRun'
+	./readback/ 'TestVerifyDuringRun'
 
 if [[ ${1:-} == -l ]]; then
 	for i in "${!names[@]}"; do printf '%-40s %s  go test -run '\''%s'\'' %s\n' "${names[i]}" "${files[i]}" "${runs[i]}" "${pkgs[i]}"; done

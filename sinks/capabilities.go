@@ -60,8 +60,9 @@ type Prober interface {
 }
 
 // SeriesReader is implemented by series sinks that can read rows back
-// (verify.go). The engine calls it from one goroutine per workload while
-// Write runs in others; soakd verify calls it alone.
+// (VERIFY, package readback). The read-back checker calls it from one
+// goroutine per workload while Write runs in others; soakd verify calls
+// it alone.
 type SeriesReader interface {
 	// Readable returns nil when the target can be read back, otherwise why
 	// not (e.g. a product without a query language soakd speaks). It does
@@ -78,8 +79,8 @@ type SeriesReader interface {
 }
 
 // KVReader is implemented by KV sinks that can read records back
-// (verify.go). Like SeriesReader, the engine calls it from one goroutine
-// while Write runs.
+// (VERIFY, package readback). Like SeriesReader, the read-back checker
+// calls it from one goroutine while Write runs.
 type KVReader interface {
 	// ReadRecords reads the record under keys[i] into out[i] (which it
 	// overwrites), in one round trip where the protocol allows.

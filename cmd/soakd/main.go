@@ -40,6 +40,7 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/verify"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/readback"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/summary"
@@ -283,7 +284,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	}
 	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: buildVersion(), Control: cfg.EffectiveControlToken() != "", Panels: panels})
 	deps := daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(), Console: console,
-		Observers: []daemon.Observer{judge.New(log)},
+		Observers: []daemon.Observer{judge.New(log), readback.New(log)},
 		History:   hist, UI: ui}
 	var sum *daemon.Summary
 	var runErr error
@@ -421,7 +422,7 @@ func sweepCmd(ctx context.Context, args []string, environ map[string]string, std
 		stdout = stderr // as in runCmd
 	}
 	res, err := sweep.Run(ctx, cfg, f.Env, daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
-		Observers: []daemon.Observer{judge.New(log)}})
+		Observers: []daemon.Observer{judge.New(log), readback.New(log)}})
 	if res != nil && len(res.Points) > 0 {
 		if werr := writeReport(stdout, cfg.Sweep.Out, res.WriteMarkdown, res.WriteCSV, res.WriteJSON, web.SweepCharts(res), "sweep-"); werr != nil {
 			log.Error("cannot write the sweep report", zap.Error(werr))

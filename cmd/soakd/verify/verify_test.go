@@ -17,6 +17,7 @@ import (
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/readback"
 	"github.com/soakd/soakd/summary"
 )
 
@@ -52,9 +53,10 @@ func soakRunStop(t *testing.T, env map[string]string, during func(stop func())) 
 	done := make(chan result, 1)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	go func() {
-		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
-			Registry: prometheus.NewRegistry(), Plugins: p, Version: "test"})
+		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: "test",
+			Observers: []daemon.Observer{readback.New(log)}})
 		done <- result{sum, err}
 	}()
 	during(stop) // in the test's goroutine: it may fail the test
