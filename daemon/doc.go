@@ -9,6 +9,10 @@
 // workload through its Handle (rate, pause, resume), reads what a phase
 // did through a Window, ends the run with Finish or Fail, adds to /status
 // (StatusAdder) and judges workloads (Checker: the thresholds' judge). Package internal/layout's test holds imports to that.
+// The features that show a run as it goes (packages progress and history)
+// follow the engine's clock (Ticker) and its end (Finisher) and read what
+// the engine samples through its read model (view.go: Handle.Live,
+// Handle.Totals, Handle.Phases).
 //
 // Each workload runs a scheduler that emits tickets (a batch's intended
 // start time) at the times its rate profile says, on one reused timer,

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -110,19 +111,20 @@ func TestVerifyDuringRun(t *testing.T) {
 				cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "10",
 					"SOAKD_SEQ_DURATION", "5s", "SOAKD_SEQ_TARGET", "mem://", "SOAKD_SEQ_VERIFY", "0.1",
 					"SOAKD_SEQ_VERIFY_DELAY", "100ms"), p)
-				hist := NewHistory()
+				var wls []*workload
 				reg := prometheus.NewRegistry()
-				sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test", History: hist})
+				sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test",
+					started: func(ws []*workload, _ http.Handler) { wls = ws }})
 				res := runResult{sum, err, reg}
 				w := res.sum.Workloads[0]
 				v := w.Verify
 				if v == nil || v.Fraction != 0.1 {
 					t.Fatalf("no verify summary: %+v", v)
 				}
-				// The console and the report show the same counts, from the history.
-				doc := hist.Snapshot()
-				if ph := doc.Workloads[0].Phases; len(ph) != 1 || ph[0].Verify == nil ||
-					*ph[0].Verify != (VerifyCounts{Checked: v.Checked, Missing: v.Missing, Mismatch: v.Mismatch, Duplicate: v.Duplicate, Skipped: v.Skipped}) {
+				// The console and the report show the same counts, from the
+				// phases the history reads.
+				if ph := wls[0].handle.Phases(); len(ph) != 1 || ph[0].Status().Verify == nil ||
+					*ph[0].Status().Verify != (VerifyCounts{Checked: v.Checked, Missing: v.Missing, Mismatch: v.Mismatch, Duplicate: v.Duplicate, Skipped: v.Skipped}) {
 					t.Errorf("history phases %+v, want the summary's verify counts %+v", ph, v)
 				}
 				t.Logf("checked %d missing %d mismatch %d duplicate %d skipped %d", v.Checked, v.Missing, v.Mismatch, v.Duplicate, v.Skipped)
