@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/enginetest"
 )
 
@@ -23,8 +24,8 @@ func TestCapacityShowsTheStepsRate(t *testing.T) {
 		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?capacity=5000&latency=2ms", "SOAKD_SEQ_BATCH_SIZE", "50",
 			"SOAKD_SEQ_WORKERS", "8", "SOAKD_CAPACITY_START", "1000", "SOAKD_CAPACITY_HOLD", "5s",
 			"SOAKD_CAPACITY_SETTLE", "2s", "SOAKD_CAPACITY_WARMUP", "2s", "SOAKD_CAPACITY_SLO_P99", "50ms"), p)
-		h := daemon.NewHistory()
-		sum, res, err := Run(context.Background(), cfg, nil, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p, History: h}, nil)
+		h := history.New()
+		sum, res, err := Run(context.Background(), cfg, nil, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p, Observers: []daemon.Observer{h}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

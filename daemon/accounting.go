@@ -95,17 +95,6 @@ type counts struct {
 // inflight is what is neither acknowledged, failed nor dropped yet.
 func (c *counts) inflight() int64 { return c.scheduled - c.acked - c.failed - c.dropped }
 
-// errors is the number of failed attempts of every op and class.
-func (c *counts) errors() int64 {
-	var n int64
-	for op := range c.ops {
-		for _, e := range c.ops[op].errors {
-			n += e
-		}
-	}
-	return n
-}
-
 // byClass sums failed attempts per class over every op.
 func (c *counts) byClass() [numClasses]int64 {
 	var out [numClasses]int64

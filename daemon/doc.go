@@ -11,7 +11,11 @@
 // (StatusAdder), judges workloads (Checker: the thresholds' judge), and
 // follows each batch written (BatchObserver) to read back what the target
 // acknowledged (Verifier: VERIFY's checker, counting into a phase's
-// ReadBack). Package internal/layout's test holds imports to that.
+// ReadBack). The features that show a run as it goes (packages progress
+// and history) follow the engine's clock (Ticker) and its end (Finisher)
+// and read what the engine samples through its read model (view.go:
+// Handle.Live, Handle.Totals, Handle.Phases). Package internal/layout's
+// test holds imports to that.
 //
 // Each workload runs a scheduler that emits tickets (a batch's intended
 // start time) at the times its rate profile says, on one reused timer,

@@ -26,7 +26,6 @@ import (
 type httpAPI struct {
 	cfg       *Config
 	wls       []*workload
-	rep       *reporter
 	started   time.Time
 	observers []Observer
 	version   string
@@ -36,8 +35,8 @@ type httpAPI struct {
 }
 
 // handler returns soakd's HTTP endpoints.
-func handler(cfg *Config, d Deps, wls []*workload, rep *reporter, started time.Time) http.Handler {
-	a := &httpAPI{cfg: cfg, wls: wls, rep: rep, started: started, version: d.Version, log: d.Logger, observers: d.Observers}
+func handler(cfg *Config, d Deps, wls []*workload, started time.Time) http.Handler {
+	a := &httpAPI{cfg: cfg, wls: wls, started: started, version: d.Version, log: d.Logger, observers: d.Observers}
 	if tok := cfg.EffectiveControlToken(); tok != "" {
 		a.token, a.hasTok = sha256.Sum256([]byte(tok)), true
 	}
@@ -54,13 +53,6 @@ func handler(cfg *Config, d Deps, wls []*workload, rep *reporter, started time.T
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "/control takes POST (e.g. curl -X POST -H 'Authorization: Bearer TOKEN' '.../control?workload=W&rate=5000')", http.StatusMethodNotAllowed)
 	})
-	if h := d.History; h != nil {
-		mux.HandleFunc("GET /history", func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("X-Content-Type-Options", "nosniff")
-			_ = json.NewEncoder(w).Encode(h.Snapshot())
-		})
-	}
 	if d.UI != nil {
 		mux.Handle("/", d.UI)
 	}
@@ -285,8 +277,8 @@ func phaseCounts(ps *phaseStats, c *counts) StatusCounts {
 
 func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 	st := Status{Version: a.version, Uptime: time.Since(a.started).Seconds()}
-	for i, wl := range a.wls {
-		achieved, window := a.rep.live(i)
+	for _, wl := range a.wls {
+		achieved, window := wl.statusLive()
 		s := StatusWorkload{
 			Name: wl.name, Source: wl.cfg.Source, Target: wl.cfg.Sink.Redacted, Rate: wl.cfg.Rate.String(),
 			Achieved: achieved, Unit: unitName(wl.kind), Workers: wl.cfg.Workers,

@@ -366,7 +366,7 @@ func TestControlOtherMethods(t *testing.T) {
 	t.Parallel()
 	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_CONTROL_TOKEN", "tok"), testPlugins())
 	ui := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "console") })
-	h := handler(cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), UI: ui}, nil, nil, time.Now())
+	h := handler(cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), UI: ui}, nil, time.Now())
 	for _, m := range []string{"GET", "PUT", "DELETE"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(m, "/control?workload=seq&rate=5", nil))

@@ -57,6 +57,27 @@ type StatusAdder interface {
 	AddStatus(workload string) (key string, value any, ok bool)
 }
 
+// Ticker is an Observer that follows the engine's one-second clock: the
+// progress line, the bar, the history.
+type Ticker interface {
+	// Tick is called every second while the run schedules, from the
+	// engine's own goroutine, after the engine has sampled each
+	// workload's achieved rate (Handle.Live); at is the tick's time.
+	// intervalEnded is true when a progress interval (PROGRESS_INTERVAL,
+	// else 10 s) has just ended and each workload's latency window
+	// (Live.Window) has been closed. The next tick waits for it: it must
+	// return quickly.
+	Tick(at time.Time, intervalEnded bool)
+}
+
+// Finisher is an Observer told once that the run is over: every workload
+// has ended and the engine's clock has stopped, before Run returns the
+// summary. ranItsCourse is false when the run was stopped before its end
+// (a signal, a configuration error, a failed threshold).
+type Finisher interface {
+	Finished(ranItsCourse bool)
+}
+
 // Finish wraps the reason an observer ends the run with when it has
 // what it ran for (a capacity search's answer): the run then counts as
 // having run its course, and its phases say reason as what stopped them.

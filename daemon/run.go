@@ -30,20 +30,13 @@ type Deps struct {
 	// Listener, when set, serves the HTTP endpoints instead of listening
 	// on Config.Listen (tests pass a 127.0.0.1:0 listener).
 	Listener net.Listener
-	// Console, when set, shows a progress bar for finite runs (a
-	// terminal); the logger must write through it too, so log lines and
-	// the bar never share a line.
-	Console *Console
-	// History, when set, is sampled every second by the reporter and
-	// served at /history as JSON: what the web console and the HTML
-	// report draw. After Run returns it holds the whole run.
-	History *History
 	// UI, when set, is served at / and every path no other endpoint
 	// takes: the web console (package web).
 	UI http.Handler
 
 	// Observers follow the run: each workload's phases, its steering and
-	// what /status shows of them (see Observer).
+	// what /status shows of them (see Observer); a Ticker follows the
+	// engine's clock, a Finisher learns of the run's end.
 	Observers []Observer
 
 	// started, when set, is called with the workloads and the HTTP
@@ -58,6 +51,7 @@ type workload struct {
 	entry    *sources.Entry
 	ready    readiness
 	controls [len(controlActions)]atomic.Int64 // changes made through /control, by action
+	live     liveBox                           // sampled every second (live.go)
 }
 
 // readiness is a workload's /readyz state and the story of its setup
@@ -170,12 +164,8 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 		}
 	}()
 
-	rep := newReporter(cfg, wls, log, d.Console)
-	if d.History != nil {
-		d.History.attach(wls)
-		rep.hist = d.History
-	}
-	h := handler(cfg, d, wls, rep, started)
+	clock := newSampler(cfg, wls)
+	h := handler(cfg, d, wls, started)
 	srv, err := serveHTTP(cfg, d, h)
 	if err != nil {
 		return nil, err
@@ -186,8 +176,8 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	for _, o := range d.Observers {
 		o.Started(genCtx, handles(wls), stopGen)
 	}
-	repDone := make(chan struct{})
-	go func() { rep.run(genCtx); close(repDone) }()
+	clockDone := make(chan struct{})
+	go func() { clock.run(genCtx, d.Observers); close(clockDone) }()
 	pingDone := make(chan struct{})
 	go func() { pingLoop(genCtx, wls); close(pingDone) }()
 
@@ -214,12 +204,13 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	end := endingOf(context.Cause(genCtx))
 	ranItsCourse := genCtx.Err() == nil || stopCause(genCtx) == stopHard || (end != nil && end.ranItsCourse)
 	stopGen(nil)
-	<-repDone
+	<-clockDone
 	<-pingDone
-	if d.History != nil {
-		d.History.finish()
+	for _, o := range d.Observers {
+		if f, ok := o.(Finisher); ok {
+			f.Finished(ranItsCourse)
+		}
 	}
-	rep.finish(ranItsCourse)
 	if srv != nil {
 		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = srv.Shutdown(shutCtx)

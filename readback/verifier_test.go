@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/enginetest"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
@@ -112,7 +113,7 @@ func TestVerifyDuringRun(t *testing.T) {
 				cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "10",
 					"SOAKD_SEQ_DURATION", "5s", "SOAKD_SEQ_TARGET", "mem://", "SOAKD_SEQ_VERIFY", "0.1",
 					"SOAKD_SEQ_VERIFY_DELAY", "100ms"), p)
-				hist := daemon.NewHistory()
+				hist := history.New()
 				res := runTest(context.Background(), cfg, p, hist)
 				w := res.sum.Workloads[0]
 				v := w.Verify
@@ -212,9 +213,12 @@ type runResult struct {
 
 // runTest runs cfg to its end, read back, with a fresh registry; hist,
 // if not nil, is its history.
-func runTest(ctx context.Context, cfg *daemon.Config, p *daemon.Plugins, hist *daemon.History) runResult {
+func runTest(ctx context.Context, cfg *daemon.Config, p *daemon.Plugins, hist *history.History) runResult {
 	reg := prometheus.NewRegistry()
-	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test",
-		History: hist, Observers: []daemon.Observer{New(zap.NewNop())}})
+	obs := []daemon.Observer{New(zap.NewNop())}
+	if hist != nil {
+		obs = append(obs, hist)
+	}
+	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test", Observers: obs})
 	return runResult{sum, err, reg}
 }

@@ -111,7 +111,7 @@ func Run(ctx context.Context, cfg *daemon.Config, environ map[string]string, d d
 				wc.Duration = sc.Duration
 				one.Workload, one.Listen, one.Duration = []*daemon.Workload{&wc}, daemon.ListenOff, 0
 				dd := d
-				dd.Registry, dd.Listener, dd.Console, dd.History, dd.UI = prometheus.NewRegistry(), nil, nil, nil, nil
+				dd.Registry, dd.Listener, dd.UI = prometheus.NewRegistry(), nil, nil
 				dd.Logger = zap.NewNop()
 				sum, err := daemon.Run(ctx, &one, dd)
 				if err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/summary"
@@ -209,7 +210,7 @@ func TestConsoleAndReportInBrowser(t *testing.T) {
 	if err := cfg.Check(p, err); err != nil {
 		t.Fatal(err)
 	}
-	hist := daemon.NewHistory()
+	hist := history.New()
 	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: "test", Control: cfg.EffectiveControlToken() != ""})
 	ctx, stop := context.WithCancel(context.Background())
 	type result struct {
@@ -219,7 +220,7 @@ func TestConsoleAndReportInBrowser(t *testing.T) {
 	done := make(chan result, 1)
 	go func() {
 		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
-			Version: "test", Listener: l, History: hist, UI: ui})
+			Version: "test", Listener: l, Observers: []daemon.Observer{hist}, UI: ui})
 		done <- result{sum, err}
 	}()
 	stopped := false

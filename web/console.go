@@ -5,7 +5,7 @@ import (
 	"embed"
 	"net/http"
 
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/history"
 )
 
 //go:embed assets
@@ -13,7 +13,7 @@ var assets embed.FS
 
 // ConsoleOptions configure the console.
 type ConsoleOptions struct {
-	History *daemon.History // what the console draws; the same one passed to daemon.Run
+	History *history.History // what the console draws; the same one passed to daemon.Run
 	Version string
 	// Control shows the control form (set rate, pause, resume). Set it
 	// when SOAKD_CONTROL_TOKEN is set; the page never holds the token: the
@@ -36,17 +36,24 @@ const SecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self';
 //	GET /                  the page, with the view rendered in it (it shows without script)
 //	GET /console/view      the view alone (HTML), ?range=recent|whole, which the page fetches every 2 s
 //	GET /console/app.js    and app.css, icon.svg: the page's assets, embedded in the binary
+//	GET /history           the history the console draws, as JSON (history.History.ServeHTTP)
 //
-// Every response carries SecurityPolicy, X-Content-Type-Options: nosniff,
-// X-Frame-Options: DENY and Referrer-Policy: no-referrer. Other paths are
-// 404.
+// Every response but /history's carries SecurityPolicy,
+// X-Content-Type-Options: nosniff, X-Frame-Options: DENY and
+// Referrer-Policy: no-referrer. Other paths are 404.
 func NewConsole(o ConsoleOptions) http.Handler {
 	c := &console{o: o}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", c.page)
 	mux.HandleFunc("GET /console/view", c.view)
 	mux.Handle("GET /console/", http.StripPrefix("/console/", c.asset()))
-	return secure(mux)
+	if o.History == nil {
+		return secure(mux)
+	}
+	out := http.NewServeMux()
+	out.Handle("GET /history", o.History)
+	out.Handle("/", secure(mux))
+	return out
 }
 
 type console struct{ o ConsoleOptions }

@@ -15,6 +15,7 @@ import (
 	"github.com/soakd/soakd/charts"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/web"
@@ -43,7 +44,7 @@ func TestReadOnlyConsole(t *testing.T) {
 	if err := cfg.Check(p, err); err != nil {
 		t.Fatal(err)
 	}
-	hist := daemon.NewHistory()
+	hist := history.New()
 	panel := web.Panel{ID: "capacity", Title: "Capacity search", Note: "step 3 of 8",
 		Table:  &web.Table{Header: []string{"step", "rate", "result"}, Rows: [][]string{{"1", "1000", "passed"}}},
 		Charts: []charts.Chart{{ID: "capacity-steps", Title: "steps", Lines: []charts.Line{{Name: "p99", X: []float64{1, 2}, Y: []float64{1, 2}}}}}}
@@ -57,7 +58,7 @@ func TestReadOnlyConsole(t *testing.T) {
 	done := make(chan *daemon.Summary, 1)
 	go func() {
 		sum, _ := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
-			Version: "test", Listener: l, History: hist, UI: ui})
+			Version: "test", Listener: l, Observers: []daemon.Observer{hist}, UI: ui})
 		done <- sum
 	}()
 	var sum *daemon.Summary

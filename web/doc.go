@@ -5,7 +5,7 @@
 // response and service latency p50/p99/p99.9, dispatch delay and
 // schedule lag, errors by class with failed and dropped work, in-flight
 // writes vs workers, rows/values/bytes per second, and soakd's own CPU
-// and memory, drawn from a daemon.History. Everything it needs is embedded
+// and memory, drawn from a history.History. Everything it needs is embedded
 // in the binary (no CDN, no external request: it works air-gapped). The
 // charts are SVG rendered in Go by package charts, so the page runs one
 // small script (assets/app.js) that fetches the rendered view every 2 s
@@ -25,9 +25,9 @@
 // history's phase counts (VerifyPanel). The capacity and sweep reports
 // draw their figures with package charts.
 //
-//	hist := daemon.NewHistory()
+//	hist := history.New()
 //	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: v, Control: cfg.EffectiveControlToken() != ""})
-//	sum, err := daemon.Run(ctx, cfg, daemon.Deps{..., History: hist, UI: ui})
+//	sum, err := daemon.Run(ctx, cfg, daemon.Deps{..., Observers: []daemon.Observer{hist}, UI: ui})
 //	err = web.WriteReport("run.html", web.ReportData{Summary: sum, History: hist,
 //		Environment: sysinfo.Collect(v), Settings: web.SettingRows(cfg.Settings(), environ)})
 package web

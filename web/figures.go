@@ -6,13 +6,13 @@ import (
 	"strings"
 
 	"github.com/soakd/soakd/charts"
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/sinks"
 )
 
 // Ranges of the console's charts.
 const (
-	RangeRecent = "recent" // the last daemon.HistoryRecent, every second
+	RangeRecent = "recent" // the last history.Recent, every second
 	RangeWhole  = "whole"  // the whole run, downsampled, with min–max bands
 )
 
@@ -39,12 +39,12 @@ var (
 
 // series picks a tier of s and reads fields from it.
 type series struct {
-	s     *daemon.Series
-	t     *daemon.Tier
+	s     *history.Series
+	t     *history.Tier
 	whole bool
 }
 
-func pick(s *daemon.Series, rng string) series {
+func pick(s *history.Series, rng string) series {
 	if rng == RangeWhole {
 		return series{s: s, t: &s.Whole, whole: true}
 	}
@@ -73,7 +73,7 @@ func (p series) anyAbove(field string) bool {
 
 // phaseMarks marks where each phase after the first began, and the first
 // when it did not begin at the start.
-func phaseMarks(w *daemon.WorkloadHistory) []charts.Mark {
+func phaseMarks(w *history.Workload) []charts.Mark {
 	var out []charts.Mark
 	for i, ph := range w.Phases {
 		if i > 0 || ph.Start > 1 {
@@ -84,7 +84,7 @@ func phaseMarks(w *daemon.WorkloadHistory) []charts.Mark {
 }
 
 // workloadCharts are the charts of one workload over range rng.
-func workloadCharts(w *daemon.WorkloadHistory, rng string) []charts.Chart {
+func workloadCharts(w *history.Workload, rng string) []charts.Chart {
 	p := pick(&w.Series, rng)
 	marks := phaseMarks(w)
 	x := charts.Axis{Unit: charts.Elapsed}
@@ -173,7 +173,7 @@ func workloadCharts(w *daemon.WorkloadHistory, rng string) []charts.Chart {
 }
 
 // processCharts are soakd's own CPU and memory.
-func processCharts(s *daemon.Series, rng string) []charts.Chart {
+func processCharts(s *history.Series, rng string) []charts.Chart {
 	p := pick(s, rng)
 	x := charts.Axis{Unit: charts.Elapsed}
 	return []charts.Chart{
@@ -185,7 +185,7 @@ func processCharts(s *daemon.Series, rng string) []charts.Chart {
 }
 
 // last is the last finite value of field in the recent tier, NaN if none.
-func last(s *daemon.Series, field string) float64 {
+func last(s *history.Series, field string) float64 {
 	v := s.Field(&s.Recent, field)
 	for i := len(v) - 1; i >= 0; i-- {
 		if !math.IsNaN(v[i]) {

@@ -16,6 +16,7 @@ import (
 	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/web"
 )
@@ -67,13 +68,13 @@ func TestLayoutInBrowser(t *testing.T) {
 	if err := cfg.Check(p, err); err != nil {
 		t.Fatal(err)
 	}
-	hist := daemon.NewHistory()
+	hist := history.New()
 	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: "test"})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan *daemon.Summary, 1)
 	go func() {
 		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
-			Version: "test", Listener: l, History: hist, UI: ui})
+			Version: "test", Listener: l, Observers: []daemon.Observer{hist}, UI: ui})
 		if err != nil {
 			t.Error(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/settings"
 )
@@ -16,7 +17,7 @@ import (
 // ReportData is what an HTML report shows.
 type ReportData struct {
 	Summary     *daemon.Summary
-	History     *daemon.History // nil: no charts
+	History     *history.History // nil: no charts
 	Environment sysinfo.Info
 	Settings    []SettingRow
 	// StoppedBy, when set, says how the run ended (e.g. "stopped by a
@@ -70,7 +71,7 @@ func Report(d ReportData) ([]byte, error) {
 	if d.Summary == nil {
 		return nil, fmt.Errorf("cannot write a report without a summary")
 	}
-	var doc daemon.HistoryDoc
+	var doc history.Doc
 	if d.History != nil {
 		doc = d.History.Snapshot()
 	}

@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/history"
 )
 
 // VerifyPanel is the read-back checks (VERIFY) of every phase that has
 // them, as a section of the console and the HTML report: the same counts
 // as the summary's verify line and soakd_verify_*_total. ok is false when
 // no phase reads back, and then nothing is shown.
-func VerifyPanel(doc *daemon.HistoryDoc) (p Panel, ok bool) {
+func VerifyPanel(doc *history.Doc) (p Panel, ok bool) {
 	t := &Table{Header: []string{"workload", "phase", "checked", "missing", "mismatch", "duplicate", "skipped", "verdict"}}
 	var failed int64
 	for _, w := range doc.Workloads {

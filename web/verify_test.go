@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/web"
 )
 
@@ -13,9 +14,9 @@ import (
 // counts, says when a check failed, and is absent when nothing reads back.
 func TestVerifyPanel(t *testing.T) {
 	t.Parallel()
-	doc := daemon.HistoryDoc{Workloads: []daemon.WorkloadHistory{
-		{Name: "iot", Phases: []daemon.PhaseHistory{{Name: "run"}}},
-		{Name: "kv", Phases: []daemon.PhaseHistory{
+	doc := history.Doc{Workloads: []history.Workload{
+		{Name: "iot", Phases: []history.Phase{{Name: "run"}}},
+		{Name: "kv", Phases: []history.Phase{
 			{Name: "load", StatusCounts: daemon.StatusCounts{Verify: &daemon.VerifyCounts{Checked: 100}}},
 			{Name: "run", StatusCounts: daemon.StatusCounts{Verify: &daemon.VerifyCounts{Checked: 50, Missing: 2, Duplicate: 1, Skipped: 3}}},
 		}},
@@ -34,7 +35,7 @@ func TestVerifyPanel(t *testing.T) {
 	if !strings.HasPrefix(p.Note, "3 acknowledged units") {
 		t.Errorf("note %q", p.Note)
 	}
-	if _, ok := web.VerifyPanel(&daemon.HistoryDoc{Workloads: doc.Workloads[:1]}); ok {
+	if _, ok := web.VerifyPanel(&history.Doc{Workloads: doc.Workloads[:1]}); ok {
 		t.Error("a panel without any phase that reads back")
 	}
 }

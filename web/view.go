@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/soakd/soakd/charts"
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/sinks"
 )
 
@@ -43,9 +43,9 @@ type view struct {
 }
 
 type workloadView struct {
-	*daemon.WorkloadHistory
-	Current      *daemon.PhaseHistory // nil before the first phase
-	TargetRate   float64              // the last sample's
+	*history.Workload
+	Current      *history.Phase // nil before the first phase
+	TargetRate   float64        // the last sample's
 	AchievedRate float64
 	Errors       string
 	Figures      []Figure
@@ -56,11 +56,11 @@ type panelView struct {
 	Figures []Figure
 }
 
-func buildView(doc *daemon.HistoryDoc, rng string, panels []Panel) view {
+func buildView(doc *history.Doc, rng string, panels []Panel) view {
 	v := view{Range: rng, Seconds: doc.Seconds, Process: render(processCharts(&doc.Process, rng))}
 	for i := range doc.Workloads {
 		w := &doc.Workloads[i]
-		wv := workloadView{WorkloadHistory: w, Figures: render(workloadCharts(w, rng)),
+		wv := workloadView{Workload: w, Figures: render(workloadCharts(w, rng)),
 			TargetRate: last(&w.Series, "target_rate"), AchievedRate: last(&w.Series, "achieved_rate")}
 		if n := len(w.Phases); n > 0 {
 			wv.Current = &w.Phases[n-1]

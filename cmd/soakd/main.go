@@ -39,7 +39,9 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/cmd/soakd/verify"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/progress"
 	"github.com/soakd/soakd/readback"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
@@ -253,12 +255,12 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		return code
 	}
 	tty := isTerminal(stderr)
-	var console *daemon.Console
+	var console *progress.Console
 	logOut := stderr
 	if tty {
 		// Log lines and the progress bar share the terminal through the
 		// console, so they never end up on one line.
-		console = daemon.NewConsole(stderr)
+		console = progress.NewConsole(stderr)
 		logOut = console
 	}
 	log, err := newLogger(cfg, logOut, tty)
@@ -273,7 +275,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("soakd starting", zap.String("version", buildVersion()), zap.Strings("workloads", cfg.Workloads))
-	hist := daemon.NewHistory()
+	hist := history.New()
 	// A capacity search shows in the console as it goes, and in the report.
 	var capLive atomic.Pointer[capacity.Result]
 	panels := func() []web.Panel {
@@ -283,9 +285,11 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		return nil
 	}
 	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: buildVersion(), Control: cfg.EffectiveControlToken() != "", Panels: panels})
-	deps := daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(), Console: console,
-		Observers: []daemon.Observer{judge.New(log), readback.New(log)},
-		History:   hist, UI: ui}
+	// The history is sampled before the progress line is drawn, each
+	// second, and takes its last sample before the bar its last frame.
+	deps := daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(),
+		Observers: []daemon.Observer{judge.New(log), readback.New(log), hist, progress.New(cfg, log, console)},
+		UI:        ui}
 	var sum *daemon.Summary
 	var runErr error
 	var capRes *capacity.Result

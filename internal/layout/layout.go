@@ -23,7 +23,7 @@ var Layers = []Layer{
 	{Name: "sinks", Packages: []string{"sinks"}},
 	{Name: "settings", Packages: []string{"settings", "thresholds"}},
 	{Name: "engine", Packages: []string{"daemon"}},
-	{Name: "features", Packages: []string{"capacity", "readback", "summary", "sweep", "thresholds/judge", "web"}},
+	{Name: "features", Packages: []string{"capacity", "history", "progress", "readback", "summary", "sweep", "thresholds/judge", "web"}},
 	{Name: "commands", Packages: []string{"cmd", "internal/faults", "internal/enginetest"}},
 }
 

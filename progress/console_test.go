@@ -1,4 +1,4 @@
-package daemon
+package progress
 
 import (
 	"bytes"
@@ -12,6 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/enginetest"
 )
 
 // screen replays terminal output: \r returns to the start of the line,
@@ -57,10 +60,11 @@ func TestConsoleBarAndLogsNeverShareALine(t *testing.T) {
 		con := NewConsole(&out)
 		enc := zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig())
 		log := zap.New(zapcore.NewCore(enc, zapcore.AddSync(con), zapcore.InfoLevel))
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "10",
+		p := enginetest.Plugins()
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "10",
 			"SOAKD_SEQ_DURATION", "20s", "SOAKD_SEQ_TARGET", "null://?latency=1ms&fail=0.3", "SOAKD_SEQ_RETRIES", "0"), p)
-		_, err := Run(context.Background(), cfg, Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Console: con})
+		_, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p,
+			Observers: []daemon.Observer{New(cfg, log, con)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,16 +129,17 @@ func TestConsoleBarLastFrame(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var out bytes.Buffer
 				con := NewConsole(&out)
-				p := testPlugins()
-				env := testEnv(append([]string{"SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "10",
+				p := enginetest.Plugins()
+				env := enginetest.Env(append([]string{"SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "10",
 					"SOAKD_SEQ_TARGET", "null://"}, tc.env...)...)
-				cfg := loadTest(t, env, p)
+				cfg := enginetest.Load(t, env, p)
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				if tc.cancel {
 					time.AfterFunc(5*time.Second, cancel)
 				}
-				if _, err := Run(ctx, cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p, Console: con}); err != nil {
+				if _, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+					Observers: []daemon.Observer{New(cfg, zap.NewNop(), con)}}); err != nil {
 					t.Fatal(err)
 				}
 				lines, _ := screen(out.String())

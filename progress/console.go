@@ -1,4 +1,4 @@
-package daemon
+package progress
 
 import (
 	"io"

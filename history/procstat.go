@@ -1,4 +1,4 @@
-package daemon
+package history
 
 import (
 	"github.com/soakd/soakd/internal/procstat"

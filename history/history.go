@@ -1,24 +1,34 @@
-package daemon
+// Package history keeps what the web console and the HTML report draw:
+// every second, on the engine's clock, it samples each workload (rates,
+// latency quantiles of that second, errors, drops, lag, concurrency) and
+// soakd's own CPU and memory, through the engine's read model (Handle,
+// Phase, RunTotals), and serves it at /history as JSON.
+package history
 
 import (
+	"context"
+	"encoding/json"
 	"math"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
+	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/sinks"
 )
 
 // History is what the web console and the HTML report draw: every second
-// the reporter's tick samples each workload (rates, latency quantiles of
+// the engine's tick samples each workload (rates, latency quantiles of
 // that second, errors, drops, lag, concurrency) and soakd's own CPU and
 // memory. It is read from the same counts as /metrics and the summary
-// (workload.totals, which sums phaseStats.snapshot over the phases).
+// (Handle.Totals, which sums every phase's counts).
 //
 // Its memory is bounded whatever the run's length. Each series keeps two
 // tiers:
 //
-//   - recent: the last HistoryRecent (15 min) at full resolution (1 s), a
+//   - recent: the last Recent (15 min) at full resolution (1 s), a
 //     ring of recentPoints samples;
 //   - whole: the whole run in at most wholePoints points, each the mean,
 //     min and max of step seconds. When it fills, neighbouring points are
@@ -32,29 +42,29 @@ import (
 // BenchmarkHistoryHour.
 //
 // Latency quantiles of one second are read from the difference of the
-// native histogram buckets between two ticks (schema 3: each bucket 9 %
-// wide, interpolated), so the charts cost no extra histogram; the
-// summary's quantiles still come from the HDR histograms.
+// native histogram buckets between two ticks (daemon.Buckets), so the
+// charts cost no extra histogram; the summary's quantiles still come
+// from the HDR histograms.
 //
-// A History is created before Run (NewHistory), passed in Deps, and read
-// with Snapshot at any time, also after Run has returned. It is safe for
+// A History is created before the run (New) and passed to it among
+// daemon.Deps.Observers; it is read with Snapshot (or served as JSON,
+// ServeHTTP) at any time, also after the run has ended. It is safe for
 // concurrent use.
 type History struct {
 	mu      sync.Mutex
-	started time.Time     // wall time of the first sample's origin
-	origin  time.Duration // mono() at that origin
-	last    float64       // seconds since origin of the last sample
+	started time.Time // the origin of the samples' times
+	last    float64   // seconds since started of the last sample
 	wls     []*wlHistory
 	proc    *series
 	procLag procSample
 	done    bool
 }
 
-// HistoryRecent is how far back the recent tier keeps every second.
-const HistoryRecent = 15 * time.Minute
+// Recent is how far back the recent tier keeps every second.
+const Recent = 15 * time.Minute
 
 const (
-	recentPoints = int(HistoryRecent / time.Second)
+	recentPoints = int(Recent / time.Second)
 	wholePoints  = 720
 )
 
@@ -75,7 +85,7 @@ var histQs = [...]struct {
 	name string
 }{{0.5, "p50"}, {0.99, "p99"}, {0.999, "p99_9"}}
 
-func workloadFields(ops []int) []string {
+func workloadFields(ops []string) []string {
 	f := append([]string(nil), baseFields...)
 	for _, c := range sinks.Classes {
 		f = append(f, "errors_"+string(c)+"_per_second")
@@ -84,10 +94,10 @@ func workloadFields(ops []int) []string {
 		f = append(f, "dispatch_"+q.name+"_seconds")
 	}
 	for _, op := range ops {
-		f = append(f, opName(op)+"_per_second")
+		f = append(f, op+"_per_second")
 		for _, kind := range []string{"response", "service"} {
 			for _, q := range histQs {
-				f = append(f, opName(op)+"_"+kind+"_"+q.name+"_seconds")
+				f = append(f, op+"_"+kind+"_"+q.name+"_seconds")
 			}
 		}
 	}
@@ -96,47 +106,85 @@ func workloadFields(ops []int) []string {
 
 // wlHistory is one workload's series and what the next sample needs.
 type wlHistory struct {
-	w      *workload
+	w      *daemon.Handle
+	ops    []string // the ops the workload reports (Handle.ReportedOps)
 	s      *series
-	prev   counts
+	prev   totals
 	prevAt float64
-	lat    []latTotals // buckets at the previous sample, one per op of w.ops
-	disp   promBuckets
-	phases []*phaseStats
-	starts []float64 // seconds since origin at which each phase began
+	phases []*daemon.Phase
+	starts []float64 // seconds since started at which each phase began
 	vals   []float32
 }
 
-// NewHistory returns an empty history; Run attaches its workloads.
-func NewHistory() *History {
-	return &History{started: time.Now(), origin: mono(), proc: newSeries(len(ProcessFields))}
+// totals are what a sample keeps for the next: the workload's totals,
+// the latency buckets of its ops only.
+type totals struct {
+	acked, values, bytes, failed, dropped int64
+	errors                                [len(sinks.Classes)]int64
+	ops                                   []opTotals // one per op of wlHistory.ops
+	disp                                  daemon.Buckets
 }
 
-// attach starts sampling wls; the history's clock starts now.
-func (h *History) attach(wls []*workload) {
+type opTotals struct {
+	ok, failed        int64
+	response, service daemon.Buckets
+}
+
+// New returns an empty history; the run attaches its workloads.
+func New() *History {
+	return &History{started: time.Now(), proc: newSeries(len(ProcessFields))}
+}
+
+// Opened does nothing: the history attaches the workloads once all are
+// open (Started).
+func (h *History) Opened(*daemon.Handle) error { return nil }
+
+// Started starts sampling ws; the history's clock starts now.
+func (h *History) Started(_ context.Context, ws []*daemon.Handle, _ func(error)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.started, h.origin = time.Now(), mono()
+	h.started = time.Now()
 	h.wls = nil
-	for _, w := range wls {
-		n := len(workloadFields(w.ops))
-		h.wls = append(h.wls, &wlHistory{w: w, s: newSeries(n), vals: make([]float32, n), lat: make([]latTotals, len(w.ops))})
+	for _, w := range ws {
+		ops := w.ReportedOps()
+		n := len(workloadFields(ops))
+		h.wls = append(h.wls, &wlHistory{w: w, ops: ops, s: newSeries(n), vals: make([]float32, n),
+			prev: totals{ops: make([]opTotals, len(ops))}})
 	}
 	h.procLag = readProc()
 	h.procLag.at = 0
 }
 
-// sample records one point of every series; now is mono().
-func (h *History) sample(now time.Duration) {
+// PhaseBegun does nothing: a sample finds the phases begun since the
+// last.
+func (h *History) PhaseBegun(*daemon.Handle, *daemon.Phase) {}
+
+// PhaseEnded does nothing (see PhaseBegun).
+func (h *History) PhaseEnded(*daemon.Handle, *daemon.Phase, string) {}
+
+// Tick records one point of every series.
+func (h *History) Tick(at time.Time, _ bool) { h.sample(at) }
+
+// Finished takes a last sample (after the workloads ended) and stops
+// sampling, so a report written later shows the run's end.
+func (h *History) Finished(bool) {
+	h.sample(time.Now())
+	h.mu.Lock()
+	h.done = true
+	h.mu.Unlock()
+}
+
+// sample records one point of every series at now.
+func (h *History) sample(now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done {
 		return
 	}
-	t := (now - h.origin).Seconds()
+	t := now.Sub(h.started).Seconds()
 	h.last = t
 	for _, wh := range h.wls {
-		wh.sample(t, h.origin)
+		wh.sample(t, h.started)
 	}
 	p := readProc()
 	p.at = t
@@ -148,22 +196,13 @@ func (h *History) sample(now time.Duration) {
 	h.proc.add(t, []float32{cores, float32(p.rss), float32(p.heap), float32(p.goroutines)})
 }
 
-// finish takes a last sample (after the workloads ended) and stops
-// sampling, so a report written later shows the run's end.
-func (h *History) finish() {
-	h.sample(mono())
-	h.mu.Lock()
-	h.done = true
-	h.mu.Unlock()
-}
-
-func (wh *wlHistory) sample(t float64, origin time.Duration) {
+func (wh *wlHistory) sample(t float64, started time.Time) {
 	w := wh.w
-	for _, ps := range w.allPhases()[len(wh.phases):] {
-		wh.phases = append(wh.phases, ps)
-		wh.starts = append(wh.starts, max(0, (ps.begin-origin).Seconds()))
+	for _, p := range w.Phases()[len(wh.phases):] {
+		wh.phases = append(wh.phases, p)
+		wh.starts = append(wh.starts, max(0, p.Began().Sub(started).Seconds()))
 	}
-	c, lat, disp := w.totals()
+	c := w.Totals()
 	dt := t - wh.prevAt
 	v := wh.vals
 	for i := range v {
@@ -175,72 +214,47 @@ func (wh *wlHistory) sample(t float64, origin time.Duration) {
 		}
 		return float32(float64(cur-prev) / dt)
 	}
+	prev := &wh.prev
 	// Before the first phase and after the last there is no target.
 	target, lag := math.NaN(), 0.0
 	inflight := 0
-	if ps := w.cur.Load(); ps != nil && !w.finished.Load() {
-		target = w.sched.Load().rateAt(w.since())
-		lag = w.lagNow().Seconds()
-		inflight = ps.writing()
+	if p := w.Phase(); p != nil && !w.Finished() {
+		target, _ = w.TargetRate()
+		lag = w.Lag().Seconds()
+		inflight = p.Writing()
 	}
-	v[0], v[1], v[2], v[3] = float32(target), per(c.acked, wh.prev.acked), per(c.values, wh.prev.values), per(c.bytes, wh.prev.bytes)
-	v[4], v[5], v[6], v[7], v[8] = per(c.failed, wh.prev.failed), per(c.dropped, wh.prev.dropped), float32(lag), float32(inflight), float32(w.cfg.Workers)
+	v[0], v[1], v[2], v[3] = float32(target), per(c.Acked, prev.acked), per(c.Values, prev.values), per(c.Bytes, prev.bytes)
+	v[4], v[5], v[6], v[7], v[8] = per(c.Failed, prev.failed), per(c.Dropped, prev.dropped), float32(lag), float32(inflight), float32(w.Config().Workers)
 	i := len(baseFields)
-	cur, prev := c.byClass(), wh.prev.byClass()
 	for k := range sinks.Classes {
-		v[i] = per(cur[k], prev[k])
+		v[i] = per(c.Errors[k], prev.errors[k])
 		i++
 	}
-	i = putQuantiles(v, i, disp, &wh.disp)
-	for j, op := range w.ops {
-		v[i] = per(c.ops[op].ok, wh.prev.ops[op].ok)
+	disp := c.Dispatch()
+	i = putQuantiles(v, i, &disp, &prev.disp)
+	for j, op := range wh.ops {
+		o := c.Op(op)
+		v[i] = per(o.OK, prev.ops[j].ok)
 		i++
-		i = putQuantiles(v, i, &lat[op].response, &wh.lat[j].response)
-		i = putQuantiles(v, i, &lat[op].service, &wh.lat[j].service)
-		wh.lat[j] = lat[op]
+		i = putQuantiles(v, i, &o.Response, &prev.ops[j].response)
+		i = putQuantiles(v, i, &o.Service, &prev.ops[j].service)
+		prev.ops[j] = opTotals{ok: o.OK, failed: o.Failed, response: o.Response, service: o.Service}
 	}
-	wh.prev, wh.prevAt, wh.disp = c, t, *disp
+	prev.acked, prev.values, prev.bytes, prev.failed, prev.dropped = c.Acked, c.Values, c.Bytes, c.Failed, c.Dropped
+	prev.errors, prev.disp = c.Errors, disp
+	wh.prevAt = t
 	wh.s.add(t, v)
 }
 
 // putQuantiles writes the p50, p99 and p99.9 of what was recorded between
 // prev and cur into v from index i, NaN when nothing was.
-func putQuantiles(v []float32, i int, cur, prev *promBuckets) int {
-	var d [len(promBuckets{}.native)]int64
-	var total int64
-	for j := range d {
-		d[j] = cur.native[j] - prev.native[j]
-		total += d[j]
-	}
+func putQuantiles(v []float32, i int, cur, prev *daemon.Buckets) int {
+	d := cur.Since(prev)
 	for _, q := range histQs {
-		v[i] = float32(math.NaN())
-		if total > 0 {
-			v[i] = float32(nativeQuantile(&d, total, q.q))
-		}
+		v[i] = float32(d.Quantile(q.q))
 		i++
 	}
 	return i
-}
-
-// nativeQuantile estimates quantile q from schema-3 bucket counts d
-// (index 0 is bucket nativeMin), interpolating exponentially within the
-// bucket, as Prometheus does for native histograms.
-func nativeQuantile(d *[nativeMax - nativeMin + 1]int64, total int64, q float64) float64 {
-	rank := q * float64(total)
-	var cum int64
-	for j, n := range d {
-		if n == 0 {
-			continue
-		}
-		if float64(cum+n) >= rank {
-			idx := float64(j + nativeMin)
-			lo, hi := math.Exp2((idx-1)/8), math.Exp2(idx/8)
-			f := (rank - float64(cum)) / float64(n)
-			return lo * math.Pow(hi/lo, f)
-		}
-		cum += n
-	}
-	return math.NaN()
 }
 
 // series is a set of fields sampled together, in two tiers.
@@ -390,18 +404,18 @@ func (s *series) bytes() int {
 	return 8*(len(s.rt)+len(s.wt)) + 4*(len(s.rv)+len(s.wm)+len(s.wlo)+len(s.whi)) + s.nf*(8+4+4+4)
 }
 
-// HistoryDoc is a history's content, as /history serves it (JSON) and the
+// Doc is a history's content, as /history serves it (JSON) and the
 // console and the report draw it.
-type HistoryDoc struct {
+type Doc struct {
 	Started time.Time `json:"started"`
 	// Seconds is the time of the last sample, since Started.
-	Seconds   float64           `json:"seconds"`
-	Process   Series            `json:"process"`
-	Workloads []WorkloadHistory `json:"workloads"`
+	Seconds   float64    `json:"seconds"`
+	Process   Series     `json:"process"`
+	Workloads []Workload `json:"workloads"`
 }
 
-// WorkloadHistory is one workload's series and phases.
-type WorkloadHistory struct {
+// Workload is one workload's series and phases.
+type Workload struct {
 	Name    string `json:"name"`
 	Source  string `json:"source"`
 	Target  string `json:"target"` // password redacted
@@ -412,29 +426,29 @@ type WorkloadHistory struct {
 	State   string `json:"state"` // starting, running, paused, done
 	// Waiting is what the workload waits for while starting, as in
 	// /status.
-	Waiting *StatusWaiting `json:"waiting,omitempty"`
+	Waiting *daemon.StatusWaiting `json:"waiting,omitempty"`
 	// Ops are the ops the workload has latency for so far.
-	Ops    []string       `json:"ops"`
-	Phases []PhaseHistory `json:"phases"`
+	Ops    []string `json:"ops"`
+	Phases []Phase  `json:"phases"`
 	Series
 }
 
-// PhaseHistory is one phase: when it started and ended (seconds since
-// HistoryDoc.Started; End 0 while it runs) and its counts now, from the
+// Phase is one phase: when it started and ended (seconds since
+// Doc.Started; End 0 while it runs) and its counts now, from the
 // same snapshot /status reads.
-type PhaseHistory struct {
+type Phase struct {
 	Name      string  `json:"name"`
 	Rate      string  `json:"rate"`
 	Start     float64 `json:"start_seconds"`
 	Seconds   float64 `json:"seconds"`
 	StoppedBy string  `json:"stopped_by,omitempty"`
-	StatusCounts
+	daemon.StatusCounts
 }
 
 // Series are a set of fields over time, in the two tiers.
 type Series struct {
 	Fields []string `json:"fields"`
-	// Recent is the last HistoryRecent, one point per sample.
+	// Recent is the last Recent, one point per sample.
 	Recent Tier `json:"recent"`
 	// Whole is the whole run, one point per Step seconds, with each
 	// field's min and max over the point's span.
@@ -536,28 +550,28 @@ func (s *series) snapshot(fields []string) Series {
 }
 
 // Snapshot returns the history so far.
-func (h *History) Snapshot() HistoryDoc {
+func (h *History) Snapshot() Doc {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	doc := HistoryDoc{Started: h.started, Seconds: h.last, Process: h.proc.snapshot(ProcessFields)}
+	doc := Doc{Started: h.started, Seconds: h.last, Process: h.proc.snapshot(ProcessFields)}
 	for _, wh := range h.wls {
 		w := wh.w
-		wd := WorkloadHistory{
-			Name: w.name, Source: w.cfg.Source, Target: w.cfg.Sink.Redacted, Kind: w.kind.String(),
-			Unit: unitName(w.kind), Workers: w.cfg.Workers, Batch: w.batchSize, State: w.state(),
-			Series: wh.s.snapshot(workloadFields(w.ops)),
+		cfg := w.Config()
+		wd := Workload{
+			Name: w.Name(), Source: cfg.Source, Target: cfg.Sink.Redacted, Kind: w.Kind().String(),
+			Unit: daemon.UnitName(w.Kind()), Workers: cfg.Workers, Batch: w.BatchSize(), State: w.State(),
+			Series: wh.s.snapshot(workloadFields(wh.ops)),
 		}
 		if wd.State == "starting" {
-			wd.Waiting = w.waiting()
+			wd.Waiting = w.Waiting()
 		}
-		for i, ps := range wh.phases {
-			c := ps.snapshot()
-			wd.Phases = append(wd.Phases, PhaseHistory{Name: ps.name, Rate: ps.rateText(), Start: wh.starts[i],
-				Seconds: ps.elapsed().Seconds(), StoppedBy: ps.stopReason(), StatusCounts: phaseCounts(ps, &c)})
+		for i, p := range wh.phases {
+			wd.Phases = append(wd.Phases, Phase{Name: p.Name(), Rate: p.Rate(), Start: wh.starts[i],
+				Seconds: p.Elapsed().Seconds(), StoppedBy: p.StoppedBy(), StatusCounts: p.Status()})
 		}
-		for _, op := range w.ops {
-			if wh.prev.ops[op].ok > 0 || wh.prev.ops[op].failed > 0 {
-				wd.Ops = append(wd.Ops, opName(op))
+		for j, op := range wh.ops {
+			if wh.prev.ops[j].ok > 0 || wh.prev.ops[j].failed > 0 {
+				wd.Ops = append(wd.Ops, op)
 			}
 		}
 		doc.Workloads = append(doc.Workloads, wd)
@@ -565,33 +579,21 @@ func (h *History) Snapshot() HistoryDoc {
 	return doc
 }
 
-// bytes is the memory the history's series hold.
-func (h *History) bytes() int {
+// ServeHTTP serves the history so far as JSON: GET /history.
+func (h *History) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_ = json.NewEncoder(w).Encode(h.Snapshot())
+}
+
+// Bytes is the memory the history's series hold, with what each
+// workload keeps of its previous sample.
+func (h *History) Bytes() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := h.proc.bytes()
 	for _, wh := range h.wls {
-		n += wh.s.bytes() + 4*len(wh.vals) + len(wh.lat)*2*promBucketsSize + promBucketsSize + countsSize
+		n += wh.s.bytes() + 4*len(wh.vals) + int(unsafe.Sizeof(wh.prev)) + len(wh.prev.ops)*int(unsafe.Sizeof(opTotals{}))
 	}
 	return n
-}
-
-// Sizes of what a workload keeps of the previous sample: latTotals per op,
-// dispatch buckets, counts.
-const (
-	promBucketsSize = 8 + 8 + 8*len(latencyBuckets) + 8*(nativeMax-nativeMin+1)
-	countsSize      = 8*7 + opSlots*8*(2+numClasses)
-)
-
-// state is the workload's state as /status names it.
-func (w *workload) state() string {
-	switch {
-	case w.finished.Load():
-		return "done"
-	case !w.started():
-		return "starting"
-	case w.sched.Load().paused:
-		return "paused"
-	}
-	return "running"
 }

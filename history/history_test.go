@@ -1,0 +1,162 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/enginetest"
+)
+
+func TestSeriesTiersStayBounded(t *testing.T) {
+	t.Parallel()
+	s := newSeries(2)
+	size := s.bytes()
+	const week = 7 * 24 * 3600
+	for i := 0; i < week; i++ {
+		v := []float32{float32(i % 8), float32(math.NaN())}
+		if i%3 == 0 {
+			v[1] = 5
+		}
+		s.add(float64(i), v)
+		if i == 3600 && s.bytes() != size {
+			t.Fatalf("size changed after an hour: %d, was %d", s.bytes(), size)
+		}
+	}
+	if s.bytes() != size {
+		t.Errorf("size after a week %d, at the start %d", s.bytes(), size)
+	}
+	doc := s.snapshot([]string{"a", "b"})
+	if n := len(doc.Recent.T); n != recentPoints {
+		t.Errorf("recent tier has %d points, want %d", n, recentPoints)
+	}
+	if got, want := doc.Recent.T[len(doc.Recent.T)-1], float64(week-1); got != want {
+		t.Errorf("last recent point at %v, want %v", got, want)
+	}
+	w := doc.Whole
+	if w.Step != 1024 || len(w.T) < wholePoints/2 || len(w.T) > wholePoints {
+		t.Errorf("whole tier: step %v, %d points; want step 1024 and %d..%d points", w.Step, len(w.T), wholePoints/2, wholePoints)
+	}
+	// Each point of the whole tier spans whole multiples of 8 samples
+	// 0..7: mean 3.5, min 0, max 7. The NaN samples of field b are left
+	// out of its mean, not counted as zeros.
+	for i := 0; i < len(w.T)-1; i++ {
+		if w.V[0][i] != 3.5 || w.Lo[0][i] != 0 || w.Hi[0][i] != 7 {
+			t.Fatalf("point %d: mean %v min %v max %v, want 3.5 0 7", i, w.V[0][i], w.Lo[0][i], w.Hi[0][i])
+		}
+		if w.V[1][i] != 5 {
+			t.Fatalf("point %d of b: %v, want 5", i, w.V[1][i])
+		}
+		if w.T[i+1]-w.T[i] != w.Step {
+			t.Fatalf("points %d and %d are %v s apart, want %v", i, i+1, w.T[i+1]-w.T[i], w.Step)
+		}
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "null") {
+		t.Error("NaN is not written as null")
+	}
+}
+
+// TestHistoryOfARun samples a real run (seq to null:// at 2000 rows/s)
+// and checks that the history says what the summary says.
+func TestHistoryOfARun(t *testing.T) {
+	p := enginetest.Plugins()
+	l := listen(t)
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "20",
+		"SOAKD_SEQ_TARGET", "null://?latency=2ms", "SOAKD_SEQ_DURATION", "3500ms"), p)
+	h := New()
+	sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+		Version: "test", Listener: l, Observers: []daemon.Observer{h}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := h.Snapshot()
+	if len(doc.Workloads) != 1 {
+		t.Fatalf("%d workloads", len(doc.Workloads))
+	}
+	wh := doc.Workloads[0]
+	if wh.State != "done" || len(wh.Phases) != 1 || wh.Phases[0].StoppedBy != "DURATION" {
+		t.Errorf("state %s, phases %+v", wh.State, wh.Phases)
+	}
+	if got, want := wh.Phases[0].Acked, sum.Workloads[0].Units; got != want {
+		t.Errorf("history's acked %d, summary's %d", got, want)
+	}
+	rec := &wh.Recent
+	if len(rec.T) < 3 {
+		t.Fatalf("%d samples in 3.5 s", len(rec.T))
+	}
+	// The achieved rate integrates to the rows acknowledged.
+	ach := wh.Field(rec, "achieved_rate")
+	var total float64
+	prev := 0.0
+	for i, r := range ach {
+		total += r * (rec.T[i] - prev)
+		prev = rec.T[i]
+	}
+	if math.Abs(total-float64(sum.Workloads[0].Units)) > 1 {
+		t.Errorf("∫ achieved rate = %.1f, summary's rows %d", total, sum.Workloads[0].Units)
+	}
+	// A full second at 2000/s: achieved close to target, latency ≥ 2 ms.
+	tgt, p50 := wh.Field(rec, "target_rate"), wh.Field(rec, "write_response_p50_seconds")
+	if tgt[1] != 2000 || math.Abs(ach[1]-2000) > 300 {
+		t.Errorf("second 2: target %v achieved %v, want 2000 and about 2000", tgt[1], ach[1])
+	}
+	if p50[1] < 0.0018 || p50[1] > 0.05 {
+		t.Errorf("second 2: write p50 %v, want about 2 ms", p50[1])
+	}
+	if len(wh.Ops) != 1 || wh.Ops[0] != "write" {
+		t.Errorf("ops %v, want [write]", wh.Ops)
+	}
+	if cpu := doc.Process.Field(&doc.Process.Recent, "cpu_cores"); len(cpu) == 0 || runtime.GOOS == "linux" && math.IsNaN(cpu[len(cpu)-1]) {
+		t.Errorf("process cpu %v", cpu)
+	}
+}
+
+// The zero-config demo draws a steady rate: at 1000 rows/s on the
+// built-in target every per-second sample of the achieved rate is
+// within 5 % of the target (with one 1000-row write a second they saw
+// between 0 and 2000).
+func TestDemoRateIsSteady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := enginetest.Plugins()
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_DURATION", "10s"), p)
+		h := New()
+		if _, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+			Observers: []daemon.Observer{h}}); err != nil {
+			t.Fatal(err)
+		}
+		doc := h.Snapshot()
+		wh := doc.Workloads[0]
+		ach := wh.Field(&wh.Recent, "achieved_rate")
+		if len(ach) < 8 {
+			t.Fatalf("%d samples", len(ach))
+		}
+		for i, v := range ach[1 : len(ach)-1] { // the first and last seconds are partial
+			if math.Abs(v-1000) > 50 {
+				t.Errorf("second %d: achieved %.0f rows/s, want 1000 ± 50 (samples %v)", i+2, v, ach)
+				break
+			}
+		}
+	})
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
