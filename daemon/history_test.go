@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/sources"
 )
@@ -171,7 +172,7 @@ func BenchmarkHistoryHour(b *testing.B) {
 
 func benchWorkload() *workload {
 	rate := pace.MustParse("100000")
-	cfg := &Workload{Name: "iot", Workers: 4, BatchSize: 1000, Rate: rate, MaxLag: time.Second}
+	cfg := &config.Workload{Name: "iot", Workers: 4, BatchSize: 1000, Rate: rate, MaxLag: time.Second}
 	w := &workload{runner: newRunner(cfg, sources.Series, nil, nil, zap.NewNop())}
 	w.beginPhase("run", rate, nil)
 	return w

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/sources"
 )
@@ -26,7 +27,7 @@ const rateSamples = 11
 // the latency windows and logs one line per workload (unless a bar shows
 // progress instead).
 type reporter struct {
-	cfg     *Config
+	cfg     *config.Config
 	wls     []*workload
 	log     *zap.Logger
 	window  time.Duration
@@ -55,7 +56,7 @@ type liveState struct {
 	lastErrs int64
 }
 
-func newReporter(cfg *Config, wls []*workload, log *zap.Logger, console *Console) *reporter {
+func newReporter(cfg *config.Config, wls []*workload, log *zap.Logger, console *Console) *reporter {
 	r := &reporter{cfg: cfg, wls: wls, log: log, window: cfg.Progress, started: mono()}
 	if r.window <= 0 {
 		r.window = 10 * time.Second

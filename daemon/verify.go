@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -46,9 +47,6 @@ const verifyGroup = 64
 // maxCursors bounds the devices whose walks the checker replays.
 const maxCursors = 4096
 
-// maxVerifyDelay bounds VERIFY_DELAY.
-const maxVerifyDelay = time.Hour
-
 // Failure kinds, as soakd_verify_failures_total's kind label says them.
 var verifyKinds = [...]sources.Verdict{sources.Missing, sources.Mismatch, sources.Duplicate}
 
@@ -65,19 +63,6 @@ func (v *verifyCounts) add(o *verifyCounts) {
 		v.failures[i] += o.failures[i]
 	}
 	v.skipped += o.skipped
-}
-
-// validateVerify checks VERIFY and VERIFY_DELAY.
-func (w *Workload) validateVerify() []error {
-	p := Prefix(w.Name)
-	var errs []error
-	if !(w.Verify >= 0 && w.Verify <= 1) {
-		errs = append(errs, cfgErr(p+"VERIFY", "%v: want a fraction from 0 (off) to 1, e.g. 0.01", w.Verify))
-	}
-	if w.VerifyDelay < 0 || w.VerifyDelay > maxVerifyDelay {
-		errs = append(errs, cfgErr(p+"VERIFY_DELAY", "%v: want 0 to %v", w.VerifyDelay, maxVerifyDelay))
-	}
-	return errs
 }
 
 // vsample is a unit picked for checking.
@@ -142,7 +127,7 @@ func (w *workload) setupVerify(log *zap.Logger) error {
 	if c.Verify <= 0 {
 		return nil
 	}
-	key := Prefix(c.Name) + "VERIFY"
+	key := config.Prefix(c.Name) + "VERIFY"
 	v := &verifier{r: w.runner, log: log, fraction: c.Verify, delay: c.VerifyDelay,
 		queue: make(chan vsample, verifyQueue), errLog: newThrottle(10 * time.Second), timeout: c.Timeout}
 	if v.timeout <= 0 {

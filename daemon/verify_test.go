@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -82,7 +83,7 @@ func (m *memTarget) ReadSeries(ctx context.Context, qs []sinks.SeriesQuery, out 
 	return nil
 }
 
-func memPlugins(m *memTarget) *Plugins {
+func memPlugins(m *memTarget) *config.Plugins {
 	return testPlugins(sinks.Entry{Schemes: []string{"mem"}, Kinds: []sources.Kind{sources.Series},
 		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return m, nil }})
 }
@@ -207,7 +208,7 @@ func TestVerifyNeedsAReader(t *testing.T) {
 		for k, v := range bad {
 			env[k] = v
 		}
-		c, err := Load(env, p.Sources)
+		c, err := config.Load(env, p.Sources)
 		if err == nil {
 			err = c.Validate(p)
 		}
