@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/enginetest"
@@ -52,7 +53,7 @@ func TestCapacityShowsTheStepsRate(t *testing.T) {
 
 // The search's outcome writes rates as the report does: never 1e+07.
 func TestCapacityOutcomeWritesRatesForPeople(t *testing.T) {
-	cc := daemon.CapacityConfig{Start: 1000, Max: 1e7}
+	cc := config.CapacityConfig{Start: 1000, Max: 1e7}
 	if err := cc.Step.UnmarshalText([]byte("x1.5")); err != nil {
 		t.Fatal(err)
 	}

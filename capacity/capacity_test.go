@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/enginetest"
 )
@@ -20,7 +21,7 @@ import (
 // twice, judges a single bad step again instead of stopping, and bisects
 // between the last pass and the first failure.
 func TestCapacitySearch(t *testing.T) {
-	var cc daemon.CapacityConfig
+	var cc config.CapacityConfig
 	if err := cc.Step.UnmarshalText([]byte("x2")); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestCapacityDiagnose(t *testing.T) {
 			ms(1), daemon.LimitSoakd, "workers were idle 90%"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, d := diagnose(&tc.st, tc.base, 1, daemon.Ratio(0.001))
+			b, d := diagnose(&tc.st, tc.base, 1, config.Ratio(0.001))
 			if b != tc.bottleneck || !strings.Contains(d, tc.says) {
 				t.Errorf("diagnose = %q, %q; want %q saying %q", b, d, tc.bottleneck, tc.says)
 			}

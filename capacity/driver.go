@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/procstat"
@@ -28,7 +29,7 @@ const doneReason = "capacity search done"
 // search drives one workload's rate through the search while the engine
 // runs it: a daemon.Observer.
 type searcher struct {
-	cc   daemon.CapacityConfig
+	cc   config.CapacityConfig
 	name string  // the searched workload
 	max  float64 // SOAKD_MAX_RATE, 0 when unset
 	// onUpdate, when set, gets the search after every step.
@@ -51,7 +52,7 @@ func (s *searcher) Opened(w *daemon.Handle) error {
 	}
 	if ops := w.Ops(); !slices.Contains(ops, s.cc.SLOOp) {
 		wc := w.Config()
-		return &settings.Error{Key: daemon.EnvPrefix + "CAPACITY_SLO_OP", Err: fmt.Errorf(
+		return &settings.Error{Key: config.EnvPrefix + "CAPACITY_SLO_OP", Err: fmt.Errorf(
 			"%q: workload %s (source %s) never issues it, so no step could be judged (its ops: %s)",
 			s.cc.SLOOp, wc.Name, wc.Source, strings.Join(ops, ", "))}
 	}
@@ -173,7 +174,7 @@ func (s *searcher) limitedBy(knee float64, found bool) (string, string) {
 	if s.w.Kind() == sources.Series {
 		units, size = "BATCH_SIZE", wc.BatchSize
 	}
-	p := daemon.Prefix(wc.Name)
+	p := config.Prefix(wc.Name)
 	switch at.Bottleneck {
 	case daemon.LimitWorkers:
 		return daemon.LimitWorkers, fmt.Sprintf("soakd's workers, not the target, limited the search (%s); the knee is soakd's limit, "+
@@ -449,7 +450,7 @@ func (s *searcher) live() (step int, target, knee float64) {
 // environ is the environment the configuration was read from; the report
 // lists its settings, secrets hidden. cfg is not changed: the search runs
 // on a copy whose searched workload runs open loop from START.
-func Run(ctx context.Context, cfg *daemon.Config, environ map[string]string, d daemon.Deps, onUpdate func(Result)) (*daemon.Summary, *Result, error) {
+func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d daemon.Deps, onUpdate func(Result)) (*daemon.Summary, *Result, error) {
 	if err := cfg.CheckCapacity(); err != nil {
 		return nil, nil, err
 	}
@@ -457,17 +458,17 @@ func Run(ctx context.Context, cfg *daemon.Config, environ map[string]string, d d
 	return s.runEngine(ctx, cfg, d)
 }
 
-func newSearcher(cfg *daemon.Config, environ map[string]string, d daemon.Deps, onUpdate func(Result)) *searcher {
+func newSearcher(cfg *config.Config, environ map[string]string, d daemon.Deps, onUpdate func(Result)) *searcher {
 	name := cfg.Capacity.Searched(cfg).Name
 	return &searcher{cc: cfg.Capacity, name: name, max: cfg.MaxRate, onUpdate: onUpdate,
 		log: d.Logger.With(zap.String("workload", name)), done: make(chan struct{}), run: make(chan *daemon.Phase, 1),
 		res: Result{Workload: name, Settings: cfg.Capacity, Environment: sysinfo.Collect(d.Version),
-			Run: daemon.SettingValues(cfg, environ)}}
+			Run: config.SettingValues(cfg, environ)}}
 }
 
 // runEngine runs the engine on a copy of cfg made for the search, with s
 // among its observers, and returns the summary and the search.
-func (s *searcher) runEngine(ctx context.Context, cfg *daemon.Config, d daemon.Deps) (*daemon.Summary, *Result, error) {
+func (s *searcher) runEngine(ctx context.Context, cfg *config.Config, d daemon.Deps) (*daemon.Summary, *Result, error) {
 	if d.Registry != nil {
 		c := &collector{s: s}
 		if err := d.Registry.Register(c); err != nil {
@@ -493,7 +494,7 @@ func (s *searcher) runEngine(ctx context.Context, cfg *daemon.Config, d daemon.D
 
 // forSearch copies cfg with the searched workload running open loop from
 // START until the search stops it: its own RATE and DURATION do not apply.
-func forSearch(cfg *daemon.Config) *daemon.Config {
+func forSearch(cfg *config.Config) *config.Config {
 	run := *cfg
 	run.Workload = slices.Clone(cfg.Workload)
 	cc := cfg.Capacity

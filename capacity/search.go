@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/sysinfo"
@@ -63,7 +64,7 @@ type Result struct {
 	// Servers are the targets' versions, by workload, where a sink can
 	// ask (SELECT version(), INFO server, InfluxDB's ping).
 	Servers  map[string]string     `json:"servers,omitempty"`
-	Settings daemon.CapacityConfig `json:"settings"`
+	Settings config.CapacityConfig `json:"settings"`
 	// Run lists every setting of the run (secrets hidden) as VAR=value.
 	Run   []string `json:"run_settings"`
 	Steps []Step   `json:"steps"`
@@ -92,7 +93,7 @@ func (r *Result) TargetCapacity() bool {
 // step runs one step and says whether it passed, and false as its second
 // result when the search must stop (the run is ending). It returns the
 // highest rate that passed.
-func search(cc daemon.CapacityConfig, limit float64, step func(rate float64, kind string) (pass, ok bool)) (knee float64, found bool, outcome string) {
+func search(cc config.CapacityConfig, limit float64, step func(rate float64, kind string) (pass, ok bool)) (knee float64, found bool, outcome string) {
 	const stopped = "stopped before the search ended"
 	var firstFail float64
 	for r := cc.Start; ; {
@@ -147,7 +148,7 @@ const (
 // when its CPU was saturated, the workers when every one was busy while
 // the service latency stayed flat, and soakd otherwise (it sent late with
 // workers idle: its scheduler or runtime fell behind).
-func diagnose(st *Step, baseService float64, workers int, sloErrors daemon.Ratio) (string, string) {
+func diagnose(st *Step, baseService float64, workers int, sloErrors config.Ratio) (string, string) {
 	svc := st.Service.P99
 	switch {
 	case st.ErrorRatio > 0 && st.Response.Count == 0:

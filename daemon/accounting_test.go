@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -164,7 +165,7 @@ func (o offsetStream) Fill(b *sources.Batch, max int, now int64) error {
 
 // chaosPlugins are the seq source (with LOAD_ROWS for a load phase) and
 // the chaos sink.
-func chaosPlugins(sink *chaosSink) *Plugins {
+func chaosPlugins(sink *chaosSink) *config.Plugins {
 	p := testPlugins(sinks.Entry{Schemes: []string{"chaos"}, Kinds: []sources.Kind{sources.Series},
 		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return sink, nil }})
 	p.Sources = sources.NewRegistry(sources.Register(sources.Spec[seq.Config]{
@@ -305,7 +306,7 @@ func chaosRun(t *testing.T, seed uint64) {
 	p := chaosPlugins(sink)
 	loadRows := []int{0, 500, 3000}[rng.IntN(3)]
 	name := fmt.Sprintf("seq%d", loadRows)
-	pre := Prefix(name)
+	pre := config.Prefix(name)
 	env := testEnv("SOAKD_WORKLOADS", name, pre+"SOURCE", "seq", pre+"TARGET", "chaos://x",
 		pre+"RATE", []string{"500", "2000", "5s:3000,20s:3000", "step:200+400/2s", "max"}[rng.IntN(5)],
 		pre+"BATCH_SIZE", fmt.Sprint(1+rng.IntN(40)),
@@ -395,6 +396,20 @@ func chaosRun(t *testing.T, seed uint64) {
 func TestOpNamesAreThresholdOps(t *testing.T) {
 	if !slices.Equal(opNames, thresholds.OpNames) {
 		t.Errorf("engine ops %q, threshold ops %q", opNames, thresholds.OpNames)
+	}
+}
+
+// The ops configuration checks a workload's thresholds against are the
+// ones the engine reports for its kind.
+func TestOpNamesOfKind(t *testing.T) {
+	for _, k := range []sources.Kind{sources.Series, sources.KV, sources.Queries} {
+		var engine []string
+		for _, op := range opsFor(k, nil) {
+			engine = append(engine, opName(op))
+		}
+		if got := config.OpNamesOf(k); !slices.Equal(got, engine) {
+			t.Errorf("%s: configuration knows ops %q, the engine reports %q", k, got, engine)
+		}
 	}
 }
 

@@ -1,7 +1,8 @@
-// Package daemon is soakd's engine: configuration, rate profiles (package
-// pace), the open-loop scheduler, workers, retry, accounting and latency
+// Package daemon is soakd's engine: the open-loop scheduler (on rate
+// profiles from package pace), workers, retry, accounting and latency
 // recording, the run's lifecycle, and what it shows of itself (metrics,
-// the HTTP endpoints, the end-of-run summary).
+// the HTTP endpoints, the end-of-run summary). It runs a config.Config,
+// which package config loads and validates.
 //
 // Features outside it (a capacity search, a sweep) use only its exported
 // surface: Run and its Deps, and the Observer interface, through which a
@@ -29,8 +30,8 @@
 //
 // Running a workload in-process (as the integration tests do):
 //
-//	p := &daemon.Plugins{Sources: ..., Sinks: reg, Builtin: ...}
-//	cfg, err := daemon.Load(map[string]string{
+//	p := &config.Plugins{Sources: ..., Sinks: reg, Builtin: ...}
+//	cfg, err := config.Load(map[string]string{
 //		"SOAKD_WORKLOADS":       "w",
 //		"SOAKD_W_SOURCE":        "devops",
 //		"SOAKD_W_TARGET":        pgURL,

@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -48,7 +49,7 @@ func (w *workload) dropCause(ws *WorkloadSummary) *DropCause {
 		busy += b
 	}
 	share := min(busy/(ws.Seconds*float64(w.cfg.Workers)), 1)
-	p := Prefix(w.name)
+	p := config.Prefix(w.name)
 	units := "PIPELINE"
 	if w.kind == sources.Series {
 		units = "BATCH_SIZE"

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"github.com/soakd/soakd/config"
 	"io"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 // features that read the engine (the history) without running it.
 func BenchHandle() *Handle {
 	rate := pace.MustParse("100000")
-	cfg := &Workload{Name: "iot", Workers: 4, BatchSize: 1000, Rate: rate, MaxLag: time.Second}
+	cfg := &config.Workload{Name: "iot", Workers: 4, BatchSize: 1000, Rate: rate, MaxLag: time.Second}
 	w := &workload{runner: newRunner(cfg, sources.Series, nil, nil, zap.NewNop())}
 	w.handle = &Handle{w}
 	w.beginPhase("run", rate, nil)

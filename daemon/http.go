@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/soakd/soakd/config"
+
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
@@ -24,7 +26,7 @@ import (
 
 // httpAPI serves the daemon's endpoints.
 type httpAPI struct {
-	cfg       *Config
+	cfg       *config.Config
 	wls       []*workload
 	started   time.Time
 	observers []Observer
@@ -35,7 +37,7 @@ type httpAPI struct {
 }
 
 // handler returns soakd's HTTP endpoints.
-func handler(cfg *Config, d Deps, wls []*workload, started time.Time) http.Handler {
+func handler(cfg *config.Config, d Deps, wls []*workload, started time.Time) http.Handler {
 	a := &httpAPI{cfg: cfg, wls: wls, started: started, version: d.Version, log: d.Logger, observers: d.Observers}
 	if tok := cfg.EffectiveControlToken(); tok != "" {
 		a.token, a.hasTok = sha256.Sum256([]byte(tok)), true
@@ -68,16 +70,16 @@ func handler(cfg *Config, d Deps, wls []*workload, started time.Time) http.Handl
 
 // serveHTTP serves h on d.Listener, or on Config.Listen unless that is
 // off (then it returns a nil server).
-func serveHTTP(cfg *Config, d Deps, h http.Handler) (*http.Server, error) {
+func serveHTTP(cfg *config.Config, d Deps, h http.Handler) (*http.Server, error) {
 	l := d.Listener
 	if l == nil {
-		if cfg.Listen == ListenOff {
+		if cfg.Listen == config.ListenOff {
 			return nil, nil
 		}
 		var err error
 		l, err = net.Listen("tcp", cfg.Listen)
 		if err != nil {
-			return nil, fmt.Errorf("%sLISTEN: cannot listen on %s: %w", EnvPrefix, cfg.Listen, err)
+			return nil, fmt.Errorf("%sLISTEN: cannot listen on %s: %w", config.EnvPrefix, cfg.Listen, err)
 		}
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
@@ -88,7 +90,7 @@ func serveHTTP(cfg *Config, d Deps, h http.Handler) (*http.Server, error) {
 			if d.Listener == nil {
 				l.Close()
 			}
-			return nil, fmt.Errorf("%sTLS_CERT_FILE: cannot load %s with its key: %w", EnvPrefix, cfg.TLSCertFile, err)
+			return nil, fmt.Errorf("%sTLS_CERT_FILE: cannot load %s with its key: %w", config.EnvPrefix, cfg.TLSCertFile, err)
 		}
 		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 		scheme = "https"

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/internal/testserver"
 )
 
@@ -100,7 +101,7 @@ func TestHTTPSConfigErrors(t *testing.T) {
 		"missing":   {testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_TLS_CERT_FILE", certs.Dir+"/absent.pem", "SOAKD_TLS_KEY_FILE", certs.ServerKey), "SOAKD_TLS_CERT_FILE: cannot load"},
 		"wrong key": {testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_TLS_CERT_FILE", certs.ServerCert, "SOAKD_TLS_KEY_FILE", certs.ClientKey), "SOAKD_TLS_CERT_FILE: cannot load"},
 	} {
-		cfg, err := Load(tc.env, p.Sources)
+		cfg, err := config.Load(tc.env, p.Sources)
 		if err == nil {
 			err = cfg.Validate(p)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/soakd/soakd/config"
 )
 
 // rateSamples keeps one sample per second of a workload's acknowledged
@@ -43,7 +45,7 @@ type liveState struct {
 	window histQuantiles // the last whole window of phase; Count 0 before the first
 }
 
-func newSampler(cfg *Config, wls []*workload) *sampler {
+func newSampler(cfg *config.Config, wls []*workload) *sampler {
 	s := &sampler{wls: wls, interval: cfg.Progress}
 	if s.interval <= 0 {
 		s.interval = 10 * time.Second

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/null"
 	"github.com/soakd/soakd/sources"
@@ -18,13 +19,13 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // testPlugins are the seq source and the null sink, plus any extra sinks.
-func testPlugins(extra ...sinks.Entry) *Plugins {
+func testPlugins(extra ...sinks.Entry) *config.Plugins {
 	r := sinks.NewRegistry()
 	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV}, Open: null.Open, Check: null.Check})
 	for _, e := range extra {
 		r.Add(e)
 	}
-	return &Plugins{
+	return &config.Plugins{
 		Sources: sources.NewRegistry(sources.Register(sources.Spec[seq.Config]{
 			Names: []string{"seq"}, Kind: sources.Series,
 			Validate: func(c *seq.Config, _ sources.Common) error { return c.Validate() },
@@ -36,9 +37,9 @@ func testPlugins(extra ...sinks.Entry) *Plugins {
 }
 
 // loadTest loads and validates env (a map of SOAKD_* settings).
-func loadTest(t testing.TB, env map[string]string, p *Plugins) *Config {
+func loadTest(t testing.TB, env map[string]string, p *config.Plugins) *config.Config {
 	t.Helper()
-	cfg, err := Load(env, p.Sources)
+	cfg, err := config.Load(env, p.Sources)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -56,7 +57,7 @@ type runResult struct {
 
 // runTest runs cfg to its end with a fresh registry. l, if not nil,
 // serves the HTTP endpoints.
-func runTest(ctx context.Context, cfg *Config, p *Plugins, l net.Listener) runResult {
+func runTest(ctx context.Context, cfg *config.Config, p *config.Plugins, l net.Listener) runResult {
 	reg := prometheus.NewRegistry()
 	sum, err := Run(ctx, cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test", Listener: l})
 	return runResult{sum, err, reg}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sources"
@@ -51,14 +52,14 @@ func memoryBudget() int64 {
 
 // checkBatchMemory refuses a workload whose batches, with their encoded
 // copies, would not fit in memoryBudget.
-func checkBatchMemory(w *Workload, kind sources.Kind, src sources.Source) error {
+func checkBatchMemory(w *config.Workload, kind sources.Kind, src sources.Source) error {
 	key, units := "BATCH_SIZE", w.BatchSize
 	if kind != sources.Series {
 		key, units = "PIPELINE", w.Pipeline
 	}
 	need := 2 * int64(w.Workers) * batchBytes(kind, src, units)
 	if budget := memoryBudget(); need > budget {
-		return &settings.Error{Key: Prefix(w.Name) + key, Err: fmt.Errorf(
+		return &settings.Error{Key: config.Prefix(w.Name) + key, Err: fmt.Errorf(
 			"%d units per batch × %d WORKERS would take about %.1f GiB for batches and their encoded copies, more than half this machine's memory (%.1f GiB): lower %s or WORKERS",
 			units, w.Workers, float64(need)/(1<<30), float64(budget)/(1<<30), key)}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -113,7 +114,7 @@ func (h *Handle) Name() string { return h.w.name }
 
 // Config is the workload's configuration, a copy: an observer reads it,
 // the engine owns it.
-func (h *Handle) Config() Workload { return *h.w.cfg }
+func (h *Handle) Config() config.Workload { return *h.w.cfg }
 
 // Kind is the kind of the workload's source.
 func (h *Handle) Kind() sources.Kind { return h.w.kind }

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -22,14 +23,14 @@ type Opened struct {
 // batches of batch units; log is the sink's logger (nil: none). Errors
 // name the setting at fault (SOAKD_<W>_SOURCE, SOAKD_<W>_TARGET) and hold
 // none of w's secrets.
-func Open(ctx context.Context, p *Plugins, w *Workload, workers, batch int, log *zap.Logger) (*Opened, error) {
+func Open(ctx context.Context, p *config.Plugins, w *config.Workload, workers, batch int, log *zap.Logger) (*Opened, error) {
 	e := p.Sources.Lookup(w.Source)
 	if e == nil {
-		return nil, fmt.Errorf("%sSOURCE: unknown source %q", Prefix(w.Name), w.Source)
+		return nil, fmt.Errorf("%sSOURCE: unknown source %q", config.Prefix(w.Name), w.Source)
 	}
 	src, err := w.NewSource()
 	if err != nil {
-		return nil, scrubbed(w, fmt.Errorf("%sSOURCE: cannot build source %q: %w", Prefix(w.Name), w.Source, err))
+		return nil, scrubbed(w, fmt.Errorf("%sSOURCE: cannot build source %q: %w", config.Prefix(w.Name), w.Source, err))
 	}
 	sink, err := openSink(ctx, p, w, e.Kind, src, workers, batch, log)
 	if err != nil {
@@ -39,9 +40,9 @@ func Open(ctx context.Context, p *Plugins, w *Workload, workers, batch int, log 
 }
 
 // openSink opens w's sink for src.
-func openSink(ctx context.Context, p *Plugins, w *Workload, kind sources.Kind, src sources.Source, workers, batch int, log *zap.Logger) (sinks.Sink, error) {
+func openSink(ctx context.Context, p *config.Plugins, w *config.Workload, kind sources.Kind, src sources.Source, workers, batch int, log *zap.Logger) (sinks.Sink, error) {
 	if w.Sink.URL == nil {
-		return nil, fmt.Errorf("%sTARGET: the configuration was not validated (call Config.Check first)", Prefix(w.Name))
+		return nil, fmt.Errorf("%sTARGET: the configuration was not validated (call Config.Check first)", config.Prefix(w.Name))
 	}
 	if log == nil {
 		log = zap.NewNop()
@@ -57,7 +58,7 @@ func openSink(ctx context.Context, p *Plugins, w *Workload, kind sources.Kind, s
 		Password: password, Token: token, Shape: shape,
 	})
 	if err != nil {
-		return nil, scrubbed(w, fmt.Errorf("%sTARGET: %w", Prefix(w.Name), err))
+		return nil, scrubbed(w, fmt.Errorf("%sTARGET: %w", config.Prefix(w.Name), err))
 	}
 	return sink, nil
 }
@@ -72,6 +73,6 @@ type scrubbedError struct {
 func (e *scrubbedError) Error() string { return e.text }
 func (e *scrubbedError) Unwrap() error { return e.err }
 
-func scrubbed(w *Workload, err error) error {
+func scrubbed(w *config.Workload, err error) error {
 	return &scrubbedError{text: w.Scrubber()(err.Error()), err: err}
 }

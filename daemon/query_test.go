@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -74,7 +75,7 @@ func (s *querySink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 
 func (s *querySink) Close(context.Context) error { return nil }
 
-func queryPlugins(sink *querySink) *Plugins {
+func queryPlugins(sink *querySink) *config.Plugins {
 	p := testPlugins(sinks.Entry{Schemes: []string{"q"}, Kinds: []sources.Kind{sources.Queries},
 		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return sink, nil }})
 	p.Sources.Add(sources.Register(sources.Spec[struct{}]{Names: []string{"test-queries"}, Kind: sources.Queries,

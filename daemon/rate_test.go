@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -45,7 +46,7 @@ func (r *recSink) countBy(t time.Time) int {
 	return n
 }
 
-func recPlugins(rs *recSink) *Plugins {
+func recPlugins(rs *recSink) *config.Plugins {
 	return testPlugins(sinks.Entry{Schemes: []string{"rec"}, Kinds: []sources.Kind{sources.Series},
 		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return rs, nil }})
 }

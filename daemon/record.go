@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sources"
 )
@@ -209,9 +210,9 @@ func (pr *phaseRecord) noteBatch(w *worker, o writeOutcome) {
 // variables' values without the SOAKD_<W>_ prefix, with the values the
 // source resolved at start (START=now), so that soakd verify rebuilds
 // the same data set from the summary. Secrets are never in it.
-func settingsRecord(w *Workload, src sources.Source) map[string]string {
+func settingsRecord(w *config.Workload, src sources.Source) map[string]string {
 	out := map[string]string{}
-	p := Prefix(w.Name)
+	p := config.Prefix(w.Name)
 	add := func(v any, only ...string) {
 		rv := reflect.ValueOf(v).Elem()
 		for _, s := range settings.Of(v, p) {

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -25,7 +26,7 @@ import (
 type Deps struct {
 	Logger   *zap.Logger
 	Registry *prometheus.Registry
-	Plugins  *Plugins
+	Plugins  *config.Plugins
 	Version  string
 	// Listener, when set, serves the HTTP endpoints instead of listening
 	// on Config.Listen (tests pass a 127.0.0.1:0 listener).
@@ -107,7 +108,7 @@ func stopCause(ctx context.Context) string {
 // summary is returned. It returns an error only when the run could not
 // start or a workload failed for good (e.g. its schema was rejected); the
 // summary says why as well.
-func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
+func Run(ctx context.Context, cfg *config.Config, d Deps) (*Summary, error) {
 	log := d.Logger
 	m := NewMetrics(d.Registry, d.Version)
 	started := time.Now()
@@ -220,7 +221,7 @@ func Run(ctx context.Context, cfg *Config, d Deps) (*Summary, error) {
 	return sum, runErr
 }
 
-func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error) {
+func openWorkloads(ctx context.Context, cfg *config.Config, d Deps) ([]*workload, error) {
 	var wls []*workload
 	fail := func(err error) ([]*workload, error) {
 		closeSinks(wls, d.Logger, time.Time{})
@@ -229,20 +230,20 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 	for _, wc := range cfg.Workload {
 		e := d.Plugins.Sources.Lookup(wc.Source)
 		if e == nil {
-			return fail(fmt.Errorf("%sSOURCE: unknown source %q", Prefix(wc.Name), wc.Source))
+			return fail(fmt.Errorf("%sSOURCE: unknown source %q", config.Prefix(wc.Name), wc.Source))
 		}
 		src, err := wc.NewSource()
 		if err != nil {
-			return fail(fmt.Errorf("%sSOURCE: cannot build source %q: %w", Prefix(wc.Name), wc.Source, err))
+			return fail(fmt.Errorf("%sSOURCE: cannot build source %q: %w", config.Prefix(wc.Name), wc.Source, err))
 		}
 		if err := checkBatchMemory(wc, e.Kind, src); err != nil {
 			return fail(err)
 		}
 		if len(wc.Checks) > 0 && !slices.ContainsFunc(d.Observers, func(o Observer) bool { _, ok := o.(Checker); return ok }) {
-			return fail(fmt.Errorf("%sTHRESHOLDS: set, but no Checker among Deps.Observers judges them", Prefix(wc.Name)))
+			return fail(fmt.Errorf("%sTHRESHOLDS: set, but no Checker among Deps.Observers judges them", config.Prefix(wc.Name)))
 		}
 		if wc.Verify > 0 && !slices.ContainsFunc(d.Observers, func(o Observer) bool { _, ok := o.(Verifier); return ok }) {
-			return fail(fmt.Errorf("%sVERIFY: set, but no Verifier among Deps.Observers reads back", Prefix(wc.Name)))
+			return fail(fmt.Errorf("%sVERIFY: set, but no Verifier among Deps.Observers reads back", config.Prefix(wc.Name)))
 		}
 		log := d.Logger.With(zap.String("workload", wc.Name))
 		sink, err := openSink(ctx, d.Plugins, wc, e.Kind, src, wc.Workers, batchSize(wc, e.Kind), log)
@@ -267,7 +268,7 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 		}
 		rate := wc.Rate.String()
 		if wc.Builtin {
-			fields := []zap.Field{zap.String("target", wc.Sink.Redacted), zap.String("set", Prefix(wc.Name)+"TARGET")}
+			fields := []zap.Field{zap.String("target", wc.Sink.Redacted), zap.String("set", config.Prefix(wc.Name)+"TARGET")}
 			msg := "no target set: using the built-in target, nothing leaves this process"
 			if len(wc.BuiltinDefaults) > 0 {
 				msg += "; defaults for it, unless set: " + strings.Join(wc.BuiltinDefaults, " ")
@@ -280,7 +281,7 @@ func openWorkloads(ctx context.Context, cfg *Config, d Deps) ([]*workload, error
 	return wls, nil
 }
 
-func batchSize(w *Workload, k sources.Kind) int {
+func batchSize(w *config.Workload, k sources.Kind) int {
 	if k != sources.Series {
 		return w.Pipeline
 	}
@@ -312,7 +313,7 @@ func closeSinks(wls []*workload, log *zap.Logger, by time.Time) {
 
 // runAll prepares the sink, runs the load phase when the source has one,
 // then the workload's run phase.
-func (w *workload) runAll(genCtx, drainCtx context.Context, cfg *Config) error {
+func (w *workload) runAll(genCtx, drainCtx context.Context, cfg *config.Config) error {
 	defer w.finished.Store(true)
 	for _, f := range w.followers {
 		// A follower ends after the phases (a read-back checker once what
@@ -329,7 +330,7 @@ func (w *workload) runAll(genCtx, drainCtx context.Context, cfg *Config) error {
 	return err
 }
 
-func (w *workload) runPhases(genCtx, drainCtx context.Context, cfg *Config) error {
+func (w *workload) runPhases(genCtx, drainCtx context.Context, cfg *config.Config) error {
 	stopped := func(err error) error {
 		if genCtx.Err() != nil {
 			// Stopped while waiting for the target: not a failure of
@@ -436,12 +437,12 @@ func (w *workload) probe(ctx context.Context) (sources.Source, error) {
 }
 
 // preload runs the KV load phase of load.
-func (w *workload) preload(genCtx, drainCtx context.Context, cfg *Config, load sources.Source) error {
+func (w *workload) preload(genCtx, drainCtx context.Context, cfg *config.Config, load sources.Source) error {
 	fields := []zap.Field{zap.String("load_rate", w.cfg.LoadRate.String())}
 	if cfg.Duration > 0 {
 		fields = append(fields, zap.Duration("soakd_duration", cfg.Duration),
 			zap.String("note", "SOAKD_DURATION is a hard stop for the process and includes this load phase; "+
-				Prefix(w.name)+"DURATION covers the run phase only"))
+				config.Prefix(w.name)+"DURATION covers the run phase only"))
 	}
 	w.log.Info("loading records before the run", fields...)
 	t0 := time.Now()

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -20,7 +21,7 @@ import (
 // are kept as accounting.go describes.
 type runner struct {
 	name      string
-	cfg       *Workload
+	cfg       *config.Workload
 	kind      sources.Kind
 	src       sources.Source
 	sink      sinks.Sink
@@ -66,7 +67,7 @@ type errorNote struct {
 	Last  time.Time
 }
 
-func newRunner(cfg *Workload, kind sources.Kind, src sources.Source, sink sinks.Sink, log *zap.Logger) *runner {
+func newRunner(cfg *config.Workload, kind sources.Kind, src sources.Source, sink sinks.Sink, log *zap.Logger) *runner {
 	r := &runner{
 		name: cfg.Name, cfg: cfg, kind: kind, src: src, sink: sink, log: log,
 		batchSize: cfg.BatchSize,

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/kv"
@@ -36,7 +37,7 @@ func TestConfigCheckShowsSinkTheShape(t *testing.T) {
 		New:      func(c *kv.Config, w sources.Common) (sources.Source, error) { return kv.New(*c, w.Seed, w.Shard) },
 	}))
 	env := map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_KV_TARGET": "memo://h", "SOAKD_KV_KEY_PREFIX": "t:"}
-	cfg, err := Load(env, p.Sources)
+	cfg, err := config.Load(env, p.Sources)
 	err = cfg.Check(p, err)
 	if err == nil || !strings.Contains(err.Error(), "SOAKD_KV_TARGET: DATA_TYPE hash: memo://") {
 		t.Errorf("DATA_TYPE=hash: %v, want a SOAKD_KV_TARGET error", err)
@@ -45,7 +46,7 @@ func TestConfigCheckShowsSinkTheShape(t *testing.T) {
 		t.Errorf("the sink saw the shape %+v", seen)
 	}
 	env["SOAKD_KV_DATA_TYPE"] = "STRING"
-	cfg, err = Load(env, p.Sources)
+	cfg, err = config.Load(env, p.Sources)
 	if err := cfg.Check(p, err); err != nil {
 		t.Errorf("DATA_TYPE=string: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -116,7 +117,7 @@ func (w *workload) await(ctx context.Context, step string, limit time.Duration, 
 		var se *sources.SettingError
 		if errors.As(err, &se) {
 			// The target holds what this workload's settings cannot use.
-			return errors.Join(prefixSettingErrors(err, Prefix(w.name))...)
+			return errors.Join(config.PrefixSettingErrors(err, config.Prefix(w.name))...)
 		}
 		class := sinks.ClassOf(err)
 		text := w.scrub(err.Error())
@@ -138,7 +139,7 @@ func (w *workload) await(ctx context.Context, step string, limit time.Duration, 
 		if to := w.cfg.StartTimeout; to > 0 {
 			left := began.Add(to).Sub(now)
 			if left <= 0 {
-				return &startTimeoutError{workload: w.name, target: w.cfg.Sink.Redacted, setting: Prefix(w.name) + "START_TIMEOUT",
+				return &startTimeoutError{workload: w.name, target: w.cfg.Sink.Redacted, setting: config.Prefix(w.name) + "START_TIMEOUT",
 					after: to, step: step, last: text}
 			}
 			// One last attempt when START_TIMEOUT is reached.
@@ -164,7 +165,7 @@ func (w *workload) await(ctx context.Context, step string, limit time.Duration, 
 // names the URL parameter of the CA file (sslrootcert, ca) or of the
 // client certificate.
 func (w *workload) refused(step, text string, tlsRefused bool) error {
-	p := Prefix(w.name)
+	p := config.Prefix(w.name)
 	hint := fmt.Sprintf(" (check the target URL's database and user, and the credentials: the URL's, %sPASSWORD or %sTOKEN, or their _FILE)", p, p)
 	switch {
 	case tlsRefused:

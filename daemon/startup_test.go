@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -47,7 +48,7 @@ func (s lateSink) Ping(ctx context.Context) error {
 func (lateSink) Write(_ context.Context, b *sources.Batch) (int, error) { return b.Len(), nil }
 func (lateSink) Close(context.Context) error                            { return nil }
 
-func latePlugins(s lateSink) *Plugins {
+func latePlugins(s lateSink) *config.Plugins {
 	return testPlugins(sinks.Entry{Schemes: []string{"late"}, Kinds: []sources.Kind{sources.Series},
 		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return s, nil }})
 }

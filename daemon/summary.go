@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -141,7 +142,7 @@ func (s *Summary) Failed() error {
 	return nil
 }
 
-func summarize(version string, started time.Time, cfg *Config, wls []*workload, observers []Observer) *Summary {
+func summarize(version string, started time.Time, cfg *config.Config, wls []*workload, observers []Observer) *Summary {
 	s := &Summary{Version: version, Started: started, Seconds: time.Since(started).Seconds()}
 	for _, w := range wls {
 		w.ready.mu.Lock()

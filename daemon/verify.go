@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/soakd/soakd/sources"
 )
@@ -14,9 +13,6 @@ import (
 // metrics, the history and the summary show them as they show the
 // rest), and the failure a read-back that found acknowledged units
 // missing, changed or repeated makes of the run.
-
-// maxVerifyDelay bounds VERIFY_DELAY.
-const maxVerifyDelay = time.Hour
 
 // Failure kinds, as soakd_verify_failures_total's kind label says them.
 var verifyKinds = [...]sources.Verdict{sources.Missing, sources.Mismatch, sources.Duplicate}
@@ -34,19 +30,6 @@ func (v *verifyCounts) add(o *verifyCounts) {
 		v.failures[i] += o.failures[i]
 	}
 	v.skipped += o.skipped
-}
-
-// validateVerify checks VERIFY and VERIFY_DELAY.
-func (w *Workload) validateVerify() []error {
-	p := Prefix(w.Name)
-	var errs []error
-	if !(w.Verify >= 0 && w.Verify <= 1) {
-		errs = append(errs, cfgErr(p+"VERIFY", "%v: want a fraction from 0 (off) to 1, e.g. 0.01", w.Verify))
-	}
-	if w.VerifyDelay < 0 || w.VerifyDelay > maxVerifyDelay {
-		errs = append(errs, cfgErr(p+"VERIFY_DELAY", "%v: want 0 to %v", w.VerifyDelay, maxVerifyDelay))
-	}
-	return errs
 }
 
 // verifyFailure is the failure of a workload whose read-back found

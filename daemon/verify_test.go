@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/soakd/soakd/config"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
@@ -22,7 +24,7 @@ func TestVerifySettings(t *testing.T) {
 		for k, v := range bad {
 			env[k] = v
 		}
-		c, err := Load(env, p.Sources)
+		c, err := config.Load(env, p.Sources)
 		if err == nil {
 			err = c.Validate(p)
 		}

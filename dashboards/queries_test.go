@@ -21,6 +21,7 @@ import (
 
 	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/readback"
 )
@@ -238,7 +239,7 @@ func liveMetrics(t *testing.T) map[string]dto.MetricType {
 func runSoakd(t *testing.T, environ map[string]string, reg *prometheus.Registry, l net.Listener) (stop func()) {
 	t.Helper()
 	p := plugins.All()
-	cfg, err := daemon.Load(environ, p.Sources)
+	cfg, err := config.Load(environ, p.Sources)
 	if err = cfg.Check(p, err); err != nil {
 		t.Fatalf("soakd config: %v", err)
 	}

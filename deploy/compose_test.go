@@ -13,7 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/settings"
 )
 
@@ -87,7 +87,7 @@ func soakdEnv(t *testing.T, p *types.Project, s types.ServiceConfig) map[string]
 func checkSoakdEnv(t *testing.T, where string, env map[string]string) {
 	t.Helper()
 	p := plugins.All()
-	cfg, err := daemon.Load(env, p.Sources)
+	cfg, err := config.Load(env, p.Sources)
 	if err := cfg.Check(p, err); err != nil {
 		t.Errorf("%s: soakd rejects its configuration:\n%v", where, err)
 	}
@@ -96,7 +96,7 @@ func checkSoakdEnv(t *testing.T, where string, env map[string]string) {
 	}
 	n := 0
 	for k := range env {
-		if strings.HasPrefix(k, daemon.EnvPrefix) {
+		if strings.HasPrefix(k, config.EnvPrefix) {
 			n++
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -245,16 +245,16 @@ func checkJob(t *testing.T, o objects, j *batchv1.Job) int {
 		t.Errorf("parallelism is not completions %d: every shard must run at once, or the rates do not add up", n)
 	}
 	env := checkContainer(t, "sharded job", o, j.Spec.Template.Spec)
-	if env[daemon.JobCountVar] != strconv.Itoa(n) {
-		t.Errorf("%s=%q, want completions %d", daemon.JobCountVar, env[daemon.JobCountVar], n)
+	if env[config.JobCountVar] != strconv.Itoa(n) {
+		t.Errorf("%s=%q, want completions %d", config.JobCountVar, env[config.JobCountVar], n)
 	}
 	seen := map[sources.Shard]bool{}
 	for i := range n {
 		// What Kubernetes adds to each pod of an Indexed Job.
-		env[daemon.JobIndexVar] = strconv.Itoa(i)
+		env[config.JobIndexVar] = strconv.Itoa(i)
 		checkSoakdEnv(t, "sharded job index "+strconv.Itoa(i), env)
 		p := plugins.All()
-		cfg, _ := daemon.Load(env, p.Sources)
+		cfg, _ := config.Load(env, p.Sources)
 		for _, w := range cfg.Workload {
 			if w.Shard != (sources.Shard{Index: i, Count: n}) {
 				t.Errorf("index %d: workload %s runs shard %v, want %d/%d", i, w.Name, w.Shard, i, n)

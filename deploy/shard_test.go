@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
 )
@@ -41,7 +42,7 @@ func runIoT(t *testing.T, pgURL, db string, extra map[string]string) *daemon.Sum
 		env[k] = v
 	}
 	p := plugins.All()
-	cfg, err := daemon.Load(env, p.Sources)
+	cfg, err := config.Load(env, p.Sources)
 	if err = cfg.Check(p, err); err != nil {
 		t.Fatalf("config %v: %v", extra, err)
 	}
@@ -121,7 +122,7 @@ func TestShardedRunsStoreTheUnshardedRows(t *testing.T) {
 	}{
 		{"sharded", func(i int) map[string]string { return map[string]string{"SOAKD_IOT_SHARD": fmt.Sprintf("%d/3", i)} }},
 		{"auto", func(i int) map[string]string {
-			return map[string]string{"SOAKD_IOT_SHARD": "auto", daemon.JobIndexVar: strconv.Itoa(i), daemon.JobCountVar: "3"}
+			return map[string]string{"SOAKD_IOT_SHARD": "auto", config.JobIndexVar: strconv.Itoa(i), config.JobCountVar: "3"}
 		}},
 	} {
 		var wg sync.WaitGroup

@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
 )
@@ -25,7 +26,7 @@ import (
 // interval it logs one line per workload (unless a bar shows progress
 // instead). It is an observer of the run (daemon.Deps.Observers).
 type Reporter struct {
-	cfg     *daemon.Config
+	cfg     *config.Config
 	log     *zap.Logger
 	console *Console // nil: no bar
 
@@ -39,7 +40,7 @@ type Reporter struct {
 // New returns a reporter logging to log. console, when not nil, is the
 // terminal the log writes through: a run with a known end shows a bar
 // there instead of progress lines.
-func New(cfg *daemon.Config, log *zap.Logger, console *Console) *Reporter {
+func New(cfg *config.Config, log *zap.Logger, console *Console) *Reporter {
 	return &Reporter{cfg: cfg, log: log, console: console, started: time.Now()}
 }
 

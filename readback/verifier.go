@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
@@ -113,7 +114,7 @@ func newVerifier(w *daemon.Handle, log *zap.Logger) (*verifier, error) {
 		return nil, nil
 	}
 	src, sink := w.Source(), w.Sink()
-	key := daemon.Prefix(c.Name) + "VERIFY"
+	key := config.Prefix(c.Name) + "VERIFY"
 	v := &verifier{log: log, scrub: c.Scrubber(), fraction: c.Verify, delay: c.VerifyDelay,
 		queue: make(chan vsample, verifyQueue), errLog: newThrottle(10 * time.Second), timeout: c.Timeout}
 	if v.timeout <= 0 {

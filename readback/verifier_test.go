@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/enginetest"
@@ -85,7 +86,7 @@ func (m *memTarget) ReadSeries(ctx context.Context, qs []sinks.SeriesQuery, out 
 	return nil
 }
 
-func memPlugins(m *memTarget) *daemon.Plugins {
+func memPlugins(m *memTarget) *config.Plugins {
 	return enginetest.Plugins(sinks.Entry{Schemes: []string{"mem"}, Kinds: []sources.Kind{sources.Series},
 		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return m, nil }})
 }
@@ -213,7 +214,7 @@ type runResult struct {
 
 // runTest runs cfg to its end, read back, with a fresh registry; hist,
 // if not nil, is its history.
-func runTest(ctx context.Context, cfg *daemon.Config, p *daemon.Plugins, hist *history.History) runResult {
+func runTest(ctx context.Context, cfg *config.Config, p *config.Plugins, hist *history.History) runResult {
 	reg := prometheus.NewRegistry()
 	obs := []daemon.Observer{New(zap.NewNop())}
 	if hist != nil {

@@ -8,7 +8,7 @@ import (
 )
 
 // Parse and Of read a command's own settings struct the
-// way daemon.Load reads a workload: defaults, every problem at once naming its
+// way config.Load reads a workload: defaults, every problem at once naming its
 // variable, boolean settings marked.
 func TestParse(t *testing.T) {
 	t.Parallel()

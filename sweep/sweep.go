@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/sysinfo"
@@ -62,7 +63,7 @@ type Result struct {
 	Unit        string             `json:"unit"`       // rows or ops
 	BatchName   string             `json:"batch_name"` // BATCH_SIZE or PIPELINE
 	Environment sysinfo.Info       `json:"environment"`
-	Settings    daemon.SweepConfig `json:"settings"`
+	Settings    config.SweepConfig `json:"settings"`
 	Run         []string           `json:"run_settings"`
 	Points      []Point            `json:"points"`
 	USL         *USL               `json:"usl,omitempty"`
@@ -74,7 +75,7 @@ type Result struct {
 // point, REPEATS times, and reports the throughput of each, the best, where
 // more workers made it slower, and a Universal Scalability Law fit. It
 // stops early, with what it has, when ctx ends.
-func Run(ctx context.Context, cfg *daemon.Config, environ map[string]string, d daemon.Deps) (*Result, error) {
+func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d daemon.Deps) (*Result, error) {
 	if err := cfg.CheckSweep(); err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func Run(ctx context.Context, cfg *daemon.Config, environ map[string]string, d d
 	e := d.Plugins.Sources.Lookup(orig.Source)
 	kv := e != nil && e.Kind != sources.Series // KV and queries: PIPELINE units per batch
 	res := &Result{Workload: orig.Name, Unit: "rows", BatchName: "BATCH_SIZE", Environment: sysinfo.Collect(d.Version),
-		Settings: sc, Run: daemon.SettingValues(cfg, environ)}
+		Settings: sc, Run: config.SettingValues(cfg, environ)}
 	if kv {
 		res.Unit, res.BatchName = daemon.UnitName(e.Kind), "PIPELINE"
 	}
@@ -109,7 +110,7 @@ func Run(ctx context.Context, cfg *daemon.Config, environ map[string]string, d d
 				// is 0 then), and a finite set may take longer than the
 				// user gave a point.
 				wc.Duration = sc.Duration
-				one.Workload, one.Listen, one.Duration = []*daemon.Workload{&wc}, daemon.ListenOff, 0
+				one.Workload, one.Listen, one.Duration = []*config.Workload{&wc}, config.ListenOff, 0
 				dd := d
 				dd.Registry, dd.Listener, dd.UI = prometheus.NewRegistry(), nil, nil
 				dd.Logger = zap.NewNop()

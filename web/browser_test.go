@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
@@ -206,7 +207,7 @@ func TestConsoleAndReportInBrowser(t *testing.T) {
 		"SOAKD_CONTROL_TOKEN": controlToken, "SOAKD_SHUTDOWN_GRACE": "5s",
 	}
 	p := plugins.All()
-	cfg, err := daemon.Load(env, p.Sources)
+	cfg, err := config.Load(env, p.Sources)
 	if err := cfg.Check(p, err); err != nil {
 		t.Fatal(err)
 	}

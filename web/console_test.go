@@ -14,6 +14,7 @@ import (
 
 	"github.com/soakd/soakd/charts"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
@@ -40,7 +41,7 @@ func TestReadOnlyConsole(t *testing.T) {
 	p := plugins.All()
 	env := map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://?latency=1ms", "SOAKD_SEQ_RATE": "500",
 		"SOAKD_SEQ_BATCH_SIZE": "10", "SOAKD_SEQ_PASSWORD": "pw-s3cret"}
-	cfg, err := daemon.Load(env, p.Sources)
+	cfg, err := config.Load(env, p.Sources)
 	if err := cfg.Check(p, err); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
@@ -64,7 +65,7 @@ func TestLayoutInBrowser(t *testing.T) {
 		"SOAKD_SHUTDOWN_GRACE": "5s",
 	}
 	p := plugins.All()
-	cfg, err := daemon.Load(env, p.Sources)
+	cfg, err := config.Load(env, p.Sources)
 	if err := cfg.Check(p, err); err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/generate"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/cmd/soakd/verify"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
@@ -179,9 +180,9 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 // capacity, sweep) or list their settings (config): every setting is a
 // flag, --iot-rate 1000 setting SOAKD_IOT_RATE.
 func command(name string) *cli.Command {
-	c := &cli.Command{Name: name, Prog: "soakd", Usage: usage, Prefix: daemon.EnvPrefix, IsBool: daemon.GlobalBoolFlag,
+	c := &cli.Command{Name: name, Prog: "soakd", Usage: usage, Prefix: config.EnvPrefix, IsBool: config.GlobalBoolFlag,
 		See: "soakd config", Known: func(env map[string]string) []settings.Setting {
-			cfg, _ := daemon.Load(env, plugins.All().Sources)
+			cfg, _ := config.Load(env, plugins.All().Sources)
 			return cfg.Settings()
 		}}
 	switch name {
@@ -189,8 +190,8 @@ func command(name string) *cli.Command {
 		// Their own settings (SOAKD_CAPACITY_*, SOAKD_SWEEP_*) are listed
 		// by --help, with defaults.
 		c.Usage = map[string]string{"capacity": capacityUsage, "sweep": sweepUsage}[name]
-		c.OwnPrefix = daemon.EnvPrefix + strings.ToUpper(name) + "_"
-		for _, s := range settings.Of(&daemon.Config{}, daemon.EnvPrefix) {
+		c.OwnPrefix = config.EnvPrefix + strings.ToUpper(name) + "_"
+		for _, s := range settings.Of(&config.Config{}, config.EnvPrefix) {
 			if strings.HasPrefix(s.Key, c.OwnPrefix) {
 				c.Own = append(c.Own, s)
 			}
@@ -204,7 +205,7 @@ func command(name string) *cli.Command {
 // runScope is what soakd run may be given: cfg's settings. The settings
 // of verify and generate (SOAKD_GEN_*, unless gen is a workload) are
 // known too: one environment often serves all of soakd's commands.
-func runScope(f settings.CommandLine, cfg *daemon.Config, p *daemon.Plugins) cli.Scope {
+func runScope(f settings.CommandLine, cfg *config.Config, p *config.Plugins) cli.Scope {
 	return cli.WorkloadScope(cfg, f.Env, p.Sources, nil, verify.Settings(), generate.Workload)
 }
 
@@ -212,8 +213,8 @@ func runScope(f settings.CommandLine, cfg *daemon.Config, p *daemon.Plugins) cli
 // own check when not nil; every problem is returned at once. It returns
 // the SOAKD_* variables that are no setting, which are among the
 // problems unless SOAKD_ALLOW_UNKNOWN says to only warn (see runCmd).
-func loadConfig(c *cli.Command, f settings.CommandLine, p *daemon.Plugins, check func(*daemon.Config) error) (*daemon.Config, []string, error) {
-	cfg, parseErr := daemon.Load(f.Env, p.Sources)
+func loadConfig(c *cli.Command, f settings.CommandLine, p *config.Plugins, check func(*config.Config) error) (*config.Config, []string, error) {
+	cfg, parseErr := config.Load(f.Env, p.Sources)
 	err := cfg.Check(p, parseErr)
 	if check != nil {
 		err = errors.Join(err, check(cfg))
@@ -226,8 +227,8 @@ func loadConfig(c *cli.Command, f settings.CommandLine, p *daemon.Plugins, check
 // the flags, answers --help, then loads and checks the configuration,
 // with the command's own check when not nil. When ok is false the
 // command is over and exits with code.
-func loadCmd(cmdName string, args []string, environ map[string]string, stdout, stderr io.Writer, check func(*daemon.Config) error) (
-	f settings.CommandLine, p *daemon.Plugins, cfg *daemon.Config, unknown []string, code int, ok bool) {
+func loadCmd(cmdName string, args []string, environ map[string]string, stdout, stderr io.Writer, check func(*config.Config) error) (
+	f settings.CommandLine, p *config.Plugins, cfg *config.Config, unknown []string, code int, ok bool) {
 	c := command(cmdName)
 	f, code, ok = c.Parse(args, environ, stdout, stderr)
 	if !ok {
@@ -244,10 +245,10 @@ func loadCmd(cmdName string, args []string, environ map[string]string, stdout, s
 // runCmd runs the configured workloads (soakd run), or searches one's
 // capacity while the others hold their rate (soakd capacity).
 func runCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer, search bool) int {
-	var check func(*daemon.Config) error
+	var check func(*config.Config) error
 	name := "run"
 	if search {
-		check = (*daemon.Config).CheckCapacity
+		check = (*config.Config).CheckCapacity
 		name = "capacity"
 	}
 	f, p, cfg, unk, code, ok := loadCmd(name, args, environ, stdout, stderr, check)
@@ -357,7 +358,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 
 // dataOnStdout reports whether a workload writes its data to standard
 // output (TARGET=- or file://-).
-func dataOnStdout(cfg *daemon.Config) bool {
+func dataOnStdout(cfg *config.Config) bool {
 	for _, w := range cfg.Workload {
 		if u := w.Sink.URL; u != nil && u.Scheme == "file" && (u.Opaque == "-" || u.Opaque == "" && u.Host+u.Path == "-") {
 			return true
@@ -410,7 +411,7 @@ func writeReport(stdout io.Writer, out string, md func(io.Writer), csv, js func(
 // sweepCmd runs soakd sweep: the workload closed loop over a grid of
 // WORKERS × BATCH_SIZE (PIPELINE), with a report.
 func sweepCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
-	f, p, cfg, _, code, ok := loadCmd("sweep", args, environ, stdout, stderr, (*daemon.Config).CheckSweep)
+	f, p, cfg, _, code, ok := loadCmd("sweep", args, environ, stdout, stderr, (*config.Config).CheckSweep)
 	if !ok {
 		return code
 	}
@@ -520,10 +521,10 @@ func isTerminal(w io.Writer) bool {
 
 // newLogger builds the zap logger: console lines on a terminal, JSON
 // otherwise (or as LOG_FORMAT says), sampled so error storms stay cheap.
-func newLogger(cfg *daemon.Config, out io.Writer, tty bool) (*zap.Logger, error) {
+func newLogger(cfg *config.Config, out io.Writer, tty bool) (*zap.Logger, error) {
 	var lvl zapcore.Level
 	if err := lvl.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		return nil, fmt.Errorf("%sLOG_LEVEL: %w", daemon.EnvPrefix, err)
+		return nil, fmt.Errorf("%sLOG_LEVEL: %w", config.EnvPrefix, err)
 	}
 	format := cfg.LogFormat
 	if format == "auto" {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/soakd/soakd/cmd/soakd/generate"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/settings"
 )
 
@@ -262,10 +262,10 @@ func (e *shippedEnv) scanYAML(data []byte, lineOffset int) error {
 		if n.Kind == yaml.MappingNode {
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
-				if strings.HasPrefix(k.Value, daemon.EnvPrefix) && v.Kind == yaml.ScalarNode {
+				if strings.HasPrefix(k.Value, config.EnvPrefix) && v.Kind == yaml.ScalarNode {
 					e.add(k.Value, v.Value, lineOffset+k.Line)
 				}
-				if k.Value == "name" && v.Kind == yaml.ScalarNode && strings.HasPrefix(v.Value, daemon.EnvPrefix) {
+				if k.Value == "name" && v.Kind == yaml.ScalarNode && strings.HasPrefix(v.Value, config.EnvPrefix) {
 					value := ""
 					for j := 0; j+1 < len(n.Content); j += 2 {
 						if n.Content[j].Value == "value" {
@@ -360,18 +360,18 @@ func checkShipped(env *shippedEnv, files map[string][]byte) []shippedProblem {
 			}
 		}
 	}
-	addWorkloads(values(daemon.EnvPrefix + "WORKLOADS"))
+	addWorkloads(values(config.EnvPrefix + "WORKLOADS"))
 	for _, src := range env.sources {
 		for _, cand := range []string{src, path.Join(path.Dir(env.name), path.Base(src))} {
 			if data, ok := files[cand]; ok {
 				if lib, err := scanShipped(cand, data); err == nil {
-					libWorkloads := libValues(lib, daemon.EnvPrefix+"WORKLOADS")
+					libWorkloads := libValues(lib, config.EnvPrefix+"WORKLOADS")
 					addWorkloads(libWorkloads)
 					// A library that runs a workload of its own gives it
 					// its source too (pg-lib.sh's SOAKD_W_SOURCE).
 					for _, v := range libWorkloads {
 						for _, w := range strings.Split(v, ",") {
-							k := daemon.Prefix(strings.TrimSpace(w)) + "SOURCE"
+							k := config.Prefix(strings.TrimSpace(w)) + "SOURCE"
 							for _, src := range libValues(lib, k) {
 								env.add(k, src, 0)
 							}
@@ -385,7 +385,7 @@ func checkShipped(env *shippedEnv, files map[string][]byte) []shippedProblem {
 	// The default workloads when the file names none; a markdown
 	// document's snippets that set no SOAKD_WORKLOADS run them too.
 	if len(workloads) == 0 || path.Ext(env.name) == ".md" {
-		def, _ := daemon.Load(map[string]string{}, p.Sources)
+		def, _ := config.Load(map[string]string{}, p.Sources)
 		addWorkloads(def.Workloads)
 	}
 	gen := slices.Contains(workloads, generate.Workload)
@@ -396,7 +396,7 @@ func checkShipped(env *shippedEnv, files map[string][]byte) []shippedProblem {
 	srcs := map[string][]string{}
 	rounds := 1
 	for _, w := range append(slices.Clone(workloads), generate.Workload) {
-		k := daemon.Prefix(w) + "SOURCE"
+		k := config.Prefix(w) + "SOURCE"
 		if _, set := env.vars[k]; set {
 			srcs[k] = values(k)
 			hasDefault := w == generate.Workload || p.Sources.Lookup(w) != nil
@@ -426,7 +426,7 @@ func checkShipped(env *shippedEnv, files map[string][]byte) []shippedProblem {
 		}
 		// The escape hatch, where a file shows it, must not turn the check off.
 		delete(vars, settings.AllowUnknownVar)
-		vars[daemon.EnvPrefix+"WORKLOADS"] = strings.Join(workloads, ",")
+		vars[config.EnvPrefix+"WORKLOADS"] = strings.Join(workloads, ",")
 		for k, vs := range srcs {
 			if len(vs) == 0 {
 				continue
@@ -437,7 +437,7 @@ func checkShipped(env *shippedEnv, files map[string][]byte) []shippedProblem {
 				delete(vars, k)
 			}
 		}
-		cfg, _ := daemon.Load(vars, p.Sources)
+		cfg, _ := config.Load(vars, p.Sources)
 		for _, w := range cfg.Workload {
 			if p.Sources.Lookup(w.Source) == nil && !noSource[w.Name] {
 				noSource[w.Name] = true

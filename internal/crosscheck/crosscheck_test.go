@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
@@ -32,12 +33,12 @@ type querySink interface {
 	sinks.Querier
 }
 
-func plugins() *daemon.Plugins {
+func plugins() *config.Plugins {
 	r := sinks.NewRegistry()
 	kinds := []sources.Kind{sources.Series, sources.Queries}
 	r.Add(sinks.Entry{Schemes: []string{"postgres"}, Kinds: kinds, Open: postgres.Open, Check: postgres.Check})
 	r.Add(sinks.Entry{Schemes: []string{"influx1"}, Kinds: kinds, Open: influx.Open, Check: influx.Check})
-	return &daemon.Plugins{Sinks: r, Builtin: map[sources.Kind]string{}, Sources: sources.NewRegistry(sources.Register(sources.Spec[iot.Config]{
+	return &config.Plugins{Sinks: r, Builtin: map[sources.Kind]string{}, Sources: sources.NewRegistry(sources.Register(sources.Spec[iot.Config]{
 		Names: iot.Names(), Kind: sources.Series,
 		Validate: func(c *iot.Config, w sources.Common) error { return iot.Defaults(w.Source, *c).Validate() },
 		New: func(c *iot.Config, w sources.Common) (sources.Source, error) {
@@ -61,7 +62,7 @@ func load(t *testing.T, source string, targets map[string]string) {
 	t.Helper()
 	env := map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_WORKLOADS": "pg,influx"}
 	for w, target := range targets {
-		p := daemon.Prefix(w)
+		p := config.Prefix(w)
 		env[p+"SOURCE"], env[p+"TARGET"], env[p+"SEED"] = source, target, "3"
 		env[p+"START"], env[p+"RATE"], env[p+"BATCH_SIZE"], env[p+"WORKERS"] = "2016-01-01T00:00:00Z", "max", "5000", "2"
 		for k, v := range dataSet[source] {
@@ -69,7 +70,7 @@ func load(t *testing.T, source string, targets map[string]string) {
 		}
 	}
 	p := plugins()
-	cfg, err := daemon.Load(env, p.Sources)
+	cfg, err := config.Load(env, p.Sources)
 	if err := cfg.Check(p, err); err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,13 @@ import (
 	"testing"
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
 
 // Plugins are soakd's sources and sinks, and extra.
-func Plugins(extra ...sinks.Entry) *daemon.Plugins {
+func Plugins(extra ...sinks.Entry) *config.Plugins {
 	p := plugins.All()
 	for _, e := range extra {
 		p.Sinks.Add(e)
@@ -33,9 +33,9 @@ func Env(kv ...string) map[string]string {
 }
 
 // Load loads and validates env, failing t on a problem.
-func Load(t testing.TB, env map[string]string, p *daemon.Plugins) *daemon.Config {
+func Load(t testing.TB, env map[string]string, p *config.Plugins) *config.Config {
 	t.Helper()
-	cfg, err := daemon.Load(env, p.Sources)
+	cfg, err := config.Load(env, p.Sources)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}

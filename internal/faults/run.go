@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 )
 
@@ -71,7 +72,7 @@ func Start(t *testing.T, env map[string]string) *Run {
 		full[k] = v
 	}
 	p := plugins.All()
-	cfg, err := daemon.Load(full, p.Sources)
+	cfg, err := config.Load(full, p.Sources)
 	if err := cfg.Check(p, err); err != nil {
 		t.Fatalf("config: %v", err)
 	}

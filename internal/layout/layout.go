@@ -21,16 +21,20 @@ var Layers = []Layer{
 		"internal/crosscheck", "internal/detserver", "internal/lateproxy", "internal/testserver", "internal/layout"}},
 	{Name: "sources", Packages: []string{"sources"}},
 	{Name: "sinks", Packages: []string{"sinks"}},
-	{Name: "settings", Packages: []string{"settings", "thresholds"}},
+	// config is soakd's configuration (what the engine runs, what features
+	// and commands read); daemon/pace, the rate grammar its settings are
+	// written in, sits with it though its tree is the engine's.
+	{Name: "settings", Packages: []string{"settings", "thresholds", "config", "daemon/pace"}},
 	{Name: "engine", Packages: []string{"daemon"}},
 	{Name: "features", Packages: []string{"capacity", "history", "progress", "readback", "summary", "sweep", "thresholds/judge", "web"}},
 	{Name: "commands", Packages: []string{"cmd", "internal/faults", "internal/enginetest"}},
 }
 
 // EngineAPI are the engine packages a feature may import: the engine's
-// exported surface (Run, Observer, Handle, Phase, the configuration) and
-// its rate grammar. Anything else under daemon/ is the engine's own.
-var EngineAPI = []string{"daemon", "daemon/pace"}
+// exported surface (Run, Observer, Handle, Phase). Anything else under
+// daemon/ (daemon/pace aside, which is in the settings layer) is the
+// engine's own.
+var EngineAPI = []string{"daemon"}
 
 // Layer is a named set of package trees: "sinks" is sinks and every
 // package under it.

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
@@ -21,11 +22,11 @@ import (
 
 // enginePlugins is the composition root of these tests: this sink (the
 // registry entry cmd/soakd needs) and the series sources on main.
-func enginePlugins() *daemon.Plugins {
+func enginePlugins() *config.Plugins {
 	r := sinks.NewRegistry()
 	r.Add(sinks.Entry{Schemes: []string{"influx", "influxs", "influx1"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: Open, Check: Check})
 	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV}, Open: null.Open, Check: null.Check})
-	return &daemon.Plugins{
+	return &config.Plugins{
 		Sources: sources.NewRegistry(sources.Register(sources.Spec[seq.Config]{
 			Names: []string{"seq"}, Kind: sources.Series,
 			Validate: func(c *seq.Config, _ sources.Common) error { return c.Validate() },
@@ -63,7 +64,7 @@ func runEngine(t *testing.T, env map[string]string) (*prometheus.Registry, <-cha
 	env["SOAKD_LISTEN"] = "off"
 	env["SOAKD_PROGRESS_INTERVAL"] = "0"
 	p := enginePlugins()
-	cfg, err := daemon.Load(env, p.Sources)
+	cfg, err := config.Load(env, p.Sources)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
@@ -20,7 +21,7 @@ import (
 
 // enginePlugins registers this sink the way cmd/soakd does, with the
 // series sources available on this branch.
-func enginePlugins() *daemon.Plugins {
+func enginePlugins() *config.Plugins {
 	r := sinks.NewRegistry()
 	r.Add(sinks.Entry{Schemes: []string{"postgres", "postgresql"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: Open, Check: Check})
 	srcs := sources.NewRegistry(sources.Register(sources.Spec[seq.Config]{
@@ -31,7 +32,7 @@ func enginePlugins() *daemon.Plugins {
 	for _, e := range seriesSources() {
 		srcs.Add(e)
 	}
-	return &daemon.Plugins{Sources: srcs, Sinks: r, Builtin: map[sources.Kind]string{}}
+	return &config.Plugins{Sources: srcs, Sinks: r, Builtin: map[sources.Kind]string{}}
 }
 
 type engineRun struct {
@@ -50,13 +51,13 @@ func runEngine(ctx context.Context, t *testing.T, reg *prometheus.Registry, env 
 
 // engineConfig loads and checks env (SOAKD_* settings, the workload
 // named w).
-func engineConfig(t *testing.T, env map[string]string) (*daemon.Config, *daemon.Plugins) {
+func engineConfig(t *testing.T, env map[string]string) (*config.Config, *config.Plugins) {
 	t.Helper()
 	env["SOAKD_LISTEN"] = "off"
 	env["SOAKD_PROGRESS_INTERVAL"] = "0"
 	env["SOAKD_WORKLOADS"] = "w"
 	p := enginePlugins()
-	cfg, err := daemon.Load(env, p.Sources)
+	cfg, err := config.Load(env, p.Sources)
 	if err := cfg.Check(p, err); err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -65,7 +66,7 @@ func engineConfig(t *testing.T, env map[string]string) (*daemon.Config, *daemon.
 
 // run runs cfg to its end. It does not use the test, so it may run on a
 // goroutine of its own.
-func run(ctx context.Context, cfg *daemon.Config, p *daemon.Plugins, reg *prometheus.Registry) engineRun {
+func run(ctx context.Context, cfg *config.Config, p *config.Plugins, reg *prometheus.Registry) engineRun {
 	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test"})
 	return engineRun{sum, err, reg}
 }

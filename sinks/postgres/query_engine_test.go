@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/summary"
@@ -35,7 +36,7 @@ func TestMixedRun(t *testing.T) {
 		"SOAKD_Q_QUERIES": "lastpoint,single-groupby-1-1-1,double-groupby-5,high-cpu-all,groupby-orderby-limit",
 	}
 	p := enginePlugins()
-	cfg, err := daemon.Load(env, p.Sources)
+	cfg, err := config.Load(env, p.Sources)
 	if err := cfg.Check(p, err); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
@@ -19,10 +20,10 @@ import (
 )
 
 // plugins registers the kv source and this sink the way cmd/soakd does.
-func plugins() *daemon.Plugins {
+func plugins() *config.Plugins {
 	r := sinks.NewRegistry()
 	r.Add(sinks.Entry{Schemes: Schemes, Kinds: []sources.Kind{sources.KV}, Open: Open, Check: Check})
-	return &daemon.Plugins{
+	return &config.Plugins{
 		Sources: sources.NewRegistry(sources.Register(sources.Spec[kv.Config]{
 			Names:    []string{"kv"},
 			Kind:     sources.KV,
@@ -64,7 +65,7 @@ func runDaemonSummary(t *testing.T, ctx context.Context, log *zap.Logger, kvs ..
 
 // testDaemon is a checked configuration, ready to run.
 type testDaemon struct {
-	cfg  *daemon.Config
+	cfg  *config.Config
 	deps daemon.Deps
 }
 
@@ -78,7 +79,7 @@ func newDaemon(t *testing.T, log *zap.Logger, kvs ...string) testDaemon {
 		env["SOAKD_KV_"+kvs[i]] = kvs[i+1]
 	}
 	p := plugins()
-	cfg, err := daemon.Load(env, p.Sources)
+	cfg, err := config.Load(env, p.Sources)
 	if err := cfg.Check(p, err); err != nil {
 		t.Fatalf("config: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/thresholds"
 )
@@ -60,7 +61,7 @@ func driftRun(t *testing.T, check string, seed uint64, step float64) daemon.Thre
 	var res []daemon.ThresholdResult
 	synctest.Test(t, func(t *testing.T) {
 		tp := daemon.NewTestPhase("run")
-		j := newJudge(daemon.Workload{Name: "w", Checks: checks, DriftWarmup: 5 * time.Second}, zap.NewNop())
+		j := newJudge(config.Workload{Name: "w", Checks: checks, DriftWarmup: 5 * time.Second}, zap.NewNop())
 		j.begin(tp.Phase())
 		for i := 0; i < 40; i++ {
 			scale := 1.0

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 )
 
@@ -16,7 +17,7 @@ type runResult struct {
 }
 
 // runTest runs cfg to its end, judged, with a fresh registry.
-func runTest(ctx context.Context, cfg *daemon.Config, p *daemon.Plugins) runResult {
+func runTest(ctx context.Context, cfg *config.Config, p *config.Plugins) runResult {
 	reg := prometheus.NewRegistry()
 	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test",
 		Observers: []daemon.Observer{New(zap.NewNop())}})

@@ -10,6 +10,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/summary"
 	"github.com/soakd/soakd/thresholds"
@@ -98,7 +99,7 @@ type windowGroup struct {
 	cuts         int                  // slices kept since the start
 }
 
-func newJudge(w daemon.Workload, log *zap.Logger) *judge {
+func newJudge(w config.Workload, log *zap.Logger) *judge {
 	j := &judge{name: w.Name, checks: w.Checks, warmup: w.DriftWarmup, closed: w.Rate.Max, log: log,
 		begun: make(chan struct{}), state: make([]checkState, len(w.Checks))}
 	for i, t := range j.checks {

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/summary"
 	"github.com/soakd/soakd/thresholds"
@@ -26,7 +27,7 @@ func judgeRun(t *testing.T, expr string, warmup time.Duration, secs int, per fun
 	var res []daemon.ThresholdResult
 	synctest.Test(t, func(t *testing.T) {
 		tp := daemon.NewTestPhase("run")
-		j := newJudge(daemon.Workload{Name: "w", Checks: checks, DriftWarmup: warmup}, zap.NewNop())
+		j := newJudge(config.Workload{Name: "w", Checks: checks, DriftWarmup: warmup}, zap.NewNop())
 		j.begin(tp.Phase())
 		for i := 0; i < secs; i++ {
 			tp.Ack("write", per(i), lat(i))
@@ -147,7 +148,7 @@ func TestJudgeCountsPerWindow(t *testing.T) {
 	checks, _ := thresholds.Parse("achieved>99%@5s, dropped=0@5s, errors<1%@5s, achieved>99%, op:write.p99<1s@5s")
 	synctest.Test(t, func(t *testing.T) {
 		tp := daemon.NewTestPhase("run")
-		j := newJudge(daemon.Workload{Name: "w", Checks: checks}, zap.NewNop())
+		j := newJudge(config.Workload{Name: "w", Checks: checks}, zap.NewNop())
 		j.begin(tp.Phase())
 		for i := 0; i < 20; i++ {
 			if i < 10 || i >= 15 { // paused from 10 s to 15 s: nothing scheduled
@@ -256,7 +257,7 @@ func TestJudgeDriftAchieved(t *testing.T) {
 	checks, _ := thresholds.Parse("drift.achieved>-2%@10s")
 	synctest.Test(t, func(t *testing.T) {
 		tp := daemon.NewTestPhase("run")
-		j := newJudge(daemon.Workload{Name: "w", Checks: checks}, zap.NewNop())
+		j := newJudge(config.Workload{Name: "w", Checks: checks}, zap.NewNop())
 		j.begin(tp.Phase())
 		for i := 0; i < 30; i++ {
 			if i >= 20 {
@@ -282,7 +283,7 @@ func TestJudgeLive(t *testing.T) {
 	checks, _ := thresholds.Parse("p99<50ms@2s, drift.p99<20%@2s, p99<50ms")
 	synctest.Test(t, func(t *testing.T) {
 		tp := daemon.NewTestPhase("run")
-		j := newJudge(daemon.Workload{Name: "w", Checks: checks, DriftWarmup: time.Second}, zap.NewNop())
+		j := newJudge(config.Workload{Name: "w", Checks: checks, DriftWarmup: time.Second}, zap.NewNop())
 		if live := j.live(); !live[0].OK || live[0].Note != "waiting for the run phase" {
 			t.Errorf("before the run phase: %+v", live[0])
 		}

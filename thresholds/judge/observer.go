@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/settings"
 )
@@ -47,7 +48,7 @@ func (js *Judges) Opened(w *daemon.Handle) error {
 	ops := w.ReportedOps()
 	for _, t := range wc.Checks {
 		if t.Op != "" && !slices.Contains(ops, t.Op) {
-			return &settings.Error{Key: daemon.Prefix(wc.Name) + "THRESHOLDS", Err: fmt.Errorf(
+			return &settings.Error{Key: config.Prefix(wc.Name) + "THRESHOLDS", Err: fmt.Errorf(
 				"%s: source %s issues no op %q (its ops: %s)", t, wc.Source, t.Op, strings.Join(ops, ", "))}
 		}
 	}

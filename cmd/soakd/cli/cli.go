@@ -19,7 +19,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sources"
 )
@@ -151,7 +151,7 @@ func (c *Command) Check(cl settings.CommandLine, sc Scope, err error) (unknown [
 		}
 	}
 	if !settings.AllowUnknown(cl.Env) {
-		errs = append(errs, daemon.UnknownVarErrors(unknown, sc.Settings, sc.Workloads)...)
+		errs = append(errs, config.UnknownVarErrors(unknown, sc.Settings, sc.Workloads)...)
 	}
 	return unknown, errors.Join(errs...)
 }
@@ -173,14 +173,14 @@ func (c *Command) Refuse(stderr io.Writer, err error) int {
 // those of a workload in others that cfg does not run (generate's gen),
 // nor those of a workload whose source is unknown, which is reported as
 // its own error.
-func WorkloadScope(cfg *daemon.Config, env map[string]string, srcs *sources.Registry, own, shared []settings.Setting, others ...string) Scope {
+func WorkloadScope(cfg *config.Config, env map[string]string, srcs *sources.Registry, own, shared []settings.Setting, others ...string) Scope {
 	var names []string
 	for _, w := range cfg.Workload {
 		names = append(names, w.Name)
 	}
 	sc := Scope{Settings: append(cfg.Settings(), own...), Workloads: names}
 	for _, k := range cfg.UnknownVars(env, srcs, append(slices.Clip(own), shared...)...) {
-		if !slices.ContainsFunc(others, func(o string) bool { return !slices.Contains(names, o) && strings.HasPrefix(k, daemon.Prefix(o)) }) {
+		if !slices.ContainsFunc(others, func(o string) bool { return !slices.Contains(names, o) && strings.HasPrefix(k, config.Prefix(o)) }) {
 			sc.Vars = append(sc.Vars, k)
 		}
 	}

@@ -39,7 +39,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/soakd/soakd/cmd/soakd/cli"
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks/file"
 	"github.com/soakd/soakd/sinks/lineproto"
@@ -48,10 +48,10 @@ import (
 )
 
 // Workload is the name generate reads its data set as, so setting X is
-// the variable prefix+X (SOAKD_GEN_X, as daemon.Prefix(Workload) says).
+// the variable prefix+X (SOAKD_GEN_X, as config.Prefix(Workload) says).
 const (
 	Workload = "gen"
-	prefix   = daemon.EnvPrefix + "GEN_"
+	prefix   = config.EnvPrefix + "GEN_"
 )
 
 // defaultSource is the source when SOURCE is not set: TSBS's cpu-only.
@@ -89,7 +89,7 @@ func newSetup(srcs *sources.Registry, source string) *setup {
 		source = defaultSource
 	}
 	st := &setup{srcs: srcs, source: source, entry: srcs.Lookup(source)}
-	for _, s := range settings.Of(&daemon.Workload{}, prefix) {
+	for _, s := range settings.Of(&config.Workload{}, prefix) {
 		name := strings.TrimPrefix(s.Key, prefix)
 		if !slices.Contains(dataSettings, name) {
 			continue
@@ -221,7 +221,7 @@ func (st *setup) load(c settings.CommandLine) (*job, error) {
 
 	// The data set is the one workload of a run's configuration, read and
 	// checked by the same code.
-	env := map[string]string{daemon.EnvPrefix + "WORKLOADS": Workload}
+	env := map[string]string{config.EnvPrefix + "WORKLOADS": Workload}
 	for _, s := range st.data {
 		if v := c.Env[s.Key]; v != "" {
 			env[s.Key] = v
@@ -229,7 +229,7 @@ func (st *setup) load(c settings.CommandLine) (*job, error) {
 			env[s.Key] = s.Default
 		}
 	}
-	cfg, err := daemon.Load(env, st.srcs)
+	cfg, err := config.Load(env, st.srcs)
 	errs = append(errs, settings.Problems(err)...)
 	failed := map[string]bool{}
 	for _, err := range errs {

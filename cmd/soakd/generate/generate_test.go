@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/internal/testserver"
 )
 
@@ -90,8 +90,8 @@ func TestBadSettingsExit2(t *testing.T) {
 // flags win; variables of no setting are named in a warning.
 func TestSettingsFromEnvAndFlags(t *testing.T) {
 	t.Parallel()
-	if daemon.Prefix(Workload) != prefix {
-		t.Fatalf("prefix %s is not workload %s's, %s", prefix, Workload, daemon.Prefix(Workload))
+	if config.Prefix(Workload) != prefix {
+		t.Fatalf("prefix %s is not workload %s's, %s", prefix, Workload, config.Prefix(Workload))
 	}
 	byFlags, _ := gen(t, "--scale", "4", "--end", "+1m", "--format", "csv", "--quiet")
 	byEnv, stderr := genEnv(t, map[string]string{

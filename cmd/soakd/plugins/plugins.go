@@ -7,7 +7,7 @@ import (
 	"context"
 	"net/url"
 
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/file"
 	"github.com/soakd/soakd/sinks/influx"
@@ -22,7 +22,7 @@ import (
 )
 
 // All is the one list of sources and sinks soakd knows.
-func All() *daemon.Plugins {
+func All() *config.Plugins {
 	r := sinks.NewRegistry()
 	series := []sources.Kind{sources.Series}
 	r.Add(sinks.Entry{Schemes: []string{"null"}, Kinds: []sources.Kind{sources.Series, sources.KV, sources.Queries}, Open: null.Open, Check: null.Check, Params: &null.Params})
@@ -73,7 +73,7 @@ func All() *daemon.Plugins {
 		},
 		Finite: (*seq.Config).Finite,
 	}))
-	return &daemon.Plugins{
+	return &config.Plugins{
 		Sources: srcs,
 		Sinks:   r,
 		// In-process targets only: a run with no TARGET sends nothing out.

@@ -32,6 +32,7 @@ import (
 	"strings"
 
 	"github.com/soakd/soakd/cmd/soakd/cli"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
@@ -46,7 +47,7 @@ type options struct {
 }
 
 // Settings lists verify's own settings (SOAKD_VERIFY_*).
-func Settings() []settings.Setting { return settings.Of(&options{}, daemon.EnvPrefix) }
+func Settings() []settings.Setting { return settings.Of(&options{}, config.EnvPrefix) }
 
 const usage = `Usage: soakd verify [--summary-json RUN.json] [setting flags]
 
@@ -62,22 +63,22 @@ corrupted (or the target could not be read), 2 invalid configuration.
 `
 
 // command is verify's preamble: its settings are a run's and its own.
-func command(p *daemon.Plugins) *cli.Command {
-	return &cli.Command{Name: "verify", Prog: "soakd", Usage: usage, Own: Settings(), OwnPrefix: daemon.EnvPrefix + "VERIFY_",
-		Prefix: daemon.EnvPrefix, IsBool: daemon.GlobalBoolFlag, See: "soakd config",
+func command(p *config.Plugins) *cli.Command {
+	return &cli.Command{Name: "verify", Prog: "soakd", Usage: usage, Own: Settings(), OwnPrefix: config.EnvPrefix + "VERIFY_",
+		Prefix: config.EnvPrefix, IsBool: config.GlobalBoolFlag, See: "soakd config",
 		Known: func(env map[string]string) []settings.Setting {
-			if path := env[daemon.EnvPrefix+"SUMMARY_JSON"]; path != "" {
+			if path := env[config.EnvPrefix+"SUMMARY_JSON"]; path != "" {
 				if sum, err := readSummary(path); err == nil {
 					env = withSummary(env, sum)
 				}
 			}
-			cfg, _ := daemon.Load(env, p.Sources)
+			cfg, _ := config.Load(env, p.Sources)
 			return append(cfg.Settings(), Settings()...)
 		}}
 }
 
 // Main runs soakd verify.
-func Main(ctx context.Context, args []string, environ map[string]string, p *daemon.Plugins, stdout, stderr io.Writer) int {
+func Main(ctx context.Context, args []string, environ map[string]string, p *config.Plugins, stdout, stderr io.Writer) int {
 	c := command(p)
 	f, code, ok := c.Parse(args, environ, stdout, stderr)
 	if !ok {
@@ -117,7 +118,7 @@ func Main(ctx context.Context, args []string, environ map[string]string, p *daem
 
 // job is one workload to verify, with the run's record of it.
 type job struct {
-	w       *daemon.Workload
+	w       *config.Workload
 	entry   *sources.Entry
 	phases  []daemon.WorkloadSummary // the run's entries for the workload (none without a summary)
 	summary string                   // the summary file, or ""
@@ -130,22 +131,22 @@ func (j *job) scrub(s string) string { return j.w.Scrubber()(s) }
 // load reads the run's summary (if any) and the configuration, summary
 // settings first and the environment and flags over them, and refuses
 // what c's scope does not know; every problem is returned at once.
-func load(c *cli.Command, f settings.CommandLine, p *daemon.Plugins) ([]*job, options, error) {
+func load(c *cli.Command, f settings.CommandLine, p *config.Plugins) ([]*job, options, error) {
 	var opts options
 	env := f.Env
 	var sum *daemon.Summary
-	if path := env[daemon.EnvPrefix+"SUMMARY_JSON"]; path != "" {
+	if path := env[config.EnvPrefix+"SUMMARY_JSON"]; path != "" {
 		var err error
 		if sum, err = readSummary(path); err != nil {
-			return nil, opts, &settings.Error{Key: daemon.EnvPrefix + "SUMMARY_JSON", Err: err}
+			return nil, opts, &settings.Error{Key: config.EnvPrefix + "SUMMARY_JSON", Err: err}
 		}
 		env = withSummary(env, sum)
 	}
-	cfg, parseErr := daemon.Load(env, p.Sources)
+	cfg, parseErr := config.Load(env, p.Sources)
 	err := cfg.Check(p, parseErr)
-	err = errors.Join(err, settings.Parse(&opts, f.Env, daemon.EnvPrefix))
+	err = errors.Join(err, settings.Parse(&opts, f.Env, config.EnvPrefix))
 	if opts.Examples < 0 || opts.Ranges < 0 {
-		err = errors.Join(err, &settings.Error{Key: daemon.EnvPrefix + "VERIFY_EXAMPLES", Err: errors.New("want 0 or more")})
+		err = errors.Join(err, &settings.Error{Key: config.EnvPrefix + "VERIFY_EXAMPLES", Err: errors.New("want 0 or more")})
 	}
 	// As soakd run: a SOAKD_* variable that is no setting is an error
 	// unless SOAKD_ALLOW_UNKNOWN; generate's SOAKD_GEN_* may share the
@@ -157,7 +158,7 @@ func load(c *cli.Command, f settings.CommandLine, p *daemon.Plugins) ([]*job, op
 	var jobs []*job
 	for _, w := range cfg.Workload {
 		if w.Builtin {
-			errs = append(errs, &settings.Error{Key: daemon.Prefix(w.Name) + "TARGET",
+			errs = append(errs, &settings.Error{Key: config.Prefix(w.Name) + "TARGET",
 				Err: errors.New("not set: a run without a TARGET wrote to a built-in target, which kept nothing to verify")})
 			continue
 		}
@@ -165,20 +166,20 @@ func load(c *cli.Command, f settings.CommandLine, p *daemon.Plugins) ([]*job, op
 			// A run on the built-in targets wrote to a sink that discards
 			// rows, or to an in-process server gone with the run: reading
 			// it back would report every unit lost.
-			errs = append(errs, &settings.Error{Key: daemon.Prefix(w.Name) + "TARGET",
+			errs = append(errs, &settings.Error{Key: config.Prefix(w.Name) + "TARGET",
 				Err: fmt.Errorf("%s is a built-in target, which keeps nothing: there is nothing to read back", w.Sink.Redacted)})
 			continue
 		}
 		j := &job{w: w, entry: p.Sources.Lookup(w.Source)}
 		if sum != nil {
-			j.summary = env[daemon.EnvPrefix+"SUMMARY_JSON"]
+			j.summary = env[config.EnvPrefix+"SUMMARY_JSON"]
 			for _, e := range sum.Workloads {
 				if e.Name == w.Name && e.Verify != nil {
 					j.phases = append(j.phases, e)
 				}
 			}
 			if len(j.phases) == 0 {
-				errs = append(errs, &settings.Error{Key: daemon.EnvPrefix + "SUMMARY_JSON",
+				errs = append(errs, &settings.Error{Key: config.EnvPrefix + "SUMMARY_JSON",
 					Err: fmt.Errorf("the summary has no record of workload %s (a run of an older soakd, or another run)", w.Name)})
 				continue
 			}
@@ -191,7 +192,7 @@ func load(c *cli.Command, f settings.CommandLine, p *daemon.Plugins) ([]*job, op
 // keepsNothing reports whether u names one of the built-in targets (the
 // same scheme and host, whatever the parameters: null://?latency=...,
 // redis://embedded), which keep nothing after the run.
-func keepsNothing(p *daemon.Plugins, u *url.URL) bool {
+func keepsNothing(p *config.Plugins, u *url.URL) bool {
 	if u == nil {
 		return false
 	}
@@ -231,7 +232,7 @@ func withSummary(env map[string]string, s *daemon.Summary) map[string]string {
 		if !slices.Contains(names, w.Name) {
 			names = append(names, w.Name)
 		}
-		p := daemon.Prefix(w.Name)
+		p := config.Prefix(w.Name)
 		for k, v := range w.Verify.Settings {
 			out[p+k] = v
 		}
@@ -240,7 +241,7 @@ func withSummary(env map[string]string, s *daemon.Summary) map[string]string {
 		}
 	}
 	if len(names) > 0 {
-		out[daemon.EnvPrefix+"WORKLOADS"] = strings.Join(names, ",")
+		out[config.EnvPrefix+"WORKLOADS"] = strings.Join(names, ",")
 	}
 	for k, v := range env {
 		out[k] = v
@@ -279,7 +280,7 @@ func unredact(raw string) string {
 }
 
 // run verifies one workload.
-func (j *job) run(ctx context.Context, p *daemon.Plugins) (*WorkloadReport, error) {
+func (j *job) run(ctx context.Context, p *config.Plugins) (*WorkloadReport, error) {
 	w := j.w
 	o, err := daemon.Open(ctx, p, w, 1, 1, nil)
 	if err != nil {

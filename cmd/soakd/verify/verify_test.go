@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/readback"
 	"github.com/soakd/soakd/summary"
@@ -42,7 +43,7 @@ func soakRunStop(t *testing.T, env map[string]string, during func(stop func())) 
 	t.Helper()
 	env = withDefaults(env)
 	p := plugins.All()
-	cfg, err := daemon.Load(env, p.Sources)
+	cfg, err := config.Load(env, p.Sources)
 	if err := cfg.Check(p, err); err != nil {
 		t.Fatalf("config: %v", err)
 	}

@@ -1,4 +1,4 @@
-package daemon
+package config
 
 import (
 	"slices"
@@ -35,8 +35,8 @@ func (w *Workload) validateThresholds(kind sources.Kind, known bool, hard time.D
 	}
 	for _, t := range checks {
 		switch {
-		case known && t.Op != "" && !slices.Contains(opNamesOf(kind), t.Op):
-			errs = append(errs, cfgErr(key, "%s: a %s workload has no op %q (its ops: %s)", t, kind, t.Op, strings.Join(opNamesOf(kind), ", ")))
+		case known && t.Op != "" && !slices.Contains(OpNamesOf(kind), t.Op):
+			errs = append(errs, cfgErr(key, "%s: a %s workload has no op %q (its ops: %s)", t, kind, t.Op, strings.Join(OpNamesOf(kind), ", ")))
 		case t.Metric == thresholds.Achieved && t.Kind == thresholds.Percent && !t.Drift && w.Rate.Max:
 			errs = append(errs, cfgErr(key, "%s: RATE=max has no target rate to compare with; give a rate (e.g. achieved>5000/s)", t))
 		case t.Drift && runLen > 0 && runLen < w.DriftWarmup+2*t.DriftWindow():
@@ -50,12 +50,23 @@ func (w *Workload) validateThresholds(kind sources.Kind, known bool, hard time.D
 	return errs
 }
 
-// opNamesOf lists the op names a workload of kind k may report (for
-// queries: every query type, the source's own list being unknown here).
-func opNamesOf(k sources.Kind) []string {
+// OpNamesOf lists the op names a workload of kind k may report: write for
+// series, every KV op, every query type for queries (the source's own
+// list being unknown here). They are among thresholds.OpNames, the
+// engine's ops; the engine's tests hold its per-kind ops to this list.
+func OpNamesOf(k sources.Kind) []string {
 	var out []string
-	for _, op := range opsFor(k, nil) {
-		out = append(out, opName(op))
+	switch k {
+	case sources.Series:
+		out = append(out, "write")
+	case sources.Queries:
+		for t := range sources.NumQueryTypes {
+			out = append(out, t.String())
+		}
+	default:
+		for op := range sources.NumOps {
+			out = append(out, op.String())
+		}
 	}
 	return out
 }

@@ -1,14 +1,16 @@
-package daemon
+package config
 
 import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/thresholds"
 )
 
 // CapacityConfig holds the capacity search's settings (SOAKD_CAPACITY_*,
@@ -126,7 +128,7 @@ func (cc *CapacityConfig) validate(c *Config) []error {
 		bad("REFINE", "%d is out of range [0, 20]", cc.Refine)
 	}
 	if cc.SLOOp != "" && w != nil {
-		if opSlot(cc.SLOOp) < 0 {
+		if !slices.Contains(thresholds.OpNames, cc.SLOOp) {
 			bad("SLO_OP", "%q is not an op (write, read, update, insert, scan, rmw)", cc.SLOOp)
 		}
 	}

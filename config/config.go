@@ -1,4 +1,4 @@
-package daemon
+package config
 
 import (
 	"crypto/tls"
@@ -332,7 +332,7 @@ func (w *Workload) validatePlugins(p *Plugins) []error {
 	var errs []error
 	if w.SourceSettings != nil {
 		if err := w.SourceSettings.Validate(w.Common()); err != nil {
-			errs = append(errs, prefixSettingErrors(err, pre)...)
+			errs = append(errs, PrefixSettingErrors(err, pre)...)
 		}
 	}
 	raw, builtin := w.Target, false
@@ -361,8 +361,8 @@ func (w *Workload) validatePlugins(p *Plugins) []error {
 	return errs
 }
 
-// prefixSettingErrors names the full variable of each *sources.SettingError.
-func prefixSettingErrors(err error, prefix string) []error {
+// PrefixSettingErrors names the full variable of each *sources.SettingError.
+func PrefixSettingErrors(err error, prefix string) []error {
 	return settings.Problems(sources.RenameSettings(err, func(setting string, cause error) error {
 		if setting == "" {
 			setting = "SOURCE"
