@@ -75,7 +75,7 @@ func builtinBatch(r pace.Rate) int {
 type Workload struct {
 	Name         string        `env:"-"`
 	Source       string        `env:"SOURCE" help:"data source: devops, devops-full, iot, massive, kv, seq; default: the workload's name when it names a source"`
-	Target       string        `env:"TARGET" secret:"url" help:"sink URL (postgres://, influx://, influx1://, redis://, null://, file://); empty = a built-in target"`
+	Target       string        `env:"TARGET" secret:"url" help:"sink URL, e.g. postgres://, influx1://, redis://, file:// (soakd config --sinks lists every scheme and its parameters); empty = a built-in target"`
 	Rate         pace.Rate     `env:"RATE" envDefault:"1000" help:"max, units/s (5000, 2.5k), stages DUR:TARGET,... (30s:1000,5m:20000) or step:START+STEP/EVERY[..MAX]"`
 	Workers      int           `env:"WORKERS" envDefault:"4" help:"concurrent writers (connections)"`
 	BatchSize    int           `env:"BATCH_SIZE" envDefault:"1000" help:"rows per write (series sources)"`
