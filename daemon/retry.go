@@ -43,7 +43,7 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) writeO
 			// rest, writes included, were acknowledged. Resending would
 			// repeat the writes, so this is the batch's outcome.
 			r.noteError(err, class)
-			r.errLog.log(r.log, string(class), "operations failed", r.scrub(err.Error()))
+			r.errLog.Warn(r.log, string(class), "operations failed", r.scrub(err.Error()))
 			r.unitsFailed(w, units, class, n, done-due, done-sendStart)
 			return writeOutcome{ok: true}
 		}
@@ -56,7 +56,7 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) writeO
 		}
 		r.attemptFailed(w, class, n)
 		r.noteError(err, class)
-		r.errLog.log(r.log, string(class), "write failed", r.scrub(err.Error()))
+		r.errLog.Warn(r.log, string(class), "write failed", r.scrub(err.Error()))
 		retry, after := sinks.Retryable(err)
 		if !retry || attempt >= r.cfg.Retries || ctx.Err() != nil ||
 			!sleepCtx(ctx, backoff(r.cfg.RetryBackoff, attempt, after)) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/internal/logthrottle"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -29,7 +30,7 @@ type runner struct {
 	log       *zap.Logger
 	batchSize int
 	ops       []int // the op slots the workload reports (opsFor)
-	errLog    *throttle
+	errLog    *logthrottle.Throttle
 	scrub     func(string) string // removes the workload's secrets from error text
 
 	// The schedule's origin: every due time is relative to the start of
@@ -72,7 +73,7 @@ func newRunner(cfg *config.Workload, kind sources.Kind, src sources.Source, sink
 		name: cfg.Name, cfg: cfg, kind: kind, src: src, sink: sink, log: log,
 		batchSize: cfg.BatchSize,
 		ctl:       make(chan controlReq),
-		errLog:    newThrottle(10 * time.Second),
+		errLog:    logthrottle.New(10 * time.Second),
 		scrub:     cfg.Scrubber(),
 	}
 	if kind != sources.Series {
@@ -265,38 +266,4 @@ func (r *runner) lastError() errorNote {
 	r.errMu.Lock()
 	defer r.errMu.Unlock()
 	return r.lastErr
-}
-
-// throttle limits repeated log lines: the first of each kind, then one per
-// period with the number suppressed.
-type throttle struct {
-	period time.Duration
-	mu     sync.Mutex
-	last   map[string]time.Time
-	count  map[string]int
-}
-
-func newThrottle(period time.Duration) *throttle {
-	return &throttle{period: period, last: map[string]time.Time{}, count: map[string]int{}}
-}
-
-func (t *throttle) log(l *zap.Logger, kind, msg, errText string) {
-	if suppressed, ok := t.allow(kind); ok {
-		l.Warn(msg, zap.String("class", kind), zap.String("error", errText), zap.Int("suppressed_since_last", suppressed))
-	}
-}
-
-// allow reports whether a line of kind may be logged now, and how many
-// were suppressed since the last one.
-func (t *throttle) allow(kind string) (int, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := time.Now()
-	suppressed := t.count[kind]
-	if last, ok := t.last[kind]; ok && now.Sub(last) < t.period {
-		t.count[kind]++
-		return 0, false
-	}
-	t.last[kind], t.count[kind] = now, 0
-	return suppressed, true
 }

@@ -148,7 +148,7 @@ func (w *workload) await(ctx context.Context, step string, limit time.Duration, 
 		w.ready.mu.Lock()
 		w.ready.next = now.Add(delay)
 		w.ready.mu.Unlock()
-		if n, ok := w.errLog.allow("setup"); ok {
+		if n, ok := w.errLog.Allow("setup"); ok {
 			w.log.Warn("target not ready; retrying", zap.String("target", w.cfg.Sink.Redacted), zap.String("step", step),
 				zap.String("class", string(class)), zap.String("error", text), zap.Int("attempt", attempt+1),
 				zap.Duration("next_retry_in", delay.Round(time.Millisecond)), zap.Int("suppressed_since_last", n))

@@ -109,7 +109,7 @@ func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) 
 			break
 		}
 		if !errors.Is(err, sources.ErrDone) {
-			r.errLog.log(r.log, "source", "cannot generate a batch; retiring the stream", r.scrub(err.Error()))
+			r.errLog.Warn(r.log, "source", "cannot generate a batch; retiring the stream", r.scrub(err.Error()))
 		}
 		if p.live.Add(-1) == 0 {
 			close(p.exhausted)

@@ -83,30 +83,3 @@ var monoBase = time.Now()
 // mono is the monotonic time since monoBase: when units are due to be
 // read back, and their reads' latencies.
 func mono() time.Duration { return time.Since(monoBase) + 1 }
-
-// throttle limits repeated log lines: the first of each kind, then one
-// per period with the number suppressed.
-type throttle struct {
-	period time.Duration
-	mu     sync.Mutex
-	last   map[string]time.Time
-	count  map[string]int
-}
-
-func newThrottle(period time.Duration) *throttle {
-	return &throttle{period: period, last: map[string]time.Time{}, count: map[string]int{}}
-}
-
-func (t *throttle) log(l *zap.Logger, kind, msg, errText string) {
-	t.mu.Lock()
-	now := time.Now()
-	suppressed := t.count[kind]
-	if last, ok := t.last[kind]; ok && now.Sub(last) < t.period {
-		t.count[kind]++
-		t.mu.Unlock()
-		return
-	}
-	t.last[kind], t.count[kind] = now, 0
-	t.mu.Unlock()
-	l.Warn(msg, zap.String("class", kind), zap.String("error", errText), zap.Int("suppressed_since_last", suppressed))
-}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/logthrottle"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -72,7 +73,7 @@ type verifier struct {
 	fraction float64
 	delay    time.Duration
 	queue    chan vsample
-	errLog   *throttle
+	errLog   *logthrottle.Throttle
 	timeout  time.Duration
 
 	// series
@@ -116,7 +117,7 @@ func newVerifier(w *daemon.Handle, log *zap.Logger) (*verifier, error) {
 	src, sink := w.Source(), w.Sink()
 	key := config.Prefix(c.Name) + "VERIFY"
 	v := &verifier{log: log, scrub: c.Scrubber(), fraction: c.Verify, delay: c.VerifyDelay,
-		queue: make(chan vsample, verifyQueue), errLog: newThrottle(10 * time.Second), timeout: c.Timeout}
+		queue: make(chan vsample, verifyQueue), errLog: logthrottle.New(10 * time.Second), timeout: c.Timeout}
 	if v.timeout <= 0 {
 		v.timeout = 30 * time.Second
 	}
@@ -205,21 +206,12 @@ func threshold(p float64) uint64 {
 	return uint64(p * (1 << 63) * 2)
 }
 
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
 // picked reports whether the reading of device d at ts is checked.
 func (v *verifier) picked(d uint32, ts int64) bool {
-	if v.mod > 1 && mix64(uint64(d)*0x9e3779b97f4a7c15+1)%v.mod != 0 {
+	if v.mod > 1 && sources.Mix64(uint64(d)*0x9e3779b97f4a7c15+1)%v.mod != 0 {
 		return false
 	}
-	return mix64(uint64(d)*0x9e3779b97f4a7c15^uint64(ts)*0xc2b2ae3d27d4eb4f) < v.thr
+	return sources.Mix64(uint64(d)*0x9e3779b97f4a7c15^uint64(ts)*0xc2b2ae3d27d4eb4f) < v.thr
 }
 
 // Written picks units from each acknowledged batch.
@@ -367,7 +359,7 @@ func (v *verifier) result(s *vsample, verdicts []sources.Verdict, sent, done tim
 }
 
 func (v *verifier) readFailed(err error, group []vsample) {
-	v.errLog.log(v.log, string(sinks.ClassOf(err)), "verify: cannot read back; the units are counted as skipped", v.scrub(err.Error()))
+	v.errLog.Warn(v.log, string(sinks.ClassOf(err)), "verify: cannot read back; the units are counted as skipped", v.scrub(err.Error()))
 	v.skip(group)
 }
 
@@ -482,7 +474,7 @@ func (v *verifier) expect(s *vsample, idx *[64]int) uint64 {
 			if c == nil || attempt > 0 {
 				rp, err := v.replay.Replay(s.device)
 				if err != nil {
-					v.errLog.log(v.log, "replay", "verify: cannot replay a device", err.Error())
+					v.errLog.Warn(v.log, "replay", "verify: cannot replay a device", err.Error())
 					return 0
 				}
 				c = &cursor{rp: rp, b: sources.NewSeriesBatch(v.schemas)}
@@ -495,7 +487,7 @@ func (v *verifier) expect(s *vsample, idx *[64]int) uint64 {
 			// (a unit picked out of order); replay from the start once.
 		}
 		if found == 0 {
-			v.errLog.log(v.log, "replay", "verify: a picked row is not in its device's replay; its values are not checked",
+			v.errLog.Warn(v.log, "replay", "verify: a picked row is not in its device's replay; its values are not checked",
 				fmt.Sprintf("device %d time %d", s.device, s.ts))
 		}
 		found &= s.tables

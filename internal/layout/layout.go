@@ -17,7 +17,7 @@ const Module = "github.com/soakd/soakd"
 // Layers, lowest first. A package may import packages of its own layer
 // and of the layers below, never above.
 var Layers = []Layer{
-	{Name: "leaf", Packages: []string{"charts", "dashboards", "deploy", "internal/procstat", "internal/sysinfo",
+	{Name: "leaf", Packages: []string{"charts", "dashboards", "deploy", "internal/logthrottle", "internal/procstat", "internal/sysinfo",
 		"internal/crosscheck", "internal/detserver", "internal/lateproxy", "internal/testserver", "internal/layout"}},
 	{Name: "sources", Packages: []string{"sources"}},
 	{Name: "sinks", Packages: []string{"sinks"}},

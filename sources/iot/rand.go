@@ -1,6 +1,10 @@
 package iot
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/soakd/soakd/sources"
+)
 
 // Everything random in this package is a counter-based hash of (seed,
 // device, time, purpose), never a shared sequential generator: the data of
@@ -27,15 +31,8 @@ const (
 	saltQueries // a query stream's random choices
 )
 
-// mix is the splitmix64 finalizer: a fast bijective 64-bit hash.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
+// mix is the splitmix64 finalizer (sources.Mix64).
+func mix(x uint64) uint64 { return sources.Mix64(x) }
 
 // devKey is the hash key of device d.
 func devKey(seed uint64, d uint32) uint64 {

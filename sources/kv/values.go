@@ -50,13 +50,7 @@ func updateVersion(part int, seq uint64) uint64 {
 
 // valueMix hashes (seed, record, field, version) to a pool offset.
 func valueMix(seed, record uint64, field int, version uint64) uint64 {
-	x := seed ^ record*0x9e3779b97f4a7c15 ^ uint64(field+1)*0xc2b2ae3d27d4eb4f ^ version*0x165667b19e3779f9
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return sources.Mix64(seed ^ record*0x9e3779b97f4a7c15 ^ uint64(field+1)*0xc2b2ae3d27d4eb4f ^ version*0x165667b19e3779f9)
 }
 
 // appendValue appends field's value of record at version to dst.
