@@ -1,7 +1,8 @@
 // Package daemon is soakd's engine: configuration, rate profiles (package
 // pace), the open-loop scheduler, workers, retry, accounting and latency
-// recording, the run's lifecycle, and what it shows of itself (metrics,
-// the HTTP endpoints, the end-of-run summary).
+// recording, the run's lifecycle, and what it shows of itself (the
+// end-of-run summary, the /status document's schema). Its metrics and
+// HTTP endpoints are a feature on it: package serve.
 //
 // Features outside it (a capacity search, a sweep) use only its exported
 // surface: Run and its Deps, and the Observer interface, through which a
@@ -36,9 +37,10 @@
 //	}, p.Sources)
 //	if err := cfg.Check(p, err); err != nil { ... }
 //	sum, err := daemon.Run(ctx, cfg, daemon.Deps{
-//		Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+//		Logger: zap.NewNop(), Plugins: p,
 //	})
-//	// sum.Workloads[0].Units: rows (or ops) acknowledged = soakd_rows_total
+//	// sum.Workloads[0].Units: rows (or ops) acknowledged (soakd_rows_total,
+//	// with package serve's observer among Deps.Observers)
 //
 // Run returns when every workload has ended (finite data set, DURATION),
 // or ctx is done; cancelling ctx is what SIGTERM does in soakd.

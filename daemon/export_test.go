@@ -1,7 +1,12 @@
 package daemon
 
 import (
+	"net"
+	"net/http"
+	"slices"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"go.uber.org/zap"
 
@@ -45,4 +50,28 @@ func Simulate(h *Handle, secs int, each func(s int)) {
 		t.mu.Unlock()
 		each(s)
 	}
+}
+
+// The engine's tests that read /metrics, /status and /control run the
+// HTTP feature (package serve) as the composition root does. They are
+// internal tests, which cannot import serve (it imports daemon), so
+// serve_test.go, an external test file of this package, wires it here.
+var (
+	// ServeHook returns the HTTP API with soakd's metrics on reg,
+	// serving on l (nil: Config.Listen) with ui at /, as an observer,
+	// and its endpoints.
+	ServeHook func(cfg *Config, d Deps, reg *prometheus.Registry, l net.Listener, ui http.Handler) (Observer, http.Handler)
+	// HistogramMetricHook is serve.HistogramMetric.
+	HistogramMetricHook func(desc *prometheus.Desc, b *Buckets, created time.Time, labels ...string) prometheus.Metric
+)
+
+// makeBuckets is a Buckets holding p.
+func makeBuckets(p promBuckets) *Buckets { return &Buckets{p} }
+
+// serving returns d with the HTTP API and soakd's metrics on reg among
+// its observers, serving on l when not nil, and its endpoints.
+func serving(cfg *Config, d Deps, reg *prometheus.Registry, l net.Listener) (Deps, http.Handler) {
+	o, h := ServeHook(cfg, d, reg, l, nil)
+	d.Observers = append(slices.Clone(d.Observers), o)
+	return d, h
 }

@@ -276,8 +276,9 @@ func TestStatusShowsCurrentPhase(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = Run(ctx, cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
-				started: func(_ []*workload, hh http.Handler) { h = hh; close(open) }})
+			d, hh := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p}, prometheus.NewRegistry(), nil)
+			d.started = func([]*workload) { h = hh; close(open) }
+			_, _ = Run(ctx, cfg, d)
 		}()
 		<-open
 		get := func() StatusWorkload {
@@ -366,7 +367,7 @@ func TestControlOtherMethods(t *testing.T) {
 	t.Parallel()
 	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_CONTROL_TOKEN", "tok"), testPlugins())
 	ui := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "console") })
-	h := handler(cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), UI: ui}, nil, time.Now())
+	_, h := ServeHook(cfg, Deps{Logger: zap.NewNop()}, prometheus.NewRegistry(), nil, ui)
 	for _, m := range []string{"GET", "PUT", "DELETE"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(m, "/control?workload=seq&rate=5", nil))

@@ -45,7 +45,7 @@ func TestHistMetricMatchesClientGolang(t *testing.T) {
 		t.Fatal(err)
 	}
 	desc := prometheus.NewDesc("h", "h", nil, nil)
-	if err := histMetric(desc, &pb, time.Time{}).Write(&got); err != nil {
+	if err := HistogramMetricHook(desc, makeBuckets(pb), time.Time{}).Write(&got); err != nil {
 		t.Fatal(err)
 	}
 	w, g := want.GetHistogram(), got.GetHistogram()

@@ -64,8 +64,9 @@ func runLate(t *testing.T, s lateSink, env map[string]string, at func(*workload,
 	done := make(chan runResult, 1)
 	go func() {
 		reg := prometheus.NewRegistry()
-		sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test",
-			started: func(wls []*workload, hh http.Handler) { wl, h = wls[0], hh; close(open) }})
+		d, hh := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"}, reg, nil)
+		d.started = func(wls []*workload) { wl, h = wls[0], hh; close(open) }
+		sum, err := Run(context.Background(), cfg, d)
 		done <- runResult{sum, err, reg}
 	}()
 	<-open

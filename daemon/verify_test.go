@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -113,8 +112,9 @@ func TestVerifyDuringRun(t *testing.T) {
 					"SOAKD_SEQ_VERIFY_DELAY", "100ms"), p)
 				var wls []*workload
 				reg := prometheus.NewRegistry()
-				sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test",
-					started: func(ws []*workload, _ http.Handler) { wls = ws }})
+				d, _ := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"}, reg, nil)
+				d.started = func(ws []*workload) { wls = ws }
+				sum, err := Run(context.Background(), cfg, d)
 				res := runResult{sum, err, reg}
 				w := res.sum.Workloads[0]
 				v := w.Verify

@@ -22,6 +22,7 @@ import (
 	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/serve"
 )
 
 // promQL is one PromQL expression of a dashboard or a rule file.
@@ -244,7 +245,8 @@ func runSoakd(t *testing.T, environ map[string]string, reg *prometheus.Registry,
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		deps := daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test", Listener: l}
+		api := serve.New(serve.Options{Config: cfg, Version: "test", Registry: reg, Listener: l})
+		deps := daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test", Observers: []daemon.Observer{api}}
 		// With SOAKD_CAPACITY_WORKLOAD set, soakd capacity searches that
 		// workload (the capacity dashboard's search panels need one).
 		if environ["SOAKD_CAPACITY_WORKLOAD"] != "" {

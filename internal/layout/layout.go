@@ -23,7 +23,7 @@ var Layers = []Layer{
 	{Name: "sinks", Packages: []string{"sinks"}},
 	{Name: "settings", Packages: []string{"settings", "thresholds"}},
 	{Name: "engine", Packages: []string{"daemon"}},
-	{Name: "features", Packages: []string{"capacity", "sweep", "thresholds/judge", "web", "progress", "history"}},
+	{Name: "features", Packages: []string{"capacity", "sweep", "thresholds/judge", "web", "progress", "history", "serve"}},
 	{Name: "commands", Packages: []string{"cmd", "internal/faults", "internal/enginetest"}},
 }
 

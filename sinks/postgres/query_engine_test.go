@@ -14,6 +14,7 @@ import (
 
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/serve"
 )
 
 // TestMixedRun runs ingest and queries at constant rates at the same
@@ -49,7 +50,8 @@ func TestMixedRun(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		sum, err := daemon.Run(t.Context(), cfg, daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test", Listener: l})
+		api := serve.New(serve.Options{Config: cfg, Version: "test", Registry: reg, Listener: l})
+		sum, err := daemon.Run(t.Context(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test", Observers: []daemon.Observer{api}})
 		done <- result{sum, err}
 	}()
 	// /metrics while both run.

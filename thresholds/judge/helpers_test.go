@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/serve"
 )
 
 type runResult struct {
@@ -18,7 +19,8 @@ type runResult struct {
 // runTest runs cfg to its end, judged, with a fresh registry.
 func runTest(ctx context.Context, cfg *daemon.Config, p *daemon.Plugins) runResult {
 	reg := prometheus.NewRegistry()
-	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test",
-		Observers: []daemon.Observer{New(zap.NewNop())}})
+	api := serve.New(serve.Options{Config: cfg, Version: "test", Registry: reg})
+	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test",
+		Observers: []daemon.Observer{New(zap.NewNop()), api}})
 	return runResult{sum, err, reg}
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -53,7 +52,7 @@ func soakRunStop(t *testing.T, env map[string]string, during func(stop func())) 
 	defer stop()
 	go func() {
 		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
-			Registry: prometheus.NewRegistry(), Plugins: p, Version: "test"})
+			Plugins: p, Version: "test"})
 		done <- result{sum, err}
 	}()
 	during(stop) // in the test's goroutine: it may fail the test

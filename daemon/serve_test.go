@@ -1,0 +1,24 @@
+package daemon_test
+
+import (
+	"net"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/serve"
+)
+
+func init() {
+	daemon.ServeHook = func(cfg *daemon.Config, d daemon.Deps, reg *prometheus.Registry, l net.Listener, ui http.Handler) (daemon.Observer, http.Handler) {
+		log := d.Logger
+		if log == nil {
+			log = zap.NewNop()
+		}
+		s := serve.New(serve.Options{Config: cfg, Logger: log, Version: d.Version, Registry: reg, Listener: l, UI: ui})
+		return s, s.Handler()
+	}
+	daemon.HistogramMetricHook = serve.HistogramMetric
+}
