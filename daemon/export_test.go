@@ -58,9 +58,9 @@ func Simulate(h *Handle, secs int, each func(s int)) {
 // serve_test.go, an external test file of this package, wires it here.
 var (
 	// ServeHook returns the HTTP API with soakd's metrics on reg,
-	// serving on l (nil: Config.Listen) with ui at /, as an observer,
-	// and its endpoints.
-	ServeHook func(cfg *Config, d Deps, reg *prometheus.Registry, l net.Listener, ui http.Handler) (Observer, http.Handler)
+	// serving on l (nil: Config.Listen), as an observer, and its
+	// endpoints.
+	ServeHook func(cfg *Config, d Deps, reg *prometheus.Registry, l net.Listener) (Observer, http.Handler)
 	// HistogramMetricHook is serve.HistogramMetric.
 	HistogramMetricHook func(desc *prometheus.Desc, b *Buckets, created time.Time, labels ...string) prometheus.Metric
 )
@@ -71,7 +71,7 @@ func makeBuckets(p promBuckets) *Buckets { return &Buckets{p} }
 // serving returns d with the HTTP API and soakd's metrics on reg among
 // its observers, serving on l when not nil, and its endpoints.
 func serving(cfg *Config, d Deps, reg *prometheus.Registry, l net.Listener) (Deps, http.Handler) {
-	o, h := ServeHook(cfg, d, reg, l, nil)
+	o, h := ServeHook(cfg, d, reg, l)
 	d.Observers = append(slices.Clone(d.Observers), o)
 	return d, h
 }

@@ -11,13 +11,15 @@ import (
 	"github.com/soakd/soakd/serve"
 )
 
+// The engine's internal tests run the HTTP API as the composition root
+// does; they cannot import package serve themselves (it imports daemon).
 func init() {
-	daemon.ServeHook = func(cfg *daemon.Config, d daemon.Deps, reg *prometheus.Registry, l net.Listener, ui http.Handler) (daemon.Observer, http.Handler) {
+	daemon.ServeHook = func(cfg *daemon.Config, d daemon.Deps, reg *prometheus.Registry, l net.Listener) (daemon.Observer, http.Handler) {
 		log := d.Logger
 		if log == nil {
 			log = zap.NewNop()
 		}
-		s := serve.New(serve.Options{Config: cfg, Logger: log, Version: d.Version, Registry: reg, Listener: l, UI: ui})
+		s := serve.New(serve.Options{Config: cfg, Logger: log, Version: d.Version, Registry: reg, Listener: l})
 		return s, s.Handler()
 	}
 	daemon.HistogramMetricHook = serve.HistogramMetric

@@ -83,10 +83,10 @@ func (a *httpAPI) handler(reg *prometheus.Registry, ui http.Handler) http.Handle
 	return mux
 }
 
-// listen binds the server's address: o.Listener, or Config.Listen unless
+// bind binds the server's address: o.Listener, or Config.Listen unless
 // that is off (then it returns a nil server). The server serves once
 // start is called.
-func listen(cfg *daemon.Config, o *Options, h http.Handler) (*server, error) {
+func bind(cfg *daemon.Config, o *Options, h http.Handler) (*server, error) {
 	l := o.Listener
 	if l == nil {
 		if cfg.Listen == daemon.ListenOff {

@@ -87,7 +87,7 @@ func (s *Server) Opened(w *daemon.Handle) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.bound {
-		srv, err := listen(s.o.Config, &s.o, s.h)
+		srv, err := bind(s.o.Config, &s.o, s.h)
 		if err != nil {
 			return err
 		}
