@@ -337,3 +337,25 @@ func TestControlOtherMethods(t *testing.T) {
 		t.Errorf("POST /control: 405")
 	}
 }
+
+// An address in use fails the run before any workload starts: Run
+// returns the error, with no summary, and no observer is started.
+func TestListenAddressInUse(t *testing.T) {
+	taken := listen(t)
+	defer taken.Close()
+	p := enginetest.Plugins()
+	env := enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "1s")
+	env["SOAKD_LISTEN"] = taken.Addr().String()
+	cfg := enginetest.Load(t, env, p)
+	started := false
+	api := New(Options{Config: cfg, Registry: prometheus.NewRegistry()})
+	sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+		Observers: []daemon.Observer{api, startedObserver(func() { started = true })}})
+	if err == nil || !strings.Contains(err.Error(), "SOAKD_LISTEN: cannot listen on "+taken.Addr().String()) || sum != nil {
+		t.Errorf("Run = %v, %v; want no summary and SOAKD_LISTEN's error", sum, err)
+	}
+	if started {
+		t.Error("a workload started on a run that could not listen")
+	}
+	api.Close()
+}

@@ -81,8 +81,9 @@ func (s *Server) Handler() http.Handler { return s.h }
 func (s *Server) Registerer() prometheus.Registerer { return s.o.Registry }
 
 // Opened binds the address on the first workload (an address in use, or
-// a certificate that does not load, fails the run) and serves w's
-// metrics and status from now on.
+// a certificate that does not load, fails the run before anything is
+// sent; as a failed run, exit 1, not as a setting the configuration got
+// wrong) and serves w's metrics and status from now on.
 func (s *Server) Opened(w *daemon.Handle) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
