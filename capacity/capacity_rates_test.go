@@ -7,7 +7,6 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon"
@@ -29,7 +28,7 @@ func TestCapacityStepRates(t *testing.T) {
 		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "part://x", "SOAKD_SEQ_BATCH_SIZE", "10",
 			"SOAKD_CAPACITY_START", "1000", "SOAKD_CAPACITY_HOLD", "10s", "SOAKD_CAPACITY_SETTLE", "3s",
 			"SOAKD_CAPACITY_WARMUP", "5s"), p)
-		_, res, err := Run(context.Background(), cfg, nil, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p}, nil)
+		_, res, err := Run(context.Background(), cfg, nil, daemon.Deps{Logger: zap.NewNop(), Plugins: p}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

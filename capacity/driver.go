@@ -469,12 +469,12 @@ func newSearcher(cfg *config.Config, environ map[string]string, d daemon.Deps, o
 // runEngine runs the engine on a copy of cfg made for the search, with s
 // among its observers, and returns the summary and the search.
 func (s *searcher) runEngine(ctx context.Context, cfg *config.Config, d daemon.Deps) (*daemon.Summary, *Result, error) {
-	if d.Registry != nil {
+	if reg := metricsRegistry(d.Observers); reg != nil {
 		c := &collector{s: s}
-		if err := d.Registry.Register(c); err != nil {
+		if err := reg.Register(c); err != nil {
 			return nil, nil, fmt.Errorf("capacity metrics: %w", err)
 		}
-		defer d.Registry.Unregister(c)
+		defer reg.Unregister(c)
 	}
 	d.Observers = append(slices.Clone(d.Observers), s)
 	sum, err := daemon.Run(ctx, forSearch(cfg), d)
@@ -490,6 +490,18 @@ func (s *searcher) runEngine(ctx context.Context, cfg *config.Config, d daemon.D
 		res.Outcome = "stopped before the search ended"
 	}
 	return sum, &res, err
+}
+
+// metricsRegistry is the registry the run's metrics are served from: the
+// Registerer of the observer that exports them (package serve's Server),
+// nil when none does.
+func metricsRegistry(observers []daemon.Observer) prometheus.Registerer {
+	for _, o := range observers {
+		if r, ok := o.(interface{ Registerer() prometheus.Registerer }); ok {
+			return r.Registerer()
+		}
+	}
+	return nil
 }
 
 // forSearch copies cfg with the searched workload running open loop from

@@ -337,8 +337,9 @@ func chaosRun(t *testing.T, seed uint64) {
 	go func() {
 		defer close(done)
 		var err error
-		sum, err = Run(ctx, cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test",
-			started: func(wls []*workload, hh http.Handler) { wl, h = wls[0], hh; close(open) }})
+		d, hh := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"}, reg, nil)
+		d.started = func(wls []*workload) { wl, h = wls[0], hh; close(open) }
+		sum, err = Run(ctx, cfg, d)
 		if err != nil {
 			t.Errorf("Run: %v", err)
 		}

@@ -1,8 +1,9 @@
 // Package daemon is soakd's engine: the open-loop scheduler (on rate
 // profiles from package pace), workers, retry, accounting and latency
-// recording, the run's lifecycle, and what it shows of itself (metrics,
-// the HTTP endpoints, the end-of-run summary). It runs a config.Config,
-// which package config loads and validates.
+// recording, the run's lifecycle, and what it shows of itself (the
+// end-of-run summary's figures, the /status document's schema). It runs a
+// config.Config, which package config loads and validates. Its metrics
+// and HTTP endpoints are a feature on it: package serve.
 //
 // Features outside it (a capacity search, a sweep) use only its exported
 // surface: Run and its Deps, and the Observer interface, through which a
@@ -40,9 +41,10 @@
 //	}, p.Sources)
 //	if err := cfg.Check(p, err); err != nil { ... }
 //	sum, err := daemon.Run(ctx, cfg, daemon.Deps{
-//		Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+//		Logger: zap.NewNop(), Plugins: p,
 //	})
-//	// sum.Workloads[0].Units: rows (or ops) acknowledged = soakd_rows_total
+//	// sum.Workloads[0].Units: rows (or ops) acknowledged (soakd_rows_total,
+//	// with package serve's observer among Deps.Observers)
 //
 // Run returns when every workload has ended (finite data set, DURATION),
 // or ctx is done; cancelling ctx is what SIGTERM does in soakd.

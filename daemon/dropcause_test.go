@@ -30,8 +30,9 @@ func TestStatusNamesDropBottleneck(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = Run(ctx, cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
-				started: func(_ []*workload, hh http.Handler) { h = hh; close(open) }})
+			d, hh := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p}, prometheus.NewRegistry(), nil)
+			d.started = func([]*workload) { h = hh; close(open) }
+			_, _ = Run(ctx, cfg, d)
 		}()
 		<-open
 		get := func() StatusWorkload {

@@ -128,8 +128,9 @@ func TestScheduleKeepsClockDuringStall(t *testing.T) {
 		done := make(chan runResult, 1)
 		go func() {
 			reg := prometheus.NewRegistry()
-			sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test",
-				started: func(wls []*workload, _ http.Handler) { wl = wls[0]; close(open) }})
+			d, _ := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"}, reg, nil)
+			d.started = func(wls []*workload) { wl = wls[0]; close(open) }
+			sum, err := Run(context.Background(), cfg, d)
 			done <- runResult{sum, err, reg}
 		}()
 		<-open
@@ -722,8 +723,9 @@ func TestStatusAchievedRate(t *testing.T) {
 		open := make(chan struct{})
 		done := make(chan error, 1)
 		go func() {
-			_, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
-				Version: "test", started: func(_ []*workload, hh http.Handler) { h = hh; close(open) }})
+			d, hh := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"}, prometheus.NewRegistry(), nil)
+			d.started = func([]*workload) { h = hh; close(open) }
+			_, err := Run(context.Background(), cfg, d)
 			done <- err
 		}()
 		<-open
@@ -759,7 +761,8 @@ func TestLagGauge(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p})
+			d, _ := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p}, reg, nil)
+			_, _ = Run(context.Background(), cfg, d)
 		}()
 		time.Sleep(5500 * time.Millisecond)
 		lag := gatherValue(t, runResult{reg: reg}, "soakd_schedule_lag_seconds")

@@ -3,7 +3,12 @@ package daemon
 import (
 	"github.com/soakd/soakd/config"
 	"io"
+	"net"
+	"net/http"
+	"slices"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"go.uber.org/zap"
 
@@ -54,3 +59,27 @@ func Simulate(h *Handle, secs int, each func(s int)) {
 // through this variable, which summary_hook_test.go (an external test
 // file) sets: the runs they drive are checked in the words people read.
 var WriteSummaryText func(io.Writer, *Summary)
+
+// The engine's tests that read /metrics, /status and /control run the
+// HTTP feature (package serve) as the composition root does. They are
+// internal tests, which cannot import serve (it imports daemon), so
+// serve_test.go, an external test file of this package, wires it here.
+var (
+	// ServeHook returns the HTTP API with soakd's metrics on reg,
+	// serving on l (nil: Config.Listen), as an observer, and its
+	// endpoints.
+	ServeHook func(cfg *config.Config, d Deps, reg *prometheus.Registry, l net.Listener) (Observer, http.Handler)
+	// HistogramMetricHook is serve.HistogramMetric.
+	HistogramMetricHook func(desc *prometheus.Desc, b *Buckets, created time.Time, labels ...string) prometheus.Metric
+)
+
+// makeBuckets is a Buckets holding p.
+func makeBuckets(p promBuckets) *Buckets { return &Buckets{p} }
+
+// serving returns d with the HTTP API and soakd's metrics on reg among
+// its observers, serving on l when not nil, and its endpoints.
+func serving(cfg *config.Config, d Deps, reg *prometheus.Registry, l net.Listener) (Deps, http.Handler) {
+	o, h := ServeHook(cfg, d, reg, l)
+	d.Observers = append(slices.Clone(d.Observers), o)
+	return d, h
+}

@@ -59,6 +59,7 @@ type runResult struct {
 // serves the HTTP endpoints.
 func runTest(ctx context.Context, cfg *config.Config, p *config.Plugins, l net.Listener) runResult {
 	reg := prometheus.NewRegistry()
-	sum, err := Run(ctx, cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test", Listener: l})
+	d, _ := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"}, reg, l)
+	sum, err := Run(ctx, cfg, d)
 	return runResult{sum, err, reg}
 }

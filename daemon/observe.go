@@ -37,8 +37,8 @@ type Observer interface {
 	// starts, as a configuration error (exit 2): it should be a
 	// *settings.Error naming the setting at fault.
 	Opened(w *Handle) error
-	// Started is called once every workload is open and the HTTP
-	// endpoints serve. ctx ends when scheduling stops (the run's end, a
+	// Started is called once every workload is open (package serve's
+	// observer starts serving the HTTP endpoints then). ctx ends when scheduling stops (the run's end, a
 	// signal, SOAKD_DURATION); stop ends the whole run with cause — wrap
 	// the reason in Finish when the observer has what it ran for.
 	Started(ctx context.Context, ws []*Handle, stop func(cause error))

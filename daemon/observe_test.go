@@ -89,7 +89,7 @@ func TestObserverSeesPhases(t *testing.T) {
 		p := testPlugins()
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "2s"), p)
 		r := &recorder{}
-		if _, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+		if _, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Plugins: p,
 			Observers: []Observer{r}}); err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestObserverRefusesWorkload(t *testing.T) {
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "2s"), p)
 		refusal := &settings.Error{Key: "SOAKD_SEQ_X", Err: errors.New("not for this observer")}
 		r := &recorder{refuse: refusal}
-		sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+		sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Plugins: p,
 			Observers: []Observer{r}})
 		if !errors.Is(err, refusal) || sum != nil {
 			t.Fatalf("Run = %v, %v; want the observer's refusal and no summary", sum, err)
@@ -125,7 +125,7 @@ func TestObserverFinishesRun(t *testing.T) {
 		p := testPlugins()
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "1"), p)
 		r := &recorder{finish: 3 * time.Second}
-		sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+		sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Plugins: p,
 			Observers: []Observer{r}})
 		if err != nil {
 			t.Fatal(err)
@@ -168,7 +168,7 @@ func TestObserverSteersAndCutsWindows(t *testing.T) {
 			step(w.Pause)
 			step(w.Resume)
 		}
-		if _, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+		if _, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Plugins: p,
 			Observers: []Observer{r}}); err != nil {
 			t.Fatal(err)
 		}
@@ -208,8 +208,9 @@ func TestObserverAddsStatus(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = Run(ctx, cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p, Observers: []Observer{r},
-				started: func(_ []*workload, hh http.Handler) { h = hh; close(open) }})
+			d, hh := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p, Observers: []Observer{r}}, prometheus.NewRegistry(), nil)
+			d.started = func([]*workload) { h = hh; close(open) }
+			_, _ = Run(ctx, cfg, d)
 		}()
 		<-open
 		rec := httptest.NewRecorder()
@@ -277,8 +278,9 @@ func TestCheckerShowsInStatusAndMetrics(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			sum, _ = Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Observers: []Observer{c},
-				started: func(_ []*workload, hh http.Handler) { h = hh; close(open) }})
+			d, hh := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p, Observers: []Observer{c}}, reg, nil)
+			d.started = func([]*workload) { h = hh; close(open) }
+			sum, _ = Run(context.Background(), cfg, d)
 		}()
 		<-open
 		time.Sleep(time.Second)
@@ -321,7 +323,7 @@ func TestThresholdsWithoutChecker(t *testing.T) {
 		p := testPlugins()
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "1s",
 			"SOAKD_SEQ_THRESHOLDS", "p99<1s"), p)
-		_, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p})
+		_, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Plugins: p})
 		if err == nil || !strings.Contains(err.Error(), "SOAKD_SEQ_THRESHOLDS") {
 			t.Errorf("Run = %v, want an error naming SOAKD_SEQ_THRESHOLDS", err)
 		}

@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
@@ -24,35 +21,27 @@ import (
 
 // Deps are what Run needs besides the configuration.
 type Deps struct {
-	Logger   *zap.Logger
-	Registry *prometheus.Registry
-	Plugins  *config.Plugins
-	Version  string
-	// Listener, when set, serves the HTTP endpoints instead of listening
-	// on Config.Listen (tests pass a 127.0.0.1:0 listener).
-	Listener net.Listener
-	// UI, when set, is served at / and every path no other endpoint
-	// takes: the web console (package web).
-	UI http.Handler
+	Logger  *zap.Logger
+	Plugins *config.Plugins
+	Version string
 
 	// Observers follow the run: each workload's phases, its steering and
 	// what /status shows of them (see Observer); a Ticker follows the
-	// engine's clock, a Finisher learns of the run's end.
+	// engine's clock, a Finisher learns of the run's end. The HTTP
+	// endpoints and the soakd_* metrics are one (package serve).
 	Observers []Observer
 
-	// started, when set, is called with the workloads and the HTTP
-	// endpoints once the workloads are open (tests drive /control and read
-	// counts through it without a network).
-	started func([]*workload, http.Handler)
+	// started, when set, is called with the workloads once they are open
+	// (tests read counts and steer through it).
+	started func([]*workload)
 }
 
 // workload is one configured workload, opened and ready to run.
 type workload struct {
 	*runner
-	entry    *sources.Entry
-	ready    readiness
-	controls [len(controlActions)]atomic.Int64 // changes made through /control, by action
-	live     liveBox                           // sampled every second (live.go)
+	entry *sources.Entry
+	ready readiness
+	live  liveBox // sampled every second (live.go)
 }
 
 // readiness is a workload's /readyz state and the story of its setup
@@ -110,7 +99,6 @@ func stopCause(ctx context.Context) string {
 // summary says why as well.
 func Run(ctx context.Context, cfg *config.Config, d Deps) (*Summary, error) {
 	log := d.Logger
-	m := NewMetrics(d.Registry, d.Version)
 	started := time.Now()
 
 	wls, err := openWorkloads(ctx, cfg, d)
@@ -129,9 +117,6 @@ func Run(ctx context.Context, cfg *config.Config, d Deps) (*Summary, error) {
 		}
 		closeSinks(wls, log, by)
 	}()
-	for _, w := range wls {
-		m.add(w)
-	}
 
 	// genCtx ends scheduling (signal or SOAKD_DURATION); drainCtx ends
 	// writes in flight SHUTDOWN_GRACE later.
@@ -166,13 +151,8 @@ func Run(ctx context.Context, cfg *config.Config, d Deps) (*Summary, error) {
 	}()
 
 	clock := newSampler(cfg, wls)
-	h := handler(cfg, d, wls, started)
-	srv, err := serveHTTP(cfg, d, h)
-	if err != nil {
-		return nil, err
-	}
 	if d.started != nil {
-		d.started(wls, h)
+		d.started(wls)
 	}
 	for _, o := range d.Observers {
 		o.Started(genCtx, handles(wls), stopGen)
@@ -211,11 +191,6 @@ func Run(ctx context.Context, cfg *config.Config, d Deps) (*Summary, error) {
 		if f, ok := o.(Finisher); ok {
 			f.Finished(ranItsCourse)
 		}
-	}
-	if srv != nil {
-		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = srv.Shutdown(shutCtx)
-		cancel()
 	}
 	sum := summarize(d.Version, started, cfg, wls, d.Observers)
 	return sum, runErr

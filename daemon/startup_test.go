@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/sources/kv"
 )
 
 // lateSink is a target that comes up at a given time: until then its
@@ -65,8 +67,9 @@ func runLate(t *testing.T, s lateSink, env map[string]string, at func(*workload,
 	done := make(chan runResult, 1)
 	go func() {
 		reg := prometheus.NewRegistry()
-		sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test",
-			started: func(wls []*workload, hh http.Handler) { wl, h = wls[0], hh; close(open) }})
+		d, hh := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"}, reg, nil)
+		d.started = func(wls []*workload) { wl, h = wls[0], hh; close(open) }
+		sum, err := Run(context.Background(), cfg, d)
 		done <- runResult{sum, err, reg}
 	}()
 	<-open
@@ -199,6 +202,46 @@ func TestSetupStopWhileWaiting(t *testing.T) {
 		w := res.sum.Workloads[0]
 		if w.Prepared || w.StoppedBy != stopSignal || w.LastError == nil {
 			t.Errorf("entry %+v: want not prepared, stopped by signal, the last error", w)
+		}
+	})
+}
+
+// stallProber is a KV target whose check for loaded records waits until
+// its context ends.
+type stallProber struct{ probing chan struct{} }
+
+func (s *stallProber) Write(context.Context, *sources.Batch) (int, error) { return 0, nil }
+func (s *stallProber) Close(context.Context) error                        { return nil }
+func (s *stallProber) Present(ctx context.Context, _ *sources.Batch) (int, error) {
+	close(s.probing)
+	<-ctx.Done()
+	return 0, fmt.Errorf("cannot run a pipeline: %w", ctx.Err())
+}
+
+// A run stopped (SIGTERM, Ctrl-C) while it checks for loaded records
+// ends as a stop, not as a failure of the target.
+func TestStopWhileCheckingLoadedRecords(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &stallProber{probing: make(chan struct{})}
+		p := testPlugins(sinks.Entry{Schemes: []string{"stall"}, Kinds: []sources.Kind{sources.KV},
+			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return sp, nil }})
+		p.Sources.Add(sources.Register(sources.Spec[kv.Config]{
+			Names: []string{"kv"}, Kind: sources.KV,
+			Validate: func(c *kv.Config, _ sources.Common) error { return c.Validate() },
+			New:      func(c *kv.Config, w sources.Common) (sources.Source, error) { return kv.New(*c, w.Seed, w.Shard) },
+		}))
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "kv", "SOAKD_KV_TARGET", "stall://", "SOAKD_KV_RECORDS", "100"), p)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan runResult, 1)
+		go func() { done <- runTest(ctx, cfg, p, nil) }()
+		<-sp.probing
+		cancel()
+		res := <-done
+		if res.err != nil {
+			t.Fatalf("run stopped while checking for loaded records: %v, want a clean stop", res.err)
+		}
+		if res.sum != nil && res.sum.Failed() != nil {
+			t.Errorf("summary says the run failed: %v", res.sum.Failed())
 		}
 	})
 }

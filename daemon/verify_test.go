@@ -107,8 +107,8 @@ func TestVerifyFollowsBatches(t *testing.T) {
 		"SOAKD_A_BATCH_SIZE", "10", "SOAKD_A_TARGET", "null://", "SOAKD_B_TARGET", "null://", "SOAKD_A_VERIFY", "0.5"), p)
 	f := &fakeVerifier{}
 	reg := prometheus.NewRegistry()
-	sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test",
-		Observers: []Observer{f}})
+	d, _ := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p, Version: "test", Observers: []Observer{f}}, reg, nil)
+	sum, err := Run(context.Background(), cfg, d)
 	if err != nil {
 		t.Fatal(err)
 	}

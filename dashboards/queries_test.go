@@ -24,6 +24,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/readback"
+	"github.com/soakd/soakd/serve"
 )
 
 // promQL is one PromQL expression of a dashboard or a rule file.
@@ -246,8 +247,8 @@ func runSoakd(t *testing.T, environ map[string]string, reg *prometheus.Registry,
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		deps := daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test", Listener: l,
-			Observers: []daemon.Observer{readback.New(zap.NewNop())}}
+		api := serve.New(serve.Options{Config: cfg, Version: "test", Registry: reg, Listener: l})
+		deps := daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test", Observers: []daemon.Observer{readback.New(zap.NewNop()), api}}
 		// With SOAKD_CAPACITY_WORKLOAD set, soakd capacity searches that
 		// workload (the capacity dashboard's search panels need one).
 		if environ["SOAKD_CAPACITY_WORKLOAD"] != "" {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
@@ -46,7 +45,7 @@ func runIoT(t *testing.T, pgURL, db string, extra map[string]string) *daemon.Sum
 	if err = cfg.Check(p, err); err != nil {
 		t.Fatalf("config %v: %v", extra, err)
 	}
-	sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p, Version: "test"})
+	sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"})
 	if err == nil {
 		err = sum.Failed()
 	}

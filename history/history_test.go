@@ -15,6 +15,7 @@ import (
 
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/enginetest"
+	"github.com/soakd/soakd/serve"
 )
 
 func TestSeriesTiersStayBounded(t *testing.T) {
@@ -77,8 +78,9 @@ func TestHistoryOfARun(t *testing.T) {
 	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "20",
 		"SOAKD_SEQ_TARGET", "null://?latency=2ms", "SOAKD_SEQ_DURATION", "3500ms"), p)
 	h := New()
-	sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
-		Version: "test", Listener: l, Observers: []daemon.Observer{h}})
+	api := serve.New(serve.Options{Config: cfg, Version: "test", Registry: prometheus.NewRegistry(), Listener: l})
+	sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+		Version: "test", Observers: []daemon.Observer{h, api}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func TestDemoRateIsSteady(t *testing.T) {
 		p := enginetest.Plugins()
 		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_DURATION", "10s"), p)
 		h := New()
-		if _, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+		if _, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
 			Observers: []daemon.Observer{h}}); err != nil {
 			t.Fatal(err)
 		}

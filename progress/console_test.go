@@ -9,7 +9,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -63,7 +62,7 @@ func TestConsoleBarAndLogsNeverShareALine(t *testing.T) {
 		p := enginetest.Plugins()
 		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "10",
 			"SOAKD_SEQ_DURATION", "20s", "SOAKD_SEQ_TARGET", "null://?latency=1ms&fail=0.3", "SOAKD_SEQ_RETRIES", "0"), p)
-		_, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p,
+		_, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: log, Plugins: p,
 			Observers: []daemon.Observer{New(cfg, log, con)}})
 		if err != nil {
 			t.Fatal(err)
@@ -138,7 +137,7 @@ func TestConsoleBarLastFrame(t *testing.T) {
 				if tc.cancel {
 					time.AfterFunc(5*time.Second, cancel)
 				}
-				if _, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
+				if _, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
 					Observers: []daemon.Observer{New(cfg, zap.NewNop(), con)}}); err != nil {
 					t.Fatal(err)
 				}

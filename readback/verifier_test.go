@@ -19,6 +19,7 @@ import (
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/enginetest"
+	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -216,10 +217,10 @@ type runResult struct {
 // if not nil, is its history.
 func runTest(ctx context.Context, cfg *config.Config, p *config.Plugins, hist *history.History) runResult {
 	reg := prometheus.NewRegistry()
-	obs := []daemon.Observer{New(zap.NewNop())}
+	obs := []daemon.Observer{New(zap.NewNop()), serve.New(serve.Options{Config: cfg, Version: "test", Registry: reg})}
 	if hist != nil {
 		obs = append(obs, hist)
 	}
-	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test", Observers: obs})
+	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test", Observers: obs})
 	return runResult{sum, err, reg}
 }

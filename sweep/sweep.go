@@ -10,7 +10,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/config"
@@ -112,7 +111,6 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 				wc.Duration = sc.Duration
 				one.Workload, one.Listen, one.Duration = []*config.Workload{&wc}, config.ListenOff, 0
 				dd := d
-				dd.Registry, dd.Listener, dd.UI = prometheus.NewRegistry(), nil, nil
 				dd.Logger = zap.NewNop()
 				sum, err := daemon.Run(ctx, &one, dd)
 				if err != nil {

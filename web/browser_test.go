@@ -28,6 +28,7 @@ import (
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/summary"
 	"github.com/soakd/soakd/web"
 )
@@ -220,8 +221,9 @@ func TestConsoleAndReportInBrowser(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
-			Version: "test", Listener: l, Observers: []daemon.Observer{hist}, UI: ui})
+		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+			Version: "test", Observers: []daemon.Observer{hist,
+				serve.New(serve.Options{Config: cfg, Version: "test", Registry: prometheus.NewRegistry(), Listener: l, UI: ui})}})
 		done <- result{sum, err}
 	}()
 	stopped := false

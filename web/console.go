@@ -31,7 +31,7 @@ type ConsoleOptions struct {
 const SecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// NewConsole returns the web console's handler, for daemon.Deps.UI:
+// NewConsole returns the web console's handler, for serve.Options.UI:
 //
 //	GET /                  the page, with the view rendered in it (it shows without script)
 //	GET /console/view      the view alone (HTML), ?range=recent|whole, which the page fetches every 2 s

@@ -18,6 +18,7 @@ import (
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/web"
 )
@@ -58,8 +59,9 @@ func TestReadOnlyConsole(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan *daemon.Summary, 1)
 	go func() {
-		sum, _ := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
-			Version: "test", Listener: l, Observers: []daemon.Observer{hist}, UI: ui})
+		sum, _ := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+			Version: "test", Observers: []daemon.Observer{hist,
+				serve.New(serve.Options{Config: cfg, Version: "test", Registry: prometheus.NewRegistry(), Listener: l, UI: ui})}})
 		done <- sum
 	}()
 	var sum *daemon.Summary

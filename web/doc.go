@@ -1,7 +1,7 @@
 // Package web is soakd's web console and HTML report.
 //
-// The console (NewConsole, served by the daemon at / through
-// daemon.Deps.UI) shows, per workload and phase, target vs achieved rate,
+// The console (NewConsole, served at / by package serve through
+// serve.Options.UI) shows, per workload and phase, target vs achieved rate,
 // response and service latency p50/p99/p99.9, dispatch delay and
 // schedule lag, errors by class with failed and dropped work, in-flight
 // writes vs workers, rows/values/bytes per second, and soakd's own CPU
@@ -27,7 +27,8 @@
 //
 //	hist := history.New()
 //	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: v, Control: cfg.EffectiveControlToken() != ""})
-//	sum, err := daemon.Run(ctx, cfg, daemon.Deps{..., Observers: []daemon.Observer{hist}, UI: ui})
+//	api := serve.New(serve.Options{Config: cfg, Logger: log, Version: v, Registry: prometheus.NewRegistry(), UI: ui})
+//	sum, err := daemon.Run(ctx, cfg, daemon.Deps{..., Observers: []daemon.Observer{hist, api}})
 //	err = web.WriteReport("run.html", web.ReportData{Summary: sum, History: hist,
 //		Environment: sysinfo.Collect(v), Settings: web.SettingRows(cfg.Settings(), environ)})
 package web

@@ -19,6 +19,7 @@ import (
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/web"
 )
 
@@ -74,8 +75,9 @@ func TestLayoutInBrowser(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan *daemon.Summary, 1)
 	go func() {
-		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
-			Version: "test", Listener: l, Observers: []daemon.Observer{hist}, UI: ui})
+		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+			Version: "test", Observers: []daemon.Observer{hist,
+				serve.New(serve.Options{Config: cfg, Version: "test", Registry: prometheus.NewRegistry(), Listener: l, UI: ui})}})
 		if err != nil {
 			t.Error(err)
 		}

@@ -44,6 +44,7 @@ import (
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/progress"
 	"github.com/soakd/soakd/readback"
+	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/summary"
@@ -288,9 +289,13 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: buildVersion(), Control: cfg.EffectiveControlToken() != "", Panels: panels})
 	// The history is sampled before the progress line is drawn, each
 	// second, and takes its last sample before the bar its last frame.
-	deps := daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: buildVersion(),
-		Observers: []daemon.Observer{judge.New(log), readback.New(log), hist, progress.New(cfg, log, console)},
-		UI:        ui}
+	// The HTTP API binds its address as the workloads open, serves
+	// through the run and shuts down once it is over (Close covers a run
+	// that could not start).
+	api := serve.New(serve.Options{Config: cfg, Logger: log, Version: buildVersion(), Registry: prometheus.NewRegistry(), UI: ui})
+	defer api.Close()
+	deps := daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
+		Observers: []daemon.Observer{judge.New(log), readback.New(log), hist, progress.New(cfg, log, console), api}}
 	var sum *daemon.Summary
 	var runErr error
 	var capRes *capacity.Result

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
@@ -74,7 +73,7 @@ func load(t *testing.T, source string, targets map[string]string) {
 	if err := cfg.Check(p, err); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := daemon.Run(t.Context(), cfg, daemon.Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p, Version: "test"})
+	sum, err := daemon.Run(t.Context(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/serve"
 )
 
 // Counts are one workload's counters read from one scrape of /metrics
@@ -100,7 +101,8 @@ func Start(t *testing.T, env map[string]string) *Run {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() {
-		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: log, Registry: r.reg, Plugins: p, Version: "test"})
+		metrics := serve.New(serve.Options{Config: cfg, Logger: log, Version: "test", Registry: r.reg})
+		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: log, Plugins: p, Version: "test", Observers: []daemon.Observer{metrics}})
 		r.done <- result{sum, err, time.Now()}
 		close(r.done)
 	}()

@@ -13,6 +13,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/null"
 	"github.com/soakd/soakd/sources"
@@ -76,7 +77,8 @@ func runEngine(t *testing.T, env map[string]string) (*prometheus.Registry, <-cha
 	ctx, log := t.Context(), zaptest.NewLogger(t)
 	go func() {
 		defer close(out)
-		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: log, Registry: reg, Plugins: p, Version: "test"})
+		api := serve.New(serve.Options{Config: cfg, Logger: log, Version: "test", Registry: reg})
+		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: log, Plugins: p, Version: "test", Observers: []daemon.Observer{api}})
 		out <- engineRun{sum, err, reg}
 	}()
 	t.Cleanup(func() {

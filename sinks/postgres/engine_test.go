@@ -13,6 +13,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/iot"
@@ -67,7 +68,8 @@ func engineConfig(t *testing.T, env map[string]string) (*config.Config, *config.
 // run runs cfg to its end. It does not use the test, so it may run on a
 // goroutine of its own.
 func run(ctx context.Context, cfg *config.Config, p *config.Plugins, reg *prometheus.Registry) engineRun {
-	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test"})
+	api := serve.New(serve.Options{Config: cfg, Version: "test", Registry: reg})
+	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test", Observers: []daemon.Observer{api}})
 	return engineRun{sum, err, reg}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/summary"
 )
 
@@ -51,7 +52,8 @@ func TestMixedRun(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		sum, err := daemon.Run(t.Context(), cfg, daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test", Listener: l})
+		api := serve.New(serve.Options{Config: cfg, Version: "test", Registry: reg, Listener: l})
+		sum, err := daemon.Run(t.Context(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test", Observers: []daemon.Observer{api}})
 		done <- result{sum, err}
 	}()
 	// /metrics while both run.

@@ -14,6 +14,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/kv"
@@ -87,7 +88,8 @@ func newDaemon(t *testing.T, log *zap.Logger, kvs ...string) testDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return testDaemon{cfg, daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Listener: ln}}
+	api := serve.New(serve.Options{Config: cfg, Logger: log, Registry: prometheus.NewRegistry(), Listener: ln})
+	return testDaemon{cfg, daemon.Deps{Logger: log, Plugins: p, Observers: []daemon.Observer{api}}}
 }
 
 // run runs the daemon to its end. It does not use the test, so it may run

@@ -8,6 +8,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/serve"
 )
 
 type runResult struct {
@@ -19,7 +20,8 @@ type runResult struct {
 // runTest runs cfg to its end, judged, with a fresh registry.
 func runTest(ctx context.Context, cfg *config.Config, p *config.Plugins) runResult {
 	reg := prometheus.NewRegistry()
-	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p, Version: "test",
-		Observers: []daemon.Observer{New(zap.NewNop())}})
+	api := serve.New(serve.Options{Config: cfg, Version: "test", Registry: reg})
+	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test",
+		Observers: []daemon.Observer{New(zap.NewNop()), api}})
 	return runResult{sum, err, reg}
 }

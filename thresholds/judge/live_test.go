@@ -13,6 +13,7 @@ import (
 
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/enginetest"
+	"github.com/soakd/soakd/serve"
 )
 
 // While the run lasts, /metrics shows each threshold, ok so far and the
@@ -30,8 +31,9 @@ func TestThresholdsLive(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Registry: reg, Plugins: p,
-				Observers: []daemon.Observer{js}})
+			api := serve.New(serve.Options{Config: cfg, Registry: reg})
+			_, _ = daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+				Observers: []daemon.Observer{js, api}})
 		}()
 		time.Sleep(4500 * time.Millisecond)
 		want := `

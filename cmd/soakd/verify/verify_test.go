@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -56,7 +55,7 @@ func soakRunStop(t *testing.T, env map[string]string, during func(stop func())) 
 	defer stop()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	go func() {
-		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: log, Registry: prometheus.NewRegistry(), Plugins: p, Version: "test",
+		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: log, Plugins: p, Version: "test",
 			Observers: []daemon.Observer{readback.New(log)}})
 		done <- result{sum, err}
 	}()

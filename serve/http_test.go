@@ -1,4 +1,4 @@
-package daemon
+package serve
 
 import (
 	"context"
@@ -7,19 +7,19 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/soakd/soakd/internal/testserver"
-	"github.com/soakd/soakd/sinks"
-	"github.com/soakd/soakd/sources"
-	"github.com/soakd/soakd/sources/kv"
 	"go.uber.org/zap"
-	"net/http/httptest"
-	"testing/synctest"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/enginetest"
+	"github.com/soakd/soakd/internal/testserver"
 )
 
 func listen(t *testing.T) net.Listener {
@@ -57,13 +57,13 @@ func post(t *testing.T, u, token string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func status(t *testing.T, base string) StatusWorkload {
+func status(t *testing.T, base string) daemon.StatusWorkload {
 	t.Helper()
 	code, body := get(t, base+"/status")
 	if code != 200 {
 		t.Fatalf("/status: %d %s", code, body)
 	}
-	var st Status
+	var st daemon.Status
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatalf("/status is not JSON: %v\n%s", err, body)
 	}
@@ -84,10 +84,10 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func TestHTTPEndpointsAndControl(t *testing.T) {
-	p := testPlugins()
+	p := enginetest.Plugins()
 	l := listen(t)
 	base := "http://" + l.Addr().String()
-	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "200", "SOAKD_SEQ_BATCH_SIZE", "10",
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "200", "SOAKD_SEQ_BATCH_SIZE", "10",
 		"SOAKD_SEQ_TARGET", "null://?latency=1ms", "SOAKD_CONTROL_TOKEN", "s3cret-token",
 		"SOAKD_MAX_RATE", "2000", "SOAKD_SEQ_LOAD_RATE", "2000"), p)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -150,10 +150,10 @@ func TestHTTPEndpointsAndControl(t *testing.T) {
 }
 
 func TestControlDisabledWithoutToken(t *testing.T) {
-	p := testPlugins()
+	p := enginetest.Plugins()
 	l := listen(t)
 	base := "http://" + l.Addr().String()
-	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "1s"), p)
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "1s"), p)
 	done := make(chan runResult, 1)
 	go func() { done <- runTest(context.Background(), cfg, p, l) }()
 	eventually(t, "healthz", func() bool { c, _ := get(t, base+"/healthz"); return c == 200 })
@@ -170,10 +170,10 @@ func TestPrometheusScrapesNativeHistograms(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Prometheus, ~15 s")
 	}
-	p := testPlugins()
+	p := enginetest.Plugins()
 	l := listen(t)
 	prom := testserver.Prometheus(t, time.Second, l.Addr().String())
-	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "10",
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "10",
 		"SOAKD_SEQ_TARGET", "null://?latency="+modelled.String(), "SOAKD_CONTROL_TOKEN", "tok"), p)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan runResult, 1)
@@ -262,13 +262,8 @@ func TestPrometheusScrapesNativeHistograms(t *testing.T) {
 // are listed, each adding up.
 func TestStatusShowsCurrentPhase(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		p.Sources.Add(sources.Register(sources.Spec[kv.Config]{
-			Names: []string{"kv"}, Kind: sources.KV,
-			Validate: func(c *kv.Config, _ sources.Common) error { return c.Validate() },
-			New:      func(c *kv.Config, w sources.Common) (sources.Source, error) { return kv.New(*c, w.Seed, w.Shard) },
-		}))
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "kv", "SOAKD_KV_TARGET", "null://?latency=1ms", "SOAKD_KV_RECORDS", "2000",
+		p := enginetest.Plugins()
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "kv", "SOAKD_KV_TARGET", "null://?latency=1ms", "SOAKD_KV_RECORDS", "2000",
 			"SOAKD_KV_LOAD_RATE", "1000", "SOAKD_KV_RATE", "500", "SOAKD_KV_DURATION", "30s", "SOAKD_PROGRESS_INTERVAL", "5s"), p)
 		var h http.Handler
 		open := make(chan struct{})
@@ -276,14 +271,16 @@ func TestStatusShowsCurrentPhase(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = Run(ctx, cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), Plugins: p,
-				started: func(_ []*workload, hh http.Handler) { h = hh; close(open) }})
+			api := New(Options{Config: cfg, Registry: prometheus.NewRegistry()})
+			h = api.Handler()
+			_, _ = daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+				Observers: []daemon.Observer{api, startedObserver(func() { close(open) })}})
 		}()
 		<-open
-		get := func() StatusWorkload {
+		get := func() daemon.StatusWorkload {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
-			var st Status
+			var st daemon.Status
 			if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
 				t.Fatal(err)
 			}
@@ -303,7 +300,7 @@ func TestStatusShowsCurrentPhase(t *testing.T) {
 				t.Fatalf("during the run phase: phase %q latency %v", s.Phase, s.Latency)
 			}
 		}
-		if len(s.Phases) != 2 || s.Phases[0].Name != "load" || s.Phases[0].Acked != 2000 || s.Phases[0].StoppedBy != stopEndOfData ||
+		if len(s.Phases) != 2 || s.Phases[0].Name != "load" || s.Phases[0].Acked != 2000 || s.Phases[0].StoppedBy != "end of data set" ||
 			s.Phases[1].Name != "run" || s.Phases[1].StoppedBy != "" {
 			t.Fatalf("phases %+v", s.Phases)
 		}
@@ -320,53 +317,13 @@ func TestStatusShowsCurrentPhase(t *testing.T) {
 	})
 }
 
-// stallProber is a KV target whose check for loaded records waits until
-// its context ends.
-type stallProber struct{ probing chan struct{} }
-
-func (s *stallProber) Write(context.Context, *sources.Batch) (int, error) { return 0, nil }
-func (s *stallProber) Close(context.Context) error                        { return nil }
-func (s *stallProber) Present(ctx context.Context, _ *sources.Batch) (int, error) {
-	close(s.probing)
-	<-ctx.Done()
-	return 0, fmt.Errorf("cannot run a pipeline: %w", ctx.Err())
-}
-
-// A run stopped (SIGTERM, Ctrl-C) while it checks for loaded records
-// ends as a stop, not as a failure of the target.
-func TestStopWhileCheckingLoadedRecords(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		sp := &stallProber{probing: make(chan struct{})}
-		p := testPlugins(sinks.Entry{Schemes: []string{"stall"}, Kinds: []sources.Kind{sources.KV},
-			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return sp, nil }})
-		p.Sources.Add(sources.Register(sources.Spec[kv.Config]{
-			Names: []string{"kv"}, Kind: sources.KV,
-			Validate: func(c *kv.Config, _ sources.Common) error { return c.Validate() },
-			New:      func(c *kv.Config, w sources.Common) (sources.Source, error) { return kv.New(*c, w.Seed, w.Shard) },
-		}))
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "kv", "SOAKD_KV_TARGET", "stall://", "SOAKD_KV_RECORDS", "100"), p)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan runResult, 1)
-		go func() { done <- runTest(ctx, cfg, p, nil) }()
-		<-sp.probing
-		cancel()
-		res := <-done
-		if res.err != nil {
-			t.Fatalf("run stopped while checking for loaded records: %v, want a clean stop", res.err)
-		}
-		if res.sum != nil && res.sum.Failed() != nil {
-			t.Errorf("summary says the run failed: %v", res.sum.Failed())
-		}
-	})
-}
-
 // GET /control (curl without -X POST) is 405 with Allow: POST, even
 // with the console serving every other path.
 func TestControlOtherMethods(t *testing.T) {
 	t.Parallel()
-	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_CONTROL_TOKEN", "tok"), testPlugins())
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_CONTROL_TOKEN", "tok"), enginetest.Plugins())
 	ui := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "console") })
-	h := handler(cfg, Deps{Logger: zap.NewNop(), Registry: prometheus.NewRegistry(), UI: ui}, nil, time.Now())
+	h := New(Options{Config: cfg, Registry: prometheus.NewRegistry(), UI: ui}).Handler()
 	for _, m := range []string{"GET", "PUT", "DELETE"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(m, "/control?workload=seq&rate=5", nil))
@@ -379,4 +336,26 @@ func TestControlOtherMethods(t *testing.T) {
 	if rec.Code == http.StatusMethodNotAllowed {
 		t.Errorf("POST /control: 405")
 	}
+}
+
+// An address in use fails the run before any workload starts: Run
+// returns the error, with no summary, and no observer is started.
+func TestListenAddressInUse(t *testing.T) {
+	taken := listen(t)
+	defer taken.Close()
+	p := enginetest.Plugins()
+	env := enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "1s")
+	env["SOAKD_LISTEN"] = taken.Addr().String()
+	cfg := enginetest.Load(t, env, p)
+	started := false
+	api := New(Options{Config: cfg, Registry: prometheus.NewRegistry()})
+	sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+		Observers: []daemon.Observer{api, startedObserver(func() { started = true })}})
+	if err == nil || !strings.Contains(err.Error(), "SOAKD_LISTEN: cannot listen on "+taken.Addr().String()) || sum != nil {
+		t.Errorf("Run = %v, %v; want no summary and SOAKD_LISTEN's error", sum, err)
+	}
+	if started {
+		t.Error("a workload started on a run that could not listen")
+	}
+	api.Close()
 }

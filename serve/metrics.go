@@ -1,14 +1,16 @@
-package daemon
+package serve
 
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -17,7 +19,8 @@ import (
 // with dashboards and alert rules (see README); do not change them.
 //
 // Every soakd_* value is read at scrape time from the same counts the
-// summary, /status and the progress line read (phaseStats.snapshot), so
+// summary, /status and the progress line read (the engine's read model:
+// Handle.MetricTotals reads each phase in one snapshot), so
 // within one scrape, per workload,
 //
 //	soakd_scheduled_total = acknowledged + soakd_failed_total + soakd_dropped_total + soakd_inflight_units
@@ -33,7 +36,10 @@ type Metrics struct {
 
 	created time.Time
 	mu      sync.Mutex
-	wls     []*workload
+	wls     []*daemon.Handle
+	// changes counts the changes made through POST /control, per
+	// workload, by action (controlActions).
+	changes map[*daemon.Handle]*[len(controlActions)]atomic.Int64
 }
 
 // NewMetrics creates soakd's metrics and registers them, with the Go and
@@ -45,6 +51,7 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 	}
 	m := &Metrics{
 		created:    time.Now(),
+		changes:    map[*daemon.Handle]*[len(controlActions)]atomic.Int64{},
 		targetRate: d("soakd_target_rate", "Current target rate in rows/s or ops/s (0 in max mode or paused)."),
 		rows:       d("soakd_rows_total", "Rows acknowledged by the target."),
 		values:     d("soakd_values_total", "Field values acknowledged by the target."),
@@ -89,11 +96,22 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 	return m
 }
 
-// add exposes w's metrics from now on.
-func (m *Metrics) add(w *workload) {
+// Add exposes w's metrics from now on.
+func (m *Metrics) Add(w *daemon.Handle) {
 	m.mu.Lock()
 	m.wls = append(m.wls, w)
+	m.changes[w] = new([len(controlActions)]atomic.Int64)
 	m.mu.Unlock()
+}
+
+// controlled counts a change made to w through POST /control.
+func (m *Metrics) controlled(w *daemon.Handle, action int) {
+	m.mu.Lock()
+	c := m.changes[w]
+	m.mu.Unlock()
+	if c != nil {
+		c[action].Add(1)
+	}
 }
 
 // Describe implements prometheus.Collector.
@@ -109,81 +127,93 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.mu.Lock()
-	wls := append([]*workload(nil), m.wls...)
+	wls := append([]*daemon.Handle(nil), m.wls...)
+	controls := make([]*[len(controlActions)]atomic.Int64, len(wls))
+	for i, w := range wls {
+		controls[i] = m.changes[w]
+	}
 	m.mu.Unlock()
-	for _, w := range wls {
-		m.collect(ch, w)
+	for i, w := range wls {
+		m.collect(ch, w, controls[i])
 	}
 }
 
-func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
-	name := w.name
-	c, lat, disp := w.totals()
+func (m *Metrics) collect(ch chan<- prometheus.Metric, w *daemon.Handle, controls *[len(controlActions)]atomic.Int64) {
+	name := w.Name()
+	kind := w.Kind()
+	c := w.MetricTotals()
 	gauge := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, name)
 	}
 	counter := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{name}, labels...)...)
 	}
-	rows, values := c.acked, c.values
-	if w.kind != sources.Series {
+	rows, values := c.Acked, c.Values
+	if kind != sources.Series {
 		rows, values = 0, 0
 	}
 	counter(m.rows, rows)
 	counter(m.values, values)
-	counter(m.scheduled, c.scheduled)
-	counter(m.failed, c.failed)
-	counter(m.dropped, c.dropped)
-	counter(m.bytes, c.bytes)
-	gauge(m.inflightUnits, float64(c.inflight()))
-	for _, op := range w.ops {
-		o := &c.ops[op]
-		if w.kind == sources.Queries {
-			counter(m.queryRows, o.rows, opName(op))
+	counter(m.scheduled, c.Scheduled)
+	counter(m.failed, c.Failed)
+	counter(m.dropped, c.Dropped)
+	counter(m.bytes, c.Bytes)
+	gauge(m.inflightUnits, float64(c.InFlight))
+	for _, op := range w.ReportedOps() {
+		o := c.Op(op)
+		if kind == sources.Queries {
+			counter(m.queryRows, c.QueryRows(op), op)
 		}
-		counter(m.ops, o.ok, opName(op), "ok")
-		counter(m.ops, o.failed, opName(op), "error")
+		counter(m.ops, o.OK, op, "ok")
+		counter(m.ops, o.Failed, op, "error")
+		errs := c.OpErrors(op)
 		for i, cl := range sinks.Classes {
-			counter(m.errors, o.errors[i], opName(op), string(cl))
+			counter(m.errors, errs[i], op, string(cl))
 		}
-		ch <- histMetric(m.response, &lat[op].response, m.created, name, opName(op))
-		ch <- histMetric(m.service, &lat[op].service, m.created, name, opName(op))
+		ch <- HistogramMetric(m.response, &o.Response, m.created, name, op)
+		ch <- HistogramMetric(m.service, &o.Service, m.created, name, op)
 	}
-	ch <- histMetric(m.dispatch, disp, m.created, name)
-	if w.cfg.Verify > 0 {
-		v := &c.verify
-		counter(m.verifyChecked, v.checked)
-		for k, kind := range verifyKinds {
-			counter(m.verifyFailures, v.failures[k], kind.String())
+	disp := c.Dispatch()
+	ch <- HistogramMetric(m.dispatch, &disp, m.created, name)
+	if w.Verifies() {
+		v := &c.Verify
+		counter(m.verifyChecked, v.Checked)
+		failures := [...]int64{v.Missing, v.Mismatch, v.Duplicate} // in the order of VerifyKinds
+		for k, kind := range daemon.VerifyKinds() {
+			counter(m.verifyFailures, failures[k], kind)
 		}
-		counter(m.verifySkipped, v.skipped)
-		ch <- histMetric(m.response, &lat[verifyOp].response, m.created, name, opName(verifyOp))
-		ch <- histMetric(m.service, &lat[verifyOp].service, m.created, name, opName(verifyOp))
+		counter(m.verifySkipped, v.Skipped)
+		o := c.Op(daemon.VerifyOp)
+		ch <- HistogramMetric(m.response, &o.Response, m.created, name, daemon.VerifyOp)
+		ch <- HistogramMetric(m.service, &o.Service, m.created, name, daemon.VerifyOp)
 	}
-	gauge(m.workers, float64(w.cfg.Workers))
+	gauge(m.workers, float64(w.Config().Workers))
 	ready := 0.0
-	if ok, _ := w.ready.get(); ok {
+	if w.Ready() {
 		ready = 1
 	}
 	gauge(m.ready, ready)
-	// Not w.sink: closeSinks clears it while scrapes may run.
-	if w.conns != nil {
-		gauge(m.conns, float64(w.conns.OpenConns()))
+	if n, ok := w.OpenConns(); ok {
+		gauge(m.conns, float64(n))
 	}
 	for i, a := range controlActions {
-		counter(m.controls, w.controls[i].Load(), a)
+		var n int64
+		if controls != nil {
+			n = controls[i].Load()
+		}
+		counter(m.controls, n, a)
 	}
 	var rate, lag float64
 	inflight := 0
-	if ps := w.cur.Load(); ps != nil {
-		rate = w.sched.Load().rateAt(w.since())
-		lag = w.lagNow().Seconds()
-		inflight = ps.writing()
+	if p := w.Phase(); p != nil {
+		rate, _ = w.TargetRate()
+		lag = w.Lag().Seconds()
+		inflight = p.Writing()
 	}
 	gauge(m.targetRate, rate)
 	gauge(m.lag, lag)
 	gauge(m.inflight, float64(inflight))
-	for _, t := range verdictsOf(w.observers, name, false) {
+	for _, t := range w.Verdicts() {
 		ok := 0.0
 		if t.OK {
 			ok = 1
@@ -195,80 +225,18 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *workload) {
 	}
 }
 
-// opsFor lists the op slots a workload of kind k reports: write for
-// series, every KV op, and for queries the types src issues (every type
-// when it does not say).
-func opsFor(k sources.Kind, src sources.Source) []int {
-	switch k {
-	case sources.Series:
-		return []int{writeOp}
-	case sources.Queries:
-		var out []int
-		if qs, ok := src.(interface{ QueryTypes() []sources.QueryType }); ok {
-			for _, t := range qs.QueryTypes() {
-				if t < sources.NumQueryTypes {
-					out = append(out, queryOp0+int(t))
-				}
-			}
-		}
-		if len(out) == 0 {
-			for t := range int(sources.NumQueryTypes) {
-				out = append(out, queryOp0+t)
-			}
-		}
-		return out
-	}
-	out := make([]int, sources.NumOps)
-	for i := range out {
-		out[i] = i
-	}
-	return out
-}
-
-// latTotals are one op's latency buckets summed over phases.
-type latTotals struct{ response, service promBuckets }
-
-// totals sums every phase's counts and latency buckets, each phase read
-// in one snapshot so histogram counts agree with the op counts.
-func (w *workload) totals() (counts, *[opSlots]latTotals, *promBuckets) {
-	var c counts
-	lat := new([opSlots]latTotals)
-	disp := new(promBuckets)
-	for _, ps := range w.allPhases() {
-		pc := ps.snapshotThen(func(h *phaseHist) {
-			for op, oh := range h.ops {
-				if oh != nil {
-					lat[op].response.add(&oh.response.prom)
-					lat[op].service.add(&oh.service.prom)
-				}
-			}
-			if h.dispatch != nil {
-				disp.add(&h.dispatch.prom)
-			}
-		})
-		c.add(&pc)
-	}
-	return c, lat, disp
-}
-
-// histMetric is a histogram with both a native (schema 3) and classic
-// buckets, as a prometheus.Histogram with both configured exposes.
-func histMetric(desc *prometheus.Desc, p *promBuckets, created time.Time, labels ...string) prometheus.Metric {
-	native := map[int]int64{}
-	for i, n := range p.native {
-		if n != 0 {
-			native[i+nativeMin] = n
-		}
-	}
-	m, err := prometheus.NewConstNativeHistogram(desc, p.count, p.sum, native, nil, 0, nativeSchema, 0, created, labels...)
+// HistogramMetric is b as a histogram with both native (schema 3) and
+// classic buckets, as a prometheus.Histogram with both configured exposes
+// it: what soakd_response_seconds and its kin export.
+func HistogramMetric(desc *prometheus.Desc, b *daemon.Buckets, created time.Time, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstNativeHistogram(desc, b.Count(), b.Sum(), b.Native(), nil, 0, daemon.NativeSchema, 0, created, labels...)
 	if err != nil {
 		return prometheus.NewInvalidMetric(desc, err)
 	}
-	buckets := make([]*dto.Bucket, len(latencyBuckets))
-	var cum uint64
-	for i, ub := range latencyBuckets {
-		cum += p.classic[i]
-		buckets[i] = &dto.Bucket{CumulativeCount: new(cum), UpperBound: new(ub)}
+	upper, cum := b.Classic()
+	buckets := make([]*dto.Bucket, len(upper))
+	for i, ub := range upper {
+		buckets[i] = &dto.Bucket{CumulativeCount: new(cum[i]), UpperBound: new(ub)}
 	}
 	return withClassic{m, buckets}
 }

@@ -1,0 +1,61 @@
+package daemon
+
+import (
+	"github.com/soakd/soakd/sources"
+)
+
+// opsFor lists the op slots a workload of kind k reports: write for
+// series, every KV op, and for queries the types src issues (every type
+// when it does not say).
+func opsFor(k sources.Kind, src sources.Source) []int {
+	switch k {
+	case sources.Series:
+		return []int{writeOp}
+	case sources.Queries:
+		var out []int
+		if qs, ok := src.(interface{ QueryTypes() []sources.QueryType }); ok {
+			for _, t := range qs.QueryTypes() {
+				if t < sources.NumQueryTypes {
+					out = append(out, queryOp0+int(t))
+				}
+			}
+		}
+		if len(out) == 0 {
+			for t := range int(sources.NumQueryTypes) {
+				out = append(out, queryOp0+t)
+			}
+		}
+		return out
+	}
+	out := make([]int, sources.NumOps)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// latTotals are one op's latency buckets summed over phases.
+type latTotals struct{ response, service promBuckets }
+
+// totals sums every phase's counts and latency buckets, each phase read
+// in one snapshot so histogram counts agree with the op counts.
+func (w *workload) totals() (counts, *[opSlots]latTotals, *promBuckets) {
+	var c counts
+	lat := new([opSlots]latTotals)
+	disp := new(promBuckets)
+	for _, ps := range w.allPhases() {
+		pc := ps.snapshotThen(func(h *phaseHist) {
+			for op, oh := range h.ops {
+				if oh != nil {
+					lat[op].response.add(&oh.response.prom)
+					lat[op].service.add(&oh.service.prom)
+				}
+			}
+			if h.dispatch != nil {
+				disp.add(&h.dispatch.prom)
+			}
+		})
+		c.add(&pc)
+	}
+	return c, lat, disp
+}

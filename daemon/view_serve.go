@@ -1,0 +1,196 @@
+package daemon
+
+import (
+	"github.com/soakd/soakd/sinks"
+)
+
+// This file is the engine's read model for the features that serve a
+// run over HTTP (package serve: /status, /readyz, /metrics): what a
+// workload's target answers, why it is not ready, what it dropped and
+// failed on, and its totals as the soakd_* metrics export them.
+
+// Ready reports whether the workload's target is prepared and answers
+// its ping: what /readyz and soakd_ready say.
+func (h *Handle) Ready() bool {
+	ok, _ := h.w.ready.get()
+	return ok
+}
+
+// NotReady says why the workload is not ready, as /readyz lists it: its
+// target (secrets redacted), the setup step waited for, the last error
+// and the next retry; "" when it is ready.
+func (h *Handle) NotReady() string { return h.w.notReady() }
+
+// LastError is the workload's last failed attempt, secrets scrubbed, or
+// nil when none failed.
+func (h *Handle) LastError() *ErrorSummary {
+	if e := h.w.lastError(); e.Text != "" {
+		return errorSummary(e)
+	}
+	return nil
+}
+
+// DropCause is why the phase running now dropped work, nil when it
+// dropped none (or before the first phase).
+func (h *Handle) DropCause() *DropCause {
+	ps := h.w.cur.Load()
+	if ps == nil {
+		return nil
+	}
+	if c := ps.snapshot(); c.dropped == 0 {
+		return nil
+	}
+	return h.w.phaseSummary(ps).DropCause
+}
+
+// Verdicts are the workload's thresholds as the run's Checkers judge
+// them so far (soakd_threshold_ok, /status), nil when none judges it.
+func (h *Handle) Verdicts() []ThresholdResult { return verdictsOf(h.w.observers, h.w.name, false) }
+
+// StatusFields are the fields the run's StatusAdders add to the
+// workload's object in /status, by name; nil when none adds one.
+func (h *Handle) StatusFields() map[string]any {
+	var out map[string]any
+	for _, o := range h.w.observers {
+		if sa, ok := o.(StatusAdder); ok {
+			if k, v, ok := sa.AddStatus(h.w.name); ok {
+				if out == nil {
+					out = map[string]any{}
+				}
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// RecentLatency is the achieved rate over the last 10 s and the current
+// phase's latency as /status shows them: over the last whole progress
+// interval, or the interval so far while the phase is younger than one.
+// Both are zero before the first phase.
+func (h *Handle) RecentLatency() (achieved float64, window LatencyWindow) {
+	achieved, win := h.w.statusLive()
+	window.Dispatch = win.dispatch
+	for op := range win.ops {
+		if q := win.ops[op]; q.response.Count > 0 {
+			window.Ops = append(window.Ops, OpQuantiles{Op: opName(op), Response: q.response, Service: q.service})
+		}
+	}
+	return achieved, window
+}
+
+// OpenConns is the number of connections open to the workload's target
+// now; ok is false when its sink does not count them.
+func (h *Handle) OpenConns() (n int64, ok bool) {
+	// Not w.sink: closing the sinks clears it while scrapes may run.
+	if h.w.conns == nil {
+		return 0, false
+	}
+	return h.w.conns.OpenConns(), true
+}
+
+// Verifies reports whether the workload reads back what it wrote
+// (VERIFY), so that its totals hold read-back checks.
+func (h *Handle) Verifies() bool { return h.w.cfg.Verify > 0 }
+
+// Same reports whether p and o are the same phase of a workload.
+func (p *Phase) Same(o *Phase) bool { return o != nil && p.ps == o.ps }
+
+// IdleCounts are the counts /status shows of a workload before its first
+// phase: zeros, with every error class.
+func IdleCounts() StatusCounts { return statusCounts(&counts{}) }
+
+// MetricTotals are a workload's totals over its phases as /metrics
+// exports them, read in one go: RunTotals, with the units scheduled and
+// in flight and the read-back checks.
+type MetricTotals struct {
+	RunTotals
+	// Scheduled are the units the schedule released: acknowledged +
+	// failed + dropped + in flight.
+	Scheduled, InFlight int64
+	// Verify is the read-back checks (VERIFY); zero without them.
+	Verify VerifyCounts
+}
+
+// MetricTotals are the workload's totals over its phases now.
+func (h *Handle) MetricTotals() *MetricTotals {
+	c, lat, disp := h.w.totals()
+	v := &c.verify
+	return &MetricTotals{
+		RunTotals: RunTotals{Acked: c.acked, Failed: c.failed, Dropped: c.dropped, Values: c.values, Bytes: c.bytes,
+			Errors: c.byClass(), ops: c.ops, lat: lat, disp: disp},
+		Scheduled: c.scheduled, InFlight: c.inflight(),
+		Verify: VerifyCounts{Checked: v.checked, Missing: v.failures[0], Mismatch: v.failures[1],
+			Duplicate: v.failures[2], Skipped: v.skipped},
+	}
+}
+
+// OpErrors are op's failed attempts of each class, in the order of
+// sinks.Classes; zero for an op the engine does not know.
+func (t *RunTotals) OpErrors(op string) [len(sinks.Classes)]int64 {
+	var out [len(sinks.Classes)]int64
+	if i := opSlot(op); op != "" && i >= 0 {
+		copy(out[:], t.ops[i].errors[:])
+	}
+	return out
+}
+
+// QueryRows are the rows op's acknowledged queries returned (query
+// workloads); zero for an op the engine does not know.
+func (t *RunTotals) QueryRows(op string) int64 {
+	if i := opSlot(op); op != "" && i >= 0 {
+		return t.ops[i].rows
+	}
+	return 0
+}
+
+// VerifyOp names the read-back checks' op in the latency totals
+// (RunTotals.Op) and in soakd_response_seconds.
+var VerifyOp = opName(verifyOp)
+
+// Count is the number of latencies recorded; Sum their sum in seconds.
+func (b *Buckets) Count() uint64 { return b.p.count }
+
+// Sum is the sum of the latencies recorded, in seconds.
+func (b *Buckets) Sum() float64 { return b.p.sum }
+
+// NativeSchema is the schema of the native histogram buckets Native
+// returns (3: each about 9 % wide).
+const NativeSchema = nativeSchema
+
+// Native are the counts of the native histogram's buckets that are not
+// empty, by bucket index (schema NativeSchema).
+func (b *Buckets) Native() map[int]int64 {
+	out := map[int]int64{}
+	for i, n := range b.p.native {
+		if n != 0 {
+			out[i+nativeMin] = n
+		}
+	}
+	return out
+}
+
+// Classic are the cumulative counts of the classic buckets exported next
+// to the native histogram, for Prometheus servers without native
+// histogram support, with their upper bounds in seconds (100 µs to
+// 1 min).
+func (b *Buckets) Classic() (upper []float64, cumulative []uint64) {
+	upper, cumulative = make([]float64, len(latencyBuckets)), make([]uint64, len(latencyBuckets))
+	var cum uint64
+	for i, ub := range latencyBuckets {
+		cum += b.p.classic[i]
+		upper[i], cumulative[i] = ub, cum
+	}
+	return upper, cumulative
+}
+
+// VerifyKinds name the kinds of failed read-back checks, as
+// soakd_verify_failures_total's kind label: missing, mismatch,
+// duplicate.
+func VerifyKinds() []string {
+	out := make([]string, len(verifyKinds))
+	for i, k := range verifyKinds {
+		out[i] = k.String()
+	}
+	return out
+}
