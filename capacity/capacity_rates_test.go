@@ -28,7 +28,7 @@ func TestCapacityStepRates(t *testing.T) {
 		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "part://x", "SOAKD_SEQ_BATCH_SIZE", "10",
 			"SOAKD_CAPACITY_START", "1000", "SOAKD_CAPACITY_HOLD", "10s", "SOAKD_CAPACITY_SETTLE", "3s",
 			"SOAKD_CAPACITY_WARMUP", "5s"), p)
-		_, res, err := Run(context.Background(), cfg, nil, daemon.Deps{Logger: zap.NewNop(), Plugins: p}, nil)
+		_, res, err := Run(context.Background(), cfg, nil, daemon.Deps{Logger: zap.NewNop(), Plugins: p}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

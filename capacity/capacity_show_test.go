@@ -25,7 +25,7 @@ func TestCapacityShowsTheStepsRate(t *testing.T) {
 			"SOAKD_SEQ_WORKERS", "8", "SOAKD_CAPACITY_START", "1000", "SOAKD_CAPACITY_HOLD", "5s",
 			"SOAKD_CAPACITY_SETTLE", "2s", "SOAKD_CAPACITY_WARMUP", "2s", "SOAKD_CAPACITY_SLO_P99", "50ms"), p)
 		h := history.New()
-		sum, res, err := Run(context.Background(), cfg, nil, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Observers: []daemon.Observer{h}}, nil)
+		sum, res, err := Run(context.Background(), cfg, nil, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Observers: []daemon.Observer{h}}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

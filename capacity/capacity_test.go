@@ -78,7 +78,7 @@ func TestCapacityFindsModelledKnee(t *testing.T) {
 					"SOAKD_SEQ_WORKERS", "8", "SOAKD_CAPACITY_START", fmt.Sprint(tc.model/5), "SOAKD_CAPACITY_HOLD", "10s",
 					"SOAKD_CAPACITY_SETTLE", "3s", "SOAKD_CAPACITY_WARMUP", "5s", "SOAKD_CAPACITY_SLO_P99", "50ms"), p)
 				t0 := time.Now()
-				sum, res, err := Run(context.Background(), cfg, nil, daemon.Deps{Logger: zap.NewNop(), Plugins: p}, nil)
+				sum, res, err := Run(context.Background(), cfg, nil, daemon.Deps{Logger: zap.NewNop(), Plugins: p}, Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -114,7 +114,7 @@ func TestCapacityPartialOnStop(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(40*time.Second, cancel) // warm-up 5 s, then steps of 13 s: during the third
 		var updates int
-		_, res, err := Run(ctx, cfg, nil, daemon.Deps{Logger: zap.NewNop(), Plugins: p}, func(Result) { updates++ })
+		_, res, err := Run(ctx, cfg, nil, daemon.Deps{Logger: zap.NewNop(), Plugins: p}, Options{OnUpdate: func(Result) { updates++ }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +173,7 @@ func TestCapacityStatusSaysSoakdLimited(t *testing.T) {
 			"SOAKD_CAPACITY_SETTLE", "1s", "SOAKD_CAPACITY_WARMUP", "1s", "SOAKD_CAPACITY_SLO_P99", "500ms", "SOAKD_CAPACITY_REFINE", "1"), p)
 		d := daemon.Deps{Logger: zap.NewNop(), Plugins: p}
 		s := newSearcher(cfg, nil, d, nil)
-		_, res, err := s.runEngine(context.Background(), cfg, d)
+		_, res, err := s.runEngine(context.Background(), cfg, d, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -444,18 +444,28 @@ func (s *searcher) live() (step int, target, knee float64) {
 // cfg.Capacity names: its rate is stepped up from START, each step judged
 // against the SLO, the boundary refined, and the knee reported. The other
 // workloads hold their rate. It returns the run's summary and the search
-// (partial when ctx ends first, e.g. on SIGINT). onUpdate, when set, gets
-// the search after each step and at its end (the live console).
+// (partial when ctx ends first, e.g. on SIGINT).
 //
 // environ is the environment the configuration was read from; the report
 // lists its settings, secrets hidden. cfg is not changed: the search runs
 // on a copy whose searched workload runs open loop from START.
-func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d daemon.Deps, onUpdate func(Result)) (*daemon.Summary, *Result, error) {
+func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d daemon.Deps, o Options) (*daemon.Summary, *Result, error) {
 	if err := cfg.CheckCapacity(); err != nil {
 		return nil, nil, err
 	}
-	s := newSearcher(cfg, environ, d, onUpdate)
-	return s.runEngine(ctx, cfg, d)
+	s := newSearcher(cfg, environ, d, o.OnUpdate)
+	return s.runEngine(ctx, cfg, d, o.Metrics)
+}
+
+// Options are what a capacity search reports to besides its result.
+type Options struct {
+	// Metrics, when set, gets soakd_capacity_step and
+	// soakd_capacity_knee_rate for the search's duration: the registry
+	// the run's /metrics serves.
+	Metrics prometheus.Registerer
+	// OnUpdate, when set, gets the search after each step and at its
+	// end (the live console).
+	OnUpdate func(Result)
 }
 
 func newSearcher(cfg *config.Config, environ map[string]string, d daemon.Deps, onUpdate func(Result)) *searcher {
@@ -468,8 +478,8 @@ func newSearcher(cfg *config.Config, environ map[string]string, d daemon.Deps, o
 
 // runEngine runs the engine on a copy of cfg made for the search, with s
 // among its observers, and returns the summary and the search.
-func (s *searcher) runEngine(ctx context.Context, cfg *config.Config, d daemon.Deps) (*daemon.Summary, *Result, error) {
-	if reg := metricsRegistry(d.Observers); reg != nil {
+func (s *searcher) runEngine(ctx context.Context, cfg *config.Config, d daemon.Deps, reg prometheus.Registerer) (*daemon.Summary, *Result, error) {
+	if reg != nil {
 		c := &collector{s: s}
 		if err := reg.Register(c); err != nil {
 			return nil, nil, fmt.Errorf("capacity metrics: %w", err)
@@ -490,18 +500,6 @@ func (s *searcher) runEngine(ctx context.Context, cfg *config.Config, d daemon.D
 		res.Outcome = "stopped before the search ended"
 	}
 	return sum, &res, err
-}
-
-// metricsRegistry is the registry the run's metrics are served from: the
-// Registerer of the observer that exports them (package serve's Server),
-// nil when none does.
-func metricsRegistry(observers []daemon.Observer) prometheus.Registerer {
-	for _, o := range observers {
-		if r, ok := o.(interface{ Registerer() prometheus.Registerer }); ok {
-			return r.Registerer()
-		}
-	}
-	return nil
 }
 
 // forSearch copies cfg with the searched workload running open loop from

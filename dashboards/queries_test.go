@@ -252,7 +252,7 @@ func runSoakd(t *testing.T, environ map[string]string, reg *prometheus.Registry,
 		// With SOAKD_CAPACITY_WORKLOAD set, soakd capacity searches that
 		// workload (the capacity dashboard's search panels need one).
 		if environ["SOAKD_CAPACITY_WORKLOAD"] != "" {
-			_, _, err = capacity.Run(ctx, cfg, environ, deps, nil)
+			_, _, err = capacity.Run(ctx, cfg, environ, deps, capacity.Options{Metrics: reg})
 		} else {
 			_, err = daemon.Run(ctx, cfg, deps)
 		}

@@ -77,10 +77,6 @@ func New(o Options) *Server {
 // Handler is the endpoints, for tests that call them without a network.
 func (s *Server) Handler() http.Handler { return s.h }
 
-// Registerer is the registry /metrics serves: a feature that exports
-// metrics of its own (soakd capacity) registers them there.
-func (s *Server) Registerer() prometheus.Registerer { return s.o.Registry }
-
 // Opened binds the address on the first workload (an address in use, or
 // a certificate that does not load, fails the run before anything is
 // sent; as a failed run, exit 1, not as a setting the configuration got

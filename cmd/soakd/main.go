@@ -287,20 +287,21 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		return nil
 	}
 	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: buildVersion(), Control: cfg.EffectiveControlToken() != "", Panels: panels})
-	// The history is sampled before the progress line is drawn, each
-	// second, and takes its last sample before the bar its last frame.
 	// The HTTP API binds its address as the workloads open, serves
 	// through the run and shuts down once it is over (Close covers a run
 	// that could not start).
-	api := serve.New(serve.Options{Config: cfg, Logger: log, Version: buildVersion(), Registry: prometheus.NewRegistry(), UI: ui})
+	reg := prometheus.NewRegistry()
+	api := serve.New(serve.Options{Config: cfg, Logger: log, Version: buildVersion(), Registry: reg, UI: ui})
 	defer api.Close()
+	// The history is sampled before the progress line is drawn, each
+	// second, and takes its last sample before the bar its last frame.
 	deps := daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
 		Observers: []daemon.Observer{judge.New(log), readback.New(log), hist, progress.New(cfg, log, console), api}}
 	var sum *daemon.Summary
 	var runErr error
 	var capRes *capacity.Result
 	if search {
-		sum, capRes, runErr = capacity.Run(ctx, cfg, f.Env, deps, func(r capacity.Result) { capLive.Store(&r) })
+		sum, capRes, runErr = capacity.Run(ctx, cfg, f.Env, deps, capacity.Options{Metrics: reg, OnUpdate: func(r capacity.Result) { capLive.Store(&r) }})
 	} else {
 		sum, runErr = daemon.Run(ctx, cfg, deps)
 	}
