@@ -21,6 +21,7 @@ import (
 //   - KVReader: reads KV records back, for verification.
 //   - ConnCounter: counts its open connections, for soakd_target_connections.
 //   - Querier: runs a query workload's queries alone, for tests that compare targets.
+//   - TargetWatcher: reads the target's own memory, storage and CPU, for soakd_target_*.
 
 // Preparer is implemented by sinks that create their schema (tables,
 // databases, buckets) before the first write. The engine calls Prepare
@@ -108,4 +109,31 @@ type Querier interface {
 	DataRange() sources.DataRange
 	// RefreshRange reads the data's time range now.
 	RefreshRange(ctx context.Context) error
+}
+
+// TargetWatcher is implemented by sinks that can read the target's own
+// figures: its memory, the storage soakd's data takes, its CPU time.
+// They are read at a low interval (SOAKD_<W>_WATCH_INTERVAL) from a
+// goroutine of their own, never on the write path, while Write runs.
+type TargetWatcher interface {
+	// TargetFigures reads the target's figures now. A figure the sink
+	// cannot read (a permission missing, a managed service that hides
+	// it) is left out and named in Unavailable with why; an error means
+	// none could be read this time (the target is down).
+	TargetFigures(ctx context.Context) (TargetFigures, error)
+}
+
+// TargetFigures are a target's own figures at one reading. Kinds are short
+// snake_case names a sink documents (used, rss for Redis' memory; table,
+// index, wal, database for PostgreSQL's storage), exported as the kind
+// label of soakd_target_memory_bytes and soakd_target_storage_bytes.
+type TargetFigures struct {
+	Memory  map[string]float64 // bytes, by kind
+	Storage map[string]float64 // bytes, by kind
+	// CPUSeconds is the target's CPU time so far (user + system), when
+	// it reports one; HasCPU says whether it does.
+	CPUSeconds float64
+	HasCPU     bool
+	// Unavailable names each figure the sink could not read, with why.
+	Unavailable map[string]string
 }
