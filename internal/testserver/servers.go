@@ -191,38 +191,39 @@ func postgres(t testing.TB, bin, name string, o pgOptions) *Server {
 			t.Fatal(err)
 		}
 	}
-	port := FreePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	isready := filepath.Join(bin, "pg_isready")
-	args := []string{"-D", data, "-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(port),
-		"-c", "unix_socket_directories=" + dir, "-c", "fsync=off", "-c", "synchronous_commit=off",
-		"-c", "full_page_writes=off", "-c", "max_connections=200"}
-	for _, kv := range o.settings {
-		args = append(args, "-c", kv)
-	}
-	c := Command{
-		Name:       name,
-		Path:       filepath.Join(bin, "postgres"),
-		Args:       args,
-		Dir:        dir,
-		AsUser:     owner,
-		StopSignal: syscall.SIGINT, // fast shutdown
-		Ready: func(ctx context.Context) error {
-			out, err := exec.CommandContext(ctx, isready, "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(port)).CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("pg_isready: %v %s", err, out)
-			}
-			return nil
-		},
-	}
-	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr)
-	if o.certs != nil {
-		c.Args = append(c.Args, "-c", "ssl=on", "-c", "ssl_cert_file="+o.certs.ServerCert,
-			"-c", "ssl_key_file="+o.certs.ServerKey, "-c", "ssl_ca_file="+o.certs.CA)
-		url = fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=verify-full&sslrootcert=%s", addr, o.certs.CA)
-	}
-	p := Start(t, c)
-	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: url}
+	return startOnFreePorts(t, 1, func(ports []int) (Command, *Server) {
+		port := ports[0]
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		isready := filepath.Join(bin, "pg_isready")
+		args := []string{"-D", data, "-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(port),
+			"-c", "unix_socket_directories=" + dir, "-c", "fsync=off", "-c", "synchronous_commit=off",
+			"-c", "full_page_writes=off", "-c", "max_connections=200"}
+		for _, kv := range o.settings {
+			args = append(args, "-c", kv)
+		}
+		c := Command{
+			Name:       name,
+			Path:       filepath.Join(bin, "postgres"),
+			Args:       args,
+			Dir:        dir,
+			AsUser:     owner,
+			StopSignal: syscall.SIGINT, // fast shutdown
+			Ready: func(ctx context.Context) error {
+				out, err := exec.CommandContext(ctx, isready, "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(port)).CombinedOutput()
+				if err != nil {
+					return fmt.Errorf("pg_isready: %v %s", err, out)
+				}
+				return nil
+			},
+		}
+		url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr)
+		if o.certs != nil {
+			c.Args = append(c.Args, "-c", "ssl=on", "-c", "ssl_cert_file="+o.certs.ServerCert,
+				"-c", "ssl_key_file="+o.certs.ServerKey, "-c", "ssl_ca_file="+o.certs.CA)
+			url = fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=verify-full&sslrootcert=%s", addr, o.certs.CA)
+		}
+		return c, &Server{Addr: addr, Port: port, URL: url}
+	})
 }
 
 // RedisBinary finds redis-server; the test is skipped (or fails under
@@ -243,18 +244,19 @@ func Redis(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	bin := RedisBinary(t)
 	dir := TempDir(t, "")
-	port := FreePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	c := Command{
-		Name: "redis-server",
-		Path: bin,
-		Args: append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
-			"--dir", dir, "--protected-mode", "yes", "--daemonize", "no"}, extra...),
-		Dir:   dir,
-		Ready: redisPing(addr),
-	}
-	p := Start(t, c)
-	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: "redis://" + addr + "/0"}
+	return startOnFreePorts(t, 1, func(ports []int) (Command, *Server) {
+		port := ports[0]
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		c := Command{
+			Name: "redis-server",
+			Path: bin,
+			Args: append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
+				"--dir", dir, "--protected-mode", "yes", "--daemonize", "no"}, extra...),
+			Dir:   dir,
+			Ready: redisPing(addr),
+		}
+		return c, &Server{Addr: addr, Port: port, URL: "redis://" + addr + "/0"}
+	})
 }
 
 // RedisTLS starts redis-server serving TLS only (no plain port) with
@@ -265,28 +267,29 @@ func RedisTLS(t testing.TB, certs *Certs, clientCert bool, extra ...string) *Ser
 	t.Helper()
 	bin := RedisBinary(t)
 	dir := TempDir(t, "")
-	port := FreePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	auth := "no"
-	if clientCert {
-		auth = "yes"
-	}
-	cfg, err := tlsClientConfig(certs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := Command{
-		Name: "redis-server",
-		Path: bin,
-		Args: append([]string{"--bind", "127.0.0.1", "--port", "0", "--tls-port", strconv.Itoa(port),
-			"--tls-cert-file", certs.ServerCert, "--tls-key-file", certs.ServerKey, "--tls-ca-cert-file", certs.CA,
-			"--tls-auth-clients", auth, "--save", "", "--appendonly", "no",
-			"--dir", dir, "--protected-mode", "yes", "--daemonize", "no"}, extra...),
-		Dir:   dir,
-		Ready: redisPingDial(addr, cfg),
-	}
-	p := Start(t, c)
-	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: "rediss://" + addr + "/0"}
+	return startOnFreePorts(t, 1, func(ports []int) (Command, *Server) {
+		port := ports[0]
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		auth := "no"
+		if clientCert {
+			auth = "yes"
+		}
+		cfg, err := tlsClientConfig(certs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := Command{
+			Name: "redis-server",
+			Path: bin,
+			Args: append([]string{"--bind", "127.0.0.1", "--port", "0", "--tls-port", strconv.Itoa(port),
+				"--tls-cert-file", certs.ServerCert, "--tls-key-file", certs.ServerKey, "--tls-ca-cert-file", certs.CA,
+				"--tls-auth-clients", auth, "--save", "", "--appendonly", "no",
+				"--dir", dir, "--protected-mode", "yes", "--daemonize", "no"}, extra...),
+			Dir:   dir,
+			Ready: redisPingDial(addr, cfg),
+		}
+		return c, &Server{Addr: addr, Port: port, URL: "rediss://" + addr + "/0"}
+	})
 }
 
 // tlsClientConfig trusts certs' CA and presents its client certificate.
@@ -392,9 +395,10 @@ func Influx(t testing.TB, opts ...InfluxOption) *Server {
 		opt(&o)
 	}
 	dir := TempDir(t, "")
-	port, rpc := FreePort(t), FreePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	conf := fmt.Sprintf(`reporting-disabled = true
+	return startOnFreePorts(t, 2, func(ports []int) (Command, *Server) {
+		port, rpc := ports[0], ports[1]
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		conf := fmt.Sprintf(`reporting-disabled = true
 bind-address = "127.0.0.1:%d"
 [meta]
   dir = "%[2]s/meta"
@@ -420,29 +424,29 @@ bind-address = "127.0.0.1:%d"
   suppress-logo = true
   level = "warn"
 `, rpc, dir, addr, o.auth, o.certs != nil, certPath(o.certs, false), certPath(o.certs, true), dataLines(o.data), dataLines(o.http))
-	cf := filepath.Join(dir, "influxdb.conf")
-	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := Command{
-		Name:  "influxd",
-		Path:  bin,
-		Args:  []string{"run", "-config", cf},
-		Dir:   dir,
-		Ready: HTTPReady("http://" + addr + "/ping"),
-	}
-	url := "http://" + addr
-	if o.certs != nil {
-		tc, err := tlsClientConfig(o.certs)
-		if err != nil {
+		cf := filepath.Join(dir, "influxdb.conf")
+		if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		url = "https://" + addr
-		hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: tc}, Timeout: 5 * time.Second}
-		c.Ready = httpReady(hc, url+"/ping")
-	}
-	p := Start(t, c)
-	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: url}
+		c := Command{
+			Name:  "influxd",
+			Path:  bin,
+			Args:  []string{"run", "-config", cf},
+			Dir:   dir,
+			Ready: HTTPReady("http://" + addr + "/ping"),
+		}
+		url := "http://" + addr
+		if o.certs != nil {
+			tc, err := tlsClientConfig(o.certs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			url = "https://" + addr
+			hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: tc}, Timeout: 5 * time.Second}
+			c.Ready = httpReady(hc, url+"/ping")
+		}
+		return c, &Server{Addr: addr, Port: port, URL: url}
+	})
 }
 
 func certPath(c *Certs, key bool) string {
@@ -473,31 +477,32 @@ func Prometheus(t testing.TB, scrapeEvery time.Duration, targets ...string) *Ser
 		Unavailable(t, "no prometheus binary (apt-get install prometheus)")
 	}
 	dir := TempDir(t, "")
-	port := FreePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	tl := ""
-	for i, tg := range targets {
-		if i > 0 {
-			tl += ", "
+	return startOnFreePorts(t, 1, func(ports []int) (Command, *Server) {
+		port := ports[0]
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		tl := ""
+		for i, tg := range targets {
+			if i > 0 {
+				tl += ", "
+			}
+			tl += strconv.Quote(tg)
 		}
-		tl += strconv.Quote(tg)
-	}
-	conf := fmt.Sprintf("global:\n  scrape_interval: %s\n  evaluation_interval: %s\nscrape_configs:\n  - job_name: soakd\n    static_configs:\n      - targets: [%s]\n",
-		scrapeEvery, scrapeEvery, tl)
-	cf := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := Command{
-		Name: "prometheus",
-		Path: bin,
-		Args: []string{"--config.file=" + cf, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
-			"--web.listen-address=" + addr, "--enable-feature=native-histograms"},
-		Dir:   dir,
-		Ready: HTTPReady("http://" + addr + "/-/ready"),
-	}
-	p := Start(t, c)
-	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: "http://" + addr}
+		conf := fmt.Sprintf("global:\n  scrape_interval: %s\n  evaluation_interval: %s\nscrape_configs:\n  - job_name: soakd\n    static_configs:\n      - targets: [%s]\n",
+			scrapeEvery, scrapeEvery, tl)
+		cf := filepath.Join(dir, "prometheus.yml")
+		if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c := Command{
+			Name: "prometheus",
+			Path: bin,
+			Args: []string{"--config.file=" + cf, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
+				"--web.listen-address=" + addr, "--enable-feature=native-histograms"},
+			Dir:   dir,
+			Ready: HTTPReady("http://" + addr + "/-/ready"),
+		}
+		return c, &Server{Addr: addr, Port: port, URL: "http://" + addr}
+	})
 }
 
 // readyClient polls readiness without keeping connections (and their
@@ -534,16 +539,17 @@ func VictoriaMetrics(t testing.TB) *Server {
 		Unavailable(t, "no victoria-metrics binary (go install github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics@v1.151.0)")
 	}
 	dir := TempDir(t, "")
-	port := FreePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	c := Command{
-		Name: "victoria-metrics",
-		Path: bin,
-		Args: []string{"-httpListenAddr=" + addr, "-storageDataPath=" + filepath.Join(dir, "data"), "-retentionPeriod=100y",
-			"-loggerLevel=ERROR"},
-		Dir:   dir,
-		Ready: HTTPReady("http://" + addr + "/health"),
-	}
-	p := Start(t, c)
-	return &Server{Proc: p, Addr: addr, Port: port, cmd: c, URL: "http://" + addr}
+	return startOnFreePorts(t, 1, func(ports []int) (Command, *Server) {
+		port := ports[0]
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		c := Command{
+			Name: "victoria-metrics",
+			Path: bin,
+			Args: []string{"-httpListenAddr=" + addr, "-storageDataPath=" + filepath.Join(dir, "data"), "-retentionPeriod=100y",
+				"-loggerLevel=ERROR"},
+			Dir:   dir,
+			Ready: HTTPReady("http://" + addr + "/health"),
+		}
+		return c, &Server{Addr: addr, Port: port, URL: "http://" + addr}
+	})
 }

@@ -378,3 +378,35 @@ func (p *Proc) Kill() {
 		}
 	}
 }
+
+// startOnFreePorts starts the server build describes on n ports FreePort
+// picks, and fills in the Server's process and command. A port is free
+// only when FreePort looks: a process that binds it before the server
+// does (another test's server, a client's ephemeral port) makes the
+// server exit "address already in use", and it is started again on new
+// ports, up to 5 times.
+func startOnFreePorts(t testing.TB, n int, build func(ports []int) (Command, *Server)) *Server {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		ports := make([]int, n)
+		for i := range ports {
+			ports[i] = FreePort(t)
+		}
+		c, s := build(ports)
+		p, err := start(c)
+		if err != nil {
+			t.Fatalf("cannot start %s: %v", c.Name, err)
+		}
+		if err := p.waitReady(c); err != nil {
+			p.Stop()
+			if attempt < 5 && strings.Contains(strings.ToLower(p.Output()), "address already in use") {
+				t.Logf("%s: a port was taken before it bound it; starting again on others", c.Name)
+				continue
+			}
+			t.Fatalf("%s did not become ready: %v\n--- %s output ---\n%s", c.Name, err, c.Name, p.Output())
+		}
+		t.Cleanup(func() { p.Stop() })
+		s.Proc, s.cmd = p, c
+		return s
+	}
+}
