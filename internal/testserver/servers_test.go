@@ -2,6 +2,9 @@ package testserver
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -75,5 +78,31 @@ func TestServersStart(t *testing.T) {
 func TestTimescaleLibMissing(t *testing.T) {
 	if lib := TimescaleLib(t.TempDir() + "/bin"); lib != "" {
 		t.Errorf("TimescaleLib of an empty directory = %q", lib)
+	}
+}
+
+// A server whose port another process holds exits "address already in
+// use"; it is started again on a port of its own.
+func TestStartAgainWhenThePortIsTaken(t *testing.T) {
+	bin := RedisBinary(t)
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	taken := held.Addr().(*net.TCPAddr).Port
+	attempts := 0
+	s := startOnFreePorts(t, 1, func(ports []int) (Command, *Server) {
+		attempts++
+		port := ports[0]
+		if attempts == 1 {
+			port = taken
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		return Command{Name: "redis-server", Path: bin, Dir: TempDir(t, ""), Ready: redisPing(addr),
+			Args: []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--daemonize", "no"}}, &Server{Addr: addr, Port: port}
+	})
+	if attempts != 2 || s.Port == taken {
+		t.Fatalf("%d attempts, serving on %d (the taken port is %d): want a second attempt on another port", attempts, s.Port, taken)
 	}
 }
