@@ -144,3 +144,20 @@ func TestWatchFiguresOfSections(t *testing.T) {
 		t.Errorf("AOF on one master only: %+v", f)
 	}
 }
+
+// TestWatchCluster: a cluster's figures are its masters' summed.
+func TestWatchCluster(t *testing.T) {
+	a, b, ca, cb := twoNodeCluster(t)
+	s := open(t, "redis-cluster://"+a+","+b, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: "wcl:"}})
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix = 2000, "wcl:"
+	runLoad(t, source(t, c), s, 2)
+	f := sinktest.TargetFigures(t, s)
+	used := infoField(t, ca, "memory", "used_memory") + infoField(t, cb, "memory", "used_memory")
+	if !within(f.Memory["used"], used, 0.02) {
+		t.Errorf("used = %.0f, the masters' used_memory adds up to %.0f", f.Memory["used"], used)
+	}
+	if cpu := infoField(t, ca, "cpu", "used_cpu_user"); f.CPUSeconds < cpu {
+		t.Errorf("CPU = %v s, less than one master's user time %v s", f.CPUSeconds, cpu)
+	}
+}
