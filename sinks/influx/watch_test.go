@@ -192,3 +192,23 @@ func TestWatchServerDown(t *testing.T) {
 		t.Errorf("class %s, want connection: %v", cl, err)
 	}
 }
+
+// TestWatchInfluxDB1Auth: InfluxDB 1.8 with authentication on serves
+// /metrics and /debug/vars to anyone, so the figures need no privilege:
+// an admin, a user who may only write, and no credentials read them all.
+func TestWatchInfluxDB1Auth(t *testing.T) {
+	addr := startInfluxAuth(t)
+	for _, tc := range []struct{ name, url string }{
+		{"admin", "influx1://admin:s3cret@%s?db=shared"},
+		{"writer", "influx1://writer:w-pass@%s?db=shared"},
+		{"anonymous", "influx1://%s?db=shared&create=false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openSink(t, fmt.Sprintf(tc.url, addr), sinks.Options{Schemas: []*sources.Schema{cpuSchema("cpu")}})
+			f := sinktest.TargetFigures(t, s)
+			if _, ok := f.Storage["shard"]; !ok || f.Memory["heap_inuse"] <= 0 || !f.HasCPU || len(f.Unavailable) > 0 {
+				t.Errorf("figures: %+v", f)
+			}
+		})
+	}
+}
