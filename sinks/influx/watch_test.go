@@ -212,3 +212,17 @@ func TestWatchInfluxDB1Auth(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchVictoriaMetrics: another product's /metrics gives memory and
+// CPU time; soakd reads no storage figure of it.
+func TestWatchVictoriaMetrics(t *testing.T) {
+	addr := testserver.VictoriaMetrics(t).Addr
+	s := openSink(t, "influx1://"+addr+"?product=victoriametrics", sinks.Options{Schemas: []*sources.Schema{cpuSchema("cpu")}})
+	f := sinktest.TargetFigures(t, s)
+	if f.Memory["heap_inuse"] <= 0 || !f.HasCPU {
+		t.Errorf("memory %v, CPU %v (%t)", f.Memory, f.CPUSeconds, f.HasCPU)
+	}
+	if len(f.Storage) != 0 || !strings.Contains(f.Unavailable["storage"], "victoriametrics") {
+		t.Errorf("storage %v, unavailable %q", f.Storage, f.Unavailable["storage"])
+	}
+}
