@@ -46,6 +46,8 @@ type Sink struct {
 
 	q *querier // query workloads: nil for series ones
 	sinks.QueryState
+
+	bucket bucketID // TargetFigures: the v2 bucket's id on InfluxDB 2.x
 }
 
 // state is what one Write needs: the encoder (with its per-schema names

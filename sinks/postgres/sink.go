@@ -45,6 +45,8 @@ type Sink struct {
 	q *querier // query workloads: nil for series ones
 	sinks.QueryState
 
+	wal walStart // TargetFigures' first WAL position
+
 	closeOnce sync.Once
 }
 

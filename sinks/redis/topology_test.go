@@ -25,15 +25,15 @@ func clusterNode(t *testing.T) string {
 	return testserver.Redis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf").Addr
 }
 
-// A two-node Redis Cluster (slots split in half): the sink routes every
-// key to its node, and cleanup deletes on both masters.
-func TestCluster(t *testing.T) {
-	a, b := clusterNode(t), clusterNode(t)
+// twoNodeCluster starts a two-node Redis Cluster (slots split in half)
+// and returns its nodes' addresses with a plain client to each.
+func twoNodeCluster(t *testing.T) (a, b string, ca, cb *goredis.Client) {
+	t.Helper()
+	a, b = clusterNode(t), clusterNode(t)
 	ctx := context.Background()
-	ca := goredis.NewClient(&goredis.Options{Addr: a, Protocol: 2, DisableIdentity: true})
-	cb := goredis.NewClient(&goredis.Options{Addr: b, Protocol: 2, DisableIdentity: true})
-	defer ca.Close()
-	defer cb.Close()
+	ca = goredis.NewClient(&goredis.Options{Addr: a, Protocol: 2, DisableIdentity: true})
+	cb = goredis.NewClient(&goredis.Options{Addr: b, Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { ca.Close(); cb.Close() })
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -56,7 +56,20 @@ func TestCluster(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	return a, b, ca, cb
+}
 
+// A two-node Redis Cluster: the sink routes every key to its node, and
+// cleanup deletes on both masters.
+func TestCluster(t *testing.T) {
+	a, b, ca, cb := twoNodeCluster(t)
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	c := kv.DefaultConfig()
 	c.Records, c.KeyPrefix = 2000, "cl:"
 	c.Workload, _ = kv.ParseWorkload("read=0.4,update=0.3,insert=0.1,scan=0.1,rmw=0.1")

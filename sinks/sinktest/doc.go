@@ -3,7 +3,9 @@
 // real target.
 //
 //   - stored: what Write acknowledges is what the target holds, counted
-//     after Close (which must flush), with Workers concurrent writers;
+//     after Close (which must flush), with Workers concurrent writers; a
+//     sinks.TargetWatcher reads its figures (see TargetFigures) after
+//     the writes;
 //   - close: Close succeeds on a sink that never wrote, and a second Close
 //     does nothing;
 //   - cancelled: a Write whose context is already done sends nothing (the
@@ -12,9 +14,11 @@
 //   - stalled: a Write (and a Ping) whose context is cancelled while the
 //     server has stopped answering (the suite freezes a TCP proxy between
 //     the sink and the server) returns within Prompt with class timeout or
-//     connection, and Close still returns within Prompt;
+//     connection, and Close still returns within Prompt; so does
+//     TargetFigures, with a deadline;
 //   - refused: a server that refuses connections gives class connection
-//     from Write, Prepare and Ping.
+//     from Write, Prepare, Ping and TargetFigures: a watcher's error
+//     means the target is down, never that a figure is hidden.
 //
 // Every error the suite sees must classify (sinks.ClassOf) to one of
 // sinks.Classes. A cancelled write must not fail with class other: the
@@ -48,7 +52,10 @@
 //   - Queries (sinks.Querier): every query type of a TSBS data set
 //     answers rows of the shape it asks for;
 //   - QueryWrite: query batches run in Write, and a batch that fails
-//     part-way says how many of its queries were answered (sinks.Partial).
+//     part-way says how many of its queries were answered (sinks.Partial);
+//   - TargetFigures (sinks.TargetWatcher): the target's figures are read,
+//     non-negative, under snake_case kinds, and every figure not read is
+//     named in Unavailable with why.
 //
 // FuzzURL is the shared body of every sink's URL fuzz target.
 package sinktest

@@ -89,6 +89,9 @@ func testStored(t *testing.T, h Harness, kind sources.Kind) {
 	if want := int(src.Total()); acked != want {
 		t.Errorf("%d units acknowledged, the data set has %d", acked, want)
 	}
+	if _, ok := tg.Sink.(sinks.TargetWatcher); ok {
+		TargetFigures(t, tg.Sink)
+	}
 	closeSink(t, tg.Sink)
 	if tg.Count == nil {
 		t.Logf("%d units acknowledged; the sink keeps nothing to count", acked)
@@ -182,6 +185,17 @@ func testStalled(t *testing.T, h Harness, kind sources.Kind) {
 	if pg, ok := tg.Sink.(sinks.Pinger); ok {
 		stalled("Ping of a frozen server", pg.Ping)
 	}
+	if w, ok := tg.Sink.(sinks.TargetWatcher); ok {
+		// A watcher reads with a deadline, not a cancel: the interval's.
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), after)
+		_, err := w.TargetFigures(ctx)
+		cancel()
+		if d := time.Since(start) - after; d > Prompt {
+			t.Errorf("TargetFigures of a frozen server returned %v after its deadline", d.Round(time.Millisecond))
+		}
+		wantClass(t, "TargetFigures of a frozen server", err, sinks.Timeout, sinks.Connection)
+	}
 	// Close may give up on connections that do not answer when its
 	// context ends, and say so.
 	start := time.Now()
@@ -195,8 +209,8 @@ func testStalled(t *testing.T, h Harness, kind sources.Kind) {
 }
 
 // testRefused opens the sink on a port nobody listens on: Prepare (where
-// it connects), Ping and Write fail promptly with class connection, and
-// Close succeeds.
+// it connects), Ping, Write and TargetFigures fail promptly with class
+// connection, and Close succeeds.
 func testRefused(t *testing.T, h Harness, kind sources.Kind) {
 	if h.Server == "" {
 		t.Skip("the sink has no network target")
@@ -227,6 +241,7 @@ func testRefused(t *testing.T, h Harness, kind sources.Kind) {
 		_, err := tg.Sink.Write(ctx, b)
 		return err
 	})
+	targetDown(t, tg.Sink, sinks.Connection)
 	closeSink(t, tg.Sink)
 }
 

@@ -1,0 +1,207 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/soakd/soakd/sinks"
+)
+
+var _ sinks.TargetWatcher = (*Sink)(nil)
+
+// The INFO fields TargetFigures reads, by the figure and kind they give.
+// Only byte counts go to Memory and Storage: mem_fragmentation_ratio and
+// evicted_keys are not bytes.
+var (
+	memoryFields = []struct{ kind, field string }{
+		{"used", "used_memory"},
+		{"rss", "used_memory_rss"},
+	}
+	cpuFields = []string{"used_cpu_sys", "used_cpu_user"}
+)
+
+// infoSections are the sections TargetFigures asks for, one INFO each:
+// INFO with several sections needs Redis 7, and servers that speak the
+// protocol (KeeWiDB, older Redis) may not take it.
+var infoSections = [...]string{"memory", "cpu", "persistence"}
+
+// TargetFigures reads INFO memory, cpu and persistence in one round trip
+// on the sink's shared client (not a worker's connection), summed over
+// the masters of a cluster. A server that refuses INFO (an ACL without
+// +info, a managed service that hides it) leaves the figures it refused
+// in Unavailable with its answer; only a failure to reach the server is
+// an error.
+func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
+	if err := ctx.Err(); err != nil {
+		return sinks.TargetFigures{}, cancelled(err)
+	}
+	if s.cluster == nil {
+		infos, err := s.info(ctx, s.single)
+		if err != nil {
+			return sinks.TargetFigures{}, err
+		}
+		return figures(infos[:]...), nil
+	}
+	var (
+		mu  sync.Mutex
+		all []sectionInfo
+	)
+	err := s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
+		infos, err := s.info(ctx, c)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		all = append(all, infos[:]...)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return sinks.TargetFigures{}, err
+	}
+	return figures(all...), nil
+}
+
+// sectionInfo is one INFO section's reply: its fields, or the server's
+// refusal.
+type sectionInfo struct {
+	section string
+	fields  map[string]string
+	refused error
+}
+
+// info sends one INFO per section of infoSections to c, pipelined. An
+// error reply is the section's refusal; any other failure is returned,
+// classified.
+func (s *Sink) info(ctx context.Context, c *goredis.Client) ([len(infoSections)]sectionInfo, error) {
+	var out [len(infoSections)]sectionInfo
+	p := c.Pipeline()
+	cmds := make([]*goredis.StringCmd, len(infoSections))
+	for i, sec := range infoSections {
+		cmds[i] = p.Info(ctx, sec)
+	}
+	_, _ = p.Exec(ctx) // each command's error is checked below
+	for i, cmd := range cmds {
+		out[i].section = infoSections[i]
+		text, err := cmd.Result()
+		var rerr goredis.Error
+		switch {
+		case errors.As(err, &rerr):
+			out[i].refused = err
+		case err != nil:
+			return out, s.failed(ctx, len(infoSections), err)
+		default:
+			out[i].fields = parseInfo(text)
+		}
+	}
+	return out, nil
+}
+
+// parseInfo reads INFO's "field:value" lines; comments ("# Memory") and
+// blank lines are skipped.
+func parseInfo(text string) map[string]string {
+	m := map[string]string{}
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// figures adds up the sections of one or more servers (a cluster's
+// masters). A figure is reported only when every server gave it: a sum
+// over some masters would pass for the whole target's.
+func figures(infos ...sectionInfo) sinks.TargetFigures {
+	f := sinks.TargetFigures{Memory: map[string]float64{}, Storage: map[string]float64{}, Unavailable: map[string]string{}}
+	bySection := map[string][]sectionInfo{}
+	for _, in := range infos {
+		bySection[in.section] = append(bySection[in.section], in)
+	}
+	refused := func(sec string) error {
+		for _, in := range bySection[sec] {
+			if in.refused != nil {
+				return in.refused
+			}
+		}
+		return nil
+	}
+	// sum adds field over every server's sec section; ok is false when a
+	// server lacks it or gives no number.
+	sum := func(sec, field string) (float64, string) {
+		total := 0.0
+		for _, in := range bySection[sec] {
+			v, ok := in.fields[field]
+			if !ok {
+				return 0, fmt.Sprintf("INFO %s has no %s", sec, field)
+			}
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || x < 0 {
+				return 0, fmt.Sprintf("INFO %s gives %s as %q, not a number of bytes or seconds", sec, field, v)
+			}
+			total += x
+		}
+		return total, ""
+	}
+
+	if err := refused("memory"); err != nil {
+		f.Unavailable["memory"] = "the server refuses INFO memory: " + err.Error()
+	} else {
+		for _, m := range memoryFields {
+			if v, why := sum("memory", m.field); why == "" {
+				f.Memory[m.kind] = v
+			} else {
+				f.Unavailable["memory."+m.kind] = why
+			}
+		}
+	}
+
+	if err := refused("cpu"); err != nil {
+		f.Unavailable["cpu"] = "the server refuses INFO cpu: " + err.Error()
+	} else {
+		f.HasCPU = true
+		for _, field := range cpuFields {
+			v, why := sum("cpu", field)
+			if why != "" {
+				f.HasCPU, f.CPUSeconds = false, 0
+				f.Unavailable["cpu"] = why
+				break
+			}
+			f.CPUSeconds += v
+		}
+	}
+
+	// Only the append-only file's size is bytes on disk that INFO
+	// reports; the RDB snapshot's size is not reported at all.
+	switch err := refused("persistence"); {
+	case err != nil:
+		f.Unavailable["storage"] = "the server refuses INFO persistence: " + err.Error()
+	default:
+		aof := true
+		for _, in := range bySection["persistence"] {
+			if in.fields["aof_enabled"] != "1" {
+				aof = false
+			}
+		}
+		if !aof {
+			f.Unavailable["storage"] = "the server reports no on-disk size without AOF (appendonly no): INFO persistence gives the size of the append-only file only"
+			break
+		}
+		if v, why := sum("persistence", "aof_current_size"); why == "" {
+			f.Storage["aof"] = v
+		} else {
+			f.Unavailable["storage.aof"] = why
+		}
+	}
+	return f
+}
