@@ -88,17 +88,32 @@ func plugins(s *watchedSink) *config.Plugins {
 
 // run runs env with a Watcher of its own, logging to an observer.
 func run(t *testing.T, env map[string]string, p *config.Plugins) (*Watcher, *prometheus.Registry, *observer.ObservedLogs, *daemon.Summary) {
+	tw, reg, logs, sum, _ := runHandles(t, env, p)
+	return tw, reg, logs, sum
+}
+
+// runHandles is run, with the workloads' handles.
+func runHandles(t *testing.T, env map[string]string, p *config.Plugins) (*Watcher, *prometheus.Registry, *observer.ObservedLogs, *daemon.Summary, []*daemon.Handle) {
 	t.Helper()
 	cfg := enginetest.Load(t, env, p)
 	core, logs := observer.New(zapcore.DebugLevel)
 	reg := prometheus.NewRegistry()
 	tw := New(zap.New(core), Options{Metrics: reg})
-	sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.New(core), Plugins: p, Observers: []daemon.Observer{tw}})
+	hs := &handles{}
+	sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.New(core), Plugins: p, Observers: []daemon.Observer{tw, hs}})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	return tw, reg, logs, sum
+	return tw, reg, logs, sum, hs.hs
 }
+
+// handles keeps the run's workloads' handles.
+type handles struct{ hs []*daemon.Handle }
+
+func (o *handles) Opened(h *daemon.Handle) error                          { o.hs = append(o.hs, h); return nil }
+func (o *handles) Started(context.Context, []*daemon.Handle, func(error)) {}
+func (o *handles) PhaseBegun(*daemon.Handle, *daemon.Phase)               {}
+func (o *handles) PhaseEnded(*daemon.Handle, *daemon.Phase, string)       {}
 
 func statusOf(t *testing.T, tw *Watcher, workload string) Status {
 	t.Helper()
@@ -125,7 +140,7 @@ func count(logs *observer.ObservedLogs, msg string) int {
 func TestWatchReadsTheSinksFigures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &watchedSink{fail: map[int]bool{3: true, 4: true}}
-		tw, reg, logs, sum := run(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "watched://", "SOAKD_SEQ_RATE", "100",
+		tw, reg, logs, sum, hs := runHandles(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "watched://", "SOAKD_SEQ_RATE", "100",
 			"SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_DURATION", "12s", "SOAKD_SEQ_WATCH_INTERVAL", "1s"), plugins(s))
 		if err := sum.Failed(); err != nil {
 			t.Fatalf("the run failed: %v", err)
@@ -209,7 +224,10 @@ soakd_target_storage_bytes_per_value{workload="seq"} %g
 			t.Error(err)
 		}
 
-		// The JSON /status shows.
+		// The JSON /status shows: the engine asks the Watcher for it.
+		if f, ok := hs[0].StatusFields()["target"].(Status); !ok || f.Readings != st.Readings {
+			t.Errorf("the workload's status fields hold %+v, want the watch's", hs[0].StatusFields())
+		}
 		b, err := json.Marshal(st)
 		if err != nil {
 			t.Fatal(err)
@@ -284,6 +302,28 @@ func TestWatchOffAndWithoutCapability(t *testing.T) {
 		}
 		if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
 			t.Errorf("%d metrics (%v), want none", n, err)
+		}
+	})
+}
+
+// A KV workload's storage is divided by the records it inserted: the
+// insert operations acknowledged, load phase included. Bug caught:
+// dividing by every operation (reads and updates too) or by nothing
+// the load phase did.
+func TestWatchCountsRecordsOfKV(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &watchedSink{}
+		tw, _, _, sum := run(t, enginetest.Env("SOAKD_WORKLOADS", "kv", "SOAKD_KV_TARGET", "watched://", "SOAKD_KV_WORKLOAD", "a",
+			"SOAKD_KV_LOAD", "on", "SOAKD_KV_RECORDS", "1000", "SOAKD_KV_LOAD_RATE", "1000", "SOAKD_KV_RATE", "500",
+			"SOAKD_KV_DURATION", "5s", "SOAKD_KV_WATCH_INTERVAL", "1s"), plugins(s))
+		loaded, ran := sum.Workload("kv", "load"), sum.Workload("kv", "run")
+		if loaded == nil || loaded.Units != 1000 || ran == nil || ran.Units < 2000 {
+			t.Fatalf("load phase %+v, run phase %+v: want 1000 records loaded, then reads and updates", loaded, ran)
+		}
+		st := statusOf(t, tw, "kv")
+		if st.Counted != "records" || st.Acknowledged == nil || *st.Acknowledged != 1000 ||
+			st.StoragePerValue == nil || *st.StoragePerValue != st.StorageTotal.Last/1000 {
+			t.Errorf("per value %v over %v %s, want the last storage over the 1000 records loaded", st.StoragePerValue, st.Acknowledged, st.Counted)
 		}
 	})
 }
