@@ -120,7 +120,7 @@ func newWatch(h *daemon.Handle, log *zap.Logger) *watch {
 		if cfg.Builtin {
 			logAt = log.Debug
 		}
-		logAt("the target's own figures are not read: " + w.noFigures)
+		logAt("the target's own figures are not read through its sink", zap.String("why", w.noFigures))
 	}
 	if pid, name := cfg.WatchedProcess(); pid != 0 || name != "" {
 		w.proc = &procWatch{pid: pid, name: name, setting: config.Prefix(cfg.Name) + "WATCH_PROCESS", log: log}
