@@ -15,7 +15,8 @@ const (
 	storageHelp = "The storage soakd's data takes on the target in bytes by kind (e.g. table, index, wal), as its sink reads it, at the last reading."
 	cpuHelp     = "The target's CPU time (user + system) in seconds, as the target reports it, else its watched process's; " +
 		"absent where neither is known. A restarted target starts again from 0."
-	perValueHelp = "The target's storage summed over kinds, in bytes, divided by what the workload had acknowledged at that reading: " +
+	perValueHelp = "The target's storage summed over kinds (database, wal, compressed and uncompressed left out: wholes or views of the others), " +
+		"in bytes, divided by what the workload had acknowledged at that reading: " +
 		"field values for series workloads, records (insert operations, load phase included) for KV workloads."
 )
 

@@ -22,7 +22,7 @@ type Status struct {
 	// Memory is the target's memory by kind: the sink's kinds, and
 	// process_rss, the watched process's resident set; Storage the
 	// storage soakd's data takes by kind, StorageTotal its sum over
-	// kinds. Bytes.
+	// kinds (those of notSummed aside). Bytes.
 	Memory       map[string]Figure `json:"memory_bytes,omitempty"`
 	Storage      map[string]Figure `json:"storage_bytes,omitempty"`
 	StorageTotal *Figure           `json:"storage_total_bytes,omitempty"`

@@ -64,8 +64,9 @@ func (s *watchedSink) TargetFigures(ctx context.Context) (sinks.TargetFigures, e
 	}
 	used := 1000 + 100*float64(min(n, 5)) - 50*float64(max(n-5, 0)) // peaks at the 5th reading
 	f := sinks.TargetFigures{
-		Memory:      map[string]float64{"used": used, "rss": used * 2},
-		Storage:     map[string]float64{"table": 4096 * float64(n), "index": 1024 * float64(n)},
+		Memory: map[string]float64{"used": used, "rss": used * 2},
+		// database holds table and index: shown, not summed.
+		Storage:     map[string]float64{"table": 4096 * float64(n), "index": 1024 * float64(n), "database": 1 << 30},
 		CPUSeconds:  0.25 * float64(n),
 		HasCPU:      true,
 		Unavailable: map[string]string{"wal": "permission denied for pg_ls_waldir"},
@@ -165,10 +166,11 @@ soakd_target_memory_bytes{kind="rss",workload="seq"} %g
 soakd_target_memory_bytes{kind="used",workload="seq"} %g
 # HELP soakd_target_storage_bytes %s
 # TYPE soakd_target_storage_bytes gauge
+soakd_target_storage_bytes{kind="database",workload="seq"} %g
 soakd_target_storage_bytes{kind="index",workload="seq"} %g
 soakd_target_storage_bytes{kind="table",workload="seq"} %g
 `, cpuHelp, last.figures.CPUSeconds, memoryHelp, last.figures.Memory["rss"], last.figures.Memory["used"],
-			storageHelp, last.figures.Storage["index"], last.figures.Storage["table"])
+			storageHelp, last.figures.Storage["database"], last.figures.Storage["index"], last.figures.Storage["table"])
 		if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
 			"soakd_target_cpu_seconds_total", "soakd_target_memory_bytes", "soakd_target_storage_bytes"); err != nil {
 			t.Error(err)
@@ -192,7 +194,7 @@ soakd_target_storage_bytes{kind="table",workload="seq"} %g
 		if table.First != first.figures.Storage["table"] || table.Last != last.figures.Storage["table"] || table.Peak != table.Last {
 			t.Errorf("storage table %+v", table)
 		}
-		total := last.figures.Storage["table"] + last.figures.Storage["index"]
+		total := last.figures.Storage["table"] + last.figures.Storage["index"] // the database holding them aside
 		if st.StorageTotal == nil || st.StorageTotal.Last != total || st.StorageTotal.GrowthPerHour == nil ||
 			!near(*st.StorageTotal.GrowthPerHour, (total-first.figures.Storage["table"]-first.figures.Storage["index"])/hours) {
 			t.Errorf("storage total %+v, want last %v", st.StorageTotal, total)

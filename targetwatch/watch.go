@@ -25,6 +25,14 @@ const (
 // processRSS is the memory kind the process watch reports.
 const processRSS = "process_rss"
 
+// notSummed are the storage kinds that are no part of soakd's data but a
+// whole that holds it (database), the server's own (wal, written by every
+// client), or another view of parts counted already (compressed and
+// uncompressed: a TimescaleDB hypertable's chunks, in table and index):
+// they are shown and exported, but the storage total, and what it is
+// divided by the values acknowledged, sums the other kinds.
+var notSummed = map[string]bool{"database": true, "wal": true, "compressed": true, "uncompressed": true}
+
 // watch reads one workload's target.
 type watch struct {
 	h        *daemon.Handle
@@ -61,7 +69,7 @@ type state struct {
 	firstAt, lastAt  time.Time
 	memory, storage  map[string]*figure // by the sink's kind
 	rss              *figure            // the watched process's
-	storageTotal     *figure            // storage summed over kinds
+	storageTotal     *figure            // storage summed over kinds (notSummed aside)
 	cpu              *figure
 	cpuFrom          string // target or process
 	// perValue is storageTotal's last ÷ acknowledged, the values or
@@ -198,8 +206,10 @@ func (w *watch) read(ctx context.Context) {
 		addKinds(st.storage, f.Storage, at)
 		if len(f.Storage) > 0 {
 			var total float64
-			for _, v := range f.Storage {
-				total += v
+			for k, v := range f.Storage {
+				if !notSummed[k] {
+					total += v
+				}
 			}
 			st.storageTotal = st.storageTotal.add(total, at)
 			st.acknowledged = acked
