@@ -7,10 +7,13 @@ import (
 	"maps"
 	"math"
 	"net"
+	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.uber.org/zap/zapcore"
 
@@ -98,6 +101,10 @@ type Workload struct {
 	TokenFile    string        `env:"TOKEN_FILE,file" secret:"true" help:"file holding the target API token"`
 	Thresholds   string        `env:"THRESHOLDS" help:"pass/fail checks of the run phase, e.g. p99<50ms, errors<0.1%, achieved>99%, dropped=0, op:read.p99<5ms@1m, drift.p99<20%; ! stops the run when one fails; a failed check makes soakd exit 1"`
 	DriftWarmup  time.Duration `env:"DRIFT_WARMUP" envDefault:"1m" help:"start of the run phase that drift. thresholds skip: their early window begins here"`
+	// WatchInterval and WatchProcess are the watch of the target's own
+	// figures (package targetwatch).
+	WatchInterval time.Duration `env:"WATCH_INTERVAL" envDefault:"10s" help:"how often the target's own memory, storage and CPU time are read while the run goes (soakd_target_*, /status target), where its sink can read them or WATCH_PROCESS names its process; 0 = off, else at least 1s"`
+	WatchProcess  string        `env:"WATCH_PROCESS" help:"the target's process, whose RSS and CPU time are read from /proc: a pid, or a name matched against each process's comm and argv[0] base name (a sidecar with shareProcessNamespace); empty = none"`
 
 	// SourceSettings holds the source's own settings (made by its
 	// sources.Entry), parsed from the same SOAKD_<W>_* prefix; nil when
@@ -419,7 +426,56 @@ func (w *Workload) validate() []error {
 	if w.LoadRate.Profile == nil && !w.LoadRate.Max {
 		bad("LOAD_RATE", "no rate set")
 	}
+	errs = append(errs, w.validateWatch()...)
 	return append(errs, w.validateVerify()...)
+}
+
+// minWatchInterval bounds WATCH_INTERVAL from below: reading a target's
+// figures costs it a query or a scan of /proc, which more often than
+// once a second would weigh on what is measured.
+const minWatchInterval = time.Second
+
+// maxPid is the largest pid Linux hands out (PID_MAX_LIMIT).
+const maxPid = 1 << 22
+
+// WatchedProcess is what WATCH_PROCESS names: a pid, or else a process
+// name (name is "" when it names none).
+func (w *Workload) WatchedProcess() (pid int, name string) {
+	v := strings.TrimSpace(w.WatchProcess)
+	if n, err := strconv.Atoi(v); err == nil {
+		return n, ""
+	}
+	return 0, v
+}
+
+// validateWatch checks WATCH_INTERVAL and WATCH_PROCESS.
+func (w *Workload) validateWatch() []error {
+	var errs []error
+	p := Prefix(w.Name)
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, cfgErr(p+key, format, args...))
+	}
+	if w.WatchInterval < 0 || w.WatchInterval > 0 && w.WatchInterval < minWatchInterval {
+		bad("WATCH_INTERVAL", "%v: want 0 (off) or at least %v", w.WatchInterval, minWatchInterval)
+	}
+	v := strings.TrimSpace(w.WatchProcess)
+	if v == "" {
+		return errs
+	}
+	pid, name := w.WatchedProcess()
+	switch {
+	case w.WatchInterval == 0:
+		bad("WATCH_PROCESS", "%q is set, but %sWATCH_INTERVAL=0 turns the watch off", v, p)
+	case name == "" && (pid < 1 || pid > maxPid):
+		bad("WATCH_PROCESS", "%d is no pid (want 1 to %d, or a process name)", pid, maxPid)
+	case strings.ContainsRune(name, '/'):
+		bad("WATCH_PROCESS", "%q is a path: give the process's name, its base name (e.g. %s)", name, path.Base(name))
+	case strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		bad("WATCH_PROCESS", "%q: a process name has no spaces or control characters (give its comm or argv[0] base name, or a pid)", name)
+	case name != "" && strings.TrimLeft(name, "+-0123456789") == "":
+		bad("WATCH_PROCESS", "%q is no pid (want 1 to %d, or a process name)", name, maxPid)
+	}
+	return errs
 }
 
 // CheckRate refuses a rate that could exceed MAX_RATE.

@@ -49,6 +49,7 @@ import (
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/summary"
 	"github.com/soakd/soakd/sweep"
+	"github.com/soakd/soakd/targetwatch"
 	"github.com/soakd/soakd/thresholds/judge"
 	"github.com/soakd/soakd/web"
 )
@@ -296,7 +297,8 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	// The history is sampled before the progress line is drawn, each
 	// second, and takes its last sample before the bar its last frame.
 	deps := daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
-		Observers: []daemon.Observer{judge.New(log), readback.New(log), hist, progress.New(cfg, log, console), api}}
+		Observers: []daemon.Observer{judge.New(log), readback.New(log), targetwatch.New(log, targetwatch.Options{Metrics: reg}),
+			hist, progress.New(cfg, log, console), api}}
 	var sum *daemon.Summary
 	var runErr error
 	var capRes *capacity.Result

@@ -26,7 +26,7 @@ var Layers = []Layer{
 	// written in, sits with it though its tree is the engine's.
 	{Name: "settings", Packages: []string{"settings", "thresholds", "config", "daemon/pace"}},
 	{Name: "engine", Packages: []string{"daemon"}},
-	{Name: "features", Packages: []string{"capacity", "history", "progress", "readback", "serve", "summary", "sweep", "thresholds/judge", "web"}},
+	{Name: "features", Packages: []string{"capacity", "history", "progress", "readback", "serve", "summary", "sweep", "targetwatch", "thresholds/judge", "web"}},
 	{Name: "commands", Packages: []string{"cmd", "internal/faults", "internal/enginetest"}},
 }
 

@@ -1,0 +1,299 @@
+package targetwatch
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// Keys of the figures a watch names unavailable besides those its sink
+// names: the sink's figures as a whole, and the watched process.
+const (
+	unavailableSink    = "target"
+	unavailableProcess = "process"
+)
+
+// processRSS is the memory kind the process watch reports.
+const processRSS = "process_rss"
+
+// notSummed are the storage kinds that are no part of soakd's data but a
+// whole that holds it (database), the server's own (wal, written by every
+// client), or another view of parts counted already (compressed and
+// uncompressed: a TimescaleDB hypertable's chunks, in table and index):
+// they are shown and exported, but the storage total, and what it is
+// divided by the values acknowledged, sums the other kinds.
+var notSummed = map[string]bool{"database": true, "wal": true, "compressed": true, "uncompressed": true}
+
+// watch reads one workload's target.
+type watch struct {
+	h        *daemon.Handle
+	log      *zap.Logger
+	interval time.Duration
+	scrub    func(string) string
+	// figures reads the target through its sink; nil when the sink
+	// cannot (and noFigures says why).
+	figures   sinks.TargetWatcher
+	noFigures string
+	// proc watches WATCH_PROCESS; nil when it is empty.
+	proc *procWatch
+	// counted is what storage is divided by: values (series) or records
+	// (KV); "" for a workload that writes neither (queries).
+	counted string
+
+	begun     chan struct{} // closed when the workload's first phase begins
+	beginOnce sync.Once
+
+	// Of the watch's goroutine alone: what was logged already, so that a
+	// figure missing at every reading is logged once.
+	logged  map[string]bool
+	failing bool // the last reading through the sink failed (and was logged)
+
+	mu sync.Mutex
+	st state
+}
+
+// state is what a watch has read, bounded: the first, last and peak of
+// each figure, no history.
+type state struct {
+	readings, errors int64
+	lastError        string
+	firstAt, lastAt  time.Time
+	memory, storage  map[string]*figure // by the sink's kind
+	rss              *figure            // the watched process's
+	storageTotal     *figure            // storage summed over kinds (notSummed aside)
+	cpu              *figure
+	cpuFrom          string // target or process
+	// perValue is storageTotal's last ÷ acknowledged, the values or
+	// records acknowledged when it was read; hasPerValue says whether
+	// there is one.
+	perValue, acknowledged float64
+	hasPerValue            bool
+	unavailable            map[string]string
+	pid                    int // the process watched now, 0 = none
+}
+
+// figure is one figure over the run: its first, last and peak readings.
+type figure struct {
+	first, last, peak float64
+	firstAt, lastAt   time.Time
+	// current is false once a reading left it out (the sink names it
+	// unavailable, the process exited): it is no longer exported.
+	current bool
+}
+
+func (f *figure) add(v float64, at time.Time) *figure {
+	if f == nil {
+		return &figure{first: v, last: v, peak: v, firstAt: at, lastAt: at, current: true}
+	}
+	f.last, f.lastAt, f.current = v, at, true
+	f.peak = max(f.peak, v)
+	return f
+}
+
+// newWatch sets up h's watch, nil when its WATCH_INTERVAL is 0.
+func newWatch(h *daemon.Handle, log *zap.Logger) *watch {
+	cfg := h.Config()
+	if cfg.WatchInterval <= 0 {
+		return nil
+	}
+	w := &watch{h: h, log: log, interval: cfg.WatchInterval, scrub: cfg.Scrubber(), begun: make(chan struct{}),
+		logged: map[string]bool{}}
+	w.st.memory, w.st.storage, w.st.unavailable = map[string]*figure{}, map[string]*figure{}, map[string]string{}
+	switch h.Kind() {
+	case sources.Series:
+		w.counted = "values"
+	case sources.KV:
+		w.counted = "records"
+	}
+	if tw, ok := h.Sink().(sinks.TargetWatcher); ok {
+		w.figures = tw
+	} else {
+		w.noFigures = fmt.Sprintf("the %s sink cannot read its target's own figures", cfg.Sink.Scheme())
+		if cfg.WatchProcess == "" {
+			w.noFigures += fmt.Sprintf(" (%sWATCH_PROCESS can watch its process)", config.Prefix(cfg.Name))
+		}
+		w.st.unavailable[unavailableSink] = w.noFigures
+		// The built-in targets live in this process: nothing to say
+		// about them unless asked.
+		logAt := log.Info
+		if cfg.Builtin {
+			logAt = log.Debug
+		}
+		logAt("the target's own figures are not read through its sink", zap.String("why", w.noFigures))
+	}
+	if pid, name := cfg.WatchedProcess(); pid != 0 || name != "" {
+		w.proc = &procWatch{pid: pid, name: name, setting: config.Prefix(cfg.Name) + "WATCH_PROCESS", log: log}
+	}
+	return w
+}
+
+// reads reports whether the watch has anything to read.
+func (w *watch) reads() bool { return w.figures != nil || w.proc != nil }
+
+// begin lets the watch's goroutine take its first reading.
+func (w *watch) begin() { w.beginOnce.Do(func() { close(w.begun) }) }
+
+// run reads the target every interval, from the workload's first phase
+// until it finishes or ctx ends.
+func (w *watch) run(ctx context.Context) {
+	select {
+	case <-w.begun:
+	case <-ctx.Done():
+		return
+	}
+	t := time.NewTicker(w.interval)
+	defer t.Stop()
+	for !w.h.Finished() {
+		w.read(ctx)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// read takes one reading: the sink's figures, the process's, and what the
+// workload had acknowledged then.
+func (w *watch) read(ctx context.Context) {
+	at := time.Now()
+	var f sinks.TargetFigures
+	var sinkErr error
+	sinkRead := false
+	if w.figures != nil {
+		// A reading that takes longer than the interval would pile up
+		// behind the next one.
+		rctx, cancel := context.WithTimeout(ctx, w.interval)
+		f, sinkErr = w.figures.TargetFigures(rctx)
+		cancel()
+		if ctx.Err() != nil {
+			return // the run is over: not the target's failure
+		}
+		sinkRead = sinkErr == nil
+		w.logSink(sinkErr)
+	}
+	var pr procReading
+	if w.proc != nil {
+		pr = w.proc.read()
+	}
+	acked := w.acknowledged()
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := &w.st
+	st.readings++
+	if sinkErr != nil {
+		st.errors++
+		st.lastError = w.scrub(sinkErr.Error())
+	}
+	if sinkRead || pr.ok {
+		if st.firstAt.IsZero() {
+			st.firstAt = at
+		}
+		st.lastAt = at
+	}
+	if sinkRead {
+		addKinds(st.memory, f.Memory, at)
+		addKinds(st.storage, f.Storage, at)
+		if len(f.Storage) > 0 {
+			var total float64
+			for k, v := range f.Storage {
+				if !notSummed[k] {
+					total += v
+				}
+			}
+			st.storageTotal = st.storageTotal.add(total, at)
+			st.acknowledged = acked
+			st.perValue, st.hasPerValue = total/acked, w.counted != "" && acked > 0
+		} else if st.storageTotal != nil {
+			st.storageTotal.current, st.hasPerValue = false, false
+		}
+		// The sink's reasons replace the last reading's; the watch's own
+		// stay.
+		for k := range st.unavailable {
+			if k != unavailableSink && k != unavailableProcess {
+				delete(st.unavailable, k)
+			}
+		}
+		maps.Copy(st.unavailable, f.Unavailable)
+	}
+	switch {
+	case pr.ok:
+		st.rss = st.rss.add(pr.p.RSS, at)
+		st.pid = pr.p.Pid
+		delete(st.unavailable, unavailableProcess)
+	case w.proc != nil:
+		if st.rss != nil {
+			st.rss.current = false
+		}
+		st.pid = 0
+		st.unavailable[unavailableProcess] = pr.why
+	}
+	// The target's own CPU time when it gives one, else its process's.
+	switch {
+	case sinkRead && f.HasCPU:
+		st.cpu, st.cpuFrom = st.cpu.add(f.CPUSeconds, at), "target"
+	case pr.ok:
+		st.cpu, st.cpuFrom = st.cpu.add(pr.p.CPUSeconds, at), "process"
+	case st.cpu != nil && (sinkRead || w.figures == nil):
+		st.cpu.current = false
+	}
+	if sinkRead {
+		for k, why := range f.Unavailable {
+			if !w.logged[k] {
+				w.logged[k] = true
+				w.log.Info("a figure of the target is not available", zap.String("figure", k), zap.String("why", w.scrub(why)))
+			}
+		}
+	}
+}
+
+// addKinds adds a reading's figures by kind to figs; a kind the reading
+// leaves out is no longer current.
+func addKinds(figs map[string]*figure, read map[string]float64, at time.Time) {
+	for k, f := range figs {
+		if _, ok := read[k]; !ok {
+			f.current = false
+		}
+	}
+	for k, v := range read {
+		figs[k] = figs[k].add(v, at)
+	}
+}
+
+// logSink logs the first of a run of failed readings, and the reading
+// that ends it: a target down for an hour is two lines, not one per
+// interval.
+func (w *watch) logSink(err error) {
+	switch {
+	case err != nil && !w.failing:
+		w.failing = true
+		w.log.Warn("cannot read the target's own figures; the run goes on, and this is not logged again until a reading succeeds",
+			zap.String("error", w.scrub(err.Error())), zap.Duration("every", w.interval))
+	case err == nil && w.failing:
+		w.failing = false
+		w.log.Info("the target's own figures can be read again")
+	}
+}
+
+// acknowledged is what storage is divided by: the field values (series)
+// or the records inserted (KV: the insert operations acknowledged, of the
+// load phase and of the run) acknowledged so far.
+func (w *watch) acknowledged() float64 {
+	switch w.counted {
+	case "values":
+		return float64(w.h.Totals().Values)
+	case "records":
+		return float64(w.h.Totals().Op(sources.OpInsert.String()).OK)
+	}
+	return 0
+}
