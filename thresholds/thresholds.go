@@ -4,10 +4,15 @@
 //	list      = [ check { "," check } ]
 //	check     = [ "drift." ] [ "op:" OP "." ] [ "response." | "service." ]
 //	            metric cmp value [ "@" window ] [ "!" ]
+//	          | [ "drift." ] "target." target cmp value [ "@" window ] [ "!" ]
 //	metric    = "p" PERCENTILE | "max" | "mean"           latency (response time unless service.)
 //	          | "errors" | "failed" | "dropped" | "achieved"
+//	target    = "memory" | "storage" | "storage_per_value"  the target's own figures
 //	cmp       = "<" | "<=" | ">" | ">=" | "="               "=" for counts only
 //	value     = DURATION (50ms) | NUMBER "%" | COUNT (0) | RATE "/s" (5000/s, 2.5k/s)
+//	          | NUMBER BYTES (8GiB, 4B)
+//	BYTES     = "B" | "KB" | "MB" | "GB" | "TB"            decimal (1KB = 1000 B)
+//	          | "KiB" | "MiB" | "GiB" | "TiB"              binary (1KiB = 1024 B)
 //
 // Spaces are allowed around the comparison, "@" and "!". Latency checks
 // take a duration; errors (failed attempts), failed and dropped (units) a
@@ -19,6 +24,15 @@
 // change ("drift.p99<20%") or, for latency, a difference ("drift.p99<5ms");
 // "@" then sets the window length (default 1m). "!" stops the run as soon
 // as the check fails.
+//
+// target. checks judge the workload's target's own figures, as its watch
+// (SOAKD_<W>_WATCH_INTERVAL) reads them, in bytes: memory (one kind of
+// the target's memory, see the judge), storage (the storage soakd's data
+// takes, summed over kinds) and storage_per_value (storage ÷ the values or
+// records acknowledged). Whole-run and windowed memory and storage checks
+// judge the peak reading; storage_per_value the last one. drift.target.memory
+// and drift.target.storage compare windows as drift.p99 does, as a
+// relative change (drift.target.memory<5%) or a difference (<100MiB).
 package thresholds
 
 import (
@@ -45,9 +59,16 @@ const (
 	Failed   // units failed for good
 	Dropped  // units dropped
 	Achieved // units acknowledged
+	// The target's own figures, in bytes.
+	TargetMemory
+	TargetStorage
+	TargetStoragePerValue
 )
 
 func (m Metric) Latency() bool { return m <= Mean }
+
+// Target reports whether m is one of the target's own figures.
+func (m Metric) Target() bool { return m >= TargetMemory }
 
 // Cmp is a check's comparison.
 type Cmp uint8
@@ -68,6 +89,7 @@ const (
 	Percent                   // a fraction: 1% is 0.01
 	Count
 	Rate // units per second
+	Bytes
 )
 
 // DefaultDriftWindow is the window of a drift check without "@".
@@ -89,7 +111,7 @@ type Check struct {
 	Q       float64 // percentile of Quantile, in (0, 100]
 	Cmp     Cmp
 	Kind    ValueKind
-	Value   float64       // in the unit of Kind (seconds, fraction, count, units/s)
+	Value   float64       // in the unit of Kind (seconds, fraction, count, units/s, bytes)
 	Window  time.Duration // "@": 0 = the whole run phase (drift: DefaultDriftWindow)
 	Abort   bool          // "!"
 }
@@ -193,7 +215,10 @@ func (p *parser) token(stop string) (string, int) {
 	return p.expr[at:p.pos], at
 }
 
-const metricsHelp = "pN like p99 or p99.9, max, mean, errors, failed, dropped or achieved"
+const metricsHelp = "pN like p99 or p99.9, max, mean, errors, failed, dropped, achieved, or target.memory, target.storage or target.storage_per_value"
+
+// targetMetrics are the target's figures a check may name after "target.".
+var targetMetrics = map[string]Metric{"memory": TargetMemory, "storage": TargetStorage, "storage_per_value": TargetStoragePerValue}
 
 func (p *parser) check() (Check, error) {
 	var t Check
@@ -207,6 +232,20 @@ func (p *parser) check() (Check, error) {
 		t.Drift = true
 		p.pos += len("drift.")
 		b.WriteString("drift.")
+	}
+	if strings.HasPrefix(p.rest(), "target.") {
+		p.pos += len("target.")
+		name, nameAt := p.token("<>=!@")
+		m, ok := targetMetrics[name]
+		switch {
+		case !ok:
+			return t, p.fail(nameAt, "unknown figure of the target %q (want memory, storage or storage_per_value)", name)
+		case t.Drift && m == TargetStoragePerValue:
+			return t, p.fail(begin, "drift. applies to target.memory and target.storage, not target.%s", name)
+		}
+		t.Metric = m
+		b.WriteString("target." + name)
+		return p.tail(t, &b, "target."+name)
 	}
 	opAt := -1
 	if strings.HasPrefix(p.rest(), "op:") {
@@ -267,9 +306,14 @@ func (p *parser) check() (Check, error) {
 	case kindAt >= 0 && !t.Metric.Latency():
 		return t, p.fail(kindAt, "response. and service. apply to latency metrics (%s is not one)", name)
 	case t.Drift && !t.Metric.Latency() && t.Metric != Achieved:
-		return t, p.fail(begin, "drift. applies to latency metrics and achieved, not %s", name)
+		return t, p.fail(begin, "drift. applies to latency metrics and achieved (and target.memory, target.storage), not %s", name)
 	}
+	return p.tail(t, &b, name)
+}
 
+// tail reads the rest of a check once its metric (name) is known: the
+// comparison, the value, "@" and "!".
+func (p *parser) tail(t Check, b *strings.Builder, name string) (Check, error) {
 	p.pos = p.skipSpace(p.pos)
 	cmpAt := p.pos
 	for p.pos < p.end && strings.IndexByte("<>=", p.expr[p.pos]) >= 0 {
@@ -352,18 +396,28 @@ func (p *parser) value(t *Check, s string, at int) error {
 	default:
 		if v, ferr := finite(s); ferr == nil {
 			t.Kind, t.Value = Count, v
+		} else if v, ok := bytesValue(s); ok {
+			t.Kind, t.Value = Bytes, v
 		} else if d, derr := time.ParseDuration(s); derr == nil {
 			t.Kind, t.Value = Duration, d.Seconds()
 		} else {
-			return p.fail(at, "%q is not a value: want a duration (50ms), a percentage (0.1%%), a count (0) or a rate (5000/s)", s)
+			return p.fail(at, "%q is not a value: want a duration (50ms), a percentage (0.1%%), a count (0), a rate (5000/s) or a size (8GiB)", s)
 		}
 	}
 	if err != nil {
-		return p.fail(at, "%q is not a value: want a duration (50ms), a percentage (0.1%%), a count (0) or a rate (5000/s)", s)
+		return p.fail(at, "%q is not a value: want a duration (50ms), a percentage (0.1%%), a count (0), a rate (5000/s) or a size (8GiB)", s)
 	}
 	name := t.MetricName()
 	want := func(what string) error { return p.fail(at, "%s takes %s, not %q", name, what, s) }
 	switch {
+	case t.Drift && t.Metric.Target():
+		if t.Kind != Bytes && t.Kind != Percent {
+			return want("a relative change (5%) or a difference in bytes (100MiB)")
+		}
+	case t.Metric.Target():
+		if t.Kind != Bytes {
+			return want("a size in bytes (8GiB, 100GB, 4B)")
+		}
 	case t.Drift && t.Metric.Latency():
 		if t.Kind != Duration && t.Kind != Percent {
 			return want("a relative change (20%) or a difference (5ms)")
@@ -417,8 +471,41 @@ func (t Check) MetricName() string {
 		return "failed"
 	case Dropped:
 		return "dropped"
+	case TargetMemory:
+		return "target.memory"
+	case TargetStorage:
+		return "target.storage"
+	case TargetStoragePerValue:
+		return "target.storage_per_value"
 	}
 	return "achieved"
+}
+
+// byteUnits are the units of a size, longest first so that "MiB" is not
+// read as "B".
+var byteUnits = []struct {
+	unit string
+	mult float64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+	{"B", 1},
+}
+
+// bytesValue parses a size: a plain decimal number and a unit of
+// byteUnits, decimal or binary as written.
+func bytesValue(s string) (float64, bool) {
+	for _, u := range byteUnits {
+		if num, ok := strings.CutSuffix(s, u.unit); ok {
+			v, err := finite(num)
+			if err != nil || strings.ContainsAny(num, "eE") {
+				return 0, false
+			}
+			v *= u.mult
+			return v, !math.IsInf(v, 0)
+		}
+	}
+	return 0, false
 }
 
 // finite parses a plain decimal number.

@@ -46,6 +46,23 @@ func TestParse(t *testing.T) {
 			{Text: "p0.1<1µs", Metric: Quantile, Q: 0.1, Kind: Duration, Value: 1e-6},
 			{Text: "op:write.errors<1", Op: "write", Metric: Errors, Kind: Count, Value: 1},
 		}},
+		// The target's own figures, in bytes, decimal or binary as written.
+		{"target.memory<8GiB, target.storage <= 100GB @ 1m !, target.storage_per_value<4B, drift.target.memory<5%, drift.target.storage<100MiB@30s", []Check{
+			{Text: "target.memory<8GiB", Metric: TargetMemory, Kind: Bytes, Value: 8 << 30},
+			{Text: "target.storage<=100GB@1m!", Metric: TargetStorage, Cmp: LE, Kind: Bytes, Value: 100e9, Window: time.Minute, Abort: true},
+			{Text: "target.storage_per_value<4B", Metric: TargetStoragePerValue, Kind: Bytes, Value: 4},
+			{Text: "drift.target.memory<5%", Drift: true, Metric: TargetMemory, Kind: Percent, Value: 0.05},
+			{Text: "drift.target.storage<100MiB@30s", Drift: true, Metric: TargetStorage, Kind: Bytes, Value: 100 << 20, Window: 30 * time.Second},
+		}},
+		{"target.memory<1KB,target.memory<1KiB,target.memory<1.5MB,target.memory<2MiB,target.memory<1TB,target.memory<1TiB,target.memory>0B", []Check{
+			{Text: "target.memory<1KB", Metric: TargetMemory, Kind: Bytes, Value: 1000},
+			{Text: "target.memory<1KiB", Metric: TargetMemory, Kind: Bytes, Value: 1024},
+			{Text: "target.memory<1.5MB", Metric: TargetMemory, Kind: Bytes, Value: 1.5e6},
+			{Text: "target.memory<2MiB", Metric: TargetMemory, Kind: Bytes, Value: 2 << 20},
+			{Text: "target.memory<1TB", Metric: TargetMemory, Kind: Bytes, Value: 1e12},
+			{Text: "target.memory<1TiB", Metric: TargetMemory, Kind: Bytes, Value: 1 << 40},
+			{Text: "target.memory>0B", Metric: TargetMemory, Cmp: GT, Kind: Bytes},
+		}},
 	} {
 		got, err := Parse(tc.in)
 		if err != nil {
@@ -124,6 +141,21 @@ func TestParseErrors(t *testing.T) {
 		{"p99<50ms, p99 < 50ms", []string{`column 11 `, `p99<50ms is listed twice`}},
 		{"µ<1s", []string{`column 1 `, `unknown metric "µ"`}},
 		{"p99<5µ", []string{`column 5 `}},
+		{"target.memory<8", []string{`target.memory takes a size in bytes (8GiB, 100GB, 4B)`}},
+		{"target.memory<8G", []string{`"8G" is not a value`}},
+		{"target.memory<8gib", []string{`"8gib" is not a value`}},
+		{"target.memory<1e3B", []string{`"1e3B" is not a value`}},
+		{"target.memory<GiB", []string{`"GiB" is not a value`}},
+		{"target.memory<5%", []string{`target.memory takes a size in bytes`}},
+		{"target.memory<-1B", []string{`must not be negative`}},
+		{"target.memory=1GiB", []string{`= compares counts`}},
+		{"target.cpu<1s", []string{`column 8 `, `unknown figure of the target "cpu"`}},
+		{"target.op:read.memory<1B", []string{`unknown figure of the target "op:read.memory"`}},
+		{"op:read.target.memory<1B", []string{`unknown metric "target.memory"`}},
+		{"drift.target.storage_per_value<5%", []string{`column 1 `, `drift. applies to target.memory and target.storage`}},
+		{"drift.target.memory<5ms", []string{`target.memory takes a relative change (5%) or a difference in bytes (100MiB)`}},
+		{"p99<1GiB", []string{`p99 takes a duration`}},
+		{"errors<1B", []string{`errors takes a percentage (0.1%) or a count (0)`}},
 	} {
 		_, err := Parse(tc.in)
 		if err == nil {
@@ -155,7 +187,9 @@ func TestParseErrors(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"p99<50ms, p99.9<200ms, errors<0.1%, achieved>99%, dropped=0, op:read.p99<5ms, service.p99<10ms",
 		"p99<50ms@1m", "drift.p99<20%", "drift.achieved>-2%@5m!", "errors<5%!", "achieved>=2.5k/s", " p99 <= 1s @ 10s ! ",
-		"p99<5Oms", ",", "op:read.service.max<1µs", "p1e2<1s", "drift.op:x.p9"} {
+		"p99<5Oms", ",", "op:read.service.max<1µs", "p1e2<1s", "drift.op:x.p9",
+		"target.memory<8GiB", "target.storage<=100GB@1m!", "target.storage_per_value<4B", "drift.target.memory<5%",
+		"drift.target.storage<-1.5MiB@10s", "target.memory<1e3KB", "target.x<1B", "drift.target.storage_per_value<1%"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
