@@ -296,8 +296,11 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	defer api.Close()
 	// The history is sampled before the progress line is drawn, each
 	// second, and takes its last sample before the bar its last frame.
+	// The judges read the targets' figures from their watch, for the
+	// target. thresholds.
+	tw := targetwatch.New(log, targetwatch.Options{Metrics: reg})
 	deps := daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
-		Observers: []daemon.Observer{judge.New(log), readback.New(log), targetwatch.New(log, targetwatch.Options{Metrics: reg}),
+		Observers: []daemon.Observer{judge.New(log, judge.Options{Target: tw}), readback.New(log), tw,
 			hist, progress.New(cfg, log, console), api}}
 	var sum *daemon.Summary
 	var runErr error
@@ -435,7 +438,7 @@ func sweepCmd(ctx context.Context, args []string, environ map[string]string, std
 		stdout = stderr // as in runCmd
 	}
 	res, err := sweep.Run(ctx, cfg, f.Env, daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
-		Observers: []daemon.Observer{judge.New(log), readback.New(log)}})
+		Observers: []daemon.Observer{judge.New(log, judge.Options{}), readback.New(log)}})
 	if res != nil && len(res.Points) > 0 {
 		if werr := writeReport(stdout, cfg.Sweep.Out, res.WriteMarkdown, res.WriteCSV, res.WriteJSON, web.SweepCharts(res), "sweep-"); werr != nil {
 			log.Error("cannot write the sweep report", zap.Error(werr))

@@ -22,6 +22,6 @@ func runTest(ctx context.Context, cfg *config.Config, p *config.Plugins) runResu
 	reg := prometheus.NewRegistry()
 	api := serve.New(serve.Options{Config: cfg, Version: "test", Registry: reg})
 	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test",
-		Observers: []daemon.Observer{New(zap.NewNop()), api}})
+		Observers: []daemon.Observer{New(zap.NewNop(), Options{}), api}})
 	return runResult{sum, err, reg}
 }

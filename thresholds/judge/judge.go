@@ -45,6 +45,17 @@ import (
 //     duration. achieved compares the fraction of the target rate
 //     achieved (the achieved rate in units/s with RATE=max).
 //
+// A target. check judges the target's own figures, as the workload's watch
+// reads them (TargetFigures): the judge takes the latest reading at each of
+// its evaluations (every second and at every window step; WATCH_INTERVAL
+// is at least 1 s) and keeps, per figure, the peak and the last reading of
+// the run phase and of each slice. A whole-run or windowed memory or
+// storage check judges the peak reading (target.memory<8GiB fails once a
+// reading exceeds 8 GiB), storage_per_value the last one; a drift check
+// takes each slice's peak as the slice's value, and goes on as for
+// latency. A figure never read in the run phase is not available: the
+// check has no value, and fails in the final verdict, with a note.
+//
 // Memory stays bounded whatever the run's length: windows of one length
 // (and start) share a windowRecorder that keeps one histogram per latency
 // distribution the checks need, plus the last k slices of a window as
@@ -58,6 +69,9 @@ type judge struct {
 	closed bool // RATE=max: no target rate
 	log    *zap.Logger
 	begun  chan struct{} // closed when the run phase begins
+	// target reads the target's figures; nil when no watch serves the
+	// judge (its target. checks are then never judged).
+	target TargetFigures
 
 	mu      sync.Mutex
 	ps      *daemon.Phase // the run phase, once it began
@@ -66,9 +80,16 @@ type judge struct {
 	scratch *hdrhistogram.Histogram
 	results []daemon.ThresholdResult
 	lastRun time.Duration // of the last whole-run evaluation, since the phase began
-	final   bool
-	aborted bool
-	done    chan struct{} // closed when run returns; nil until it starts
+	// Of the target's figures (by targetIndex): which the checks need,
+	// when the phase began, the time of the last reading taken (a
+	// reading is taken once), and the run phase's readings.
+	targetNeed [numTarget]bool
+	begunAt    time.Time
+	targetAt   [numTarget]time.Time
+	targetRun  [numTarget]targetAcc
+	final      bool
+	aborted    bool
+	done       chan struct{} // closed when run returns; nil until it starts
 }
 
 // checkState is what the judge knows of one check.
@@ -93,16 +114,74 @@ type windowGroup struct {
 	start        time.Duration // where slicing starts in the phase (drift: DRIFT_WARMUP)
 	keys         []daemon.LatencyKey
 	rec          *daemon.Window
-	next         time.Duration        // of the next cut, since the phase began
-	warming      bool                 // the next cut ends the warm-up; its slice is not kept
-	slices       []daemon.WindowStats // the last k slices at most
-	cuts         int                  // slices kept since the start
+	next         time.Duration // of the next cut, since the phase began
+	warming      bool          // the next cut ends the warm-up; its slice is not kept
+	slices       []slice       // the last k slices at most
+	cuts         int           // slices kept since the start
+	// pending are the target's readings taken since the last cut: the
+	// next slice's.
+	pending [numTarget]targetAcc
+}
+
+// slice is one step of a window group: the engine's counts and latency,
+// and the target's readings taken in it.
+type slice struct {
+	daemon.WindowStats
+	target [numTarget]targetAcc
+}
+
+// The target's figures, as indexes of per-figure arrays.
+const numTarget = 3
+
+func targetIndex(m thresholds.Metric) int { return int(m - thresholds.TargetMemory) }
+
+// targetAcc is readings of one of the target's figures: their peak, the
+// last one, and how many.
+type targetAcc struct {
+	peak, last float64
+	n          int
+}
+
+func (a *targetAcc) add(v float64) {
+	if a.n == 0 || v > a.peak {
+		a.peak = v
+	}
+	a.last = v
+	a.n++
+}
+
+// merge adds b, read after a's readings.
+func (a *targetAcc) merge(b targetAcc) {
+	if b.n == 0 {
+		return
+	}
+	if a.n == 0 || b.peak > a.peak {
+		a.peak = b.peak
+	}
+	a.last = b.last
+	a.n += b.n
+}
+
+// value is the figure m judges: the peak, the last reading for
+// storage_per_value (a ratio whose peak is the run's first values, when
+// the target's fixed overhead is spread over few).
+func (a targetAcc) value(m thresholds.Metric) (float64, bool) {
+	if a.n == 0 {
+		return 0, false
+	}
+	if m == thresholds.TargetStoragePerValue {
+		return a.last, true
+	}
+	return a.peak, true
 }
 
 func newJudge(w config.Workload, log *zap.Logger) *judge {
 	j := &judge{name: w.Name, checks: w.Checks, warmup: w.DriftWarmup, closed: w.Rate.Max, log: log,
 		begun: make(chan struct{}), state: make([]checkState, len(w.Checks))}
 	for i, t := range j.checks {
+		if t.Metric.Target() {
+			j.targetNeed[targetIndex(t.Metric)] = true
+		}
 		length, start := t.Window, time.Duration(0)
 		switch {
 		case t.Drift:
@@ -142,12 +221,15 @@ func (g *windowGroup) keyIndex(k daemon.LatencyKey) int {
 	return -1
 }
 
-// push keeps a slice; false for an empty one (cut after the phase ended).
+// push keeps a slice, with the target's readings since the last cut;
+// false for an empty one (cut after the phase ended).
 func (g *windowGroup) push(ws daemon.WindowStats) bool {
+	target := g.pending
+	g.pending = [numTarget]targetAcc{}
 	if ws.Empty() {
 		return false
 	}
-	g.slices = append(g.slices, ws)
+	g.slices = append(g.slices, slice{WindowStats: ws, target: target})
 	if len(g.slices) > g.k {
 		g.slices = g.slices[1:]
 	}
@@ -161,7 +243,10 @@ func (j *judge) begin(ps *daemon.Phase) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.ps, j.lastRun = ps, 0
+	j.begunAt = time.Now()
+	j.targetAt, j.targetRun = [numTarget]time.Time{}, [numTarget]targetAcc{}
 	for _, g := range j.groups {
+		g.pending = [numTarget]targetAcc{}
 		g.rec = ps.StartWindow(g.keys...)
 		g.warming = g.start > 0
 		g.next = g.start
@@ -266,6 +351,7 @@ func (j *judge) live() []daemon.ThresholdResult {
 // evaluateLocked cuts the windows of groups and judges them, and the whole
 // run phase so far, from one snapshot.
 func (j *judge) evaluateLocked(groups []*windowGroup, final bool) {
+	j.readTargetLocked()
 	recs := make([]*daemon.Window, len(groups))
 	for i, g := range groups {
 		recs[i] = g.rec
@@ -277,6 +363,10 @@ func (j *judge) evaluateLocked(groups []*windowGroup, final bool) {
 				continue
 			}
 			st := &j.state[i]
+			if t.Metric.Target() {
+				st.value, st.has = j.targetRun[targetIndex(t.Metric)].value(t.Metric)
+				continue
+			}
 			st.value, st.has = j.measure(t, &tot.Counts, tot.Seconds, tot.Latency)
 		}
 	}, recs...)
@@ -284,6 +374,7 @@ func (j *judge) evaluateLocked(groups []*windowGroup, final bool) {
 		ws := wins[gi]
 		if g.warming {
 			g.warming = false
+			g.pending = [numTarget]targetAcc{}
 			continue
 		}
 		if !g.push(ws) {
@@ -315,8 +406,41 @@ func (j *judge) evaluateLocked(groups []*windowGroup, final bool) {
 	}
 }
 
+// readTargetLocked takes the latest reading of each of the target's
+// figures the checks need, when it is new and of the run phase, into the
+// run's and every group's next slice.
+func (j *judge) readTargetLocked() {
+	if j.target == nil {
+		return
+	}
+	for i, need := range j.targetNeed {
+		if !need {
+			continue
+		}
+		var v float64
+		var at time.Time
+		var ok bool
+		switch thresholds.TargetMemory + thresholds.Metric(i) {
+		case thresholds.TargetMemory:
+			v, at, ok = j.target.Memory(j.name)
+		case thresholds.TargetStorage:
+			v, at, ok = j.target.Storage(j.name)
+		default:
+			v, at, ok = j.target.StoragePerValue(j.name)
+		}
+		if !ok || !at.After(j.targetAt[i]) || at.Before(j.begunAt) {
+			continue
+		}
+		j.targetAt[i] = at
+		j.targetRun[i].add(v)
+		for _, g := range j.groups {
+			g.pending[i].add(v)
+		}
+	}
+}
+
 // judgeWindow judges a windowed check on slices.
-func (j *judge) judgeWindow(t *thresholds.Check, st *checkState, g *windowGroup, slices []daemon.WindowStats) {
+func (j *judge) judgeWindow(t *thresholds.Check, st *checkState, g *windowGroup, slices []slice) {
 	v, ok := j.measureSlices(t, g, slices)
 	if !ok {
 		return
@@ -353,7 +477,7 @@ func (j *judge) judgeDrift(t *thresholds.Check, st *checkState, g *windowGroup) 
 	}
 	var change float64
 	switch {
-	case t.Kind == thresholds.Duration:
+	case t.Kind == thresholds.Duration || t.Kind == thresholds.Bytes: // a difference
 		change = late - st.early.Value
 	case st.early.Value == 0 && late == 0:
 		change = 0
@@ -439,12 +563,19 @@ func (j *judge) measureDriftWindow(t *thresholds.Check, g *windowGroup) (float64
 	return vs[i], true
 }
 
-func (j *judge) windowValue(slices []daemon.WindowStats, v float64) *daemon.WindowValue {
+func (j *judge) windowValue(slices []slice, v float64) *daemon.WindowValue {
 	return &daemon.WindowValue{From: slices[0].From.Seconds(), To: slices[len(slices)-1].To.Seconds(), Value: v}
 }
 
 // measureSlices is t's metric over the window made of slices.
-func (j *judge) measureSlices(t *thresholds.Check, g *windowGroup, slices []daemon.WindowStats) (float64, bool) {
+func (j *judge) measureSlices(t *thresholds.Check, g *windowGroup, slices []slice) (float64, bool) {
+	if t.Metric.Target() {
+		var a targetAcc
+		for i := range slices {
+			a.merge(slices[i].target[targetIndex(t.Metric)])
+		}
+		return a.value(t.Metric)
+	}
 	var c daemon.Counts
 	for i := range slices {
 		c.Add(slices[i].Counts)
@@ -532,6 +663,8 @@ func (j *judge) unit(t *thresholds.Check) string {
 		return "ratio"
 	case thresholds.Rate:
 		return "units_per_second"
+	case thresholds.Bytes:
+		return "bytes"
 	}
 	return "count"
 }
@@ -547,6 +680,9 @@ func (j *judge) resultsLocked() []daemon.ThresholdResult {
 		switch {
 		case t.Drift:
 			r.EarlyWindow, r.WindowUnit = st.early, "seconds"
+			if t.Metric.Target() {
+				r.WindowUnit = "bytes"
+			}
 			if t.Metric == thresholds.Achieved {
 				r.WindowUnit = "ratio"
 				if j.closed {
@@ -588,6 +724,10 @@ func (j *judge) noteLocked(t *thresholds.Check, st *checkState) string {
 		return "not judged: the run phase never started"
 	case j.ps == nil:
 		return "waiting for the run phase"
+	case t.Metric.Target() && j.target == nil:
+		return "not available: the target's figures are not read in this run"
+	case t.Metric.Target() && j.targetRun[targetIndex(t.Metric)].n == 0:
+		return fmt.Sprintf("not available: no reading of the target's %s in the run phase so far (see /status: target.unavailable)", targetFigureName(t.Metric))
 	case t.Drift && st.earlyNote != "":
 		return st.earlyNote
 	case t.Drift:
@@ -602,6 +742,8 @@ func (j *judge) noteLocked(t *thresholds.Check, st *checkState) string {
 	}
 	what := "no data"
 	switch t.Metric {
+	case thresholds.TargetMemory, thresholds.TargetStorage, thresholds.TargetStoragePerValue:
+		what = "not available: no reading of the target's " + targetFigureName(t.Metric)
 	case thresholds.Quantile, thresholds.Max, thresholds.Mean:
 		op := "operation"
 		if t.Op != "" {
@@ -615,4 +757,15 @@ func (j *judge) noteLocked(t *thresholds.Check, st *checkState) string {
 		what += " in any window"
 	}
 	return what
+}
+
+// targetFigureName names one of the target's figures in notes.
+func targetFigureName(m thresholds.Metric) string {
+	switch m {
+	case thresholds.TargetMemory:
+		return "memory"
+	case thresholds.TargetStorage:
+		return "storage"
+	}
+	return "storage per value"
 }

@@ -27,7 +27,7 @@ func TestThresholdsLive(t *testing.T) {
 			"SOAKD_SEQ_DURATION", "30s", "SOAKD_SEQ_MAX_LAG", "5s", "SOAKD_SEQ_TARGET", "null://?latency=1ms&stall=1s@5s",
 			"SOAKD_SEQ_THRESHOLDS", "p99<50ms@2s, errors=0, drift.p99<20%@10s", "SOAKD_SEQ_DRIFT_WARMUP", "5s"), p)
 		reg := prometheus.NewRegistry()
-		js := New(zap.NewNop())
+		js := New(zap.NewNop(), Options{})
 		done := make(chan struct{})
 		go func() {
 			defer close(done)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -19,19 +20,39 @@ import (
 	"github.com/soakd/soakd/settings"
 )
 
+// TargetFigures are the target's own figures, as its watch reads them
+// while the run goes: the last reading of each of a workload's target
+// and when it was taken; ok is false while there is none. Memory is one
+// figure (its kinds overlap: the watch picks one), Storage the storage
+// the workload's data takes, StoragePerValue that divided by the values
+// or records acknowledged; bytes. The watch of the targets implements it.
+type TargetFigures interface {
+	Memory(workload string) (v float64, at time.Time, ok bool)
+	Storage(workload string) (v float64, at time.Time, ok bool)
+	StoragePerValue(workload string) (v float64, at time.Time, ok bool)
+}
+
+// Options are what the judges read besides the engine.
+type Options struct {
+	// Target, when set, gives the target. checks their figures; without
+	// it they are not available (and fail the final verdict).
+	Target TargetFigures
+}
+
 // Judges judges every workload of a run that has thresholds. One Judges
 // may serve runs one after another (a sweep's points): each run's
 // workloads replace the last run's.
 type Judges struct {
-	log *zap.Logger
+	log    *zap.Logger
+	target TargetFigures
 
 	mu     sync.Mutex
 	byName map[string]*judge
 }
 
 // New returns the judges of a run, logging to log.
-func New(log *zap.Logger) *Judges {
-	return &Judges{log: log, byName: map[string]*judge{}}
+func New(log *zap.Logger, o Options) *Judges {
+	return &Judges{log: log, target: o.Target, byName: map[string]*judge{}}
 }
 
 // Opened judges w when it has thresholds, once its source is built:
@@ -52,7 +73,9 @@ func (js *Judges) Opened(w *daemon.Handle) error {
 				"%s: source %s issues no op %q (its ops: %s)", t, wc.Source, t.Op, strings.Join(ops, ", "))}
 		}
 	}
-	js.byName[wc.Name] = newJudge(wc, js.log.With(zap.String("workload", wc.Name)))
+	j := newJudge(wc, js.log.With(zap.String("workload", wc.Name)))
+	j.target = js.target
+	js.byName[wc.Name] = j
 	return nil
 }
 
