@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/soakd/soakd/thresholds"
 )
 
 // Bad thresholds are configuration errors naming SOAKD_<W>_THRESHOLDS,
@@ -26,6 +28,13 @@ func TestThresholdsConfig(t *testing.T) {
 			[]string{`the run phase (at most 20s) is shorter than SOAKD_SEQ_DRIFT_WARMUP (5s) + 2 windows of 10s`}},
 		{testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_THRESHOLDS", "drift.p99<20%@10s", "SOAKD_DURATION", "15s", "SOAKD_SEQ_DRIFT_WARMUP", "-1s"),
 			[]string{`SOAKD_SEQ_DRIFT_WARMUP: must not be negative`, `the run phase (at most 15s)`}},
+		// A target. check needs the watch of the target, reading at
+		// least once a window.
+		{testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_THRESHOLDS", "target.memory<8GiB, drift.target.memory<5%", "SOAKD_SEQ_WATCH_INTERVAL", "0"),
+			[]string{`SOAKD_SEQ_THRESHOLDS: target.memory<8GiB: SOAKD_SEQ_WATCH_INTERVAL=0 turns the watch of the target off`,
+				`SOAKD_SEQ_THRESHOLDS: drift.target.memory<5%: SOAKD_SEQ_WATCH_INTERVAL=0`}},
+		{testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_THRESHOLDS", "target.storage<1GB@5s", "SOAKD_SEQ_WATCH_INTERVAL", "10s"),
+			[]string{`SOAKD_SEQ_THRESHOLDS: target.storage<1GB@5s: a window of 5s is shorter than SOAKD_SEQ_WATCH_INTERVAL (10s)`}},
 	} {
 		cfg, err := Load(tc.env, p.Sources)
 		err = cfg.Check(p, err)
@@ -43,5 +52,10 @@ func TestThresholdsConfig(t *testing.T) {
 		"SOAKD_SEQ_DURATION", "30s", "SOAKD_SEQ_DRIFT_WARMUP", "10s"), p)
 	if got := cfg.Workload[0].Checks; len(got) != 2 || got[1].String() != "drift.p99<20%@10s" {
 		t.Errorf("checks %+v", got)
+	}
+	cfg = loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_THRESHOLDS", "target.memory<8GiB, target.storage_per_value<4B, drift.target.memory<5%@10s",
+		"SOAKD_SEQ_WATCH_INTERVAL", "10s", "SOAKD_SEQ_DURATION", "5m"), p)
+	if got := cfg.Workload[0].Checks; len(got) != 3 || got[2].Metric != thresholds.TargetMemory || !got[2].Drift {
+		t.Errorf("target checks %+v", got)
 	}
 }
