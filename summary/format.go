@@ -3,6 +3,7 @@ package summary
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,28 @@ func FormatThresholdValue(unit string, v float64, signed bool) string {
 		return sign + s + "%"
 	case "units_per_second":
 		return fmt.Sprintf("%s%.0f/s", sign, v)
+	case "bytes":
+		// Binary units, 3 significant digits: 1.5GiB, 512B.
+		if v < 0 {
+			sign, v = "-", -v
+		}
+		units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+		i := 0
+		for v >= 1024 && i < len(units)-1 {
+			v /= 1024
+			i++
+		}
+		prec := 2
+		if v >= 100 {
+			prec = 0
+		} else if v >= 10 {
+			prec = 1
+		}
+		n := strings.TrimRight(strings.TrimRight(strconv.FormatFloat(v, 'f', prec, 64), "0"), ".")
+		if !strings.Contains(strconv.FormatFloat(v, 'f', prec, 64), ".") {
+			n = strconv.FormatFloat(v, 'f', prec, 64)
+		}
+		return sign + n + units[i]
 	}
 	return fmt.Sprintf("%s%.0f", sign, v)
 }
