@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/soakd/soakd/cmd/soakd/cli"
+	"github.com/soakd/soakd/internal/testserver"
+)
+
+// drift.target.memory is a soak's leak check: against a real Redis read
+// every second, a run of reads and updates over a loaded key space keeps
+// the server's memory steady and passes; the same run fails when another
+// client writes big keys (outside KEY_PREFIX, none of soakd's) half-way
+// through, and the summary gives the growth.
+func TestTargetMemoryThresholdsRedis(t *testing.T) {
+	for _, grow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "steady", true: "growing"}[grow], func(t *testing.T) {
+			t.Parallel()
+			srv := testserver.Redis(t)
+			env := map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_LISTEN": "off", "SOAKD_KV_TARGET": srv.URL,
+				"SOAKD_KV_RECORDS": "20000", "SOAKD_KV_WORKLOAD": "load", "SOAKD_KV_RATE": "max", "SOAKD_KV_KEY_PREFIX": "t:",
+				"SOAKD_KV_WATCH_INTERVAL": "0"}
+			if code, out, errs := run(t, env); code != cli.ExitOK {
+				t.Fatalf("load: exit %d\n%s\n%s", code, out, errs)
+			}
+			env["SOAKD_KV_WORKLOAD"], env["SOAKD_KV_LOAD"], env["SOAKD_KV_RATE"] = "read=0.9,update=0.1", "off", "500"
+			env["SOAKD_KV_DURATION"], env["SOAKD_KV_WATCH_INTERVAL"], env["SOAKD_KV_DRIFT_WARMUP"] = "12s", "1s", "2s"
+			// Early window 2s–6s, late 8s–12s.
+			env["SOAKD_KV_THRESHOLDS"] = "drift.target.memory<5%@4s, target.memory<4GiB"
+
+			writes := make(chan error, 1)
+			if grow {
+				c := goredis.NewClient(&goredis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true})
+				defer c.Close()
+				go func() {
+					// 64 MiB between about 6 s and 8 s into the run.
+					time.Sleep(6 * time.Second)
+					big := strings.Repeat("x", 1<<20)
+					for i := range 64 {
+						if err := c.Set(context.Background(), "other:"+strconv.Itoa(i), big, 0).Err(); err != nil {
+							writes <- err
+							return
+						}
+						time.Sleep(25 * time.Millisecond)
+					}
+					writes <- nil
+				}()
+			} else {
+				writes <- nil
+			}
+			js := filepath.Join(t.TempDir(), "sum.json")
+			code, out, errs := run(t, env, "--summary-json", js)
+			if err := <-writes; err != nil {
+				t.Fatal(err)
+			}
+			want := map[bool]int{false: cli.ExitOK, true: cli.ExitFailed}[grow]
+			if code != want {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, want, out, errs)
+			}
+			s := readJSON[struct {
+				Workloads []struct {
+					Thresholds []struct {
+						Threshold   string   `json:"threshold"`
+						OK          bool     `json:"ok"`
+						Value       *float64 `json:"value"`
+						Unit        string   `json:"unit"`
+						WindowUnit  string   `json:"window_unit"`
+						EarlyWindow *struct {
+							Value float64 `json:"value"`
+						} `json:"early_window"`
+					} `json:"thresholds"`
+				} `json:"workloads"`
+			}](t, js)
+			var ths []string
+			for _, w := range s.Workloads {
+				for _, th := range w.Thresholds {
+					ths = append(ths, th.Threshold)
+					switch th.Threshold {
+					case "target.memory<4GiB":
+						if !th.OK || th.Value == nil || th.Unit != "bytes" || *th.Value < 1<<20 {
+							t.Errorf("%+v", th)
+						}
+					case "drift.target.memory<5%@4s":
+						if th.Value != nil {
+							t.Logf("%s: %+.2f%%", th.Threshold, 100**th.Value)
+						}
+						if th.Value == nil || th.OK == grow || th.WindowUnit != "bytes" || th.EarlyWindow == nil || th.EarlyWindow.Value < 1<<20 ||
+							grow && *th.Value < 0.05 {
+							t.Errorf("%+v: %v\n%s", th, th.Value, out)
+						}
+					}
+				}
+			}
+			if len(ths) != 2 {
+				t.Errorf("thresholds in the summary: %v", ths)
+			}
+			if grow && !strings.Contains(out, "✗ drift.target.memory<5%@4s") {
+				t.Errorf("summary:\n%s", out)
+			}
+		})
+	}
+}
