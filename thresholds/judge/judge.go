@@ -243,7 +243,7 @@ func (j *judge) begin(ps *daemon.Phase) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.ps, j.lastRun = ps, 0
-	j.begunAt = time.Now()
+	j.begunAt = time.Now().Add(-ps.Elapsed()) // the phase's start
 	j.targetAt, j.targetRun = [numTarget]time.Time{}, [numTarget]targetAcc{}
 	for _, g := range j.groups {
 		g.pending = [numTarget]targetAcc{}
@@ -407,11 +407,16 @@ func (j *judge) evaluateLocked(groups []*windowGroup, final bool) {
 }
 
 // readTargetLocked takes the latest reading of each of the target's
-// figures the checks need, when it is new and of the run phase, into the
+// figures the checks need, when it is new and of the run phase (the watch
+// reads from the workload's first phase until it finishes), into the
 // run's and every group's next slice.
 func (j *judge) readTargetLocked() {
-	if j.target == nil {
+	if j.target == nil || j.ps == nil {
 		return
+	}
+	var end time.Time
+	if j.ps.Ended() {
+		end = j.begunAt.Add(j.ps.Elapsed())
 	}
 	for i, need := range j.targetNeed {
 		if !need {
@@ -428,7 +433,7 @@ func (j *judge) readTargetLocked() {
 		default:
 			v, at, ok = j.target.StoragePerValue(j.name)
 		}
-		if !ok || !at.After(j.targetAt[i]) || at.Before(j.begunAt) {
+		if !ok || !at.After(j.targetAt[i]) || at.Before(j.begunAt) || !end.IsZero() && at.After(end) {
 			continue
 		}
 		j.targetAt[i] = at

@@ -14,9 +14,11 @@ import (
 )
 
 // fakeTarget reads the target's figures from functions of the seconds
-// since it was made (nil: never read), each reading taken now.
+// since start (nil: never read), each reading taken now, or with every
+// at the last multiple of every since start.
 type fakeTarget struct {
 	start                     time.Time
+	every                     time.Duration
 	memory, storage, perValue func(sec float64) float64
 }
 
@@ -24,8 +26,11 @@ func (f *fakeTarget) read(fn func(float64) float64) (float64, time.Time, bool) {
 	if fn == nil {
 		return 0, time.Time{}, false
 	}
-	now := time.Now()
-	return fn(now.Sub(f.start).Seconds()), now, true
+	at := time.Now()
+	if f.every > 0 {
+		at = f.start.Add(at.Sub(f.start).Truncate(f.every))
+	}
+	return fn(at.Sub(f.start).Seconds()), at, true
 }
 
 func (f *fakeTarget) Memory(string) (float64, time.Time, bool)  { return f.read(f.memory) }
@@ -143,4 +148,36 @@ func TestTargetMissing(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Readings before the run phase (the load phase's) and after it are not
+// the run phase's.
+func TestTargetOnlyTheRunPhase(t *testing.T) {
+	t.Parallel()
+	checks, _ := thresholds.Parse("target.memory<2GiB")
+	synctest.Test(t, func(t *testing.T) {
+		// Readings every 2 s: at 0 s (3 GiB, the load phase's), 2 s
+		// (1 GiB) and 4 s (3 GiB, after the phase).
+		ft := &fakeTarget{start: time.Now(), every: 2 * time.Second, memory: func(s float64) float64 {
+			if s < 1 || s >= 4 {
+				return 3 * gib
+			}
+			return gib
+		}}
+		j := newJudge(config.Workload{Name: "w", Checks: checks}, zap.NewNop())
+		j.target = ft
+		time.Sleep(500 * time.Millisecond)
+		tp := daemon.NewTestPhase("run")
+		j.begin(tp.Phase())
+		for range 3 {
+			tp.Ack("write", 100, time.Millisecond)
+			time.Sleep(time.Second)
+			j.tick()
+		}
+		tp.End("DURATION")
+		time.Sleep(2 * time.Second)
+		if r := j.finish()[0]; !r.OK || *r.Value != gib {
+			t.Errorf("%+v: %v", r, *r.Value)
+		}
+	})
 }
