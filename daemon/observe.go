@@ -59,7 +59,7 @@ type StatusAdder interface {
 }
 
 // SummaryAdder is an Observer that adds a field of its own to a
-// workload's entry in the summary (soakd's targetwatch: "target"), as
+// workload's entry in the summary (targetwatch's "target_figures"), as
 // StatusAdder does to /status.
 type SummaryAdder interface {
 	// SummaryField returns the field's name and value for the workload
@@ -67,7 +67,8 @@ type SummaryAdder interface {
 	// workload when it builds the summary, after every Finisher has been
 	// told the run is over; the value lands on the workload's last entry
 	// (its run phase's) as WorkloadSummary.Extra, and is marshalled to
-	// JSON with the summary.
+	// JSON with the summary. key must not name one of WorkloadSummary's
+	// own fields (its JSON names): the summary's JSON then fails.
 	SummaryField(workload string) (key string, value any, ok bool)
 }
 

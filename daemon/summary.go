@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/soakd/soakd/config"
@@ -107,7 +109,12 @@ func (ws WorkloadSummary) MarshalJSON() ([]byte, error) {
 	}
 	keys := slices.Sorted(maps.Keys(ws.Extra))
 	b = b[:len(b)-1] // the closing brace
+	own := summaryKeys()
 	for _, k := range keys {
+		if own[k] {
+			// Two values under one name: decoders keep one or fail.
+			return nil, fmt.Errorf("summary field %s: the entry has a field of that name already", k)
+		}
 		kb, _ := json.Marshal(k)
 		vb, err := json.Marshal(ws.Extra[k])
 		if err != nil {
@@ -117,6 +124,19 @@ func (ws WorkloadSummary) MarshalJSON() ([]byte, error) {
 	}
 	return append(b, '}'), nil
 }
+
+// summaryKeys are the JSON names of WorkloadSummary's own fields, which
+// an Extra field may not take.
+var summaryKeys = sync.OnceValue(func() map[string]bool {
+	keys := map[string]bool{}
+	t := reflect.TypeFor[WorkloadSummary]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			keys[name] = true
+		}
+	}
+	return keys
+})
 
 // ErrorSummary is an error with its class and when it was seen.
 type ErrorSummary struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -59,6 +60,13 @@ func TestObserverAddsSummaryField(t *testing.T) {
 			if want := append(own[:len(own)-1:len(own)-1], tc.tail...); !bytes.Equal(got, want) {
 				t.Errorf("%s's JSON:\n%s\nwant\n%s", tc.ws.Name, got, want)
 			}
+		}
+		// A field named as one of the entry's own would give the JSON
+		// two values under one name.
+		clash := *a
+		clash.Extra = map[string]any{"target": "x"}
+		if _, err := json.Marshal(clash); err == nil || !strings.Contains(err.Error(), "summary field target") {
+			t.Errorf("an extra field named target marshals: %v", err)
 		}
 	})
 }
