@@ -58,6 +58,20 @@ type StatusAdder interface {
 	AddStatus(workload string) (key string, value any, ok bool)
 }
 
+// SummaryAdder is an Observer that adds a field of its own to a
+// workload's entry in the summary (targetwatch's "target_figures"), as
+// StatusAdder does to /status.
+type SummaryAdder interface {
+	// SummaryField returns the field's name and value for the workload
+	// named workload, or ok false to add nothing. Run calls it once per
+	// workload when it builds the summary, after every Finisher has been
+	// told the run is over; the value lands on the workload's last entry
+	// (its run phase's) as WorkloadSummary.Extra, and is marshalled to
+	// JSON with the summary. key must not name one of WorkloadSummary's
+	// own fields (its JSON names): the summary's JSON then fails.
+	SummaryField(workload string) (key string, value any, ok bool)
+}
+
 // Ticker is an Observer that follows the engine's one-second clock: the
 // progress line, the bar, the history.
 type Ticker interface {

@@ -1,9 +1,14 @@
 package daemon
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/soakd/soakd/config"
@@ -82,12 +87,56 @@ type WorkloadSummary struct {
 	// Verify is the phase's read-back checks (VERIFY) and the record of
 	// what it wrote, which soakd verify reads.
 	Verify *VerifySummary `json:"verify,omitempty"`
+	// Extra holds the fields observers add (SummaryAdder), by name:
+	// targetwatch's "target". They follow the fields above in the JSON,
+	// in the order of their names; a summary read back from JSON leaves
+	// them out.
+	Extra map[string]any `json:"-"`
 
 	// writesOK and writesFailed count the phase's writes (series batches;
 	// KV inserts, updates and read-modify-writes) acknowledged and failed
 	// for good: a phase whose every write failed fails the workload.
 	writesOK, writesFailed int64
 }
+
+// MarshalJSON writes the entry's fields, then Extra's, as
+// StatusWorkload does in /status.
+func (ws WorkloadSummary) MarshalJSON() ([]byte, error) {
+	type plain WorkloadSummary
+	b, err := json.Marshal(plain(ws))
+	if err != nil || len(ws.Extra) == 0 {
+		return b, err
+	}
+	keys := slices.Sorted(maps.Keys(ws.Extra))
+	b = b[:len(b)-1] // the closing brace
+	own := summaryKeys()
+	for _, k := range keys {
+		if own[k] {
+			// Two values under one name: decoders keep one or fail.
+			return nil, fmt.Errorf("summary field %s: the entry has a field of that name already", k)
+		}
+		kb, _ := json.Marshal(k)
+		vb, err := json.Marshal(ws.Extra[k])
+		if err != nil {
+			return nil, fmt.Errorf("summary field %s: %w", k, err)
+		}
+		b = append(append(append(append(b, ','), kb...), ':'), vb...)
+	}
+	return append(b, '}'), nil
+}
+
+// summaryKeys are the JSON names of WorkloadSummary's own fields, which
+// an Extra field may not take.
+var summaryKeys = sync.OnceValue(func() map[string]bool {
+	keys := map[string]bool{}
+	t := reflect.TypeFor[WorkloadSummary]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			keys[name] = true
+		}
+	}
+	return keys
+})
 
 // ErrorSummary is an error with its class and when it was seen.
 type ErrorSummary struct {
@@ -169,6 +218,7 @@ func summarize(version string, started time.Time, cfg *config.Config, wls []*wor
 			})
 		}
 		last := &entries[len(entries)-1]
+		last.Extra = summaryFields(observers, w.name)
 		if verdicts := verdictsOf(observers, w.name, true); verdicts != nil {
 			judged := last
 			for i := range entries {
@@ -225,6 +275,23 @@ func summarize(version string, started time.Time, cfg *config.Config, wls []*wor
 		noteHardStop(s, cfg.Duration)
 	}
 	return s
+}
+
+// summaryFields are the fields the run's SummaryAdders add to the
+// workload named name, by name; nil when none adds one.
+func summaryFields(observers []Observer, name string) map[string]any {
+	var out map[string]any
+	for _, o := range observers {
+		if sa, ok := o.(SummaryAdder); ok {
+			if k, v, ok := sa.SummaryField(name); ok {
+				if out == nil {
+					out = map[string]any{}
+				}
+				out[k] = v
+			}
+		}
+	}
+	return out
 }
 
 func (f *Failure) fill(e errorNote, attempts int64) {

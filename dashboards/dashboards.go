@@ -8,7 +8,8 @@
 // soak.json: a soak test at a glance: target vs achieved rate, throughput,
 // response and service latency quantiles and heatmaps (native histograms),
 // errors by class, drops and schedule lag, concurrency, read-back
-// verification (VERIFY) checks and failures by kind, and the soakd
+// verification (VERIFY) checks and failures by kind, the target's own
+// memory, storage, CPU and storage per value, and the soakd
 // processes' CPU, memory, GC and goroutines; rate changes made through
 // /control are annotated. capacity.json: a ramp or capacity search, the
 // achieved rate and the response p99 against the offered rate.

@@ -98,6 +98,10 @@ func TestPanelsOnRealPrometheus(t *testing.T) {
 		"SOAKD_IOT_MAX_LAG": "10s", "SOAKD_KV_MAX_LAG": "10s",
 		"SOAKD_KV_TARGET": rd.URL, "SOAKD_KV_RATE": "1000", "SOAKD_KV_RECORDS": "1000", "SOAKD_KV_LOAD_RATE": "max",
 		"SOAKD_KV_WORKERS": "2",
+		// The targets' own figures every second, so that the Target row's
+		// rates have readings to go on: PostgreSQL's storage and storage
+		// per value, Redis's memory and CPU time.
+		"SOAKD_IOT_WATCH_INTERVAL": "1s", "SOAKD_KV_WATCH_INTERVAL": "1s",
 		// Half the capacity it is asked for, and a tenth of the writes fail.
 		"SOAKD_BAD_SOURCE": "seq", "SOAKD_BAD_RATE": "1000", "SOAKD_BAD_BATCH_SIZE": "10", "SOAKD_BAD_WORKERS": "2",
 		"SOAKD_BAD_TARGET":  "null://?latency=1ms&capacity=500&fail=0.1&fail_class=server",

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/targetwatch"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/text.golden")
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 func ptr(v float64) *float64 { return &v }
 
@@ -64,7 +66,65 @@ func richSummary() *daemon.Summary {
 func TestTextGolden(t *testing.T) {
 	var out bytes.Buffer
 	WriteText(&out, richSummary())
-	const golden = "testdata/text.golden"
+	checkGolden(t, "testdata/text.golden", &out)
+}
+
+// targetSummary is richSummary with the targets' own figures
+// (targetwatch's target_figures): kv's target read through its sink, with
+// failed readings and a figure it cannot read; q's through its process
+// alone, read once; down's never read (nothing to read it through),
+// which prints nothing.
+func targetSummary() *daemon.Summary {
+	s := richSummary()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	t1 := t0.Add(70 * time.Second)
+	s.Workloads[1].Extra = map[string]any{"target_figures": targetwatch.Summary{
+		IntervalSeconds: 10, Readings: 8, Errors: 2, LastError: "dial tcp 10.0.0.5:6379: i/o timeout", FirstAt: &t0, LastAt: &t1,
+		Memory: map[string]targetwatch.Figure{
+			"used": {First: 1.1 * (1 << 30), Last: 1.4 * (1 << 30), Peak: 1.5 * (1 << 30), GrowthPerHour: ptr(0.3 * (1 << 30) * 60)},
+			"rss":  {First: 2.5 * (1 << 30), Last: 2.25 * (1 << 30), Peak: 2.5 * (1 << 30), GrowthPerHour: ptr(-0.25 * (1 << 30) * 60)},
+		},
+		Storage:         map[string]targetwatch.Figure{"aof": {First: 1 << 20, Last: 37 << 20, Peak: 37 << 20, GrowthPerHour: ptr(36 << 20 * 60)}},
+		StorageTotal:    &targetwatch.Figure{First: 1 << 20, Last: 37 << 20, Peak: 37 << 20, GrowthPerHour: ptr(36 << 20 * 60)},
+		CPU:             &targetwatch.CPU{First: 1200.5, Last: 1242.5, From: "target", Cores: ptr(0.6)},
+		StoragePerValue: ptr(float64(37<<20) / 69000), Acknowledged: ptr(69000), Counted: "records",
+		Unavailable: map[string]string{"storage.rdb": "no RDB file yet"},
+	}}
+	s.Workloads[2].Extra = map[string]any{"target_figures": &targetwatch.Summary{
+		IntervalSeconds: 10, Readings: 1, FirstAt: &t0, LastAt: &t0,
+		Memory:      map[string]targetwatch.Figure{"process_rss": {First: 300, Last: 300, Peak: 300}},
+		CPU:         &targetwatch.CPU{First: 3, Last: 3, From: "process"},
+		Unavailable: map[string]string{"target": "the postgres sink cannot read the query workload's figures"},
+	}}
+	s.Workloads[3].Extra = map[string]any{"target_figures": targetwatch.Summary{
+		IntervalSeconds: 10, Unavailable: map[string]string{"target": "the null sink cannot read its target's own figures"},
+	}}
+	return s
+}
+
+// With the targets' figures, each workload's entry gets a target block
+// after its latencies, and nothing else changes.
+func TestTextGoldenTarget(t *testing.T) {
+	var out bytes.Buffer
+	WriteText(&out, targetSummary())
+	checkGolden(t, "testdata/text_target.golden", &out)
+	var plain bytes.Buffer
+	WriteText(&plain, richSummary())
+	var kept []string
+	for _, l := range strings.SplitAfter(out.String(), "\n") {
+		if !strings.HasPrefix(l, "target (") && !strings.HasPrefix(l, "  memory ") && !strings.HasPrefix(l, "  storage ") &&
+			!strings.HasPrefix(l, "  cpu: ") && !strings.HasPrefix(l, "  not read: ") && !strings.HasPrefix(l, "  last failed reading: ") {
+			kept = append(kept, l)
+		}
+	}
+	if got := strings.Join(kept, ""); got != plain.String() {
+		t.Errorf("without its target blocks, the text differs from the summary without figures:\n%s", got)
+	}
+}
+
+// checkGolden compares out with the file golden, which -update rewrites.
+func checkGolden(t *testing.T, golden string, out *bytes.Buffer) {
+	t.Helper()
 	if *update {
 		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
 			t.Fatal(err)

@@ -94,6 +94,7 @@ func WriteText(out io.Writer, s *daemon.Summary) {
 			fmt.Fprintf(out, "%-15s - Count: %d, Avg(us): %.0f, Min(us): %.0f, Max(us): %.0f, 50th(us): %.0f, 90th(us): %.0f, 99th(us): %.0f, 99.9th(us): %.0f\n",
 				"DISPATCH delay", q.Count, q.Mean*1e6, q.Min*1e6, q.Max*1e6, q.P50*1e6, q.P90*1e6, q.P99*1e6, q.P999*1e6)
 		}
+		writeTarget(out, targetFigures(w.Extra))
 		writeThresholds(out, w.Thresholds)
 		if f := w.Failure; f != nil {
 			fmt.Fprintf(out, "FAILED: %s\n", f.Reason)

@@ -18,6 +18,12 @@ const (
 	// CPUSaturation: a soakd process using more than this share of its
 	// GOMAXPROCS for 10 m is the bottleneck of its own test.
 	CPUSaturation = 0.9
+	// TargetMemoryGrowth: a target's memory (of one kind) grew by more
+	// than this share of its level over TargetMemoryWindow, and rose
+	// over every half hour of the TargetMemoryWindow before the alert
+	// fires: steady growth, not a warm-up that levels off or a spike.
+	TargetMemoryGrowth = 0.1
+	TargetMemoryWindow = "2h"
 )
 
 // Rule is one Prometheus alerting rule.
@@ -95,6 +101,23 @@ func RuleGroups() []RuleGroup {
 			Annotations: map[string]string{
 				"summary":     "soakd {{ $labels.instance }} is CPU-bound: the generator, not the target, limits the test",
 				"description": "Job {{ $labels.job }}, instance {{ $labels.instance }} used {{ $value | humanizePercentage }} of its GOMAXPROCS over 5m. Give it more CPU or shard the run.",
+			},
+		},
+		{
+			// Every shard of a workload reads the same target: max takes
+			// its figure once. The share is of the level now, so a target
+			// that doubles from little alerts as soon as one that grows
+			// by a tenth from much.
+			Alert: "SoakdTargetMemoryGrowing",
+			Expr: fmt.Sprintf("(max by (%[1]s, kind) (delta(soakd_target_memory_bytes[%[2]s])) / max by (%[1]s, kind) (soakd_target_memory_bytes) > %[3]g)"+
+				" and (max by (%[1]s, kind) (deriv(soakd_target_memory_bytes[30m])) > 0)",
+				r.by, TargetMemoryWindow, TargetMemoryGrowth),
+			For: TargetMemoryWindow, Labels: warn,
+			Annotations: map[string]string{
+				"summary": fmt.Sprintf("the target of soakd workload {{ $labels.workload }}: memory {{ $labels.kind }} grows steadily (more than %g %% over %s)",
+					TargetMemoryGrowth*100, TargetMemoryWindow),
+				"description": fmt.Sprintf("Job {{ $labels.job }}, workload {{ $labels.workload }}: the target's memory {{ $labels.kind }} grew by {{ $value | humanizePercentage }} of its level over %[1]s, and rose over every half hour of the %[1]s before (soakd_target_memory_bytes). A leak, or a cache or buffer without bound: the run's end summary gives its first, last and peak.",
+					TargetMemoryWindow),
 			},
 		},
 		{

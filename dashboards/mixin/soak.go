@@ -117,6 +117,28 @@ func Soak() (dashboard.Dashboard, error) {
 		q(fmt.Sprintf("sum by (%s, kind) (rate(%s[%s]))", s.by, s.vec("soakd_verify_failures_total"), s.win), "{{workload}} {{kind}}/s")),
 		"(missing|mismatch|duplicate)/s$", "short"))
 
+	// Every shard of a workload reads the same target: its figures are
+	// taken once (max), not added up over the shards.
+	b.WithRow(dashboard.NewRowBuilder("Target"))
+	b.WithPanel(timeSeries("Target memory by kind",
+		"The target's own memory, as its sink reads it every WATCH_INTERVAL (e.g. Redis used and rss), and process_rss, the resident set of the process WATCH_PROCESS names. "+
+			"Rising over hours while the data set does not: a leak, or a cache without bound (SoakdTargetMemoryGrowing).",
+		"bytes", 12,
+		q(fmt.Sprintf("max by (%s, kind) (%s)", s.by, s.vec("soakd_target_memory_bytes")), "{{workload}} {{kind}}")))
+	b.WithPanel(timeSeries("Target storage by kind",
+		"The storage soakd's data takes on the target by kind (e.g. PostgreSQL table, index, wal, database; Redis aof, rdb), as its sink reads it.",
+		"bytes", 12,
+		q(fmt.Sprintf("max by (%s, kind) (%s)", s.by, s.vec("soakd_target_storage_bytes")), "{{workload}} {{kind}}")))
+	b.WithPanel(timeSeries("Target CPU",
+		"Cores the target kept busy: the rate of its own CPU time (user + system), or its watched process's. A restarted target starts again from 0, which rate() takes as a reset.",
+		"short", 12,
+		q(fmt.Sprintf("max by (%s) (rate(%s[%s]))", s.by, s.vec("soakd_target_cpu_seconds_total"), s.win), "{{workload}} cores")))
+	b.WithPanel(timeSeries("Target storage per value",
+		"The target's storage, summed over kinds (database, wal, compressed and uncompressed aside), per field value (series) or record (KV) acknowledged. "+
+			"Each shard divides the whole storage by its own share, so the shares' inverses add up to the whole's: 1 / Σ(1 / per shard).",
+		"bytes", 12,
+		q(fmt.Sprintf("1 / sum by (%s) (1 / %s)", s.by, s.vec("soakd_target_storage_bytes_per_value")), "{{workload}}")))
+
 	b.WithRow(dashboard.NewRowBuilder("soakd processes"))
 	b.WithPanel(timeSeries("CPU",
 		"CPU used by each soakd process against its GOMAXPROCS (the cores Go may use, cgroup limits included): near the limit, the generator is the bottleneck.",

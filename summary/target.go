@@ -1,0 +1,101 @@
+package summary
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/soakd/soakd/targetwatch"
+)
+
+// targetFigures is the workload entry's target_figures field
+// (targetwatch's SummaryAdder), or nil.
+func targetFigures(extra map[string]any) *targetwatch.Summary {
+	switch v := extra["target_figures"].(type) {
+	case targetwatch.Summary:
+		return &v
+	case *targetwatch.Summary:
+		return v
+	}
+	return nil
+}
+
+// writeTarget prints the target's own figures over the run: memory by
+// kind (first → last, peak, growth per hour), the storage soakd's data
+// takes (first → last, growth per hour, per value or record), CPU time,
+// and the figures not read. A watch that never took a reading (its sink
+// reads nothing and no process is watched: a built-in target) prints
+// nothing; --summary-json says why.
+func writeTarget(out io.Writer, t *targetwatch.Summary) {
+	if t == nil || t.Readings == 0 {
+		return
+	}
+	failed := ""
+	if t.Errors > 0 {
+		failed = fmt.Sprintf(", %d failed", t.Errors)
+	}
+	readings := "readings"
+	if t.Readings == 1 {
+		readings = "reading"
+	}
+	fmt.Fprintf(out, "target (read every %gs: %d %s%s):\n", t.IntervalSeconds, t.Readings, readings, failed)
+	if t.LastError != "" {
+		fmt.Fprintf(out, "  last failed reading: %s\n", t.LastError)
+	}
+	for _, k := range slices.Sorted(maps.Keys(t.Memory)) {
+		f := t.Memory[k]
+		fmt.Fprintf(out, "  memory %s: %s → %s, peak %s%s\n", k, formatBytes(f.First), formatBytes(f.Last), formatBytes(f.Peak),
+			growth(f.GrowthPerHour))
+	}
+	if f := t.StorageTotal; f != nil {
+		fmt.Fprintf(out, "  storage total: %s → %s%s", formatBytes(f.First), formatBytes(f.Last), growth(f.GrowthPerHour))
+		if v := t.StoragePerValue; v != nil && t.Acknowledged != nil {
+			one := strings.TrimSuffix(t.Counted, "s")
+			fmt.Fprintf(out, "; %.1f bytes per %s (%.0f %s)", *v, one, *t.Acknowledged, t.Counted)
+		}
+		fmt.Fprintln(out)
+	}
+	if c := t.CPU; c != nil {
+		whose := "the target's own"
+		if c.From == "process" {
+			whose = "its process's"
+		}
+		cores := ""
+		if c.Cores != nil {
+			cores = fmt.Sprintf(", %.2f cores", *c.Cores)
+		}
+		fmt.Fprintf(out, "  cpu: %.1fs → %.1fs (%s)%s\n", c.First, c.Last, whose, cores)
+	}
+	if len(t.Unavailable) > 0 {
+		fmt.Fprintf(out, "  not read: %s\n", strings.Join(slices.Sorted(maps.Keys(t.Unavailable)), ", "))
+	}
+}
+
+// growth prints a growth per hour in bytes, or nothing without one.
+func growth(g *float64) string {
+	if g == nil {
+		return ""
+	}
+	sign := "+"
+	if *g < 0 {
+		sign = "-"
+	}
+	return fmt.Sprintf(", %s%s/h", sign, formatBytes(math.Abs(*g)))
+}
+
+// formatBytes prints a size in bytes with binary prefixes: 512 B, 1.5 MiB.
+func formatBytes(v float64) string {
+	const unit = 1024
+	if math.Abs(v) < unit {
+		return fmt.Sprintf("%.0f B", v)
+	}
+	exp, div := 0, float64(unit)
+	for math.Abs(v)/div >= unit && exp < 5 {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", v/div, "KMGTPE"[exp])
+}

@@ -1,0 +1,70 @@
+package targetwatch
+
+import (
+	"time"
+
+	"github.com/soakd/soakd/daemon"
+)
+
+var _ daemon.SummaryAdder = (*Watcher)(nil)
+
+// Summary is a workload's "target_figures" field in the summary
+// (--summary-json, on the workload's last entry): what the watch of its
+// target read over the whole run, every phase. Its figures are /status's
+// when the run ended. Not "target": the entry's "target" is the target's
+// URL.
+type Summary struct {
+	// IntervalSeconds is WATCH_INTERVAL; Readings the readings taken,
+	// Errors those in which the sink could read nothing (LastError the
+	// last why).
+	IntervalSeconds float64 `json:"interval_seconds"`
+	Readings        int64   `json:"readings"`
+	Errors          int64   `json:"errors"`
+	LastError       string  `json:"last_error,omitempty"`
+	// FirstAt and LastAt are the first and the last reading with a
+	// figure in it: what each figure's growth per hour spans at most.
+	FirstAt *time.Time `json:"first_at,omitempty"`
+	LastAt  *time.Time `json:"last_at,omitempty"`
+	// Memory is the target's memory by kind (process_rss: the watched
+	// process's resident set), Storage the storage soakd's data takes by
+	// kind, StorageTotal its sum over kinds (database, wal, compressed
+	// and uncompressed aside), each its first, last and peak reading and
+	// growth per hour. Bytes.
+	Memory       map[string]Figure `json:"memory_bytes,omitempty"`
+	Storage      map[string]Figure `json:"storage_bytes,omitempty"`
+	StorageTotal *Figure           `json:"storage_total_bytes,omitempty"`
+	// CPU is the target's CPU time, first and last reading, and the
+	// cores it kept busy on average between them.
+	CPU *CPU `json:"cpu_seconds,omitempty"`
+	// StoragePerValue is StorageTotal's last reading ÷ Acknowledged, the
+	// values (series) or records (KV) acknowledged then, as Counted says.
+	StoragePerValue *float64 `json:"storage_bytes_per_value,omitempty"`
+	Acknowledged    *float64 `json:"acknowledged,omitempty"`
+	Counted         string   `json:"counted,omitempty"`
+	// Unavailable names each figure not read, with why: the sink's, and
+	// "target" (the sink cannot read any) and "process".
+	Unavailable map[string]string `json:"unavailable,omitempty"`
+}
+
+// SummaryField adds "target_figures" to the workload's summary entry when its
+// watch is on. The engine asks once the run is over, after Finished has
+// stopped the watch: the figures are final.
+func (tw *Watcher) SummaryField(workload string) (string, any, bool) {
+	w := tw.watchOf(workload)
+	if w == nil {
+		return "", nil, false
+	}
+	return "target_figures", w.summary(), true
+}
+
+// summary is w's Summary now.
+func (w *watch) summary() Summary {
+	st := w.status()
+	return Summary{
+		IntervalSeconds: st.IntervalSeconds, Readings: st.Readings, Errors: st.Errors, LastError: st.LastError,
+		FirstAt: st.FirstAt, LastAt: st.LastAt,
+		Memory: st.Memory, Storage: st.Storage, StorageTotal: st.StorageTotal, CPU: st.CPU,
+		StoragePerValue: st.StoragePerValue, Acknowledged: st.Acknowledged, Counted: st.Counted,
+		Unavailable: st.Unavailable,
+	}
+}
