@@ -294,7 +294,7 @@ func TestCheckerShowsInStatusAndMetrics(t *testing.T) {
 			t.Errorf("/status thresholds %+v, want the checker's live verdict", ts)
 		}
 		want := `
-# HELP soakd_threshold_value The threshold's latest measurement: the run phase so far, the last window (@W) or the change since the early window (drift.); in seconds, as a ratio (1 = 100 %), a count or units/s.
+# HELP soakd_threshold_value The threshold's latest measurement: the run phase so far, the last window (@W) or the change since the early window (drift.); in seconds, as a ratio (1 = 100 %), a count, units/s or bytes (target.).
 # TYPE soakd_threshold_value gauge
 soakd_threshold_value{threshold="p99<1s",workload="seq"} 0.25
 # HELP soakd_threshold_ok 1 while the threshold passes so far, 0 once it fails (a windowed one stays failed once a window failed).

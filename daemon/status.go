@@ -2,9 +2,6 @@ package daemon
 
 import (
 	"encoding/json"
-	"fmt"
-	"maps"
-	"slices"
 )
 
 // This file holds the schema of the /status document (package serve
@@ -55,21 +52,15 @@ type StatusWorkload struct {
 func (s StatusWorkload) MarshalJSON() ([]byte, error) {
 	type plain StatusWorkload
 	b, err := json.Marshal(plain(s))
-	if err != nil || len(s.Extra) == 0 {
-		return b, err
+	if err != nil {
+		return nil, err
 	}
-	keys := slices.Sorted(maps.Keys(s.Extra))
-	b = b[:len(b)-1] // the closing brace
-	for _, k := range keys {
-		kb, _ := json.Marshal(k)
-		vb, err := json.Marshal(s.Extra[k])
-		if err != nil {
-			return nil, fmt.Errorf("status field %s: %w", k, err)
-		}
-		b = append(append(append(append(b, ','), kb...), ':'), vb...)
-	}
-	return append(b, '}'), nil
+	return withExtra(b, s.Extra, statusKeys(), "status")
 }
+
+// statusKeys are the JSON names of StatusWorkload's own fields, which an
+// Extra field may not take.
+var statusKeys = jsonNames[StatusWorkload]()
 
 // StatusCounts are a phase's unit counts and failed attempts by class.
 type StatusCounts struct {

@@ -4,11 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"reflect"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/soakd/soakd/config"
@@ -104,39 +100,15 @@ type WorkloadSummary struct {
 func (ws WorkloadSummary) MarshalJSON() ([]byte, error) {
 	type plain WorkloadSummary
 	b, err := json.Marshal(plain(ws))
-	if err != nil || len(ws.Extra) == 0 {
-		return b, err
+	if err != nil {
+		return nil, err
 	}
-	keys := slices.Sorted(maps.Keys(ws.Extra))
-	b = b[:len(b)-1] // the closing brace
-	own := summaryKeys()
-	for _, k := range keys {
-		if own[k] {
-			// Two values under one name: decoders keep one or fail.
-			return nil, fmt.Errorf("summary field %s: the entry has a field of that name already", k)
-		}
-		kb, _ := json.Marshal(k)
-		vb, err := json.Marshal(ws.Extra[k])
-		if err != nil {
-			return nil, fmt.Errorf("summary field %s: %w", k, err)
-		}
-		b = append(append(append(append(b, ','), kb...), ':'), vb...)
-	}
-	return append(b, '}'), nil
+	return withExtra(b, ws.Extra, summaryKeys(), "summary")
 }
 
 // summaryKeys are the JSON names of WorkloadSummary's own fields, which
 // an Extra field may not take.
-var summaryKeys = sync.OnceValue(func() map[string]bool {
-	keys := map[string]bool{}
-	t := reflect.TypeFor[WorkloadSummary]()
-	for i := range t.NumField() {
-		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
-			keys[name] = true
-		}
-	}
-	return keys
-})
+var summaryKeys = jsonNames[WorkloadSummary]()
 
 // ErrorSummary is an error with its class and when it was seen.
 type ErrorSummary struct {

@@ -70,3 +70,18 @@ func TestObserverAddsSummaryField(t *testing.T) {
 		}
 	})
 }
+
+// /status's workload objects refuse an added field named as one of their
+// own, as the summary's entries do, and keep their own fields first.
+func TestStatusExtraField(t *testing.T) {
+	s := StatusWorkload{Name: "w", Target: "redis://x"}
+	s.Extra = map[string]any{"target_figures": 1}
+	b, err := json.Marshal(s)
+	if err != nil || !bytes.HasSuffix(b, []byte(`,"target_figures":1}`)) || !bytes.Contains(b, []byte(`"target":"redis://x"`)) {
+		t.Errorf("status JSON %s (%v): want the target URL and the added field last", b, err)
+	}
+	s.Extra = map[string]any{"target": "x"}
+	if _, err := json.Marshal(s); err == nil || !strings.Contains(err.Error(), "status field target") {
+		t.Errorf("an added field named target marshals: %v", err)
+	}
+}

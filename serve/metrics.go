@@ -78,7 +78,7 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 			"1 while the threshold passes so far, 0 once it fails (a windowed one stays failed once a window failed).", "threshold"),
 		thresholdValue: d("soakd_threshold_value",
 			"The threshold's latest measurement: the run phase so far, the last window (@W) or the change since the early window (drift.); "+
-				"in seconds, as a ratio (1 = 100 %), a count or units/s.", "threshold"),
+				"in seconds, as a ratio (1 = 100 %), a count, units/s or bytes (target.).", "threshold"),
 		queryRows: d("soakd_query_rows_total",
 			"Rows returned by acknowledged queries (query workloads), by query type.", "op"),
 		verifyChecked: d("soakd_verify_checked_total",

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Status is a workload's "target" field in /status: what the watch of its
+// Status is a workload's "target_figures" field in /status: what the watch of its
 // target has read so far.
 type Status struct {
 	// IntervalSeconds is WATCH_INTERVAL; Readings the readings taken,

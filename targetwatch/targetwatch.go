@@ -121,14 +121,15 @@ func (tw *Watcher) Finished(bool) {
 	tw.wg.Wait()
 }
 
-// AddStatus adds "target" to the workload's /status object when its
-// watch is on (see Status).
+// AddStatus adds "target_figures" to the workload's /status object when
+// its watch is on (see Status): not "target", which is the target's URL
+// there, as in the summary.
 func (tw *Watcher) AddStatus(workload string) (string, any, bool) {
 	w := tw.watchOf(workload)
 	if w == nil {
 		return "", nil, false
 	}
-	return "target", w.status(), true
+	return "target_figures", w.status(), true
 }
 
 // watchOf is the watch of the workload named name in the run, nil when

@@ -119,7 +119,7 @@ func (o *handles) PhaseEnded(*daemon.Handle, *daemon.Phase, string)       {}
 func statusOf(t *testing.T, tw *Watcher, workload string) Status {
 	t.Helper()
 	key, v, ok := tw.AddStatus(workload)
-	if !ok || key != "target" {
+	if !ok || key != "target_figures" {
 		t.Fatalf("AddStatus(%q) = %q, %v, want the target field", workload, key, ok)
 	}
 	return v.(Status)
@@ -227,7 +227,7 @@ soakd_target_storage_bytes_per_value{workload="seq"} %g
 		}
 
 		// The JSON /status shows: the engine asks the Watcher for it.
-		if f, ok := hs[0].StatusFields()["target"].(Status); !ok || f.Readings != st.Readings {
+		if f, ok := hs[0].StatusFields()["target_figures"].(Status); !ok || f.Readings != st.Readings {
 			t.Errorf("the workload's status fields hold %+v, want the watch's", hs[0].StatusFields())
 		}
 		b, err := json.Marshal(st)
