@@ -3,41 +3,16 @@ package targetwatch
 import (
 	"maps"
 	"math"
-	"time"
 )
 
-// Status is a workload's "target_figures" field in /status: what the watch of its
-// target has read so far.
+// Status is a workload's "target_figures" field in /status: what the
+// watch of its target has read so far (Summary), and the process it
+// watches.
 type Status struct {
-	// IntervalSeconds is WATCH_INTERVAL; Readings the readings taken,
-	// Errors those in which the sink could read nothing (LastError why).
-	IntervalSeconds float64 `json:"interval_seconds"`
-	Readings        int64   `json:"readings"`
-	Errors          int64   `json:"errors"`
-	LastError       string  `json:"last_error,omitempty"`
-	// FirstAt and LastAt are the first and the last reading with a
-	// figure in it.
-	FirstAt *time.Time `json:"first_at,omitempty"`
-	LastAt  *time.Time `json:"last_at,omitempty"`
-	// Memory is the target's memory by kind: the sink's kinds, and
-	// process_rss, the watched process's resident set; Storage the
-	// storage soakd's data takes by kind, StorageTotal its sum over
-	// kinds (those of notSummed aside). Bytes.
-	Memory       map[string]Figure `json:"memory_bytes,omitempty"`
-	Storage      map[string]Figure `json:"storage_bytes,omitempty"`
-	StorageTotal *Figure           `json:"storage_total_bytes,omitempty"`
-	CPU          *CPU              `json:"cpu_seconds,omitempty"`
-	// StoragePerValue is StorageTotal's last reading ÷ Acknowledged, the
-	// values (series) or records (KV) acknowledged then, as Counted says.
-	StoragePerValue *float64 `json:"storage_bytes_per_value,omitempty"`
-	Acknowledged    *float64 `json:"acknowledged,omitempty"`
-	Counted         string   `json:"counted,omitempty"`
+	Summary
 	// Process is the process WATCH_PROCESS names and the pid watched now
 	// (0 while there is none).
 	Process *Process `json:"process,omitempty"`
-	// Unavailable names each figure not read, with why: the sink's, and
-	// "target" (the sink cannot read any) and "process".
-	Unavailable map[string]string `json:"unavailable,omitempty"`
 }
 
 // Figure is one figure over the run: its first reading, its last, its
@@ -71,8 +46,8 @@ func (w *watch) status() Status {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := &w.st
-	s := Status{IntervalSeconds: w.interval.Seconds(), Readings: st.readings, Errors: st.errors, LastError: st.lastError,
-		Counted: w.counted}
+	s := Status{Summary: Summary{IntervalSeconds: w.interval.Seconds(), Readings: st.readings, Errors: st.errors,
+		LastError: st.lastError, Counted: w.counted}}
 	if !st.firstAt.IsZero() {
 		first, last := st.firstAt, st.lastAt
 		s.FirstAt, s.LastAt = &first, &last

@@ -10,9 +10,9 @@ var _ daemon.SummaryAdder = (*Watcher)(nil)
 
 // Summary is a workload's "target_figures" field in the summary
 // (--summary-json, on the workload's last entry): what the watch of its
-// target read over the whole run, every phase. Its figures are /status's
-// when the run ended. Not "target": the entry's "target" is the target's
-// URL.
+// target read over the whole run, every phase; /status shows the same
+// so far, with the process watched (Status). Not "target": the entry's
+// "target" is the target's URL.
 type Summary struct {
 	// IntervalSeconds is WATCH_INTERVAL; Readings the readings taken,
 	// Errors those in which the sink could read nothing (LastError the
@@ -58,13 +58,4 @@ func (tw *Watcher) SummaryField(workload string) (string, any, bool) {
 }
 
 // summary is w's Summary now.
-func (w *watch) summary() Summary {
-	st := w.status()
-	return Summary{
-		IntervalSeconds: st.IntervalSeconds, Readings: st.Readings, Errors: st.Errors, LastError: st.LastError,
-		FirstAt: st.FirstAt, LastAt: st.LastAt,
-		Memory: st.Memory, Storage: st.Storage, StorageTotal: st.StorageTotal, CPU: st.CPU,
-		StoragePerValue: st.StoragePerValue, Acknowledged: st.Acknowledged, Counted: st.Counted,
-		Unavailable: st.Unavailable,
-	}
-}
+func (w *watch) summary() Summary { return w.status().Summary }
