@@ -175,8 +175,10 @@ func (w *watch) read(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(ctx, w.interval)
 		f, sinkErr = w.figures.TargetFigures(rctx)
 		cancel()
-		if ctx.Err() != nil {
-			return // the run is over: not the target's failure
+		if sinkErr != nil && ctx.Err() != nil {
+			// Cut by the run's end: not the target's failure. A reading
+			// that came back whole counts, however late in the run.
+			return
 		}
 		sinkRead = sinkErr == nil
 		w.logSink(sinkErr)
