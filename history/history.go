@@ -1,7 +1,8 @@
 // Package history keeps what the web console and the HTML report draw:
 // every second, on the engine's clock, it samples each workload (rates,
-// latency quantiles of that second, errors, drops, lag, concurrency) and
-// soakd's own CPU and memory, through the engine's read model (Handle,
+// latency quantiles of that second, errors, drops, lag, concurrency, the
+// target's own memory and storage) and soakd's own CPU and memory,
+// through the engine's read model (Handle,
 // Phase, RunTotals), and serves it at /history as JSON.
 package history
 
@@ -21,8 +22,9 @@ import (
 
 // History is what the web console and the HTML report draw: every second
 // the engine's tick samples each workload (rates, latency quantiles of
-// that second, errors, drops, lag, concurrency) and soakd's own CPU and
-// memory. It is read from the same counts as /metrics and the summary
+// that second, errors, drops, lag, concurrency, and the target's own
+// memory and storage when WatchTarget gave it where to read them) and
+// soakd's own CPU and memory. It is read from the same counts as /metrics and the summary
 // (Handle.Totals, which sums every phase's counts).
 //
 // Its memory is bounded whatever the run's length. Each series keeps two
@@ -36,9 +38,9 @@ import (
 //     wholePoints/2 and wholePoints points (plus the one being gathered):
 //     an hour at 8 s per point, a week at 1024 s.
 //
-// A workload with F fields (24 for a series workload, 52 for KV) thus
+// A workload with F fields (26 for a series workload, 54 for KV) thus
 // costs about F × (4·recentPoints + 12·wholePoints) bytes plus a few KiB
-// (0.3 MB and 0.65 MB), for an hour as for a week; see
+// (0.32 MB and 0.66 MB), for an hour as for a week; see
 // BenchmarkHistoryHour.
 //
 // Latency quantiles of one second are read from the difference of the
@@ -57,7 +59,28 @@ type History struct {
 	wls     []*wlHistory
 	proc    *series
 	procLag procSample
+	target  TargetFigures // nil: the target's figures are not known
 	done    bool
+}
+
+// TargetFigures are where the history reads each workload's target's own
+// figures: the last reading of its memory and of the storage its data
+// takes, ok false while there is none (targetwatch.Watcher has them).
+// Declared here so the history depends on what it reads, not on the
+// watch.
+type TargetFigures interface {
+	Memory(workload string) (v float64, at time.Time, ok bool)
+	Storage(workload string) (v float64, at time.Time, ok bool)
+}
+
+// WatchTarget makes every sample from now on read each workload's
+// target_memory_bytes and target_storage_bytes from tf; without it (or
+// with nil) they are NaN, as a figure tf does not know. Call it before
+// the run starts.
+func (h *History) WatchTarget(tf TargetFigures) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.target = tf
 }
 
 // Recent is how far back the recent tier keeps every second.
@@ -74,6 +97,7 @@ const (
 var baseFields = []string{
 	"target_rate", "achieved_rate", "values_per_second", "bytes_per_second",
 	"failed_per_second", "dropped_per_second", "lag_seconds", "inflight", "workers",
+	"target_memory_bytes", "target_storage_bytes",
 }
 
 // ProcessFields are the fields of soakd's own series.
@@ -184,7 +208,7 @@ func (h *History) sample(now time.Time) {
 	t := now.Sub(h.started).Seconds()
 	h.last = t
 	for _, wh := range h.wls {
-		wh.sample(t, h.started)
+		wh.sample(t, h.started, h.target)
 	}
 	p := readProc()
 	p.at = t
@@ -196,7 +220,7 @@ func (h *History) sample(now time.Time) {
 	h.proc.add(t, []float32{cores, float32(p.rss), float32(p.heap), float32(p.goroutines)})
 }
 
-func (wh *wlHistory) sample(t float64, started time.Time) {
+func (wh *wlHistory) sample(t float64, started time.Time, tf TargetFigures) {
 	w := wh.w
 	for _, p := range w.Phases()[len(wh.phases):] {
 		wh.phases = append(wh.phases, p)
@@ -225,6 +249,16 @@ func (wh *wlHistory) sample(t float64, started time.Time) {
 	}
 	v[0], v[1], v[2], v[3] = float32(target), per(c.Acked, prev.acked), per(c.Values, prev.values), per(c.Bytes, prev.bytes)
 	v[4], v[5], v[6], v[7], v[8] = per(c.Failed, prev.failed), per(c.Dropped, prev.dropped), float32(lag), float32(inflight), float32(w.Config().Workers)
+	if tf != nil {
+		// A figure not read yet (or no longer current) stays NaN: a gap,
+		// not a zero.
+		if m, _, ok := tf.Memory(w.Name()); ok {
+			v[9] = float32(m)
+		}
+		if s, _, ok := tf.Storage(w.Name()); ok {
+			v[10] = float32(s)
+		}
+	}
 	i := len(baseFields)
 	for k := range sinks.Classes {
 		v[i] = per(c.Errors[k], prev.errors[k])

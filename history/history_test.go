@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -162,3 +163,57 @@ func listen(t *testing.T) net.Listener {
 	}
 	return l
 }
+
+// fakeTarget knows the memory of workload seq's target from the start
+// and its storage only from its third reading on.
+type fakeTarget struct{ reads int }
+
+func (f *fakeTarget) Memory(w string) (float64, time.Time, bool) {
+	return 3 << 20, time.Time{}, w == "seq"
+}
+
+func (f *fakeTarget) Storage(w string) (float64, time.Time, bool) {
+	f.reads++
+	return 5 << 20, time.Time{}, w == "seq" && f.reads > 2
+}
+
+// The target's figures are sampled each second beside the workload's
+// own, NaN while not known; without WatchTarget they are all NaN.
+func TestHistoryTargetFigures(t *testing.T) {
+	for _, watch := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			p := enginetest.Plugins()
+			cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_DURATION", "5s"), p)
+			h := New()
+			if watch {
+				h.WatchTarget(&fakeTarget{})
+			}
+			if _, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+				Observers: []daemon.Observer{h}}); err != nil {
+				t.Fatal(err)
+			}
+			wh := h.Snapshot().Workloads[0]
+			mem, st := wh.Field(&wh.Recent, "target_memory_bytes"), wh.Field(&wh.Recent, "target_storage_bytes")
+			if len(mem) < 4 || len(st) != len(mem) {
+				t.Fatalf("%d memory and %d storage samples", len(mem), len(st))
+			}
+			for i := range mem {
+				wantMem, wantSt := math.NaN(), math.NaN()
+				if watch {
+					wantMem = 3 << 20
+					if i >= 2 {
+						wantSt = 5 << 20
+					}
+				}
+				if !same(mem[i], wantMem) || !same(st[i], wantSt) {
+					t.Errorf("watch %v, sample %d: memory %v storage %v, want %v and %v", watch, i, mem[i], st[i], wantMem, wantSt)
+				}
+			}
+			if m := wh.Field(&wh.Whole, "target_memory_bytes"); len(m) == 0 || !same(m[0], map[bool]float64{true: 3 << 20, false: math.NaN()}[watch]) {
+				t.Errorf("watch %v: whole tier %v", watch, m)
+			}
+		})
+	}
+}
+
+func same(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }

@@ -213,6 +213,9 @@ func TestConsoleAndReportInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	hist := history.New()
+	// Only kv's target gives its own figures: kv has a Target chart, iot
+	// none.
+	hist.WatchTarget(kvTarget{})
 	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: "test", Control: cfg.EffectiveControlToken() != ""})
 	ctx, stop := context.WithCancel(context.Background())
 	type result struct {
@@ -239,9 +242,12 @@ func TestConsoleAndReportInBrowser(t *testing.T) {
 	b.do(t, "open the console", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#view svg.chart")))
 	want := []string{"kv-rate", "kv-latency-read", "kv-latency-update", "kv-dispatch", "kv-errors", "kv-concurrency",
 		"kv-units", "kv-bytes", "iot-rate", "iot-latency-write", "iot-dispatch", "iot-errors", "iot-concurrency",
-		"iot-units", "process-cpu", "process-memory"}
+		"iot-units", "process-cpu", "process-memory", "kv-target"}
 	first := waitCharts(t, b, want, 40*time.Second)
 	t.Logf("charts and their points: %v", first)
+	if _, ok := first["iot-target"]; ok {
+		t.Error("iot's target gives no figures, yet it has a Target chart")
+	}
 	if _, ok := first["iot-bytes"]; ok {
 		t.Error("iot writes to null://, which sends nothing, yet has a bytes chart")
 	}
@@ -377,6 +383,18 @@ func TestConsoleAndReportInBrowser(t *testing.T) {
 	checkReport(t, reportPath, sumPath)
 }
 
+// kvTarget stands for a target watch that reads the memory and storage
+// of workload kv's target only.
+type kvTarget struct{}
+
+func (kvTarget) Memory(w string) (float64, time.Time, bool) {
+	return 48 << 20, time.Now(), w == "kv"
+}
+
+func (kvTarget) Storage(w string) (float64, time.Time, bool) {
+	return 2 << 20, time.Now(), w == "kv"
+}
+
 // checkReport opens the report in a fresh browser with networking
 // disabled and checks its charts and totals against the summary JSON.
 func checkReport(t *testing.T, reportPath, sumPath string) {
@@ -405,6 +423,12 @@ func checkReport(t *testing.T, reportPath, sumPath string) {
 		if n == 0 {
 			t.Errorf("report chart %s has no data points", id)
 		}
+	}
+	if _, ok := points["kv-target"]; !ok {
+		t.Error("the report has no Target chart for kv, whose target gave its figures")
+	}
+	if _, ok := points["iot-target"]; ok {
+		t.Error("the report has a Target chart for iot, whose target gave none")
 	}
 	var sum daemon.Summary
 	sb, err := os.ReadFile(sumPath)

@@ -164,6 +164,15 @@ func workloadCharts(w *history.Workload, rng string) []charts.Chart {
 		out = append(out, chart("units", "Rows and values per second", charts.Axis{ZeroBased: true},
 			p.line("rows/s", "achieved_rate", true), p.line("values/s", "values_per_second", true)))
 	}
+	// The target's own memory and storage, beside soakd's own: only for a
+	// workload whose target gave a figure at some time of the run (the
+	// watch is on and reads it), so no chart is ever empty for want of
+	// a watch.
+	if hasTargetFigures(&w.Series) {
+		mem, st := p.line("memory", "target_memory_bytes", true), p.line("storage", "target_storage_bytes", true)
+		mem.Color, st.Color = "#17becf", "#bcbd22"
+		out = append(out, chart("target", "Target memory and storage", charts.Axis{Unit: charts.Bytes, ZeroBased: true}, mem, st))
+	}
 	// null:// sends nothing: its bytes chart could only ever be empty.
 	if !strings.HasPrefix(strings.ToLower(w.Target), "null:") {
 		out = append(out, chart("bytes", "Bytes sent per second", charts.Axis{Unit: charts.Bytes, ZeroBased: true},
@@ -182,6 +191,20 @@ func processCharts(s *history.Series, rng string) []charts.Chart {
 		{ID: "process-memory", Title: "soakd memory", X: x, Y: charts.Axis{Unit: charts.Bytes, ZeroBased: true},
 			Lines: []charts.Line{p.line("resident (RSS)", "rss_bytes", true), p.line("Go heap", "heap_bytes", true)}},
 	}
+}
+
+// hasTargetFigures reports whether s has a target figure in either tier.
+func hasTargetFigures(s *history.Series) bool {
+	for _, t := range []*history.Tier{&s.Recent, &s.Whole} {
+		for _, f := range []string{"target_memory_bytes", "target_storage_bytes"} {
+			for _, v := range s.Field(t, f) {
+				if !math.IsNaN(v) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // last is the last finite value of field in the recent tier, NaN if none.

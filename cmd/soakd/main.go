@@ -299,6 +299,9 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	// The judges read the targets' figures from their watch, for the
 	// target. thresholds.
 	tw := targetwatch.New(log, targetwatch.Options{Metrics: reg})
+	// The console and the report chart the target's memory and storage
+	// beside soakd's own, from the same readings.
+	hist.WatchTarget(tw)
 	deps := daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
 		Observers: []daemon.Observer{judge.New(log, judge.Options{Target: tw}), readback.New(log), tw,
 			hist, progress.New(cfg, log, console), api}}
