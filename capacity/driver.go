@@ -34,8 +34,11 @@ type searcher struct {
 	max  float64 // SOAKD_MAX_RATE, 0 when unset
 	// onUpdate, when set, gets the search after every step.
 	onUpdate func(Result)
-	log      *zap.Logger
-	done     chan struct{} // closed when the search goroutine has ended
+	// figures reads the searched workload's target's own figures; nil
+	// when no watch serves the search (the steps then have none).
+	figures TargetFigures
+	log     *zap.Logger
+	done    chan struct{} // closed when the search goroutine has ended
 
 	mu     sync.Mutex
 	w      *daemon.Handle
@@ -310,6 +313,7 @@ func (s *searcher) runStep(ctx context.Context, p *daemon.Phase, win *daemon.Win
 		return Step{}, false
 	}
 	win.Cut() // the draining and settling part is not judged
+	tcpu0 := s.targetCPU()
 	busy, cpu, ok := s.hold(ctx, p)
 	if !ok {
 		return Step{}, false
@@ -317,6 +321,7 @@ func (s *searcher) runStep(ctx context.Context, p *daemon.Phase, win *daemon.Win
 	ws := win.Cut()
 	st := s.judge(idx, kind, r, &ws)
 	st.DrainSeconds, st.Drained, st.WorkersBusy, st.CPU = took.Seconds(), drained, busy, cpu
+	st.TargetMemoryBytes, st.TargetCPUCores = s.targetFigures(tcpu0)
 	if !st.Pass {
 		st.Bottleneck, st.Diagnosis = diagnose(&st, s.baseService(&st), p.Workers(), s.cc.SLOErrors)
 	}
@@ -335,6 +340,47 @@ func (s *searcher) runStep(ctx context.Context, p *daemon.Phase, win *daemon.Win
 	s.log.Info(fmt.Sprintf("capacity step %d (%s) at %s/s, after a drain of %s: achieved %s/s, p99 %s, service p99 %s, errors %.3g%%, dropped %.3g%%: %s",
 		idx, kind, pace.FormatRate(r), fd(st.DrainSeconds), pace.FormatRate(st.Achieved), fd(st.Response.P99), fd(st.Service.P99), 100*st.ErrorRatio, 100*st.DropRatio, verdict))
 	return st, true
+}
+
+// cpuReading is one reading of the target's CPU time.
+type cpuReading struct {
+	seconds float64
+	at      time.Time
+	ok      bool
+}
+
+// targetCPU reads the searched workload's target's CPU time.
+func (s *searcher) targetCPU() cpuReading {
+	if s.figures == nil {
+		return cpuReading{}
+	}
+	v, at, ok := s.figures.CPU(s.name)
+	return cpuReading{v, at, ok}
+}
+
+// targetFigures reads, at the end of a step's judged part, the target's
+// memory (its latest reading) and the cores it used since cpu0 (at the
+// part's start): whether the knee is where the target runs out of memory
+// or CPU. Each is nil when not known: no watch, no reading, or no new
+// CPU reading within the part. The cores are the CPU time between two
+// readings over the time between those readings, not over the part's
+// length: the watch reads every WATCH_INTERVAL, so readings lag the part's
+// bounds and the part's length would misstate the rate.
+func (s *searcher) targetFigures(cpu0 cpuReading) (memory, cores *float64) {
+	if s.figures == nil {
+		return nil, nil
+	}
+	if v, _, ok := s.figures.Memory(s.name); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+		memory = &v
+	}
+	cpu1 := s.targetCPU()
+	if cpu0.ok && cpu1.ok && cpu1.at.After(cpu0.at) && cpu1.seconds >= cpu0.seconds {
+		c := (cpu1.seconds - cpu0.seconds) / cpu1.at.Sub(cpu0.at).Seconds()
+		if !math.IsNaN(c) && !math.IsInf(c, 0) {
+			cores = &c
+		}
+	}
+	return memory, cores
 }
 
 // judge measures a step's window against the SLO.
@@ -454,6 +500,7 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 		return nil, nil, err
 	}
 	s := newSearcher(cfg, environ, d, o.OnUpdate)
+	s.figures = o.Target
 	return s.runEngine(ctx, cfg, d, o.Metrics)
 }
 
@@ -466,6 +513,19 @@ type Options struct {
 	// OnUpdate, when set, gets the search after each step and at its
 	// end (the live console).
 	OnUpdate func(Result)
+	// Target, when set, reads the target's own figures (the target
+	// watch): each step then says the target's memory and the cores it
+	// used, whether the knee is memory- or CPU-bound.
+	Target TargetFigures
+}
+
+// TargetFigures is what the search reads of a workload's target: its
+// memory, the latest reading, and its CPU time (user + system, seconds,
+// a counter); ok is false while there is no reading. The target watch
+// (targetwatch.Watcher) is one.
+type TargetFigures interface {
+	Memory(workload string) (v float64, at time.Time, ok bool)
+	CPU(workload string) (seconds float64, at time.Time, ok bool)
 }
 
 func newSearcher(cfg *config.Config, environ map[string]string, d daemon.Deps, onUpdate func(Result)) *searcher {

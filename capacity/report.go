@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -57,9 +58,26 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 		fmt.Fprintf(out, "\nSettings: `%s`\n", strings.Join(r.Run, "` `"))
 	}
 
-	fmt.Fprint(out, "\n## Steps\n\nEach step begins once the backlog of the one before has drained (the rate paused; the drain column says how long it took).\n\n"+
-		"| # | kind | target/s | drain | achieved/s | p50 | p99 | service p99 | dispatch p99 | workers all busy | errors | dropped | verdict |\n"+
-		"|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	mem, cores := r.targetColumns()
+	fmt.Fprint(out, "\n## Steps\n\nEach step begins once the backlog of the one before has drained (the rate paused; the drain column says how long it took).")
+	if mem || cores {
+		fmt.Fprint(out, " The target's memory is the target watch's latest reading at the step's end, its CPU the cores it used over the judged part.")
+	}
+	fmt.Fprint(out, "\n\n| # | kind | target/s | drain | achieved/s | p50 | p99 | service p99 | dispatch p99 | workers all busy | errors | dropped | verdict |")
+	if mem {
+		fmt.Fprint(out, " target memory |")
+	}
+	if cores {
+		fmt.Fprint(out, " target CPU |")
+	}
+	fmt.Fprint(out, "\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	if mem {
+		fmt.Fprint(out, "---:|")
+	}
+	if cores {
+		fmt.Fprint(out, "---:|")
+	}
+	fmt.Fprint(out, "\n")
 	for _, s := range r.Steps {
 		verdict := "pass"
 		if !s.Pass {
@@ -72,10 +90,49 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 		if !s.Drained {
 			drain += " (not drained)"
 		}
-		fmt.Fprintf(out, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %.0f%% | %.3g%% | %.3g%% | %s |\n", s.Index, s.Kind, pace.FormatRate(s.Target), drain, pace.FormatRate(s.Achieved),
+		fmt.Fprintf(out, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %.0f%% | %.3g%% | %.3g%% | %s |", s.Index, s.Kind, pace.FormatRate(s.Target), drain, pace.FormatRate(s.Achieved),
 			pace.FormatSeconds(s.Response.P50), pace.FormatSeconds(s.Response.P99), pace.FormatSeconds(s.Service.P99), pace.FormatSeconds(s.Dispatch.P99), 100*s.WorkersBusy,
 			100*s.ErrorRatio, 100*s.DropRatio, verdict)
+		if mem {
+			fmt.Fprintf(out, " %s |", optional(s.TargetMemoryBytes, formatBytes, "–"))
+		}
+		if cores {
+			fmt.Fprintf(out, " %s |", optional(s.TargetCPUCores, func(v float64) string { return fmt.Sprintf("%.2f cores", v) }, "–"))
+		}
+		fmt.Fprint(out, "\n")
 	}
+}
+
+// targetColumns says whether any step has the target's memory, and its
+// CPU: a run without the target watch keeps the table it always had.
+func (r *Result) targetColumns() (mem, cores bool) {
+	for _, s := range r.Steps {
+		mem = mem || s.TargetMemoryBytes != nil
+		cores = cores || s.TargetCPUCores != nil
+	}
+	return mem, cores
+}
+
+// optional formats *v, or gives none when it is not known.
+func optional(v *float64, format func(float64) string, none string) string {
+	if v == nil {
+		return none
+	}
+	return format(*v)
+}
+
+// formatBytes prints a size in bytes with binary prefixes: 512 B, 1.5 MiB.
+func formatBytes(v float64) string {
+	const unit = 1024
+	if math.Abs(v) < unit {
+		return fmt.Sprintf("%.0f B", v)
+	}
+	exp, div := 0, float64(unit)
+	for math.Abs(v)/div >= unit && exp < 5 {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", v/div, "KMGTPE"[exp])
 }
 
 func capitalize(s string) string {
@@ -88,15 +145,34 @@ func capitalize(s string) string {
 // WriteCSV writes one row per step.
 func (r *Result) WriteCSV(out io.Writer) error {
 	w := csv.NewWriter(out)
-	_ = w.Write([]string{"index", "kind", "target_rate", "achieved_rate", "seconds", "p50_seconds", "p90_seconds", "p99_seconds",
+	mem, cores := r.targetColumns()
+	head := []string{"index", "kind", "target_rate", "achieved_rate", "seconds", "p50_seconds", "p90_seconds", "p99_seconds",
 		"p99_9_seconds", "max_seconds", "service_p50_seconds", "service_p99_seconds", "error_ratio", "dropped_ratio", "pass", "reasons",
-		"drain_seconds", "dispatch_p99_seconds", "workers_busy_share", "cpu_share", "bottleneck", "diagnosis"})
+		"drain_seconds", "dispatch_p99_seconds", "workers_busy_share", "cpu_share", "bottleneck", "diagnosis"}
+	if mem {
+		head = append(head, "target_memory_bytes")
+	}
+	if cores {
+		head = append(head, "target_cpu_cores")
+	}
+	_ = w.Write(head)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	// Bytes in full, not 3.221225472e+09: a spreadsheet sums them as is.
+	bytesCell := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, s := range r.Steps {
-		_ = w.Write([]string{strconv.Itoa(s.Index), s.Kind, f(s.Target), f(s.Achieved), f(s.Seconds), f(s.Response.P50), f(s.Response.P90),
+		row := []string{strconv.Itoa(s.Index), s.Kind, f(s.Target), f(s.Achieved), f(s.Seconds), f(s.Response.P50), f(s.Response.P90),
 			f(s.Response.P99), f(s.Response.P999), f(s.Response.Max), f(s.Service.P50), f(s.Service.P99), f(s.ErrorRatio), f(s.DropRatio),
 			strconv.FormatBool(s.Pass), strings.Join(s.Reasons, "; "),
-			f(s.DrainSeconds), f(s.Dispatch.P99), f(s.WorkersBusy), f(s.CPU), s.Bottleneck, s.Diagnosis})
+			f(s.DrainSeconds), f(s.Dispatch.P99), f(s.WorkersBusy), f(s.CPU), s.Bottleneck, s.Diagnosis}
+		// An unknown figure is an empty cell, not 0: a reader must not
+		// take it for a target that used nothing.
+		if mem {
+			row = append(row, optional(s.TargetMemoryBytes, bytesCell, ""))
+		}
+		if cores {
+			row = append(row, optional(s.TargetCPUCores, f, ""))
+		}
+		_ = w.Write(row)
 	}
 	w.Flush()
 	return w.Error()

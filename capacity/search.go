@@ -46,7 +46,13 @@ type Step struct {
 	// as a share of the cores it may use (GOMAXPROCS); -1 when unknown.
 	WorkersBusy float64 `json:"workers_busy_share"`
 	CPU         float64 `json:"cpu_share"`
-	Pass        bool    `json:"pass"`
+	// TargetMemoryBytes is the target's memory at the end of the judged
+	// part (the target watch's latest reading) and TargetCPUCores the
+	// cores it used over that part (its CPU time over the time between
+	// the readings); nil when not known (no watch, or no reading).
+	TargetMemoryBytes *float64 `json:"target_memory_bytes,omitempty"`
+	TargetCPUCores    *float64 `json:"target_cpu_cores,omitempty"`
+	Pass              bool     `json:"pass"`
 	// Reasons say which SLO each failing step broke.
 	Reasons []string `json:"reasons,omitempty"`
 	// Bottleneck names what limited a failing step: "target" (its service

@@ -309,7 +309,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	var runErr error
 	var capRes *capacity.Result
 	if search {
-		sum, capRes, runErr = capacity.Run(ctx, cfg, f.Env, deps, capacity.Options{Metrics: reg, OnUpdate: func(r capacity.Result) { capLive.Store(&r) }})
+		sum, capRes, runErr = capacity.Run(ctx, cfg, f.Env, deps, capacity.Options{Metrics: reg, Target: tw, OnUpdate: func(r capacity.Result) { capLive.Store(&r) }})
 	} else {
 		sum, runErr = daemon.Run(ctx, cfg, deps)
 	}
