@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net"
 	"runtime"
 	"strings"
 	"testing"
@@ -74,12 +73,17 @@ func TestSeriesTiersStayBounded(t *testing.T) {
 // TestHistoryOfARun samples a real run (seq to null:// at 2000 rows/s)
 // and checks that the history says what the summary says.
 func TestHistoryOfARun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) { historyOfARun(t) })
+}
+
+// historyOfARun is TestHistoryOfARun on the bubble's clock: the rate in a
+// second is what the schedule gave it, however busy the machine.
+func historyOfARun(t *testing.T) {
 	p := enginetest.Plugins()
-	l := listen(t)
 	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "20",
 		"SOAKD_SEQ_TARGET", "null://?latency=2ms", "SOAKD_SEQ_DURATION", "3500ms"), p)
 	h := New()
-	api := serve.New(serve.Options{Config: cfg, Version: "test", Registry: prometheus.NewRegistry(), Listener: l})
+	api := serve.New(serve.Options{Config: cfg, Version: "test", Registry: prometheus.NewRegistry()})
 	sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
 		Version: "test", Observers: []daemon.Observer{h, api}})
 	if err != nil {
@@ -153,15 +157,6 @@ func TestDemoRateIsSteady(t *testing.T) {
 			}
 		}
 	})
-}
-
-func listen(t *testing.T) net.Listener {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
 }
 
 // fakeTarget knows the memory of workload seq's target from the start
