@@ -48,7 +48,7 @@ func TestSweepQueryWorkload(t *testing.T) {
 		"SOAKD_SWEEP_WORKERS", "1", "SOAKD_SWEEP_BATCH", "1,2", "SOAKD_SWEEP_REPEATS", "1",
 		"SOAKD_SWEEP_DURATION", "1s", "SOAKD_SWEEP_RESET", "true")
 	cfg := enginetest.Load(t, env, p)
-	res, err := Run(context.Background(), cfg, env, daemon.Deps{Logger: zap.NewNop(), Plugins: p})
+	res, err := Run(context.Background(), cfg, env, daemon.Deps{Logger: zap.NewNop(), Plugins: p}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,8 +35,22 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 	if len(r.Run) > 0 {
 		fmt.Fprintf(out, "\nSettings: `%s`\n", strings.Join(r.Run, "` `"))
 	}
-	fmt.Fprintf(out, "\n## Points (%s/s)\n\n| workers | %s | median | min | max | p99 | failed | |\n|---:|---:|---:|---:|---:|---:|---:|---|\n",
-		r.Unit, r.BatchName)
+	mem, cores := r.targetColumns()
+	fmt.Fprintf(out, "\n## Points (%s/s)\n\n| workers | %s | median | min | max | p99 | failed | |", r.Unit, r.BatchName)
+	if mem {
+		fmt.Fprint(out, " target memory |")
+	}
+	if cores {
+		fmt.Fprint(out, " target CPU |")
+	}
+	fmt.Fprint(out, "\n|---:|---:|---:|---:|---:|---:|---:|---|")
+	if mem {
+		fmt.Fprint(out, "---:|")
+	}
+	if cores {
+		fmt.Fprint(out, "---:|")
+	}
+	fmt.Fprint(out, "\n")
 	for _, p := range r.Points {
 		var note []string
 		if p.Best {
@@ -45,8 +59,15 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 		if p.Falls {
 			note = append(note, "slower than with fewer workers")
 		}
-		fmt.Fprintf(out, "| %d | %d | %.0f | %.0f | %.0f | %s | %d | %s |\n", p.Workers, p.Batch, p.Median, p.Min, p.Max,
+		fmt.Fprintf(out, "| %d | %d | %.0f | %.0f | %.0f | %s | %d | %s |", p.Workers, p.Batch, p.Median, p.Min, p.Max,
 			pace.FormatSeconds(p.P99), p.Failed, strings.Join(note, ", "))
+		if mem {
+			fmt.Fprintf(out, " %s |", optional(p.TargetMemoryBytes, formatBytes, "–"))
+		}
+		if cores {
+			fmt.Fprintf(out, " %s |", optional(p.TargetCPUCores, func(v float64) string { return fmt.Sprintf("%.2f cores", v) }, "–"))
+		}
+		fmt.Fprint(out, "\n")
 	}
 	if u := r.USL; u != nil {
 		fmt.Fprintf(out, "\n## Universal Scalability Law (%s %d)\n\n", r.BatchName, u.Batch)
@@ -68,12 +89,32 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 // WriteCSV writes one row per run.
 func (r *Result) WriteCSV(out io.Writer) error {
 	w := csv.NewWriter(out)
-	_ = w.Write([]string{"workers", strings.ToLower(r.BatchName), "run", "units_per_second", "median", "min", "max", "p99_seconds", "best", "throughput_falls"})
+	mem, cores := r.targetColumns()
+	head := []string{"workers", strings.ToLower(r.BatchName), "run", "units_per_second", "median", "min", "max", "p99_seconds", "best", "throughput_falls"}
+	if mem {
+		head = append(head, "target_memory_bytes")
+	}
+	if cores {
+		head = append(head, "target_cpu_cores")
+	}
+	_ = w.Write(head)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	// Bytes in full, not 3.221225472e+09: a spreadsheet sums them as is.
+	bytesCell := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, p := range r.Points {
 		for i, x := range p.Rates {
-			_ = w.Write([]string{strconv.Itoa(p.Workers), strconv.Itoa(p.Batch), strconv.Itoa(i + 1), f(x), f(p.Median), f(p.Min), f(p.Max),
-				f(p.P99), strconv.FormatBool(p.Best), strconv.FormatBool(p.Falls)})
+			row := []string{strconv.Itoa(p.Workers), strconv.Itoa(p.Batch), strconv.Itoa(i + 1), f(x), f(p.Median), f(p.Min), f(p.Max),
+				f(p.P99), strconv.FormatBool(p.Best), strconv.FormatBool(p.Falls)}
+			// The target's figures are the point's, on each of its
+			// runs' rows; an unknown one is an empty cell, not 0: a
+			// reader must not take it for a target that used nothing.
+			if mem {
+				row = append(row, optional(p.TargetMemoryBytes, bytesCell, ""))
+			}
+			if cores {
+				row = append(row, optional(p.TargetCPUCores, f, ""))
+			}
+			_ = w.Write(row)
 		}
 	}
 	w.Flush()
@@ -92,6 +133,38 @@ func (r *Result) WriteJSON(out io.Writer) error {
 		c.USL = &u
 	}
 	return enc.Encode(&c)
+}
+
+// targetColumns says whether any point has the target's memory, and its
+// CPU: a sweep without the target watch keeps the table it always had.
+func (r *Result) targetColumns() (mem, cores bool) {
+	for _, p := range r.Points {
+		mem = mem || p.TargetMemoryBytes != nil
+		cores = cores || p.TargetCPUCores != nil
+	}
+	return mem, cores
+}
+
+// optional formats *v, or gives none when it is not known.
+func optional(v *float64, format func(float64) string, none string) string {
+	if v == nil {
+		return none
+	}
+	return format(*v)
+}
+
+// formatBytes prints a size in bytes with binary prefixes: 512 B, 1.5 MiB.
+func formatBytes(v float64) string {
+	const unit = 1024
+	if math.Abs(v) < unit {
+		return fmt.Sprintf("%.0f B", v)
+	}
+	exp, div := 0, float64(unit)
+	for math.Abs(v)/div >= unit && exp < 5 {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", v/div, "KMGTPE"[exp])
 }
 
 func capitalize(s string) string {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -33,6 +35,14 @@ type Point struct {
 	// Falls is set when the median is below the one with fewer workers
 	// at the same batch size: more workers made it slower.
 	Falls bool `json:"throughput_falls,omitempty"`
+	// TargetMemoryBytes is the peak of the target's memory readings
+	// taken during the point's runs, and TargetCPUCores the cores the
+	// target used over them: the CPU seconds between the point's first
+	// and last readings over the time between them. Either is left out
+	// when the target watch is off or read too little (a point shorter
+	// than WATCH_INTERVAL has one reading at most: no CPU figure).
+	TargetMemoryBytes *float64 `json:"target_memory_bytes,omitempty"`
+	TargetCPUCores    *float64 `json:"target_cpu_cores,omitempty"`
 }
 
 // USL is the Universal Scalability Law fitted to throughput against
@@ -74,7 +84,7 @@ type Result struct {
 // point, REPEATS times, and reports the throughput of each, the best, where
 // more workers made it slower, and a Universal Scalability Law fit. It
 // stops early, with what it has, when ctx ends.
-func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d daemon.Deps) (*Result, error) {
+func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d daemon.Deps, o Options) (*Result, error) {
 	if err := cfg.CheckSweep(); err != nil {
 		return nil, err
 	}
@@ -94,6 +104,7 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 		for _, w := range sc.Workers {
 			pt := Point{Workers: w, Batch: b}
 			var p99s []float64
+			tw := watchPoint(o.Target, orig.Name)
 			for r := 0; r < sc.Repeats && ctx.Err() == nil; r++ {
 				n++
 				one := *cfg
@@ -114,6 +125,7 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 				dd.Logger = zap.NewNop()
 				sum, err := daemon.Run(ctx, &one, dd)
 				if err != nil {
+					tw.stop()
 					return res, err
 				}
 				ws := sum.Workload(wc.Name, "run")
@@ -122,6 +134,7 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 					if ws != nil && ws.Failure != nil {
 						reason = ws.Failure.Reason
 					}
+					tw.stop()
 					return res, fmt.Errorf("sweep point workers %d, %s %d: %s", w, res.BatchName, b, reason)
 				}
 				rate := ws.UnitRate
@@ -135,6 +148,7 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 				log.Info(fmt.Sprintf("sweep %d/%d: workers %d, %s %d: %.0f %s/s, p99 %s",
 					n, total, w, res.BatchName, b, rate, res.Unit, pace.FormatSeconds(p99)))
 			}
+			pt.TargetMemoryBytes, pt.TargetCPUCores = tw.stop()
 			if len(pt.Rates) == 0 {
 				break
 			}
@@ -151,6 +165,117 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 	}
 	return res, nil
 }
+
+// Options are what a sweep reads besides its configuration.
+type Options struct {
+	// Target, when set, reads the target's own figures (the target
+	// watch, which must also be among the Deps' observers to read
+	// anything): each point then says the target's memory and the
+	// cores it used.
+	Target TargetFigures
+}
+
+// TargetFigures is what the sweep reads of a workload's target: its
+// memory, the latest reading, and its CPU time (user + system, seconds,
+// a counter); ok is false while there is no reading. The target watch
+// (targetwatch.Watcher) is one.
+type TargetFigures interface {
+	Memory(workload string) (v float64, at time.Time, ok bool)
+	CPU(workload string) (seconds float64, at time.Time, ok bool)
+}
+
+// pointWatch follows the target's readings over one point. The watch
+// reads on its own schedule (WATCH_INTERVAL) and keeps only the latest
+// reading, so the point polls it more often than that to see each one;
+// readings from before the point (the last of the point before stays
+// visible until the next run opens) are not the point's.
+type pointWatch struct {
+	tf       TargetFigures
+	name     string
+	since    time.Time
+	done     chan struct{}
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	mem      float64
+	memOK    bool
+	cpu0     float64
+	cpu0At   time.Time
+	cpu1     float64
+	cpu1At   time.Time
+	cpuCount int
+}
+
+// pollEvery is how often a point looks for a new reading: well under
+// the shortest WATCH_INTERVAL worth setting, and cheap (a map look-up).
+const pollEvery = 200 * time.Millisecond
+
+// watchPoint starts following the target's readings; nil without tf.
+func watchPoint(tf TargetFigures, name string) *pointWatch {
+	if tf == nil {
+		return nil
+	}
+	pw := &pointWatch{tf: tf, name: name, since: time.Now(), done: make(chan struct{})}
+	pw.wg.Add(1)
+	go func() {
+		defer pw.wg.Done()
+		t := time.NewTicker(pollEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				pw.poll()
+			case <-pw.done:
+				return
+			}
+		}
+	}()
+	return pw
+}
+
+// poll takes in the watch's latest readings if they are the point's.
+func (pw *pointWatch) poll() {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	if v, at, ok := pw.tf.Memory(pw.name); ok && !at.Before(pw.since) && finite(v) && (!pw.memOK || v > pw.mem) {
+		pw.mem, pw.memOK = v, true
+	}
+	v, at, ok := pw.tf.CPU(pw.name)
+	if !ok || at.Before(pw.since) || !finite(v) {
+		return
+	}
+	switch {
+	case pw.cpuCount == 0:
+		pw.cpu0, pw.cpu0At, pw.cpuCount = v, at, 1
+	case at.After(pw.cpu1At) && at.After(pw.cpu0At):
+		pw.cpu1, pw.cpu1At, pw.cpuCount = v, at, 2
+	}
+}
+
+// stop ends the following and gives the point's figures, nil those not
+// known: never 0 for a figure the watch did not read.
+func (pw *pointWatch) stop() (memory, cores *float64) {
+	if pw == nil {
+		return nil, nil
+	}
+	close(pw.done)
+	pw.wg.Wait()
+	pw.poll() // the reading the last run ended with
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	if pw.memOK {
+		m := pw.mem
+		memory = &m
+	}
+	if pw.cpuCount == 2 && pw.cpu1 >= pw.cpu0 {
+		c := (pw.cpu1 - pw.cpu0) / pw.cpu1At.Sub(pw.cpu0At).Seconds()
+		if finite(c) {
+			cores = &c
+		}
+	}
+	return memory, cores
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // mark flags the best point and those where more workers were slower.
 func (r *Result) mark() {

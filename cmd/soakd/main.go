@@ -440,8 +440,11 @@ func sweepCmd(ctx context.Context, args []string, environ map[string]string, std
 	if dataOnStdout(cfg) {
 		stdout = stderr // as in runCmd
 	}
+	// The target watch reads each point's target, for the report's
+	// target columns and the judge's target.* thresholds.
+	tw := targetwatch.New(log, targetwatch.Options{})
 	res, err := sweep.Run(ctx, cfg, f.Env, daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
-		Observers: []daemon.Observer{judge.New(log, judge.Options{}), readback.New(log)}})
+		Observers: []daemon.Observer{judge.New(log, judge.Options{Target: tw}), readback.New(log), tw}}, sweep.Options{Target: tw})
 	if res != nil && len(res.Points) > 0 {
 		if werr := writeReport(stdout, cfg.Sweep.Out, res.WriteMarkdown, res.WriteCSV, res.WriteJSON, web.SweepCharts(res), "sweep-"); werr != nil {
 			log.Error("cannot write the sweep report", zap.Error(werr))
