@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/settings"
 )
 
 // WriteMarkdown writes the search as a markdown report: the environment,
@@ -94,7 +94,7 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 			pace.FormatSeconds(s.Response.P50), pace.FormatSeconds(s.Response.P99), pace.FormatSeconds(s.Service.P99), pace.FormatSeconds(s.Dispatch.P99), 100*s.WorkersBusy,
 			100*s.ErrorRatio, 100*s.DropRatio, verdict)
 		if mem {
-			fmt.Fprintf(out, " %s |", optional(s.TargetMemoryBytes, formatBytes, "–"))
+			fmt.Fprintf(out, " %s |", optional(s.TargetMemoryBytes, settings.FormatBytes, "–"))
 		}
 		if cores {
 			fmt.Fprintf(out, " %s |", optional(s.TargetCPUCores, func(v float64) string { return fmt.Sprintf("%.2f cores", v) }, "–"))
@@ -119,20 +119,6 @@ func optional(v *float64, format func(float64) string, none string) string {
 		return none
 	}
 	return format(*v)
-}
-
-// formatBytes prints a size in bytes with binary prefixes: 512 B, 1.5 MiB.
-func formatBytes(v float64) string {
-	const unit = 1024
-	if math.Abs(v) < unit {
-		return fmt.Sprintf("%.0f B", v)
-	}
-	exp, div := 0, float64(unit)
-	for math.Abs(v)/div >= unit && exp < 5 {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", v/div, "KMGTPE"[exp])
 }
 
 func capitalize(s string) string {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/targetwatch"
 )
 
@@ -47,11 +48,11 @@ func writeTarget(out io.Writer, t *targetwatch.Summary) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Memory)) {
 		f := t.Memory[k]
-		fmt.Fprintf(out, "  memory %s: %s → %s, peak %s%s\n", k, formatBytes(f.First), formatBytes(f.Last), formatBytes(f.Peak),
+		fmt.Fprintf(out, "  memory %s: %s → %s, peak %s%s\n", k, settings.FormatBytes(f.First), settings.FormatBytes(f.Last), settings.FormatBytes(f.Peak),
 			growth(f.GrowthPerHour))
 	}
 	if f := t.StorageTotal; f != nil {
-		fmt.Fprintf(out, "  storage total: %s → %s%s", formatBytes(f.First), formatBytes(f.Last), growth(f.GrowthPerHour))
+		fmt.Fprintf(out, "  storage total: %s → %s%s", settings.FormatBytes(f.First), settings.FormatBytes(f.Last), growth(f.GrowthPerHour))
 		if v := t.StoragePerValue; v != nil && t.Acknowledged != nil {
 			one := strings.TrimSuffix(t.Counted, "s")
 			fmt.Fprintf(out, "; %.1f bytes per %s (%.0f %s)", *v, one, *t.Acknowledged, t.Counted)
@@ -83,19 +84,5 @@ func growth(g *float64) string {
 	if *g < 0 {
 		sign = "-"
 	}
-	return fmt.Sprintf(", %s%s/h", sign, formatBytes(math.Abs(*g)))
-}
-
-// formatBytes prints a size in bytes with binary prefixes: 512 B, 1.5 MiB.
-func formatBytes(v float64) string {
-	const unit = 1024
-	if math.Abs(v) < unit {
-		return fmt.Sprintf("%.0f B", v)
-	}
-	exp, div := 0, float64(unit)
-	for math.Abs(v)/div >= unit && exp < 5 {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", v/div, "KMGTPE"[exp])
+	return fmt.Sprintf(", %s%s/h", sign, settings.FormatBytes(math.Abs(*g)))
 }

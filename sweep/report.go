@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/settings"
 )
 
 // WriteMarkdown writes the sweep as a markdown report: environment,
@@ -62,7 +63,7 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 		fmt.Fprintf(out, "| %d | %d | %.0f | %.0f | %.0f | %s | %d | %s |", p.Workers, p.Batch, p.Median, p.Min, p.Max,
 			pace.FormatSeconds(p.P99), p.Failed, strings.Join(note, ", "))
 		if mem {
-			fmt.Fprintf(out, " %s |", optional(p.TargetMemoryBytes, formatBytes, "–"))
+			fmt.Fprintf(out, " %s |", optional(p.TargetMemoryBytes, settings.FormatBytes, "–"))
 		}
 		if cores {
 			fmt.Fprintf(out, " %s |", optional(p.TargetCPUCores, func(v float64) string { return fmt.Sprintf("%.2f cores", v) }, "–"))
@@ -151,20 +152,6 @@ func optional(v *float64, format func(float64) string, none string) string {
 		return none
 	}
 	return format(*v)
-}
-
-// formatBytes prints a size in bytes with binary prefixes: 512 B, 1.5 MiB.
-func formatBytes(v float64) string {
-	const unit = 1024
-	if math.Abs(v) < unit {
-		return fmt.Sprintf("%.0f B", v)
-	}
-	exp, div := 0, float64(unit)
-	for math.Abs(v)/div >= unit && exp < 5 {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", v/div, "KMGTPE"[exp])
 }
 
 func capitalize(s string) string {
