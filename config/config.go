@@ -103,7 +103,7 @@ type Workload struct {
 	DriftWarmup  time.Duration `env:"DRIFT_WARMUP" envDefault:"1m" help:"start of the run phase that drift. thresholds skip: their early window begins here"`
 	// WatchInterval and WatchProcess are the watch of the target's own
 	// figures (package targetwatch).
-	WatchInterval time.Duration `env:"WATCH_INTERVAL" envDefault:"10s" help:"how often the target's own memory, storage and CPU time are read while the run goes (soakd_target_*, /status target), where its sink can read them or WATCH_PROCESS names its process; 0 = off, else at least 1s"`
+	WatchInterval time.Duration `env:"WATCH_INTERVAL" envDefault:"10s" help:"how often the target's own memory, storage and CPU time are read while the run goes (soakd_target_*, /status target_figures), where its sink can read them or WATCH_PROCESS names its process; 0 = off, else at least 1s"`
 	WatchProcess  string        `env:"WATCH_PROCESS" help:"the target's process, whose RSS and CPU time are read from /proc: a pid, or a name matched against each process's comm and argv[0] base name (a sidecar with shareProcessNamespace); empty = none"`
 
 	// SourceSettings holds the source's own settings (made by its
