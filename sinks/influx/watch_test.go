@@ -182,15 +182,7 @@ func TestWatchInfluxDB2(t *testing.T) {
 func TestWatchServerDown(t *testing.T) {
 	srv := testserver.Influx(t)
 	s := openSink(t, "influx1://"+srv.Addr+"?db=down", sinks.Options{Schemas: []*sources.Schema{cpuSchema("cpu")}})
-	sinktest.TargetFigures(t, s)
-	srv.Proc.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := s.TargetFigures(ctx); err == nil {
-		t.Fatal("figures read from a stopped server")
-	} else if cl := sinks.ClassOf(err); cl != sinks.Connection {
-		t.Errorf("class %s, want connection: %v", cl, err)
-	}
+	sinktest.TargetFiguresServerDown(t, s, srv.Proc.Stop)
 }
 
 // TestWatchInfluxDB1Auth: InfluxDB 1.8 with authentication on serves

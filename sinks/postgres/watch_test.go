@@ -5,12 +5,10 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/soakd/soakd/internal/testserver"
-	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/sinktest"
 	"github.com/soakd/soakd/sources"
 )
@@ -161,15 +159,7 @@ func TestWatchRefused(t *testing.T) {
 func TestWatchServerDown(t *testing.T) {
 	srv := testserver.Postgres(t)
 	s := openSink(t, srv.URL, nil, cpuSchema("cpu", 3))
-	sinktest.TargetFigures(t, s)
-	srv.Proc.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := s.TargetFigures(ctx); err == nil {
-		t.Fatal("figures read from a stopped server")
-	} else if cl := sinks.ClassOf(err); cl != sinks.Connection {
-		t.Errorf("class %s, want connection: %v", cl, err)
-	}
+	sinktest.TargetFiguresServerDown(t, s, srv.Proc.Stop)
 }
 
 func TestWatchParseLSN(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -115,15 +114,7 @@ func TestWatchInfoRefused(t *testing.T) {
 func TestWatchServerDown(t *testing.T) {
 	srv := testserver.Redis(t)
 	s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash}})
-	sinktest.TargetFigures(t, s)
-	srv.Proc.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := s.TargetFigures(ctx); err == nil {
-		t.Fatal("figures read from a stopped server")
-	} else if c := sinks.ClassOf(err); c != sinks.Connection {
-		t.Errorf("class %s, want connection: %v", c, err)
-	}
+	sinktest.TargetFiguresServerDown(t, s, srv.Proc.Stop)
 }
 
 func TestWatchFiguresOfSections(t *testing.T) {

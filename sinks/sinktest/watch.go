@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/soakd/soakd/sinks"
 )
@@ -91,4 +92,21 @@ func targetDown(t *testing.T, s sinks.Sink, classes ...sinks.Class) {
 		return
 	}
 	wantClass(t, "TargetFigures of a target that is down", err, classes...)
+}
+
+// TargetFiguresServerDown reads s's figures, stops its server (stop), and
+// checks that a reading then fails as a connection error within 5 s: a
+// target that went away is not a figure of 0, nor a hang.
+func TargetFiguresServerDown(t *testing.T, s sinks.Sink, stop func()) {
+	t.Helper()
+	TargetFigures(t, s)
+	w := s.(sinks.TargetWatcher) // TargetFigures checked it is one
+	stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := w.TargetFigures(ctx); err == nil {
+		t.Fatal("figures read from a stopped server")
+	} else if cl := sinks.ClassOf(err); cl != sinks.Connection {
+		t.Errorf("class %s, want connection: %v", cl, err)
+	}
 }
