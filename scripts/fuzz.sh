@@ -7,9 +7,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-3s}
+# A target's output is kept only when it fails: the fuzzer's own report
+# (a crasher, or the fuzzing engine itself giving up) is what says why.
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 go list -f '{{if .TestGoFiles}}{{.ImportPath}}{{end}}' ./... | while read -r pkg; do
 	for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
 		echo "fuzz: $pkg $target ($fuzztime)" >&2
-		go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/dev/null
+		if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >"$out" 2>&1; then
+			cat "$out" >&2
+			echo "fuzz: $pkg $target failed" >&2
+			exit 1
+		fi
 	done
 done
