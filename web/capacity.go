@@ -8,6 +8,7 @@ import (
 	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/charts"
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/settings"
 )
 
 // CapacityCharts are a capacity search's figures: achieved against target
@@ -81,7 +82,44 @@ func CapacityCharts(r *capacity.Result) []charts.Chart {
 		Marks: append(slices.Clone(marks),
 			charts.Mark{At: r.Settings.SLOP99.Seconds(), Horizontal: true, Label: "SLO p99 " + r.Settings.SLOP99.String()}),
 	}
-	return []charts.Chart{rate, lat}
+	return append([]charts.Chart{rate, lat}, capacityTargetCharts(steps)...)
+}
+
+// capacityTargetCharts are the target's own memory and the cores it used
+// against the target rate, one point per step that has the figure (the
+// target watch's readings): is the knee memory- or CPU-bound? None
+// without the watch; a step without a reading is left out, never drawn
+// as 0.
+func capacityTargetCharts(steps []capacity.Step) []charts.Chart {
+	var memX, memY, cpuX, cpuY []float64
+	for _, s := range steps {
+		if s.TargetMemoryBytes != nil {
+			memX, memY = append(memX, s.Target), append(memY, *s.TargetMemoryBytes)
+		}
+		if s.TargetCPUCores != nil {
+			cpuX, cpuY = append(cpuX, s.Target), append(cpuY, *s.TargetCPUCores)
+		}
+	}
+	var out []charts.Chart
+	if len(memX) > 0 {
+		out = append(out, charts.Chart{
+			ID: "capacity-target-memory", Title: "Target's memory vs target rate, per step",
+			X:      charts.Axis{Label: "target rate (units/s)", Unit: charts.Number, ZeroBased: true},
+			Y:      charts.Axis{Label: "target memory", Unit: charts.Bytes, ZeroBased: true},
+			Lines:  []charts.Line{{Name: "memory", X: memX, Y: memY}},
+			Points: []charts.Points{{Name: "step", X: memX, Y: memY, Shape: charts.Dot}},
+		})
+	}
+	if len(cpuX) > 0 {
+		out = append(out, charts.Chart{
+			ID: "capacity-target-cpu", Title: "Target's CPU vs target rate, per step",
+			X:      charts.Axis{Label: "target rate (units/s)", Unit: charts.Number, ZeroBased: true},
+			Y:      charts.Axis{Label: "target CPU (cores)", Unit: charts.Number, ZeroBased: true},
+			Lines:  []charts.Line{{Name: "cores", X: cpuX, Y: cpuY}},
+			Points: []charts.Points{{Name: "step", X: cpuX, Y: cpuY, Shape: charts.Dot}},
+		})
+	}
+	return out
 }
 
 // CapacityPanel is a capacity search as a section of the console and the
@@ -99,7 +137,21 @@ func CapacityPanel(r *capacity.Result) Panel {
 	case r.Found:
 		note = fmt.Sprintf("searching; %s units/s passed so far", pace.FormatRate(r.Knee))
 	}
-	t := &Table{Header: []string{"#", "kind", "target/s", "achieved/s", "p50", "p99", "errors", "dropped", "verdict"}}
+	var mem, cores bool
+	for _, s := range r.Steps {
+		mem = mem || s.TargetMemoryBytes != nil
+		cores = cores || s.TargetCPUCores != nil
+	}
+	// The target's own figures, when the watch read any, sit before the
+	// verdict: a run without the watch keeps the table it always had.
+	t := &Table{Header: []string{"#", "kind", "target/s", "achieved/s", "p50", "p99", "errors", "dropped"}}
+	if mem {
+		t.Header = append(t.Header, "target memory")
+	}
+	if cores {
+		t.Header = append(t.Header, "target CPU")
+	}
+	t.Header = append(t.Header, "verdict")
 	for _, s := range r.Steps {
 		verdict := "pass"
 		if !s.Pass {
@@ -108,8 +160,15 @@ func CapacityPanel(r *capacity.Result) Panel {
 				verdict += "; bottleneck: " + s.Bottleneck
 			}
 		}
-		t.Rows = append(t.Rows, []string{fmt.Sprint(s.Index), s.Kind, pace.FormatRate(s.Target), pace.FormatRate(s.Achieved),
-			seconds(s.Response.P50), seconds(s.Response.P99), fmt.Sprintf("%.3g%%", 100*s.ErrorRatio), fmt.Sprintf("%.3g%%", 100*s.DropRatio), verdict})
+		row := []string{fmt.Sprint(s.Index), s.Kind, pace.FormatRate(s.Target), pace.FormatRate(s.Achieved),
+			seconds(s.Response.P50), seconds(s.Response.P99), fmt.Sprintf("%.3g%%", 100*s.ErrorRatio), fmt.Sprintf("%.3g%%", 100*s.DropRatio)}
+		if mem {
+			row = append(row, optionalCell(s.TargetMemoryBytes, settings.FormatBytes))
+		}
+		if cores {
+			row = append(row, optionalCell(s.TargetCPUCores, func(v float64) string { return fmt.Sprintf("%.2f cores", v) }))
+		}
+		t.Rows = append(t.Rows, append(row, verdict))
 	}
 	return Panel{ID: "capacity", Title: "Capacity of workload " + r.Workload, Note: note, Table: t, Charts: CapacityCharts(r)}
 }
@@ -121,4 +180,13 @@ func seconds(s float64) string {
 		return "–"
 	}
 	return pace.FormatSeconds(s)
+}
+
+// optionalCell writes a figure the target watch may not have read: a
+// dash when it did not, never 0.
+func optionalCell(v *float64, format func(float64) string) string {
+	if v == nil {
+		return "–"
+	}
+	return format(*v)
 }
