@@ -148,9 +148,16 @@ func TestDaemonLoadAuto(t *testing.T) {
 func TestDaemonServerRestart(t *testing.T) {
 	srv := testserver.Redis(t)
 	a := admin(t, srv)
+	// One field per record: the restarted server holds nothing, and an
+	// update makes its record whole again, so reads find records again
+	// within a second or two of it, whenever the restart falls. With
+	// several fields an update writes one of them, reads of the others
+	// miss for the rest of the run, and how many units are acknowledged
+	// would depend on how late the restart fell after the load phase (a
+	// busy machine loads slower), not on the sink.
 	d := newDaemon(t, zap.NewNop(), "TARGET", srv.URL, "RECORDS", "1000", "WORKLOAD", "a",
 		"RATE", "2000", "WORKERS", "8", "PIPELINE", "4", "DURATION", "6s", "MAX_LAG", "10s", "RETRIES", "0",
-		"DATA_TYPE", "hash", "KEY_PREFIX", "rs:")
+		"DATA_TYPE", "hash", "FIELDS", "1", "KEY_PREFIX", "rs:")
 	type result struct {
 		sum *daemon.Summary
 		err error
