@@ -176,8 +176,7 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 		}
 	}
 	log.Info(fmt.Sprintf("sweep: %d points (%s), %d runs each: at most %s per point (DURATION %s × REPEATS %d%s); about %s in all",
-		len(plan), res.order(), sc.Repeats, pace.FormatSeconds((perRun * time.Duration(sc.Repeats)).Seconds()), sc.Duration, sc.Repeats, load,
-		pace.FormatSeconds((perRun * time.Duration(total)).Seconds())))
+		len(plan), res.order(), sc.Repeats, perRun*time.Duration(sc.Repeats), sc.Duration, sc.Repeats, load, perRun*time.Duration(total)))
 	t0 := time.Now()
 	n := 0
 	var dropper func(context.Context, *config.Workload) error
@@ -235,11 +234,13 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 			p99s = append(p99s, p99)
 			pt.Runs = append(pt.Runs, RunCounts{Seconds: ws.Seconds, Units: ws.Units, Values: ws.Values, Scheduled: ws.Scheduled,
 				Failed: ws.Failed, Dropped: ws.Dropped, InFlight: ws.InFlight, P99: p99})
+			// The time left is the runs left at the mean time a run took
+			// so far: setup, load phases and finite data sets included.
 			elapsed := time.Since(t0)
 			left := time.Duration(float64(elapsed) / float64(n) * float64(total-n))
 			log.Info(fmt.Sprintf("sweep %d/%d (point %d/%d, run %d/%d): %s: %.0f %s/s, p99 %s; %s elapsed, about %s left",
 				n, total, i+1, len(plan), r+1, sc.Repeats, label, rate, res.Unit, pace.FormatSeconds(p99),
-				pace.FormatSeconds(elapsed.Round(time.Second).Seconds()), pace.FormatSeconds(left.Round(time.Second).Seconds())))
+				elapsed.Round(time.Second), left.Round(time.Second)))
 		}
 		pt.TargetMemoryBytes, pt.TargetCPUCores = tw.stop()
 		if len(pt.Rates) == 0 {
