@@ -176,7 +176,8 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 		}
 	}
 	log.Info(fmt.Sprintf("sweep: %d points (%s), %d runs each: at most %s per point (DURATION %s × REPEATS %d%s); about %s in all",
-		len(plan), res.order(), sc.Repeats, perRun*time.Duration(sc.Repeats), sc.Duration, sc.Repeats, load, perRun*time.Duration(total)))
+		len(plan), res.order(), sc.Repeats, perRun*time.Duration(sc.Repeats), sc.Duration, sc.Repeats, load, perRun*time.Duration(total)),
+		zap.Strings("points", res.labels(plan)))
 	t0 := time.Now()
 	n := 0
 	var dropper func(context.Context, *config.Workload) error
@@ -340,6 +341,24 @@ func (r *Result) order() string {
 		return names[0]
 	}
 	return strings.Join(names, " × ") + ", the first varying slowest, the last fastest"
+}
+
+// labels names the points to run, in order: the first hundred, then how
+// many more.
+func (r *Result) labels(plan []planned) []string {
+	var out []string
+	for i, pl := range plan {
+		if i == 100 {
+			out = append(out, fmt.Sprintf("and %d more", len(plan)-i))
+			break
+		}
+		p := Point{AxisValues: pl.values, Workers: pl.wc.Workers, Batch: pl.wc.BatchSize}
+		if r.BatchName == "PIPELINE" {
+			p.Batch = pl.wc.Pipeline
+		}
+		out = append(out, r.label(p))
+	}
+	return out
 }
 
 // label names a point in logs and errors: its axes' values, or its

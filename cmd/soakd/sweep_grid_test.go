@@ -81,6 +81,7 @@ func TestSweepGridMatchesSeparateRuns(t *testing.T) {
 		t.Errorf("no 2 × 2 table in the report:\n%s", stdout)
 	}
 	if !strings.Contains(stderr, "SCALE (2) × COLUMNS (2), the first varying slowest") || !strings.Contains(stderr, "about 12s in all") ||
+		!strings.Contains(stderr, `"points":["SCALE=10 COLUMNS=2","SCALE=10 COLUMNS=5","SCALE=40 COLUMNS=2","SCALE=40 COLUMNS=5"]`) ||
 		!strings.Contains(stderr, "sweep 12/12 (point 4/4, run 3/3): SCALE=40 COLUMNS=5") {
 		t.Errorf("the log does not say the order, the estimate and the progress:\n%s", stderr)
 	}
@@ -232,5 +233,14 @@ func TestSweepGridRefusedBeforeItRuns(t *testing.T) {
 				t.Errorf("the sweep created its table before it was refused")
 			}
 		})
+	}
+}
+
+// soakd sweep --help lists SOAKD_SWEEP_GRID with its syntax and order.
+func TestSweepHelpListsGrid(t *testing.T) {
+	code, out, _ := soakd(t, nil, "sweep", "--help")
+	if code != cli.ExitOK || !strings.Contains(out, "SOAKD_SWEEP_GRID      --sweep-grid") || !strings.Contains(out, "NAME=v1,v2 NAME2=a,b") ||
+		!strings.Contains(out, "the first axis varies slowest, the last fastest") {
+		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
