@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/settings"
+	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -586,14 +588,27 @@ func reshape(ctx context.Context, p *config.Plugins, wc *config.Workload) error 
 	return nil
 }
 
+// kvDataSet are the settings of a KV source that make its data set:
+// records of another DATA_TYPE, FIELDS or FIELD_LENGTH left by a point
+// would be read by the next, whose load phase (LOAD=auto) sees its
+// records present and loads none.
+var kvDataSet = []string{"DATA_TYPE", "KEY_PREFIX", "RECORDS", "FIELDS", "FIELD_LENGTH"}
+
 // shape describes the tables a workload's source writes: their names,
-// tags and fields with their kinds.
+// tags and fields with their kinds; for a KV source, its data set.
 func shape(wc *config.Workload) string {
 	src, err := wc.NewSource()
 	if err != nil {
 		return ""
 	}
 	var b strings.Builder
+	if _, ok := src.(sources.Shaped); ok && wc.SourceSettings != nil {
+		for _, set := range settings.Of(wc.SourceSettings.Fields(), "") {
+			if slices.Contains(kvDataSet, set.Key) {
+				fmt.Fprintf(&b, "%s=%v ", set.Key, reflect.ValueOf(wc.SourceSettings.Fields()).Elem().FieldByName(set.Field).Interface())
+			}
+		}
+	}
 	for _, sc := range src.Schemas() {
 		fmt.Fprintf(&b, "%s(%s;", sc.Measurement, strings.Join(sc.TagKeys, ","))
 		for _, f := range sc.Fields {
@@ -609,13 +624,19 @@ func shape(wc *config.Workload) string {
 // target whose sink keeps tables of one shape (PostgreSQL), unless
 // SOAKD_SWEEP_RESET drops them between points: a point would otherwise
 // write into a table made for another (refused when a column is
-// missing, silently wider rows when one is left over).
+// missing, silently wider rows when one is left over). Likewise KV
+// points of different data sets (DATA_TYPE, FIELD_LENGTH, ...) into one
+// target that can be reset (Redis): a point would read the records of
+// the one before.
 func checkShapes(ctx context.Context, r *Result, plan []planned, p *config.Plugins, reset bool) error {
 	if !r.Grid() || reset {
 		return nil
 	}
 	first := map[string]int{} // target → first point
 	for i, pl := range plan {
+		if pl.wc.Builtin {
+			continue // in-process, made anew for each run
+		}
 		t := pl.wc.Target
 		j, seen := first[t]
 		if !seen {
@@ -629,11 +650,17 @@ func checkShapes(ctx context.Context, r *Result, plan []planned, p *config.Plugi
 		if err != nil {
 			return err
 		}
-		_, keeps := op.Sink.(reshaper)
+		_, tables := op.Sink.(reshaper)
+		_, resets := op.Sink.(sinks.Resetter)
 		_ = op.Sink.Close(context.WithoutCancel(ctx))
-		if keeps {
+		a, b := r.label(Point{AxisValues: plan[j].values}), r.label(Point{AxisValues: pl.values})
+		switch {
+		case tables:
 			return settings.Errorf(config.EnvPrefix+"SWEEP_RESET", "the points %s and %s write tables of different shapes into the same target, which keeps a table's shape: set %sSWEEP_RESET=true, which drops soakd's tables made for another shape before each point (and empties the others)",
-				r.label(Point{AxisValues: plan[j].values}), r.label(Point{AxisValues: pl.values}), config.EnvPrefix)
+				a, b, config.EnvPrefix)
+		case resets && r.BatchName == "PIPELINE":
+			return settings.Errorf(config.EnvPrefix+"SWEEP_RESET", "the points %s and %s read different data sets (%s) from the same target, where a point would read the records the one before loaded: set %sSWEEP_RESET=true, which deletes soakd's keys before each run, so that each point loads its own",
+				a, b, strings.Join(kvDataSet, ", "), config.EnvPrefix)
 		}
 		first[t] = i
 	}

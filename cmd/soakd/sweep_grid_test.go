@@ -244,3 +244,31 @@ func TestSweepHelpListsGrid(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
+
+// A KV grid over DATA_TYPE against a real Redis: without a reset the
+// second point would read the records the first loaded, of the other
+// type, so the sweep is refused before it runs; with SOAKD_SWEEP_RESET
+// each point loads its own records and runs. Bug caught: the data set's
+// settings left out of the points' shape.
+func TestSweepGridKVDataSets(t *testing.T) {
+	srv := testserver.Redis(t)
+	env := map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_WORKLOADS": "kv", "SOAKD_KV_TARGET": srv.URL,
+		"SOAKD_KV_RECORDS": "2000", "SOAKD_KV_WATCH_INTERVAL": "0", "SOAKD_SWEEP_GRID": "DATA_TYPE=string,hash FIELD_LENGTH=16",
+		"SOAKD_SWEEP_REPEATS": "1", "SOAKD_SWEEP_DURATION": "1s", "SOAKD_SWEEP_OUT": filepath.Join(t.TempDir(), "sweep")}
+	code, _, stderr := soakd(t, env, "sweep")
+	if code != cli.ExitConfig || !strings.Contains(stderr, "SOAKD_SWEEP_RESET: the points DATA_TYPE=string FIELD_LENGTH=16 and DATA_TYPE=hash FIELD_LENGTH=16 read different data sets") {
+		t.Fatalf("without a reset: exit %d\n%s", code, stderr)
+	}
+	env["SOAKD_SWEEP_RESET"] = "true"
+	code, stdout, stderr := soakd(t, env, "sweep")
+	if code != cli.ExitOK {
+		t.Fatalf("with a reset: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	res := readJSON[sweep.Result](t, env["SOAKD_SWEEP_OUT"]+".json")
+	if len(res.Points) != 2 || res.Unit != "ops" || res.Values {
+		t.Fatalf("%d points of %s (values %v), want 2 of ops, no values", len(res.Points), res.Unit, res.Values)
+	}
+	for _, p := range res.Points {
+		countsAddUp(t, strings.Join(p.AxisValues, " "), p.Runs[0], 0)
+	}
+}
