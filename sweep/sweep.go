@@ -182,10 +182,6 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 		zap.Strings("points", res.labels(plan)))
 	t0 := time.Now()
 	n := 0
-	var dropper func(context.Context, *config.Workload) error
-	if sc.Reset {
-		dropper = func(ctx context.Context, wc *config.Workload) error { return reshape(ctx, d.Plugins, wc) }
-	}
 	for i, pl := range plan {
 		if ctx.Err() != nil {
 			break
@@ -196,8 +192,10 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 			pt.Batch = wc.Pipeline
 		}
 		label := res.label(pt)
-		if dropper != nil && res.Grid() && !kv {
-			if err := dropper(ctx, &wc); err != nil {
+		if sc.Reset && res.Grid() && !kv {
+			// Before the point's first run, whose reset only empties
+			// tables: one made for another shape goes.
+			if err := reshape(ctx, d.Plugins, &wc); err != nil {
 				return res, fmt.Errorf("sweep point %s: %w", label, err)
 			}
 		}
