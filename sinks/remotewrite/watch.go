@@ -25,7 +25,8 @@ var memoryMetrics = map[string]string{
 }
 
 // storageMetrics are Prometheus' TSDB sizes on disk: its persisted
-// blocks, its write-ahead log, and the head's memory-mapped chunks.
+// blocks, and where the version exports them its write-ahead log and the
+// head's memory-mapped chunks.
 var storageMetrics = map[string]string{
 	"prometheus_tsdb_storage_blocks_bytes":           "blocks",
 	"prometheus_tsdb_wal_storage_size_bytes":         "wal",
@@ -39,8 +40,9 @@ const vmDataSize = "vm_data_size_bytes"
 
 // TargetFigures reads the server's own /metrics (metrics_path) with the
 // sink's credentials and headers: memory (rss, heap_inuse), CPU time,
-// and the storage of the whole server — Prometheus' blocks, wal and
-// head_chunks, or VictoriaMetrics' data and index. A server that refuses
+// and the storage of the whole server — Prometheus' blocks (and wal and
+// head_chunks where it exports them), or VictoriaMetrics' data and
+// index. A server that refuses
 // /metrics (401, 403, 404) leaves every figure in Unavailable; only a
 // target that does not answer is an error.
 func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
@@ -94,6 +96,14 @@ func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
 	})
 	if err != nil {
 		return sinks.TargetFigures{}, fmt.Errorf("cannot read %s of %s: %w", s.cfg.MetricsPath, s.cfg.String(), classifyTransport(ctx, err, true))
+	}
+	if _, prom := f.Storage["blocks"]; prom {
+		if _, ok := f.Storage["wal"]; !ok {
+			// Prometheus 2.42 exports no size of its write-ahead log: the
+			// samples not yet compacted into a block are in no storage
+			// figure (the head's memory is in rss).
+			f.Unavailable["storage.wal"] = s.cfg.MetricsPath + " has no prometheus_tsdb_wal_storage_size_bytes"
+		}
 	}
 	if vm && len(f.Storage) == 0 {
 		f.Storage["data"] = 0 // nothing stored yet
