@@ -73,7 +73,8 @@ func isOutOfOrder(msg string) bool {
 // Remote-Write 1.0 tells senders to: 4xx is not retried (the same
 // request would be refused again), except 429 (throttled: retried after
 // Retry-After) and 408; 5xx is retried when resending is harmless
-// (idempotent). Samples refused for their time are rejected, and said so.
+// (idempotent). Samples refused for their time are class out_of_order,
+// not resent either.
 func classifyStatus(code int, h http.Header, msg string, samples int, idempotent bool) error {
 	se := &StatusError{StatusCode: code, Message: msg, Samples: samples}
 	class, retry := sinks.Rejected, false
@@ -87,7 +88,9 @@ func classifyStatus(code int, h http.Header, msg string, samples int, idempotent
 	case code >= 500:
 		class, retry = sinks.Server, idempotent
 	case code >= 400:
-		se.OutOfOrder = code == http.StatusBadRequest && isOutOfOrder(msg)
+		if se.OutOfOrder = code == http.StatusBadRequest && isOutOfOrder(msg); se.OutOfOrder {
+			class = sinks.OutOfOrder
+		}
 		if code == http.StatusUnauthorized || code == http.StatusForbidden {
 			se.Message = sinks.AuthFailed + ": " + msg
 		}

@@ -64,9 +64,9 @@ func TestClassify(t *testing.T) {
 	}{
 		{name: "ok", status: 204},
 		{name: "bad request", status: 400, body: "invalid labels", class: sinks.Rejected, wantInMessage: "invalid labels"},
-		{name: "out of order", status: 400, body: "out of order sample\n", class: sinks.Rejected, ooo: true},
-		{name: "duplicate", status: 400, body: "duplicate sample for timestamp", class: sinks.Rejected, ooo: true},
-		{name: "too old", status: 400, body: "out of bounds", class: sinks.Rejected, ooo: true},
+		{name: "out of order", status: 400, body: "out of order sample\n", class: sinks.OutOfOrder, ooo: true},
+		{name: "duplicate", status: 400, body: "duplicate sample for timestamp", class: sinks.OutOfOrder, ooo: true},
+		{name: "too old", status: 400, body: "out of bounds", class: sinks.OutOfOrder, ooo: true},
 		{name: "auth", status: 401, body: "no", class: sinks.Rejected, wantInMessage: sinks.AuthFailed},
 		{name: "throttled", status: 429, body: "slow down", after: "7", class: sinks.Server, retry: true, wantAfter: 7 * time.Second},
 		{name: "starting", status: 503, class: sinks.Server, retry: true},

@@ -131,7 +131,7 @@ func TestOutOfOrder(t *testing.T) {
 		_, err := s.Write(ctx, b)
 		var se *StatusError
 		retry, _ := sinks.Retryable(err)
-		if sinks.ClassOf(err) != sinks.Rejected || retry || !errors.As(err, &se) || !se.OutOfOrder {
+		if sinks.ClassOf(err) != sinks.OutOfOrder || retry || !errors.As(err, &se) || !se.OutOfOrder {
 			t.Errorf("%s: class %s retry %t: %v", what, sinks.ClassOf(err), retry, err)
 		}
 	}
