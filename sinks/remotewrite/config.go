@@ -36,6 +36,8 @@ type Config struct {
 	Path string
 	// MetricsPath is where TargetFigures reads the server's own metrics.
 	MetricsPath string
+	// QueryPath is the PromQL instant-query endpoint read-back uses.
+	QueryPath string
 	// User and Password are basic-auth credentials (the URL's user info,
 	// the password also from SOAKD_<W>_PASSWORD); Token is a bearer token
 	// (SOAKD_<W>_TOKEN).
@@ -74,6 +76,8 @@ var Params = urlparam.Set{
 			Help: "bound of one write request; default: the engine's TIMEOUT only"},
 		{Name: "metrics_path", Type: urlparam.String, Default: "/metrics", Valid: absPath, Want: "an absolute path like /metrics, without query",
 			Help: "where the target watch reads the server's own metrics"},
+		{Name: "query_path", Type: urlparam.String, Default: "/api/v1/query", Valid: absPath, Want: "an absolute path like /api/v1/query, without query",
+			Help: "the PromQL instant-query endpoint read-back (VERIFY, soakd verify) asks; Mimir: /prometheus/api/v1/query"},
 		{Name: "insecure", Type: urlparam.Bool, Default: "false", Help: "skip TLS certificate verification"},
 	}, urlparam.TLSFiles()...),
 	Repeated:        func(k string, n int) error { return fmt.Errorf("parameter %q is given %d times", k, n) },
@@ -107,6 +111,7 @@ func ParseURL(u *url.URL) (Config, error) {
 	p := Params.Bind(q)
 	hostParams(u, p, &c)
 	c.MetricsPath = p.String("metrics_path")
+	c.QueryPath = p.String("query_path")
 	c.Idempotent = p.Bool("idempotent")
 	c.Timeout = p.Duration("timeout")
 	headerParams(p, &c)

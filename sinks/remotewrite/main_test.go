@@ -123,16 +123,16 @@ func (g *gen) fill(b *sources.Batch, rows int) {
 	}
 }
 
-// promSeries is a series of a PromQL answer: a matrix's raw samples or a
+// answerSeries is a series of a PromQL answer: a matrix's raw samples or a
 // vector's one.
-type promSeries struct {
+type answerSeries struct {
 	Metric map[string]string
 	Values [][2]float64 // [seconds, value]
 }
 
 // promQuery runs an instant query at time at on the server at base
 // (http://host:port) and returns its series.
-func promQuery(t *testing.T, base, q string, at time.Time) []promSeries {
+func promQuery(t *testing.T, base, q string, at time.Time) []answerSeries {
 	t.Helper()
 	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
 	defer hc.CloseIdleConnections()
@@ -158,9 +158,9 @@ func promQuery(t *testing.T, base, q string, at time.Time) []promSeries {
 	if err := json.Unmarshal(body, &out); err != nil || out.Status != "success" {
 		t.Fatalf("query %q: HTTP %d %s (%v)", q, resp.StatusCode, body, err)
 	}
-	var ss []promSeries
+	var ss []answerSeries
 	for _, r := range out.Data.Result {
-		s := promSeries{Metric: r.Metric}
+		s := answerSeries{Metric: r.Metric}
 		vals := r.Values
 		if r.Value != nil {
 			vals = [][]any{r.Value}
