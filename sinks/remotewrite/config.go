@@ -67,9 +67,9 @@ type Label struct{ Name, Value string }
 var Params = urlparam.Set{
 	Params: append([]urlparam.Param{
 		{Name: "header", Type: urlparam.String, Multi: true, Syntax: "NAME:VALUE",
-			Help: "an extra request header, e.g. X-Scope-OrgID:tenant1 (repeatable)"},
+			Help: "an extra request header, e.g. X-Scope-OrgID:tenant1"},
 		{Name: "label", Type: urlparam.String, Multi: true, Syntax: "NAME:VALUE",
-			Help: "a constant label added to every series, e.g. run:soak1 (repeatable)"},
+			Help: "a constant label added to every series, e.g. run:soak1"},
 		{Name: "idempotent", Type: urlparam.Bool, Default: "true",
 			Help: "resend a batch whose fate is unknown (5xx, timeout); false for a target that keeps a resent sample twice"},
 		{Name: "timeout", Type: urlparam.Duration, Range: urlparam.Above(0), Want: "a positive duration like 30s",
