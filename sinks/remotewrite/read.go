@@ -67,6 +67,11 @@ func (s *Sink) readOne(ctx context.Context, q sinks.SeriesQuery, t *sources.Tabl
 	if toMs < fromMs {
 		return nil
 	}
+	if len(sc.Tags.AppendTag(nil, q.Device, sc.DeviceTag)) == 0 {
+		// An empty tag is no label: the selector would match every
+		// device without one.
+		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("device %d of %s has an empty %s, which remote write leaves out: its series cannot be told apart", q.Device, sc.Measurement, sc.TagKeys[sc.DeviceTag]))
+	}
 	sel := s.selector(q)
 	expr := fmt.Sprintf("%s[%dms]", sel, toMs-fromMs+1)
 	at := strconv.FormatInt(toMs/1000, 10) + "." + fmt.Sprintf("%03d", toMs%1000)
