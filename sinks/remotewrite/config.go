@@ -66,7 +66,7 @@ type Label struct{ Name, Value string }
 // Params are the URL's parameters.
 var Params = urlparam.Set{
 	Params: append([]urlparam.Param{
-		{Name: "header", Type: urlparam.String, Multi: true, Syntax: "NAME:VALUE",
+		{Name: "header", Type: urlparam.String, Multi: true, Syntax: "NAME:VALUE", Secret: true,
 			Help: "an extra request header, e.g. X-Scope-OrgID:tenant1"},
 		{Name: "label", Type: urlparam.String, Multi: true, Syntax: "NAME:VALUE",
 			Help: "a constant label added to every series, e.g. run:soak1"},

@@ -86,8 +86,9 @@ func TestSecrets(t *testing.T) {
 			t.Errorf("%s: %q %v, want %q", tc.url, c.authHeader(), err, tc.auth)
 		}
 	}
-	// The URL's password is redacted where soakd shows the target.
-	if r := sinks.Redact("prom+https://u:s3cret@h/api/v1/write"); strings.Contains(r, "s3cret") {
+	// The URL's password and its headers' values (an API key, maybe)
+	// are redacted where soakd shows the target.
+	if r := sinks.Redact("prom+https://u:s3cret@h/api/v1/write?header=X-Api-Key:k3y&label=run:a"); strings.Contains(r, "s3cret") || strings.Contains(r, "k3y") || !strings.Contains(r, "run") {
 		t.Errorf("Redact: %s", r)
 	}
 }
