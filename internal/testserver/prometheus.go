@@ -31,8 +31,8 @@ func PrometheusBasicAuth(user, password, hash string) PrometheusOption {
 }
 
 // PrometheusReceiver starts a Prometheus server that takes remote writes
-// (--web.enable-remote-write-receiver on /api/v1/write) and scrapes
-// nothing, with a retention of 100 years so that data sets of any date
+// (--web.enable-remote-write-receiver on /api/v1/write) and deletes
+// series (--web.enable-admin-api), and scrapes nothing, with a retention of 100 years so that data sets of any date
 // stay. oooWindow > 0 accepts samples up to that much older than the
 // newest of their series (storage.tsdb.out_of_order_time_window); 0
 // refuses them, as Prometheus does by default. Its URL is
@@ -60,7 +60,7 @@ func PrometheusReceiver(t testing.TB, oooWindow time.Duration, opts ...Prometheu
 		t.Fatal(err)
 	}
 	args := []string{"--config.file=" + cf, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
-		"--storage.tsdb.retention.time=100y", "--web.enable-remote-write-receiver", "--log.level=warn"}
+		"--storage.tsdb.retention.time=100y", "--web.enable-remote-write-receiver", "--web.enable-admin-api", "--log.level=warn"}
 	web := ""
 	if o.certs != nil {
 		web += fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\n", o.certs.ServerCert, o.certs.ServerKey)

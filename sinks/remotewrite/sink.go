@@ -34,6 +34,7 @@ type Sink struct {
 	hc       *http.Client
 	conns    sinks.Conns
 	errs     *errLog
+	schemas  []*sources.Schema // Reset deletes their series
 
 	// states holds idle per-write buffers: at most one per worker is
 	// kept, so memory stays bounded by workers x batch size.
@@ -138,6 +139,7 @@ func New(cfg Config, o sinks.Options) *Sink {
 		writeURL: cfg.baseURL() + cfg.Path,
 		auth:     cfg.authHeader(),
 		errs:     newErrLog(log),
+		schemas:  o.Schemas,
 		states:   make(chan *state, workers),
 	}
 	s.tr = newTransport(&cfg, workers, &s.conns)
