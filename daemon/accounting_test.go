@@ -48,7 +48,7 @@ func newChaosSink(seed uint64) *chaosSink {
 
 // chaosClasses are the classes chaos fails with; "mystery" is not one of
 // sinks.Classes and must be counted as other.
-var chaosClasses = []sinks.Class{sinks.Timeout, sinks.Connection, sinks.Rejected, sinks.Server, sinks.Empty, sinks.Other, "mystery"}
+var chaosClasses = []sinks.Class{sinks.Timeout, sinks.Connection, sinks.Rejected, sinks.Server, sinks.OutOfOrder, sinks.Empty, sinks.Other, "mystery"}
 
 func (s *chaosSink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	rows := b.Tables[0].Ints[0]

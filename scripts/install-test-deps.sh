@@ -85,7 +85,8 @@ if ! go version -m "$influxd" 2>/dev/null | grep -q 'github.com/influxdata/influ
 fi
 # VictoriaMetrics v1.151.0 (the newest that builds with Go 1.26; about 1 min
 # cold) for sinks/influx's test of the v1 line-protocol path on a second
-# product.
+# product, and as the second remote-write target of sinks/remotewrite (the
+# first is Debian's prometheus 2.42, with its receiver on).
 vm=$gobin/victoria-metrics
 vmmod='github.com/VictoriaMetrics/VictoriaMetrics[[:space:]]*v1.151.0'
 if ! go version -m "$vm" 2>/dev/null | grep -q "$vmmod"; then

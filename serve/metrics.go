@@ -56,7 +56,7 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		rows:       d("soakd_rows_total", "Rows acknowledged by the target."),
 		values:     d("soakd_values_total", "Field values acknowledged by the target."),
 		ops:        d("soakd_ops_total", "Batches (series) or key-value operations by outcome.", "op", "result"),
-		errors:     d("soakd_errors_total", "Failed attempts (writes, queries) by class (timeout, connection, rejected, server, empty, other).", "op", "class"),
+		errors:     d("soakd_errors_total", "Failed attempts (writes, queries) by class (timeout, connection, rejected, server, out_of_order, empty, other).", "op", "class"),
 		dropped:    d("soakd_dropped_total", "Scheduled units never sent: later than MAX_LAG, or still queued when writes were cut at shutdown."),
 		scheduled:  d("soakd_scheduled_total", "Units (rows or ops) the schedule released: acknowledged + failed + dropped + in flight."),
 		failed:     d("soakd_failed_total", "Units (rows or ops) in batches that failed for good, after retries."),

@@ -24,6 +24,13 @@ const (
 	// Server: the target failed while handling the request (5xx, internal
 	// error); a retry may succeed.
 	Server Class = "server"
+	// OutOfOrder: the target refused samples for their time: older than
+	// what it holds for their series, a second value at a time it has, or
+	// older than it accepts (Prometheus' out-of-order, duplicate and
+	// out-of-bounds samples). Like Rejected, resending will not help; it
+	// is its own class because ordering is what a time-series database
+	// under late data and series churn gets wrong.
+	OutOfOrder Class = "out_of_order"
 	// Empty: a query answered no rows where the data it reads must exist
 	// (e.g. lastpoint on a table that holds rows), or a KV read or scan
 	// found no record of those the run loaded or inserted: the target lost
@@ -37,7 +44,7 @@ const (
 // per-class counters can be arrays of len(Classes): a class outside this
 // list (a sink's typo) is counted as Other, never indexed out of range.
 // Other stays last: Index maps unknown classes to the last slot.
-var Classes = [...]Class{Timeout, Connection, Rejected, Server, Empty, Other}
+var Classes = [...]Class{Timeout, Connection, Rejected, Server, OutOfOrder, Empty, Other}
 
 // Index returns c's position in Classes; a class not in the list is
 // Other's position.

@@ -184,13 +184,14 @@ func redact(u *url.URL) (string, bool) {
 }
 
 // SecretParam reports whether the URL query parameter k holds a secret
-// (a password, a token, InfluxDB 1.x's p=) that Redact hides and no error
-// message may repeat.
+// (a password, a token, InfluxDB 1.x's p=, a request header that may
+// carry an API key) that Redact hides and no error message may repeat.
 func SecretParam(k string) bool {
 	k = strings.ToLower(k)
 	return strings.Contains(k, "password") || strings.Contains(k, "token") || k == "secret" ||
 		k == "sslkey" || strings.HasSuffix(k, "secret") ||
-		k == "p" // InfluxDB 1.x: ?u=USER&p=PASSWORD
+		k == "p" || // InfluxDB 1.x: ?u=USER&p=PASSWORD
+		k == "header" // remote write: header=X-Api-Key:KEY
 }
 
 // redactErr drops the URL text that url.Parse puts in its errors (it may

@@ -16,7 +16,7 @@ func TestConfigSinks(t *testing.T) {
 	}
 	for _, want := range []string{
 		"null://", "file://", "postgres://, postgresql://", "influx://, influxs://, influx1://", "redis://, rediss://, redis-cluster://, redis-sentinel://",
-		"PARAMETER", "latency", "fail_class", "timeout|connection|rejected|server|empty|other",
+		"PARAMETER", "latency", "fail_class", "timeout|connection|rejected|server|out_of_order|empty|other",
 		"dialect", "postgres|timescaledb|kwdb|matrixdb|greenplum|cockroach", "chunk_interval",
 		"v1 only: database", "v2 only: bucket", "product", "sentinel_password", "string, secret", "read_timeout", "10s",
 	} {

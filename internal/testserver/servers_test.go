@@ -71,6 +71,17 @@ func TestServersStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("prometheus receiver", func(t *testing.T) {
+		t.Parallel()
+		s := PrometheusReceiver(t, time.Minute)
+		if err := HTTPReady(s.URL + "/-/healthy")(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s.Restart(t)
+		if err := HTTPReady(s.URL + "/-/ready")(ctx); err != nil {
+			t.Fatalf("after restart: %v", err)
+		}
+	})
 }
 
 // Without timescaledb.so beside the server, TimescaleDB reports it

@@ -1,7 +1,6 @@
 package influx
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,11 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sinks/promtext"
 )
 
 var _ sinks.TargetWatcher = (*Sink)(nil)
@@ -136,88 +135,21 @@ func (s *Sink) readMetrics(ctx context.Context) (metrics, error) {
 // metricKinds, cpuMetric and shardMetric; it skips everything else.
 func parseMetrics(r io.Reader) (metrics, error) {
 	m := metrics{values: map[string]float64{}}
-	wanted := map[string]bool{cpuMetric: true}
+	wanted := map[string]bool{cpuMetric: true, shardMetric: true}
 	for _, mk := range metricKinds {
 		wanted[mk.metric] = true
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		name, rest := line, ""
-		if i := strings.IndexAny(line, "{ "); i >= 0 {
-			name, rest = line[:i], line[i:]
-		}
-		if !wanted[name] && name != shardMetric {
-			continue
-		}
-		labels, rest, err := parseLabels(rest)
-		if err != nil {
-			return m, fmt.Errorf("metric %s: %w", name, err)
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			return m, fmt.Errorf("metric %s has no value", name)
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return m, fmt.Errorf("metric %s: %w", name, err)
-		}
-		if name == shardMetric {
+	err := promtext.Scan(r, func(name string) bool { return wanted[name] }, func(s promtext.Sample) {
+		if s.Name == shardMetric {
 			if m.shards == nil {
 				m.shards = map[string]float64{}
 			}
-			m.shards[labels["bucket"]] += v
-			continue
+			m.shards[s.Labels["bucket"]] += s.Value
+			return
 		}
-		m.values[name] = v
-	}
-	return m, sc.Err()
-}
-
-// parseLabels reads a label set `{a="x",b="y\"z"}` at the start of s (if
-// any) and returns the labels and what follows.
-func parseLabels(s string) (map[string]string, string, error) {
-	if !strings.HasPrefix(s, "{") {
-		return nil, s, nil
-	}
-	labels := map[string]string{}
-	s = s[1:]
-	for {
-		s = strings.TrimLeft(s, " ,")
-		if strings.HasPrefix(s, "}") {
-			return labels, s[1:], nil
-		}
-		eq := strings.IndexByte(s, '=')
-		if eq < 0 || len(s) < eq+2 || s[eq+1] != '"' {
-			return nil, "", errors.New("malformed labels")
-		}
-		name := strings.TrimSpace(s[:eq])
-		s = s[eq+2:]
-		var val strings.Builder
-		i := 0
-		for ; i < len(s) && s[i] != '"'; i++ {
-			if s[i] == '\\' && i+1 < len(s) {
-				i++
-				switch s[i] {
-				case 'n':
-					val.WriteByte('\n')
-				default:
-					val.WriteByte(s[i])
-				}
-				continue
-			}
-			val.WriteByte(s[i])
-		}
-		if i == len(s) {
-			return nil, "", errors.New("unterminated label value")
-		}
-		labels[name] = val.String()
-		s = s[i+1:]
-	}
+		m.values[s.Name] = s.Value
+	})
+	return m, err
 }
 
 // bucketShards sets the shard figure of InfluxDB 2.x: the disk size of

@@ -104,7 +104,7 @@ var Params = urlparam.Set{Params: []urlparam.Param{
 	{Name: "fail", Type: urlparam.Float, Range: urlparam.Within(0, 1), Want: "a fraction between 0 and 1",
 		Help: "fraction of writes that fail on purpose"},
 	{Name: "fail_class", Type: urlparam.Enum, Choices: classNames(), Default: string(sinks.Server),
-		Want: "one of timeout, connection, rejected, server, empty, other", Help: "error class of the failed writes"},
+		Want: "one of timeout, connection, rejected, server, out_of_order, empty, other", Help: "error class of the failed writes"},
 }}
 
 func classNames() []string {

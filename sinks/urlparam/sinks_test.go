@@ -8,6 +8,7 @@ import (
 	"github.com/soakd/soakd/sinks/null"
 	"github.com/soakd/soakd/sinks/postgres"
 	"github.com/soakd/soakd/sinks/redis"
+	"github.com/soakd/soakd/sinks/remotewrite"
 	"github.com/soakd/soakd/sinks/urlparam"
 )
 
@@ -16,6 +17,7 @@ import (
 func TestSinkDeclarations(t *testing.T) {
 	for name, s := range map[string]*urlparam.Set{
 		"null": &null.Params, "file": &file.Params, "postgres": &postgres.Params, "influx": &influx.Params, "redis": &redis.Params,
+		"remotewrite": &remotewrite.Params,
 	} {
 		if err := s.Validate(); err != nil {
 			t.Errorf("%s: %v", name, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/soakd/soakd/sinks/postgres"
 	"github.com/soakd/soakd/sinks/redis"
 	"github.com/soakd/soakd/sinks/redis/embedded"
+	"github.com/soakd/soakd/sinks/remotewrite"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/iot"
 	"github.com/soakd/soakd/sources/kv"
@@ -29,6 +30,7 @@ func All() *config.Plugins {
 	r.Add(sinks.Entry{Schemes: []string{"file"}, Kinds: series, Open: file.Open, Check: file.Check, Params: &file.Params})
 	r.Add(sinks.Entry{Schemes: []string{"postgres", "postgresql"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: postgres.Open, Check: postgres.Check, Params: &postgres.Params})
 	r.Add(sinks.Entry{Schemes: []string{"influx", "influxs", "influx1"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: influx.Open, Check: influx.Check, Params: &influx.Params})
+	r.Add(sinks.Entry{Schemes: remotewrite.Schemes, Kinds: series, Open: remotewrite.Open, Check: remotewrite.Check, Params: &remotewrite.Params})
 	r.Add(sinks.Entry{Schemes: redis.Schemes, Kinds: []sources.Kind{sources.KV}, Open: openRedis, Check: redis.Check, Params: &redis.Params})
 
 	srcs := sources.NewRegistry()

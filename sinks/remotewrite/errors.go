@@ -1,0 +1,223 @@
+package remotewrite
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/sinks"
+)
+
+// StatusError is a write the target answered with a non-2xx status. The
+// sink returns it wrapped in a *sinks.Error that carries the class.
+type StatusError struct {
+	StatusCode int
+	// Message is the server's answer (at most maxMessage bytes).
+	Message string
+	// Samples is the number of samples of the refused request.
+	Samples int
+	// OutOfOrder: the target refused samples for their time (out of
+	// order, a duplicate timestamp with another value, older than it
+	// accepts).
+	OutOfOrder bool
+}
+
+func (e *StatusError) Error() string {
+	if e.OutOfOrder {
+		return fmt.Sprintf("HTTP %d, samples refused for their time: %s", e.StatusCode, e.Message)
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.StatusCode, e.Message)
+}
+
+const (
+	maxMessage = 1024
+	// maxRetryAfter bounds a server's Retry-After, so that a broken
+	// header cannot park the workload for days.
+	maxRetryAfter = 10 * time.Minute
+)
+
+// outOfOrderMessages are how targets say that they refuse samples for
+// their time: Prometheus' TSDB errors (storage.ErrOutOfOrderSample,
+// ErrDuplicateSampleForTimestamp, ErrOutOfBounds, ErrTooOldSample),
+// which Mimir and Cortex pass on in their own words too.
+var outOfOrderMessages = []string{
+	"out of order sample", "duplicate sample for timestamp", "out of bounds", "too old sample",
+	"sample-out-of-order", "sample-timestamp-too-old", "sample-duplicate-timestamp", // Mimir's error ids
+}
+
+// isOutOfOrder reports whether a 400 answer refuses samples for their
+// time rather than the request itself.
+func isOutOfOrder(msg string) bool {
+	msg = strings.ToLower(msg)
+	for _, m := range outOfOrderMessages {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// classifyStatus turns a non-2xx answer into a classified error, as
+// Remote-Write 1.0 tells senders to: 4xx is not retried (the same
+// request would be refused again), except 429 (throttled: retried after
+// Retry-After) and 408; 5xx is retried when resending is harmless
+// (idempotent). Samples refused for their time are class out_of_order,
+// not resent either.
+func classifyStatus(code int, h http.Header, msg string, samples int, idempotent bool) error {
+	se := &StatusError{StatusCode: code, Message: msg, Samples: samples}
+	class, retry := sinks.Rejected, false
+	switch {
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		class, retry = sinks.Server, true // not processed
+	case code == http.StatusRequestTimeout:
+		class, retry = sinks.Timeout, true // the server gave up reading the request
+	case code == http.StatusGatewayTimeout:
+		class, retry = sinks.Timeout, idempotent
+	case code >= 500:
+		class, retry = sinks.Server, idempotent
+	case code >= 400:
+		if se.OutOfOrder = code == http.StatusBadRequest && isOutOfOrder(msg); se.OutOfOrder {
+			class = sinks.OutOfOrder
+		}
+		if code == http.StatusUnauthorized || code == http.StatusForbidden {
+			se.Message = sinks.AuthFailed + ": " + msg
+		}
+	default:
+		class = sinks.Other
+	}
+	return &sinks.Error{Class: class, Retry: retry, RetryAfter: retryAfter(h, time.Now()), Err: se}
+}
+
+// retryAfter parses Retry-After (seconds or an HTTP date).
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		d = time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return max(0, min(d, maxRetryAfter))
+}
+
+// classifyTransport classifies a request that got no HTTP answer.
+func classifyTransport(ctx context.Context, err error, idempotent bool) error {
+	var (
+		cve *tls.CertificateVerificationError
+		uae x509.UnknownAuthorityError
+		hne x509.HostnameError
+		cie x509.CertificateInvalidError
+		rhe tls.RecordHeaderError
+		ne  net.Error
+		oe  *net.OpError
+	)
+	switch {
+	case errors.As(err, &cve) || errors.As(err, &uae) || errors.As(err, &hne) || errors.As(err, &cie):
+		return sinks.NewError(sinks.Rejected, false, sinks.ExplainTLS(err, "ca", "", "cert and key"))
+	case errors.As(err, &rhe):
+		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("TLS handshake failed; does the server speak TLS? %w", err))
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return sinks.NewError(sinks.Timeout, idempotent, err)
+	case errors.As(err, &oe) && oe.Op == "dial" || errors.Is(err, syscall.ECONNREFUSED):
+		return sinks.NewError(sinks.Connection, true, err) // nothing was sent
+	}
+	class := sinks.ClassOf(err)
+	if class == sinks.Other {
+		// No HTTP answer and no cause named above: the connection broke
+		// in a way net/http reports with errors of its own, unexported.
+		class = sinks.Connection
+	}
+	return sinks.NewError(class, idempotent, err)
+}
+
+// readMessage reads an error answer's first maxMessage bytes as its
+// message and discards the rest (bounded), so the connection can be
+// reused.
+func readMessage(resp *http.Response) string {
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxMessage+1))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	msg := strings.TrimSpace(string(head))
+	if len(msg) > maxMessage {
+		msg = msg[:maxMessage] + "..."
+	}
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	return msg
+}
+
+// errLog logs each distinct server error once, not once per batch.
+type errLog struct {
+	log  *zap.Logger
+	mu   sync.Mutex
+	seen map[string]bool
+	full bool
+}
+
+const maxDistinctErrors = 64
+
+func newErrLog(l *zap.Logger) *errLog { return &errLog{log: l, seen: map[string]bool{}} }
+
+// once logs err (a classified write error) the first time its kind is
+// seen.
+func (l *errLog) once(err error) {
+	var se *StatusError
+	if !errors.As(err, &se) {
+		return // transport errors are counted by class; the engine logs them
+	}
+	key := strconv.Itoa(se.StatusCode) + " " + errorKey(se.Message)
+	l.mu.Lock()
+	if l.seen[key] {
+		l.mu.Unlock()
+		return
+	}
+	if len(l.seen) >= maxDistinctErrors {
+		full := l.full
+		l.full = true
+		l.mu.Unlock()
+		if !full {
+			l.log.Warn("too many distinct write errors; no more are logged")
+		}
+		return
+	}
+	l.seen[key] = true
+	l.mu.Unlock()
+	l.log.Warn("write failed (logged once for each distinct error)",
+		zap.String("class", string(sinks.ClassOf(err))), zap.Int("status", se.StatusCode), zap.String("error", se.Message))
+}
+
+// errorKey is what makes two messages "the same error": the text before
+// the first brace or quote (Prometheus quotes the series), digits folded.
+func errorKey(msg string) string {
+	if i := strings.IndexAny(msg, `{'"`); i >= 0 {
+		msg = msg[:i]
+	}
+	if len(msg) > 120 {
+		msg = msg[:120]
+	}
+	b := []byte(msg)
+	for i, c := range b {
+		if c >= '0' && c <= '9' {
+			b[i] = '#'
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,74 @@
+package remotewrite
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/soakd/soakd/sinks"
+)
+
+var _ sinks.Resetter = (*Sink)(nil)
+
+// deletePath is the admin endpoint that deletes series, beside
+// query_path: Prometheus' (with --web.enable-admin-api) and
+// VictoriaMetrics'.
+func (c *Config) deletePath() string {
+	return strings.TrimSuffix(c.QueryPath, "/query") + "/admin/tsdb/delete_series"
+}
+
+// Reset deletes the sink's series, for soakd sweep's resets: those of its
+// schemas' metrics that carry the URL's constant labels (label=; without
+// any, every series of those metric names). It takes the server's admin
+// API; a server that refuses it is a configuration error, not a failure
+// to wait out.
+func (s *Sink) Reset(ctx context.Context) error {
+	for _, sc := range s.schemas {
+		names := make([]string, len(sc.Fields))
+		for f, fd := range sc.Fields {
+			names[f] = regexp.QuoteMeta(MetricName(sc.Measurement, fd.Name))
+		}
+		match := `{__name__=~` + strconv.Quote(strings.Join(names, "|"))
+		for _, l := range s.cfg.Labels {
+			match += "," + l.Name + "=" + strconv.Quote(l.Value)
+		}
+		match += "}"
+		if err := s.deleteSeries(ctx, match); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Sink) deleteSeries(ctx context.Context, match string) error {
+	where := s.cfg.baseURL() + s.cfg.deletePath()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, where, strings.NewReader(url.Values{"match[]": {match}}.Encode()))
+	if err != nil {
+		return sinks.NewError(sinks.Other, false, err)
+	}
+	for k, v := range s.cfg.Headers {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header["User-Agent"] = userAgentHeader
+	if s.auth != "" {
+		req.Header.Set("Authorization", s.auth)
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot delete soakd's series at %s: %w", where, classifyTransport(ctx, err, true))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 == 2 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return nil
+	}
+	// Prometheus answers 503 while its admin API is off: no use waiting.
+	return sinks.NewError(sinks.Rejected, false, fmt.Errorf("cannot delete soakd's series at %s: HTTP %d: %s (Prometheus needs --web.enable-admin-api)",
+		where, resp.StatusCode, readMessage(resp)))
+}

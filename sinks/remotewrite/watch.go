@@ -1,0 +1,121 @@
+package remotewrite
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sinks/promtext"
+)
+
+var _ sinks.TargetWatcher = (*Sink)(nil)
+
+// maxFigures bounds what TargetFigures reads of /metrics.
+const maxFigures = 32 << 20
+
+const cpuMetric = "process_cpu_seconds_total"
+
+// memoryMetrics are the memory figures every Go server's /metrics has.
+var memoryMetrics = map[string]string{
+	"process_resident_memory_bytes": "rss",
+	"go_memstats_heap_inuse_bytes":  "heap_inuse",
+}
+
+// storageMetrics are Prometheus' TSDB sizes on disk: its persisted
+// blocks, and where the version exports them its write-ahead log and the
+// head's memory-mapped chunks.
+var storageMetrics = map[string]string{
+	"prometheus_tsdb_storage_blocks_bytes":           "blocks",
+	"prometheus_tsdb_wal_storage_size_bytes":         "wal",
+	"prometheus_tsdb_head_chunks_storage_size_bytes": "head_chunks",
+}
+
+// vmDataSize is VictoriaMetrics' size of its data by type
+// (storage/small, storage/big, indexdb/file, ...): soakd adds the
+// storage/ types up as data, the indexdb/ ones as index.
+const vmDataSize = "vm_data_size_bytes"
+
+// TargetFigures reads the server's own /metrics (metrics_path) with the
+// sink's credentials and headers: memory (rss, heap_inuse), CPU time,
+// and the storage of the whole server — Prometheus' blocks (and wal and
+// head_chunks where it exports them), or VictoriaMetrics' data and
+// index. A server that refuses
+// /metrics (401, 403, 404) leaves every figure in Unavailable; only a
+// target that does not answer is an error.
+func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
+	f := sinks.TargetFigures{Memory: map[string]float64{}, Storage: map[string]float64{}, Unavailable: map[string]string{}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.baseURL()+s.cfg.MetricsPath, nil)
+	if err != nil {
+		return f, sinks.NewError(sinks.Other, false, err)
+	}
+	for k, v := range s.cfg.Headers {
+		req.Header[k] = v
+	}
+	req.Header["User-Agent"] = userAgentHeader
+	if s.auth != "" {
+		req.Header.Set("Authorization", s.auth)
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return sinks.TargetFigures{}, fmt.Errorf("cannot read %s of %s: %w", s.cfg.MetricsPath, s.cfg.String(), classifyTransport(ctx, err, true))
+	}
+	defer resp.Body.Close()
+	switch code := resp.StatusCode; {
+	case code == http.StatusUnauthorized || code == http.StatusForbidden || code == http.StatusNotFound || code == http.StatusMethodNotAllowed:
+		why := fmt.Sprintf("the server refuses %s: HTTP %d", s.cfg.MetricsPath, code)
+		f.Unavailable["memory"], f.Unavailable["storage"], f.Unavailable["cpu"] = why, why, why
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return f, nil
+	case code/100 != 2:
+		return sinks.TargetFigures{}, fmt.Errorf("cannot read %s of %s: %w", s.cfg.MetricsPath, s.cfg.String(),
+			classifyStatus(code, resp.Header, readMessage(resp), 0, true))
+	}
+	vm := false
+	err = promtext.Scan(io.LimitReader(resp.Body, maxFigures), func(name string) bool {
+		return name == cpuMetric || name == vmDataSize || memoryMetrics[name] != "" || storageMetrics[name] != ""
+	}, func(m promtext.Sample) {
+		switch {
+		case m.Name == cpuMetric:
+			f.CPUSeconds, f.HasCPU = m.Value, true
+		case memoryMetrics[m.Name] != "":
+			f.Memory[memoryMetrics[m.Name]] = m.Value
+		case storageMetrics[m.Name] != "":
+			f.Storage[storageMetrics[m.Name]] += m.Value
+		case m.Name == vmDataSize:
+			vm = true
+			switch typ := m.Labels["type"]; {
+			case strings.HasPrefix(typ, "storage/"):
+				f.Storage["data"] += m.Value
+			case strings.HasPrefix(typ, "indexdb/"):
+				f.Storage["index"] += m.Value
+			}
+		}
+	})
+	if err != nil {
+		return sinks.TargetFigures{}, fmt.Errorf("cannot read %s of %s: %w", s.cfg.MetricsPath, s.cfg.String(), classifyTransport(ctx, err, true))
+	}
+	if _, prom := f.Storage["blocks"]; prom {
+		if _, ok := f.Storage["wal"]; !ok {
+			// Prometheus 2.42 exports no size of its write-ahead log: the
+			// samples not yet compacted into a block are in no storage
+			// figure (the head's memory is in rss).
+			f.Unavailable["storage.wal"] = s.cfg.MetricsPath + " has no prometheus_tsdb_wal_storage_size_bytes"
+		}
+	}
+	if vm && len(f.Storage) == 0 {
+		f.Storage["data"] = 0 // nothing stored yet
+	}
+	if !f.HasCPU {
+		f.Unavailable["cpu"] = s.cfg.MetricsPath + " has no " + cpuMetric
+	}
+	if len(f.Memory) == 0 {
+		f.Unavailable["memory"] = s.cfg.MetricsPath + " has neither process_resident_memory_bytes nor go_memstats_heap_inuse_bytes"
+	}
+	if len(f.Storage) == 0 {
+		f.Unavailable["storage"] = s.cfg.MetricsPath + " has neither Prometheus' prometheus_tsdb_* sizes nor VictoriaMetrics' " + vmDataSize
+	}
+	return f, nil
+}
