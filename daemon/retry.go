@@ -27,11 +27,11 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) writeO
 		if attempt == 0 {
 			w.dispatch = sendStart - due
 		}
-		w.wctx = w.wctx.arm()
+		w.wctx = w.wctx.Arm()
 		w.t.writing.Store(true)
 		n, err := r.sink.Write(w.wctx, b)
 		w.t.writing.Store(false)
-		w.wctx.disarm()
+		w.wctx.Disarm()
 		done := r.since()
 		if err == nil {
 			r.succeeded(w, n, done-due, done-sendStart)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/soakd/soakd/daemon/internal/writectx"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -15,7 +16,7 @@ type worker struct {
 	ps       *phaseStats
 	t        *tally // this worker's share of the phase's counts
 	b        *sources.Batch
-	wctx     *writeCtx
+	wctx     *writectx.Ctx
 	counts   [opSlots]int64 // units per op slot in the current KV or query batch
 	dispatch time.Duration  // the current batch's intended start → first send
 	used     []*recStream   // the streams the current batch was filled from
@@ -23,14 +24,14 @@ type worker struct {
 }
 
 func (r *runner) newWorker(drainCtx context.Context, p *phaseRun, t *tally) *worker {
-	w := &worker{ctx: drainCtx, ps: p.st, t: t, b: newBatch(p.src), wctx: newWriteCtx(drainCtx, r.cfg.Timeout)}
+	w := &worker{ctx: drainCtx, ps: p.st, t: t, b: newBatch(p.src), wctx: writectx.New(drainCtx, r.cfg.Timeout)}
 	if len(r.followers) > 0 {
 		w.phase = &Phase{p.st} // made once, not per batch
 	}
 	return w
 }
 
-func (w *worker) close() { w.wctx.close() }
+func (w *worker) close() { w.wctx.Close() }
 
 // newBatch returns an empty batch shaped for src.
 func newBatch(src sources.Source) *sources.Batch {
