@@ -23,6 +23,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/seq"
@@ -240,11 +241,11 @@ func checkBooks(t *testing.T, step string, w *workload, h http.Handler, sink *ch
 	// /status too, phase by phase.
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
-	var st Status
+	var st report.Status
 	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
 		t.Fatalf("%s: /status: %v", step, err)
 	}
-	var sum StatusCounts
+	var sum report.StatusCounts
 	for _, p := range st.Workloads[0].Phases {
 		if p.Scheduled != p.Acked+p.Failed+p.Dropped+p.InFlight {
 			t.Fatalf("%s: /status phase %s: %+v does not add up", step, p.Name, p.StatusCounts)
@@ -333,7 +334,7 @@ func chaosRun(t *testing.T, seed uint64) {
 	defer cancel()
 	reg := prometheus.NewRegistry()
 	done := make(chan struct{})
-	var sum *Summary
+	var sum *report.Summary
 	go func() {
 		defer close(done)
 		var err error

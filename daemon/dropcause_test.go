@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/report"
 )
 
 // While a run drops work, /status says what could not keep up: one
@@ -35,10 +37,10 @@ func TestStatusNamesDropBottleneck(t *testing.T) {
 			_, _ = Run(ctx, cfg, d)
 		}()
 		<-open
-		get := func() StatusWorkload {
+		get := func() report.StatusWorkload {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
-			var st Status
+			var st report.Status
 			if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +54,7 @@ func TestStatusNamesDropBottleneck(t *testing.T) {
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		s := get()
-		if d := s.DropCause; s.Dropped == 0 || d == nil || d.Bottleneck != LimitWorkers ||
+		if d := s.DropCause; s.Dropped == 0 || d == nil || d.Bottleneck != report.LimitWorkers ||
 			!strings.Contains(d.Diagnosis, "SOAKD_SEQ_WORKERS (now 1)") || !strings.Contains(d.Diagnosis, "SOAKD_SEQ_BATCH_SIZE (now 1)") {
 			t.Errorf("dropped %d, cause %+v: want the workers and the settings to raise", s.Dropped, d)
 		}

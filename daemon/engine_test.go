@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -735,7 +736,7 @@ func TestStatusAchievedRate(t *testing.T) {
 		synctest.Wait()
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
-		var st Status
+		var st report.Status
 		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil || len(st.Workloads) != 1 {
 			t.Fatalf("/status: %v\n%s", err, rec.Body.String())
 		}

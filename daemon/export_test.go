@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"github.com/soakd/soakd/config"
 	"io"
 	"net"
 	"net/http"
@@ -9,10 +8,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -58,7 +58,7 @@ func Simulate(h *Handle, secs int, each func(s int)) {
 // the text and imports this package, so the engine's tests reach it
 // through this variable, which summary_hook_test.go (an external test
 // file) sets: the runs they drive are checked in the words people read.
-var WriteSummaryText func(io.Writer, *Summary)
+var WriteSummaryText func(io.Writer, *report.Summary)
 
 // The engine's tests that read /metrics, /status and /control run the
 // HTTP feature (package serve) as the composition root does. They are
@@ -69,12 +69,7 @@ var (
 	// serving on l (nil: Config.Listen), as an observer, and its
 	// endpoints.
 	ServeHook func(cfg *config.Config, d Deps, reg *prometheus.Registry, l net.Listener) (Observer, http.Handler)
-	// HistogramMetricHook is serve.HistogramMetric.
-	HistogramMetricHook func(desc *prometheus.Desc, b *Buckets, created time.Time, labels ...string) prometheus.Metric
 )
-
-// makeBuckets is a Buckets holding p.
-func makeBuckets(p promBuckets) *Buckets { return &Buckets{p} }
 
 // serving returns d with the HTTP API and soakd's metrics on reg among
 // its observers, serving on l when not nil, and its endpoints.

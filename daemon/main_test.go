@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/null"
 	"github.com/soakd/soakd/sources"
@@ -50,7 +51,7 @@ func loadTest(t testing.TB, env map[string]string, p *config.Plugins) *config.Co
 }
 
 type runResult struct {
-	sum *Summary
+	sum *report.Summary
 	err error
 	reg *prometheus.Registry
 }

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 )
 
@@ -242,12 +243,12 @@ func compactJSON(b []byte) string {
 // run is over.
 type checker struct {
 	recorder
-	live, final []ThresholdResult
+	live, final []report.ThresholdResult
 	asked       []bool // the final argument of each call, in order
 	mu          sync.Mutex
 }
 
-func (c *checker) Verdicts(workload string, final bool) []ThresholdResult {
+func (c *checker) Verdicts(workload string, final bool) []report.ThresholdResult {
 	c.mu.Lock()
 	c.asked = append(c.asked, final)
 	c.mu.Unlock()
@@ -269,12 +270,12 @@ func TestCheckerShowsInStatusAndMetrics(t *testing.T) {
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "5s",
 			"SOAKD_SEQ_THRESHOLDS", "p99<1s"), p)
 		v := 0.25
-		c := &checker{live: []ThresholdResult{{Threshold: "p99<1s", OK: true, Unit: "seconds", Value: &v, Current: &v}},
-			final: []ThresholdResult{{Threshold: "p99<1s", OK: false, Unit: "seconds", Value: &v}}}
+		c := &checker{live: []report.ThresholdResult{{Threshold: "p99<1s", OK: true, Unit: "seconds", Value: &v, Current: &v}},
+			final: []report.ThresholdResult{{Threshold: "p99<1s", OK: false, Unit: "seconds", Value: &v}}}
 		reg := prometheus.NewRegistry()
 		var h http.Handler
 		open := make(chan struct{})
-		var sum *Summary
+		var sum *report.Summary
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -286,7 +287,7 @@ func TestCheckerShowsInStatusAndMetrics(t *testing.T) {
 		time.Sleep(time.Second)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/status", nil))
-		var st Status
+		var st report.Status
 		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
 			t.Fatal(err)
 		}

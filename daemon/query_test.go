@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -115,7 +116,7 @@ func TestQueryWorkload(t *testing.T) {
 		if w.Errors["empty"] != 200 || w.Failed != 200 {
 			t.Errorf("empty errors %d, failed %d; want 200 and 200: %+v", w.Errors["empty"], w.Failed, w.Errors)
 		}
-		ops := map[string]OpSummary{}
+		ops := map[string]report.OpSummary{}
 		for _, o := range w.Ops {
 			ops[o.Op] = o
 		}

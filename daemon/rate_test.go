@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -180,7 +181,7 @@ func TestDispatchDelay(t *testing.T) {
 		t.Run("rate="+rate, func(t *testing.T) {
 			timed := rate == "1000"
 			best := math.Inf(1) // dispatch p50 / bound
-			var bestD Quantiles
+			var bestD report.Quantiles
 			var bestBound float64
 			for attempt := 0; attempt < 3 && best > 1; attempt++ {
 				probe := handoffProbe(1000, time.Millisecond)

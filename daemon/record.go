@@ -1,16 +1,10 @@
 package daemon
 
 import (
-	"encoding"
-	"fmt"
-	"reflect"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 
-	"github.com/soakd/soakd/config"
-	"github.com/soakd/soakd/settings"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -35,38 +29,11 @@ const maxSegments = 4096
 // more.
 const maxInDoubtRecords = 100_000
 
-// Segment statuses.
-const (
-	SegmentAcked   = "acked"
-	SegmentFailed  = "failed"
-	SegmentPartial = "partial"
-)
-
-// Segment is a run of a stream's units: those after the previous
-// segment's To (or the stream's Start), up to To.
-type Segment struct {
-	To sources.Position `json:"to"`
-	// Status is acked, failed (the writes failed: each unit may or may
-	// not be stored) or partial (the target kept some units of a batch
-	// and did not say which).
-	Status string `json:"status"`
-}
-
-// StreamRecord is what one stream of a phase wrote.
-type StreamRecord struct {
-	Part     int              `json:"part"`
-	Start    sources.Position `json:"start"`
-	Segments []Segment        `json:"segments"`
-	// Merged counts segments merged into their neighbour to stay within
-	// maxSegments (see Segment): their units count as in doubt.
-	Merged int64 `json:"merged,omitempty"`
-}
-
 // streamRecord is a StreamRecord being written by the worker that holds
 // its stream.
 type streamRecord struct {
 	mu  sync.Mutex
-	rec StreamRecord
+	rec report.StreamRecord
 }
 
 // note records that the units between from and to were written with
@@ -85,7 +52,7 @@ func (s *streamRecord) note(from, to sources.Position, status string) {
 	if last.Less(from) {
 		// Units nobody reported on: never expected, but if they were
 		// written they are not known to be acknowledged.
-		s.add(from, SegmentFailed)
+		s.add(from, report.SegmentFailed)
 	}
 	s.add(to, status)
 }
@@ -96,11 +63,11 @@ func (s *streamRecord) add(to sources.Position, status string) {
 		r.Segments[n-1].To = to
 		return
 	}
-	r.Segments = append(r.Segments, Segment{To: to, Status: status})
+	r.Segments = append(r.Segments, report.Segment{To: to, Status: status})
 	for len(r.Segments) > maxSegments {
-		m := Segment{To: r.Segments[1].To, Status: SegmentFailed}
-		if r.Segments[0].Status == SegmentAcked && r.Segments[1].Status == SegmentAcked {
-			m.Status = SegmentAcked
+		m := report.Segment{To: r.Segments[1].To, Status: report.SegmentFailed}
+		if r.Segments[0].Status == report.SegmentAcked && r.Segments[1].Status == report.SegmentAcked {
+			m.Status = report.SegmentAcked
 		}
 		r.Segments = slices.Delete(r.Segments, 0, 1)
 		r.Segments[0] = m
@@ -113,7 +80,7 @@ func (s *streamRecord) add(to sources.Position, status string) {
 	}
 }
 
-func (s *streamRecord) get() StreamRecord {
+func (s *streamRecord) get() report.StreamRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.rec
@@ -188,12 +155,12 @@ type writeOutcome struct {
 // noteBatch records the outcome of the batch w just wrote, which was
 // filled from the streams in w.used.
 func (pr *phaseRecord) noteBatch(w *worker, o writeOutcome) {
-	status := SegmentAcked
+	status := report.SegmentAcked
 	switch {
 	case !o.ok && o.stored > 0:
-		status = SegmentPartial
+		status = report.SegmentPartial
 	case !o.ok:
-		status = SegmentFailed
+		status = report.SegmentFailed
 	}
 	for _, s := range w.used {
 		if s.pos != nil {
@@ -206,96 +173,16 @@ func (pr *phaseRecord) noteBatch(w *worker, o writeOutcome) {
 	}
 }
 
-// settingsRecord lists the settings that shape w's data set as the
-// variables' values without the SOAKD_<W>_ prefix, with the values the
-// source resolved at start (START=now), so that soakd verify rebuilds
-// the same data set from the summary. Secrets are never in it.
-func settingsRecord(w *config.Workload, src sources.Source) map[string]string {
-	out := map[string]string{}
-	p := config.Prefix(w.Name)
-	add := func(v any, only ...string) {
-		rv := reflect.ValueOf(v).Elem()
-		for _, s := range settings.Of(v, p) {
-			name := strings.TrimPrefix(s.Key, p)
-			if s.Secret || s.URL || (len(only) > 0 && !slices.Contains(only, name)) {
-				continue
-			}
-			f := rv.FieldByName(s.Field)
-			if !f.IsValid() {
-				continue
-			}
-			out[name] = settingText(f)
-		}
-	}
-	add(w, "SOURCE", "SEED", "SHARD", "WORKERS")
-	if w.SourceSettings != nil {
-		add(w.SourceSettings.Fields())
-	}
-	if r, ok := src.(sources.Resolved); ok {
-		for k, v := range r.Resolved() {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// settingText formats a setting's value as its variable would give it.
-func settingText(v reflect.Value) string {
-	if m, ok := v.Interface().(encoding.TextMarshaler); ok {
-		if b, err := m.MarshalText(); err == nil {
-			return string(b)
-		}
-	}
-	switch v.Kind() {
-	case reflect.Float32, reflect.Float64:
-		return strconv.FormatFloat(v.Float(), 'g', -1, 64)
-	case reflect.Slice:
-		parts := make([]string, v.Len())
-		for i := range parts {
-			parts[i] = settingText(v.Index(i))
-		}
-		return strings.Join(parts, ",")
-	}
-	return fmt.Sprint(v.Interface())
-}
-
-// VerifySummary is a phase's verification: VERIFY's read-back checks, and
-// the record of what the phase wrote that soakd verify reads.
-type VerifySummary struct {
-	// Fraction is VERIFY (0: no read-back during the run); the counts are
-	// its checks of acknowledged units.
-	Fraction  float64 `json:"fraction"`
-	Checked   int64   `json:"checked"`
-	Missing   int64   `json:"missing"`
-	Mismatch  int64   `json:"mismatch"`
-	Duplicate int64   `json:"duplicate"`
-	Skipped   int64   `json:"skipped"`
-	// Settings shape the data set (names without SOAKD_<W>_), START=now
-	// resolved: soakd verify rebuilds the source from them.
-	Settings map[string]string `json:"settings"`
-	// Streams are what each of the phase's streams wrote.
-	Streams []StreamRecord `json:"streams"`
-	// InDoubtRecords are the KV records whose insert failed (up to
-	// 100,000; InDoubtOverflow says there were more).
-	InDoubtRecords  []uint64 `json:"in_doubt_records,omitempty"`
-	InDoubtOverflow bool     `json:"in_doubt_overflow,omitempty"`
-	// Records is the KV shard's records before any insert of the run
-	// (those a load phase inserts), KeySpace the record indexes in use at
-	// the phase's end (records plus the run's inserts).
-	Records  uint64 `json:"records,omitempty"`
-	KeySpace uint64 `json:"key_space,omitempty"`
-}
-
 // keySpacer is a KV source that says how many records it has.
 type keySpacer interface {
 	KeySpace() (loaded, next uint64)
 }
 
 // verifySummary reports ps's verification from its counts c.
-func (w *workload) verifySummary(ps *phaseStats, c *counts) *VerifySummary {
-	v := &VerifySummary{Fraction: w.cfg.Verify, Checked: c.verify.checked, Skipped: c.verify.skipped,
+func (w *workload) verifySummary(ps *phaseStats, c *counts) *report.VerifySummary {
+	v := &report.VerifySummary{Fraction: w.cfg.Verify, Checked: c.verify.checked, Skipped: c.verify.skipped,
 		Missing: c.verify.failures[0], Mismatch: c.verify.failures[1], Duplicate: c.verify.failures[2],
-		Settings: settingsRecord(w.cfg, w.src)}
+		Settings: report.SettingsRecord(w.cfg, w.src)}
 	if pr := ps.rec; pr != nil {
 		for _, s := range pr.streams {
 			v.Streams = append(v.Streams, s.get())

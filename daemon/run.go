@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -97,7 +98,7 @@ func stopCause(ctx context.Context) string {
 // summary is returned. It returns an error only when the run could not
 // start or a workload failed for good (e.g. its schema was rejected); the
 // summary says why as well.
-func Run(ctx context.Context, cfg *config.Config, d Deps) (*Summary, error) {
+func Run(ctx context.Context, cfg *config.Config, d Deps) (*report.Summary, error) {
 	log := d.Logger
 	started := time.Now()
 

@@ -23,5 +23,4 @@ func init() {
 		s := serve.New(serve.Options{Config: cfg, Logger: log, Version: d.Version, Registry: reg, Listener: l})
 		return s, s.Handler()
 	}
-	daemon.HistogramMetricHook = serve.HistogramMetric
 }

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -222,31 +223,16 @@ func (w *workload) notReady() string {
 		w.name, r.lastErr.Class, w.cfg.Sink.Redacted, r.step, r.attempts, next, r.lastErr.Text)
 }
 
-// StatusWaiting is what a workload that has not started waits for, in
-// /status: the setup step tried or waited for and, once an attempt has
-// failed, how many did, when the next one runs and the last error.
-type StatusWaiting struct {
-	Target string `json:"target"` // redacted
-	Step   string `json:"step"`   // connect, prepare, check for loaded records
-	// Seconds since the first setup attempt.
-	Seconds  float64 `json:"seconds"`
-	Attempts int     `json:"attempts"` // failed attempts
-	// NextRetrySeconds is the time to the next attempt: 0 while one runs.
-	NextRetrySeconds float64 `json:"next_retry_seconds"`
-	LastError        string  `json:"last_error,omitempty"` // scrubbed of secrets
-	Class            string  `json:"class,omitempty"`      // the last error's
-}
-
 // waiting is what the workload waits for, nil once its setup is done
 // (or failed, or was never begun).
-func (w *workload) waiting() *StatusWaiting {
+func (w *workload) waiting() *report.StatusWaiting {
 	r := &w.ready
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.prepared || r.step == "" || r.fatal != nil || r.stoppedBy != "" {
 		return nil
 	}
-	s := &StatusWaiting{Target: w.cfg.Sink.Redacted, Step: r.step, Seconds: time.Since(r.began).Seconds(), Attempts: r.attempts}
+	s := &report.StatusWaiting{Target: w.cfg.Sink.Redacted, Step: r.step, Seconds: time.Since(r.began).Seconds(), Attempts: r.attempts}
 	if !r.next.IsZero() {
 		s.NextRetrySeconds = max(time.Until(r.next), 0).Seconds()
 	}

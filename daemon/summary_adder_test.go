@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 
 	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/report"
 )
 
 // summaryAdder is a recorder that adds a field to the summary, and a
@@ -47,9 +49,9 @@ func TestObserverAddsSummaryField(t *testing.T) {
 		if a == nil || b == nil || len(a.Extra) != 1 || b.Extra != nil {
 			t.Fatalf("summary entries %+v %+v: want a field on a only", a, b)
 		}
-		type plain WorkloadSummary
+		type plain report.WorkloadSummary
 		for _, tc := range []struct {
-			ws   *WorkloadSummary
+			ws   *report.WorkloadSummary
 			tail string
 		}{{a, `,"observed":{"step":3}}`}, {b, `}`}} {
 			got, err := json.Marshal(tc.ws)
@@ -74,7 +76,7 @@ func TestObserverAddsSummaryField(t *testing.T) {
 // /status's workload objects refuse an added field named as one of their
 // own, as the summary's entries do, and keep their own fields first.
 func TestStatusExtraField(t *testing.T) {
-	s := StatusWorkload{Name: "w", Target: "redis://x"}
+	s := report.StatusWorkload{Name: "w", Target: "redis://x"}
 	s.Extra = map[string]any{"target_figures": 1}
 	b, err := json.Marshal(s)
 	if err != nil || !bytes.HasSuffix(b, []byte(`,"target_figures":1}`)) || !bytes.Contains(b, []byte(`"target":"redis://x"`)) {

@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"fmt"
-
 	"github.com/soakd/soakd/sources"
 )
 
@@ -30,23 +28,4 @@ func (v *verifyCounts) add(o *verifyCounts) {
 		v.failures[i] += o.failures[i]
 	}
 	v.skipped += o.skipped
-}
-
-// verifyFailure is the failure of a workload whose read-back found
-// acknowledged units missing, changed or repeated, or nil.
-func verifyFailure(entries []WorkloadSummary) *Failure {
-	var checked, missing, mismatch, dup int64
-	for _, e := range entries {
-		if v := e.Verify; v != nil {
-			checked += v.Checked
-			missing += v.Missing
-			mismatch += v.Mismatch
-			dup += v.Duplicate
-		}
-	}
-	if missing+mismatch+dup == 0 {
-		return nil
-	}
-	return &Failure{Reason: fmt.Sprintf("read-back of acknowledged units failed: %d missing, %d mismatched, %d duplicated of %d checked (VERIFY)",
-		missing, mismatch, dup, checked)}
 }
