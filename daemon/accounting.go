@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/soakd/soakd/daemon/internal/record"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -160,7 +161,7 @@ type phaseStats struct {
 	// verify is the read-back checker's share (VERIFY), nil when off; rec
 	// what each stream wrote (record.go).
 	verify *tally
-	rec    *phaseRecord
+	rec    *record.Phase
 
 	schedCPU atomic.Int64 // CPU time of the scheduler's thread, once it has ended (ns)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/daemon/internal/clock"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -148,11 +149,11 @@ func handoffProbe(n int, gap time.Duration) float64 {
 			late = append(late, (mono() - due).Seconds())
 		}
 	}()
-	unlock, _ := lockPrecise()
+	unlock, _ := clock.LockPrecise()
 	next := mono()
 	for range n {
 		next += gap
-		sleepUntil(next)
+		clock.SleepUntil(next)
 		ch <- next
 	}
 	unlock()

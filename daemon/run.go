@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/daemon/internal/batchmem"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
@@ -212,7 +213,7 @@ func openWorkloads(ctx context.Context, cfg *config.Config, d Deps) ([]*workload
 		if err != nil {
 			return fail(fmt.Errorf("%sSOURCE: cannot build source %q: %w", config.Prefix(wc.Name), wc.Source, err))
 		}
-		if err := checkBatchMemory(wc, e.Kind, src); err != nil {
+		if err := batchmem.Check(wc, e.Kind, src); err != nil {
 			return fail(err)
 		}
 		if len(wc.Checks) > 0 && !slices.ContainsFunc(d.Observers, func(o Observer) bool { _, ok := o.(Checker); return ok }) {
