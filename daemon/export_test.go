@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon/pace"
-	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -54,11 +52,15 @@ func Simulate(h *Handle, secs int, each func(s int)) {
 	}
 }
 
-// WriteSummaryText prints a summary as soakd does. Package summary writes
-// the text and imports this package, so the engine's tests reach it
-// through this variable, which summary_hook_test.go (an external test
-// file) sets: the runs they drive are checked in the words people read.
-var WriteSummaryText func(io.Writer, *report.Summary)
+// What the external tests (package daemon_test) share with the internal
+// ones: the seq source and the null sink, a configuration from a few
+// settings, and the reading of /metrics's text.
+var (
+	Plugins      = testPlugins
+	LoadTest     = loadTest
+	Env          = testEnv
+	ParseMetrics = parseMetrics
+)
 
 // The engine's tests that read /metrics, /status and /control run the
 // HTTP feature (package serve) as the composition root does. They are
