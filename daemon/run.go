@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon/internal/batchmem"
+	"github.com/soakd/soakd/daemon/internal/setup"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
@@ -42,31 +42,8 @@ type Deps struct {
 type workload struct {
 	*runner
 	entry *sources.Entry
-	ready readiness
-	live  liveBox // sampled every second (live.go)
-}
-
-// readiness is a workload's /readyz state and the story of its setup
-// (connect, prepare, probe: see await).
-type readiness struct {
-	mu       sync.Mutex
-	prepared bool // every setup step done
-	pingErr  error
-	attempts int       // setup attempts that failed
-	lastErr  errorNote // the last of them
-	fatal    error     // why the workload stopped for good, if it did
-	began    time.Time // first setup attempt (START_TIMEOUT counts from it)
-	step     string    // the setup step being tried or waited for
-	next     time.Time // when it is tried again (zero while it runs)
-	// stoppedBy is why the run stopped while the workload waited for its
-	// target (stopSignal, ...), "" when it did not.
-	stoppedBy string
-}
-
-func (r *readiness) get() (bool, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.prepared && r.pingErr == nil, r.pingErr
+	ready setup.Target // its wait for its target, and its readiness
+	live  liveBox      // sampled every second (live.go)
 }
 
 // errHardStop is the cause of a stop by SOAKD_DURATION.
@@ -78,7 +55,7 @@ var errHardStop = errors.New("SOAKD_DURATION reached")
 func stopCause(ctx context.Context) string {
 	cause := context.Cause(ctx)
 	var ce *settings.Error
-	var st *startTimeoutError
+	var st *setup.TimeoutError
 	if e := endingOf(cause); e != nil {
 		return e.reason
 	}
@@ -169,7 +146,7 @@ func Run(ctx context.Context, cfg *config.Config, d Deps) (*report.Summary, erro
 		g.Go(func() error {
 			err := w.runAll(genCtx, drainCtx, cfg)
 			var ce *settings.Error
-			var st *startTimeoutError
+			var st *setup.TimeoutError
 			if errors.As(err, &ce) || errors.As(err, &st) {
 				// A setting the target contradicts: the configuration is
 				// wrong, so the whole run stops now (exit 2). A target
@@ -229,6 +206,7 @@ func openWorkloads(ctx context.Context, cfg *config.Config, d Deps) ([]*workload
 		}
 		w := &workload{entry: e}
 		w.runner = newRunner(wc, e.Kind, src, sink, log)
+		w.ready.Init(wc, log, w.scrub)
 		w.handle, w.observers = &Handle{w}, d.Observers
 		wls = append(wls, w)
 		for _, o := range d.Observers {
@@ -300,9 +278,7 @@ func (w *workload) runAll(genCtx, drainCtx context.Context, cfg *config.Config) 
 	}
 	err := w.runPhases(genCtx, drainCtx, cfg)
 	if err != nil {
-		w.ready.mu.Lock()
-		w.ready.fatal = err
-		w.ready.mu.Unlock()
+		w.ready.Fail(err)
 	}
 	return err
 }
@@ -312,14 +288,12 @@ func (w *workload) runPhases(genCtx, drainCtx context.Context, cfg *config.Confi
 		if genCtx.Err() != nil {
 			// Stopped while waiting for the target: not a failure of
 			// the target, and the summary says what stopped it.
-			w.ready.mu.Lock()
-			w.ready.stoppedBy = stopCause(genCtx)
-			w.ready.mu.Unlock()
+			w.ready.Stopped(stopCause(genCtx))
 			return nil
 		}
 		return err
 	}
-	if err := w.setup(genCtx); err != nil {
+	if err := w.ready.Setup(genCtx, w.sink); err != nil {
 		return stopped(err)
 	}
 	if w.cfg.ResetFirst && w.kind != sources.Queries { // a query workload reads data it did not write
@@ -331,7 +305,7 @@ func (w *workload) runPhases(genCtx, drainCtx context.Context, cfg *config.Confi
 	if err != nil {
 		return stopped(err)
 	}
-	w.setupDone()
+	w.ready.Done()
 	if load != nil {
 		if err := w.preload(genCtx, drainCtx, cfg, load); err != nil {
 			return err
@@ -395,7 +369,7 @@ func (w *workload) probe(ctx context.Context) (sources.Source, error) {
 	b := newBatch(w.src)
 	probe(b)
 	n := 0
-	err = w.await(ctx, stepProbe, probeAttemptTimeout, func(ctx context.Context) (err error) {
+	err = w.ready.Await(ctx, setup.StepProbe, setup.ProbeAttemptTimeout, func(ctx context.Context) (err error) {
 		n, err = pr.Present(ctx, b)
 		return err
 	})
@@ -452,10 +426,7 @@ func pingLoop(ctx context.Context, wls []*workload) {
 			if !ok {
 				continue
 			}
-			w.ready.mu.Lock()
-			prepared := w.ready.prepared
-			w.ready.mu.Unlock()
-			if !prepared {
+			if !w.ready.Prepared() {
 				continue // setup is trying the target and says why it waits
 			}
 			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -464,9 +435,7 @@ func pingLoop(ctx context.Context, wls []*workload) {
 			if ctx.Err() != nil {
 				return
 			}
-			w.ready.mu.Lock()
-			w.ready.pingErr = err
-			w.ready.mu.Unlock()
+			w.ready.Pinged(err)
 		}
 		select {
 		case <-ctx.Done():

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/daemon/internal/setup"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -137,7 +138,7 @@ func TestSetupStartTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := lateSink{up: time.Now().Add(time.Hour), pings: new(atomic.Int64)}
 		res, took := runLate(t, s, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://db/x", "SOAKD_SEQ_START_TIMEOUT", "8s"), nil)
-		var st *startTimeoutError
+		var st *setup.TimeoutError
 		if !errors.As(res.err, &st) || !strings.Contains(res.err.Error(), "SOAKD_SEQ_START_TIMEOUT=8s") {
 			t.Fatalf("Run: %v, want the START_TIMEOUT error", res.err)
 		}
@@ -157,7 +158,7 @@ func TestSetupStartTimeoutBoundsAHungAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := lateSink{hang: true, pings: new(atomic.Int64)}
 		res, took := runLate(t, s, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://db/x", "SOAKD_SEQ_START_TIMEOUT", "3s"), nil)
-		var st *startTimeoutError
+		var st *setup.TimeoutError
 		if !errors.As(res.err, &st) {
 			t.Fatalf("Run: %v, want the START_TIMEOUT error", res.err)
 		}

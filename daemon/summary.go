@@ -13,14 +13,8 @@ import (
 func summarize(version string, started time.Time, cfg *config.Config, wls []*workload, observers []Observer) *report.Summary {
 	s := &report.Summary{Version: version, Started: started, Seconds: time.Since(started).Seconds()}
 	for _, w := range wls {
-		w.ready.mu.Lock()
-		setup := report.Setup{Prepared: w.ready.prepared, Attempts: w.ready.attempts, SetupError: errorSummary(w.ready.lastErr),
-			Fatal: w.ready.fatal != nil, StoppedBySignal: w.ready.stoppedBy == stopSignal}
-		if w.ready.fatal != nil {
-			setup.FatalReason = w.scrub(w.ready.fatal.Error())
-		}
-		waitStopped := w.ready.stoppedBy
-		w.ready.mu.Unlock()
+		setup, waitStopped := w.ready.Outcome()
+		setup.StoppedBySignal = waitStopped == stopSignal
 		var entries []report.WorkloadSummary
 		for _, ps := range w.allPhases() {
 			ws := w.phaseSummary(ps)

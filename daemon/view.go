@@ -75,7 +75,7 @@ func (h *Handle) State() string { return h.w.state() }
 
 // Waiting is what the workload waits for while starting, as /status
 // shows it.
-func (h *Handle) Waiting() *report.StatusWaiting { return h.w.waiting() }
+func (h *Handle) Waiting() *report.StatusWaiting { return h.w.ready.Waiting() }
 
 // DataSetSize is the number of units of the workload's data set, when
 // it is finite.

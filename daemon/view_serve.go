@@ -13,14 +13,13 @@ import (
 // Ready reports whether the workload's target is prepared and answers
 // its ping: what /readyz and soakd_ready say.
 func (h *Handle) Ready() bool {
-	ok, _ := h.w.ready.get()
-	return ok
+	return h.w.ready.Ready()
 }
 
 // NotReady says why the workload is not ready, as /readyz lists it: its
 // target (secrets redacted), the setup step waited for, the last error
 // and the next retry; "" when it is ready.
-func (h *Handle) NotReady() string { return h.w.notReady() }
+func (h *Handle) NotReady() string { return h.w.ready.NotReady() }
 
 // LastError is the workload's last failed attempt, secrets scrubbed, or
 // nil when none failed.
