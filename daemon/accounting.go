@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +64,14 @@ func opName(i int) string {
 		return sources.QueryType(i - queryOp0).String()
 	}
 	return sources.Op(i).String()
+}
+
+// opSlot is the slot of op name s, or allOps for "".
+func opSlot(s string) int {
+	if s == "" {
+		return allOps
+	}
+	return slices.Index(opNames, s)
 }
 
 // opCounts are one op's outcomes.

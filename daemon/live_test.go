@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/daemon/internal/ratewin"
 	"github.com/soakd/soakd/daemon/pace"
 )
 
@@ -16,18 +17,17 @@ func TestBarTargetOverTheSameWindow(t *testing.T) {
 	// 0 → 20,000/s over 100 s: rate(t) = 200 t, due(t) = 100 t².
 	sch := &schedule{profile: pace.MustParse("100s:20000").Profile}
 	due := func(s float64) float64 { return 100 * s * s }
-	var st liveState
-	st.target = -1
+	st := ratewin.New()
 	for s := 0; s <= 60; s++ {
 		e := time.Duration(s) * time.Second
 		if got, want := sch.planned(e), due(float64(s)); math.Abs(got-want) > 1e-6*max(want, 1) {
 			t.Fatalf("planned(%ds) = %g, want %g", s, got, want)
 		}
-		st.add(rateSample{at: e, acked: int64(due(float64(s))), planned: sch.planned(e), open: true})
+		st.Add(ratewin.Sample{At: e, Acked: int64(due(float64(s))), Planned: sch.planned(e), Open: true})
 	}
 	// Window 50 s..60 s: mean target (due(60)−due(50))/10 = 200·55.
-	if want := 11000.0; math.Abs(st.target-want) > 1e-6 || math.Abs(st.achieved-want) > 1e-6 {
-		t.Errorf("achieved %g, target %g over the window; want both %g", st.achieved, st.target, want)
+	if want := 11000.0; math.Abs(st.Target-want) > 1e-6 || math.Abs(st.Achieved-want) > 1e-6 {
+		t.Errorf("achieved %g, target %g over the window; want both %g", st.Achieved, st.Target, want)
 	}
 	if inst := sch.rateAt(60 * time.Second); inst != 12000 {
 		t.Errorf("instantaneous target %g, want 12000 (the test's premise)", inst)

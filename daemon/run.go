@@ -14,6 +14,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon/internal/batchmem"
+	"github.com/soakd/soakd/daemon/internal/opener"
 	"github.com/soakd/soakd/daemon/internal/setup"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
@@ -200,7 +201,7 @@ func openWorkloads(ctx context.Context, cfg *config.Config, d Deps) ([]*workload
 			return fail(fmt.Errorf("%sVERIFY: set, but no Verifier among Deps.Observers reads back", config.Prefix(wc.Name)))
 		}
 		log := d.Logger.With(zap.String("workload", wc.Name))
-		sink, err := openSink(ctx, d.Plugins, wc, e.Kind, src, wc.Workers, batchSize(wc, e.Kind), log)
+		sink, err := opener.Sink(ctx, d.Plugins, wc, e.Kind, src, wc.Workers, batchSize(wc, e.Kind), log)
 		if err != nil {
 			return fail(err)
 		}

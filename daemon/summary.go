@@ -24,7 +24,7 @@ func summarize(version string, started time.Time, cfg *config.Config, wls []*wor
 		if len(entries) == 0 { // never started: report the workload with zeros
 			entries = append(entries, report.WorkloadSummary{
 				Name: w.name, Phase: "run", Source: w.cfg.Source, Target: w.cfg.Sink.Redacted, Kind: w.kind.String(),
-				Rate: w.cfg.Rate.String(), Workers: w.cfg.Workers, Batch: w.batchSize, UnitName: unitName(w.kind),
+				Rate: w.cfg.Rate.String(), Workers: w.cfg.Workers, Batch: w.batchSize, UnitName: report.UnitName(w.kind),
 				Errors: report.ErrorsByClass(nil), Prepared: setup.Prepared, StoppedBy: waitStopped,
 			})
 		}
@@ -80,7 +80,7 @@ func (w *workload) phaseSummary(ps *phaseStats) report.WorkloadSummary {
 		Name: w.name, Phase: ps.name, Source: w.cfg.Source, Target: w.cfg.Sink.Redacted, Kind: w.kind.String(),
 		Rate: ps.rateText(), Workers: w.cfg.Workers, Batch: w.batchSize, Seconds: secs,
 		Started: monoBase.Add(ps.begin), StoppedBy: ps.stopReason(),
-		Units: c.acked, UnitName: unitName(w.kind), Values: c.values, Bytes: c.bytes,
+		Units: c.acked, UnitName: report.UnitName(w.kind), Values: c.values, Bytes: c.bytes,
 		Scheduled: c.scheduled, Failed: c.failed, Dropped: c.dropped, DroppedAtShutdown: c.cut,
 		InFlight: c.inflight(), Errors: errorsByClass(&c), Dispatch: hq.dispatch,
 		SchedulerCPU: time.Duration(ps.schedCPU.Load()).Seconds(),

@@ -7,10 +7,10 @@ import (
 // VERIFY, continuous read-back, is a feature (package readback): a
 // Verifier among Run's observers follows each workload's batches and
 // counts its checks into each phase's ReadBack. The engine keeps the
-// setting, the counts (with the phase's other counts, so /status, the
+// setting and the counts (with the phase's other counts, so /status, the
 // metrics, the history and the summary show them as they show the
-// rest), and the failure a read-back that found acknowledged units
-// missing, changed or repeated makes of the run.
+// rest); report.Conclude makes a read-back that found acknowledged units
+// missing, changed or repeated the run's failure.
 
 // Failure kinds, as soakd_verify_failures_total's kind label says them.
 var verifyKinds = [...]sources.Verdict{sources.Missing, sources.Mismatch, sources.Duplicate}

@@ -3,7 +3,6 @@ package daemon
 import (
 	"time"
 
-	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -46,7 +45,7 @@ type OpQuantiles struct {
 // Live is the workload's live state as last sampled.
 func (h *Handle) Live() Live {
 	st, current := h.w.liveNow()
-	l := Live{Current: current, Achieved: st.achieved, Target: st.target, Window: LatencyWindow{Dispatch: st.window.dispatch}}
+	l := Live{Current: current, Achieved: st.rate.Achieved, Target: st.rate.Target, Window: LatencyWindow{Dispatch: st.window.dispatch}}
 	for op := range st.window.ops {
 		if q := st.window.ops[op]; q.response.Count > 0 {
 			l.Window.Ops = append(l.Window.Ops, OpQuantiles{Op: opName(op), Response: q.response, Service: q.service})
@@ -181,19 +180,3 @@ func (w *workload) state() string {
 	}
 	return "running"
 }
-
-func unitName(k sources.Kind) string {
-	switch k {
-	case sources.KV:
-		return "ops"
-	case sources.Queries:
-		return "queries"
-	}
-	return "rows"
-}
-
-// UnitName is what a workload of kind k counts: rows, ops or queries.
-func UnitName(k sources.Kind) string { return unitName(k) }
-
-// fmtDur prints seconds compactly: 850µs, 12.3ms, 1.20s.
-func fmtDur(s float64) string { return pace.FormatSeconds(s) }

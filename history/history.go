@@ -594,7 +594,7 @@ func (h *History) Snapshot() Doc {
 		cfg := w.Config()
 		wd := Workload{
 			Name: w.Name(), Source: cfg.Source, Target: cfg.Sink.Redacted, Kind: w.Kind().String(),
-			Unit: daemon.UnitName(w.Kind()), Workers: cfg.Workers, Batch: w.BatchSize(), State: w.State(),
+			Unit: report.UnitName(w.Kind()), Workers: cfg.Workers, Batch: w.BatchSize(), State: w.State(),
 			Series: wh.s.snapshot(workloadFields(wh.ops)),
 		}
 		if wd.State == "starting" {

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/soakd/soakd/sources"
 )
 
 // Summary is the end-of-run report (printed like TSBS and YCSB do, and
@@ -190,4 +192,16 @@ func (s *Summary) Workload(name, phase string) *WorkloadSummary {
 		}
 	}
 	return nil
+}
+
+// UnitName is what a workload of kind k counts (a summary entry's
+// unit_name, /status's unit): rows, ops or queries.
+func UnitName(k sources.Kind) string {
+	switch k {
+	case sources.KV:
+		return "ops"
+	case sources.Queries:
+		return "queries"
+	}
+	return "rows"
 }

@@ -198,7 +198,7 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 		achieved, window := wl.RecentLatency()
 		s := report.StatusWorkload{
 			Name: wl.Name(), Source: cfg.Source, Target: cfg.Sink.Redacted, Rate: cfg.Rate.String(),
-			Achieved: achieved, Unit: daemon.UnitName(wl.Kind()), Workers: cfg.Workers,
+			Achieved: achieved, Unit: report.UnitName(wl.Kind()), Workers: cfg.Workers,
 			StatusCounts: report.IdleCounts(), Latency: map[string]report.OpLatency{}, Phases: []report.StatusPhase{},
 		}
 		s.Ready = wl.Ready()
