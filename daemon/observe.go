@@ -68,9 +68,9 @@ type SummaryAdder interface {
 	// named workload, or ok false to add nothing. Run calls it once per
 	// workload when it builds the summary, after every Finisher has been
 	// told the run is over; the value lands on the workload's last entry
-	// (its run phase's) as WorkloadSummary.Extra, and is marshalled to
-	// JSON with the summary. key must not name one of WorkloadSummary's
-	// own fields (its JSON names): the summary's JSON then fails.
+	// (its run phase's) as report.WorkloadSummary.Extra, and is
+	// marshalled to JSON with the summary. key must not name one of the
+	// entry's own fields (its JSON names): the summary's JSON then fails.
 	SummaryField(workload string) (key string, value any, ok bool)
 }
 

@@ -45,7 +45,7 @@ import (
 // BenchmarkHistoryHour.
 //
 // Latency quantiles of one second are read from the difference of the
-// native histogram buckets between two ticks (daemon.Buckets), so the
+// native histogram buckets between two ticks (report.Buckets), so the
 // charts cost no extra histogram; the summary's quantiles still come
 // from the HDR histograms.
 //

@@ -1,5 +1,5 @@
 // Package summary presents the summary the engine hands back when a run
-// ends (daemon.Summary): the text soakd prints for people, the
+// ends (report.Summary): the text soakd prints for people, the
 // --summary-json file, and the threshold values and windows as the text
 // and the judge's warnings spell them. The engine only gathers the
 // figures; how they read is decided here.
