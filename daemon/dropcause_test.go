@@ -1,4 +1,4 @@
-package daemon
+package daemon_test
 
 import (
 	"context"
@@ -13,7 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/serve"
 )
 
 // While a run drops work, /status says what could not keep up: one
@@ -23,8 +25,8 @@ import (
 // said.
 func TestStatusNamesDropBottleneck(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=20ms", "SOAKD_SEQ_BATCH_SIZE", "1",
+		p := daemon.Plugins()
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=20ms", "SOAKD_SEQ_BATCH_SIZE", "1",
 			"SOAKD_SEQ_WORKERS", "1", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_MAX_LAG", "200ms", "SOAKD_SEQ_DURATION", "30s"), p)
 		var h http.Handler
 		open := make(chan struct{})
@@ -32,9 +34,10 @@ func TestStatusNamesDropBottleneck(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			d, hh := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p}, prometheus.NewRegistry(), nil)
-			d.started = func([]*workload) { h = hh; close(open) }
-			_, _ = Run(ctx, cfg, d)
+			s := serve.New(serve.Options{Config: cfg, Logger: zap.NewNop(), Registry: prometheus.NewRegistry()})
+			h = s.Handler()
+			_, _ = daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+				Observers: []daemon.Observer{s, onStart(func([]*daemon.Handle) { close(open) })}})
 		}()
 		<-open
 		get := func() report.StatusWorkload {

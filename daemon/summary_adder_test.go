@@ -1,4 +1,4 @@
-package daemon
+package daemon_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/report"
 )
 
@@ -34,11 +35,11 @@ func (s *summaryAdder) SummaryField(workload string) (string, any, bool) {
 // it always has.
 func TestObserverAddsSummaryField(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "a,b", "SOAKD_A_SOURCE", "seq", "SOAKD_B_SOURCE", "seq",
+		p := daemon.Plugins()
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "a,b", "SOAKD_A_SOURCE", "seq", "SOAKD_B_SOURCE", "seq",
 			"SOAKD_A_RATE", "10", "SOAKD_B_RATE", "10", "SOAKD_A_DURATION", "2s", "SOAKD_B_DURATION", "2s"), p)
 		r := &summaryAdder{fields: map[string]any{"a": map[string]int{"step": 3}}}
-		sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Plugins: p, Observers: []Observer{r}})
+		sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Observers: []daemon.Observer{r}})
 		if err != nil {
 			t.Fatal(err)
 		}
