@@ -35,7 +35,7 @@ func TestCoordinatedOmission(t *testing.T) {
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "1",
 			"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_DURATION", "10s", "SOAKD_SEQ_MAX_LAG", "5s",
 			"SOAKD_SEQ_TARGET", "null://?latency=1ms&stall=1s@4s"), p)
-		res := runTest(context.Background(), cfg, p, nil)
+		res := runTest(context.Background(), cfg, p)
 		if res.err != nil {
 			t.Fatal(res.err)
 		}
@@ -198,7 +198,7 @@ func TestFiniteProfileSendsIntegral(t *testing.T) {
 		p := testPlugins()
 		// 0 -> 1000/s over 10 s, then 1000/s for 5 s: 5000 + 5000 units.
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "10s:1000,5s:1000", "SOAKD_SEQ_BATCH_SIZE", "7"), p)
-		res := runTest(context.Background(), cfg, p, nil)
+		res := runTest(context.Background(), cfg, p)
 		w := res.sum.Workloads[0]
 		if w.Units != 10000 {
 			t.Fatalf("acked %d, want 10000 (the integral, with a partial last batch)", w.Units)
@@ -216,7 +216,7 @@ func TestFiniteSourceEnds(t *testing.T) {
 		p := testPlugins()
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "max", "SOAKD_SEQ_ROWS", "123457",
 			"SOAKD_SEQ_DEVICES", "13", "SOAKD_SEQ_WORKERS", "3", "SOAKD_SEQ_BATCH_SIZE", "1000"), p)
-		res := runTest(context.Background(), cfg, p, nil)
+		res := runTest(context.Background(), cfg, p)
 		if got := res.sum.Workloads[0].Units; got != 123457 {
 			t.Fatalf("acked %d rows, want 123457", got)
 		}
@@ -238,7 +238,7 @@ func TestErrorsCountedAndRetried(t *testing.T) {
 			}})
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "10", "SOAKD_SEQ_BATCH_SIZE", "1",
 			"SOAKD_SEQ_DURATION", "10s", "SOAKD_SEQ_RETRIES", "2", "SOAKD_SEQ_TARGET", "fail://x?retry=1"), p)
-		res := runTest(context.Background(), cfg, p, nil)
+		res := runTest(context.Background(), cfg, p)
 		w := res.sum.Workloads[0]
 		if w.Units != 0 || w.Failed != 100 {
 			t.Fatalf("acked %d failed %d, want 0 and 100", w.Units, w.Failed)
@@ -273,7 +273,7 @@ func TestGracefulShutdown(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				time.AfterFunc(5*time.Second, cancel)
 				t0 := time.Now()
-				res := runTest(ctx, cfg, p, nil)
+				res := runTest(ctx, cfg, p)
 				took := time.Since(t0)
 				if res.err != nil {
 					t.Fatal(res.err)
@@ -299,7 +299,7 @@ func TestShardRunsItsShareOfTheRate(t *testing.T) {
 		p := testPlugins()
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "4000", "SOAKD_SEQ_BATCH_SIZE", "10",
 			"SOAKD_SEQ_SHARD", "1/4", "SOAKD_SEQ_DURATION", "10s"), p)
-		res := runTest(context.Background(), cfg, p, nil)
+		res := runTest(context.Background(), cfg, p)
 		if got := res.sum.Workloads[0].Units; got != 10000 {
 			t.Fatalf("shard 1/4 of 4000/s for 10 s acked %d, want 10000", got)
 		}
@@ -313,7 +313,7 @@ func TestNoWriteSucceededExplained(t *testing.T) {
 		p := testPlugins()
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?fail=1&fail_class=rejected",
 			"SOAKD_SEQ_RATE", "10", "SOAKD_SEQ_BATCH_SIZE", "1", "SOAKD_SEQ_DURATION", "5s"), p)
-		res := runTest(context.Background(), cfg, p, nil)
+		res := runTest(context.Background(), cfg, p)
 		f := res.sum.Workloads[0].Failure
 		if f == nil || !strings.Contains(f.Reason, "no write succeeded") || f.Class != "rejected" || f.Attempts != 50 ||
 			f.LastError == "" || f.Seconds < 4.8 || f.Seconds > 5 {
@@ -344,7 +344,7 @@ func TestScheduleStartsAfterPrepare(t *testing.T) {
 			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return slowPrepare{}, nil }})
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "slow://x", "SOAKD_SEQ_RATE", "100",
 			"SOAKD_SEQ_BATCH_SIZE", "1", "SOAKD_SEQ_DURATION", "5s", "SOAKD_SEQ_MAX_LAG", "100ms"), p)
-		res := runTest(context.Background(), cfg, p, nil)
+		res := runTest(context.Background(), cfg, p)
 		w := res.sum.Workloads[0]
 		if w.Units != 500 || w.Dropped != 0 {
 			t.Fatalf("acked %d dropped %d, want 500 and 0", w.Units, w.Dropped)
@@ -375,7 +375,7 @@ func TestSummaryRates(t *testing.T) {
 			}})
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "part://x", "SOAKD_SEQ_RATE", "1000",
 			"SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_DURATION", "10s"), p)
-		res := runTest(context.Background(), cfg, p, nil)
+		res := runTest(context.Background(), cfg, p)
 		w := res.sum.Workload("seq", "run")
 		if w.Scheduled != 10000 || w.Units != 4000 || w.Failed != 6000 {
 			t.Fatalf("scheduled %d acked %d failed %d, want 10000, 4000 and 6000", w.Scheduled, w.Units, w.Failed)

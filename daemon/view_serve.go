@@ -99,7 +99,6 @@ func (h *Handle) Verifies() bool { return h.w.cfg.Verify > 0 }
 // Same reports whether p and o are the same phase of a workload.
 func (p *Phase) Same(o *Phase) bool { return o != nil && p.ps == o.ps }
 
-
 // MetricTotals are a workload's totals over its phases as /metrics
 // exports them, read in one go: RunTotals, with the units scheduled and
 // in flight and the read-back checks.
