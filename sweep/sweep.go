@@ -18,7 +18,7 @@ import (
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/sysinfo"
-	"github.com/soakd/soakd/report"
+	runreport "github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -96,7 +96,7 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 	res := &Result{Workload: orig.Name, Unit: "rows", BatchName: "BATCH_SIZE", Environment: sysinfo.Collect(d.Version),
 		Settings: sc, Run: config.SettingValues(cfg, environ)}
 	if kv {
-		res.Unit, res.BatchName = report.UnitName(e.Kind), "PIPELINE"
+		res.Unit, res.BatchName = runreport.UnitName(e.Kind), "PIPELINE"
 	}
 	log := d.Logger.With(zap.String("workload", orig.Name))
 	total := len(sc.Workers) * len(sc.Batch) * sc.Repeats
