@@ -14,6 +14,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/enginetest"
+	"github.com/soakd/soakd/report"
 )
 
 // The search on recorded step results: it steps up until a step fails
@@ -141,16 +142,16 @@ func TestCapacityDiagnose(t *testing.T) {
 		bottleneck string
 		says       string
 	}{
-		{"target queueing", Step{Service: daemon.Quantiles{Count: 1, P50: ms(120), P99: ms(160)}, WorkersBusy: 1, CPU: 0.1},
-			ms(11), daemon.LimitTarget, "median service time rose from 11.00ms to 120.00ms"},
-		{"target failing", Step{Response: daemon.Quantiles{Count: 1}, Service: daemon.Quantiles{Count: 1, P50: ms(10), P99: ms(12)}, ErrorRatio: 0.05, WorkersBusy: 1},
-			ms(10), daemon.LimitTarget, "failed 5%"},
-		{"one busy worker", Step{Service: daemon.Quantiles{Count: 1, P50: ms(20), P99: ms(28)}, Dispatch: daemon.Quantiles{P99: 0.3}, WorkersBusy: 0.97, CPU: 0.05},
-			ms(20), daemon.LimitWorkers, "all 1 workers were busy 97%"},
-		{"soakd CPU", Step{Service: daemon.Quantiles{Count: 1, P50: ms(1), P99: ms(2)}, WorkersBusy: 0.9, CPU: 0.95},
-			ms(1), daemon.LimitSoakd, "used 95% of its CPU"},
-		{"scheduler late", Step{Service: daemon.Quantiles{Count: 1, P50: ms(1), P99: ms(2)}, Dispatch: daemon.Quantiles{P99: 0.2}, WorkersBusy: 0.1, CPU: 0.3},
-			ms(1), daemon.LimitSoakd, "workers were idle 90%"},
+		{"target queueing", Step{Service: report.Quantiles{Count: 1, P50: ms(120), P99: ms(160)}, WorkersBusy: 1, CPU: 0.1},
+			ms(11), report.LimitTarget, "median service time rose from 11.00ms to 120.00ms"},
+		{"target failing", Step{Response: report.Quantiles{Count: 1}, Service: report.Quantiles{Count: 1, P50: ms(10), P99: ms(12)}, ErrorRatio: 0.05, WorkersBusy: 1},
+			ms(10), report.LimitTarget, "failed 5%"},
+		{"one busy worker", Step{Service: report.Quantiles{Count: 1, P50: ms(20), P99: ms(28)}, Dispatch: report.Quantiles{P99: 0.3}, WorkersBusy: 0.97, CPU: 0.05},
+			ms(20), report.LimitWorkers, "all 1 workers were busy 97%"},
+		{"soakd CPU", Step{Service: report.Quantiles{Count: 1, P50: ms(1), P99: ms(2)}, WorkersBusy: 0.9, CPU: 0.95},
+			ms(1), report.LimitSoakd, "used 95% of its CPU"},
+		{"scheduler late", Step{Service: report.Quantiles{Count: 1, P50: ms(1), P99: ms(2)}, Dispatch: report.Quantiles{P99: 0.2}, WorkersBusy: 0.1, CPU: 0.3},
+			ms(1), report.LimitSoakd, "workers were idle 90%"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, d := diagnose(&tc.st, tc.base, 1, config.Ratio(0.001))
@@ -177,7 +178,7 @@ func TestCapacityStatusSaysSoakdLimited(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Knee != 40 || res.LimitedBy != daemon.LimitWorkers || res.TargetCapacity() {
+		if res.Knee != 40 || res.LimitedBy != report.LimitWorkers || res.TargetCapacity() {
 			t.Fatalf("knee %v limited by %q: %s", res.Knee, res.LimitedBy, res.Outcome)
 		}
 		key, v, ok := s.AddStatus("seq")
@@ -192,7 +193,7 @@ func TestCapacityStatusSaysSoakdLimited(t *testing.T) {
 		if err := json.Unmarshal(b, &c); err != nil {
 			t.Fatal(err)
 		}
-		if c.LimitedBy != daemon.LimitWorkers || !strings.Contains(c.Advice, "SOAKD_SEQ_WORKERS (now 1)") || len(c.Steps) != len(res.Steps) {
+		if c.LimitedBy != report.LimitWorkers || !strings.Contains(c.Advice, "SOAKD_SEQ_WORKERS (now 1)") || len(c.Steps) != len(res.Steps) {
 			t.Errorf("/status capacity %s: want limited by the workers, with the advice and every step", b)
 		}
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/procstat"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sources"
 )
@@ -179,12 +180,12 @@ func (s *searcher) limitedBy(knee float64, found bool) (string, string) {
 	}
 	p := config.Prefix(wc.Name)
 	switch at.Bottleneck {
-	case daemon.LimitWorkers:
-		return daemon.LimitWorkers, fmt.Sprintf("soakd's workers, not the target, limited the search (%s); the knee is soakd's limit, "+
+	case report.LimitWorkers:
+		return report.LimitWorkers, fmt.Sprintf("soakd's workers, not the target, limited the search (%s); the knee is soakd's limit, "+
 			"not the target's capacity: raise %sWORKERS (now %d) or send more units per round trip with %s%s (now %d), and search again",
 			at.Diagnosis, p, wc.Workers, p, units, size)
-	case daemon.LimitSoakd:
-		return daemon.LimitSoakd, fmt.Sprintf("soakd itself, not the target, limited the search (%s); the knee is soakd's limit, "+
+	case report.LimitSoakd:
+		return report.LimitSoakd, fmt.Sprintf("soakd itself, not the target, limited the search (%s); the knee is soakd's limit, "+
 			"not the target's capacity: give soakd more CPU, raise %s%s (now %d) so it sends fewer, larger round trips, "+
 			"or split the rate over processes with %sSHARD", at.Diagnosis, p, units, size, p)
 	}
@@ -495,7 +496,7 @@ func (s *searcher) live() (step int, target, knee float64) {
 // environ is the environment the configuration was read from; the report
 // lists its settings, secrets hidden. cfg is not changed: the search runs
 // on a copy whose searched workload runs open loop from START.
-func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d daemon.Deps, o Options) (*daemon.Summary, *Result, error) {
+func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d daemon.Deps, o Options) (*report.Summary, *Result, error) {
 	if err := cfg.CheckCapacity(); err != nil {
 		return nil, nil, err
 	}
@@ -538,7 +539,7 @@ func newSearcher(cfg *config.Config, environ map[string]string, d daemon.Deps, o
 
 // runEngine runs the engine on a copy of cfg made for the search, with s
 // among its observers, and returns the summary and the search.
-func (s *searcher) runEngine(ctx context.Context, cfg *config.Config, d daemon.Deps, reg prometheus.Registerer) (*daemon.Summary, *Result, error) {
+func (s *searcher) runEngine(ctx context.Context, cfg *config.Config, d daemon.Deps, reg prometheus.Registerer) (*report.Summary, *Result, error) {
 	if reg != nil {
 		c := &collector{s: s}
 		if err := reg.Register(c); err != nil {

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 )
 
@@ -23,7 +23,7 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 		// Not the target's capacity: saying "knee" would have a reader
 		// size the target from soakd's own limit.
 		fmt.Fprintf(out, "**No knee of the target: soakd's %s limited the search at %s units/s**, the highest rate whose response p99 stayed within %s",
-			map[string]string{daemon.LimitWorkers: "workers", daemon.LimitSoakd: "own CPU or scheduling"}[r.LimitedBy], pace.FormatRate(r.Knee), cc.SLOP99)
+			map[string]string{report.LimitWorkers: "workers", report.LimitSoakd: "own CPU or scheduling"}[r.LimitedBy], pace.FormatRate(r.Knee), cc.SLOP99)
 	case r.Found:
 		fmt.Fprintf(out, "**Knee: %s units/s**: the highest rate whose response p99 stayed within %s", pace.FormatRate(r.Knee), cc.SLOP99)
 	default:
@@ -41,7 +41,7 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 	fmt.Fprintf(out, " %s.\n\n", capitalize(r.Outcome))
 	if r.Advice != "" {
 		fmt.Fprintf(out, "**%s.**\n\n", capitalize(r.Advice))
-	} else if r.LimitedBy == daemon.LimitTarget {
+	} else if r.LimitedBy == report.LimitTarget {
 		fmt.Fprint(out, "The steps above the knee failed on the target: its service latency rose, or it failed requests.\n\n")
 	}
 

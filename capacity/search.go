@@ -5,9 +5,9 @@ import (
 	"math"
 
 	"github.com/soakd/soakd/config"
-	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/report"
 )
 
 // A step passes when, besides the SLO, at least minAchieved of its target
@@ -26,13 +26,13 @@ type Step struct {
 	// Achieved is the rate acknowledged during the judged part.
 	Achieved   float64          `json:"achieved_rate"`
 	Seconds    float64          `json:"seconds"`
-	Response   daemon.Quantiles `json:"response_seconds"` // of the op judged (SLO_OP), or of every op
-	Service    daemon.Quantiles `json:"service_seconds"`
+	Response   report.Quantiles `json:"response_seconds"` // of the op judged (SLO_OP), or of every op
+	Service    report.Quantiles `json:"service_seconds"`
 	ErrorRatio float64          `json:"error_ratio"`   // failed units / (acknowledged + failed)
 	DropRatio  float64          `json:"dropped_ratio"` // dropped / scheduled
 	// Dispatch is the delay from each batch's intended start to its send
 	// (every op): soakd's own queue.
-	Dispatch daemon.Quantiles `json:"dispatch_seconds"`
+	Dispatch report.Quantiles `json:"dispatch_seconds"`
 	// DrainSeconds is how long the backlog left by the step before took to
 	// drain, the rate paused, before this step's SETTLE began: each step
 	// starts clean, or a step just under the knee would fail on the queue
@@ -90,7 +90,7 @@ type Result struct {
 // TargetCapacity reports whether the knee measures the target: found, and
 // not bounded by soakd's workers or soakd itself.
 func (r *Result) TargetCapacity() bool {
-	return r.Found && (r.LimitedBy == "" || r.LimitedBy == daemon.LimitTarget)
+	return r.Found && (r.LimitedBy == "" || r.LimitedBy == report.LimitTarget)
 }
 
 // search steps the rate up from START until a step fails twice in a row
@@ -158,18 +158,18 @@ func diagnose(st *Step, baseService float64, workers int, sloErrors config.Ratio
 	svc := st.Service.P99
 	switch {
 	case st.ErrorRatio > 0 && st.Response.Count == 0:
-		return daemon.LimitTarget, "the target failed every request"
+		return report.LimitTarget, "the target failed every request"
 	case st.Service.Count > 0 && baseService > 0 && st.Service.P50 > serviceRise*baseService:
-		return daemon.LimitTarget, fmt.Sprintf("the target's median service time rose from %s to %s (p99 %s)",
+		return report.LimitTarget, fmt.Sprintf("the target's median service time rose from %s to %s (p99 %s)",
 			pace.FormatSeconds(baseService), pace.FormatSeconds(st.Service.P50), pace.FormatSeconds(svc))
 	case st.ErrorRatio > float64(sloErrors):
-		return daemon.LimitTarget, fmt.Sprintf("the target failed %.3g%% of units", 100*st.ErrorRatio)
+		return report.LimitTarget, fmt.Sprintf("the target failed %.3g%% of units", 100*st.ErrorRatio)
 	case st.CPU >= cpuLimit:
-		return daemon.LimitSoakd, fmt.Sprintf("soakd used %.0f%% of its CPU; service p99 stayed %s", 100*st.CPU, pace.FormatSeconds(svc))
+		return report.LimitSoakd, fmt.Sprintf("soakd used %.0f%% of its CPU; service p99 stayed %s", 100*st.CPU, pace.FormatSeconds(svc))
 	case st.WorkersBusy >= busyLimit:
-		return daemon.LimitWorkers, fmt.Sprintf("all %d workers were busy %.0f%% of the time and dispatch p99 was %s, while service p99 stayed %s",
+		return report.LimitWorkers, fmt.Sprintf("all %d workers were busy %.0f%% of the time and dispatch p99 was %s, while service p99 stayed %s",
 			workers, 100*st.WorkersBusy, pace.FormatSeconds(st.Dispatch.P99), pace.FormatSeconds(svc))
 	}
-	return daemon.LimitSoakd, fmt.Sprintf("soakd sent late (dispatch p99 %s) while its workers were idle %.0f%% of the time and service p99 stayed %s",
+	return report.LimitSoakd, fmt.Sprintf("soakd sent late (dispatch p99 %s) while its workers were idle %.0f%% of the time and service p99 stayed %s",
 		pace.FormatSeconds(st.Dispatch.P99), 100*(1-st.WorkersBusy), pace.FormatSeconds(svc))
 }

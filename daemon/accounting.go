@@ -1,10 +1,12 @@
 package daemon
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/soakd/soakd/daemon/internal/record"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -62,6 +64,14 @@ func opName(i int) string {
 		return sources.QueryType(i - queryOp0).String()
 	}
 	return sources.Op(i).String()
+}
+
+// opSlot is the slot of op name s, or allOps for "".
+func opSlot(s string) int {
+	if s == "" {
+		return allOps
+	}
+	return slices.Index(opNames, s)
 }
 
 // opCounts are one op's outcomes.
@@ -160,7 +170,7 @@ type phaseStats struct {
 	// verify is the read-back checker's share (VERIFY), nil when off; rec
 	// what each stream wrote (record.go).
 	verify *tally
-	rec    *phaseRecord
+	rec    *record.Phase
 
 	schedCPU atomic.Int64 // CPU time of the scheduler's thread, once it has ended (ns)
 }

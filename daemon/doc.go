@@ -1,9 +1,15 @@
 // Package daemon is soakd's engine: the open-loop scheduler (on rate
 // profiles from package pace), workers, retry, accounting and latency
-// recording, the run's lifecycle, and what it shows of itself (the
-// end-of-run summary's figures, the /status document's schema). It runs a
-// config.Config, which package config loads and validates. Its metrics
-// and HTTP endpoints are a feature on it: package serve.
+// recording, and the run's lifecycle. It runs a config.Config, which
+// package config loads and validates, and fills what a run reports, whose
+// schemas are package report's (the end-of-run summary Run returns, the
+// /status document's types). Its metrics and HTTP endpoints are a feature
+// on it: package serve. Parts of the engine that stand alone are packages
+// under daemon/internal, which no feature imports: the clock (monotonic
+// time, precise sleeps, retry waits), the workers' write context, the
+// wait for a workload's target (setup), the sink opener, the record of
+// what each stream wrote, the trailing rate window and the batch memory
+// check.
 //
 // Features outside it (a capacity search, a sweep) use only its exported
 // surface: Run and its Deps, and the Observer interface, through which a

@@ -1,4 +1,4 @@
-package daemon
+package daemon_test
 
 import (
 	"context"
@@ -12,6 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/serve"
 )
 
 // While a run drops work, /status says what could not keep up: one
@@ -21,8 +25,8 @@ import (
 // said.
 func TestStatusNamesDropBottleneck(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=20ms", "SOAKD_SEQ_BATCH_SIZE", "1",
+		p := daemon.Plugins()
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=20ms", "SOAKD_SEQ_BATCH_SIZE", "1",
 			"SOAKD_SEQ_WORKERS", "1", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_MAX_LAG", "200ms", "SOAKD_SEQ_DURATION", "30s"), p)
 		var h http.Handler
 		open := make(chan struct{})
@@ -30,15 +34,16 @@ func TestStatusNamesDropBottleneck(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			d, hh := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p}, prometheus.NewRegistry(), nil)
-			d.started = func([]*workload) { h = hh; close(open) }
-			_, _ = Run(ctx, cfg, d)
+			s := serve.New(serve.Options{Config: cfg, Logger: zap.NewNop(), Registry: prometheus.NewRegistry()})
+			h = s.Handler()
+			_, _ = daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+				Observers: []daemon.Observer{s, onStart(func([]*daemon.Handle) { close(open) })}})
 		}()
 		<-open
-		get := func() StatusWorkload {
+		get := func() report.StatusWorkload {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
-			var st Status
+			var st report.Status
 			if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +57,7 @@ func TestStatusNamesDropBottleneck(t *testing.T) {
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		s := get()
-		if d := s.DropCause; s.Dropped == 0 || d == nil || d.Bottleneck != LimitWorkers ||
+		if d := s.DropCause; s.Dropped == 0 || d == nil || d.Bottleneck != report.LimitWorkers ||
 			!strings.Contains(d.Diagnosis, "SOAKD_SEQ_WORKERS (now 1)") || !strings.Contains(d.Diagnosis, "SOAKD_SEQ_BATCH_SIZE (now 1)") {
 			t.Errorf("dropped %d, cause %+v: want the workers and the settings to raise", s.Dropped, d)
 		}

@@ -1,18 +1,13 @@
 package daemon
 
 import (
-	"github.com/soakd/soakd/config"
-	"io"
-	"net"
-	"net/http"
-	"slices"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -54,32 +49,53 @@ func Simulate(h *Handle, secs int, each func(s int)) {
 	}
 }
 
-// WriteSummaryText prints a summary as soakd does. Package summary writes
-// the text and imports this package, so the engine's tests reach it
-// through this variable, which summary_hook_test.go (an external test
-// file) sets: the runs they drive are checked in the words people read.
-var WriteSummaryText func(io.Writer, *Summary)
-
-// The engine's tests that read /metrics, /status and /control run the
-// HTTP feature (package serve) as the composition root does. They are
-// internal tests, which cannot import serve (it imports daemon), so
-// serve_test.go, an external test file of this package, wires it here.
+// What the external tests (package daemon_test) share with the internal
+// ones: the seq source and the null sink, a configuration from a few
+// settings, and the reading of /metrics's text.
 var (
-	// ServeHook returns the HTTP API with soakd's metrics on reg,
-	// serving on l (nil: Config.Listen), as an observer, and its
-	// endpoints.
-	ServeHook func(cfg *config.Config, d Deps, reg *prometheus.Registry, l net.Listener) (Observer, http.Handler)
-	// HistogramMetricHook is serve.HistogramMetric.
-	HistogramMetricHook func(desc *prometheus.Desc, b *Buckets, created time.Time, labels ...string) prometheus.Metric
+	Plugins      = testPlugins
+	LoadTest     = loadTest
+	Env          = testEnv
+	ParseMetrics = parseMetrics
 )
 
-// makeBuckets is a Buckets holding p.
-func makeBuckets(p promBuckets) *Buckets { return &Buckets{p} }
+// Books are a phase's counts as the engine keeps them, read in one
+// snapshot: what the external tests hold /metrics and /status to.
+type Books struct {
+	Name  string
+	Ended bool
+	// Scheduled = Acked + Failed + Dropped + InFlight; Cut is the part of
+	// Dropped cut at shutdown.
+	Scheduled, Acked, Failed, Dropped, Cut, InFlight, Bytes int64
+	// The op write's acknowledged and failed batches, and its failed
+	// attempts of class other.
+	WriteOK, WriteFailed, WriteOtherErrors int64
+}
 
-// serving returns d with the HTTP API and soakd's metrics on reg among
-// its observers, serving on l when not nil, and its endpoints.
-func serving(cfg *config.Config, d Deps, reg *prometheus.Registry, l net.Listener) (Deps, http.Handler) {
-	o, h := ServeHook(cfg, d, reg, l)
-	d.Observers = append(slices.Clone(d.Observers), o)
-	return d, h
+// Add adds o to b, field by field.
+func (b *Books) Add(o Books) {
+	b.Scheduled += o.Scheduled
+	b.Acked += o.Acked
+	b.Failed += o.Failed
+	b.Dropped += o.Dropped
+	b.Cut += o.Cut
+	b.InFlight += o.InFlight
+	b.Bytes += o.Bytes
+	b.WriteOK += o.WriteOK
+	b.WriteFailed += o.WriteFailed
+	b.WriteOtherErrors += o.WriteOtherErrors
+}
+
+// PhaseBooks are the books of each phase of h begun so far, in order.
+func PhaseBooks(h *Handle) []Books {
+	var out []Books
+	for _, ps := range h.w.allPhases() {
+		c := ps.snapshot()
+		w := &c.ops[writeOp]
+		out = append(out, Books{Name: ps.name, Ended: ps.ended.Load() != 0,
+			Scheduled: c.scheduled, Acked: c.acked, Failed: c.failed, Dropped: c.dropped, Cut: c.cut,
+			InFlight: c.inflight(), Bytes: c.bytes,
+			WriteOK: w.ok, WriteFailed: w.failed, WriteOtherErrors: w.errors[sinks.Other.Index()]})
+	}
+	return out
 }

@@ -6,11 +6,8 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/daemon/internal/ratewin"
 )
-
-// rateSamples keeps one sample per second of a workload's acknowledged
-// units, to report the achieved rate over the last 10 s.
-const rateSamples = 11
 
 // sampler is the engine's one-second clock while a run schedules: every
 // second it samples each workload's counts for the achieved rate, every
@@ -32,17 +29,9 @@ type liveBox struct {
 // liveState is what /status and the progress line show of a workload
 // beyond its counts, refreshed every second.
 type liveState struct {
-	samples  [rateSamples]rateSample
-	phase    *phaseStats // the phase the samples and window belong to
-	n        int
-	achieved float64
-	// target is the mean target rate over the same window as achieved
-	// (the rate profile's integral over it ÷ its length): on a ramp the
-	// instantaneous target runs half a window ahead of any trailing
-	// average, so comparing with it shows a shortfall that is not there.
-	// < 0: none (closed loop, or before two samples).
-	target float64
-	window histQuantiles // the last whole window of phase; Count 0 before the first
+	phase  *phaseStats    // the phase the rates and window belong to
+	rate   ratewin.Window // the achieved and the target rate over the last 10 s
+	window histQuantiles  // the last whole window of phase; Count 0 before the first
 }
 
 func newSampler(cfg *config.Config, wls []*workload) *sampler {
@@ -51,7 +40,7 @@ func newSampler(cfg *config.Config, wls []*workload) *sampler {
 		s.interval = 10 * time.Second
 	}
 	for _, w := range wls {
-		w.live.st = liveState{target: -1}
+		w.live.st = liveState{rate: ratewin.New()}
 	}
 	return s
 }
@@ -92,7 +81,7 @@ func (s *sampler) tick(now time.Duration) {
 		w.live.mu.Lock()
 		st := &w.live.st
 		if st.phase != ps {
-			*st = liveState{phase: ps, target: -1}
+			*st = liveState{phase: ps, rate: ratewin.New()}
 		}
 		sch := w.sched.Load()
 		// The plan is read at the sample's own time (now, as elapsed on
@@ -100,7 +89,7 @@ func (s *sampler) tick(now time.Duration) {
 		// runs before it takes a varying while, which would make the mean
 		// target over a window jitter by a few percent.
 		e := now - time.Duration(w.origin.Load())
-		st.add(rateSample{at: now, acked: ps.snapshot().acked, planned: sch.planned(e), open: sch.profile != nil})
+		st.rate.Add(ratewin.Sample{At: now, Acked: ps.snapshot().acked, Planned: sch.planned(e), Open: sch.profile != nil})
 		w.live.mu.Unlock()
 	}
 }
@@ -115,32 +104,6 @@ func (s *sampler) closeWindows() {
 			w.live.st.window = ps.hist.swapWindows()
 		}
 		w.live.mu.Unlock()
-	}
-}
-
-// rateSample is one second's sample of a workload's counts.
-type rateSample struct {
-	at      time.Duration
-	acked   int64
-	planned float64 // units the rate profile had due by then (schedule.planned)
-	open    bool    // open loop: planned is meaningful
-}
-
-// add records a sample and recomputes the achieved rate and the mean
-// target over the window from the oldest sample kept to this one.
-func (st *liveState) add(s rateSample) {
-	st.samples[st.n%rateSamples] = s
-	st.n++
-	oldest := st.samples[st.n%rateSamples]
-	if st.n < rateSamples {
-		oldest = st.samples[0]
-	}
-	st.target = -1
-	if dt := (s.at - oldest.at).Seconds(); dt > 0 {
-		st.achieved = float64(s.acked-oldest.acked) / dt
-		if s.open && oldest.open {
-			st.target = (s.planned - oldest.planned) / dt
-		}
 	}
 }
 
@@ -160,7 +123,7 @@ func (w *workload) liveNow() (st liveState, current bool) {
 func (w *workload) statusLive() (achieved float64, window histQuantiles) {
 	st, current := w.liveNow()
 	if current {
-		achieved, window = st.achieved, st.window
+		achieved, window = st.rate.Achieved, st.window
 	}
 	ps := w.cur.Load()
 	if ps == nil || window.dispatch.Count > 0 {

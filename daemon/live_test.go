@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/daemon/internal/ratewin"
 	"github.com/soakd/soakd/daemon/pace"
 )
 
@@ -16,18 +17,17 @@ func TestBarTargetOverTheSameWindow(t *testing.T) {
 	// 0 → 20,000/s over 100 s: rate(t) = 200 t, due(t) = 100 t².
 	sch := &schedule{profile: pace.MustParse("100s:20000").Profile}
 	due := func(s float64) float64 { return 100 * s * s }
-	var st liveState
-	st.target = -1
+	st := ratewin.New()
 	for s := 0; s <= 60; s++ {
 		e := time.Duration(s) * time.Second
 		if got, want := sch.planned(e), due(float64(s)); math.Abs(got-want) > 1e-6*max(want, 1) {
 			t.Fatalf("planned(%ds) = %g, want %g", s, got, want)
 		}
-		st.add(rateSample{at: e, acked: int64(due(float64(s))), planned: sch.planned(e), open: true})
+		st.Add(ratewin.Sample{At: e, Acked: int64(due(float64(s))), Planned: sch.planned(e), Open: true})
 	}
 	// Window 50 s..60 s: mean target (due(60)−due(50))/10 = 200·55.
-	if want := 11000.0; math.Abs(st.target-want) > 1e-6 || math.Abs(st.achieved-want) > 1e-6 {
-		t.Errorf("achieved %g, target %g over the window; want both %g", st.achieved, st.target, want)
+	if want := 11000.0; math.Abs(st.Target-want) > 1e-6 || math.Abs(st.Achieved-want) > 1e-6 {
+		t.Errorf("achieved %g, target %g over the window; want both %g", st.Achieved, st.Target, want)
 	}
 	if inst := sch.rateAt(60 * time.Second); inst != 12000 {
 		t.Errorf("instantaneous target %g, want 12000 (the test's premise)", inst)
@@ -36,27 +36,5 @@ func TestBarTargetOverTheSameWindow(t *testing.T) {
 	p := &schedule{profile: pace.Constant(1000), paused: true, pausedAt: 5 * time.Second}
 	if got := p.planned(9 * time.Second); got != 5000 {
 		t.Errorf("paused at 5 s: planned(9 s) = %g, want 5000", got)
-	}
-}
-
-// The history's quantiles of one second come from the difference of two
-// readings of the native buckets: within one bucket (9 %) of the truth,
-// NaN when nothing was recorded between them.
-func TestNativeQuantile(t *testing.T) {
-	t.Parallel()
-	var p Buckets
-	for i := 1; i <= 1000; i++ { // 1 ms .. 1 s, uniformly
-		p.p.record(float64(i)/1000, 1)
-	}
-	var zero Buckets
-	d := p.Since(&zero)
-	for _, q := range []float64{0.5, 0.99, 0.999} {
-		if got := d.Quantile(q); math.Abs(got-q)/q > 0.09 {
-			t.Errorf("q%v = %v, want %v within one bucket (9 %%)", q, got, q)
-		}
-	}
-	d = p.Since(&p) // nothing new
-	if got := d.Quantile(0.5); !math.IsNaN(got) {
-		t.Errorf("no samples: %v, want NaN", got)
 	}
 }

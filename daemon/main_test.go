@@ -2,14 +2,13 @@ package daemon
 
 import (
 	"context"
-	"net"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/null"
 	"github.com/soakd/soakd/sources"
@@ -50,16 +49,13 @@ func loadTest(t testing.TB, env map[string]string, p *config.Plugins) *config.Co
 }
 
 type runResult struct {
-	sum *Summary
+	sum *report.Summary
 	err error
-	reg *prometheus.Registry
 }
 
-// runTest runs cfg to its end with a fresh registry. l, if not nil,
-// serves the HTTP endpoints.
-func runTest(ctx context.Context, cfg *config.Config, p *config.Plugins, l net.Listener) runResult {
-	reg := prometheus.NewRegistry()
-	d, _ := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"}, reg, l)
-	sum, err := Run(ctx, cfg, d)
-	return runResult{sum, err, reg}
+// runTest runs cfg to its end. (The tests that read /metrics or /status
+// run serve too: they are external tests, served_test.go.)
+func runTest(ctx context.Context, cfg *config.Config, p *config.Plugins) runResult {
+	sum, err := Run(ctx, cfg, Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"})
+	return runResult{sum, err}
 }

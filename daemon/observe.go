@@ -9,7 +9,9 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/daemon/internal/clock"
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -66,9 +68,9 @@ type SummaryAdder interface {
 	// named workload, or ok false to add nothing. Run calls it once per
 	// workload when it builds the summary, after every Finisher has been
 	// told the run is over; the value lands on the workload's last entry
-	// (its run phase's) as WorkloadSummary.Extra, and is marshalled to
-	// JSON with the summary. key must not name one of WorkloadSummary's
-	// own fields (its JSON names): the summary's JSON then fails.
+	// (its run phase's) as report.WorkloadSummary.Extra, and is
+	// marshalled to JSON with the summary. key must not name one of the
+	// entry's own fields (its JSON names): the summary's JSON then fails.
 	SummaryField(workload string) (key string, value any, ok bool)
 }
 
@@ -251,8 +253,8 @@ type WindowStats struct {
 	// Latency holds the quantiles of each distribution the window was
 	// started with, in their order; Dists the distributions themselves
 	// (CutWindows only).
-	Latency []Quantiles
-	Dists   []Dist
+	Latency []report.Quantiles
+	Dists   []report.Dist
 }
 
 // Empty reports a window of no length in which nothing happened (cut
@@ -291,20 +293,17 @@ func (w *Window) Cut() WindowStats {
 func (w *Window) stats(ws *windowStats, withQuantiles bool) WindowStats {
 	out := WindowStats{From: ws.from - w.ps.begin, To: ws.to - w.ps.begin, Seconds: ws.seconds(), Counts: countsOf(&ws.c)}
 	if !withQuantiles {
-		out.Dists = make([]Dist, len(ws.lat))
-		for i, d := range ws.lat {
-			out.Dists[i] = Dist{d}
-		}
+		out.Dists = ws.lat
 		return out
 	}
-	out.Latency = make([]Quantiles, len(ws.lat))
+	out.Latency = make([]report.Quantiles, len(ws.lat))
 	for i, d := range ws.lat {
 		if w.hist == nil {
-			w.hist = NewHistogram()
+			w.hist = report.NewHistogram()
 		}
 		w.hist.Reset()
-		d.addTo(w.hist)
-		out.Latency[i] = quantiles(w.hist)
+		d.AddTo(w.hist)
+		out.Latency[i] = report.QuantilesOf(w.hist)
 	}
 	return out
 }
@@ -336,7 +335,7 @@ func (r *runner) notifyEnded(ps *phaseStats, reason string) {
 
 // SleepFor waits d or until ctx ends; it reports whether d passed: the
 // engine's own wait, for observers.
-func SleepFor(ctx context.Context, d time.Duration) bool { return sleepCtx(ctx, d) }
+func SleepFor(ctx context.Context, d time.Duration) bool { return clock.Sleep(ctx, d) }
 
 // Checker is an Observer that judges workloads (thresholds): its verdicts
 // show in /status and as soakd_threshold_ok and soakd_threshold_value
@@ -346,7 +345,7 @@ type Checker interface {
 	// Verdicts returns the verdicts of the workload named workload so far,
 	// or, with final, its last ones: Run asks for those once every phase
 	// has ended and scheduling has stopped.
-	Verdicts(workload string, final bool) []ThresholdResult
+	Verdicts(workload string, final bool) []report.ThresholdResult
 }
 
 // OpCount is what one op did: OK batches, queries or operations
@@ -394,20 +393,6 @@ func (p *Phase) Elapsed() time.Duration { return p.ps.elapsed() }
 // Ended reports whether the phase has ended.
 func (p *Phase) Ended() bool { return p.ps.ended.Load() != 0 }
 
-// Dist is a latency distribution of a window, kept sparse: add several
-// windows' into one histogram to read their quantiles together.
-type Dist struct{ d sparseDist }
-
-// AddTo adds the distribution's samples to h (a histogram made with
-// NewHistogram).
-func (d Dist) AddTo(h *hdrhistogram.Histogram) { d.d.addTo(h) }
-
-// NewHistogram returns an empty histogram of the engine's range and
-// precision, for Dist.AddTo.
-func NewHistogram() *hdrhistogram.Histogram {
-	return hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits)
-}
-
 // Totals is what a phase did from its start, read in the same snapshot
 // as the windows CutWindows cuts.
 type Totals struct {
@@ -448,7 +433,7 @@ func (t *Totals) Latency(k LatencyKey) *hdrhistogram.Histogram {
 		return only
 	}
 	if t.scratch == nil {
-		t.scratch = NewHistogram()
+		t.scratch = report.NewHistogram()
 	}
 	t.scratch.Reset()
 	for _, oh := range t.h.ops {
@@ -485,8 +470,8 @@ func (p *Phase) CutWindows(then func(*Totals), ws ...*Window) []WindowStats {
 
 // verdictsOf is the verdicts of every Checker among observers on the
 // workload named workload, nil when none judges it.
-func verdictsOf(observers []Observer, workload string, final bool) []ThresholdResult {
-	var out []ThresholdResult
+func verdictsOf(observers []Observer, workload string, final bool) []report.ThresholdResult {
+	var out []report.ThresholdResult
 	for _, o := range observers {
 		if c, ok := o.(Checker); ok {
 			out = append(out, c.Verdicts(workload, final)...)

@@ -1,4 +1,4 @@
-package daemon
+package daemon_test
 
 import (
 	"bytes"
@@ -19,7 +19,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/settings"
 )
 
@@ -28,11 +31,11 @@ import (
 type recorder struct {
 	mu     sync.Mutex
 	events []string
-	refuse error           // returned by Opened
-	finish time.Duration   // when set, Started ends the run this long after it began
-	steer  func(w *Handle) // called in Started, in a goroutine of its own
-	runs   chan *Phase     // the run phases begun
-	status map[string]any  // added to /status
+	refuse error                  // returned by Opened
+	finish time.Duration          // when set, Started ends the run this long after it began
+	steer  func(w *daemon.Handle) // called in Started, in a goroutine of its own
+	runs   chan *daemon.Phase     // the run phases begun
+	status map[string]any         // added to /status
 }
 
 func (r *recorder) add(format string, args ...any) {
@@ -41,33 +44,33 @@ func (r *recorder) add(format string, args ...any) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) Opened(w *Handle) error {
+func (r *recorder) Opened(w *daemon.Handle) error {
 	r.add("opened %s", w.Name())
 	return r.refuse
 }
 
-func (r *recorder) Started(ctx context.Context, ws []*Handle, stop func(error)) {
+func (r *recorder) Started(ctx context.Context, ws []*daemon.Handle, stop func(error)) {
 	r.add("started %d", len(ws))
 	if r.steer != nil {
 		go r.steer(ws[0])
 	}
 	if r.finish > 0 {
 		go func() {
-			if SleepFor(ctx, r.finish) {
-				stop(Finish("observer done"))
+			if daemon.SleepFor(ctx, r.finish) {
+				stop(daemon.Finish("observer done"))
 			}
 		}()
 	}
 }
 
-func (r *recorder) PhaseBegun(w *Handle, p *Phase) {
+func (r *recorder) PhaseBegun(w *daemon.Handle, p *daemon.Phase) {
 	r.add("begun %s %s", w.Name(), p.Name())
 	if r.runs != nil && p.Name() == "run" {
 		r.runs <- p
 	}
 }
 
-func (r *recorder) PhaseEnded(w *Handle, p *Phase, reason string) {
+func (r *recorder) PhaseEnded(w *daemon.Handle, p *daemon.Phase, reason string) {
 	r.add("ended %s %s: %s", w.Name(), p.Name(), reason)
 }
 
@@ -86,11 +89,11 @@ func (r *recorder) seen() string {
 // every phase's edges with why it ended, in that order.
 func TestObserverSeesPhases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "2s"), p)
+		p := daemon.Plugins()
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "2s"), p)
 		r := &recorder{}
-		if _, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Plugins: p,
-			Observers: []Observer{r}}); err != nil {
+		if _, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+			Observers: []daemon.Observer{r}}); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := r.seen(), "opened seq; started 1; begun seq run; ended seq run: DURATION"; got != want {
@@ -103,12 +106,12 @@ func TestObserverSeesPhases(t *testing.T) {
 // sent, with its error.
 func TestObserverRefusesWorkload(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "2s"), p)
+		p := daemon.Plugins()
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "2s"), p)
 		refusal := &settings.Error{Key: "SOAKD_SEQ_X", Err: errors.New("not for this observer")}
 		r := &recorder{refuse: refusal}
-		sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Plugins: p,
-			Observers: []Observer{r}})
+		sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+			Observers: []daemon.Observer{r}})
 		if !errors.Is(err, refusal) || sum != nil {
 			t.Fatalf("Run = %v, %v; want the observer's refusal and no summary", sum, err)
 		}
@@ -122,11 +125,11 @@ func TestObserverRefusesWorkload(t *testing.T) {
 // the phase says the observer's reason, and nothing is cut.
 func TestObserverFinishesRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "1"), p)
+		p := daemon.Plugins()
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "1"), p)
 		r := &recorder{finish: 3 * time.Second}
-		sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Plugins: p,
-			Observers: []Observer{r}})
+		sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+			Observers: []daemon.Observer{r}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,16 +148,16 @@ func TestObserverFinishesRun(t *testing.T) {
 // counts exactly what the phase did in it.
 func TestObserverSteersAndCutsWindows(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=1ms", "SOAKD_SEQ_RATE", "100",
+		p := daemon.Plugins()
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=1ms", "SOAKD_SEQ_RATE", "100",
 			"SOAKD_SEQ_BATCH_SIZE", "1", "SOAKD_SEQ_DURATION", "20s"), p)
-		r := &recorder{runs: make(chan *Phase, 1)}
-		var got []WindowStats
+		r := &recorder{runs: make(chan *daemon.Phase, 1)}
+		var got []daemon.WindowStats
 		done := make(chan struct{})
-		r.steer = func(w *Handle) {
+		r.steer = func(w *daemon.Handle) {
 			defer close(done)
 			ph := <-r.runs
-			win := ph.StartWindow(LatencyKey{}, LatencyKey{Op: "write", Service: true}, LatencyKey{Op: "nosuchop"})
+			win := ph.StartWindow(daemon.LatencyKey{}, daemon.LatencyKey{Op: "write", Service: true}, daemon.LatencyKey{Op: "nosuchop"})
 			defer win.Stop()
 			step := func(f func(context.Context) error) {
 				if err := f(context.Background()); err != nil {
@@ -168,8 +171,8 @@ func TestObserverSteersAndCutsWindows(t *testing.T) {
 			step(w.Pause)
 			step(w.Resume)
 		}
-		if _, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Plugins: p,
-			Observers: []Observer{r}}); err != nil {
+		if _, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+			Observers: []daemon.Observer{r}}); err != nil {
 			t.Fatal(err)
 		}
 		<-done
@@ -198,8 +201,8 @@ func TestObserverSteersAndCutsWindows(t *testing.T) {
 // no such field.
 func TestObserverAddsStatus(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "a,b", "SOAKD_A_SOURCE", "seq", "SOAKD_B_SOURCE", "seq",
+		p := daemon.Plugins()
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "a,b", "SOAKD_A_SOURCE", "seq", "SOAKD_B_SOURCE", "seq",
 			"SOAKD_A_RATE", "10", "SOAKD_B_RATE", "10"), p)
 		r := &recorder{status: map[string]any{"a": map[string]int{"step": 3}}}
 		var h http.Handler
@@ -208,9 +211,10 @@ func TestObserverAddsStatus(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			d, hh := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p, Observers: []Observer{r}}, prometheus.NewRegistry(), nil)
-			d.started = func([]*workload) { h = hh; close(open) }
-			_, _ = Run(ctx, cfg, d)
+			s := serve.New(serve.Options{Config: cfg, Logger: zap.NewNop(), Registry: prometheus.NewRegistry()})
+			h = s.Handler()
+			_, _ = daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+				Observers: []daemon.Observer{r, s, onStart(func([]*daemon.Handle) { close(open) })}})
 		}()
 		<-open
 		rec := httptest.NewRecorder()
@@ -242,12 +246,12 @@ func compactJSON(b []byte) string {
 // run is over.
 type checker struct {
 	recorder
-	live, final []ThresholdResult
+	live, final []report.ThresholdResult
 	asked       []bool // the final argument of each call, in order
 	mu          sync.Mutex
 }
 
-func (c *checker) Verdicts(workload string, final bool) []ThresholdResult {
+func (c *checker) Verdicts(workload string, final bool) []report.ThresholdResult {
 	c.mu.Lock()
 	c.asked = append(c.asked, final)
 	c.mu.Unlock()
@@ -265,28 +269,29 @@ func (c *checker) Verdicts(workload string, final bool) []ThresholdResult {
 // summary, where a failed one fails the run.
 func TestCheckerShowsInStatusAndMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "5s",
+		p := daemon.Plugins()
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "5s",
 			"SOAKD_SEQ_THRESHOLDS", "p99<1s"), p)
 		v := 0.25
-		c := &checker{live: []ThresholdResult{{Threshold: "p99<1s", OK: true, Unit: "seconds", Value: &v, Current: &v}},
-			final: []ThresholdResult{{Threshold: "p99<1s", OK: false, Unit: "seconds", Value: &v}}}
+		c := &checker{live: []report.ThresholdResult{{Threshold: "p99<1s", OK: true, Unit: "seconds", Value: &v, Current: &v}},
+			final: []report.ThresholdResult{{Threshold: "p99<1s", OK: false, Unit: "seconds", Value: &v}}}
 		reg := prometheus.NewRegistry()
 		var h http.Handler
 		open := make(chan struct{})
-		var sum *Summary
+		var sum *report.Summary
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			d, hh := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p, Observers: []Observer{c}}, reg, nil)
-			d.started = func([]*workload) { h = hh; close(open) }
-			sum, _ = Run(context.Background(), cfg, d)
+			s := serve.New(serve.Options{Config: cfg, Logger: zap.NewNop(), Registry: reg})
+			h = s.Handler()
+			sum, _ = daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+				Observers: []daemon.Observer{c, s, onStart(func([]*daemon.Handle) { close(open) })}})
 		}()
 		<-open
 		time.Sleep(time.Second)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/status", nil))
-		var st Status
+		var st report.Status
 		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
 			t.Fatal(err)
 		}
@@ -320,10 +325,10 @@ soakd_threshold_ok{threshold="p99<1s",workload="seq"} 1
 // Thresholds with nothing to judge them are refused, not ignored.
 func TestThresholdsWithoutChecker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "1s",
+		p := daemon.Plugins()
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "1s",
 			"SOAKD_SEQ_THRESHOLDS", "p99<1s"), p)
-		_, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Plugins: p})
+		_, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p})
 		if err == nil || !strings.Contains(err.Error(), "SOAKD_SEQ_THRESHOLDS") {
 			t.Errorf("Run = %v, want an error naming SOAKD_SEQ_THRESHOLDS", err)
 		}

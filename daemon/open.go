@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/daemon/internal/opener"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -30,49 +31,11 @@ func Open(ctx context.Context, p *config.Plugins, w *config.Workload, workers, b
 	}
 	src, err := w.NewSource()
 	if err != nil {
-		return nil, scrubbed(w, fmt.Errorf("%sSOURCE: cannot build source %q: %w", config.Prefix(w.Name), w.Source, err))
+		return nil, opener.Scrubbed(w, fmt.Errorf("%sSOURCE: cannot build source %q: %w", config.Prefix(w.Name), w.Source, err))
 	}
-	sink, err := openSink(ctx, p, w, e.Kind, src, workers, batch, log)
+	sink, err := opener.Sink(ctx, p, w, e.Kind, src, workers, batch, log)
 	if err != nil {
 		return nil, err
 	}
 	return &Opened{Entry: e, Source: src, Sink: sink}, nil
-}
-
-// openSink opens w's sink for src.
-func openSink(ctx context.Context, p *config.Plugins, w *config.Workload, kind sources.Kind, src sources.Source, workers, batch int, log *zap.Logger) (sinks.Sink, error) {
-	if w.Sink.URL == nil {
-		return nil, fmt.Errorf("%sTARGET: the configuration was not validated (call Config.Check first)", config.Prefix(w.Name))
-	}
-	if log == nil {
-		log = zap.NewNop()
-	}
-	password, token := w.Secret()
-	var shape sources.KVShape
-	if sh, ok := src.(sources.Shaped); ok {
-		shape = sh.Shape()
-	}
-	sink, err := p.Sinks.OpenTarget(ctx, w.Sink, sinks.Options{
-		Workload: w.Name, Kind: kind, Schemas: src.Schemas(), Workers: workers,
-		BatchSize: batch, Logger: log.With(zap.String("sink", w.Sink.Scheme())),
-		Password: password, Token: token, Shape: shape,
-	})
-	if err != nil {
-		return nil, scrubbed(w, fmt.Errorf("%sTARGET: %w", config.Prefix(w.Name), err))
-	}
-	return sink, nil
-}
-
-// scrubbedError is an error whose text has w's secrets hidden; errors.Is
-// and errors.As still see what it wraps.
-type scrubbedError struct {
-	text string
-	err  error
-}
-
-func (e *scrubbedError) Error() string { return e.text }
-func (e *scrubbedError) Unwrap() error { return e.err }
-
-func scrubbed(w *config.Workload, err error) error {
-	return &scrubbedError{text: w.Scrubber()(err.Error()), err: err}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/daemon/internal/clock"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -62,7 +64,7 @@ func TestRateAccuracyConstant(t *testing.T) {
 		p := recPlugins(rs)
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100000", "SOAKD_SEQ_BATCH_SIZE", "1000",
 			"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_DURATION", "10s", "SOAKD_SEQ_TARGET", "rec://"), p)
-		res := runTest(context.Background(), cfg, p, nil)
+		res := runTest(context.Background(), cfg, p)
 		w := res.sum.Workloads[0]
 		rate := float64(rs.countBy(w.Started.Add(10*time.Second))) / 10
 		t.Logf("acked %d rows, %.0f rows/s over the 10 s schedule (%.3f%% off), dropped %d",
@@ -88,7 +90,7 @@ func TestRateAccuracyRamp(t *testing.T) {
 		p := recPlugins(rs)
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "10s:50000", "SOAKD_SEQ_BATCH_SIZE", "10",
 			"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_TARGET", "rec://"), p)
-		res := runTest(context.Background(), cfg, p, nil)
+		res := runTest(context.Background(), cfg, p)
 		w := res.sum.Workloads[0]
 		worst := 0.0
 		for s := 1; s <= 10; s++ {
@@ -121,7 +123,7 @@ func BenchmarkEngine(b *testing.B) {
 				"SOAKD_SEQ_ROWS", strconv.Itoa(b.N), "SOAKD_SEQ_TARGET", "null://"), p)
 			b.ReportAllocs()
 			b.ResetTimer()
-			res := runTest(context.Background(), cfg, p, nil)
+			res := runTest(context.Background(), cfg, p)
 			b.StopTimer()
 			if got := res.sum.Workloads[0].Units; got != int64(b.N) {
 				b.Fatalf("acked %d of %d", got, b.N)
@@ -147,11 +149,11 @@ func handoffProbe(n int, gap time.Duration) float64 {
 			late = append(late, (mono() - due).Seconds())
 		}
 	}()
-	unlock, _ := lockPrecise()
+	unlock, _ := clock.LockPrecise()
 	next := mono()
 	for range n {
 		next += gap
-		sleepUntil(next)
+		clock.SleepUntil(next)
 		ch <- next
 	}
 	unlock()
@@ -180,7 +182,7 @@ func TestDispatchDelay(t *testing.T) {
 		t.Run("rate="+rate, func(t *testing.T) {
 			timed := rate == "1000"
 			best := math.Inf(1) // dispatch p50 / bound
-			var bestD Quantiles
+			var bestD report.Quantiles
 			var bestBound float64
 			for attempt := 0; attempt < 3 && best > 1; attempt++ {
 				probe := handoffProbe(1000, time.Millisecond)
@@ -193,7 +195,7 @@ func TestDispatchDelay(t *testing.T) {
 				p := testPlugins()
 				cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", rate, "SOAKD_SEQ_BATCH_SIZE", "1",
 					"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_DURATION", "3s", "SOAKD_SEQ_TARGET", "null://"), p)
-				res := runTest(context.Background(), cfg, p, nil)
+				res := runTest(context.Background(), cfg, p)
 				w := res.sum.Workloads[0]
 				d := w.Dispatch
 				t.Logf("bare hand-over p50 late %.0fµs; dispatch delay p50 %.0fµs (bound %.0fµs) p90 %.0fµs p99 %.0fµs p99.9 %.0fµs over %d units; scheduler CPU %.3fs in %.1fs",
@@ -228,7 +230,7 @@ func BenchmarkDispatchDelay(b *testing.B) {
 				p := testPlugins()
 				cfg := loadTest(b, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", rate, "SOAKD_SEQ_BATCH_SIZE", "1",
 					"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_DURATION", "3s", "SOAKD_SEQ_TARGET", "null://"), p)
-				d := runTest(context.Background(), cfg, p, nil).sum.Workloads[0].Dispatch
+				d := runTest(context.Background(), cfg, p).sum.Workloads[0].Dispatch
 				b.ReportMetric(d.P50*1e6, "dispatch-p50-µs")
 				b.ReportMetric(d.P99*1e6, "dispatch-p99-µs")
 				b.ReportMetric(probe*1e6, "handoff-p50-late-µs")

@@ -3,9 +3,9 @@ package daemon
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
+	"github.com/soakd/soakd/daemon/internal/clock"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -27,11 +27,11 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) writeO
 		if attempt == 0 {
 			w.dispatch = sendStart - due
 		}
-		w.wctx = w.wctx.arm()
+		w.wctx = w.wctx.Arm()
 		w.t.writing.Store(true)
 		n, err := r.sink.Write(w.wctx, b)
 		w.t.writing.Store(false)
-		w.wctx.disarm()
+		w.wctx.Disarm()
 		done := r.since()
 		if err == nil {
 			r.succeeded(w, n, done-due, done-sendStart)
@@ -59,7 +59,7 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) writeO
 		r.errLog.Warn(r.log, string(class), "write failed", r.scrub(err.Error()))
 		retry, after := sinks.Retryable(err)
 		if !retry || attempt >= r.cfg.Retries || ctx.Err() != nil ||
-			!sleepCtx(ctx, backoff(r.cfg.RetryBackoff, attempt, after)) {
+			!clock.Sleep(ctx, clock.Backoff(r.cfg.RetryBackoff, attempt, after)) {
 			stored := min(sinks.Stored(err), b.Len())
 			r.batchFailed(w, stored, done-due, done-sendStart)
 			return writeOutcome{stored: stored}
@@ -212,30 +212,4 @@ func (w *worker) lockRoom() *tally {
 	h.mergeLocked(&t.lat)
 	h.mu.Unlock()
 	return t
-}
-
-// backoff is the wait before retry attempt+1: base·2^attempt capped at
-// 5 s, with ±20 % jitter so workers do not retry in lockstep; a server's
-// Retry-After wins when longer.
-func backoff(base time.Duration, attempt int, after time.Duration) time.Duration {
-	d := base << min(attempt, 16)
-	if d > 5*time.Second || d <= 0 {
-		d = 5 * time.Second
-	}
-	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
-	return max(d, after)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -45,7 +45,7 @@ func TestTimeoutClassWhateverTheDriverSays(t *testing.T) {
 				cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "1",
 					"SOAKD_SEQ_WORKERS", "2", "SOAKD_SEQ_DURATION", "2s", "SOAKD_SEQ_TIMEOUT", "100ms",
 					"SOAKD_SEQ_RETRIES", "0", "SOAKD_SEQ_TARGET", "eof://x"), p)
-				res := runTest(context.Background(), cfg, p, nil)
+				res := runTest(context.Background(), cfg, p)
 				if res.sum == nil {
 					t.Fatalf("no summary: %v", res.err)
 				}

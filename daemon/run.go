@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +13,10 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/daemon/internal/batchmem"
+	"github.com/soakd/soakd/daemon/internal/opener"
+	"github.com/soakd/soakd/daemon/internal/setup"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -40,31 +43,8 @@ type Deps struct {
 type workload struct {
 	*runner
 	entry *sources.Entry
-	ready readiness
-	live  liveBox // sampled every second (live.go)
-}
-
-// readiness is a workload's /readyz state and the story of its setup
-// (connect, prepare, probe: see await).
-type readiness struct {
-	mu       sync.Mutex
-	prepared bool // every setup step done
-	pingErr  error
-	attempts int       // setup attempts that failed
-	lastErr  errorNote // the last of them
-	fatal    error     // why the workload stopped for good, if it did
-	began    time.Time // first setup attempt (START_TIMEOUT counts from it)
-	step     string    // the setup step being tried or waited for
-	next     time.Time // when it is tried again (zero while it runs)
-	// stoppedBy is why the run stopped while the workload waited for its
-	// target (stopSignal, ...), "" when it did not.
-	stoppedBy string
-}
-
-func (r *readiness) get() (bool, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.prepared && r.pingErr == nil, r.pingErr
+	ready setup.Target // its wait for its target, and its readiness
+	live  liveBox      // sampled every second (live.go)
 }
 
 // errHardStop is the cause of a stop by SOAKD_DURATION.
@@ -76,7 +56,7 @@ var errHardStop = errors.New("SOAKD_DURATION reached")
 func stopCause(ctx context.Context) string {
 	cause := context.Cause(ctx)
 	var ce *settings.Error
-	var st *startTimeoutError
+	var st *setup.TimeoutError
 	if e := endingOf(cause); e != nil {
 		return e.reason
 	}
@@ -97,7 +77,7 @@ func stopCause(ctx context.Context) string {
 // summary is returned. It returns an error only when the run could not
 // start or a workload failed for good (e.g. its schema was rejected); the
 // summary says why as well.
-func Run(ctx context.Context, cfg *config.Config, d Deps) (*Summary, error) {
+func Run(ctx context.Context, cfg *config.Config, d Deps) (*report.Summary, error) {
 	log := d.Logger
 	started := time.Now()
 
@@ -167,7 +147,7 @@ func Run(ctx context.Context, cfg *config.Config, d Deps) (*Summary, error) {
 		g.Go(func() error {
 			err := w.runAll(genCtx, drainCtx, cfg)
 			var ce *settings.Error
-			var st *startTimeoutError
+			var st *setup.TimeoutError
 			if errors.As(err, &ce) || errors.As(err, &st) {
 				// A setting the target contradicts: the configuration is
 				// wrong, so the whole run stops now (exit 2). A target
@@ -211,7 +191,7 @@ func openWorkloads(ctx context.Context, cfg *config.Config, d Deps) ([]*workload
 		if err != nil {
 			return fail(fmt.Errorf("%sSOURCE: cannot build source %q: %w", config.Prefix(wc.Name), wc.Source, err))
 		}
-		if err := checkBatchMemory(wc, e.Kind, src); err != nil {
+		if err := batchmem.Check(wc, e.Kind, src); err != nil {
 			return fail(err)
 		}
 		if len(wc.Checks) > 0 && !slices.ContainsFunc(d.Observers, func(o Observer) bool { _, ok := o.(Checker); return ok }) {
@@ -221,12 +201,13 @@ func openWorkloads(ctx context.Context, cfg *config.Config, d Deps) ([]*workload
 			return fail(fmt.Errorf("%sVERIFY: set, but no Verifier among Deps.Observers reads back", config.Prefix(wc.Name)))
 		}
 		log := d.Logger.With(zap.String("workload", wc.Name))
-		sink, err := openSink(ctx, d.Plugins, wc, e.Kind, src, wc.Workers, batchSize(wc, e.Kind), log)
+		sink, err := opener.Sink(ctx, d.Plugins, wc, e.Kind, src, wc.Workers, batchSize(wc, e.Kind), log)
 		if err != nil {
 			return fail(err)
 		}
 		w := &workload{entry: e}
 		w.runner = newRunner(wc, e.Kind, src, sink, log)
+		w.ready.Init(wc, log, w.scrub)
 		w.handle, w.observers = &Handle{w}, d.Observers
 		wls = append(wls, w)
 		for _, o := range d.Observers {
@@ -298,9 +279,7 @@ func (w *workload) runAll(genCtx, drainCtx context.Context, cfg *config.Config) 
 	}
 	err := w.runPhases(genCtx, drainCtx, cfg)
 	if err != nil {
-		w.ready.mu.Lock()
-		w.ready.fatal = err
-		w.ready.mu.Unlock()
+		w.ready.Fail(err)
 	}
 	return err
 }
@@ -310,14 +289,12 @@ func (w *workload) runPhases(genCtx, drainCtx context.Context, cfg *config.Confi
 		if genCtx.Err() != nil {
 			// Stopped while waiting for the target: not a failure of
 			// the target, and the summary says what stopped it.
-			w.ready.mu.Lock()
-			w.ready.stoppedBy = stopCause(genCtx)
-			w.ready.mu.Unlock()
+			w.ready.Stopped(stopCause(genCtx))
 			return nil
 		}
 		return err
 	}
-	if err := w.setup(genCtx); err != nil {
+	if err := w.ready.Setup(genCtx, w.sink); err != nil {
 		return stopped(err)
 	}
 	if w.cfg.ResetFirst && w.kind != sources.Queries { // a query workload reads data it did not write
@@ -329,7 +306,7 @@ func (w *workload) runPhases(genCtx, drainCtx context.Context, cfg *config.Confi
 	if err != nil {
 		return stopped(err)
 	}
-	w.setupDone()
+	w.ready.Done()
 	if load != nil {
 		if err := w.preload(genCtx, drainCtx, cfg, load); err != nil {
 			return err
@@ -393,7 +370,7 @@ func (w *workload) probe(ctx context.Context) (sources.Source, error) {
 	b := newBatch(w.src)
 	probe(b)
 	n := 0
-	err = w.await(ctx, stepProbe, probeAttemptTimeout, func(ctx context.Context) (err error) {
+	err = w.ready.Await(ctx, setup.StepProbe, setup.ProbeAttemptTimeout, func(ctx context.Context) (err error) {
 		n, err = pr.Present(ctx, b)
 		return err
 	})
@@ -450,10 +427,7 @@ func pingLoop(ctx context.Context, wls []*workload) {
 			if !ok {
 				continue
 			}
-			w.ready.mu.Lock()
-			prepared := w.ready.prepared
-			w.ready.mu.Unlock()
-			if !prepared {
+			if !w.ready.Prepared() {
 				continue // setup is trying the target and says why it waits
 			}
 			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -462,9 +436,7 @@ func pingLoop(ctx context.Context, wls []*workload) {
 			if ctx.Err() != nil {
 				return
 			}
-			w.ready.mu.Lock()
-			w.ready.pingErr = err
-			w.ready.mu.Unlock()
+			w.ready.Pinged(err)
 		}
 		select {
 		case <-ctx.Done():

@@ -9,6 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/daemon/internal/clock"
+	"github.com/soakd/soakd/daemon/internal/record"
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/logthrottle"
 	"github.com/soakd/soakd/sinks"
@@ -87,10 +89,10 @@ func newRunner(cfg *config.Workload, kind sources.Kind, src sources.Source, sink
 }
 
 // monoBase is the process's monotonic time origin.
-var monoBase = time.Now()
+var monoBase = clock.Base
 
 // mono is the monotonic time since monoBase, never 0.
-func mono() time.Duration { return time.Since(monoBase) + 1 }
+func mono() time.Duration { return clock.Mono() }
 
 // since is the time since the current phase started.
 func (r *runner) since() time.Duration { return mono() - time.Duration(r.origin.Load()) }
@@ -100,7 +102,7 @@ func (r *runner) started() bool { return r.cur.Load() != nil }
 
 // beginPhase starts phase name: now becomes the schedule's origin, the
 // rate profile starts from its beginning, and the counts start at zero.
-func (r *runner) beginPhase(name string, rate pace.Rate, rec *phaseRecord) *phaseStats {
+func (r *runner) beginPhase(name string, rate pace.Rate, rec *record.Phase) *phaseStats {
 	ps := newPhaseStats(name, rate.String(), r.cfg.Workers)
 	// Set before the phase is published: scrapes and the history read them.
 	ps.rec = rec
@@ -157,18 +159,18 @@ type phaseRun struct {
 	live      atomic.Int32
 	exhausted chan struct{} // closed when every stream has ended
 	queue     chan ticket
-	rec       *phaseRecord // what each stream wrote, for soakd verify
+	rec       *record.Phase // what each stream wrote, for soakd verify
 }
 
 func (r *runner) newPhase(src sources.Source) (*phaseRun, error) {
 	n := r.cfg.Workers
-	p := &phaseRun{src: src, streams: make(chan sources.Stream, n), exhausted: make(chan struct{}), rec: &phaseRecord{}}
+	p := &phaseRun{src: src, streams: make(chan sources.Stream, n), exhausted: make(chan struct{}), rec: &record.Phase{}}
 	for i := 0; i < n; i++ {
 		s, err := src.Stream(i, n)
 		if err != nil {
 			return nil, err
 		}
-		p.streams <- p.rec.record(i, s)
+		p.streams <- p.rec.Wrap(i, s)
 	}
 	p.live.Store(int32(n))
 	// Small and bounded: a ticket is two words, and a full queue makes

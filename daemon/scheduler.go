@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/internal/clock"
 	"github.com/soakd/soakd/daemon/pace"
 )
 
@@ -92,7 +93,7 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 	// (control change) or stopped. Until the last preciseSpan before the
 	// deadline it waits on a runtime timer and listens to control, context
 	// and source; the rest it sleeps precisely (see precise_linux.go).
-	unlock, cpu := lockPrecise()
+	unlock, cpu := clock.LockPrecise()
 	defer unlock()
 	cpu0 := cpu()
 	defer func() { p.st.schedCPU.Store(int64(cpu() - cpu0)) }()
@@ -103,7 +104,7 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			left := until - mono()
 			if left <= preciseSpan {
 				if left > 0 {
-					sleepUntil(until)
+					clock.SleepUntil(until)
 				}
 				return true
 			}

@@ -1,4 +1,4 @@
-package daemon
+package daemon_test
 
 import (
 	"context"
@@ -17,6 +17,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/daemon/internal/setup"
+	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -51,26 +54,25 @@ func (lateSink) Write(_ context.Context, b *sources.Batch) (int, error) { return
 func (lateSink) Close(context.Context) error                            { return nil }
 
 func latePlugins(s lateSink) *config.Plugins {
-	return testPlugins(sinks.Entry{Schemes: []string{"late"}, Kinds: []sources.Kind{sources.Series},
+	return daemon.Plugins(sinks.Entry{Schemes: []string{"late"}, Kinds: []sources.Kind{sources.Series},
 		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return s, nil }})
 }
 
-// runLate runs env against s, calling at (when not nil) with the workload
-// and /readyz's answer 5 s into the run, and returns how long the run took.
-func runLate(t *testing.T, s lateSink, env map[string]string, at func(*workload, *httptest.ResponseRecorder)) (runResult, time.Duration) {
+// runLate runs env against s, calling at (when not nil) with /readyz's
+// answer 5 s into the run, and returns how long the run took.
+func runLate(t *testing.T, s lateSink, env map[string]string, at func(*httptest.ResponseRecorder)) (served, time.Duration) {
 	p := latePlugins(s)
-	cfg := loadTest(t, env, p)
-	var wl *workload
-	var h http.Handler
+	cfg := daemon.LoadTest(t, env, p)
 	open := make(chan struct{})
 	t0 := time.Now()
-	done := make(chan runResult, 1)
+	done := make(chan served, 1)
+	reg := prometheus.NewRegistry()
+	srv := serve.New(serve.Options{Config: cfg, Logger: zap.NewNop(), Version: "test", Registry: reg})
+	h := srv.Handler()
 	go func() {
-		reg := prometheus.NewRegistry()
-		d, hh := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"}, reg, nil)
-		d.started = func(wls []*workload) { wl, h = wls[0], hh; close(open) }
-		sum, err := Run(context.Background(), cfg, d)
-		done <- runResult{sum, err, reg}
+		sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test",
+			Observers: []daemon.Observer{srv, onStart(func([]*daemon.Handle) { close(open) })}})
+		done <- served{sum, err, reg}
 	}()
 	<-open
 	if at != nil {
@@ -78,7 +80,7 @@ func runLate(t *testing.T, s lateSink, env map[string]string, at func(*workload,
 		synctest.Wait()
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
-		at(wl, rec)
+		at(rec)
 		hz := httptest.NewRecorder()
 		h.ServeHTTP(hz, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 		if hz.Code != http.StatusOK {
@@ -95,9 +97,9 @@ func TestSetupWaitsForTarget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		pings := new(atomic.Int64)
 		s := lateSink{up: time.Now().Add(10 * time.Second), pings: pings}
-		res, took := runLate(t, s, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://u:hunter2@db/x",
+		res, took := runLate(t, s, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://u:hunter2@db/x",
 			"SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_DURATION", "5s"),
-			func(_ *workload, rec *httptest.ResponseRecorder) {
+			func(rec *httptest.ResponseRecorder) {
 				body := rec.Body.String()
 				t.Logf("/readyz at 5 s: %d %s", rec.Code, body)
 				if rec.Code != http.StatusServiceUnavailable {
@@ -136,8 +138,8 @@ func TestSetupWaitsForTarget(t *testing.T) {
 func TestSetupStartTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := lateSink{up: time.Now().Add(time.Hour), pings: new(atomic.Int64)}
-		res, took := runLate(t, s, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://db/x", "SOAKD_SEQ_START_TIMEOUT", "8s"), nil)
-		var st *startTimeoutError
+		res, took := runLate(t, s, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://db/x", "SOAKD_SEQ_START_TIMEOUT", "8s"), nil)
+		var st *setup.TimeoutError
 		if !errors.As(res.err, &st) || !strings.Contains(res.err.Error(), "SOAKD_SEQ_START_TIMEOUT=8s") {
 			t.Fatalf("Run: %v, want the START_TIMEOUT error", res.err)
 		}
@@ -156,8 +158,8 @@ func TestSetupStartTimeout(t *testing.T) {
 func TestSetupStartTimeoutBoundsAHungAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := lateSink{hang: true, pings: new(atomic.Int64)}
-		res, took := runLate(t, s, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://db/x", "SOAKD_SEQ_START_TIMEOUT", "3s"), nil)
-		var st *startTimeoutError
+		res, took := runLate(t, s, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://db/x", "SOAKD_SEQ_START_TIMEOUT", "3s"), nil)
+		var st *setup.TimeoutError
 		if !errors.As(res.err, &st) {
 			t.Fatalf("Run: %v, want the START_TIMEOUT error", res.err)
 		}
@@ -173,7 +175,7 @@ func TestSetupRefusalIsConfigError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := lateSink{refusal: sinks.NewError(sinks.Rejected, false, errors.New("WRONGPASS invalid username-password pair")), pings: new(atomic.Int64)}
 		// SOAKD_DURATION ends a run that would retry (the bug this checks).
-		res, took := runLate(t, s, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://u:hunter2@db/x", "SOAKD_DURATION", "30s"), nil)
+		res, took := runLate(t, s, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://u:hunter2@db/x", "SOAKD_DURATION", "30s"), nil)
 		var ce *settings.Error
 		if !errors.As(res.err, &ce) || ce.Key != "SOAKD_SEQ_TARGET" || !strings.Contains(ce.Error(), "WRONGPASS") ||
 			!strings.Contains(ce.Error(), "SOAKD_SEQ_PASSWORD") || strings.Contains(ce.Error(), "hunter2") {
@@ -189,10 +191,10 @@ func TestSetupRefusalIsConfigError(t *testing.T) {
 func TestSetupStopWhileWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := latePlugins(lateSink{up: time.Now().Add(time.Hour), pings: new(atomic.Int64)})
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://db/x"), p)
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://db/x"), p)
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(7*time.Second, cancel)
-		res := runTest(ctx, cfg, p, nil)
+		res := runServed(ctx, cfg, p)
 		if res.err != nil {
 			t.Fatal(res.err)
 		}
@@ -200,7 +202,7 @@ func TestSetupStopWhileWaiting(t *testing.T) {
 			t.Errorf("Failed() = %v after a stop while waiting", err)
 		}
 		w := res.sum.Workloads[0]
-		if w.Prepared || w.StoppedBy != stopSignal || w.LastError == nil {
+		if w.Prepared || w.StoppedBy != "signal" || w.LastError == nil {
 			t.Errorf("entry %+v: want not prepared, stopped by signal, the last error", w)
 		}
 	})
@@ -223,17 +225,17 @@ func (s *stallProber) Present(ctx context.Context, _ *sources.Batch) (int, error
 func TestStopWhileCheckingLoadedRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sp := &stallProber{probing: make(chan struct{})}
-		p := testPlugins(sinks.Entry{Schemes: []string{"stall"}, Kinds: []sources.Kind{sources.KV},
+		p := daemon.Plugins(sinks.Entry{Schemes: []string{"stall"}, Kinds: []sources.Kind{sources.KV},
 			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return sp, nil }})
 		p.Sources.Add(sources.Register(sources.Spec[kv.Config]{
 			Names: []string{"kv"}, Kind: sources.KV,
 			Validate: func(c *kv.Config, _ sources.Common) error { return c.Validate() },
 			New:      func(c *kv.Config, w sources.Common) (sources.Source, error) { return kv.New(*c, w.Seed, w.Shard) },
 		}))
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "kv", "SOAKD_KV_TARGET", "stall://", "SOAKD_KV_RECORDS", "100"), p)
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "kv", "SOAKD_KV_TARGET", "stall://", "SOAKD_KV_RECORDS", "100"), p)
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan runResult, 1)
-		go func() { done <- runTest(ctx, cfg, p, nil) }()
+		done := make(chan served, 1)
+		go func() { done <- runServed(ctx, cfg, p) }()
 		<-sp.probing
 		cancel()
 		res := <-done

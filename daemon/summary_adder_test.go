@@ -1,4 +1,4 @@
-package daemon
+package daemon_test
 
 import (
 	"bytes"
@@ -9,6 +9,9 @@ import (
 	"testing/synctest"
 
 	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 )
 
 // summaryAdder is a recorder that adds a field to the summary, and a
@@ -32,11 +35,11 @@ func (s *summaryAdder) SummaryField(workload string) (string, any, bool) {
 // it always has.
 func TestObserverAddsSummaryField(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "a,b", "SOAKD_A_SOURCE", "seq", "SOAKD_B_SOURCE", "seq",
+		p := daemon.Plugins()
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "a,b", "SOAKD_A_SOURCE", "seq", "SOAKD_B_SOURCE", "seq",
 			"SOAKD_A_RATE", "10", "SOAKD_B_RATE", "10", "SOAKD_A_DURATION", "2s", "SOAKD_B_DURATION", "2s"), p)
 		r := &summaryAdder{fields: map[string]any{"a": map[string]int{"step": 3}}}
-		sum, err := Run(context.Background(), cfg, Deps{Logger: zap.NewNop(), Plugins: p, Observers: []Observer{r}})
+		sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Observers: []daemon.Observer{r}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,9 +50,9 @@ func TestObserverAddsSummaryField(t *testing.T) {
 		if a == nil || b == nil || len(a.Extra) != 1 || b.Extra != nil {
 			t.Fatalf("summary entries %+v %+v: want a field on a only", a, b)
 		}
-		type plain WorkloadSummary
+		type plain report.WorkloadSummary
 		for _, tc := range []struct {
-			ws   *WorkloadSummary
+			ws   *report.WorkloadSummary
 			tail string
 		}{{a, `,"observed":{"step":3}}`}, {b, `}`}} {
 			got, err := json.Marshal(tc.ws)
@@ -74,7 +77,7 @@ func TestObserverAddsSummaryField(t *testing.T) {
 // /status's workload objects refuse an added field named as one of their
 // own, as the summary's entries do, and keep their own fields first.
 func TestStatusExtraField(t *testing.T) {
-	s := StatusWorkload{Name: "w", Target: "redis://x"}
+	s := report.StatusWorkload{Name: "w", Target: "redis://x"}
 	s.Extra = map[string]any{"target_figures": 1}
 	b, err := json.Marshal(s)
 	if err != nil || !bytes.HasSuffix(b, []byte(`,"target_figures":1}`)) || !bytes.Contains(b, []byte(`"target":"redis://x"`)) {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -35,24 +36,24 @@ func opsFor(k sources.Kind, src sources.Source) []int {
 }
 
 // latTotals are one op's latency buckets summed over phases.
-type latTotals struct{ response, service promBuckets }
+type latTotals struct{ response, service report.Buckets }
 
 // totals sums every phase's counts and latency buckets, each phase read
 // in one snapshot so histogram counts agree with the op counts.
-func (w *workload) totals() (counts, *[opSlots]latTotals, *promBuckets) {
+func (w *workload) totals() (counts, *[opSlots]latTotals, *report.Buckets) {
 	var c counts
 	lat := new([opSlots]latTotals)
-	disp := new(promBuckets)
+	disp := new(report.Buckets)
 	for _, ps := range w.allPhases() {
 		pc := ps.snapshotThen(func(h *phaseHist) {
 			for op, oh := range h.ops {
 				if oh != nil {
-					lat[op].response.add(&oh.response.prom)
-					lat[op].service.add(&oh.service.prom)
+					lat[op].response.Add(&oh.response.prom)
+					lat[op].service.Add(&oh.service.prom)
 				}
 			}
 			if h.dispatch != nil {
-				disp.add(&h.dispatch.prom)
+				disp.Add(&h.dispatch.prom)
 			}
 		})
 		c.add(&pc)

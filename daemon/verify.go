@@ -1,18 +1,16 @@
 package daemon
 
 import (
-	"fmt"
-
 	"github.com/soakd/soakd/sources"
 )
 
 // VERIFY, continuous read-back, is a feature (package readback): a
 // Verifier among Run's observers follows each workload's batches and
 // counts its checks into each phase's ReadBack. The engine keeps the
-// setting, the counts (with the phase's other counts, so /status, the
+// setting and the counts (with the phase's other counts, so /status, the
 // metrics, the history and the summary show them as they show the
-// rest), and the failure a read-back that found acknowledged units
-// missing, changed or repeated makes of the run.
+// rest); report.Conclude makes a read-back that found acknowledged units
+// missing, changed or repeated the run's failure.
 
 // Failure kinds, as soakd_verify_failures_total's kind label says them.
 var verifyKinds = [...]sources.Verdict{sources.Missing, sources.Mismatch, sources.Duplicate}
@@ -30,23 +28,4 @@ func (v *verifyCounts) add(o *verifyCounts) {
 		v.failures[i] += o.failures[i]
 	}
 	v.skipped += o.skipped
-}
-
-// verifyFailure is the failure of a workload whose read-back found
-// acknowledged units missing, changed or repeated, or nil.
-func verifyFailure(entries []WorkloadSummary) *Failure {
-	var checked, missing, mismatch, dup int64
-	for _, e := range entries {
-		if v := e.Verify; v != nil {
-			checked += v.Checked
-			missing += v.Missing
-			mismatch += v.Mismatch
-			dup += v.Duplicate
-		}
-	}
-	if missing+mismatch+dup == 0 {
-		return nil
-	}
-	return &Failure{Reason: fmt.Sprintf("read-back of acknowledged units failed: %d missing, %d mismatched, %d duplicated of %d checked (VERIFY)",
-		missing, mismatch, dup, checked)}
 }

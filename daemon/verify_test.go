@@ -1,4 +1,4 @@
-package daemon
+package daemon_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/serve"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -18,9 +20,9 @@ import (
 // VERIFY and VERIFY_DELAY out of range are configuration errors naming
 // the variable.
 func TestVerifySettings(t *testing.T) {
-	p := testPlugins()
+	p := daemon.Plugins()
 	for _, bad := range []map[string]string{{"SOAKD_SEQ_VERIFY": "1.5"}, {"SOAKD_SEQ_VERIFY": "-0.1"}, {"SOAKD_SEQ_VERIFY_DELAY": "-1s"}} {
-		env := testEnv("SOAKD_WORKLOADS", "seq")
+		env := daemon.Env("SOAKD_WORKLOADS", "seq")
 		for k, v := range bad {
 			env[k] = v
 		}
@@ -37,9 +39,9 @@ func TestVerifySettings(t *testing.T) {
 // VERIFY without a Verifier among the observers is refused before
 // anything runs, naming the variable: nothing would read back.
 func TestVerifyNeedsAVerifier(t *testing.T) {
-	p := testPlugins()
-	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://", "SOAKD_SEQ_VERIFY", "0.5"), p)
-	res := runTest(context.Background(), cfg, p, nil)
+	p := daemon.Plugins()
+	cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://", "SOAKD_SEQ_VERIFY", "0.5"), p)
+	res := runServed(context.Background(), cfg, p)
 	if res.err == nil || !strings.Contains(res.err.Error(), "SOAKD_SEQ_VERIFY") || res.sum != nil {
 		t.Fatalf("run: %v, summary %v: want an error naming SOAKD_SEQ_VERIFY", res.err, res.sum)
 	}
@@ -55,13 +57,13 @@ type fakeVerifier struct {
 	followed []string
 }
 
-func (f *fakeVerifier) Opened(*Handle) error                            { return nil }
-func (f *fakeVerifier) Started(context.Context, []*Handle, func(error)) {}
-func (f *fakeVerifier) PhaseBegun(*Handle, *Phase)                      {}
-func (f *fakeVerifier) PhaseEnded(*Handle, *Phase, string)              {}
-func (f *fakeVerifier) ReadsBack()                                      {}
+func (f *fakeVerifier) Opened(*daemon.Handle) error                            { return nil }
+func (f *fakeVerifier) Started(context.Context, []*daemon.Handle, func(error)) {}
+func (f *fakeVerifier) PhaseBegun(*daemon.Handle, *daemon.Phase)               {}
+func (f *fakeVerifier) PhaseEnded(*daemon.Handle, *daemon.Phase, string)       {}
+func (f *fakeVerifier) ReadsBack()                                             {}
 
-func (f *fakeVerifier) Follow(w *Handle) WriteFollower {
+func (f *fakeVerifier) Follow(w *daemon.Handle) daemon.WriteFollower {
 	if w.Config().Verify == 0 {
 		return nil
 	}
@@ -78,7 +80,7 @@ func (f *fakeVerifier) note(e string) {
 	f.events = append(f.events, e)
 }
 
-func (f *fakeVerifier) Written(p *Phase, b *sources.Batch, o WriteOutcome) {
+func (f *fakeVerifier) Written(p *daemon.Phase, b *sources.Batch, o daemon.WriteOutcome) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.events) != 1 {
@@ -101,14 +103,15 @@ func (f *fakeVerifier) Written(p *Phase, b *sources.Batch, o WriteOutcome) {
 // phase's ReadBack is the summary's and /metrics' verify counts, and the
 // run's failure.
 func TestVerifyFollowsBatches(t *testing.T) {
-	p := testPlugins()
-	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "a,b", "SOAKD_A_SOURCE", "seq", "SOAKD_B_SOURCE", "seq",
+	p := daemon.Plugins()
+	cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "a,b", "SOAKD_A_SOURCE", "seq", "SOAKD_B_SOURCE", "seq",
 		"SOAKD_A_ROWS", "1000", "SOAKD_B_ROWS", "1000", "SOAKD_A_RATE", "max", "SOAKD_B_RATE", "max",
 		"SOAKD_A_BATCH_SIZE", "10", "SOAKD_A_TARGET", "null://", "SOAKD_B_TARGET", "null://", "SOAKD_A_VERIFY", "0.5"), p)
 	f := &fakeVerifier{}
 	reg := prometheus.NewRegistry()
-	d, _ := serving(cfg, Deps{Logger: zap.NewNop(), Plugins: p, Version: "test", Observers: []Observer{f}}, reg, nil)
-	sum, err := Run(context.Background(), cfg, d)
+	s := serve.New(serve.Options{Config: cfg, Logger: zap.NewNop(), Version: "test", Registry: reg})
+	sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test",
+		Observers: []daemon.Observer{f, s}})
 	if err != nil {
 		t.Fatal(err)
 	}

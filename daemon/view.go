@@ -1,10 +1,9 @@
 package daemon
 
 import (
-	"math"
 	"time"
 
-	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -34,19 +33,19 @@ type LatencyWindow struct {
 	// Ops are the ops with acknowledged units in the window, in the
 	// engine's order of ops.
 	Ops      []OpQuantiles
-	Dispatch Quantiles
+	Dispatch report.Quantiles
 }
 
 // OpQuantiles are one op's response and service latency.
 type OpQuantiles struct {
 	Op                string
-	Response, Service Quantiles
+	Response, Service report.Quantiles
 }
 
 // Live is the workload's live state as last sampled.
 func (h *Handle) Live() Live {
 	st, current := h.w.liveNow()
-	l := Live{Current: current, Achieved: st.achieved, Target: st.target, Window: LatencyWindow{Dispatch: st.window.dispatch}}
+	l := Live{Current: current, Achieved: st.rate.Achieved, Target: st.rate.Target, Window: LatencyWindow{Dispatch: st.window.dispatch}}
 	for op := range st.window.ops {
 		if q := st.window.ops[op]; q.response.Count > 0 {
 			l.Window.Ops = append(l.Window.Ops, OpQuantiles{Op: opName(op), Response: q.response, Service: q.service})
@@ -75,7 +74,7 @@ func (h *Handle) State() string { return h.w.state() }
 
 // Waiting is what the workload waits for while starting, as /status
 // shows it.
-func (h *Handle) Waiting() *StatusWaiting { return h.w.waiting() }
+func (h *Handle) Waiting() *report.StatusWaiting { return h.w.ready.Waiting() }
 
 // DataSetSize is the number of units of the workload's data set, when
 // it is finite.
@@ -118,7 +117,7 @@ func (p *Phase) Completed() bool {
 }
 
 // Status is the phase's counts as /status shows them.
-func (p *Phase) Status() StatusCounts {
+func (p *Phase) Status() report.StatusCounts {
 	c := p.ps.snapshot()
 	return phaseCounts(p.ps, &c)
 }
@@ -139,14 +138,14 @@ type RunTotals struct {
 
 	ops  [opSlots]opCounts
 	lat  *[opSlots]latTotals
-	disp *promBuckets
+	disp *report.Buckets
 }
 
 // OpTotals are what one op did: OK and Failed batches, queries or
 // operations (as soakd_ops_total counts them) and its latency.
 type OpTotals struct {
 	OK, Failed        int64
-	Response, Service Buckets
+	Response, Service report.Buckets
 }
 
 // Totals are the workload's totals over its phases now.
@@ -163,67 +162,11 @@ func (t *RunTotals) Op(op string) OpTotals {
 		return OpTotals{}
 	}
 	return OpTotals{OK: t.ops[i].ok, Failed: t.ops[i].failed,
-		Response: Buckets{t.lat[i].response}, Service: Buckets{t.lat[i].service}}
+		Response: t.lat[i].response, Service: t.lat[i].service}
 }
 
 // Dispatch is the batches' dispatch delay, whatever their op.
-func (t *RunTotals) Dispatch() Buckets { return Buckets{*t.disp} }
-
-// Buckets is a latency distribution as /metrics exports it: counts in
-// the native histogram's buckets (schema 3, each about 9 % wide). The
-// difference of two readings is what was recorded between them, so
-// quantiles over any span cost no histogram of their own.
-type Buckets struct{ p promBuckets }
-
-// Since is what was recorded between prev (an earlier reading of the
-// same distribution) and b.
-func (b *Buckets) Since(prev *Buckets) Buckets {
-	d := Buckets{b.p}
-	d.p.count -= prev.p.count
-	d.p.sum -= prev.p.sum
-	for i := range d.p.classic {
-		d.p.classic[i] -= prev.p.classic[i]
-	}
-	for i := range d.p.native {
-		d.p.native[i] -= prev.p.native[i]
-	}
-	return d
-}
-
-// Quantile estimates quantile q (0..1) in seconds, interpolating within
-// a bucket as Prometheus does for native histograms; NaN when b is
-// empty.
-func (b *Buckets) Quantile(q float64) float64 {
-	var total int64
-	for _, n := range b.p.native {
-		total += n
-	}
-	if total <= 0 {
-		return math.NaN()
-	}
-	return nativeQuantile(&b.p.native, total, q)
-}
-
-// nativeQuantile estimates quantile q from schema-3 bucket counts d
-// (index 0 is bucket nativeMin), interpolating exponentially within the
-// bucket, as Prometheus does for native histograms.
-func nativeQuantile(d *[nativeMax - nativeMin + 1]int64, total int64, q float64) float64 {
-	rank := q * float64(total)
-	var cum int64
-	for j, n := range d {
-		if n == 0 {
-			continue
-		}
-		if float64(cum+n) >= rank {
-			idx := float64(j + nativeMin)
-			lo, hi := math.Exp2((idx-1)/8), math.Exp2(idx/8)
-			f := (rank - float64(cum)) / float64(n)
-			return lo * math.Pow(hi/lo, f)
-		}
-		cum += n
-	}
-	return math.NaN()
-}
+func (t *RunTotals) Dispatch() report.Buckets { return *t.disp }
 
 // state is the workload's state as /status names it.
 func (w *workload) state() string {
@@ -237,19 +180,3 @@ func (w *workload) state() string {
 	}
 	return "running"
 }
-
-func unitName(k sources.Kind) string {
-	switch k {
-	case sources.KV:
-		return "ops"
-	case sources.Queries:
-		return "queries"
-	}
-	return "rows"
-}
-
-// UnitName is what a workload of kind k counts: rows, ops or queries.
-func UnitName(k sources.Kind) string { return unitName(k) }
-
-// fmtDur prints seconds compactly: 850µs, 12.3ms, 1.20s.
-func fmtDur(s float64) string { return pace.FormatSeconds(s) }

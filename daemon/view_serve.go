@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 )
 
@@ -12,27 +13,27 @@ import (
 // Ready reports whether the workload's target is prepared and answers
 // its ping: what /readyz and soakd_ready say.
 func (h *Handle) Ready() bool {
-	ok, _ := h.w.ready.get()
-	return ok
+	return h.w.ready.Ready()
 }
 
 // NotReady says why the workload is not ready, as /readyz lists it: its
 // target (secrets redacted), the setup step waited for, the last error
 // and the next retry; "" when it is ready.
-func (h *Handle) NotReady() string { return h.w.notReady() }
+func (h *Handle) NotReady() string { return h.w.ready.NotReady() }
 
 // LastError is the workload's last failed attempt, secrets scrubbed, or
 // nil when none failed.
-func (h *Handle) LastError() *ErrorSummary {
+func (h *Handle) LastError() *report.ErrorSummary {
 	if e := h.w.lastError(); e.Text != "" {
-		return errorSummary(e)
+		s := errorSummary(e)
+		return &s
 	}
 	return nil
 }
 
 // DropCause is why the phase running now dropped work, nil when it
 // dropped none (or before the first phase).
-func (h *Handle) DropCause() *DropCause {
+func (h *Handle) DropCause() *report.DropCause {
 	ps := h.w.cur.Load()
 	if ps == nil {
 		return nil
@@ -45,7 +46,9 @@ func (h *Handle) DropCause() *DropCause {
 
 // Verdicts are the workload's thresholds as the run's Checkers judge
 // them so far (soakd_threshold_ok, /status), nil when none judges it.
-func (h *Handle) Verdicts() []ThresholdResult { return verdictsOf(h.w.observers, h.w.name, false) }
+func (h *Handle) Verdicts() []report.ThresholdResult {
+	return verdictsOf(h.w.observers, h.w.name, false)
+}
 
 // StatusFields are the fields the run's StatusAdders add to the
 // workload's object in /status, by name; nil when none adds one.
@@ -96,10 +99,6 @@ func (h *Handle) Verifies() bool { return h.w.cfg.Verify > 0 }
 // Same reports whether p and o are the same phase of a workload.
 func (p *Phase) Same(o *Phase) bool { return o != nil && p.ps == o.ps }
 
-// IdleCounts are the counts /status shows of a workload before its first
-// phase: zeros, with every error class.
-func IdleCounts() StatusCounts { return statusCounts(&counts{}) }
-
 // MetricTotals are a workload's totals over its phases as /metrics
 // exports them, read in one go: RunTotals, with the units scheduled and
 // in flight and the read-back checks.
@@ -109,7 +108,7 @@ type MetricTotals struct {
 	// failed + dropped + in flight.
 	Scheduled, InFlight int64
 	// Verify is the read-back checks (VERIFY); zero without them.
-	Verify VerifyCounts
+	Verify report.VerifyCounts
 }
 
 // MetricTotals are the workload's totals over its phases now.
@@ -120,7 +119,7 @@ func (h *Handle) MetricTotals() *MetricTotals {
 		RunTotals: RunTotals{Acked: c.acked, Failed: c.failed, Dropped: c.dropped, Values: c.values, Bytes: c.bytes,
 			Errors: c.byClass(), ops: c.ops, lat: lat, disp: disp},
 		Scheduled: c.scheduled, InFlight: c.inflight(),
-		Verify: VerifyCounts{Checked: v.checked, Missing: v.failures[0], Mismatch: v.failures[1],
+		Verify: report.VerifyCounts{Checked: v.checked, Missing: v.failures[0], Mismatch: v.failures[1],
 			Duplicate: v.failures[2], Skipped: v.skipped},
 	}
 }
@@ -148,42 +147,6 @@ func (t *RunTotals) QueryRows(op string) int64 {
 // (RunTotals.Op) and in soakd_response_seconds.
 var VerifyOp = opName(verifyOp)
 
-// Count is the number of latencies recorded; Sum their sum in seconds.
-func (b *Buckets) Count() uint64 { return b.p.count }
-
-// Sum is the sum of the latencies recorded, in seconds.
-func (b *Buckets) Sum() float64 { return b.p.sum }
-
-// NativeSchema is the schema of the native histogram buckets Native
-// returns (3: each about 9 % wide).
-const NativeSchema = nativeSchema
-
-// Native are the counts of the native histogram's buckets that are not
-// empty, by bucket index (schema NativeSchema).
-func (b *Buckets) Native() map[int]int64 {
-	out := map[int]int64{}
-	for i, n := range b.p.native {
-		if n != 0 {
-			out[i+nativeMin] = n
-		}
-	}
-	return out
-}
-
-// Classic are the cumulative counts of the classic buckets exported next
-// to the native histogram, for Prometheus servers without native
-// histogram support, with their upper bounds in seconds (100 µs to
-// 1 min).
-func (b *Buckets) Classic() (upper []float64, cumulative []uint64) {
-	upper, cumulative = make([]float64, len(latencyBuckets)), make([]uint64, len(latencyBuckets))
-	var cum uint64
-	for i, ub := range latencyBuckets {
-		cum += b.p.classic[i]
-		upper[i], cumulative[i] = ub, cum
-	}
-	return upper, cumulative
-}
-
 // VerifyKinds name the kinds of failed read-back checks, as
 // soakd_verify_failures_total's kind label: missing, mismatch,
 // duplicate.
@@ -193,4 +156,27 @@ func VerifyKinds() []string {
 		out[i] = k.String()
 	}
 	return out
+}
+
+// statusCounts are /status's counts of c.
+func statusCounts(c *counts) report.StatusCounts {
+	return report.StatusCounts{Scheduled: c.scheduled, Acked: c.acked, Failed: c.failed, Dropped: c.dropped,
+		InFlight: c.inflight(), Errors: errorsByClass(c)}
+}
+
+// phaseCounts are statusCounts of ps's snapshot c, with its read-back
+// checks when the phase has them.
+func phaseCounts(ps *phaseStats, c *counts) report.StatusCounts {
+	sc := statusCounts(c)
+	if ps.verify != nil {
+		v := &c.verify
+		sc.Verify = &report.VerifyCounts{Checked: v.checked, Missing: v.failures[0], Mismatch: v.failures[1],
+			Duplicate: v.failures[2], Skipped: v.skipped}
+	}
+	return sc
+}
+
+func errorsByClass(c *counts) map[string]int64 {
+	by := c.byClass()
+	return report.ErrorsByClass(by[:])
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/soakd/soakd/report"
 )
 
 // A window is an interval of a phase: what the phase did in it is the
@@ -20,7 +22,7 @@ import (
 //
 // A recorder keeps one HDR histogram per distribution it was asked for
 // (about 270 KB each, made on the first sample), however many windows it
-// cuts; a window leaves as a sparseDist, which costs only the buckets its
+// cuts; a window leaves as a report.Dist, which costs only the buckets its
 // samples used. Thresholds cut windows to judge them; the capacity search
 // would cut one per step:
 //
@@ -55,7 +57,7 @@ type windowRecorder struct {
 type windowStats struct {
 	from, to time.Duration // mono
 	c        counts        // units and ops counted in the window (to − from)
-	lat      []sparseDist  // per key of the recorder
+	lat      []report.Dist // per key of the recorder
 }
 
 // seconds is the window's length.
@@ -90,11 +92,11 @@ func (r *windowRecorder) record(s *sample) {
 func (r *windowRecorder) recordIn(i int, v time.Duration, n int64) {
 	h := r.hists[i]
 	if h == nil {
-		h = hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits)
+		h = report.NewHistogram()
 		r.hists[i] = h
 	}
 	// Clamped as dist.record clamps, so the two agree bucket for bucket.
-	_ = h.RecordValues(min(max(int64(v), hdrLowest), hdrHighest), n)
+	_ = h.RecordValues(report.Clamp(v), n)
 }
 
 // startWindow attaches a recorder of the distributions keys to ps: its
@@ -126,10 +128,10 @@ func (ps *phaseStats) cutWindows(then func(c *counts, h *phaseHist), recs ...*wi
 		for i, r := range recs {
 			ws := &out[i]
 			ws.from, ws.to = r.from, max(at, r.from)
-			ws.lat = make([]sparseDist, len(r.keys))
+			ws.lat = make([]report.Dist, len(r.keys))
 			for j, hh := range r.hists {
 				if hh != nil && hh.TotalCount() > 0 {
-					ws.lat[j] = sparseOf(hh)
+					ws.lat[j] = report.DistOf(hh)
 					hh.Reset()
 				}
 			}
@@ -170,43 +172,5 @@ func (c *counts) sub(o *counts) {
 		for i := range c.ops[op].errors {
 			c.ops[op].errors[i] -= o.ops[op].errors[i]
 		}
-	}
-}
-
-// sparseDist is a latency distribution as the non-empty buckets of an HDR
-// histogram, in increasing order, each as its lowest value and count.
-// Recording those values into a histogram of the same shape puts every
-// count back in its bucket, so quantiles read from it are exactly those
-// of the histogram it came from.
-type sparseDist struct {
-	b []hdrBucket
-}
-
-type hdrBucket struct{ v, n int64 }
-
-// sparseOf returns h's non-empty buckets.
-func sparseOf(h *hdrhistogram.Histogram) sparseDist {
-	var d sparseDist
-	for _, bar := range h.Distribution() {
-		if bar.Count > 0 {
-			d.b = append(d.b, hdrBucket{bar.From, bar.Count})
-		}
-	}
-	return d
-}
-
-// count is the number of samples in d.
-func (d sparseDist) count() int64 {
-	var n int64
-	for _, b := range d.b {
-		n += b.n
-	}
-	return n
-}
-
-// addTo records d into h, which has the phase histograms' shape.
-func (d sparseDist) addTo(h *hdrhistogram.Histogram) {
-	for _, b := range d.b {
-		_ = h.RecordValues(b.v, b.n)
 	}
 }

@@ -1,40 +1,16 @@
 package daemon
 
 import (
-	"math/rand/v2"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sources"
 )
 
 // feed counts n acknowledged units of op with latency lat (feedPhase).
 func feed(ps *phaseStats, op int, n int, lat time.Duration) { feedPhase(ps, op, n, lat) }
-
-// A sparse distribution holds exactly the histogram it came from: put
-// back, every bucket and so every quantile is the same.
-func TestSparseDistRoundTrip(t *testing.T) {
-	t.Parallel()
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, spread := range []float64{1e3, 1e6, 1e9, 3e12} {
-		h := hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits)
-		for i := 0; i < 5000; i++ {
-			_ = h.RecordValues(1+int64(rng.ExpFloat64()*spread)%hdrHighest, 1+rng.Int64N(3))
-		}
-		d := sparseOf(h)
-		back := hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits)
-		d.addTo(back)
-		if !back.Equals(h) || d.count() != h.TotalCount() {
-			t.Fatalf("spread %g: the round trip changed the histogram (%d buckets, count %d vs %d)", spread, len(d.b), d.count(), h.TotalCount())
-		}
-		if len(d.b) > 33000 {
-			t.Errorf("spread %g: %d buckets", spread, len(d.b))
-		}
-	}
-}
 
 // Windows cut from a recorder follow each other: each unit and each
 // sample lands in exactly one, their counts add up to the phase's, and a
@@ -71,14 +47,14 @@ func TestWindowRecorder(t *testing.T) {
 		if phase.acked != w1.c.acked+w2.c.acked || phaseRead != 350 {
 			t.Errorf("phase acked %d (read latency count %d), windows %d + %d", phase.acked, phaseRead, w1.c.acked, w2.c.acked)
 		}
-		if n := w1.lat[0].count(); n != 400 {
+		if n := w1.lat[0].Count(); n != 400 {
 			t.Errorf("window 1 holds %d samples of every op, want 400", n)
 		}
-		if n := w1.lat[1].count(); n != 300 {
+		if n := w1.lat[1].Count(); n != 300 {
 			t.Errorf("window 1 holds %d read samples, want 300", n)
 		}
-		h := hdrhistogram.New(hdrLowest, hdrHighest, hdrDigits)
-		w2.lat[1].addTo(h)
+		h := report.NewHistogram()
+		w2.lat[1].AddTo(h)
 		if h.TotalCount() != 50 || h.ValueAtQuantile(50) < int64(3500*time.Microsecond) || h.ValueAtQuantile(50) > int64(3510*time.Microsecond) {
 			t.Errorf("window 2 read service time: %d samples, p50 %v; want 50 at 3.5ms", h.TotalCount(), time.Duration(h.ValueAtQuantile(50)))
 		}

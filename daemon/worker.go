@@ -6,6 +6,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/soakd/soakd/daemon/internal/record"
+	"github.com/soakd/soakd/daemon/internal/writectx"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -15,22 +17,22 @@ type worker struct {
 	ps       *phaseStats
 	t        *tally // this worker's share of the phase's counts
 	b        *sources.Batch
-	wctx     *writeCtx
-	counts   [opSlots]int64 // units per op slot in the current KV or query batch
-	dispatch time.Duration  // the current batch's intended start → first send
-	used     []*recStream   // the streams the current batch was filled from
-	phase    *Phase         // what the workload's followers see of ps, when it has any
+	wctx     *writectx.Ctx
+	counts   [opSlots]int64   // units per op slot in the current KV or query batch
+	dispatch time.Duration    // the current batch's intended start → first send
+	used     []*record.Stream // the streams the current batch was filled from
+	phase    *Phase           // what the workload's followers see of ps, when it has any
 }
 
 func (r *runner) newWorker(drainCtx context.Context, p *phaseRun, t *tally) *worker {
-	w := &worker{ctx: drainCtx, ps: p.st, t: t, b: newBatch(p.src), wctx: newWriteCtx(drainCtx, r.cfg.Timeout)}
+	w := &worker{ctx: drainCtx, ps: p.st, t: t, b: newBatch(p.src), wctx: writectx.New(drainCtx, r.cfg.Timeout)}
 	if len(r.followers) > 0 {
 		w.phase = &Phase{p.st} // made once, not per batch
 	}
 	return w
 }
 
-func (w *worker) close() { w.wctx.close() }
+func (w *worker) close() { w.wctx.Close() }
 
 // newBatch returns an empty batch shaped for src.
 func newBatch(src sources.Source) *sources.Batch {
@@ -101,7 +103,7 @@ func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) 
 			break
 		}
 		err := st.Fill(b, t.units-b.Len(), r.startWall.Load()+int64(t.due))
-		if rs, ok := st.(*recStream); ok {
+		if rs, ok := st.(*record.Stream); ok {
 			w.used = append(w.used, rs)
 		}
 		if err == nil {
@@ -138,17 +140,17 @@ func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) 
 // outcome goes in the phase's record and to the workload's followers.
 func (r *runner) written(p *phaseRun, w *worker, o writeOutcome) {
 	if p.rec != nil {
-		p.rec.noteBatch(w, o)
+		p.rec.Note(w.used, w.b, o.ok, o.stored)
 	}
 	if len(r.followers) == 0 {
 		return
 	}
 	out := WriteOutcome{Acked: o.ok, Stored: o.stored, After: sources.Position{Round: math.MaxInt64}}
 	if len(w.used) > 0 {
-		out.After = w.used[0].to
+		out.After = w.used[0].After()
 		for _, s := range w.used[1:] {
-			if out.After.Less(s.to) {
-				out.After = s.to
+			if out.After.Less(s.After()) {
+				out.After = s.After()
 			}
 		}
 	}

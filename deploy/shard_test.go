@@ -16,6 +16,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/report"
 )
 
 // Rows of the sharded-run data set: TSBS cpu-only, 30 hosts, one hour at
@@ -28,7 +29,7 @@ const (
 
 // runIoT runs one soakd process's workload (in this process) into db and
 // returns its summary.
-func runIoT(t *testing.T, pgURL, db string, extra map[string]string) *daemon.Summary {
+func runIoT(t *testing.T, pgURL, db string, extra map[string]string) *report.Summary {
 	t.Helper()
 	target := strings.Replace(pgURL, "/postgres?", "/"+db+"?", 1)
 	env := map[string]string{

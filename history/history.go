@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 )
 
@@ -44,7 +45,7 @@ import (
 // BenchmarkHistoryHour.
 //
 // Latency quantiles of one second are read from the difference of the
-// native histogram buckets between two ticks (daemon.Buckets), so the
+// native histogram buckets between two ticks (report.Buckets), so the
 // charts cost no extra histogram; the summary's quantiles still come
 // from the HDR histograms.
 //
@@ -146,12 +147,12 @@ type totals struct {
 	acked, values, bytes, failed, dropped int64
 	errors                                [len(sinks.Classes)]int64
 	ops                                   []opTotals // one per op of wlHistory.ops
-	disp                                  daemon.Buckets
+	disp                                  report.Buckets
 }
 
 type opTotals struct {
 	ok, failed        int64
-	response, service daemon.Buckets
+	response, service report.Buckets
 }
 
 // New returns an empty history; the run attaches its workloads.
@@ -282,7 +283,7 @@ func (wh *wlHistory) sample(t float64, started time.Time, tf TargetFigures) {
 
 // putQuantiles writes the p50, p99 and p99.9 of what was recorded between
 // prev and cur into v from index i, NaN when nothing was.
-func putQuantiles(v []float32, i int, cur, prev *daemon.Buckets) int {
+func putQuantiles(v []float32, i int, cur, prev *report.Buckets) int {
 	d := cur.Since(prev)
 	for _, q := range histQs {
 		v[i] = float32(d.Quantile(q.q))
@@ -460,7 +461,7 @@ type Workload struct {
 	State   string `json:"state"` // starting, running, paused, done
 	// Waiting is what the workload waits for while starting, as in
 	// /status.
-	Waiting *daemon.StatusWaiting `json:"waiting,omitempty"`
+	Waiting *report.StatusWaiting `json:"waiting,omitempty"`
 	// Ops are the ops the workload has latency for so far.
 	Ops    []string `json:"ops"`
 	Phases []Phase  `json:"phases"`
@@ -476,7 +477,7 @@ type Phase struct {
 	Start     float64 `json:"start_seconds"`
 	Seconds   float64 `json:"seconds"`
 	StoppedBy string  `json:"stopped_by,omitempty"`
-	daemon.StatusCounts
+	report.StatusCounts
 }
 
 // Series are a set of fields over time, in the two tiers.
@@ -593,7 +594,7 @@ func (h *History) Snapshot() Doc {
 		cfg := w.Config()
 		wd := Workload{
 			Name: w.Name(), Source: cfg.Source, Target: cfg.Sink.Redacted, Kind: w.Kind().String(),
-			Unit: daemon.UnitName(w.Kind()), Workers: cfg.Workers, Batch: w.BatchSize(), State: w.State(),
+			Unit: report.UnitName(w.Kind()), Workers: cfg.Workers, Batch: w.BatchSize(), State: w.State(),
 			Series: wh.s.snapshot(workloadFields(wh.ops)),
 		}
 		if wd.State == "starting" {

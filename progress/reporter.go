@@ -20,6 +20,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/report"
 )
 
 // Reporter, every second, redraws the progress bar; every progress
@@ -145,7 +146,7 @@ func (r *Reporter) progress() {
 			phase = " [" + p.Name() + " phase]"
 		}
 		r.logs[i].Info(fmt.Sprintf("%s%s: %.0f %s/s (target %s)%s, errors %d (+%d), dropped %d",
-			w.Name(), phase, l.Achieved, daemon.UnitName(w.Kind()), tgt, lat.String(), errs, errs-r.lastErrs[i], c.Dropped), fields...)
+			w.Name(), phase, l.Achieved, report.UnitName(w.Kind()), tgt, lat.String(), errs, errs-r.lastErrs[i], c.Dropped), fields...)
 		r.lastErrs[i] = errs
 	}
 }
@@ -246,7 +247,7 @@ func (r *Reporter) barLine(now time.Time, done bool) string {
 	b := barInfo{frac: frac, elapsed: elapsed, left: left}
 	for _, w := range r.wls {
 		l := w.Live()
-		wb := barWorkload{name: w.Name(), unit: daemon.UnitName(w.Kind()), achieved: l.Achieved, target: l.Target}
+		wb := barWorkload{name: w.Name(), unit: report.UnitName(w.Kind()), achieved: l.Achieved, target: l.Target}
 		if p := w.Phase(); p != nil && p.Name() != "run" {
 			wb.phase = p.Name()
 		}

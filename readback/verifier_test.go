@@ -19,6 +19,7 @@ import (
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/enginetest"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
@@ -125,7 +126,7 @@ func TestVerifyDuringRun(t *testing.T) {
 				// The console and the report show the same counts, from the history.
 				doc := hist.Snapshot()
 				if ph := doc.Workloads[0].Phases; len(ph) != 1 || ph[0].Verify == nil ||
-					*ph[0].Verify != (daemon.VerifyCounts{Checked: v.Checked, Missing: v.Missing, Mismatch: v.Mismatch, Duplicate: v.Duplicate, Skipped: v.Skipped}) {
+					*ph[0].Verify != (report.VerifyCounts{Checked: v.Checked, Missing: v.Missing, Mismatch: v.Mismatch, Duplicate: v.Duplicate, Skipped: v.Skipped}) {
 					t.Errorf("history phases %+v, want the summary's verify counts %+v", ph, v)
 				}
 				t.Logf("checked %d missing %d mismatch %d duplicate %d skipped %d", v.Checked, v.Missing, v.Mismatch, v.Duplicate, v.Skipped)
@@ -208,7 +209,7 @@ func TestVerifyNeedsAReader(t *testing.T) {
 }
 
 type runResult struct {
-	sum *daemon.Summary
+	sum *report.Summary
 	err error
 	reg *prometheus.Registry
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/report"
 )
 
 // httpAPI serves the daemon's endpoints.
@@ -191,19 +192,19 @@ func (a *httpAPI) readyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
-	st := daemon.Status{Version: a.version, Uptime: time.Since(a.started).Seconds()}
+	st := report.Status{Version: a.version, Uptime: time.Since(a.started).Seconds()}
 	for _, wl := range a.workloads() {
 		cfg := wl.Config()
 		achieved, window := wl.RecentLatency()
-		s := daemon.StatusWorkload{
+		s := report.StatusWorkload{
 			Name: wl.Name(), Source: cfg.Source, Target: cfg.Sink.Redacted, Rate: cfg.Rate.String(),
-			Achieved: achieved, Unit: daemon.UnitName(wl.Kind()), Workers: cfg.Workers,
-			StatusCounts: daemon.IdleCounts(), Latency: map[string]daemon.OpLatency{}, Phases: []daemon.StatusPhase{},
+			Achieved: achieved, Unit: report.UnitName(wl.Kind()), Workers: cfg.Workers,
+			StatusCounts: report.IdleCounts(), Latency: map[string]report.OpLatency{}, Phases: []report.StatusPhase{},
 		}
 		s.Ready = wl.Ready()
 		cur := wl.Phase()
 		for _, ps := range wl.Phases() {
-			p := daemon.StatusPhase{Name: ps.Name(), Rate: ps.Rate(), Seconds: ps.Elapsed().Seconds(),
+			p := report.StatusPhase{Name: ps.Name(), Rate: ps.Rate(), Seconds: ps.Elapsed().Seconds(),
 				StoppedBy: ps.StoppedBy(), StatusCounts: ps.Status()}
 			s.Phases = append(s.Phases, p)
 			if ps.Same(cur) {
@@ -215,9 +216,9 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 		}
 		if cur != nil {
 			d := window.Dispatch
-			s.Dispatch = daemon.OpLatency{Count: d.Count, P50: d.P50, P99: d.P99}
+			s.Dispatch = report.OpLatency{Count: d.Count, P50: d.P50, P99: d.P99}
 			for _, q := range window.Ops {
-				s.Latency[q.Op] = daemon.OpLatency{Count: q.Response.Count, P50: q.Response.P50, P99: q.Response.P99,
+				s.Latency[q.Op] = report.OpLatency{Count: q.Response.Count, P50: q.Response.P50, P99: q.Response.P99,
 					ServiceP50: q.Service.P50, ServiceP99: q.Service.P99}
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/enginetest"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/report"
 )
 
 func listen(t *testing.T) net.Listener {
@@ -57,13 +58,13 @@ func post(t *testing.T, u, token string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func status(t *testing.T, base string) daemon.StatusWorkload {
+func status(t *testing.T, base string) report.StatusWorkload {
 	t.Helper()
 	code, body := get(t, base+"/status")
 	if code != 200 {
 		t.Fatalf("/status: %d %s", code, body)
 	}
-	var st daemon.Status
+	var st report.Status
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatalf("/status is not JSON: %v\n%s", err, body)
 	}
@@ -281,10 +282,10 @@ func TestStatusShowsCurrentPhase(t *testing.T) {
 				Observers: []daemon.Observer{api, startedObserver(func() { close(open) })}})
 		}()
 		<-open
-		get := func() daemon.StatusWorkload {
+		get := func() report.StatusWorkload {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
-			var st daemon.Status
+			var st report.Status
 			if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
 				t.Fatal(err)
 			}

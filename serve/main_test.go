@@ -11,12 +11,13 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type runResult struct {
-	sum *daemon.Summary
+	sum *report.Summary
 	err error
 	reg *prometheus.Registry
 }

@@ -11,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -228,8 +229,8 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *daemon.Handle, control
 // HistogramMetric is b as a histogram with both native (schema 3) and
 // classic buckets, as a prometheus.Histogram with both configured exposes
 // it: what soakd_response_seconds and its kin export.
-func HistogramMetric(desc *prometheus.Desc, b *daemon.Buckets, created time.Time, labels ...string) prometheus.Metric {
-	m, err := prometheus.NewConstNativeHistogram(desc, b.Count(), b.Sum(), b.Native(), nil, 0, daemon.NativeSchema, 0, created, labels...)
+func HistogramMetric(desc *prometheus.Desc, b *report.Buckets, created time.Time, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstNativeHistogram(desc, b.Count(), b.Sum(), b.Native(), nil, 0, report.NativeSchema, 0, created, labels...)
 	if err != nil {
 		return prometheus.NewInvalidMetric(desc, err)
 	}

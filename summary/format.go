@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/report"
 )
 
 // FormatThresholdValue prints a value in unit; signed prints a change.
@@ -64,7 +64,7 @@ func FormatThresholdValue(unit string, v float64, signed bool) string {
 }
 
 // FormatWindow prints a window's span in the run phase: 10s–20s.
-func FormatWindow(w *daemon.WindowValue) string {
+func FormatWindow(w *report.WindowValue) string {
 	d := func(s float64) string {
 		return time.Duration(math.Round(s*10) * float64(100*time.Millisecond)).String()
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/targetwatch"
 )
 
@@ -20,45 +20,45 @@ func ptr(v float64) *float64 { return &v }
 // work cut at shutdown, a target never ready, a drop diagnosis, errors and
 // the last one, the read-back, a query workload's figures, dispatch delay,
 // each kind of threshold and a failure.
-func richSummary() *daemon.Summary {
+func richSummary() *report.Summary {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	q := daemon.Quantiles{Count: 1200, Min: 0.000412, Mean: 0.0021, P50: 0.0018, P90: 0.0033, P99: 0.0121, P999: 0.0407, Max: 0.0913, StdDev: 0.0011}
-	return &daemon.Summary{Version: "test", Started: t0, Seconds: 70, Workloads: []daemon.WorkloadSummary{
+	q := report.Quantiles{Count: 1200, Min: 0.000412, Mean: 0.0021, P50: 0.0018, P90: 0.0033, P99: 0.0121, P999: 0.0407, Max: 0.0913, StdDev: 0.0011}
+	return &report.Summary{Version: "test", Started: t0, Seconds: 70, Workloads: []report.WorkloadSummary{
 		{Name: "kv", Phase: "load", Source: "ycsb", Target: "redis://db:6379", Kind: "kv", Rate: "max", Workers: 8, Batch: 1,
 			Seconds: 10, StoppedBy: "end of data set", Units: 10000, UnitName: "ops", UnitRate: 1000, Scheduled: 10000,
 			Errors: map[string]int64{"timeout": 0}, Prepared: true,
-			Ops: []daemon.OpSummary{{Op: "insert", Count: 10000, PerSec: 1000, Response: q, Service: q}}},
+			Ops: []report.OpSummary{{Op: "insert", Count: 10000, PerSec: 1000, Response: q, Service: q}}},
 		{Name: "kv", Phase: "run", Source: "ycsb", Target: "redis://db:6379", Kind: "kv", Rate: "1000", Workers: 8, Batch: 1,
 			Seconds: 60, StoppedBy: "DURATION", Units: 59000, UnitName: "ops", UnitRate: 983.33, Bytes: 123456,
 			Scheduled: 60000, Failed: 400, Dropped: 600, DroppedAtShutdown: 20,
-			DropCause: &daemon.DropCause{Bottleneck: "workers", WorkersBusy: 0.93, Diagnosis: "the 8 workers were busy 93% of the time"},
+			DropCause: &report.DropCause{Bottleneck: "workers", WorkersBusy: 0.93, Diagnosis: "the 8 workers were busy 93% of the time"},
 			Errors:    map[string]int64{"timeout": 300, "rejected": 100}, Prepared: true,
-			LastError: &daemon.ErrorSummary{Text: "i/o timeout", Class: "timeout", First: t0, Last: t0.Add(time.Minute)},
-			Verify:    &daemon.VerifySummary{Fraction: 0.01, Checked: 590, Missing: 1, Mismatch: 2, Duplicate: 3, Skipped: 4},
-			Ops:       []daemon.OpSummary{{Op: "read", Count: 1200, PerSec: 20, Response: q, Service: q}},
+			LastError: &report.ErrorSummary{Text: "i/o timeout", Class: "timeout", First: t0, Last: t0.Add(time.Minute)},
+			Verify:    &report.VerifySummary{Fraction: 0.01, Checked: 590, Missing: 1, Mismatch: 2, Duplicate: 3, Skipped: 4},
+			Ops:       []report.OpSummary{{Op: "read", Count: 1200, PerSec: 20, Response: q, Service: q}},
 			Dispatch:  q,
-			Thresholds: []daemon.ThresholdResult{
+			Thresholds: []report.ThresholdResult{
 				{Threshold: "p99<10ms", OK: false, Value: ptr(0.0121), Unit: "seconds"},
 				{Threshold: "errors<1%", OK: true, Value: ptr(0.00667), Unit: "ratio"},
 				{Threshold: "p99<20ms@10s", OK: false, Value: ptr(0.0253), Unit: "seconds", Windows: 5, FailedWindows: 1,
-					WorstWindow: &daemon.WindowValue{From: 20, To: 30, Value: 0.0253}},
+					WorstWindow: &report.WindowValue{From: 20, To: 30, Value: 0.0253}},
 				{Threshold: "drift.p99<20%@20s", OK: true, Value: ptr(0.125), Unit: "ratio", Windows: 3, WindowUnit: "seconds",
-					EarlyWindow:  &daemon.WindowValue{From: 10, To: 30, Value: 0.002},
-					LatestWindow: &daemon.WindowValue{From: 42, To: 60.04, Value: 0.00225}},
+					EarlyWindow:  &report.WindowValue{From: 10, To: 30, Value: 0.002},
+					LatestWindow: &report.WindowValue{From: 42, To: 60.04, Value: 0.00225}},
 				{Threshold: "achieved>99%", OK: true, Value: ptr(983), Unit: "units_per_second"},
 				{Threshold: "dropped=0", OK: true, Value: ptr(-3), Unit: "count"},
 				{Threshold: "p50<1s", OK: true, Value: ptr(0), Unit: "seconds"},
 				{Threshold: "p50<1µs", OK: true, Note: "no data"},
 			},
-			Failure: &daemon.Failure{Reason: "every write of the run phase failed (400 writes)", LastError: "i/o timeout",
+			Failure: &report.Failure{Reason: "every write of the run phase failed (400 writes)", LastError: "i/o timeout",
 				Class: "timeout", Attempts: 400, Seconds: 59.5}},
 		{Name: "q", Phase: "run", Source: "devops-queries", Target: "postgres://db/x", Kind: "query", Rate: "50", Workers: 2, Batch: 1,
 			Seconds: 60, Units: 3000, UnitName: "queries", UnitRate: 50, Values: 12, ValueRate: 0.2, Scheduled: 3000,
 			Errors: map[string]int64{}, Prepared: false,
-			Ops: []daemon.OpSummary{{Op: "lastpoint", Count: 3000, PerSec: 50, Response: q, Service: q, Rows: 42}}},
+			Ops: []report.OpSummary{{Op: "lastpoint", Count: 3000, PerSec: 50, Response: q, Service: q, Rows: 42}}},
 		{Name: "down", Phase: "run", Source: "seq", Target: "postgres://db:1/x", Kind: "series", Rate: "10", Workers: 1, Batch: 10, UnitName: "rows",
 			Errors: map[string]int64{"connection": 6}, Prepared: false,
-			Failure: &daemon.Failure{Reason: "the target never became ready"}},
+			Failure: &report.Failure{Reason: "the target never became ready"}},
 	}}
 }
 
@@ -74,7 +74,7 @@ func TestTextGolden(t *testing.T) {
 // failed readings and a figure it cannot read; q's through its process
 // alone, read once; down's never read (nothing to read it through),
 // which prints nothing.
-func targetSummary() *daemon.Summary {
+func targetSummary() *report.Summary {
 	s := richSummary()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	t1 := t0.Add(70 * time.Second)

@@ -1,5 +1,5 @@
 // Package summary presents the summary the engine hands back when a run
-// ends (daemon.Summary): the text soakd prints for people, the
+// ends (report.Summary): the text soakd prints for people, the
 // --summary-json file, and the threshold values and windows as the text
 // and the judge's warnings spell them. The engine only gathers the
 // figures; how they read is decided here.
@@ -14,13 +14,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
 
 // WriteText prints the summary for people.
-func WriteText(out io.Writer, s *daemon.Summary) {
+func WriteText(out io.Writer, s *report.Summary) {
 	for _, w := range s.Workloads {
 		verb := "loaded"
 		if w.Kind != sources.Series.String() {
@@ -78,7 +78,7 @@ func WriteText(out io.Writer, s *daemon.Summary) {
 		for _, o := range w.Ops {
 			for _, l := range []struct {
 				name string
-				q    daemon.Quantiles
+				q    report.Quantiles
 			}{{"response", o.Response}, {"service", o.Service}} {
 				q := l.q
 				extra := ""
@@ -106,7 +106,7 @@ func WriteText(out io.Writer, s *daemon.Summary) {
 }
 
 // WriteJSONFile writes the summary as indented JSON.
-func WriteJSONFile(path string, s *daemon.Summary) error {
+func WriteJSONFile(path string, s *report.Summary) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
@@ -117,7 +117,7 @@ func WriteJSONFile(path string, s *daemon.Summary) error {
 	return nil
 }
 
-func thresholdFailed(ts []daemon.ThresholdResult) bool {
+func thresholdFailed(ts []report.ThresholdResult) bool {
 	for _, t := range ts {
 		if !t.OK {
 			return true
@@ -128,7 +128,7 @@ func thresholdFailed(ts []daemon.ThresholdResult) bool {
 
 // writeThresholds prints each threshold with ✓ or ✗ and what was
 // measured, then how many failed.
-func writeThresholds(out io.Writer, ts []daemon.ThresholdResult) {
+func writeThresholds(out io.Writer, ts []report.ThresholdResult) {
 	if len(ts) == 0 {
 		return
 	}
@@ -155,7 +155,7 @@ func writeThresholds(out io.Writer, ts []daemon.ThresholdResult) {
 }
 
 // describe says what a threshold measured.
-func describe(t *daemon.ThresholdResult) string {
+func describe(t *report.ThresholdResult) string {
 	v := func(x float64) string { return FormatThresholdValue(t.Unit, x, false) }
 	switch {
 	case t.Value == nil:

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 )
 
 // "errors: none" is printed only for a phase of a workload that did not
@@ -14,15 +14,15 @@ import (
 func TestErrorsNoneNeverBesideFailure(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		w    daemon.WorkloadSummary
+		w    report.WorkloadSummary
 		none bool
 	}{
-		{"clean", daemon.WorkloadSummary{Phase: "run"}, true},
-		{"failure", daemon.WorkloadSummary{Phase: "run", Failure: &daemon.Failure{Reason: "acknowledged rows missing"}}, false},
-		{"threshold", daemon.WorkloadSummary{Phase: "run", Thresholds: []daemon.ThresholdResult{{Threshold: "p99<1ms", OK: false}}}, false},
+		{"clean", report.WorkloadSummary{Phase: "run"}, true},
+		{"failure", report.WorkloadSummary{Phase: "run", Failure: &report.Failure{Reason: "acknowledged rows missing"}}, false},
+		{"threshold", report.WorkloadSummary{Phase: "run", Thresholds: []report.ThresholdResult{{Threshold: "p99<1ms", OK: false}}}, false},
 	} {
 		var out bytes.Buffer
-		WriteText(&out, &daemon.Summary{Workloads: []daemon.WorkloadSummary{tc.w}})
+		WriteText(&out, &report.Summary{Workloads: []report.WorkloadSummary{tc.w}})
 		if got := strings.Contains(out.String(), "errors: none"); got != tc.none {
 			t.Errorf("%s: errors: none printed %v, want %v\n%s", tc.name, got, tc.none, out.String())
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/sysinfo"
+	runreport "github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -158,7 +159,7 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 		Settings: sc, Run: config.SettingValues(cfg, environ)}
 	res.Settings.Grid = nil // the axes say it, with the URLs' passwords redacted
 	if kv {
-		res.Unit, res.BatchName = daemon.UnitName(e.Kind), "PIPELINE"
+		res.Unit, res.BatchName = runreport.UnitName(e.Kind), "PIPELINE"
 	}
 	res.Values = !kv
 	plan, err := res.plan(cfg, environ, d.Plugins, kv)

@@ -22,6 +22,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/enginetest"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -88,13 +89,13 @@ func plugins(s *watchedSink) *config.Plugins {
 }
 
 // run runs env with a Watcher of its own, logging to an observer.
-func run(t *testing.T, env map[string]string, p *config.Plugins) (*Watcher, *prometheus.Registry, *observer.ObservedLogs, *daemon.Summary) {
+func run(t *testing.T, env map[string]string, p *config.Plugins) (*Watcher, *prometheus.Registry, *observer.ObservedLogs, *report.Summary) {
 	tw, reg, logs, sum, _ := runHandles(t, env, p)
 	return tw, reg, logs, sum
 }
 
 // runHandles is run, with the workloads' handles.
-func runHandles(t *testing.T, env map[string]string, p *config.Plugins) (*Watcher, *prometheus.Registry, *observer.ObservedLogs, *daemon.Summary, []*daemon.Handle) {
+func runHandles(t *testing.T, env map[string]string, p *config.Plugins) (*Watcher, *prometheus.Registry, *observer.ObservedLogs, *report.Summary, []*daemon.Handle) {
 	t.Helper()
 	cfg := enginetest.Load(t, env, p)
 	core, logs := observer.New(zapcore.DebugLevel)

@@ -28,6 +28,7 @@ import (
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/summary"
 	"github.com/soakd/soakd/web"
@@ -219,7 +220,7 @@ func TestConsoleAndReportInBrowser(t *testing.T) {
 	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: "test", Control: cfg.EffectiveControlToken() != ""})
 	ctx, stop := context.WithCancel(context.Background())
 	type result struct {
-		sum *daemon.Summary
+		sum *report.Summary
 		err error
 	}
 	done := make(chan result, 1)
@@ -430,7 +431,7 @@ func checkReport(t *testing.T, reportPath, sumPath string) {
 	if _, ok := points["iot-target"]; ok {
 		t.Error("the report has a Target chart for iot, whose target gave none")
 	}
-	var sum daemon.Summary
+	var sum report.Summary
 	sb, err := os.ReadFile(sumPath)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/web"
@@ -57,14 +58,14 @@ func TestReadOnlyConsole(t *testing.T) {
 	}
 	base := "http://" + l.Addr().String()
 	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan *daemon.Summary, 1)
+	done := make(chan *report.Summary, 1)
 	go func() {
 		sum, _ := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
 			Version: "test", Observers: []daemon.Observer{hist,
 				serve.New(serve.Options{Config: cfg, Version: "test", Registry: prometheus.NewRegistry(), Listener: l, UI: ui})}})
 		done <- sum
 	}()
-	var sum *daemon.Summary
+	var sum *report.Summary
 	defer func() {
 		if sum == nil {
 			stop()

@@ -19,6 +19,7 @@ import (
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/web"
 )
@@ -73,7 +74,7 @@ func TestLayoutInBrowser(t *testing.T) {
 	hist := history.New()
 	ui := web.NewConsole(web.ConsoleOptions{History: hist, Version: "test"})
 	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan *daemon.Summary, 1)
+	done := make(chan *report.Summary, 1)
 	go func() {
 		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
 			Version: "test", Observers: []daemon.Observer{hist,
@@ -153,7 +154,7 @@ func TestChartLabelsDoNotOverlapInBrowser(t *testing.T) {
 		res.Settings.SLOP99 = slo
 		for i, r := range []float64{1e6, 2e6, 4e6, 8e6, 9.5e6, 1e7} {
 			res.Steps = append(res.Steps, capacity.Step{Index: i + 1, Target: r, Achieved: min(r, 9.6e6), Pass: r <= 9.5e6,
-				Response: daemon.Quantiles{P50: 0.001 * float64(i+1), P99: 0.02 * float64(i+1)}})
+				Response: report.Quantiles{P50: 0.001 * float64(i+1), P99: 0.02 * float64(i+1)}})
 		}
 		for _, c := range web.CapacityCharts(res) {
 			html.Write(c.SVG())

@@ -8,15 +8,15 @@ import (
 	"os"
 	"time"
 
-	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 )
 
 // ReportData is what an HTML report shows.
 type ReportData struct {
-	Summary     *daemon.Summary
+	Summary     *report.Summary
 	History     *history.History // nil: no charts
 	Environment sysinfo.Info
 	Settings    []SettingRow

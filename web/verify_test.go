@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/web"
 )
 
@@ -17,8 +17,8 @@ func TestVerifyPanel(t *testing.T) {
 	doc := history.Doc{Workloads: []history.Workload{
 		{Name: "iot", Phases: []history.Phase{{Name: "run"}}},
 		{Name: "kv", Phases: []history.Phase{
-			{Name: "load", StatusCounts: daemon.StatusCounts{Verify: &daemon.VerifyCounts{Checked: 100}}},
-			{Name: "run", StatusCounts: daemon.StatusCounts{Verify: &daemon.VerifyCounts{Checked: 50, Missing: 2, Duplicate: 1, Skipped: 3}}},
+			{Name: "load", StatusCounts: report.StatusCounts{Verify: &report.VerifyCounts{Checked: 100}}},
+			{Name: "run", StatusCounts: report.StatusCounts{Verify: &report.VerifyCounts{Checked: 50, Missing: 2, Duplicate: 1, Skipped: 3}}},
 		}},
 	}}
 	p, ok := web.VerifyPanel(&doc)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/cmd/soakd/cli"
-	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/detserver"
+	"github.com/soakd/soakd/report"
 )
 
 // capacityAgainst runs soakd capacity with the kv workload against srv and
@@ -184,7 +184,7 @@ func TestRunDropsWorkNamesBottleneck(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	sum := readJSON[daemon.Summary](t, js)
+	sum := readJSON[report.Summary](t, js)
 	w := sum.Workload("kv", "run")
 	if w == nil || w.Dropped == 0 {
 		t.Fatalf("run phase %+v: want dropped work", w)

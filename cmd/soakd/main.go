@@ -44,6 +44,7 @@ import (
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/progress"
 	"github.com/soakd/soakd/readback"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
@@ -310,7 +311,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	deps := daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
 		Observers: []daemon.Observer{judge.New(log, judge.Options{Target: tw}), readback.New(log), tw,
 			hist, progress.New(cfg, log, console), api}}
-	var sum *daemon.Summary
+	var sum *report.Summary
 	var runErr error
 	var capRes *capacity.Result
 	if search {

@@ -20,8 +20,8 @@ import (
 
 	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
-	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 )
 
@@ -308,11 +308,11 @@ func TestSIGTERMGracefulExit(t *testing.T) {
 // 2.5 s run, and the report would have no read yet to chart.
 func TestConsoleURLAndReport(t *testing.T) {
 	dir := t.TempDir()
-	report, js := filepath.Join(dir, "run.html"), filepath.Join(dir, "sum.json")
+	page, js := filepath.Join(dir, "run.html"), filepath.Join(dir, "sum.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(2500*time.Millisecond, cancel)
 	var out, errb bytes.Buffer
-	code := realMain(ctx, []string{"--listen", "127.0.0.1:0", "--duration", "1m", "--report", report, "--summary-json", js},
+	code := realMain(ctx, []string{"--listen", "127.0.0.1:0", "--duration", "1m", "--report", page, "--summary-json", js},
 		map[string]string{"SOAKD_CONTROL_TOKEN": "ctl-s3cret", "SOAKD_SHUTDOWN_GRACE": "2s", "SOAKD_KV_RECORDS": "1000"}, &out, &errb)
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\n%s", code, errb.String())
@@ -320,7 +320,7 @@ func TestConsoleURLAndReport(t *testing.T) {
 	if !regexp.MustCompile(`web console: open http://127\.0\.0\.1:\d+/`).MatchString(errb.String()) {
 		t.Errorf("the log does not give the console's URL:\n%s", errb.String())
 	}
-	b, err := os.ReadFile(report)
+	b, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestConsoleURLAndReport(t *testing.T) {
 	if strings.Contains(html, "ctl-s3cret") {
 		t.Error("the report contains the control token")
 	}
-	var sum daemon.Summary
+	var sum report.Summary
 	sb, _ := os.ReadFile(js)
 	if err := json.Unmarshal(sb, &sum); err != nil {
 		t.Fatal(err)

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/cmd/soakd/cli"
-	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/lateproxy"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/report"
 )
 
 // lockedBuffer is a bytes.Buffer safe to read while soakd writes its log.
@@ -124,7 +124,7 @@ func (r *lateRun) waitNotReady(t *testing.T, want ...string) string {
 }
 
 // wait waits for soakd to exit and returns its code and summary.
-func (r *lateRun) wait(t *testing.T) (int, *daemon.Summary) {
+func (r *lateRun) wait(t *testing.T) (int, *report.Summary) {
 	t.Helper()
 	var code int
 	select {
@@ -137,7 +137,7 @@ func (r *lateRun) wait(t *testing.T) (int, *daemon.Summary) {
 	if err != nil {
 		t.Fatalf("exit %d, no summary: %v\nstderr:\n%s", code, err, tail(r.stderr.String(), 3000))
 	}
-	var sum daemon.Summary
+	var sum report.Summary
 	if err := json.Unmarshal(b, &sum); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func (r *lateRun) wait(t *testing.T) (int, *daemon.Summary) {
 
 // checkBooks checks a phase that ran: prepared, something acknowledged,
 // scheduled = acknowledged + failed + dropped, nothing in flight.
-func checkBooks(t *testing.T, sum *daemon.Summary, name, phase string) *daemon.WorkloadSummary {
+func checkBooks(t *testing.T, sum *report.Summary, name, phase string) *report.WorkloadSummary {
 	t.Helper()
 	w := sum.Workload(name, phase)
 	if w == nil {
@@ -173,7 +173,7 @@ func TestTargetUpAfterStart(t *testing.T) {
 		name  string
 		env   func(addr string) map[string]string
 		want  []string // in /readyz while waiting, besides the proxy's address
-		check func(t *testing.T, sum *daemon.Summary)
+		check func(t *testing.T, sum *report.Summary)
 	}
 	kv := func(load string) tcase {
 		return tcase{
@@ -184,7 +184,7 @@ func TestTargetUpAfterStart(t *testing.T) {
 					"SOAKD_KV_DURATION": "2s", "SOAKD_KV_KEY_PREFIX": "late:"}
 			},
 			want: []string{"kv: connection error", "connect", "connection refused", "next retry in"},
-			check: func(t *testing.T, sum *daemon.Summary) {
+			check: func(t *testing.T, sum *report.Summary) {
 				checkBooks(t, sum, "kv", "run")
 				l := sum.Workload("kv", "load")
 				switch load {
@@ -233,7 +233,7 @@ func TestTargetUpAfterStart(t *testing.T) {
 				"SOAKD_Q_RATE": "10", "SOAKD_Q_WORKERS": "2", "SOAKD_Q_DURATION": "3s", "SOAKD_Q_QUERIES": "lastpoint,high-cpu-all"}
 		},
 		want: []string{"ingest: connection error", "q: connection error", "connect", "connection refused", "next retry in"},
-		check: func(t *testing.T, sum *daemon.Summary) {
+		check: func(t *testing.T, sum *report.Summary) {
 			checkBooks(t, sum, "ingest", "run")
 			checkBooks(t, sum, "q", "run")
 		},
@@ -250,7 +250,7 @@ func TestTargetUpAfterStart(t *testing.T) {
 				"SOAKD_IOT_RATE":   "1000", "SOAKD_IOT_BATCH_SIZE": "100", "SOAKD_IOT_DURATION": "2s"}
 		},
 		want: []string{"iot: connection error", "connect", "connection refused", "next retry in"},
-		check: func(t *testing.T, sum *daemon.Summary) {
+		check: func(t *testing.T, sum *report.Summary) {
 			checkBooks(t, sum, "iot", "run")
 			// The hypertable was created through the wait.
 			c := testserver.PGConn(t, ts.URL)
@@ -273,7 +273,7 @@ func TestTargetUpAfterStart(t *testing.T) {
 					"SOAKD_IOT_DURATION": "2s"}
 			},
 			want:  []string{"iot: connection error", "connect", "connection refused", "next retry in"},
-			check: func(t *testing.T, sum *daemon.Summary) { checkBooks(t, sum, "iot", "run") },
+			check: func(t *testing.T, sum *report.Summary) { checkBooks(t, sum, "iot", "run") },
 		}})
 	} else {
 		t.Log("influxd not installed: the InfluxDB case is skipped")

@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/cmd/soakd/cli"
-	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/lateproxy"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/report"
 )
 
 // waitStatus polls /status until ok holds for the named workload and
 // returns it with the document's text; on every poll the text must not
 // hold secret.
-func (r *lateRun) waitStatus(t *testing.T, name, secret, what string, ok func(*daemon.StatusWorkload) bool) (*daemon.StatusWorkload, string) {
+func (r *lateRun) waitStatus(t *testing.T, name, secret, what string, ok func(*report.StatusWorkload) bool) (*report.StatusWorkload, string) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	last := ""
@@ -34,7 +34,7 @@ func (r *lateRun) waitStatus(t *testing.T, name, secret, what string, ok func(*d
 			if strings.Contains(body, secret) {
 				t.Fatalf("/status shows the password:\n%s", body)
 			}
-			var st daemon.Status
+			var st report.Status
 			if err := json.Unmarshal([]byte(body), &st); err != nil {
 				t.Fatalf("/status: %v\n%s", err, body)
 			}
@@ -61,7 +61,7 @@ func TestStatusShowsWaiting(t *testing.T) {
 	r := startLate(t, map[string]string{"SOAKD_WORKLOADS": "iot", "SOAKD_IOT_SOURCE": "devops", "SOAKD_IOT_SCALE": "10",
 		"SOAKD_IOT_TARGET": fmt.Sprintf("postgres://postgres:%s@%s/postgres?sslmode=disable", secret, p.Addr()),
 		"SOAKD_IOT_RATE":   "200", "SOAKD_IOT_BATCH_SIZE": "20", "SOAKD_IOT_DURATION": "5s"})
-	w, body := r.waitStatus(t, "iot", secret, "a waiting object with two failed connects", func(w *daemon.StatusWorkload) bool {
+	w, body := r.waitStatus(t, "iot", secret, "a waiting object with two failed connects", func(w *report.StatusWorkload) bool {
 		return w.Waiting != nil && w.Waiting.Attempts >= 2
 	})
 	t.Logf("/status while the target is down:\n%s", body)
@@ -82,7 +82,7 @@ func TestStatusShowsWaiting(t *testing.T) {
 		t.Errorf("/console/view %d while the target is down: want the workload waiting for its connect step, no password:\n%s", code, tail(view, 3000))
 	}
 	p.Up(t)
-	_, body = r.waitStatus(t, "iot", secret, "the workload running", func(w *daemon.StatusWorkload) bool {
+	_, body = r.waitStatus(t, "iot", secret, "the workload running", func(w *report.StatusWorkload) bool {
 		return w.State == "running" || w.State == "done"
 	})
 	if strings.Contains(body, `"waiting"`) {
@@ -122,14 +122,14 @@ func TestTargetDownBetweenSteps(t *testing.T) {
 	r := startLate(t, map[string]string{"SOAKD_WORKLOADS": "iot", "SOAKD_IOT_SOURCE": "devops", "SOAKD_IOT_SCALE": "10",
 		"SOAKD_IOT_TARGET": fmt.Sprintf("postgres://postgres:%s@%s/postgres?sslmode=disable&schema=soakd_between", secret, p.Addr()),
 		"SOAKD_IOT_RATE":   "200", "SOAKD_IOT_BATCH_SIZE": "20", "SOAKD_IOT_DURATION": "3s"})
-	w, _ := r.waitStatus(t, "iot", secret, "the prepare step under way", func(w *daemon.StatusWorkload) bool {
+	w, _ := r.waitStatus(t, "iot", secret, "the prepare step under way", func(w *report.StatusWorkload) bool {
 		return w.Waiting != nil && w.Waiting.Step == "prepare"
 	})
 	if w.Waiting.Attempts != 0 || w.Waiting.NextRetrySeconds != 0 || w.Waiting.LastError != "" {
 		t.Errorf("waiting %+v: want the first attempt of prepare running, no failed attempt yet", *w.Waiting)
 	}
 	p.Down() // the server goes away under prepare's statement
-	w, body := r.waitStatus(t, "iot", secret, "prepare failing with a connection error", func(w *daemon.StatusWorkload) bool {
+	w, body := r.waitStatus(t, "iot", secret, "prepare failing with a connection error", func(w *report.StatusWorkload) bool {
 		return w.Waiting != nil && w.Waiting.Attempts >= 2
 	})
 	t.Logf("/status while the target is down during prepare:\n%s", body)

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/soakd/soakd/cmd/soakd/cli"
-	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sweep"
 )
 
@@ -114,7 +114,7 @@ func TestSweepGridMatchesSeparateRuns(t *testing.T) {
 		if code, stdout, stderr := soakd(t, one, "run"); code != cli.ExitOK {
 			t.Fatalf("soakd run %v: exit %d\nstdout:\n%s\nstderr:\n%s", p.AxisValues, code, stdout, stderr)
 		}
-		sum := readJSON[daemon.Summary](t, js)
+		sum := readJSON[report.Summary](t, js)
 		ws := sum.Workload("w", "run")
 		if ws == nil {
 			t.Fatalf("soakd run %v: no run phase", p.AxisValues)

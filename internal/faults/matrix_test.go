@@ -13,8 +13,8 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/report"
 )
 
 // TestMain checks that no goroutine outlives the tests. pgx closes
@@ -205,7 +205,7 @@ type fault struct {
 	// inject makes the fault and lets it end; the run then must resume.
 	inject func(t *testing.T, s *scene)
 	// check checks the summary.
-	check func(t *testing.T, s *scene, w *daemon.WorkloadSummary)
+	check func(t *testing.T, s *scene, w *report.WorkloadSummary)
 	// noResume: the run stops during the fault (inject stops it).
 	noResume bool
 	// short: runs under -short too.
@@ -218,7 +218,7 @@ func hold(t *testing.T, s *scene, d time.Duration) Counts {
 	return s.r.Now(t)
 }
 
-func wantClass(t *testing.T, w *daemon.WorkloadSummary, classes ...string) {
+func wantClass(t *testing.T, w *report.WorkloadSummary, classes ...string) {
 	t.Helper()
 	n := int64(0)
 	for _, c := range classes {
@@ -229,7 +229,7 @@ func wantClass(t *testing.T, w *daemon.WorkloadSummary, classes ...string) {
 	}
 }
 
-func onlyClasses(t *testing.T, w *daemon.WorkloadSummary, classes ...string) {
+func onlyClasses(t *testing.T, w *report.WorkloadSummary, classes ...string) {
 	t.Helper()
 	for c, n := range w.Errors {
 		ok := false
@@ -242,8 +242,8 @@ func onlyClasses(t *testing.T, w *daemon.WorkloadSummary, classes ...string) {
 	}
 }
 
-func writeOps(w *daemon.WorkloadSummary) daemon.OpSummary {
-	var o daemon.OpSummary
+func writeOps(w *report.WorkloadSummary) report.OpSummary {
+	var o report.OpSummary
 	for _, op := range w.Ops {
 		if op.Count > o.Count {
 			o = op
@@ -282,7 +282,7 @@ var matrix = []fault{
 			s.proxy.Enable(t)
 			s.r.WaitFor(t, 15*time.Second, "readiness once the target is up", func(c Counts) bool { return c.Ready && c.Acked > 0 })
 		},
-		check: func(t *testing.T, s *scene, w *daemon.WorkloadSummary) {
+		check: func(t *testing.T, s *scene, w *report.WorkloadSummary) {
 			if !w.Prepared {
 				t.Error("not prepared")
 			}
@@ -297,7 +297,7 @@ var matrix = []fault{
 			hold(t, s, 3*time.Second)
 			s.proxy.Remove(t, "slow")
 		},
-		check: func(t *testing.T, s *scene, w *daemon.WorkloadSummary) {
+		check: func(t *testing.T, s *scene, w *report.WorkloadSummary) {
 			o := writeOps(w)
 			if o.Service.Max < 0.2 || o.Response.Max < 0.2 {
 				t.Errorf("service max %.3fs, response max %.3fs: the 300±100 ms latency is hidden", o.Service.Max, o.Response.Max)
@@ -313,7 +313,7 @@ var matrix = []fault{
 			hold(t, s, 3*time.Second)
 			s.proxy.Remove(t, "narrow")
 		},
-		check: func(t *testing.T, s *scene, w *daemon.WorkloadSummary) {
+		check: func(t *testing.T, s *scene, w *report.WorkloadSummary) {
 			if o := writeOps(w); o.Response.Max < 0.5 {
 				t.Errorf("response max %.3fs: 3 s at 4 KB/s does not show", o.Response.Max)
 			}
@@ -330,7 +330,7 @@ var matrix = []fault{
 			hold(t, s, 2*time.Second)
 			s.proxy.Remove(t, "reset")
 		},
-		check: func(t *testing.T, s *scene, w *daemon.WorkloadSummary) {
+		check: func(t *testing.T, s *scene, w *report.WorkloadSummary) {
 			wantClass(t, w, "connection")
 			onlyClasses(t, w, "connection", "timeout")
 		},
@@ -344,7 +344,7 @@ var matrix = []fault{
 			hold(t, s, stall)
 			s.proxy.Remove(t, "blackhole")
 		},
-		check: func(t *testing.T, s *scene, w *daemon.WorkloadSummary) {
+		check: func(t *testing.T, s *scene, w *report.WorkloadSummary) {
 			wantClass(t, w, "timeout")
 			onlyClasses(t, w, "timeout", "connection")
 		},
@@ -357,7 +357,7 @@ var matrix = []fault{
 			hold(t, s, stall)
 			thaw()
 		},
-		check: func(t *testing.T, s *scene, w *daemon.WorkloadSummary) {
+		check: func(t *testing.T, s *scene, w *report.WorkloadSummary) {
 			wantClass(t, w, "timeout")
 			onlyClasses(t, w, "timeout", "connection")
 			if o := writeOps(w); o.Response.Max < 1.5 {
@@ -399,7 +399,7 @@ var matrix = []fault{
 			hold(t, s, 2*time.Second)
 			s.srv.Resume(t)
 		},
-		check: func(t *testing.T, s *scene, w *daemon.WorkloadSummary) {
+		check: func(t *testing.T, s *scene, w *report.WorkloadSummary) {
 			wantClass(t, w, "connection")
 			onlyClasses(t, w, "connection", "timeout", "server")
 		},

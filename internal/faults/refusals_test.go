@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/report"
 )
 
 // Faults where the target answers, but refuses: each is made on a real
@@ -20,7 +20,7 @@ import (
 // acknowledged and no more than it sent.
 
 // lastError is the summary's last error text, or "".
-func lastError(w *daemon.WorkloadSummary) string {
+func lastError(w *report.WorkloadSummary) string {
 	if w.LastError == nil {
 		return ""
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/serve"
 )
 
@@ -57,7 +58,7 @@ type Run struct {
 }
 
 type result struct {
-	sum *daemon.Summary
+	sum *report.Summary
 	err error
 	at  time.Time
 }
@@ -247,7 +248,7 @@ func (r *Run) Logged(level zapcore.Level, msg, class string) (string, bool) {
 
 // Stop ends the run as SIGTERM does and returns the workload's run phase
 // and how long the run took to return after the stop.
-func (r *Run) Stop(t testing.TB) (*daemon.WorkloadSummary, time.Duration) {
+func (r *Run) Stop(t testing.TB) (*report.WorkloadSummary, time.Duration) {
 	t.Helper()
 	t0 := time.Now()
 	r.cancel()
@@ -281,7 +282,7 @@ func (r *Run) Stop(t testing.TB) (*daemon.WorkloadSummary, time.Duration) {
 //   - heap below 512 MiB and goroutines below 2000 throughout;
 //   - the summary: scheduled = acknowledged + failed + dropped, nothing in
 //     flight, and no error that soakd could not classify.
-func (r *Run) Check(t testing.TB, w *daemon.WorkloadSummary) {
+func (r *Run) Check(t testing.TB, w *report.WorkloadSummary) {
 	t.Helper()
 	r.mu.Lock()
 	samples := append([]sample(nil), r.samples...)

@@ -1,6 +1,6 @@
 // Package layout states which way soakd's packages may import each other,
 // and its test holds the code to it: commands → features → engine →
-// settings → sinks → sources, with small leaf packages (charts, internal
+// report → settings → sinks → sources, with small leaf packages (charts, internal
 // helpers) usable from anywhere. README's Layout section draws the same picture.
 package layout
 
@@ -25,6 +25,10 @@ var Layers = []Layer{
 	// and commands read); daemon/pace, the rate grammar its settings are
 	// written in, sits with it though its tree is the engine's.
 	{Name: "settings", Packages: []string{"settings", "thresholds", "config", "daemon/pace"}},
+	// report is what a run reports (the summary's and /status's schemas,
+	// the verdicts, the latency figures): the engine fills it, features
+	// read it.
+	{Name: "report", Packages: []string{"report"}},
 	{Name: "engine", Packages: []string{"daemon"}},
 	{Name: "features", Packages: []string{"capacity", "history", "progress", "readback", "serve", "summary", "sweep", "targetwatch", "thresholds/judge", "web"}},
 	{Name: "commands", Packages: []string{"cmd", "internal/faults", "internal/enginetest"}},

@@ -13,6 +13,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/null"
@@ -51,7 +52,7 @@ func enginePlugins() *config.Plugins {
 }
 
 type engineRun struct {
-	sum *daemon.Summary
+	sum *report.Summary
 	err error
 	reg *prometheus.Registry
 }

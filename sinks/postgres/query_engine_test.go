@@ -15,6 +15,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/summary"
 )
@@ -47,7 +48,7 @@ func TestMixedRun(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	type result struct {
-		sum *daemon.Summary
+		sum *report.Summary
 		err error
 	}
 	done := make(chan result, 1)
@@ -94,7 +95,7 @@ func TestMixedRun(t *testing.T) {
 	if ing.Units < 10000 || q.Units < 100 || q.Kind != "query" {
 		t.Errorf("ingest %d rows, %d queries (%s); want about 12000 and 120", ing.Units, q.Units, q.Kind)
 	}
-	ops := map[string]daemon.OpSummary{}
+	ops := map[string]report.OpSummary{}
 	for _, o := range q.Ops {
 		ops[o.Op] = o
 	}

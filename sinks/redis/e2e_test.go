@@ -14,6 +14,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -39,13 +40,13 @@ func plugins() *config.Plugins {
 
 // runDaemon runs the engine with SOAKD_KV_* settings kv (pairs, without
 // the prefix) and returns the summary of the kv workload's run phase.
-func runDaemon(t *testing.T, ctx context.Context, log *zap.Logger, kvs ...string) daemon.WorkloadSummary {
+func runDaemon(t *testing.T, ctx context.Context, log *zap.Logger, kvs ...string) report.WorkloadSummary {
 	t.Helper()
 	return *runPhase(t, runDaemonSummary(t, ctx, log, kvs...), "run")
 }
 
 // runPhase returns the kv workload's summary of phase (run or load).
-func runPhase(t *testing.T, sum *daemon.Summary, phase string) *daemon.WorkloadSummary {
+func runPhase(t *testing.T, sum *report.Summary, phase string) *report.WorkloadSummary {
 	t.Helper()
 	w := sum.Workload("kv", phase)
 	if w == nil {
@@ -55,7 +56,7 @@ func runPhase(t *testing.T, sum *daemon.Summary, phase string) *daemon.WorkloadS
 }
 
 // runDaemonSummary is runDaemon returning the whole summary.
-func runDaemonSummary(t *testing.T, ctx context.Context, log *zap.Logger, kvs ...string) *daemon.Summary {
+func runDaemonSummary(t *testing.T, ctx context.Context, log *zap.Logger, kvs ...string) *report.Summary {
 	t.Helper()
 	sum, err := newDaemon(t, log, kvs...).run(ctx)
 	if err != nil {
@@ -94,11 +95,11 @@ func newDaemon(t *testing.T, log *zap.Logger, kvs ...string) testDaemon {
 
 // run runs the daemon to its end. It does not use the test, so it may run
 // on a goroutine of its own.
-func (d testDaemon) run(ctx context.Context) (*daemon.Summary, error) {
+func (d testDaemon) run(ctx context.Context) (*report.Summary, error) {
 	return daemon.Run(ctx, d.cfg, d.deps)
 }
 
-func opSummary(t *testing.T, w daemon.WorkloadSummary, op string) daemon.OpSummary {
+func opSummary(t *testing.T, w report.WorkloadSummary, op string) report.OpSummary {
 	t.Helper()
 	for _, o := range w.Ops {
 		if o.Op == op {
@@ -106,7 +107,7 @@ func opSummary(t *testing.T, w daemon.WorkloadSummary, op string) daemon.OpSumma
 		}
 	}
 	t.Fatalf("no %s op in the summary: %+v", op, w.Ops)
-	return daemon.OpSummary{}
+	return report.OpSummary{}
 }
 
 // LOAD=auto inserts exactly RECORDS records, then runs the workload; a
@@ -159,7 +160,7 @@ func TestDaemonServerRestart(t *testing.T) {
 		"RATE", "2000", "WORKERS", "8", "PIPELINE", "4", "DURATION", "6s", "MAX_LAG", "10s", "RETRIES", "0",
 		"DATA_TYPE", "hash", "FIELDS", "1", "KEY_PREFIX", "rs:")
 	type result struct {
-		sum *daemon.Summary
+		sum *report.Summary
 		err error
 	}
 	ctx, cancel := context.WithCancel(context.Background())

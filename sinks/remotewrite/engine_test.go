@@ -15,6 +15,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/iot"
@@ -39,7 +40,7 @@ func enginePlugins() *config.Plugins {
 
 // runEngine runs the settings kv (SOAKD_* pairs) to the end through the
 // engine.
-func runEngine(t *testing.T, kv ...string) *daemon.Summary {
+func runEngine(t *testing.T, kv ...string) *report.Summary {
 	t.Helper()
 	env := map[string]string{"SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0"}
 	for i := 0; i+1 < len(kv); i += 2 {

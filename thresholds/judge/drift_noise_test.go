@@ -11,6 +11,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/thresholds"
 )
 
@@ -51,14 +52,14 @@ func (m *noisyLatency) second(n int, scale float64) []time.Duration {
 // driftRun judges check on a 40 s run phase (DRIFT_WARMUP 5 s) of 200
 // requests a second from noisyLatency seeded with seed, the target's
 // latency multiplied by step from 20 s on; it returns the check's result.
-func driftRun(t *testing.T, check string, seed uint64, step float64) daemon.ThresholdResult {
+func driftRun(t *testing.T, check string, seed uint64, step float64) report.ThresholdResult {
 	t.Helper()
 	checks, err := thresholds.Parse(check)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := &noisyLatency{rng: rand.New(rand.NewPCG(seed, 7)), base: 2 * time.Millisecond}
-	var res []daemon.ThresholdResult
+	var res []report.ThresholdResult
 	synctest.Test(t, func(t *testing.T) {
 		tp := daemon.NewTestPhase("run")
 		j := newJudge(config.Workload{Name: "w", Checks: checks, DriftWarmup: 5 * time.Second}, zap.NewNop())

@@ -8,11 +8,12 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/serve"
 )
 
 type runResult struct {
-	sum *daemon.Summary
+	sum *report.Summary
 	err error
 	reg *prometheus.Registry
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/summary"
 	"github.com/soakd/soakd/thresholds"
 )
@@ -78,7 +79,7 @@ type judge struct {
 	groups  []*windowGroup
 	state   []checkState // per check
 	scratch *hdrhistogram.Histogram
-	results []daemon.ThresholdResult
+	results []report.ThresholdResult
 	lastRun time.Duration // of the last whole-run evaluation, since the phase began
 	// Of the target's figures (by targetIndex): which the checks need,
 	// when the phase began, the time of the last reading taken (a
@@ -100,8 +101,8 @@ type checkState struct {
 	value float64 //
 	// windows judged, and how many failed; the worst and the latest.
 	windows, failed int
-	worst, latest   *daemon.WindowValue
-	early           *daemon.WindowValue // drift: the early window, once complete
+	worst, latest   *report.WindowValue
+	early           *report.WindowValue // drift: the early window, once complete
 	earlyNote       string              // drift: why the early window has no value
 	warned          bool                // the first failure was logged
 }
@@ -325,7 +326,7 @@ func (j *judge) tick() (abort error, more bool) {
 
 // finish makes the final judgement, once the run phase has ended (or the
 // run is over without it), and returns it.
-func (j *judge) finish() []daemon.ThresholdResult {
+func (j *judge) finish() []report.ThresholdResult {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if !j.final {
@@ -338,14 +339,14 @@ func (j *judge) finish() []daemon.ThresholdResult {
 		j.final = true
 		j.results = j.resultsLocked()
 	}
-	return append([]daemon.ThresholdResult(nil), j.results...)
+	return append([]report.ThresholdResult(nil), j.results...)
 }
 
 // live returns the results so far.
-func (j *judge) live() []daemon.ThresholdResult {
+func (j *judge) live() []report.ThresholdResult {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return append([]daemon.ThresholdResult(nil), j.results...)
+	return append([]report.ThresholdResult(nil), j.results...)
 }
 
 // evaluateLocked cuts the windows of groups and judges them, and the whole
@@ -568,8 +569,8 @@ func (j *judge) measureDriftWindow(t *thresholds.Check, g *windowGroup) (float64
 	return vs[i], true
 }
 
-func (j *judge) windowValue(slices []slice, v float64) *daemon.WindowValue {
-	return &daemon.WindowValue{From: slices[0].From.Seconds(), To: slices[len(slices)-1].To.Seconds(), Value: v}
+func (j *judge) windowValue(slices []slice, v float64) *report.WindowValue {
+	return &report.WindowValue{From: slices[0].From.Seconds(), To: slices[len(slices)-1].To.Seconds(), Value: v}
 }
 
 // measureSlices is t's metric over the window made of slices.
@@ -601,7 +602,7 @@ func (j *judge) measureSlices(t *thresholds.Check, g *windowGroup, slices []slic
 
 func (j *judge) scratchHist() *hdrhistogram.Histogram {
 	if j.scratch == nil {
-		j.scratch = daemon.NewHistogram()
+		j.scratch = report.NewHistogram()
 	}
 	j.scratch.Reset()
 	return j.scratch
@@ -675,11 +676,11 @@ func (j *judge) unit(t *thresholds.Check) string {
 }
 
 // resultsLocked builds the results from the state.
-func (j *judge) resultsLocked() []daemon.ThresholdResult {
-	out := make([]daemon.ThresholdResult, len(j.checks))
+func (j *judge) resultsLocked() []report.ThresholdResult {
+	out := make([]report.ThresholdResult, len(j.checks))
 	for i := range j.checks {
 		t, st := &j.checks[i], &j.state[i]
-		r := daemon.ThresholdResult{Threshold: t.Text, OK: true, Unit: j.unit(t), Abort: t.Abort,
+		r := report.ThresholdResult{Threshold: t.Text, OK: true, Unit: j.unit(t), Abort: t.Abort,
 			Windows: st.windows, FailedWindows: st.failed, LatestWindow: st.latest}
 		val := func(v float64) *float64 { return &v }
 		switch {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/summary"
 	"github.com/soakd/soakd/thresholds"
 )
@@ -18,13 +19,13 @@ import (
 // on a phase of secs seconds whose second i acknowledges per(i) units of
 // op write with latency lat(i), ticking the judge every second as its
 // goroutine would; it returns the final results.
-func judgeRun(t *testing.T, expr string, warmup time.Duration, secs int, per func(i int) int, lat func(i int) time.Duration) []daemon.ThresholdResult {
+func judgeRun(t *testing.T, expr string, warmup time.Duration, secs int, per func(i int) int, lat func(i int) time.Duration) []report.ThresholdResult {
 	t.Helper()
 	checks, err := thresholds.Parse(expr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res []daemon.ThresholdResult
+	var res []report.ThresholdResult
 	synctest.Test(t, func(t *testing.T) {
 		tp := daemon.NewTestPhase("run")
 		j := newJudge(config.Workload{Name: "w", Checks: checks, DriftWarmup: warmup}, zap.NewNop())
@@ -55,7 +56,7 @@ func judgeRun(t *testing.T, expr string, warmup time.Duration, secs int, per fun
 
 func const100(int) int { return 100 }
 
-func result(t *testing.T, rs []daemon.ThresholdResult, name string) daemon.ThresholdResult {
+func result(t *testing.T, rs []report.ThresholdResult, name string) report.ThresholdResult {
 	t.Helper()
 	for _, r := range rs {
 		if r.Threshold == name {
@@ -63,7 +64,7 @@ func result(t *testing.T, rs []daemon.ThresholdResult, name string) daemon.Thres
 		}
 	}
 	t.Fatalf("no result for %s in %+v", name, rs)
-	return daemon.ThresholdResult{}
+	return report.ThresholdResult{}
 }
 
 // Every 10 s window sliding by 1 s is judged; the windows holding the
@@ -106,7 +107,7 @@ func TestJudgeWindows(t *testing.T) {
 		t.Errorf("p50<2000µs@10s: %+v", p)
 	}
 	var out strings.Builder
-	sum := &daemon.Summary{Workloads: []daemon.WorkloadSummary{{Name: "w", Phase: "run", Thresholds: rs}}}
+	sum := &report.Summary{Workloads: []report.WorkloadSummary{{Name: "w", Phase: "run", Thresholds: rs}}}
 	summary.WriteText(&out, sum)
 	// Labels line up, µ or not.
 	for _, want := range []string{"  ✗ p99<50ms@10s    worst 1.00s in window 3s–13s (10 of 21 windows failed)\n",
@@ -233,7 +234,7 @@ func TestJudgeDrift(t *testing.T) {
 		t.Errorf("drift.mean<20%%@5s: %+v", m)
 	}
 	var out strings.Builder
-	sum := &daemon.Summary{Workloads: []daemon.WorkloadSummary{{Name: "w", Phase: "run", Thresholds: rs}}}
+	sum := &report.Summary{Workloads: []report.WorkloadSummary{{Name: "w", Phase: "run", Thresholds: rs}}}
 	summary.WriteText(&out, sum)
 	if want := "✗ drift.p99<20%@10s  +100% (2.00ms in 5s–15s, 4.00ms in 30s–40s; 13 of 16 late windows failed)"; !strings.Contains(out.String(), want) {
 		t.Errorf("text lacks %q:\n%s", want, out.String())

@@ -17,6 +17,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 )
 
@@ -108,7 +109,7 @@ func (js *Judges) PhaseEnded(*daemon.Handle, *daemon.Phase, string) {}
 
 // Verdicts returns the workload's verdicts so far, or its final ones,
 // once its live evaluation has stopped; nil when it has no thresholds.
-func (js *Judges) Verdicts(workload string, final bool) []daemon.ThresholdResult {
+func (js *Judges) Verdicts(workload string, final bool) []report.ThresholdResult {
 	j := js.judgeOf(workload)
 	if j == nil {
 		return nil

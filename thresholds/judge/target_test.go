@@ -10,6 +10,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/thresholds"
 )
 
@@ -42,13 +43,13 @@ func (f *fakeTarget) StoragePerValue(string) (float64, time.Time, bool) {
 // judgeTarget judges expr (DRIFT_WARMUP warmup) on a phase of secs
 // seconds of steady load whose target's figures ft gives (nil: no watch),
 // and returns the final results.
-func judgeTarget(t *testing.T, expr string, warmup time.Duration, secs int, ft *fakeTarget) []daemon.ThresholdResult {
+func judgeTarget(t *testing.T, expr string, warmup time.Duration, secs int, ft *fakeTarget) []report.ThresholdResult {
 	t.Helper()
 	checks, err := thresholds.Parse(expr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res []daemon.ThresholdResult
+	var res []report.ThresholdResult
 	synctest.Test(t, func(t *testing.T) {
 		tp := daemon.NewTestPhase("run")
 		j := newJudge(config.Workload{Name: "w", Checks: checks, DriftWarmup: warmup}, zap.NewNop())

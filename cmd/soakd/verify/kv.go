@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/sources/kv"
@@ -55,7 +55,7 @@ func (j *job) verifyKV(ctx context.Context, s sources.Source, sink sinks.Sink, r
 	rep.Units = "records"
 	_, loadOnly := s.(sources.Sized) // WORKLOAD=load: the run is the load
 	loaded, next := src.KeySpace()
-	var load, run *daemon.WorkloadSummary
+	var load, run *report.WorkloadSummary
 	for i := range j.phases {
 		ph := &j.phases[i]
 		switch {
@@ -323,7 +323,7 @@ var errTooMany = errors.New("too many updated fields to track")
 // depend on timing when the workload does not insert) and returns, for
 // every field an update wrote, the last acknowledged version and whether
 // it can be known.
-func replayUpdates(ctx context.Context, src kvSource, streams []daemon.StreamRecord, fields int) (map[uint64]*lastWrite, error) {
+func replayUpdates(ctx context.Context, src kvSource, streams []report.StreamRecord, fields int) (map[uint64]*lastWrite, error) {
 	last := map[uint64]*lastWrite{}
 	parts := len(streams)
 	for p := range parts {

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -25,7 +25,7 @@ const (
 )
 
 // stateAt says what the run did with the unit at pos of a stream.
-func stateAt(r *daemon.StreamRecord, pos sources.Position) unitState {
+func stateAt(r *report.StreamRecord, pos sources.Position) unitState {
 	if pos.Less(r.Start) {
 		return notWritten
 	}
@@ -33,14 +33,14 @@ func stateAt(r *daemon.StreamRecord, pos sources.Position) unitState {
 	switch {
 	case k == len(r.Segments):
 		return notWritten
-	case r.Segments[k].Status == daemon.SegmentAcked:
+	case r.Segments[k].Status == report.SegmentAcked:
 		return acked
 	}
 	return inDoubt
 }
 
 // end is the position after the last unit the stream wrote.
-func end(r *daemon.StreamRecord) sources.Position {
+func end(r *report.StreamRecord) sources.Position {
 	if n := len(r.Segments); n > 0 {
 		return r.Segments[n-1].To
 	}
@@ -49,11 +49,11 @@ func end(r *daemon.StreamRecord) sources.Position {
 
 // allAcked is the record assumed without a run summary: every unit of
 // every stream acknowledged.
-func allAcked(parts int) []daemon.StreamRecord {
-	out := make([]daemon.StreamRecord, parts)
+func allAcked(parts int) []report.StreamRecord {
+	out := make([]report.StreamRecord, parts)
 	for i := range out {
-		out[i] = daemon.StreamRecord{Part: i, Start: sources.Position{Round: math.MinInt64},
-			Segments: []daemon.Segment{{To: sources.Position{Round: math.MaxInt64}, Status: daemon.SegmentAcked}}}
+		out[i] = report.StreamRecord{Part: i, Start: sources.Position{Round: math.MinInt64},
+			Segments: []report.Segment{{To: sources.Position{Round: math.MaxInt64}, Status: report.SegmentAcked}}}
 	}
 	return out
 }
@@ -84,7 +84,7 @@ func (j *job) verifySeries(ctx context.Context, src sources.Source, sink sinks.S
 	}
 	rep.Units = "rows"
 	// The series run is one phase; its streams are the record.
-	var streams []daemon.StreamRecord
+	var streams []report.StreamRecord
 	for _, ph := range j.phases {
 		if ph.Phase == "run" {
 			streams = ph.Verify.Streams

@@ -34,6 +34,7 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -120,7 +121,7 @@ func Main(ctx context.Context, args []string, environ map[string]string, p *conf
 type job struct {
 	w       *config.Workload
 	entry   *sources.Entry
-	phases  []daemon.WorkloadSummary // the run's entries for the workload (none without a summary)
+	phases  []report.WorkloadSummary // the run's entries for the workload (none without a summary)
 	summary string                   // the summary file, or ""
 }
 
@@ -134,7 +135,7 @@ func (j *job) scrub(s string) string { return j.w.Scrubber()(s) }
 func load(c *cli.Command, f settings.CommandLine, p *config.Plugins) ([]*job, options, error) {
 	var opts options
 	env := f.Env
-	var sum *daemon.Summary
+	var sum *report.Summary
 	if path := env[config.EnvPrefix+"SUMMARY_JSON"]; path != "" {
 		var err error
 		if sum, err = readSummary(path); err != nil {
@@ -205,12 +206,12 @@ func keepsNothing(p *config.Plugins, u *url.URL) bool {
 	return false
 }
 
-func readSummary(path string) (*daemon.Summary, error) {
+func readSummary(path string) (*report.Summary, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var s daemon.Summary
+	var s report.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("%s is not a soakd summary: %w", path, err)
 	}
@@ -222,7 +223,7 @@ func readSummary(path string) (*daemon.Summary, error) {
 
 // withSummary returns env with the summary's workloads, targets and data
 // settings added where env does not set them.
-func withSummary(env map[string]string, s *daemon.Summary) map[string]string {
+func withSummary(env map[string]string, s *report.Summary) map[string]string {
 	out := map[string]string{}
 	var names []string
 	for _, w := range s.Workloads {

@@ -18,6 +18,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/readback"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/summary"
 )
 
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // soakRun runs soakd with env (SOAKD_* settings) to its end, in this
 // process, and writes its summary to a file whose path it returns. during,
 // if set, runs (in the test's goroutine) while the workloads run.
-func soakRun(t *testing.T, env map[string]string, during func()) (*daemon.Summary, string) {
+func soakRun(t *testing.T, env map[string]string, during func()) (*report.Summary, string) {
 	t.Helper()
 	return soakRunStop(t, env, func(func()) {
 		if during != nil {
@@ -38,7 +39,7 @@ func soakRun(t *testing.T, env map[string]string, during func()) (*daemon.Summar
 // soakRunStop is soakRun whose during may end the run early, as SIGTERM
 // would, by calling stop: a test whose event must fall inside the run
 // then need not guess how long the run lasts on a busy machine.
-func soakRunStop(t *testing.T, env map[string]string, during func(stop func())) (*daemon.Summary, string) {
+func soakRunStop(t *testing.T, env map[string]string, during func(stop func())) (*report.Summary, string) {
 	t.Helper()
 	env = withDefaults(env)
 	p := plugins.All()
@@ -47,7 +48,7 @@ func soakRunStop(t *testing.T, env map[string]string, during func(stop func())) 
 		t.Fatalf("config: %v", err)
 	}
 	type result struct {
-		sum *daemon.Summary
+		sum *report.Summary
 		err error
 	}
 	done := make(chan result, 1)
@@ -113,7 +114,7 @@ func countsOf(w *WorkloadReport) counts {
 	return counts{w.Acknowledged, w.Stored, w.Lost, w.Duplicated, w.Mismatched, w.InDoubt}
 }
 
-func phase(t *testing.T, s *daemon.Summary, name, ph string) *daemon.WorkloadSummary {
+func phase(t *testing.T, s *report.Summary, name, ph string) *report.WorkloadSummary {
 	t.Helper()
 	w := s.Workload(name, ph)
 	if w == nil || w.Verify == nil {
@@ -124,7 +125,7 @@ func phase(t *testing.T, s *daemon.Summary, name, ph string) *daemon.WorkloadSum
 
 // checkContinuous checks VERIFY's counts in a clean run: something was
 // read back, nothing failed.
-func checkContinuous(t *testing.T, w *daemon.WorkloadSummary) {
+func checkContinuous(t *testing.T, w *report.WorkloadSummary) {
 	t.Helper()
 	v := w.Verify
 	if v.Checked == 0 || v.Missing+v.Mismatch+v.Duplicate != 0 {

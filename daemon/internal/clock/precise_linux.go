@@ -1,6 +1,6 @@
 //go:build linux
 
-package daemon
+package clock
 
 import (
 	"runtime"
@@ -17,21 +17,21 @@ import (
 // thread of its own whose timer slack (the kernel's licence to delay a
 // wake-up to batch it with others, 50 µs by default) is 1 ns.
 
-// monoOrigin is CLOCK_MONOTONIC at mono() = 0, so that mono() times can be
+// monoOrigin is CLOCK_MONOTONIC at Mono() = 0, so that Mono() times can be
 // given to clock_nanosleep (Go's monotonic clock is CLOCK_MONOTONIC on
 // Linux).
 var monoOrigin = func() time.Duration {
 	var a, b unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &a)
-	m := mono()
+	m := Mono()
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &b)
 	return time.Duration((a.Nano()+b.Nano())/2) - m
 }()
 
-// lockPrecise locks the calling goroutine to its thread and lowers the
+// LockPrecise locks the calling goroutine to its thread and lowers the
 // thread's timer slack; unlock undoes both. cpu reads the thread's CPU
 // time, which is the goroutine's while it is locked.
-func lockPrecise() (unlock func(), cpu func() time.Duration) {
+func LockPrecise() (unlock func(), cpu func() time.Duration) {
 	runtime.LockOSThread()
 	old, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
 	if err == nil {
@@ -53,14 +53,14 @@ func lockPrecise() (unlock func(), cpu func() time.Duration) {
 	return unlock, cpu
 }
 
-// sleepUntil sleeps until mono() reaches t.
-func sleepUntil(t time.Duration) {
+// SleepUntil sleeps until Mono() reaches t.
+func SleepUntil(t time.Duration) {
 	var now unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
-	if skew := time.Duration(now.Nano()) - (monoOrigin + mono()); skew > time.Second || skew < -time.Second {
+	if skew := time.Duration(now.Nano()) - (monoOrigin + Mono()); skew > time.Second || skew < -time.Second {
 		// Go's clock is not the kernel's: a fake clock (testing/synctest).
 		// Sleep on it.
-		time.Sleep(t - mono())
+		time.Sleep(t - Mono())
 		return
 	}
 	ts := unix.NsecToTimespec(int64(monoOrigin + t))

@@ -1,8 +1,9 @@
-package daemon
+package record
 
 import (
 	"testing"
 
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -14,12 +15,12 @@ func pos(n int64) sources.Position { return sources.Position{Unit: n} }
 func TestStreamRecord(t *testing.T) {
 	t.Parallel()
 	var s streamRecord
-	s.note(pos(0), pos(10), SegmentAcked)
-	s.note(pos(10), pos(20), SegmentAcked)
-	s.note(pos(20), pos(20), SegmentFailed) // empty: nothing to record
-	s.note(pos(20), pos(25), SegmentFailed)
-	s.note(pos(30), pos(40), SegmentAcked) // a gap nobody reported on
-	want := []Segment{{pos(20), SegmentAcked}, {pos(30), SegmentFailed}, {pos(40), SegmentAcked}}
+	s.note(pos(0), pos(10), report.SegmentAcked)
+	s.note(pos(10), pos(20), report.SegmentAcked)
+	s.note(pos(20), pos(20), report.SegmentFailed) // empty: nothing to record
+	s.note(pos(20), pos(25), report.SegmentFailed)
+	s.note(pos(30), pos(40), report.SegmentAcked) // a gap nobody reported on
+	want := []report.Segment{{To: pos(20), Status: report.SegmentAcked}, {To: pos(30), Status: report.SegmentFailed}, {To: pos(40), Status: report.SegmentAcked}}
 	got := s.get().Segments
 	if len(got) != len(want) {
 		t.Fatalf("segments %+v, want %+v", got, want)
@@ -33,9 +34,9 @@ func TestStreamRecord(t *testing.T) {
 	var b streamRecord
 	status := func(i int64) string {
 		if i%3 == 2 {
-			return SegmentFailed
+			return report.SegmentFailed
 		}
-		return SegmentAcked
+		return report.SegmentAcked
 	}
 	const n = 3 * maxSegments
 	for i := int64(0); i < n; i++ {
@@ -51,7 +52,7 @@ func TestStreamRecord(t *testing.T) {
 	from := r.Start
 	for _, sg := range r.Segments {
 		for i := from.Unit; i < sg.To.Unit; i++ {
-			if sg.Status == SegmentAcked && status(i) != SegmentAcked {
+			if sg.Status == report.SegmentAcked && status(i) != report.SegmentAcked {
 				t.Fatalf("unit %d failed but is recorded acknowledged", i)
 			}
 		}

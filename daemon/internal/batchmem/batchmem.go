@@ -1,4 +1,6 @@
-package daemon
+// Package batchmem refuses, before a run starts, a workload whose batches
+// would not fit in the machine's memory.
+package batchmem
 
 import (
 	"fmt"
@@ -50,9 +52,10 @@ func memoryBudget() int64 {
 	return 8 << 30
 }
 
-// checkBatchMemory refuses a workload whose batches, with their encoded
-// copies, would not fit in memoryBudget.
-func checkBatchMemory(w *config.Workload, kind sources.Kind, src sources.Source) error {
+// Check refuses a workload whose batches, with their encoded copies,
+// would not fit in memoryBudget, with a *settings.Error naming
+// BATCH_SIZE or PIPELINE.
+func Check(w *config.Workload, kind sources.Kind, src sources.Source) error {
 	key, units := "BATCH_SIZE", w.BatchSize
 	if kind != sources.Series {
 		key, units = "PIPELINE", w.Pipeline

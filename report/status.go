@@ -1,7 +1,9 @@
-package daemon
+package report
 
 import (
 	"encoding/json"
+
+	"github.com/soakd/soakd/sinks"
 )
 
 // This file holds the schema of the /status document (package serve
@@ -43,7 +45,7 @@ type StatusWorkload struct {
 	// Thresholds are the workload's THRESHOLDS judged on its run phase so
 	// far, as soakd_threshold_ok and soakd_threshold_value show them.
 	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
-	// Extra holds the fields observers add (StatusAdder), by name:
+	// Extra holds the fields observers add (daemon.StatusAdder), by name:
 	// soakd capacity's "capacity". They follow the fields above.
 	Extra map[string]any `json:"-"`
 }
@@ -113,19 +115,35 @@ type Status struct {
 	Workloads []StatusWorkload `json:"workloads"`
 }
 
-func statusCounts(c *counts) StatusCounts {
-	return StatusCounts{Scheduled: c.scheduled, Acked: c.acked, Failed: c.failed, Dropped: c.dropped,
-		InFlight: c.inflight(), Errors: errorsByClass(c)}
+// StatusWaiting is what a workload that has not started waits for, in
+// /status: the setup step tried or waited for and, once an attempt has
+// failed, how many did, when the next one runs and the last error.
+type StatusWaiting struct {
+	Target string `json:"target"` // redacted
+	Step   string `json:"step"`   // connect, prepare, check for loaded records
+	// Seconds since the first setup attempt.
+	Seconds  float64 `json:"seconds"`
+	Attempts int     `json:"attempts"` // failed attempts
+	// NextRetrySeconds is the time to the next attempt: 0 while one runs.
+	NextRetrySeconds float64 `json:"next_retry_seconds"`
+	LastError        string  `json:"last_error,omitempty"` // scrubbed of secrets
+	Class            string  `json:"class,omitempty"`      // the last error's
 }
 
-// phaseCounts are statusCounts of ps's snapshot c, with its read-back
-// checks when the phase has them.
-func phaseCounts(ps *phaseStats, c *counts) StatusCounts {
-	sc := statusCounts(c)
-	if ps.verify != nil {
-		v := &c.verify
-		sc.Verify = &VerifyCounts{Checked: v.checked, Missing: v.failures[0], Mismatch: v.failures[1],
-			Duplicate: v.failures[2], Skipped: v.skipped}
+// IdleCounts are the counts /status shows of a workload before its first
+// phase: zeros, with every error class.
+func IdleCounts() StatusCounts { return StatusCounts{Errors: ErrorsByClass(nil)} }
+
+// ErrorsByClass names byClass's failed attempts (in the order of
+// sinks.Classes) by class, every class present; nil byClass is zeros.
+func ErrorsByClass(byClass []int64) map[string]int64 {
+	m := make(map[string]int64, len(sinks.Classes))
+	for i, cl := range sinks.Classes {
+		var n int64
+		if i < len(byClass) {
+			n = byClass[i]
+		}
+		m[string(cl)] = n
 	}
-	return sc
+	return m
 }

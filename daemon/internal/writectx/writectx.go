@@ -1,4 +1,6 @@
-package daemon
+// Package writectx is the context the engine's workers pass to
+// Sink.Write: re-armed with each write's deadline without allocating.
+package writectx
 
 import (
 	"context"
@@ -6,15 +8,15 @@ import (
 	"time"
 )
 
-// writeCtx is the context a worker passes to Sink.Write. It carries the
+// Ctx is the context a worker passes to Sink.Write. It carries the
 // per-write deadline (SOAKD_<W>_TIMEOUT) and is re-armed for every write
 // without allocating, which context.WithTimeout cannot do: at hundreds of
 // thousands of writes per second that allocation would dominate. It is done
 // when the deadline passes or its parent (the drain context) is done.
 //
-// A writeCtx is used by one worker; Done/Err/Deadline may be called from
+// A Ctx is used by one worker; Done/Err/Deadline may be called from
 // the sink's goroutines during a write.
-type writeCtx struct {
+type Ctx struct {
 	parent  context.Context
 	timeout time.Duration
 
@@ -34,10 +36,12 @@ type afterFn struct {
 	id uint64
 }
 
-var _ context.Context = (*writeCtx)(nil)
+var _ context.Context = (*Ctx)(nil)
 
-func newWriteCtx(parent context.Context, timeout time.Duration) *writeCtx {
-	c := &writeCtx{parent: parent, timeout: timeout, done: make(chan struct{})}
+// New returns the context of a worker's writes, each bounded by timeout
+// (none when 0) once armed, all ended when parent is done.
+func New(parent context.Context, timeout time.Duration) *Ctx {
+	c := &Ctx{parent: parent, timeout: timeout, done: make(chan struct{})}
 	if timeout > 0 {
 		c.timer = time.AfterFunc(time.Hour, c.expire)
 		c.timer.Stop()
@@ -46,7 +50,7 @@ func newWriteCtx(parent context.Context, timeout time.Duration) *writeCtx {
 	return c
 }
 
-// arm starts the deadline for one write and returns the context to pass
+// Arm starts the deadline for one write and returns the context to pass
 // to it: c, or a fresh one when c's previous write timed out. A context
 // once done stays done: a sink may have left goroutines holding it past
 // the write that timed out (pgx's pool finishes a connect in the
@@ -54,15 +58,15 @@ func newWriteCtx(parent context.Context, timeout time.Duration) *writeCtx {
 // reopened they would wait on the next write's context instead, for ever
 // while writes succeed: a goroutine, and a pooled connection, leaked per
 // timed-out connect.
-func (c *writeCtx) arm() *writeCtx {
+func (c *Ctx) Arm() *Ctx {
 	if c.timeout <= 0 {
 		return c
 	}
 	c.mu.Lock()
 	if c.closed && c.parent.Err() == nil {
 		c.mu.Unlock()
-		c.close()
-		return newWriteCtx(c.parent, c.timeout).arm()
+		c.Close()
+		return New(c.parent, c.timeout).Arm()
 	}
 	c.deadline = time.Now().Add(c.timeout)
 	c.afters = c.afters[:0] // callbacks belong to one write
@@ -71,8 +75,8 @@ func (c *writeCtx) arm() *writeCtx {
 	return c
 }
 
-// disarm ends the deadline after a write returned.
-func (c *writeCtx) disarm() {
+// Disarm ends the deadline after a write returned.
+func (c *Ctx) Disarm() {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
@@ -82,7 +86,7 @@ func (c *writeCtx) disarm() {
 // may fire after that write returned; the deadline check ignores it.
 // The check and the cancel happen under one lock so a stale timer cannot
 // cancel a write armed in between.
-func (c *writeCtx) expire() {
+func (c *Ctx) expire() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
@@ -90,13 +94,13 @@ func (c *writeCtx) expire() {
 	}
 }
 
-func (c *writeCtx) cancel(err error) {
+func (c *Ctx) cancel(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cancelLocked(err)
 }
 
-func (c *writeCtx) cancelLocked(err error) {
+func (c *Ctx) cancelLocked(err error) {
 	if !c.closed {
 		c.closed, c.err = true, err
 		close(c.done)
@@ -111,7 +115,7 @@ func (c *writeCtx) cancelLocked(err error) {
 // is done, like context.AfterFunc. Having the method lets
 // context.AfterFunc and context.WithCancel (pgx watches every round trip
 // with them) register here instead of starting a goroutine per call.
-func (c *writeCtx) AfterFunc(f func()) (stop func() bool) {
+func (c *Ctx) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -134,13 +138,13 @@ func (c *writeCtx) AfterFunc(f func()) (stop func() bool) {
 	}
 }
 
-// close releases the timer and the parent watch.
-func (c *writeCtx) close() {
-	c.disarm()
+// Close releases the timer and the parent watch.
+func (c *Ctx) Close() {
+	c.Disarm()
 	c.stop()
 }
 
-func (c *writeCtx) Deadline() (time.Time, bool) {
+func (c *Ctx) Deadline() (time.Time, bool) {
 	if c.timeout <= 0 {
 		return c.parent.Deadline()
 	}
@@ -149,16 +153,16 @@ func (c *writeCtx) Deadline() (time.Time, bool) {
 	return c.deadline, true
 }
 
-func (c *writeCtx) Done() <-chan struct{} {
+func (c *Ctx) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.done
 }
 
-func (c *writeCtx) Err() error {
+func (c *Ctx) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
 }
 
-func (c *writeCtx) Value(key any) any { return c.parent.Value(key) }
+func (c *Ctx) Value(key any) any { return c.parent.Value(key) }

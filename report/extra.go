@@ -1,4 +1,4 @@
-package daemon
+package report
 
 import (
 	"encoding/json"
@@ -12,8 +12,8 @@ import (
 
 // withExtra is the JSON object b (a struct's own fields, as json.Marshal
 // wrote them) followed by extra's fields sorted by name: the fields
-// observers add to /status (StatusAdder) and to the summary
-// (SummaryAdder). An added field may not take the name of one of own's
+// observers add to /status (daemon.StatusAdder) and to the summary
+// (daemon.SummaryAdder). An added field may not take the name of one of own's
 // (the struct's JSON names): with two values under one name decoders
 // keep one, or fail.
 func withExtra(b []byte, extra map[string]any, own map[string]bool, what string) ([]byte, error) {

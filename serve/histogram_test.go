@@ -1,4 +1,4 @@
-package daemon
+package serve
 
 import (
 	"math/rand/v2"
@@ -8,17 +8,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/soakd/soakd/report"
 )
 
 // The latency histograms soakd builds from its own buckets are what
 // client_golang's histogram with the same settings (classic buckets and
 // native buckets of factor 1.1) exposes for the same observations.
 func TestHistMetricMatchesClientGolang(t *testing.T) {
+	upper, _ := new(report.Buckets).Classic()
 	ref := prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "h", Help: "h", Buckets: latencyBuckets[:],
+		Name: "h", Help: "h", Buckets: upper,
 		NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 10000, NativeHistogramZeroThreshold: -1,
 	})
-	var pb promBuckets
+	var pb report.Buckets
 	rng := rand.New(rand.NewPCG(1, 2))
 	values := []time.Duration{1, time.Microsecond, 100 * time.Microsecond, time.Millisecond, 5 * time.Millisecond,
 		time.Second, 30 * time.Second, time.Hour} // bucket boundaries and the clamps
@@ -30,14 +33,14 @@ func TestHistMetricMatchesClientGolang(t *testing.T) {
 		for range n {
 			ref.Observe(v.Seconds())
 		}
-		pb.record(v.Seconds(), n)
+		pb.Record(v.Seconds(), n)
 	}
 	var want, got dto.Metric
 	if err := ref.Write(&want); err != nil {
 		t.Fatal(err)
 	}
 	desc := prometheus.NewDesc("h", "h", nil, nil)
-	if err := HistogramMetricHook(desc, makeBuckets(pb), time.Time{}).Write(&got); err != nil {
+	if err := HistogramMetric(desc, &pb, time.Time{}).Write(&got); err != nil {
 		t.Fatal(err)
 	}
 	w, g := want.GetHistogram(), got.GetHistogram()

@@ -1,6 +1,4 @@
-package daemon
-
-import "slices"
+package report
 
 // ThresholdResult is one threshold's outcome, in the summary (final) and
 // in /status (so far).
@@ -41,12 +39,4 @@ type WindowValue struct {
 	From  float64 `json:"from_seconds"` // since the run phase began
 	To    float64 `json:"to_seconds"`
 	Value float64 `json:"value"`
-}
-
-// opSlot is the slot of op name s, or allOps for "".
-func opSlot(s string) int {
-	if s == "" {
-		return allOps
-	}
-	return slices.Index(opNames, s)
 }

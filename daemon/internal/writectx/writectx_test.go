@@ -1,4 +1,4 @@
-package daemon
+package writectx
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 func TestWriteCtxDeadlinePerWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		parent, cancel := context.WithCancel(context.Background())
-		c := newWriteCtx(parent, 100*time.Millisecond)
-		defer c.close()
+		c := New(parent, 100*time.Millisecond)
+		defer c.Close()
 
 		// A write that takes longer than the timeout is cancelled.
-		c.arm()
+		c.Arm()
 		select {
 		case <-c.Done():
 		case <-time.After(time.Second):
@@ -24,15 +24,15 @@ func TestWriteCtxDeadlinePerWrite(t *testing.T) {
 		if !errors.Is(c.Err(), context.DeadlineExceeded) {
 			t.Fatalf("Err = %v", c.Err())
 		}
-		c.disarm()
+		c.Disarm()
 
 		// The next write starts afresh and is not cancelled early, on a
 		// context of its own: the one that timed out stays done for
 		// whatever still holds it.
 		old := c
 		done := old.Done()
-		c = c.arm()
-		defer c.close()
+		c = c.Arm()
+		defer c.Close()
 		if c == old || old.Done() != done || !errors.Is(old.Err(), context.DeadlineExceeded) {
 			t.Fatal("the context of a write that timed out was reopened")
 		}
@@ -40,7 +40,7 @@ func TestWriteCtxDeadlinePerWrite(t *testing.T) {
 			t.Fatalf("re-armed context already done: %v", c.Err())
 		}
 		time.Sleep(50 * time.Millisecond)
-		c.disarm()
+		c.Disarm()
 		if c.Err() != nil {
 			t.Fatal("a write that finished in time was cancelled")
 		}
@@ -51,7 +51,7 @@ func TestWriteCtxDeadlinePerWrite(t *testing.T) {
 
 		// context.AfterFunc registers through the method (no goroutine
 		// per call) and fires on the deadline; stopped callbacks do not.
-		c = c.arm()
+		c = c.Arm()
 		fired, stopped := make(chan struct{}), make(chan struct{})
 		context.AfterFunc(c, func() { close(fired) })
 		stop := context.AfterFunc(c, func() { close(stopped) })
@@ -65,11 +65,11 @@ func TestWriteCtxDeadlinePerWrite(t *testing.T) {
 			t.Fatal("a stopped callback ran")
 		default:
 		}
-		c.disarm()
+		c.Disarm()
 
 		// Cancelling the parent (end of the grace period) ends every write.
-		c = c.arm()
-		defer c.close()
+		c = c.Arm()
+		defer c.Close()
 		cancel()
 		<-c.Done()
 		if !errors.Is(c.Err(), context.Canceled) {
@@ -79,18 +79,18 @@ func TestWriteCtxDeadlinePerWrite(t *testing.T) {
 }
 
 func BenchmarkWriteCtxArm(b *testing.B) {
-	c := newWriteCtx(context.Background(), time.Minute)
-	defer c.close()
+	c := New(context.Background(), time.Minute)
+	defer c.Close()
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		c = c.arm()
-		c.disarm()
+		c = c.Arm()
+		c.Disarm()
 	}
 }
 
 // BenchmarkStdlibWithTimeout is what a write's context costs with the
 // standard library (a private parent per worker, so children do not
-// contend on a shared parent's lock), for comparison with writeCtx.
+// contend on a shared parent's lock), for comparison with Ctx.
 func BenchmarkStdlibWithTimeout(b *testing.B) {
 	parent, stop := context.WithCancel(context.Background())
 	defer stop()

@@ -1,20 +1,100 @@
-package daemon
+package daemon_test
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/summary"
 )
+
+// These runs are checked in the words people read (package summary's
+// text) and in what /metrics says (package serve): both import the
+// engine, so the tests are the engine's external ones and run the two as
+// the composition root does.
+
+// served is a run's summary, its error and the registry its metrics are
+// on.
+type served struct {
+	sum *report.Summary
+	err error
+	reg *prometheus.Registry
+}
+
+// runServed runs cfg to its end with the HTTP API's metrics on a fresh
+// registry, as runTest does for the internal tests.
+func runServed(ctx context.Context, cfg *config.Config, p *config.Plugins) served {
+	reg := prometheus.NewRegistry()
+	s := serve.New(serve.Options{Config: cfg, Logger: zap.NewNop(), Version: "test", Registry: reg})
+	sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test", Observers: []daemon.Observer{s}})
+	return served{sum, err, reg}
+}
+
+// unreachable is a sink whose target never answers Prepare; its error
+// quotes the password, as some drivers' errors do.
+type unreachable struct{}
+
+func (unreachable) Write(context.Context, *sources.Batch) (int, error) { return 0, nil }
+func (unreachable) Close(context.Context) error                        { return nil }
+
+func (unreachable) Prepare(context.Context) error {
+	return sinks.NewError(sinks.Connection, true, errors.New("dial postgres://bench:hunter2@db:1/x: connection refused"))
+}
+
+// A target that never becomes ready fails the run (exit 1), after
+// retrying for as long as the run lasts, and the summary says why: the
+// last error (without the password), how many attempts, for how long.
+func TestNeverReadyFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := daemon.Plugins(sinks.Entry{Schemes: []string{"down"}, Kinds: []sources.Kind{sources.Series},
+			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return unreachable{}, nil }})
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "down://bench:hunter2@db:1/x", "SOAKD_DURATION", "20s"), p)
+		res := runServed(context.Background(), cfg, p)
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		if err := res.sum.Failed(); err == nil || !strings.Contains(err.Error(), "never became ready") {
+			t.Fatalf("Failed() = %v", err)
+		}
+		f := res.sum.Workloads[0].Failure
+		if f == nil {
+			t.Fatal("no failure in the summary")
+		}
+		t.Logf("failure: %+v", *f)
+		// Backoff 1 s, 2 s, 4 s, 5 s... (±20 %): 6 or 7 attempts in 20 s.
+		if f.Class != "connection" || !strings.Contains(f.LastError, "connection refused") || f.Attempts < 5 || f.Attempts > 8 ||
+			f.Seconds < 12 || f.Seconds > 20 {
+			t.Errorf("failure %+v: want the connection error, 5-8 attempts over 12-20 s", *f)
+		}
+		var text bytes.Buffer
+		summary.WriteText(&text, res.sum)
+		js, _ := json.Marshal(res.sum)
+		for _, out := range []string{text.String(), string(js), f.Reason + f.LastError} {
+			if strings.Contains(out, "hunter2") {
+				t.Errorf("the password leaked into the summary: %s", out)
+			}
+		}
+		if !strings.Contains(text.String(), "FAILED: the target never became ready") || !strings.Contains(text.String(), "connection refused") {
+			t.Errorf("text summary does not say why:\n%s", text.String())
+		}
+	})
+}
 
 // testQueries is a query source that issues lastpoint and high-cpu-all
 // in turn.
@@ -76,7 +156,7 @@ func (s *querySink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 func (s *querySink) Close(context.Context) error { return nil }
 
 func queryPlugins(sink *querySink) *config.Plugins {
-	p := testPlugins(sinks.Entry{Schemes: []string{"q"}, Kinds: []sources.Kind{sources.Queries},
+	p := daemon.Plugins(sinks.Entry{Schemes: []string{"q"}, Kinds: []sources.Kind{sources.Queries},
 		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return sink, nil }})
 	p.Sources.Add(sources.Register(sources.Spec[struct{}]{Names: []string{"test-queries"}, Kind: sources.Queries,
 		New: func(*struct{}, sources.Common) (sources.Source, error) { return testQueries{}, nil }}))
@@ -91,9 +171,9 @@ func TestQueryWorkload(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := &querySink{}
 		p := queryPlugins(sink)
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "q", "SOAKD_Q_SOURCE", "test-queries", "SOAKD_Q_TARGET", "q://",
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "q", "SOAKD_Q_SOURCE", "test-queries", "SOAKD_Q_TARGET", "q://",
 			"SOAKD_Q_RATE", "100", "SOAKD_Q_PIPELINE", "2", "SOAKD_Q_WORKERS", "1", "SOAKD_Q_DURATION", "10s"), p)
-		res := runTest(context.Background(), cfg, p, nil)
+		res := runServed(context.Background(), cfg, p)
 		if res.err != nil {
 			t.Fatal(res.err)
 		}
@@ -115,7 +195,7 @@ func TestQueryWorkload(t *testing.T) {
 		if w.Errors["empty"] != 200 || w.Failed != 200 {
 			t.Errorf("empty errors %d, failed %d; want 200 and 200: %+v", w.Errors["empty"], w.Failed, w.Errors)
 		}
-		ops := map[string]OpSummary{}
+		ops := map[string]report.OpSummary{}
 		for _, o := range w.Ops {
 			ops[o.Op] = o
 		}
@@ -158,7 +238,7 @@ func TestQueryWorkload(t *testing.T) {
 			t.Errorf("%d soakd_ops_total series, want 4: one per result of each query type the source issues", n)
 		}
 		var out bytes.Buffer
-		WriteSummaryText(&out, res.sum)
+		summary.WriteText(&out, res.sum)
 		for _, want := range []string{"ran 800 queries", "LASTPOINT response", "StdDev(us)", "Rows: 2000", "empty 200"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("summary lacks %q:\n%s", want, out.String())
@@ -169,7 +249,7 @@ func TestQueryWorkload(t *testing.T) {
 
 // metricsOf is what /metrics says about workload, keyed as parseMetrics
 // keys it.
-func metricsOf(t *testing.T, res runResult, workload string) map[string]float64 {
+func metricsOf(t *testing.T, res served, workload string) map[string]float64 {
 	t.Helper()
 	mfs, err := res.reg.Gather()
 	if err != nil {
@@ -181,5 +261,5 @@ func metricsOf(t *testing.T, res runResult, workload string) map[string]float64 
 			t.Fatal(err)
 		}
 	}
-	return parseMetrics(t, b.String(), workload)
+	return daemon.ParseMetrics(t, b.String(), workload)
 }

@@ -1,9 +1,10 @@
-package daemon
+package report
 
 import (
 	"fmt"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -28,42 +29,46 @@ type DropCause struct {
 // nowhere to go.
 const busyLimitRun = 0.8
 
-// dropCause diagnoses a phase that dropped work other than at shutdown;
-// nil when it dropped none.
-func (w *workload) dropCause(ws *WorkloadSummary) *DropCause {
-	if ws.Dropped-ws.DroppedAtShutdown <= 0 || ws.Seconds <= 0 || w.cfg.Workers <= 0 {
+// DiagnoseDrops diagnoses a phase that dropped work other than at
+// shutdown, from its entry; nil when it dropped none. readBackOp names
+// the op of the read-back checks, which the verifier runs, not the
+// workers.
+func (ws *WorkloadSummary) DiagnoseDrops(readBackOp string) *DropCause {
+	if ws.Dropped-ws.DroppedAtShutdown <= 0 || ws.Seconds <= 0 || ws.Workers <= 0 {
 		return nil
 	}
+	series := ws.Kind == sources.Series.String()
 	busy := 0.0 // seconds the workers spent in writes, summed
 	for _, o := range ws.Ops {
-		if o.Op == opName(verifyOp) {
+		if o.Op == readBackOp {
 			continue // read back by the verifier, not by the workers
 		}
 		b := o.Service.Mean * float64(o.Count)
-		if w.kind != sources.Series && w.batchSize > 1 {
+		if !series && ws.Batch > 1 {
 			// KV ops and queries: one sample per op of a pipeline, each
 			// with the whole pipeline's time (a series write is one
 			// sample per batch).
-			b /= float64(w.batchSize)
+			b /= float64(ws.Batch)
 		}
 		busy += b
 	}
-	share := min(busy/(ws.Seconds*float64(w.cfg.Workers)), 1)
-	p := config.Prefix(w.name)
+	share := min(busy/(ws.Seconds*float64(ws.Workers)), 1)
+	p := config.Prefix(ws.Name)
 	units := "PIPELINE"
-	if w.kind == sources.Series {
+	if series {
 		units = "BATCH_SIZE"
 	}
+	dispatch := pace.FormatSeconds(ws.Dispatch.P99)
 	if share >= busyLimitRun {
 		return &DropCause{Bottleneck: LimitWorkers, WorkersBusy: share, Diagnosis: fmt.Sprintf(
 			"the %d workers were busy %.0f%% of the time (dispatch p99 %s): raise %sWORKERS (now %d) or %s%s (now %d); "+
 				"if the target's service time rose, the target is at its limit instead (soakd capacity tells which)",
-			w.cfg.Workers, 100*share, fmtDur(ws.Dispatch.P99), p, w.cfg.Workers, p, units, w.batchSize)}
+			ws.Workers, 100*share, dispatch, p, ws.Workers, p, units, ws.Batch)}
 	}
 	return &DropCause{Bottleneck: LimitSoakd, WorkersBusy: share, Diagnosis: fmt.Sprintf(
 		"the %d workers were busy only %.0f%% of the time, yet work was sent late (dispatch p99 %s): soakd itself fell behind "+
 			"(CPU or scheduling); give it more CPU or split the rate over processes with %sSHARD",
-		w.cfg.Workers, 100*share, fmtDur(ws.Dispatch.P99), p)}
+		ws.Workers, 100*share, dispatch, p)}
 }
 
 // What limited the work (DropCause.Bottleneck, a capacity step's): the
