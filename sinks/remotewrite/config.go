@@ -195,7 +195,7 @@ func parseHeader(s string) (string, string, error) {
 	name, value, ok := strings.Cut(s, ":")
 	name = strings.TrimSpace(name)
 	if !ok || name == "" || !validToken(name) {
-		return "", "", fmt.Errorf("header %q: want NAME:VALUE with a header name such as X-Scope-OrgID", redactHeader(s))
+		return "", "", fmt.Errorf("header %s: want NAME:VALUE with a header name such as X-Scope-OrgID", headerShown(s))
 	}
 	name = textproto.CanonicalMIMEHeaderKey(name)
 	switch {
@@ -211,9 +211,18 @@ func parseHeader(s string) (string, string, error) {
 	return name, value, nil
 }
 
-func redactHeader(s string) string {
-	name, _, _ := strings.Cut(s, ":")
-	return name + ":..."
+// headerShown is what an error may show of a header parameter that does
+// not parse: the header name it starts with, when it starts with one,
+// and never what follows, which may be the key whatever separator the
+// user put before it (X-Api-Key=KEY, X-Api-Key KEY).
+func headerShown(s string) string {
+	// A parameter that is one token from end to end is shown not at all:
+	// it may be a value given without its name.
+	i := strings.IndexFunc(s, func(r rune) bool { return !validToken(string(r)) })
+	if i <= 0 {
+		return "(not NAME:VALUE)"
+	}
+	return s[:i] + "..."
 }
 
 // validToken reports whether s is an HTTP header name.

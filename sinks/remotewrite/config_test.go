@@ -30,7 +30,8 @@ func TestParseURL(t *testing.T) {
 	for _, tc := range []struct{ url, want string }{
 		{"prom+http:///api/v1/write", "no host"},
 		{"prom+http://h:99999/", `port "99999"`},
-		{"prom+http://h/?header=nocolon", `header "nocolon:...": want NAME:VALUE`},
+		{"prom+http://h/?header=nocolon", `header (not NAME:VALUE): want NAME:VALUE`},
+		{"prom+http://h/?header=X-Api-Key=k", `header X-Api-Key...: want NAME:VALUE`},
 		{"prom+http://h/?header=Authorization:Bearer%20x", "header Authorization: give the credentials"},
 		{"prom+http://h/?header=Content-Type:text/plain", "header Content-Type: the sink sets it"},
 		{"prom+http://h/?label=1x:v", `label "1x:v"`},
@@ -51,8 +52,12 @@ func TestParseURL(t *testing.T) {
 		}
 	}
 	// A header's value is not repeated in errors: it may be a key.
-	if _, err := ParseURL(mustParse(t, "prom+http://h/?header=bad%20name:s3cret")); err == nil || strings.Contains(err.Error(), "s3cret") {
-		t.Errorf("bad header: %v", err)
+	// Nor when the separator is wrong, nor when the name is missing: then
+	// there is no telling name from value.
+	for _, h := range []string{"bad%20name:s3cret", "X-Api-Key=s3cret", "X-Api-Key%20s3cret", "X-Api-Key=s3cret:x", "s3cret"} {
+		if _, err := ParseURL(mustParse(t, "prom+http://h/?header="+h)); err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("header=%s: %v", h, err)
+		}
 	}
 	if err := Params.Validate(); err != nil {
 		t.Error(err)

@@ -2,8 +2,10 @@ package remotewrite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 
@@ -47,20 +49,9 @@ const vmDataSize = "vm_data_size_bytes"
 // target that does not answer is an error.
 func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
 	f := sinks.TargetFigures{Memory: map[string]float64{}, Storage: map[string]float64{}, Unavailable: map[string]string{}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.baseURL()+s.cfg.MetricsPath, nil)
+	resp, err := s.getMetrics(ctx)
 	if err != nil {
-		return f, sinks.NewError(sinks.Other, false, err)
-	}
-	for k, v := range s.cfg.Headers {
-		req.Header[k] = v
-	}
-	req.Header["User-Agent"] = userAgentHeader
-	if s.auth != "" {
-		req.Header.Set("Authorization", s.auth)
-	}
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return sinks.TargetFigures{}, fmt.Errorf("cannot read %s of %s: %w", s.cfg.MetricsPath, s.cfg.String(), classifyTransport(ctx, err, true))
+		return sinks.TargetFigures{}, err
 	}
 	defer resp.Body.Close()
 	switch code := resp.StatusCode; {
@@ -95,7 +86,7 @@ func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
 		}
 	})
 	if err != nil {
-		return sinks.TargetFigures{}, fmt.Errorf("cannot read %s of %s: %w", s.cfg.MetricsPath, s.cfg.String(), classifyTransport(ctx, err, true))
+		return sinks.TargetFigures{}, fmt.Errorf("cannot read %s of %s: %w", s.cfg.MetricsPath, s.cfg.String(), s.scanError(ctx, err))
 	}
 	if _, prom := f.Storage["blocks"]; prom {
 		if _, ok := f.Storage["wal"]; !ok {
@@ -118,4 +109,36 @@ func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
 		f.Unavailable["storage"] = s.cfg.MetricsPath + " has neither Prometheus' prometheus_tsdb_* sizes nor VictoriaMetrics' " + vmDataSize
 	}
 	return f, nil
+}
+
+// getMetrics asks for the server's own /metrics (metrics_path) with the
+// sink's credentials and headers.
+func (s *Sink) getMetrics(ctx context.Context) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.baseURL()+s.cfg.MetricsPath, nil)
+	if err != nil {
+		return nil, sinks.NewError(sinks.Other, false, err)
+	}
+	for k, v := range s.cfg.Headers {
+		req.Header[k] = v
+	}
+	req.Header["User-Agent"] = userAgentHeader
+	if s.auth != "" {
+		req.Header.Set("Authorization", s.auth)
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s of %s: %w", s.cfg.MetricsPath, s.cfg.String(), classifyTransport(ctx, err, true))
+	}
+	return resp, nil
+}
+
+// scanError classes an error met reading /metrics: the connection failing
+// mid-answer is the transport's; a line that does not parse is the
+// server's answer, not a connection error.
+func (s *Sink) scanError(ctx context.Context, err error) error {
+	var ne net.Error
+	if ctx.Err() != nil || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return classifyTransport(ctx, err, true)
+	}
+	return sinks.NewError(sinks.Other, false, err)
 }
