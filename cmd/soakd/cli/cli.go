@@ -84,6 +84,9 @@ func (c *Command) Parse(args []string, environ map[string]string, stdout, stderr
 }
 
 func (c *Command) help(w io.Writer, cl settings.CommandLine) {
+	// --env-file is read before any command parses its flags (see
+	// EnvFiles): every help says so in the same words.
+	defer fmt.Fprint(w, EnvFileUsage)
 	if c.Help != nil {
 		c.Help(w, cl)
 		return
