@@ -3,17 +3,24 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/soakd/soakd/settings"
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
 )
 
 // SweepConfig holds soakd sweep's settings (SOAKD_SWEEP_*).
 type SweepConfig struct {
 	Workload string        `env:"WORKLOAD" help:"soakd sweep: the workload swept; default: the first of SOAKD_WORKLOADS"`
-	Workers  IntList       `env:"WORKERS" envDefault:"1,2,4,8" help:"soakd sweep: the WORKERS values tried"`
-	Batch    IntList       `env:"BATCH" envDefault:"100,1000,10000" help:"soakd sweep: the BATCH_SIZE values tried (PIPELINE for KV and query workloads)"`
+	Grid     Grid          `env:"GRID" secret:"urls" help:"soakd sweep: the grid over any of the workload's settings, NAME=v1,v2 NAME2=a,b (its SOAKD_<W>_ settings without the prefix, e.g. SCALE=1000,10000 COLUMNS=10,100 or TARGET=postgres://a/db,postgres://b/db); the first axis varies slowest, the last fastest; empty = WORKERS x BATCH"`
+	Workers  IntList       `env:"WORKERS" envDefault:"1,2,4,8" help:"soakd sweep: the WORKERS values tried (without GRID)"`
+	Batch    IntList       `env:"BATCH" envDefault:"100,1000,10000" help:"soakd sweep: the BATCH_SIZE values tried, PIPELINE for KV and query workloads (without GRID)"`
 	Repeats  int           `env:"REPEATS" envDefault:"3" help:"soakd sweep: runs per point (min, median and max are reported)"`
 	Duration time.Duration `env:"DURATION" envDefault:"10s" help:"soakd sweep: longest run of each point, whatever the source (a finite data set written whole ends it earlier)"`
 	Reset    bool          `env:"RESET" envDefault:"false" help:"soakd sweep: empty what soakd wrote (its own tables, keys under KEY_PREFIX) before each run, so every point starts from the same state"`
@@ -81,4 +88,230 @@ func (sc *SweepConfig) Swept(c *Config) *Workload {
 		}
 	}
 	return nil
+}
+
+// GridAxis is one axis of SOAKD_SWEEP_GRID: a workload setting (its name
+// without the SOAKD_<W>_ prefix) and the values it takes, as written.
+type GridAxis struct {
+	Name   string   `json:"name"`
+	Values []string `json:"values"`
+}
+
+// Grid is SOAKD_SWEEP_GRID: axes separated by spaces, each NAME=v1,v2,...;
+// the first axis varies slowest, the last fastest.
+type Grid []GridAxis
+
+// MaxGridPoints bounds the points of a grid: each is at least one run of
+// SOAKD_SWEEP_DURATION, and more than this is a typo, not a plan.
+const MaxGridPoints = 10000
+
+var gridName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+
+// UnmarshalText parses SCALE=1000,10000 COLUMNS=10,100. It knows no
+// workload: whether each name is one of its settings, and each value a
+// value of it, is checked when the points are built (SweepPoints).
+func (g *Grid) UnmarshalText(b []byte) error {
+	*g = nil
+	points := 1
+	for _, f := range strings.Fields(string(b)) {
+		name, list, ok := strings.Cut(f, "=")
+		if !ok || name == "" || list == "" {
+			return fmt.Errorf("%q: want axes NAME=v1,v2 separated by spaces, e.g. SCALE=1000,10000 COLUMNS=10,100", sinks.Redact(f))
+		}
+		if strings.HasPrefix(name, EnvPrefix) {
+			return fmt.Errorf("axis %s: name the setting without its %s<W>_ prefix, e.g. BATCH_SIZE", name, EnvPrefix)
+		}
+		if !gridName.MatchString(name) {
+			return fmt.Errorf("axis %q: a setting's name in upper case, letters, digits and _, e.g. BATCH_SIZE", name)
+		}
+		if slices.ContainsFunc(*g, func(a GridAxis) bool { return a.Name == name }) {
+			return fmt.Errorf("axis %s is given twice", name)
+		}
+		ax := GridAxis{Name: name}
+		for _, v := range strings.Split(list, ",") {
+			if v == "" {
+				return fmt.Errorf("axis %s: an empty value (values are separated by single commas)", name)
+			}
+			if slices.Contains(ax.Values, v) {
+				return fmt.Errorf("axis %s: value %s is given twice", name, sinks.Redact(v))
+			}
+			ax.Values = append(ax.Values, v)
+		}
+		points *= len(ax.Values)
+		if points > MaxGridPoints {
+			return fmt.Errorf("more than %d points: each is a run of SOAKD_SWEEP_DURATION at least", MaxGridPoints)
+		}
+		*g = append(*g, ax)
+	}
+	return nil
+}
+
+// MarshalText writes the grid back as it is parsed.
+func (g Grid) MarshalText() ([]byte, error) {
+	return []byte(g.String()), nil
+}
+
+// String is the grid as written, secrets included: use Shown to show it.
+func (g Grid) String() string {
+	s := make([]string, len(g))
+	for i, a := range g {
+		s[i] = a.Name + "=" + strings.Join(a.Values, ",")
+	}
+	return strings.Join(s, " ")
+}
+
+// Points is the number of points of the grid.
+func (g Grid) Points() int {
+	if len(g) == 0 {
+		return 0
+	}
+	n := 1
+	for _, a := range g {
+		n *= len(a.Values)
+	}
+	return n
+}
+
+// Index is the grid's i-th point, as one value index per axis: the last
+// axis varies fastest.
+func (g Grid) Index(i int) []int {
+	at := make([]int, len(g))
+	for a := len(g) - 1; a >= 0; a-- {
+		n := len(g[a].Values)
+		at[a], i = i%n, i/n
+	}
+	return at
+}
+
+// SweepPoint is one point of a grid sweep.
+type SweepPoint struct {
+	// Values are the point's value of each axis, in the grid's order, as
+	// they may be shown (a URL's password redacted).
+	Values []string
+	// Config is the whole configuration with the point's settings
+	// applied, loaded and validated as a run's is; Workload is the swept
+	// workload's.
+	Config   *Config
+	Workload *Workload
+}
+
+// gridKey names SOAKD_SWEEP_GRID in errors.
+const gridKey = EnvPrefix + "SWEEP_GRID"
+
+// SweepPoints builds and validates every point of SOAKD_SWEEP_GRID
+// before any runs: environ with SOAKD_<W>_NAME=value set for each axis,
+// loaded and checked as soakd run loads and checks it, so that every
+// setting, the source's own included, goes through its own parser. The
+// errors name SOAKD_SWEEP_GRID and the axis and value at fault; a name
+// that is not a setting of the workload is refused with the closest one.
+func (c *Config) SweepPoints(environ map[string]string, p *Plugins) ([]SweepPoint, error) {
+	sc := &c.Sweep
+	if len(sc.Grid) == 0 {
+		return nil, nil
+	}
+	var errs []error
+	for _, k := range []string{"WORKERS", "BATCH"} {
+		if _, set := environ[EnvPrefix+"SWEEP_"+k]; set {
+			errs = append(errs, cfgErr(gridKey, "set with %sSWEEP_%s: with a grid, only its axes vary; make WORKERS, BATCH_SIZE or PIPELINE an axis of the grid instead, or unset %sSWEEP_GRID",
+				EnvPrefix, k, EnvPrefix))
+		}
+	}
+	base := sc.Swept(c)
+	if base == nil {
+		return nil, cfgErr(EnvPrefix+"SWEEP_WORKLOAD", "%q is not one of SOAKD_WORKLOADS (%s)", sc.Workload, strings.Join(c.Workloads, ", "))
+	}
+	known := settings.Of(&Workload{}, "")
+	if base.SourceSettings != nil {
+		known = append(known, settings.Of(base.SourceSettings.Fields(), "")...)
+	}
+	byName := map[string]settings.Setting{}
+	for _, s := range known {
+		byName[s.Key] = s
+	}
+	for _, a := range sc.Grid {
+		s, ok := byName[a.Name]
+		switch {
+		case !ok:
+			errs = append(errs, cfgErr(gridKey, "axis %s is not a setting of workload %s (source %s)%s", a.Name, base.Name, base.Source, closest(a.Name, known)))
+		case s.Secret || s.File:
+			errs = append(errs, cfgErr(gridKey, "axis %s: a secret cannot be an axis (its values would be shown in the report)", a.Name))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	shown := func(a int, v string) string { return byName[sc.Grid[a].Name].Shown(v) }
+	prefix := Prefix(base.Name)
+	var kind sources.Kind
+	if e := p.Sources.Lookup(base.Source); e != nil {
+		kind = e.Kind
+	}
+	seen := map[string]bool{}
+	report := func(e error) {
+		if !seen[e.Error()] {
+			seen[e.Error()] = true
+			errs = append(errs, e)
+		}
+	}
+	points := make([]SweepPoint, 0, sc.Grid.Points())
+	for i := range sc.Grid.Points() {
+		at := sc.Grid.Index(i)
+		env := maps.Clone(environ)
+		pt := SweepPoint{Values: make([]string, len(at))}
+		label := make([]string, len(at))
+		for a, j := range at {
+			v := sc.Grid[a].Values[j]
+			env[prefix+sc.Grid[a].Name] = v
+			pt.Values[a] = shown(a, v)
+			label[a] = sc.Grid[a].Name + "=" + pt.Values[a]
+		}
+		cfg, perr := Load(env, p.Sources)
+		err := cfg.Check(p, perr)
+		for _, e := range settings.Problems(err) {
+			var ce *settings.Error
+			a := -1
+			if errors.As(e, &ce) {
+				a = slices.IndexFunc(sc.Grid, func(g GridAxis) bool { return prefix+g.Name == ce.Key })
+			}
+			if a >= 0 {
+				report(cfgErr(gridKey, "%s=%s: %v", sc.Grid[a].Name, pt.Values[a], ce.Err))
+			} else {
+				report(cfgErr(gridKey, "at %s: %v", strings.Join(label, " "), e))
+			}
+		}
+		if err != nil {
+			continue
+		}
+		pt.Config, pt.Workload = cfg, cfg.Sweep.Swept(cfg)
+		if e := p.Sources.Lookup(pt.Workload.Source); e == nil || e.Kind != kind {
+			report(cfgErr(gridKey, "at %s: the source %s does not make what %s makes: the points must count the same units", strings.Join(label, " "), pt.Workload.Source, base.Source))
+			continue
+		}
+		points = append(points, pt)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return points, nil
+}
+
+// closest names the setting nearest name, or lists them all when none is
+// near.
+func closest(name string, known []settings.Setting) string {
+	best, bestD := "", -1
+	var all []string
+	for _, s := range known {
+		if s.Secret || s.File {
+			continue
+		}
+		all = append(all, s.Key)
+		if d := settings.EditDistance(name, s.Key); bestD < 0 || d < bestD {
+			best, bestD = s.Key, d
+		}
+	}
+	if best != "" && bestD <= settings.MaxTypo(name) {
+		return ": did you mean " + best + "?"
+	}
+	slices.Sort(all)
+	return "; its settings: " + strings.Join(all, ", ")
 }

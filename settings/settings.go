@@ -30,6 +30,7 @@ type Setting struct {
 	Help    string
 	Secret  bool // value never shown
 	URL     bool // value shown with its password redacted
+	URLs    bool // value holds URLs among other words, each shown redacted
 	Field   string
 	File    bool // the variable names a file whose content is the value
 	Bool    bool // a flag that may stand alone (--pprof is --pprof=true)
@@ -165,6 +166,7 @@ func walk(t reflect.Type, prefix string, out *[]Setting) {
 			Help:    f.Tag.Get("help"),
 			Secret:  secret == "true",
 			URL:     secret == "url",
+			URLs:    secret == "urls",
 			Field:   f.Name,
 			File:    strings.Contains(","+opts+",", ",file,"),
 			Bool:    ft.Kind() == reflect.Bool,

@@ -16,6 +16,10 @@ import (
 // WriteMarkdown writes the sweep as a markdown report: environment,
 // settings, every point, the best, and the USL fit.
 func (r *Result) WriteMarkdown(out io.Writer) {
+	if r.Grid() {
+		r.writeGridMarkdown(out)
+		return
+	}
 	sc := r.Settings
 	fmt.Fprintf(out, "# Sweep of workload %s: WORKERS × %s, closed loop\n\n", r.Workload, r.BatchName)
 	for _, p := range r.Points {
@@ -70,8 +74,21 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 		}
 		fmt.Fprint(out, "\n")
 	}
+	r.writeUSL(out, fmt.Sprintf("%s %d", r.BatchName, r.USL.batch()))
+}
+
+// batch is the fit's batch size; 0 without a fit.
+func (u *USL) batch() int {
+	if u == nil {
+		return 0
+	}
+	return u.Batch
+}
+
+// writeUSL writes the fit's section, titled with where it was made.
+func (r *Result) writeUSL(out io.Writer, where string) {
 	if u := r.USL; u != nil {
-		fmt.Fprintf(out, "\n## Universal Scalability Law (%s %d)\n\n", r.BatchName, u.Batch)
+		fmt.Fprintf(out, "\n## Universal Scalability Law (%s)\n\n", where)
 		if u.Lambda > 0 {
 			peak := "none (no coherency cost)"
 			if !math.IsInf(u.PeakN, 1) {
@@ -89,6 +106,9 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 
 // WriteCSV writes one row per run.
 func (r *Result) WriteCSV(out io.Writer) error {
+	if r.Grid() {
+		return r.writeGridCSV(out)
+	}
 	w := csv.NewWriter(out)
 	mem, cores := r.targetColumns()
 	head := []string{"workers", strings.ToLower(r.BatchName), "run", "units_per_second", "median", "min", "max", "p99_seconds", "best", "throughput_falls"}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,20 +20,35 @@ import (
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sources"
 )
 
-// Point is one WORKERS × BATCH_SIZE (PIPELINE) setting, over its runs.
+// Point is one point of the sweep, over its runs: a WORKERS × BATCH_SIZE
+// (PIPELINE) setting, or one value of each axis of SOAKD_SWEEP_GRID.
 type Point struct {
+	// AxisValues are the point's value of each axis of the grid (a URL's
+	// password redacted); none in a WORKERS × BATCH sweep.
+	AxisValues []string `json:"axis_values,omitempty"`
+	// Workers and Batch are the point's WORKERS and BATCH_SIZE (PIPELINE),
+	// whether swept or not.
 	Workers int       `json:"workers"`
 	Batch   int       `json:"batch"`
 	Rates   []float64 `json:"units_per_second"` // one per run
 	Min     float64   `json:"min"`
 	Median  float64   `json:"median"`
 	Max     float64   `json:"max"`
-	P99     float64   `json:"p99_seconds"` // median over runs of the response p99 (every op)
-	Failed  int64     `json:"failed_units"`
-	Best    bool      `json:"best,omitempty"`
+	// ValueRates are values (points: rows × values per row) per second,
+	// one per run, for series sources; Value* their min, median and max.
+	ValueRates  []float64 `json:"values_per_second,omitempty"`
+	ValueMin    float64   `json:"values_min,omitempty"`
+	ValueMedian float64   `json:"values_median,omitempty"`
+	ValueMax    float64   `json:"values_max,omitempty"`
+	P99         float64   `json:"p99_seconds"` // median over runs of the response p99 (every op)
+	Failed      int64     `json:"failed_units"`
+	// Runs are each run's counts, as its summary gives them.
+	Runs []RunCounts `json:"runs,omitempty"`
+	Best bool        `json:"best,omitempty"`
 	// Falls is set when the median is below the one with fewer workers
 	// at the same batch size: more workers made it slower.
 	Falls bool `json:"throughput_falls,omitempty"`
@@ -45,10 +62,36 @@ type Point struct {
 	TargetCPUCores    *float64 `json:"target_cpu_cores,omitempty"`
 }
 
+// RunCounts are one run's counts: scheduled = units + failed + dropped +
+// in flight, as in the summary.
+type RunCounts struct {
+	Seconds   float64 `json:"seconds"`
+	Units     int64   `json:"units"`
+	Values    int64   `json:"values,omitempty"`
+	Scheduled int64   `json:"scheduled_units"`
+	Failed    int64   `json:"failed_units"`
+	Dropped   int64   `json:"dropped_units"`
+	InFlight  int64   `json:"in_flight_units"`
+	P99       float64 `json:"p99_seconds"`
+}
+
+// Axis is one axis of a grid sweep: a setting of the workload and the
+// values it took, in order (a URL's password redacted).
+type Axis struct {
+	Name   string   `json:"name"`
+	Values []string `json:"values"`
+	// Numeric is set when every value is a number: the charts place them
+	// on a numeric axis; the others (DATA_TYPE, TARGET) are categories.
+	Numeric bool `json:"numeric"`
+}
+
 // USL is the Universal Scalability Law fitted to throughput against
-// workers (at the best batch size): X(N) = λN / (1 + σ(N−1) + κN(N−1)).
+// workers (at the best batch size, or the best values of the grid's
+// other axes): X(N) = λN / (1 + σ(N−1) + κN(N−1)).
 type USL struct {
-	Batch    int       `json:"batch"`
+	Batch int `json:"batch"`
+	// Where names the other axes' values of a grid sweep's fit, NAME=value.
+	Where    []string  `json:"where,omitempty"`
 	Lambda   float64   `json:"lambda"`       // throughput of one worker without contention
 	Sigma    float64   `json:"sigma"`        // contention
 	Kappa    float64   `json:"kappa"`        // coherency (crosstalk)
@@ -74,16 +117,33 @@ type Result struct {
 	Environment sysinfo.Info       `json:"environment"`
 	Settings    config.SweepConfig `json:"settings"`
 	Run         []string           `json:"run_settings"`
-	Points      []Point            `json:"points"`
-	USL         *USL               `json:"usl,omitempty"`
-	Outcome     string             `json:"outcome"`
+	// Axes are SOAKD_SWEEP_GRID's, in order, the last varying fastest;
+	// none in a WORKERS × BATCH sweep.
+	Axes []Axis `json:"axes,omitempty"`
+	// Values says whether the points count values (series sources).
+	Values  bool    `json:"values,omitempty"`
+	Points  []Point `json:"points"`
+	USL     *USL    `json:"usl,omitempty"`
+	Outcome string  `json:"outcome"`
+}
+
+// Grid says whether r is a sweep over SOAKD_SWEEP_GRID.
+func (r *Result) Grid() bool { return len(r.Axes) > 0 }
+
+// planned is one point to run: its configuration and the workload's.
+type planned struct {
+	values []string
+	cfg    *config.Config
+	wc     *config.Workload
 }
 
 // Sweep runs the workload SOAKD_SWEEP_WORKLOAD names, alone, closed loop
-// (RATE=max), once per run for every WORKERS × BATCH_SIZE (PIPELINE)
-// point, REPEATS times, and reports the throughput of each, the best, where
-// more workers made it slower, and a Universal Scalability Law fit. It
-// stops early, with what it has, when ctx ends.
+// (RATE=max), once per run for every point, REPEATS times: every
+// WORKERS × BATCH_SIZE (PIPELINE), or every point of SOAKD_SWEEP_GRID. It
+// reports the throughput of each, the best, where more workers made it
+// slower, and a Universal Scalability Law fit along WORKERS. Every point
+// is built and validated before the first runs. It stops early, with
+// what it has, when ctx ends.
 func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d daemon.Deps, o Options) (*Result, error) {
 	if err := cfg.CheckSweep(); err != nil {
 		return nil, err
@@ -94,76 +154,204 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 	kv := e != nil && e.Kind != sources.Series // KV and queries: PIPELINE units per batch
 	res := &Result{Workload: orig.Name, Unit: "rows", BatchName: "BATCH_SIZE", Environment: sysinfo.Collect(d.Version),
 		Settings: sc, Run: config.SettingValues(cfg, environ)}
+	res.Settings.Grid = nil // the axes say it, with the URLs' passwords redacted
 	if kv {
 		res.Unit, res.BatchName = daemon.UnitName(e.Kind), "PIPELINE"
 	}
+	res.Values = !kv
+	plan, err := res.plan(cfg, environ, d.Plugins, kv)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkShapes(ctx, res, plan, d.Plugins, sc.Reset); err != nil {
+		return nil, err
+	}
 	log := d.Logger.With(zap.String("workload", orig.Name))
-	total := len(sc.Workers) * len(sc.Batch) * sc.Repeats
-	n := 0
-	for _, b := range sc.Batch {
-		for _, w := range sc.Workers {
-			pt := Point{Workers: w, Batch: b}
-			var p99s []float64
-			tw := watchPoint(o.Target, orig.Name)
-			for r := 0; r < sc.Repeats && ctx.Err() == nil; r++ {
-				n++
-				one := *cfg
-				wc := *orig
-				wc.Workers, wc.Rate, wc.ResetFirst = w, pace.Rate{Max: true}, sc.Reset
-				if kv {
-					wc.Pipeline = b
-				} else {
-					wc.BatchSize = b
-				}
-				// Every point is bounded, whatever the source says of its
-				// data set: a source can be Sized yet endless (seq's Total
-				// is 0 then), and a finite set may take longer than the
-				// user gave a point.
-				wc.Duration = sc.Duration
-				one.Workload, one.Listen, one.Duration = []*config.Workload{&wc}, config.ListenOff, 0
-				dd := d
-				dd.Logger = zap.NewNop()
-				sum, err := daemon.Run(ctx, &one, dd)
-				if err != nil {
-					tw.stop()
-					return res, err
-				}
-				ws := sum.Workload(wc.Name, "run")
-				if ws == nil || ws.Seconds <= 0 || ws.Failure != nil {
-					reason := "no run phase"
-					if ws != nil && ws.Failure != nil {
-						reason = ws.Failure.Reason
-					}
-					tw.stop()
-					return res, fmt.Errorf("sweep point workers %d, %s %d: %s", w, res.BatchName, b, reason)
-				}
-				rate := ws.UnitRate
-				pt.Rates = append(pt.Rates, rate)
-				pt.Failed += ws.Failed
-				var p99 float64
-				for _, o := range ws.Ops {
-					p99 = max(p99, o.Response.P99)
-				}
-				p99s = append(p99s, p99)
-				log.Info(fmt.Sprintf("sweep %d/%d: workers %d, %s %d: %.0f %s/s, p99 %s",
-					n, total, w, res.BatchName, b, rate, res.Unit, pace.FormatSeconds(p99)))
-			}
-			pt.TargetMemoryBytes, pt.TargetCPUCores = tw.stop()
-			if len(pt.Rates) == 0 {
-				break
-			}
-			pt.Min, pt.Median, pt.Max = minMedMax(pt.Rates)
-			_, pt.P99, _ = minMedMax(p99s)
-			res.Points = append(res.Points, pt)
+	total := len(plan) * sc.Repeats
+	perRun := sc.Duration
+	load := ""
+	if src, err := orig.NewSource(); err == nil {
+		if _, ok := src.(sources.Preloader); ok {
+			load = ", plus a load phase where the target lacks the records"
 		}
 	}
+	log.Info(fmt.Sprintf("sweep: %d points (%s), %d runs each: at most %s per point (DURATION %s × REPEATS %d%s); about %s in all",
+		len(plan), res.order(), sc.Repeats, pace.FormatSeconds((perRun * time.Duration(sc.Repeats)).Seconds()), sc.Duration, sc.Repeats, load,
+		pace.FormatSeconds((perRun * time.Duration(total)).Seconds())))
+	t0 := time.Now()
+	n := 0
+	var dropper func(context.Context, *config.Workload) error
+	if sc.Reset {
+		dropper = func(ctx context.Context, wc *config.Workload) error { return reshape(ctx, d.Plugins, wc) }
+	}
+	for i, pl := range plan {
+		if ctx.Err() != nil {
+			break
+		}
+		wc := *pl.wc
+		pt := Point{AxisValues: pl.values, Workers: wc.Workers, Batch: wc.BatchSize}
+		if kv {
+			pt.Batch = wc.Pipeline
+		}
+		label := res.label(pt)
+		if dropper != nil && res.Grid() && !kv {
+			if err := dropper(ctx, &wc); err != nil {
+				return res, fmt.Errorf("sweep point %s: %w", label, err)
+			}
+		}
+		var p99s []float64
+		tw := watchPoint(o.Target, orig.Name)
+		for r := 0; r < sc.Repeats && ctx.Err() == nil; r++ {
+			n++
+			one := *pl.cfg
+			wc := wc
+			one.Workload, one.Listen, one.Duration = []*config.Workload{&wc}, config.ListenOff, 0
+			dd := d
+			dd.Logger = zap.NewNop()
+			sum, err := daemon.Run(ctx, &one, dd)
+			if err != nil {
+				tw.stop()
+				return res, err
+			}
+			ws := sum.Workload(wc.Name, "run")
+			if ws == nil || ws.Seconds <= 0 || ws.Failure != nil {
+				reason := "no run phase"
+				if ws != nil && ws.Failure != nil {
+					reason = ws.Failure.Reason
+				}
+				tw.stop()
+				return res, fmt.Errorf("sweep point %s: %s", label, reason)
+			}
+			rate := ws.UnitRate
+			pt.Rates = append(pt.Rates, rate)
+			if res.Values {
+				pt.ValueRates = append(pt.ValueRates, ws.ValueRate)
+			}
+			pt.Failed += ws.Failed
+			var p99 float64
+			for _, o := range ws.Ops {
+				p99 = max(p99, o.Response.P99)
+			}
+			p99s = append(p99s, p99)
+			pt.Runs = append(pt.Runs, RunCounts{Seconds: ws.Seconds, Units: ws.Units, Values: ws.Values, Scheduled: ws.Scheduled,
+				Failed: ws.Failed, Dropped: ws.Dropped, InFlight: ws.InFlight, P99: p99})
+			elapsed := time.Since(t0)
+			left := time.Duration(float64(elapsed) / float64(n) * float64(total-n))
+			log.Info(fmt.Sprintf("sweep %d/%d (point %d/%d, run %d/%d): %s: %.0f %s/s, p99 %s; %s elapsed, about %s left",
+				n, total, i+1, len(plan), r+1, sc.Repeats, label, rate, res.Unit, pace.FormatSeconds(p99),
+				pace.FormatSeconds(elapsed.Round(time.Second).Seconds()), pace.FormatSeconds(left.Round(time.Second).Seconds())))
+		}
+		pt.TargetMemoryBytes, pt.TargetCPUCores = tw.stop()
+		if len(pt.Rates) == 0 {
+			break
+		}
+		pt.Min, pt.Median, pt.Max = minMedMax(pt.Rates)
+		if res.Values {
+			pt.ValueMin, pt.ValueMedian, pt.ValueMax = minMedMax(pt.ValueRates)
+		}
+		_, pt.P99, _ = minMedMax(p99s)
+		res.Points = append(res.Points, pt)
+	}
 	res.mark()
-	res.USL = fitUSL(res.Points)
+	res.USL = res.fitUSL()
 	res.Outcome = "done"
 	if ctx.Err() != nil {
 		res.Outcome = "stopped before every point ran"
 	}
 	return res, nil
+}
+
+// plan builds every point to run, in order: WORKERS × BATCH_SIZE
+// (PIPELINE), batch varying slowest, or SOAKD_SWEEP_GRID's points, each
+// loaded and validated as a run's configuration is (config.SweepPoints).
+// Each runs closed loop for at most SOAKD_SWEEP_DURATION, unless RATE or
+// DURATION is an axis.
+func (r *Result) plan(cfg *config.Config, environ map[string]string, p *config.Plugins, kv bool) ([]planned, error) {
+	sc := cfg.Sweep
+	orig := sc.Swept(cfg)
+	// Every point is bounded, whatever the source says of its data set: a
+	// source can be Sized yet endless (seq's Total is 0 then), and a
+	// finite set may take longer than the user gave a point.
+	bound := func(wc *config.Workload, axes map[string]bool) {
+		if !axes["RATE"] {
+			wc.Rate = pace.Rate{Max: true}
+		}
+		if !axes["DURATION"] {
+			wc.Duration = sc.Duration
+		}
+		wc.ResetFirst = sc.Reset
+	}
+	var out []planned
+	if len(sc.Grid) == 0 {
+		for _, b := range sc.Batch {
+			for _, w := range sc.Workers {
+				wc := *orig
+				wc.Workers = w
+				if kv {
+					wc.Pipeline = b
+				} else {
+					wc.BatchSize = b
+				}
+				bound(&wc, nil)
+				out = append(out, planned{cfg: cfg, wc: &wc})
+			}
+		}
+		return out, nil
+	}
+	pts, err := cfg.SweepPoints(environ, p)
+	if err != nil {
+		return nil, err
+	}
+	axes := map[string]bool{}
+	for i, a := range sc.Grid {
+		axes[a.Name] = true
+		ax := Axis{Name: a.Name, Numeric: true}
+		for _, pt := range pts {
+			if !slices.Contains(ax.Values, pt.Values[i]) {
+				ax.Values = append(ax.Values, pt.Values[i])
+			}
+		}
+		for _, v := range ax.Values {
+			if _, err := strconv.ParseFloat(v, 64); err != nil {
+				ax.Numeric = false
+			}
+		}
+		r.Axes = append(r.Axes, ax)
+	}
+	for _, pt := range pts {
+		wc := *pt.Workload
+		bound(&wc, axes)
+		out = append(out, planned{values: pt.Values, cfg: pt.Config, wc: &wc})
+	}
+	return out, nil
+}
+
+// order says in which order the points run.
+func (r *Result) order() string {
+	if !r.Grid() {
+		return fmt.Sprintf("%s slowest, then WORKERS", r.BatchName)
+	}
+	names := make([]string, len(r.Axes))
+	for i, a := range r.Axes {
+		names[i] = fmt.Sprintf("%s (%d)", a.Name, len(a.Values))
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names, " × ") + ", the first varying slowest, the last fastest"
+}
+
+// label names a point in logs and errors: its axes' values, or its
+// workers and batch size.
+func (r *Result) label(p Point) string {
+	if !r.Grid() {
+		return fmt.Sprintf("workers %d, %s %d", p.Workers, r.BatchName, p.Batch)
+	}
+	s := make([]string, len(r.Axes))
+	for i, a := range r.Axes {
+		s[i] = a.Name + "=" + p.AxisValues[i]
+	}
+	return strings.Join(s, " ")
 }
 
 // Options are what a sweep reads besides its configuration.
@@ -277,17 +465,27 @@ func (pw *pointWatch) stop() (memory, cores *float64) {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// mark flags the best point and those where more workers were slower.
+// mark flags the best point and those where more workers were slower:
+// at the same batch size, or, in a grid sweep over WORKERS, at the same
+// values of the other axes.
 func (r *Result) mark() {
+	wi := r.axis("WORKERS")
 	best := -1
 	for i := range r.Points {
 		p := &r.Points[i]
 		if best < 0 || p.Median > r.Points[best].Median {
 			best = i
 		}
+		if r.Grid() && wi < 0 {
+			continue
+		}
 		for j := range r.Points {
 			q := &r.Points[j]
-			if q.Batch == p.Batch && q.Workers < p.Workers && p.Median < q.Median {
+			same := q.Batch == p.Batch
+			if r.Grid() {
+				same = sameExcept(p.AxisValues, q.AxisValues, wi)
+			}
+			if same && q.Workers < p.Workers && p.Median < q.Median {
 				p.Falls = true
 			}
 		}
@@ -295,6 +493,131 @@ func (r *Result) mark() {
 	if best >= 0 {
 		r.Points[best].Best = true
 	}
+}
+
+// axis is the index of the grid's axis name, or -1.
+func (r *Result) axis(name string) int {
+	return slices.IndexFunc(r.Axes, func(a Axis) bool { return a.Name == name })
+}
+
+// sameExcept says whether a and b hold the same values but at index skip.
+func sameExcept(a, b []string, skip int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if i != skip && a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// fitUSL fits the USL along WORKERS: at the best batch size, or, in a
+// grid sweep, at the best point's values of the other axes, when WORKERS
+// is an axis of at least three values (none otherwise).
+func (r *Result) fitUSL() *USL {
+	if !r.Grid() {
+		return fitUSL(r.Points)
+	}
+	wi := r.axis("WORKERS")
+	if wi < 0 || len(r.Axes[wi].Values) < 3 {
+		return nil
+	}
+	b := slices.IndexFunc(r.Points, func(p Point) bool { return p.Best })
+	if b < 0 {
+		return nil
+	}
+	best := r.Points[b]
+	var line []Point
+	for _, p := range r.Points {
+		if sameExcept(p.AxisValues, best.AxisValues, wi) {
+			line = append(line, p)
+		}
+	}
+	u := fitUSL(line)
+	for i, a := range r.Axes {
+		if i != wi {
+			u.Where = append(u.Where, a.Name+"="+best.AxisValues[i])
+		}
+	}
+	return u
+}
+
+// reshaper is a sink that can drop its own tables when they were made
+// for another shape (the PostgreSQL sink's ReshapeTables).
+type reshaper interface {
+	ReshapeTables(ctx context.Context) error
+}
+
+// reshape drops the point's target's tables made for another shape,
+// where its sink can, so that the run's Prepare makes them for this one.
+func reshape(ctx context.Context, p *config.Plugins, wc *config.Workload) error {
+	op, err := daemon.Open(ctx, p, wc, 1, 1, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = op.Sink.Close(context.WithoutCancel(ctx)) }()
+	if r, ok := op.Sink.(reshaper); ok {
+		if err := r.ReshapeTables(ctx); err != nil {
+			return fmt.Errorf("cannot make the target's tables for this point: %s", wc.Scrubber()(err.Error()))
+		}
+	}
+	return nil
+}
+
+// shape describes the tables a workload's source writes: their names,
+// tags and fields with their kinds.
+func shape(wc *config.Workload) string {
+	src, err := wc.NewSource()
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, sc := range src.Schemas() {
+		fmt.Fprintf(&b, "%s(%s;", sc.Measurement, strings.Join(sc.TagKeys, ","))
+		for _, f := range sc.Fields {
+			fmt.Fprintf(&b, "%s:%d,", f.Name, f.Kind)
+		}
+		b.WriteString(") ")
+	}
+	return b.String()
+}
+
+// checkShapes refuses, before anything runs, a grid whose points write
+// tables of different shapes (COLUMNS, COLUMN_TYPE, SOURCE) into one
+// target whose sink keeps tables of one shape (PostgreSQL), unless
+// SOAKD_SWEEP_RESET drops them between points: a point would otherwise
+// write into a table made for another (refused when a column is
+// missing, silently wider rows when one is left over).
+func checkShapes(ctx context.Context, r *Result, plan []planned, p *config.Plugins, reset bool) error {
+	if !r.Grid() || reset {
+		return nil
+	}
+	first := map[string]int{} // target → first point
+	for i, pl := range plan {
+		t := pl.wc.Target
+		j, seen := first[t]
+		if !seen {
+			first[t] = i
+			continue
+		}
+		if shape(plan[j].wc) == shape(pl.wc) {
+			continue
+		}
+		op, err := daemon.Open(ctx, p, pl.wc, 1, 1, nil)
+		if err != nil {
+			return err
+		}
+		_, keeps := op.Sink.(reshaper)
+		_ = op.Sink.Close(context.WithoutCancel(ctx))
+		if keeps {
+			return settings.Errorf(config.EnvPrefix+"SWEEP_RESET", "the points %s and %s write tables of different shapes into the same target, which keeps a table's shape: set %sSWEEP_RESET=true, which drops soakd's tables made for another shape before each point (and empties the others)",
+				r.label(Point{AxisValues: plan[j].values}), r.label(Point{AxisValues: pl.values}), config.EnvPrefix)
+		}
+		first[t] = i
+	}
+	return nil
 }
 
 func minMedMax(v []float64) (lo, med, hi float64) {

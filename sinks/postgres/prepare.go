@@ -223,3 +223,66 @@ func checkUnique(ctx context.Context, c *pgx.Conn, p *plan) error {
 	}
 	return nil
 }
+
+// ReshapeTables drops each of the sink's own tables that exists with
+// other columns than the sink writes (another COLUMNS or COLUMN_TYPE of
+// the massive source, say), so that Prepare creates it anew for this
+// shape; a table of the right shape is kept, rows and all. soakd sweep
+// calls it before each point with SOAKD_SWEEP_RESET=true, so that no
+// point writes into a table made for another: Prepare refuses a table
+// that lacks a column, but one with a column more would take rows
+// wider than the point's, and one of another column type would cast.
+// With create=false soakd drops nothing: a table of another shape is an
+// error. KWDB's catalog differs: its tables are left as they are.
+func (s *Sink) ReshapeTables(ctx context.Context) error {
+	if s.cfg.Dialect == KWDB {
+		return nil
+	}
+	for _, p := range *s.plans.Load() {
+		rows, err := s.pool.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a
+			WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, p.table)
+		if err != nil {
+			return classify(fmt.Errorf("cannot read the columns of %s: %w", p.table, err), true, false)
+		}
+		have := map[string]string{}
+		var name, typ string
+		if _, err := pgx.ForEachRow(rows, []any{&name, &typ}, func() error { have[name] = typ; return nil }); err != nil {
+			return classify(fmt.Errorf("cannot read the columns of %s: %w", p.table, err), true, false)
+		}
+		if len(have) == 0 || sameShape(s.cfg, p, have) {
+			continue
+		}
+		if !s.cfg.Create {
+			return sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s has other columns than soakd writes, and create=false: soakd does not drop it (drop it, or use another database)", p.table))
+		}
+		if _, err := s.pool.Exec(ctx, "DROP TABLE "+p.table); err != nil {
+			return classify(fmt.Errorf("cannot drop %s, made for another shape: %w", p.table, err), true, false)
+		}
+		s.log.Info("dropped a table made for another shape", zap.String("table", p.table), zap.Int("columns", len(have)), zap.Int("want", len(p.names)))
+	}
+	return nil
+}
+
+// sameShape says whether a table's columns (name → type) are exactly
+// those p writes, with the field types soakd creates them with.
+func sameShape(c Config, p *plan, have map[string]string) bool {
+	if len(have) != len(p.names) {
+		return false
+	}
+	for _, n := range p.names {
+		if _, ok := have[n]; !ok {
+			return false
+		}
+	}
+	if c.Dialect == Cockroach {
+		return true // its catalog names types otherwise (INT8 is bigint)
+	}
+	fields := p.schema.Fields
+	for i, f := range fields {
+		n := p.names[len(p.names)-len(fields)+i]
+		if !strings.EqualFold(have[n], fieldType(c.Dialect, f.Kind)) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,204 @@
+package sweep
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/settings"
+)
+
+// writeGridMarkdown writes a grid sweep's report: the best point, the
+// environment, the order the points ran in, for two axes the grid as
+// tables (first axis rows, second columns) of the median rates, and for
+// any number of axes the long table, one row per point.
+func (r *Result) writeGridMarkdown(out io.Writer) {
+	sc := r.Settings
+	names := make([]string, len(r.Axes))
+	for i, a := range r.Axes {
+		names[i] = a.Name
+	}
+	fmt.Fprintf(out, "# Sweep of workload %s: %s, closed loop\n\n", r.Workload, strings.Join(names, " × "))
+	for _, p := range r.Points {
+		if p.Best {
+			fmt.Fprintf(out, "**Best: %s: %.0f %s/s", r.label(p), p.Median, r.Unit)
+			if r.Values {
+				fmt.Fprintf(out, ", %.0f values/s", p.ValueMedian)
+			}
+			fmt.Fprintf(out, "** (median of %d runs, min %.0f, max %.0f).\n\n", len(p.Rates), p.Min, p.Max)
+		}
+	}
+	fmt.Fprint(out, "## Environment\n\n| | |\n|---|---|\n")
+	for _, row := range r.Environment.Rows() {
+		fmt.Fprintf(out, "| %s | %s |\n", row[0], row[1])
+	}
+	fmt.Fprintf(out, "\nOrder: %s. Each point: %d runs", r.order(), sc.Repeats)
+	if sc.Reset {
+		fmt.Fprint(out, ", the target emptied of soakd's data before each (its tables dropped when made for another shape)")
+	}
+	fmt.Fprintf(out, "; runs without a finite data set last %s.\n", sc.Duration)
+	if len(r.Run) > 0 {
+		fmt.Fprintf(out, "\nSettings: `%s`\n", strings.Join(r.Run, "` `"))
+	}
+	if len(r.Axes) == 2 {
+		r.writeTable(out, r.Unit+"/s", func(p Point) float64 { return p.Median })
+		if r.Values {
+			r.writeTable(out, "values/s", func(p Point) float64 { return p.ValueMedian })
+		}
+	}
+	mem, cores := r.targetColumns()
+	fmt.Fprint(out, "\n## Points\n\n|")
+	align := "|"
+	for _, a := range r.Axes {
+		fmt.Fprintf(out, " %s |", a.Name)
+		align += "---|"
+	}
+	fmt.Fprintf(out, " %s/s median | min | max |", r.Unit)
+	align += "---:|---:|---:|"
+	if r.Values {
+		fmt.Fprint(out, " values/s median | min | max |")
+		align += "---:|---:|---:|"
+	}
+	fmt.Fprint(out, " p99 | failed | |")
+	align += "---:|---:|---|"
+	if mem {
+		fmt.Fprint(out, " target memory |")
+		align += "---:|"
+	}
+	if cores {
+		fmt.Fprint(out, " target CPU |")
+		align += "---:|"
+	}
+	fmt.Fprintf(out, "\n%s\n", align)
+	for _, p := range r.Points {
+		fmt.Fprint(out, "|")
+		for _, v := range p.AxisValues {
+			fmt.Fprintf(out, " %s |", v)
+		}
+		fmt.Fprintf(out, " %.0f | %.0f | %.0f |", p.Median, p.Min, p.Max)
+		if r.Values {
+			fmt.Fprintf(out, " %.0f | %.0f | %.0f |", p.ValueMedian, p.ValueMin, p.ValueMax)
+		}
+		var note []string
+		if p.Best {
+			note = append(note, "best")
+		}
+		if p.Falls {
+			note = append(note, "slower than with fewer workers")
+		}
+		fmt.Fprintf(out, " %s | %d | %s |", pace.FormatSeconds(p.P99), p.Failed, strings.Join(note, ", "))
+		if mem {
+			fmt.Fprintf(out, " %s |", optional(p.TargetMemoryBytes, settings.FormatBytes, "–"))
+		}
+		if cores {
+			fmt.Fprintf(out, " %s |", optional(p.TargetCPUCores, func(v float64) string { return fmt.Sprintf("%.2f cores", v) }, "–"))
+		}
+		fmt.Fprint(out, "\n")
+	}
+	if u := r.USL; u != nil {
+		where := "WORKERS"
+		if len(u.Where) > 0 {
+			where += " at " + strings.Join(u.Where, " ")
+		}
+		r.writeUSL(out, where)
+	}
+}
+
+// writeTable writes a two-axis grid's figure as a table: the first axis's
+// values are the rows, the second's the columns, the best cell in bold;
+// a point that did not run is empty.
+func (r *Result) writeTable(out io.Writer, title string, figure func(Point) float64) {
+	rows, cols := r.Axes[0], r.Axes[1]
+	fmt.Fprintf(out, "\n## %s (median)\n\n| %s \\ %s |", title, rows.Name, cols.Name)
+	for _, c := range cols.Values {
+		fmt.Fprintf(out, " %s |", c)
+	}
+	fmt.Fprint(out, "\n|---|"+strings.Repeat("---:|", len(cols.Values))+"\n")
+	for _, rv := range rows.Values {
+		fmt.Fprintf(out, "| %s |", rv)
+		for _, cv := range cols.Values {
+			cell := ""
+			for _, p := range r.Points {
+				if p.AxisValues[0] == rv && p.AxisValues[1] == cv {
+					cell = fmt.Sprintf("%.0f", figure(p))
+					if p.Best {
+						cell = "**" + cell + "**"
+					}
+				}
+			}
+			fmt.Fprintf(out, " %s |", cell)
+		}
+		fmt.Fprint(out, "\n")
+	}
+}
+
+// writeGridCSV writes one row per run of a grid sweep: the point's axis
+// values, its WORKERS and BATCH_SIZE (PIPELINE), the run's rate and
+// counts, and the point's median, min and max.
+func (r *Result) writeGridCSV(out io.Writer) error {
+	w := csv.NewWriter(out)
+	mem, cores := r.targetColumns()
+	var head []string
+	for _, a := range r.Axes {
+		head = append(head, a.Name)
+	}
+	head = append(head, "workers", strings.ToLower(r.BatchName), "run", "units_per_second")
+	if r.Values {
+		head = append(head, "values_per_second")
+	}
+	head = append(head, "seconds", "units", "values", "scheduled_units", "failed_units", "dropped_units", "in_flight_units", "p99_seconds",
+		"median", "min", "max")
+	if r.Values {
+		head = append(head, "values_median", "values_min", "values_max")
+	}
+	head = append(head, "point_p99_seconds", "best", "throughput_falls")
+	if mem {
+		head = append(head, "target_memory_bytes")
+	}
+	if cores {
+		head = append(head, "target_cpu_cores")
+	}
+	_ = w.Write(head)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+	bytesCell := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	for _, p := range r.Points {
+		for i, x := range p.Rates {
+			row := append([]string(nil), p.AxisValues...)
+			row = append(row, strconv.Itoa(p.Workers), strconv.Itoa(p.Batch), strconv.Itoa(i+1), f(x))
+			if r.Values {
+				row = append(row, f(at(p.ValueRates, i)))
+			}
+			var c RunCounts
+			if i < len(p.Runs) {
+				c = p.Runs[i]
+			}
+			row = append(row, f(c.Seconds), n(c.Units), n(c.Values), n(c.Scheduled), n(c.Failed), n(c.Dropped), n(c.InFlight), f(c.P99),
+				f(p.Median), f(p.Min), f(p.Max))
+			if r.Values {
+				row = append(row, f(p.ValueMedian), f(p.ValueMin), f(p.ValueMax))
+			}
+			row = append(row, f(p.P99), strconv.FormatBool(p.Best), strconv.FormatBool(p.Falls))
+			if mem {
+				row = append(row, optional(p.TargetMemoryBytes, bytesCell, ""))
+			}
+			if cores {
+				row = append(row, optional(p.TargetCPUCores, f, ""))
+			}
+			_ = w.Write(row)
+		}
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// at is v[i], or 0 past its end.
+func at(v []float64, i int) float64 {
+	if i < len(v) {
+		return v[i]
+	}
+	return 0
+}
