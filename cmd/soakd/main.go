@@ -9,7 +9,8 @@
 //	soakd version
 //
 // Every setting is an environment variable SOAKD_* and a flag: SOAKD_IOT_RATE
-// is --iot-rate. Flags win over the environment.
+// is --iot-rate. Flags win over the environment, which wins over the files
+// of --env-file (compose's env_file format), a later file over an earlier.
 package main
 
 import (
