@@ -34,6 +34,10 @@ type Axis struct {
 	// Min and Max fix the range when Max > Min; otherwise it follows the
 	// data (and the marks on this axis).
 	Min, Max float64
+	// Categories, when set, make the axis categorical (the values of a
+	// sweep's DATA_TYPE or TARGET): value i is Categories[i], the values
+	// evenly spaced, each tick labelled with its name.
+	Categories []string
 }
 
 // Unit says how an axis's values are written.
@@ -110,6 +114,15 @@ type scale struct {
 	unit     Unit
 	ticks    []float64
 	tickStep float64
+	cats     []string
+}
+
+// label is tick t's label.
+func (s *scale) label(t float64) string {
+	if i := int(math.Round(t)); len(s.cats) > 0 && i >= 0 && i < len(s.cats) {
+		return s.cats[i]
+	}
+	return format(t, s.unit, s.tickStep)
 }
 
 func (s *scale) pos(v float64) float64 {
@@ -314,6 +327,14 @@ func onlyWhereX(v, x []float64) []float64 {
 
 func fit(a Axis, vals [][]float64, marks []float64, p0, p1 float64, isX bool) scale {
 	s := scale{p0: p0, p1: p1, log: a.Log, unit: a.Unit}
+	if n := len(a.Categories); n > 0 {
+		s.cats, s.log, s.ok = a.Categories, false, true
+		s.lo, s.hi = -0.5, float64(n)-0.5
+		for i := range n {
+			s.ticks = append(s.ticks, float64(i))
+		}
+		return s
+	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	consider := func(v float64) {
 		if s.valid(v) {
@@ -437,12 +458,12 @@ func (c *Chart) writeAxes(b *bytes.Buffer, xs, ys *scale, w, h int, top float64)
 	b.WriteString(`<g class="tick" fill="currentColor" fill-opacity="0.8">`)
 	if ys.ok {
 		for _, t := range ys.ticks {
-			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`, left-4, ys.pos(t)+4, esc(format(t, ys.unit, ys.tickStep)))
+			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`, left-4, ys.pos(t)+4, esc(ys.label(t)))
 		}
 	}
 	if xs.ok {
 		for _, t := range xs.ticks {
-			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, xs.pos(t), bottom+14, esc(format(t, xs.unit, xs.tickStep)))
+			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, xs.pos(t), bottom+14, esc(xs.label(t)))
 		}
 	}
 	b.WriteString(`</g>`)

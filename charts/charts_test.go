@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -336,5 +337,35 @@ func TestDashes(t *testing.T) {
 	// 0-5 on, 5-8 off, 8-13 on, 13-16 off, 16-20 on (to the end)
 	if len(d) != 3 || d[0][0].x != 0 || d[0][len(d[0])-1].x != 5 || d[1][0].x != 8 || d[1][len(d[1])-1].x != 13 || d[2][0].x != 16 || d[2][len(d[2])-1].x != 20 {
 		t.Errorf("dashes: %v", d)
+	}
+}
+
+// A categorical axis labels its ticks with the categories, one per value
+// index, evenly spaced, and draws lines over them; the PNG draws too.
+func TestCategoricalAxis(t *testing.T) {
+	c := Chart{ID: "cat", Title: "by data type", Width: 400, Height: 200,
+		X:     Axis{Label: "DATA_TYPE", Categories: []string{"string", "hash", "zset"}},
+		Y:     Axis{Label: "ops/s", Unit: Number, ZeroBased: true},
+		Lines: []Line{{Name: "128", X: []float64{0, 1, 2}, Y: []float64{900, 700, 500}}}}
+	var ticks []string
+	var xs []float64
+	for _, e := range parse(t, c.SVG()) {
+		if e.name == "text" && e.attrs["text-anchor"] == "middle" && !slices.Contains([]string{"DATA_TYPE", "by data type", "ops/s"}, e.text) {
+			ticks = append(ticks, e.text)
+			x, _ := strconv.ParseFloat(e.attrs["x"], 64)
+			xs = append(xs, x)
+		}
+	}
+	if strings.Join(ticks, " ") != "string hash zset" {
+		t.Fatalf("tick labels %v, want the categories", ticks)
+	}
+	if d1, d2 := xs[1]-xs[0], xs[2]-xs[1]; d1 <= 0 || math.Abs(d1-d2) > 0.2 {
+		t.Errorf("categories at %v, want them evenly spaced", xs)
+	}
+	if !bytes.Contains(c.SVG(), []byte(`data-points="3"`)) {
+		t.Errorf("the line is not drawn")
+	}
+	if _, err := c.PNG(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -71,12 +71,12 @@ func (c *Chart) PNG() ([]byte, error) {
 	r.stroke([]pt{{left, top}, {left, bottom}, {right, bottom}}, frame, 1, false)
 	if ys.ok {
 		for _, t := range ys.ticks {
-			r.text(left-4, ys.pos(t)+4, format(t, ys.unit, ys.tickStep), anchorEnd, ink, false, 0.8)
+			r.text(left-4, ys.pos(t)+4, ys.label(t), anchorEnd, ink, false, 0.8)
 		}
 	}
 	if xs.ok {
 		for _, t := range xs.ticks {
-			r.text(xs.pos(t), bottom+14, format(t, xs.unit, xs.tickStep), anchorMiddle, ink, false, 0.8)
+			r.text(xs.pos(t), bottom+14, xs.label(t), anchorMiddle, ink, false, 0.8)
 		}
 	}
 	if c.Y.Label != "" {

@@ -1,6 +1,12 @@
 package config
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/soakd/soakd/sources/seq"
+)
 
 // Worker and batch lists parse, sort and refuse what is not a list of
 // positive numbers.
@@ -13,5 +19,127 @@ func TestIntList(t *testing.T) {
 		if err := l.UnmarshalText([]byte(bad)); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// The grid parses axes in order with their values as written, and
+// refuses, naming the axis, what is not NAME=v1,v2 axes separated by
+// spaces; a password in a refused value is not repeated.
+func TestGridParse(t *testing.T) {
+	var g Grid
+	if err := g.UnmarshalText([]byte("  SCALE=100,1000\tTARGET=postgres://u:pw@h/db?sslmode=disable,redis://h  WORKERS=8,1 ")); err != nil {
+		t.Fatal(err)
+	}
+	if len(g) != 3 || g[0].Name != "SCALE" || g[1].Name != "TARGET" || g[2].Name != "WORKERS" ||
+		strings.Join(g[1].Values, " ") != "postgres://u:pw@h/db?sslmode=disable redis://h" || strings.Join(g[2].Values, " ") != "8 1" {
+		t.Fatalf("parsed %+v", g)
+	}
+	if g.Points() != 8 || g.String() != "SCALE=100,1000 TARGET=postgres://u:pw@h/db?sslmode=disable,redis://h WORKERS=8,1" {
+		t.Errorf("points %d, written back %q", g.Points(), g.String())
+	}
+	// The last axis varies fastest.
+	var got []string
+	for i := range g.Points() {
+		got = append(got, fmt.Sprint(g.Index(i)))
+	}
+	if strings.Join(got, " ") != "[0 0 0] [0 0 1] [0 1 0] [0 1 1] [1 0 0] [1 0 1] [1 1 0] [1 1 1]" {
+		t.Errorf("order %v", got)
+	}
+	if err := g.UnmarshalText([]byte(" ")); err != nil || g != nil || g.Points() != 0 {
+		t.Errorf("empty grid: %v, %v", g, err)
+	}
+	for bad, want := range map[string]string{
+		"SCALE":                              "want axes NAME=v1,v2",
+		"SCALE=":                             "want axes NAME=v1,v2",
+		"=1,2":                               "want axes NAME=v1,v2",
+		"scale=1,2":                          `axis "scale": a setting's name in upper case`,
+		"SOAKD_W_SCALE=1,2":                  "axis SOAKD_W_SCALE: name the setting without its SOAKD_<W>_ prefix",
+		"SCALE=1,,2":                         "axis SCALE: an empty value",
+		"SCALE=1,2,":                         "axis SCALE: an empty value",
+		"SCALE=1,2 SCALE=3":                  "axis SCALE is given twice",
+		"TARGET=redis://:pw@h,redis://:pw@h": "axis TARGET: value redis://:xxxxx@h is given twice",
+		"A=1,2,3,4,5,6,7,8,9,10 B=1,2,3,4,5,6,7,8,9,10 C=1,2,3,4,5,6,7,8,9,10 D=1,2,3,4,5,6,7,8,9,10 E=1,2": "more than 10000 points",
+	} {
+		err := g.UnmarshalText([]byte(bad))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one saying %q", bad, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "pw") {
+			t.Errorf("%q: the error repeats the password: %v", bad, err)
+		}
+	}
+}
+
+// Whatever the grid text, parsing never panics, and what it accepts
+// writes back to a text that parses to the same grid, within the points'
+// bound.
+func FuzzGrid(f *testing.F) {
+	for _, s := range []string{"SCALE=100,1000 COLUMNS=1,100,400", "TARGET=postgres://u:p@h/db,redis://h", "A=1", "", " ", "A=,", "A==1", "A=1 A=2", "a=1", "A=1,1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var g Grid
+		if g.UnmarshalText([]byte(s)) != nil {
+			return
+		}
+		if g.Points() > MaxGridPoints {
+			t.Fatalf("%q: %d points", s, g.Points())
+		}
+		var back Grid
+		if err := back.UnmarshalText([]byte(g.String())); err != nil || back.String() != g.String() {
+			t.Fatalf("%q: written back as %q, which parses to %q (%v)", s, g.String(), back.String(), err)
+		}
+		for i := range g.Points() {
+			for a, j := range g.Index(i) {
+				if j < 0 || j >= len(g[a].Values) {
+					t.Fatalf("%q: point %d has index %d on axis %s", s, i, j, g[a].Name)
+				}
+			}
+		}
+	})
+}
+
+// SweepPoints builds one configuration per point, each setting parsed by
+// its own parser (the source's included), in the grid's order, and
+// refuses before building any a name that is no setting of the workload,
+// a value its setting refuses, a secret, or WORKERS and BATCH with a grid.
+func TestSweepPoints(t *testing.T) {
+	t.Parallel()
+	p := testPlugins()
+	env := map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://",
+		"SOAKD_SWEEP_GRID": "DEVICES=5,50 WORKERS=1,3 TARGET=null://,null://?latency=1ms"}
+	cfg := loadTest(t, env, p)
+	pts, err := cfg.SweepPoints(env, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 8 {
+		t.Fatalf("%d points, want 8", len(pts))
+	}
+	if pt := pts[3]; strings.Join(pt.Values, " ") != "5 3 null://?latency=1ms" || pt.Workload.Workers != 3 || pt.Workload.Target != "null://?latency=1ms" ||
+		pt.Workload.SourceSettings.Fields().(*seq.Config).Devices != 5 || len(pt.Config.Workload) != 1 {
+		t.Errorf("point 3: %v, workers %d, target %s, %+v", pt.Values, pt.Workload.Workers, pt.Workload.Target, pt.Workload.SourceSettings.Fields())
+	}
+	if pts[4].Workload.SourceSettings.Fields().(*seq.Config).Devices != 50 || cfg.Workload[0].SourceSettings.Fields().(*seq.Config).Devices != 10 {
+		t.Errorf("point 4 has %+v, the base %+v", pts[4].Workload.SourceSettings.Fields(), cfg.Workload[0].SourceSettings.Fields())
+	}
+	for grid, want := range map[string]string{
+		"DEVICS=1,2":        "SOAKD_SWEEP_GRID: axis DEVICS is not a setting of workload seq (source seq): did you mean DEVICES?",
+		"QWERTY=1":          "SOAKD_SWEEP_GRID: axis QWERTY is not a setting of workload seq (source seq); its settings: BATCH_SIZE, DEVICES,",
+		"DEVICES=5,0":       "SOAKD_SWEEP_GRID: DEVICES=0: ",
+		"WORKERS=2,x":       "SOAKD_SWEEP_GRID: WORKERS=x: ",
+		"TOKEN=a,b":         "SOAKD_SWEEP_GRID: axis TOKEN: a secret cannot be an axis",
+		"TARGET=nope://a/b": "SOAKD_SWEEP_GRID: TARGET=nope://a/b: ",
+	} {
+		env := map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://", "SOAKD_SWEEP_GRID": grid}
+		cfg := loadTest(t, env, p)
+		pts, err := cfg.SweepPoints(env, p)
+		if err == nil || pts != nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: %d points, error %v; want %q", grid, len(pts), err, want)
+		}
+	}
+	env["SOAKD_SWEEP_BATCH"] = "10"
+	if _, err := loadTest(t, env, p).SweepPoints(env, p); err == nil || !strings.Contains(err.Error(), "SOAKD_SWEEP_GRID: set with SOAKD_SWEEP_BATCH") {
+		t.Errorf("GRID with BATCH: %v", err)
 	}
 }

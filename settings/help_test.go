@@ -27,3 +27,13 @@ func TestWriteTable(t *testing.T) {
 		t.Errorf("without values:\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+// A setting that lists URLs among other words (soakd sweep's GRID) shows
+// each URL redacted and the rest as written.
+func TestShownURLs(t *testing.T) {
+	s := Setting{URLs: true}
+	got := s.Shown("TARGET=postgres://u:pw@a/db?sslmode=disable,influx1://b?u=x&p=pw2 WORKERS=1,2")
+	if got != "TARGET=postgres://u:xxxxx@a/db?sslmode=disable,influx1://b?p=xxxxx&u=x WORKERS=1,2" {
+		t.Errorf("shown as %q", got)
+	}
+}

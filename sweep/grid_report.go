@@ -108,10 +108,16 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 }
 
 // writeTable writes a two-axis grid's figure as a table: the first axis's
-// values are the rows, the second's the columns, the best cell in bold;
-// a point that did not run is empty.
+// values are the rows, the second's the columns, the highest cell in
+// bold; a point that did not run is empty.
 func (r *Result) writeTable(out io.Writer, title string, figure func(Point) float64) {
 	rows, cols := r.Axes[0], r.Axes[1]
+	top := -1
+	for i, p := range r.Points {
+		if top < 0 || figure(p) > figure(r.Points[top]) {
+			top = i
+		}
+	}
 	fmt.Fprintf(out, "\n## %s (median)\n\n| %s \\ %s |", title, rows.Name, cols.Name)
 	for _, c := range cols.Values {
 		fmt.Fprintf(out, " %s |", c)
@@ -121,10 +127,10 @@ func (r *Result) writeTable(out io.Writer, title string, figure func(Point) floa
 		fmt.Fprintf(out, "| %s |", rv)
 		for _, cv := range cols.Values {
 			cell := ""
-			for _, p := range r.Points {
+			for i, p := range r.Points {
 				if p.AxisValues[0] == rv && p.AxisValues[1] == cv {
 					cell = fmt.Sprintf("%.0f", figure(p))
-					if p.Best {
+					if i == top {
 						cell = "**" + cell + "**"
 					}
 				}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/settings"
+	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -176,14 +178,10 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 		}
 	}
 	log.Info(fmt.Sprintf("sweep: %d points (%s), %d runs each: at most %s per point (DURATION %s × REPEATS %d%s); about %s in all",
-		len(plan), res.order(), sc.Repeats, pace.FormatSeconds((perRun * time.Duration(sc.Repeats)).Seconds()), sc.Duration, sc.Repeats, load,
-		pace.FormatSeconds((perRun * time.Duration(total)).Seconds())))
+		len(plan), res.order(), sc.Repeats, perRun*time.Duration(sc.Repeats), sc.Duration, sc.Repeats, load, perRun*time.Duration(total)),
+		zap.Strings("points", res.labels(plan)))
 	t0 := time.Now()
 	n := 0
-	var dropper func(context.Context, *config.Workload) error
-	if sc.Reset {
-		dropper = func(ctx context.Context, wc *config.Workload) error { return reshape(ctx, d.Plugins, wc) }
-	}
 	for i, pl := range plan {
 		if ctx.Err() != nil {
 			break
@@ -194,8 +192,10 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 			pt.Batch = wc.Pipeline
 		}
 		label := res.label(pt)
-		if dropper != nil && res.Grid() && !kv {
-			if err := dropper(ctx, &wc); err != nil {
+		if sc.Reset && res.Grid() && !kv {
+			// Before the point's first run, whose reset only empties
+			// tables: one made for another shape goes.
+			if err := reshape(ctx, d.Plugins, &wc); err != nil {
 				return res, fmt.Errorf("sweep point %s: %w", label, err)
 			}
 		}
@@ -235,11 +235,13 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 			p99s = append(p99s, p99)
 			pt.Runs = append(pt.Runs, RunCounts{Seconds: ws.Seconds, Units: ws.Units, Values: ws.Values, Scheduled: ws.Scheduled,
 				Failed: ws.Failed, Dropped: ws.Dropped, InFlight: ws.InFlight, P99: p99})
+			// The time left is the runs left at the mean time a run took
+			// so far: setup, load phases and finite data sets included.
 			elapsed := time.Since(t0)
 			left := time.Duration(float64(elapsed) / float64(n) * float64(total-n))
 			log.Info(fmt.Sprintf("sweep %d/%d (point %d/%d, run %d/%d): %s: %.0f %s/s, p99 %s; %s elapsed, about %s left",
 				n, total, i+1, len(plan), r+1, sc.Repeats, label, rate, res.Unit, pace.FormatSeconds(p99),
-				pace.FormatSeconds(elapsed.Round(time.Second).Seconds()), pace.FormatSeconds(left.Round(time.Second).Seconds())))
+				elapsed.Round(time.Second), left.Round(time.Second)))
 		}
 		pt.TargetMemoryBytes, pt.TargetCPUCores = tw.stop()
 		if len(pt.Rates) == 0 {
@@ -339,6 +341,24 @@ func (r *Result) order() string {
 		return names[0]
 	}
 	return strings.Join(names, " × ") + ", the first varying slowest, the last fastest"
+}
+
+// labels names the points to run, in order: the first hundred, then how
+// many more.
+func (r *Result) labels(plan []planned) []string {
+	var out []string
+	for i, pl := range plan {
+		if i == 100 {
+			out = append(out, fmt.Sprintf("and %d more", len(plan)-i))
+			break
+		}
+		p := Point{AxisValues: pl.values, Workers: pl.wc.Workers, Batch: pl.wc.BatchSize}
+		if r.BatchName == "PIPELINE" {
+			p.Batch = pl.wc.Pipeline
+		}
+		out = append(out, r.label(p))
+	}
+	return out
 }
 
 // label names a point in logs and errors: its axes' values, or its
@@ -566,14 +586,27 @@ func reshape(ctx context.Context, p *config.Plugins, wc *config.Workload) error 
 	return nil
 }
 
+// kvDataSet are the settings of a KV source that make its data set:
+// records of another DATA_TYPE, FIELDS or FIELD_LENGTH left by a point
+// would be read by the next, whose load phase (LOAD=auto) sees its
+// records present and loads none.
+var kvDataSet = []string{"DATA_TYPE", "KEY_PREFIX", "RECORDS", "FIELDS", "FIELD_LENGTH"}
+
 // shape describes the tables a workload's source writes: their names,
-// tags and fields with their kinds.
+// tags and fields with their kinds; for a KV source, its data set.
 func shape(wc *config.Workload) string {
 	src, err := wc.NewSource()
 	if err != nil {
 		return ""
 	}
 	var b strings.Builder
+	if _, ok := src.(sources.Shaped); ok && wc.SourceSettings != nil {
+		for _, set := range settings.Of(wc.SourceSettings.Fields(), "") {
+			if slices.Contains(kvDataSet, set.Key) {
+				fmt.Fprintf(&b, "%s=%v ", set.Key, reflect.ValueOf(wc.SourceSettings.Fields()).Elem().FieldByName(set.Field).Interface())
+			}
+		}
+	}
 	for _, sc := range src.Schemas() {
 		fmt.Fprintf(&b, "%s(%s;", sc.Measurement, strings.Join(sc.TagKeys, ","))
 		for _, f := range sc.Fields {
@@ -589,13 +622,19 @@ func shape(wc *config.Workload) string {
 // target whose sink keeps tables of one shape (PostgreSQL), unless
 // SOAKD_SWEEP_RESET drops them between points: a point would otherwise
 // write into a table made for another (refused when a column is
-// missing, silently wider rows when one is left over).
+// missing, silently wider rows when one is left over). Likewise KV
+// points of different data sets (DATA_TYPE, FIELD_LENGTH, ...) into one
+// target that can be reset (Redis): a point would read the records of
+// the one before.
 func checkShapes(ctx context.Context, r *Result, plan []planned, p *config.Plugins, reset bool) error {
 	if !r.Grid() || reset {
 		return nil
 	}
 	first := map[string]int{} // target → first point
 	for i, pl := range plan {
+		if pl.wc.Builtin {
+			continue // in-process, made anew for each run
+		}
 		t := pl.wc.Target
 		j, seen := first[t]
 		if !seen {
@@ -609,11 +648,17 @@ func checkShapes(ctx context.Context, r *Result, plan []planned, p *config.Plugi
 		if err != nil {
 			return err
 		}
-		_, keeps := op.Sink.(reshaper)
+		_, tables := op.Sink.(reshaper)
+		_, resets := op.Sink.(sinks.Resetter)
 		_ = op.Sink.Close(context.WithoutCancel(ctx))
-		if keeps {
+		a, b := r.label(Point{AxisValues: plan[j].values}), r.label(Point{AxisValues: pl.values})
+		switch {
+		case tables:
 			return settings.Errorf(config.EnvPrefix+"SWEEP_RESET", "the points %s and %s write tables of different shapes into the same target, which keeps a table's shape: set %sSWEEP_RESET=true, which drops soakd's tables made for another shape before each point (and empties the others)",
-				r.label(Point{AxisValues: plan[j].values}), r.label(Point{AxisValues: pl.values}), config.EnvPrefix)
+				a, b, config.EnvPrefix)
+		case resets && r.BatchName == "PIPELINE":
+			return settings.Errorf(config.EnvPrefix+"SWEEP_RESET", "the points %s and %s read different data sets (%s) from the same target, where a point would read the records the one before loaded: set %sSWEEP_RESET=true, which deletes soakd's keys before each run, so that each point loads its own",
+				a, b, strings.Join(kvDataSet, ", "), config.EnvPrefix)
 		}
 		first[t] = i
 	}

@@ -3,6 +3,8 @@ package web
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/soakd/soakd/charts"
 	"github.com/soakd/soakd/sweep"
@@ -12,7 +14,20 @@ import (
 // pipeline), one line per workers value with its min–max band over the
 // runs; and throughput against workers at the best batch size with the
 // Universal Scalability Law fitted over the measured points.
+//
+// A grid sweep (SOAKD_SWEEP_GRID) has one figure per axis instead of the
+// first: throughput against that axis's values, one line per combination
+// of the other axes' values, the values of DATA_TYPE, TARGET and the
+// like (not all numbers) as categories; the USL figure when WORKERS is
+// an axis of at least three values.
 func SweepCharts(r *sweep.Result) []charts.Chart {
+	if r.Grid() {
+		out := make([]charts.Chart, 0, len(r.Axes)+1)
+		for i := range r.Axes {
+			out = append(out, gridChart(r, i))
+		}
+		return append(out, uslChart(r)...)
+	}
 	byW := map[int][]sweep.Point{}
 	var workers []int
 	for _, p := range r.Points {
@@ -37,10 +52,100 @@ func SweepCharts(r *sweep.Result) []charts.Chart {
 		}
 		batch.Lines = append(batch.Lines, l)
 	}
-	out := []charts.Chart{batch}
+	return append([]charts.Chart{batch}, uslChart(r)...)
+}
+
+// gridChart is throughput against axis a of a grid sweep, one line per
+// combination of the other axes' values, with its min–max band.
+func gridChart(r *sweep.Result, a int) charts.Chart {
+	ax := r.Axes[a]
+	c := charts.Chart{
+		ID:    "sweep-" + strings.ToLower(ax.Name),
+		Title: fmt.Sprintf("Throughput vs %s (median, min–max band)", ax.Name),
+		X:     charts.Axis{Label: ax.Name, Unit: charts.Number},
+		Y:     charts.Axis{Label: r.Unit + "/s", Unit: charts.Number, ZeroBased: true},
+	}
+	x := func(v string) float64 { return float64(slices.Index(ax.Values, v)) }
+	if ax.Numeric {
+		lo, hi := 0.0, 0.0
+		for i, v := range ax.Values {
+			f, _ := strconv.ParseFloat(v, 64)
+			if i == 0 || f < lo {
+				lo = f
+			}
+			hi = max(hi, f)
+		}
+		// Settings swept over decades (SCALE=1000,10000,100000) read on
+		// a log axis; a few close values on a linear one.
+		c.X.Log = lo > 0 && hi/lo >= 20
+		c.X.ZeroBased = !c.X.Log
+		x = func(v string) float64 { f, _ := strconv.ParseFloat(v, 64); return f }
+	} else {
+		c.X.Categories = ax.Values
+	}
+	lines := map[string]*charts.Line{}
+	var order []string
+	for _, p := range r.Points {
+		var others []string
+		for i, v := range p.AxisValues {
+			if i != a {
+				others = append(others, r.Axes[i].Name+"="+v)
+			}
+		}
+		name := strings.Join(others, " ")
+		l, ok := lines[name]
+		if !ok {
+			l = &charts.Line{Name: name}
+			if name == "" {
+				l.Name = r.Unit + "/s"
+			}
+			lines[name] = l
+			order = append(order, name)
+		}
+		l.X, l.Y = append(l.X, x(p.AxisValues[a])), append(l.Y, p.Median)
+		l.Lo, l.Hi = append(l.Lo, p.Min), append(l.Hi, p.Max)
+	}
+	for _, name := range order {
+		c.Lines = append(c.Lines, byX(*lines[name]))
+	}
+	return c
+}
+
+// byX orders a line's points by X: a grid's values may be given in any
+// order, and a line drawn in that order would double back.
+func byX(l charts.Line) charts.Line {
+	idx := make([]int, len(l.X))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case l.X[a] < l.X[b]:
+			return -1
+		case l.X[a] > l.X[b]:
+			return 1
+		}
+		return 0
+	})
+	out := charts.Line{Name: l.Name}
+	for _, i := range idx {
+		out.X, out.Y = append(out.X, l.X[i]), append(out.Y, l.Y[i])
+		out.Lo, out.Hi = append(out.Lo, l.Lo[i]), append(out.Hi, l.Hi[i])
+	}
+	return out
+}
+
+// uslChart is throughput against workers where the USL was fitted, with
+// the fitted curve; none without a fit.
+func uslChart(r *sweep.Result) []charts.Chart {
+	var out []charts.Chart
 	if u := r.USL; u != nil && len(u.Workers) > 0 {
+		where := fmt.Sprintf("%s %d", r.BatchName, u.Batch)
+		if r.Grid() {
+			where = strings.Join(u.Where, " ")
+		}
 		usl := charts.Chart{
-			ID: "sweep-usl", Title: fmt.Sprintf("Throughput vs workers at %s %d, with the USL fit", r.BatchName, u.Batch),
+			ID: "sweep-usl", Title: fmt.Sprintf("Throughput vs workers at %s, with the USL fit", where),
 			X: charts.Axis{Label: "workers", Unit: charts.Number, ZeroBased: true},
 			Y: charts.Axis{Label: r.Unit + "/s", Unit: charts.Number, ZeroBased: true},
 		}

@@ -97,8 +97,9 @@ Usage:
   soakd [run] [flags]        run the configured workloads (default)
   soakd capacity [flags]     search one workload's capacity: step its rate up until it
                              breaks the SLO (SOAKD_CAPACITY_*), report the knee
-  soakd sweep [flags]        run one workload closed loop over a WORKERS x BATCH_SIZE
-                             grid (SOAKD_SWEEP_*), report the best and a USL fit
+  soakd sweep [flags]        run one workload closed loop over a grid of its settings
+                             (SOAKD_SWEEP_GRID, default WORKERS x BATCH_SIZE), report
+                             each point, the best and a USL fit
   soakd generate [flags]     write a data file like tsbs_generate_data (soakd generate --help)
   soakd verify [flags]       check what the targets hold against what a run wrote (soakd verify --help)
   soakd config [--check]     list every setting (env var, flag, default, value)
@@ -136,8 +137,12 @@ names the setting to raise), or the run failed, 2 invalid configuration.
 const sweepUsage = `Usage: soakd sweep [flags]
 
 Runs one workload (SOAKD_SWEEP_WORKLOAD, default the first of
-SOAKD_WORKLOADS) closed loop over a WORKERS x BATCH_SIZE grid (PIPELINE for
-KV), REPEATS times per point, and reports the best point and a USL fit.
+SOAKD_WORKLOADS) closed loop over a grid of its settings, REPEATS times per
+point, and reports each point, the best and a USL fit along WORKERS.
+SOAKD_SWEEP_GRID='SCALE=1000,10000 COLUMNS=10,100' sweeps over any of the
+workload's settings (named without SOAKD_<W>_, the last axis varying
+fastest); without it, over WORKERS x BATCH_SIZE (PIPELINE for KV).
+Every point is checked before the first runs.
 The workload's settings are a run's (soakd config lists them).
 
 Exit codes: 0 done, 1 the sweep failed, 2 invalid configuration.
@@ -430,8 +435,8 @@ func writeReport(stdout io.Writer, out string, md func(io.Writer), csv, js func(
 	return nil
 }
 
-// sweepCmd runs soakd sweep: the workload closed loop over a grid of
-// WORKERS × BATCH_SIZE (PIPELINE), with a report.
+// sweepCmd runs soakd sweep: the workload closed loop over a grid of its
+// settings (SOAKD_SWEEP_GRID, or WORKERS × BATCH_SIZE), with a report.
 func sweepCmd(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
 	f, p, cfg, _, code, ok := loadCmd("sweep", args, environ, stdout, stderr, (*config.Config).CheckSweep)
 	if !ok {
