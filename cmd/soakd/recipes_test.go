@@ -15,6 +15,8 @@ import (
 	"github.com/compose-spec/compose-go/v2/dotenv"
 
 	"github.com/soakd/soakd/cmd/soakd/cli"
+	"github.com/soakd/soakd/cmd/soakd/plugins"
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sweep"
 )
@@ -117,6 +119,29 @@ func TestRecipesParse(t *testing.T) {
 			}
 			if code, out, errs := run(t, nil, "config", "--check", "--env-file", path); code != cli.ExitOK || !strings.Contains(out, "configuration ok") {
 				t.Errorf("config --check: exit %d\n%s%s", code, out, errs)
+			}
+			// Every cell of the grid is a valid configuration, as soakd
+			// sweep checks them before its first run.
+			_, environ, err := cli.EnvFiles([]string{"--env-file", path}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := plugins.All()
+			cfg, err := config.Load(environ, p.Sources)
+			if err = cfg.Check(p, err); err == nil {
+				err = cfg.CheckSweep()
+			}
+			if err != nil {
+				t.Fatalf("the sweep's settings: %v", err)
+			}
+			points, err := cfg.SweepPoints(environ, p)
+			_, values := gridAxes(t, env["SOAKD_SWEEP_GRID"])
+			cells := 1
+			for _, v := range values {
+				cells *= len(v)
+			}
+			if err != nil || len(points) != cells {
+				t.Errorf("the grid's cells: %d of %d valid: %v", len(points), cells, err)
 			}
 		})
 	}
