@@ -9,7 +9,8 @@
 //	soakd version
 //
 // Every setting is an environment variable SOAKD_* and a flag: SOAKD_IOT_RATE
-// is --iot-rate. Flags win over the environment.
+// is --iot-rate. Flags win over the environment, which wins over the files
+// of --env-file (compose's env_file format), a later file over an earlier.
 package main
 
 import (
@@ -153,6 +154,13 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
+	// The files of --env-file are read first, whatever the command: from
+	// then on their variables are the environment's.
+	args, environ, err := cli.EnvFiles(args, environ)
+	if err != nil {
+		fmt.Fprintf(stderr, "soakd: invalid configuration:\n  %v\n", err)
+		return cli.ExitConfig
+	}
 	// soakd --version and -v, as most tools answer them; a setting flag
 	// named -v would read as SOAKD_V, an unknown flag.
 	if cmd == "run" && len(args) == 1 && slices.Contains([]string{"--version", "-version", "-v"}, args[0]) {
@@ -177,7 +185,7 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 		fmt.Fprintf(stdout, "soakd %s (%s %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return cli.ExitOK
 	case "help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage+cli.EnvFileUsage)
 		return cli.ExitOK
 	}
 	fmt.Fprintf(stderr, "soakd: unknown command %q\n\n%s", cmd, usage)

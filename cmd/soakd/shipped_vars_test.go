@@ -110,15 +110,20 @@ func TestShippedVariablesCheckCatchesTypos(t *testing.T) {
 			"wl=q\n[ \"$1\" ] && wl=q,ingest\nenv SOAKD_WORKLOADS=$wl SOAKD_Q_SOURCE=devops-queries SOAKD_INGEST_SOURCE=devops SOAKD_INGEST_SCALE=2 SOAKD_INGEST_SCAEL=2 soakd\n" +
 			"SOAKD_WORKLOADS=$nowhere soakd\n"),
 		"Dockerfile": []byte("FROM scratch\nENV SOAKD_LISTEN :9480\nENV SOAKD_LOG_FORMAT=json SOAKD_LOG_FROMAT=json\n"),
+		// compose's env_file names the workloads, as a sourced script does.
+		"stack/compose.yaml": []byte("services:\n  soakd:\n    env_file: [../recipe.env]\n    environment:\n      SOAKD_R_SCALE: \"5\"\n      SOAKD_R_SCAEL: \"5\"\n"),
+		"recipe.env":         []byte("SOAKD_WORKLOADS=r\nSOAKD_R_SOURCE=devops\n"),
 	}
 	want := map[string][]string{
 		"compose.yaml": {"SOAKD_IOT_RAET: unknown variable (did you mean SOAKD_IOT_RATE?)", "SOAKD_LSITEN: unknown variable (did you mean SOAKD_LISTEN?)"},
 		"job.yaml":     {"SOAKD_IOT_RATE: unknown variable (workload iot is not in SOAKD_WORKLOADS=kv)"},
 		"doc.md": {"SOAKD_W_SCAEL: unknown variable (did you mean SOAKD_W_SCALE?)", "SOAKD_CAPACITY_SLO_P99X: unknown variable",
 			"SOAKD_GEN_SCAEL: unknown variable"},
-		"lib.sh":     nil,
-		"run.sh":     {"SOAKD_KV_RAET: unknown variable", "SOAKD_INGEST_SCAEL: unknown variable", "SOAKD_WORKLOADS=$nowhere"},
-		"Dockerfile": {"SOAKD_LOG_FROMAT: unknown variable"},
+		"lib.sh":             nil,
+		"run.sh":             {"SOAKD_KV_RAET: unknown variable", "SOAKD_INGEST_SCAEL: unknown variable", "SOAKD_WORKLOADS=$nowhere"},
+		"Dockerfile":         {"SOAKD_LOG_FROMAT: unknown variable"},
+		"stack/compose.yaml": {"SOAKD_R_SCAEL: unknown variable (did you mean SOAKD_R_SCALE?)"},
+		"recipe.env":         nil,
 	}
 	for name, data := range files {
 		env, err := scanShipped(name, data)
@@ -265,6 +270,11 @@ func (e *shippedEnv) scanYAML(data []byte, lineOffset int) error {
 				if strings.HasPrefix(k.Value, config.EnvPrefix) && v.Kind == yaml.ScalarNode {
 					e.add(k.Value, v.Value, lineOffset+k.Line)
 				}
+				if k.Value == "env_file" {
+					// compose's env_file: sets the service's variables as a
+					// sourced file sets a script's.
+					e.addEnvFiles(v)
+				}
 				if k.Value == "name" && v.Kind == yaml.ScalarNode && strings.HasPrefix(v.Value, config.EnvPrefix) {
 					value := ""
 					for j := 0; j+1 < len(n.Content); j += 2 {
@@ -289,6 +299,26 @@ func (e *shippedEnv) scanYAML(data []byte, lineOffset int) error {
 			return err
 		}
 		walk(&doc)
+	}
+}
+
+// addEnvFiles adds the files of a compose env_file (a path, a list of
+// paths, or of mappings with a path) to e's sources, by their path from
+// the repository's root.
+func (e *shippedEnv) addEnvFiles(n *yaml.Node) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		e.sources = append(e.sources, path.Join(path.Dir(e.name), n.Value))
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			e.addEnvFiles(c)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "path" {
+				e.addEnvFiles(n.Content[i+1])
+			}
+		}
 	}
 }
 

@@ -2,7 +2,8 @@
 // settings (--iot-rate is SOAKD_IOT_RATE), --help with the command's own
 // settings, and the check of its configuration, which refuses a flag or a
 // SOAKD_* variable that is no setting the same way in every command; and
-// soakd's exit codes.
+// soakd's exit codes. Before any of it, EnvFiles reads the files of
+// --env-file into the environment.
 //
 // A command describes itself as a Command, then
 //
@@ -84,6 +85,9 @@ func (c *Command) Parse(args []string, environ map[string]string, stdout, stderr
 }
 
 func (c *Command) help(w io.Writer, cl settings.CommandLine) {
+	// --env-file is read before any command parses its flags (see
+	// EnvFiles): every help says so in the same words.
+	defer fmt.Fprint(w, EnvFileUsage)
 	if c.Help != nil {
 		c.Help(w, cl)
 		return

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func writeEnvFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The environment wins over every file, a later file over an earlier
+// one; the other arguments are left in order, whichever way the flag is
+// written; compose's syntax (export, quotes, comments, interpolation
+// from the environment first, then from the files) reads as compose
+// reads it.
+func TestEnvFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first := writeEnvFile(t, dir, "first.env", `# the first file
+export SOAKD_A=first
+SOAKD_B=first
+SOAKD_C=first   # a comment after a value
+SOAKD_D="two words\tand a tab"
+SOAKD_E='single ${SOAKD_A} quotes'
+
+HOST=db.example
+`)
+	second := writeEnvFile(t, dir, "second.env", `SOAKD_B=second
+SOAKD_C=second
+SOAKD_F=postgres://${HOST}:5432/x
+SOAKD_G=${SOAKD_C}-${UNSET:-dflt}
+SOAKD_H=${SOAKD_ENV}
+`)
+	environ := map[string]string{"SOAKD_C": "env", "SOAKD_ENV": "from-env", "HOME": "/root"}
+	rest, env, err := EnvFiles([]string{"--env-file", first, "--x-rate", "5", "-env-file=" + second, "--check"}, environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"--x-rate", "5", "--check"}; !slices.Equal(rest, want) {
+		t.Errorf("args left %q, want %q", rest, want)
+	}
+	for k, want := range map[string]string{
+		"SOAKD_A": "first",  // export
+		"SOAKD_B": "second", // the later file wins
+		"SOAKD_C": "env",    // the environment wins over both
+		"SOAKD_D": "two words\tand a tab",
+		"SOAKD_E": "single ${SOAKD_A} quotes",
+		"SOAKD_F": "postgres://db.example:5432/x", // a variable of the first file
+		"SOAKD_G": "env-dflt",                     // the environment's value, as compose interpolates
+		"SOAKD_H": "from-env",
+		"HOME":    "/root",
+	} {
+		if env[k] != want {
+			t.Errorf("%s=%q, want %q", k, env[k], want)
+		}
+	}
+	if environ["SOAKD_A"] != "" {
+		t.Error("the caller's environment was changed")
+	}
+	// No --env-file: the arguments and environment as they were.
+	if rest, env, err := EnvFiles([]string{"--a", "1"}, environ); err != nil || !slices.Equal(rest, []string{"--a", "1"}) || env["SOAKD_A"] != "" {
+		t.Errorf("without --env-file: %q %v %v", rest, env, err)
+	}
+}
+
+// A file that cannot be read or parsed is named, with the line at fault,
+// and the error never quotes the line: its value may be a password.
+func TestEnvFileErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"open-quote.env", "A=1\nSOAKD_X_PASSWORD=\"hunter2\nB=2\n", "line 2: unterminated quoted value"},
+		{"bad-name.env", "# c\n\nSOAKD_X%=hunter2\n", `line 3: unexpected character "%" in a variable name`},
+		{"space.env", "A=1\nSOAKD X=hunter2\n", "line 2: key cannot contain a space"},
+		{"template.env", "A=\"x\ny\"\nSOAKD_X_PASSWORD=hunter2${\n", "line 3: invalid interpolation"},
+		{"required.env", "A=1\nB=${SOAKD_NONE:?needs a value}\n", "line 2: required variable SOAKD_NONE is missing a value: needs a value"},
+	} {
+		path := writeEnvFile(t, dir, tc.name, tc.text)
+		_, _, err := EnvFiles([]string{"--env-file", path}, nil)
+		if err == nil || !strings.Contains(err.Error(), "--env-file "+path+", "+tc.want) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: error %v, want %q, without the value", tc.name, err, tc.want)
+		}
+	}
+	for args, want := range map[string]string{
+		"--env-file " + filepath.Join(dir, "none.env"): "--env-file " + filepath.Join(dir, "none.env") + ": no such file or directory",
+		"--env-file " + dir:                            "--env-file " + dir + ": is a directory",
+		"--x 1 --env-file":                             "flag --env-file needs a value",
+		"--env-file=":                                  "flag --env-file needs a file name",
+	} {
+		if _, _, err := EnvFiles(strings.Fields(args), nil); err == nil || err.Error() != want {
+			t.Errorf("%s: error %v, want %q", args, err, want)
+		}
+	}
+}
