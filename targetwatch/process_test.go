@@ -227,3 +227,26 @@ func TestProcessWatchInARun(t *testing.T) {
 		})
 	})
 }
+
+// A sink reading cut by the run's end takes the process's reading with
+// it no more: the process is read whatever became of the sink's, so a
+// run shorter than the sink's slowest answer still has the target's RSS.
+// Bug caught: a cut sink reading discarding the whole reading.
+func TestProcessReadWhenTheSinkReadingIsCut(t *testing.T) {
+	needProc(t)
+	synctest.Test(t, func(t *testing.T) {
+		s := &watchedSink{block: true}
+		tw, _, _, sum := run(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "watched://", "SOAKD_SEQ_RATE", "100",
+			"SOAKD_SEQ_DURATION", "2s", "SOAKD_SEQ_WATCH_INTERVAL", "10s", "SOAKD_SEQ_WATCH_PROCESS", strconv.Itoa(os.Getpid())), plugins(s))
+		if err := sum.Failed(); err != nil {
+			t.Fatalf("the run failed: %v", err)
+		}
+		st := statusOf(t, tw, "seq")
+		if rss, ok := st.Memory[processRSS]; !ok || rss.Last <= 0 {
+			t.Errorf("status %+v: want the process's RSS though the sink's reading was cut", st)
+		}
+		if st.Errors != 0 {
+			t.Errorf("%d errors: a reading cut by the run's end is not the target's failure", st.Errors)
+		}
+	})
+}

@@ -176,12 +176,19 @@ func (w *watch) read(ctx context.Context) {
 		f, sinkErr = w.figures.TargetFigures(rctx)
 		cancel()
 		if sinkErr != nil && ctx.Err() != nil {
-			// Cut by the run's end: not the target's failure. A reading
-			// that came back whole counts, however late in the run.
-			return
+			// Cut by the run's end: not the target's failure, and no
+			// figures of the sink. The process's, which take no time,
+			// are still read: a run shorter than the sink's slowest
+			// answer keeps the target's RSS. A reading that came back
+			// whole counts, however late in the run.
+			if w.proc == nil {
+				return
+			}
+			sinkErr = nil
+		} else {
+			sinkRead = sinkErr == nil
+			w.logSink(sinkErr)
 		}
-		sinkRead = sinkErr == nil
-		w.logSink(sinkErr)
 	}
 	var pr procReading
 	if w.proc != nil {
