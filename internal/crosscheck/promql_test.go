@@ -121,4 +121,3 @@ func openProm(t *testing.T, raw string) querySink {
 	}
 	return qs
 }
-
