@@ -108,11 +108,10 @@ func expected(q *sources.Query, rng sources.DataRange, start time.Time) ([]strin
 		return slices.Contains(q.Devices[:q.NDevices], uint32(d))
 	}
 	type acc struct {
-		host       string
-		ms         int64
-		max, sum   []float64
-		count      int
-		hostSorted int
+		host     string
+		ms       int64
+		max, sum []float64
+		count    int
 	}
 	accs := map[string]*acc{}
 	for step := range qSteps {
