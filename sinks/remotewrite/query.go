@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/soakd/soakd/sinks"
@@ -42,6 +43,9 @@ type querier struct {
 	labels []Label
 	// rangePath is the range-query endpoint, beside QueryPath.
 	rangePath string
+	// rangeSel is the selector whose samples gave the data's range (the
+	// first device's, else every device's), once known.
+	rangeSel atomic.Pointer[string]
 }
 
 // rangePath is the range-query endpoint beside query_path.
@@ -134,6 +138,14 @@ func (s *Sink) ask(ctx context.Context, path, form string, out *answer) (int, er
 		return len(form), sinks.NewError(class, class == sinks.Timeout, fmt.Errorf("PromQL error from %s (HTTP %d): %s: %s", where, resp.StatusCode, out.ErrorType, out.Error))
 	}
 	return len(form), nil
+}
+
+// pingQuery asks query_path for vector(1): a query workload's target is
+// ready when it answers PromQL, whether or not it takes writes.
+func (s *Sink) pingQuery(ctx context.Context) error {
+	var a answer
+	_, err := s.ask(ctx, "", "query=vector%281%29", &a)
+	return err
 }
 
 // send runs a rendered query (render's text).
@@ -339,21 +351,23 @@ func (s *Sink) dataRange(ctx context.Context) (sources.DataRange, error) {
 	metric := MetricName(cpu.Measurement, cpu.Fields[0].Name)
 	dev := LabelName(cpu.TagKeys[cpu.DeviceTag]) + "=" + strconv.Quote(string(cpu.Tags.AppendTag(nil, 0, cpu.DeviceTag)))
 	horizon := time.Now().AddDate(maxReadYears, 0, 0).UnixMilli()
+	if sel := s.q.rangeSel.Load(); prev.Known && sel != nil {
+		_, hi, ok, err := s.samples(ctx, *sel, prev.Newest/1e6, horizon)
+		if err != nil {
+			return prev, err
+		}
+		if ok && hi*1e6 > prev.Newest {
+			prev.Newest = hi * 1e6
+		}
+		return prev, nil
+	}
 	for _, extra := range []string{dev, ""} {
 		sel := metric + "{" + s.q.matchers(extra) + "}"
-		if prev.Known {
-			from := prev.Newest / 1e6
-			_, hi, ok, err := s.samples(ctx, sel, from, horizon)
-			if err != nil {
-				return prev, err
-			}
-			if ok && hi*1e6 > prev.Newest {
-				prev.Newest = hi * 1e6
-			}
-			return prev, nil
-		}
 		r, err := s.findRange(ctx, sel, horizon)
 		if err != nil || r.Known {
+			if r.Known {
+				s.q.rangeSel.Store(&sel)
+			}
 			return r, err
 		}
 	}

@@ -250,6 +250,31 @@ func TestQueries(t *testing.T) {
 			if !rng.Known || rng.Oldest != start.UnixNano() || rng.Newest != newest.UnixNano() {
 				t.Fatalf("data range %+v, want %v..%v", rng, start, newest)
 			}
+			if err := s.Ping(t.Context()); err != nil {
+				t.Errorf("Ping: %v", err)
+			}
+			defer func() {
+				// A row written later moves the range's end, and only it.
+				ws := openSink(t, write, sinks.Options{Schemas: []*sources.Schema{qSchema()}, Workers: 1})
+				b := sources.NewSeriesBatch([]*sources.Schema{qSchema()})
+				tb := b.Tables[0]
+				later := newest.Add(time.Minute)
+				tb.Device, tb.Time = append(tb.Device, 0), append(tb.Time, later.UnixNano())
+				for f := range qFields {
+					tb.Floats[f] = append(tb.Floats[f], 1)
+				}
+				tb.PadNulls()
+				if _, err := ws.Write(t.Context(), b); err != nil {
+					t.Fatal(err)
+				}
+				tg.flush(t)
+				if err := s.RefreshRange(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				if r := s.DataRange(); r.Oldest != rng.Oldest || r.Newest != later.UnixNano() {
+					t.Errorf("data range %+v after a row at %v, want %v..%v", r, later, start, later)
+				}
+			}()
 			for _, typ := range PromQLTypes() {
 				for _, pos := range []float64{0, 0.5, 0.99} {
 					q := sinktest.Query(typ)
@@ -298,6 +323,9 @@ func TestQueryText(t *testing.T) {
 	q = sinktest.Query(sources.Lastpoint)
 	if text, _ = s.QueryText(&q); !strings.HasPrefix(text, "?") || !strings.Contains(text, "time=") {
 		t.Errorf("lastpoint: %s, want an instant query", text)
+	}
+	if err := s.Ping(t.Context()); err == nil || !strings.Contains(err.Error(), "/api/v1/query") {
+		t.Errorf("Ping of a closed port: %v, want the query endpoint's failure", err)
 	}
 	q = sinktest.Query(sources.HighCPUAll)
 	if _, err := s.QueryText(&q); err == nil || !strings.Contains(err.Error(), "high-cpu-all has no PromQL form") {

@@ -297,10 +297,14 @@ var (
 var emptyRequest = snappy.Encode(nil, nil)
 
 // Ping sends an empty write request: the target is ready when it accepts
-// one, which also proves the write path and the credentials. A target
+// one, which also proves the write path and the credentials (a sink
+// opened for a query workload asks a query instead, pingQuery). A target
 // that answers 404, 401 or 403 refuses it (a configuration error); one
 // that is starting (503) or down is waited for.
 func (s *Sink) Ping(ctx context.Context) error {
+	if s.q != nil {
+		return s.pingQuery(ctx)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.writeURL, bytes.NewReader(emptyRequest))
 	if err != nil {
 		return sinks.NewError(sinks.Other, false, err)
