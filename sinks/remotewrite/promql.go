@@ -44,7 +44,7 @@ import (
 // fieldLabel marks each series of a multi-field answer with its field.
 const fieldLabel = "field"
 
-// promqlTypes says which query types have a PromQL form.
+// promqlType says whether query type has a PromQL form.
 func promqlType(t sources.QueryType) bool {
 	switch t {
 	case sources.SingleGroupby111, sources.SingleGroupby1112, sources.SingleGroupby181,

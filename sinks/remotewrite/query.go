@@ -41,8 +41,9 @@ const maxQueryBody = 256 << 20
 type querier struct {
 	cpu    *sources.Schema
 	labels []Label
-	// rangePath is the range-query endpoint, beside QueryPath.
-	rangePath string
+	// queryPath and rangePath are the instant- and range-query
+	// endpoints (query_path, and query_range beside it).
+	queryPath, rangePath string
 	// rangeSel is the selector whose samples gave the data's range (the
 	// first device's, else every device's), once known.
 	rangeSel atomic.Pointer[string]
@@ -58,7 +59,7 @@ func (s *Sink) newQuerier(schemas []*sources.Schema) error {
 	if tt.CPU == nil || len(tt.CPU.Fields) == 0 || tt.CPU.DeviceTag >= len(tt.CPU.TagKeys) {
 		return errors.New("query workloads on remote-write targets read TSBS's devops measurement cpu: the source has none")
 	}
-	q := &querier{cpu: tt.CPU, labels: s.cfg.Labels, rangePath: s.cfg.rangePath()}
+	q := &querier{cpu: tt.CPU, labels: s.cfg.Labels, queryPath: s.cfg.QueryPath, rangePath: s.cfg.rangePath()}
 	s.OpenQueries(sinks.NewRangeWatch(rangeRefresh, s.dataRange), q.render)
 	s.q = q
 	return nil
@@ -81,7 +82,7 @@ func (q *querier) path(r *request) string {
 	if r.rangeQuery {
 		return q.rangePath
 	}
-	return "" // query_path, filled in by the sink
+	return q.queryPath
 }
 
 // answer is a PromQL answer: a vector's series have Value, a matrix's

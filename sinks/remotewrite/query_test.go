@@ -321,7 +321,7 @@ func TestQueryText(t *testing.T) {
 		}
 	}
 	q = sinktest.Query(sources.Lastpoint)
-	if text, _ = s.QueryText(&q); !strings.HasPrefix(text, "?") || !strings.Contains(text, "time=") {
+	if text, _ = s.QueryText(&q); !strings.HasPrefix(text, "/api/v1/query?") || !strings.Contains(text, "time=") {
 		t.Errorf("lastpoint: %s, want an instant query", text)
 	}
 	if err := s.Ping(t.Context()); err == nil || !strings.Contains(err.Error(), "/api/v1/query") {
