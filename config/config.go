@@ -358,6 +358,17 @@ func (w *Workload) validatePlugins(p *Plugins) []error {
 	if err == nil {
 		err = p.Sinks.CheckShaped(t, e.Kind, shape)
 	}
+	// A query target whose language lacks some of the types QUERIES asks
+	// for says so now rather than at the first such query.
+	if err == nil && e.Kind == sources.Queries && w.SourceSettings != nil {
+		if qt, ok := w.SourceSettings.Fields().(interface {
+			Types(source string) []sources.QueryType
+		}); ok {
+			if qerr := p.Sinks.CheckQueries(t, qt.Types(w.Source)); qerr != nil {
+				errs = append(errs, &settings.Error{Key: pre + "QUERIES", Err: qerr})
+			}
+		}
+	}
 	// A sink may report several problems in one URL: each gets its line.
 	for _, err := range settings.Problems(err) {
 		errs = append(errs, &settings.Error{Key: pre + "TARGET", Err: err})

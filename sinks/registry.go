@@ -26,6 +26,10 @@ type Entry struct {
 	// zero shape for other workloads): a sink that cannot store a data
 	// type refuses it at config check rather than when it opens.
 	CheckShape ShapeCheckFunc
+	// CheckQueries validates a URL for a query workload that runs the
+	// given query types, without I/O (optional): a sink whose query
+	// language cannot express a type refuses it at config check.
+	CheckQueries QueriesCheckFunc
 	// Params are the URL's parameters, which soakd config --sinks lists
 	// (optional).
 	Params *urlparam.Set
@@ -34,6 +38,10 @@ type Entry struct {
 // ShapeCheckFunc validates a sink URL for a workload of the given kind
 // and record shape, without I/O.
 type ShapeCheckFunc func(u *url.URL, kind sources.Kind, shape sources.KVShape) error
+
+// QueriesCheckFunc validates a sink URL for a query workload that runs
+// types, without I/O.
+type QueriesCheckFunc func(u *url.URL, types []sources.QueryType) error
 
 // Registry maps URL schemes to sinks. It is filled once at startup and read
 // concurrently afterwards.
@@ -106,6 +114,16 @@ func (r *Registry) CheckShaped(t Target, kind sources.Kind, shape sources.KVShap
 		return e.CheckShape(t.URL, kind, shape)
 	}
 	return nil
+}
+
+// CheckQueries asks t's entry (found by CheckTarget for sources.Queries)
+// whether it runs query types types; nil when the entry does not say.
+func (r *Registry) CheckQueries(t Target, types []sources.QueryType) error {
+	e, err := r.lookup(t.URL, sources.Queries)
+	if err != nil || e.CheckQueries == nil {
+		return nil // CheckTarget reports a URL it cannot find
+	}
+	return e.CheckQueries(t.URL, types)
 }
 
 // Entries lists the registered sinks once each, in the order of their

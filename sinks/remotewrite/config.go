@@ -36,7 +36,8 @@ type Config struct {
 	Path string
 	// MetricsPath is where TargetFigures reads the server's own metrics.
 	MetricsPath string
-	// QueryPath is the PromQL instant-query endpoint read-back uses.
+	// QueryPath is the PromQL instant-query endpoint read-back and query
+	// workloads use.
 	QueryPath string
 	// User and Password are basic-auth credentials (the URL's user info,
 	// the password also from SOAKD_<W>_PASSWORD); Token is a bearer token
@@ -77,7 +78,7 @@ var Params = urlparam.Set{
 		{Name: "metrics_path", Type: urlparam.String, Default: "/metrics", Valid: absPath, Want: "an absolute path like /metrics, without query",
 			Help: "where the target watch reads the server's own metrics"},
 		{Name: "query_path", Type: urlparam.String, Default: "/api/v1/query", Valid: absPath, Want: "an absolute path like /api/v1/query, without query",
-			Help: "the PromQL instant-query endpoint read-back (VERIFY, soakd verify) asks; Mimir: /prometheus/api/v1/query"},
+			Help: "the PromQL instant-query endpoint read-back (VERIFY, soakd verify) and query workloads ask (range queries: query_range beside it); Mimir: /prometheus/api/v1/query"},
 		{Name: "insecure", Type: urlparam.Bool, Default: "false", Help: "skip TLS certificate verification"},
 	}, urlparam.TLSFiles()...),
 	Repeated:        func(k string, n int) error { return fmt.Errorf("parameter %q is given %d times", k, n) },

@@ -25,13 +25,21 @@ import (
 // registry entry cmd/soakd/plugins has) and the device sources.
 func enginePlugins() *config.Plugins {
 	r := sinks.NewRegistry()
-	r.Add(sinks.Entry{Schemes: Schemes, Kinds: []sources.Kind{sources.Series}, Open: Open, Check: Check, Params: &Params})
+	r.Add(sinks.Entry{Schemes: Schemes, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: Open, Check: Check,
+		CheckQueries: CheckQueries, Params: &Params})
 	return &config.Plugins{
 		Sources: sources.NewRegistry(sources.Register(sources.Spec[iot.Config]{
 			Names: iot.Names(), Kind: sources.Series,
 			Validate: func(c *iot.Config, w sources.Common) error { return iot.Defaults(w.Source, *c).Validate() },
 			New: func(c *iot.Config, w sources.Common) (sources.Source, error) {
 				return iot.New(w.Source, *c, w.Seed, w.Shard)
+			},
+		}), sources.Register(sources.Spec[iot.QueryConfig]{
+			Names:    iot.QueryNames(),
+			Kind:     sources.Queries,
+			Validate: func(c *iot.QueryConfig, w sources.Common) error { return c.Validate(w.Source) },
+			New: func(c *iot.QueryConfig, w sources.Common) (sources.Source, error) {
+				return iot.NewQueries(w.Source, *c, w.Seed)
 			},
 		})),
 		Sinks: r,

@@ -36,6 +36,11 @@ type Sink struct {
 	errs     *errLog
 	schemas  []*sources.Schema // Reset deletes their series
 
+	// QueryState and q serve query workloads (query.go); their zero
+	// values, a sink opened for series.
+	sinks.QueryState
+	q *querier
+
 	// states holds idle per-write buffers: at most one per worker is
 	// kept, so memory stays bounded by workers x batch size.
 	states chan *state
@@ -45,6 +50,7 @@ type Sink struct {
 var (
 	_ sinks.Sink        = (*Sink)(nil)
 	_ sinks.Pinger      = (*Sink)(nil)
+	_ sinks.Preparer    = (*Sink)(nil)
 	_ sinks.ConnCounter = (*Sink)(nil)
 )
 
@@ -92,7 +98,7 @@ func (st *state) newBody() (io.ReadCloser, error) {
 }
 
 // Open is the registry's OpenFunc for prom+http:// and prom+https://
-// (series workloads). It does no I/O.
+// (series and query workloads). It does no I/O.
 func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 	cfg, err := ParseURL(u)
 	if err != nil {
@@ -111,7 +117,13 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 	if err := cfg.withSecrets(o.Password, o.Token); err != nil {
 		return nil, err
 	}
-	return New(cfg, o), nil
+	s := New(cfg, o)
+	if o.Kind == sources.Queries {
+		if err := s.newQuerier(o.Schemas); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // Check is the registry's CheckFunc: it validates the URL's parameters
@@ -195,6 +207,9 @@ func (s *Sink) putState(st *state) {
 // Write encodes every table of b into one WriteRequest and sends it. It
 // returns the bytes sent (compressed).
 func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
+	if len(b.Queries) > 0 {
+		return s.writeQueries(ctx, b)
+	}
 	st := s.getState()
 	st.buf = st.buf[:0]
 	samples := 0
@@ -282,10 +297,14 @@ var (
 var emptyRequest = snappy.Encode(nil, nil)
 
 // Ping sends an empty write request: the target is ready when it accepts
-// one, which also proves the write path and the credentials. A target
+// one, which also proves the write path and the credentials (a sink
+// opened for a query workload asks a query instead, pingQuery). A target
 // that answers 404, 401 or 403 refuses it (a configuration error); one
 // that is starting (503) or down is waited for.
 func (s *Sink) Ping(ctx context.Context) error {
+	if s.q != nil {
+		return s.pingQuery(ctx)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.writeURL, bytes.NewReader(emptyRequest))
 	if err != nil {
 		return sinks.NewError(sinks.Other, false, err)
@@ -303,6 +322,11 @@ func (s *Sink) Ping(ctx context.Context) error {
 	return fmt.Errorf("cannot write to %s: %w", s.cfg.String(), classifyStatus(resp.StatusCode, resp.Header, readMessage(resp), 0, true))
 }
 
+// Prepare reads the data's time range for a query workload, and keeps
+// reading it until Close; a series workload has nothing to prepare (the
+// target takes any metric).
+func (s *Sink) Prepare(ctx context.Context) error { return s.StartRangeWatch(ctx) }
+
 // OpenConns is the number of connections open to the server now.
 func (s *Sink) OpenConns() int64 { return s.conns.Open() }
 
@@ -311,6 +335,7 @@ func (s *Sink) Close(context.Context) error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.StopRangeWatch()
 	s.tr.CloseIdleConnections()
 	return nil
 }

@@ -190,6 +190,16 @@ func typeNames(ts []sources.QueryType) string {
 	return strings.Join(names, ", ")
 }
 
+// Types are the query types query source name runs with these settings,
+// in order (none for a name that is not a query source).
+func (c *QueryConfig) Types(name string) []sources.QueryType {
+	_, useCase, ok := dataOf(name)
+	if !ok {
+		return nil
+	}
+	return c.types(useCase)
+}
+
 // types are the query types the mix runs, in order.
 func (c QueryConfig) types(useCase string) []sources.QueryType {
 	if c.Queries.All {

@@ -30,7 +30,8 @@ func All() *config.Plugins {
 	r.Add(sinks.Entry{Schemes: []string{"file"}, Kinds: series, Open: file.Open, Check: file.Check, Params: &file.Params})
 	r.Add(sinks.Entry{Schemes: []string{"postgres", "postgresql"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: postgres.Open, Check: postgres.Check, Params: &postgres.Params})
 	r.Add(sinks.Entry{Schemes: []string{"influx", "influxs", "influx1"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: influx.Open, Check: influx.Check, Params: &influx.Params})
-	r.Add(sinks.Entry{Schemes: remotewrite.Schemes, Kinds: series, Open: remotewrite.Open, Check: remotewrite.Check, Params: &remotewrite.Params})
+	r.Add(sinks.Entry{Schemes: remotewrite.Schemes, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: remotewrite.Open, Check: remotewrite.Check,
+		CheckQueries: remotewrite.CheckQueries, Params: &remotewrite.Params})
 	r.Add(sinks.Entry{Schemes: redis.Schemes, Kinds: []sources.Kind{sources.KV}, Open: openRedis, Check: redis.Check, Params: &redis.Params})
 
 	srcs := sources.NewRegistry()

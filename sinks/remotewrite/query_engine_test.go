@@ -1,0 +1,85 @@
+package remotewrite
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/settings"
+	"github.com/soakd/soakd/summary"
+)
+
+// A query workload beside ingest through the engine, into Prometheus:
+// devops rows written as they come (START=now), and devops queries over
+// what is written so far. The summary has each query type with its
+// response and service latency and its rows; no query that must find rows
+// comes back empty, and lastpoint finds every host.
+func TestEngineQueries(t *testing.T) {
+	tg := prometheusTarget(t, 0)
+	target := tg.write + "?label=run:mixed"
+	types := []string{"lastpoint", "single-groupby-1-1-1", "double-groupby-5", "cpu-max-all-1", "groupby-orderby-limit"}
+	sum := runEngine(t,
+		"SOAKD_WORKLOADS", "ingest,q",
+		"SOAKD_INGEST_SOURCE", "devops", "SOAKD_INGEST_SCALE", "20", "SOAKD_INGEST_TARGET", target,
+		"SOAKD_INGEST_RATE", "200", "SOAKD_INGEST_BATCH_SIZE", "20", "SOAKD_INGEST_INTERVAL", "1s", "SOAKD_INGEST_DURATION", "6s",
+		"SOAKD_Q_SOURCE", "devops-queries", "SOAKD_Q_SCALE", "20", "SOAKD_Q_TARGET", target,
+		"SOAKD_Q_RATE", "20", "SOAKD_Q_WORKERS", "2", "SOAKD_Q_DURATION", "6s",
+		"SOAKD_Q_QUERIES", strings.Join(types, ","))
+	var text bytes.Buffer
+	summary.WriteText(&text, sum)
+	t.Log(text.String())
+	ing, q := sum.Workload("ingest", "run"), sum.Workload("q", "run")
+	if ing == nil || q == nil {
+		t.Fatalf("summary lacks a workload: %+v", sum.Workloads)
+	}
+	if ing.Units < 500 || q.Units < 50 || q.Kind != "query" {
+		t.Errorf("ingest %d rows, %d queries (%s); want about 1200 and 120", ing.Units, q.Units, q.Kind)
+	}
+	for _, name := range types {
+		var found bool
+		for _, o := range q.Ops {
+			if o.Op != name {
+				continue
+			}
+			found = true
+			if o.Count == 0 || o.Response.Count == 0 || o.Service.Count == 0 || o.Rows == 0 {
+				t.Errorf("%s: %d queries, %d response and %d service times, %d rows", name, o.Count, o.Response.Count, o.Service.Count, o.Rows)
+			}
+			if name == "lastpoint" && o.Rows < o.Count*15 {
+				t.Errorf("lastpoint: %d rows for %d queries, want about 20 hosts each", o.Rows, o.Count)
+			}
+		}
+		if !found {
+			t.Errorf("no %s in the summary", name)
+		}
+	}
+	for _, w := range []string{"ingest", "q"} {
+		ws := sum.Workload(w, "run")
+		for c, n := range ws.Errors {
+			if n > 0 {
+				t.Errorf("%s: %d %s errors (%v)", w, n, c, ws.LastError)
+			}
+		}
+	}
+}
+
+// A query type without a PromQL form is a configuration error naming
+// QUERIES and the type.
+func TestEngineQueriesRefused(t *testing.T) {
+	env := map[string]string{"SOAKD_LISTEN": "off", "SOAKD_WORKLOADS": "q", "SOAKD_Q_SOURCE": "devops-queries",
+		"SOAKD_Q_TARGET": "prom+http://127.0.0.1:1/api/v1/write", "SOAKD_Q_QUERIES": "lastpoint,high-cpu-all"}
+	p := enginePlugins()
+	cfg, err := config.Load(env, p.Sources)
+	err = cfg.Check(p, err)
+	var se *settings.Error
+	if !errors.As(err, &se) || se.Key != "SOAKD_Q_QUERIES" || !strings.Contains(err.Error(), "high-cpu-all have no PromQL form") {
+		t.Errorf("high-cpu-all: %v", err)
+	}
+	env["SOAKD_Q_SOURCE"], env["SOAKD_Q_QUERIES"] = "iot-queries", "all"
+	cfg, err = config.Load(env, p.Sources)
+	if err := cfg.Check(p, err); err == nil || !strings.Contains(err.Error(), "last-loc") {
+		t.Errorf("iot-queries: %v", err)
+	}
+}
