@@ -188,7 +188,7 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 	log := d.Logger.With(zap.String("workload", orig.Name))
 	total := len(plan) * sc.Repeats
 	lo, hi, all := planTime(plan, sc.Repeats)
-	per := fmt.Sprintf("%s per point (DURATION %s × REPEATS %d", hi, sc.Duration, sc.Repeats)
+	per := fmt.Sprintf("%s per point (DURATION %s × REPEATS %d", hi, hi/time.Duration(sc.Repeats), sc.Repeats)
 	if lo != hi {
 		// A DURATION axis, or a RATE one's own duration: points differ.
 		per = fmt.Sprintf("%s to %s per point (each point's DURATION × REPEATS %d", lo, hi, sc.Repeats)
