@@ -152,6 +152,18 @@ func TestSweepPlanByIndex(t *testing.T) {
 	if lo != 2*time.Second || hi != 6*time.Second || all != 16*time.Second {
 		t.Errorf("point times %s to %s, %s in all; want 2s to 6s, 16s", lo, hi, all)
 	}
+	// Rate stages end a point sooner than DURATION; their commas need
+	// the axis' | separator.
+	env = enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://", "SOAKD_SWEEP_REPEATS", "1",
+		"SOAKD_SWEEP_DURATION", "10s", "SOAKD_SWEEP_GRID", "RATE=1s:100,2s:200|max")
+	cfg = enginetest.Load(t, env, p)
+	r = &Result{Unit: "rows", BatchName: "BATCH_SIZE", Settings: cfg.Sweep}
+	if plan, err = r.plan(cfg, env, p, false); err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi, all := planTime(plan, 1); len(plan) != 2 || lo != 3*time.Second || hi != 10*time.Second || all != 13*time.Second {
+		t.Errorf("%d points: %s to %s, %s in all; want 3s (the stages) to 10s, 13s", len(plan), lo, hi, all)
+	}
 	if left := timeLeft(10*time.Second, 5*time.Second, 4*time.Second); left != 8*time.Second {
 		t.Errorf("time left %s, want 8s: the runs kept half the planned pace", left)
 	}
