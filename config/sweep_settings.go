@@ -18,7 +18,7 @@ import (
 // SweepConfig holds soakd sweep's settings (SOAKD_SWEEP_*).
 type SweepConfig struct {
 	Workload string        `env:"WORKLOAD" help:"soakd sweep: the workload swept; default: the first of SOAKD_WORKLOADS"`
-	Grid     Grid          `env:"GRID" secret:"urls" help:"soakd sweep: the grid over any of the workload's settings, NAME=v1,v2 NAME2=a,b (its SOAKD_<W>_ settings without the prefix, e.g. SCALE=1000,10000 COLUMNS=10,100 or TARGET=postgres://a/db,postgres://b/db); the first axis varies slowest, the last fastest; empty = WORKERS x BATCH"`
+	Grid     Grid          `env:"GRID" secret:"urls" help:"soakd sweep: the grid over any of the workload's settings, NAME=v1,v2 NAME2=a,b, or NAME=v1|v2 for values with commas (its SOAKD_<W>_ settings without the prefix, e.g. SCALE=1000,10000 COLUMNS=10,100 or TARGET=postgres://a/db,postgres://b/db); the first axis varies slowest, the last fastest; empty = WORKERS x BATCH"`
 	Workers  IntList       `env:"WORKERS" envDefault:"1,2,4,8" help:"soakd sweep: the WORKERS values tried (without GRID)"`
 	Batch    IntList       `env:"BATCH" envDefault:"100,1000,10000" help:"soakd sweep: the BATCH_SIZE values tried, PIPELINE for KV and query workloads (without GRID)"`
 	Repeats  int           `env:"REPEATS" envDefault:"3" help:"soakd sweep: runs per point (min, median and max are reported)"`
@@ -105,18 +105,30 @@ type Grid []GridAxis
 // SOAKD_SWEEP_DURATION, and more than this is a typo, not a plan.
 const MaxGridPoints = 10000
 
-var gridName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+var (
+	gridName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+	// wordName is what may be repeated of a refused name: letters, digits
+	// and _ (scale, a typo). Anything else may be a piece of a URL split
+	// at a space, its password included, and is never shown.
+	wordName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+)
 
-// UnmarshalText parses SCALE=1000,10000 COLUMNS=10,100. It knows no
-// workload: whether each name is one of its settings, and each value a
-// value of it, is checked when the points are built (SweepPoints).
+// UnmarshalText parses SCALE=1000,10000 COLUMNS=10,100. An axis whose
+// list holds a | has its values separated by | instead, so that values
+// with commas can be swept: WORKLOAD=read=0.95,update=0.05|read=0.5,update=0.5.
+// It knows no workload: whether each name is one of its settings, and
+// each value a value of it, is checked when the points are built
+// (SweepPoints).
 func (g *Grid) UnmarshalText(b []byte) error {
 	*g = nil
 	points := 1
-	for _, f := range strings.Fields(string(b)) {
+	for n, f := range strings.Fields(string(b)) {
 		name, list, ok := strings.Cut(f, "=")
 		if !ok || name == "" || list == "" {
 			return fmt.Errorf("%q: want axes NAME=v1,v2 separated by spaces, e.g. SCALE=1000,10000 COLUMNS=10,100", sinks.Redact(f))
+		}
+		if !wordName.MatchString(name) {
+			return fmt.Errorf("axis %d is not NAME=v1,v2: what comes before its = is no setting's name (axes are separated by spaces, a value holds none)", n+1)
 		}
 		if strings.HasPrefix(name, EnvPrefix) {
 			return fmt.Errorf("axis %s: name the setting without its %s<W>_ prefix, e.g. BATCH_SIZE", name, EnvPrefix)
@@ -128,9 +140,13 @@ func (g *Grid) UnmarshalText(b []byte) error {
 			return fmt.Errorf("axis %s is given twice", name)
 		}
 		ax := GridAxis{Name: name}
-		for _, v := range strings.Split(list, ",") {
+		sep, seps := ",", "single commas"
+		if strings.Contains(list, "|") {
+			sep, seps = "|", "single |, as a | is in the list"
+		}
+		for _, v := range strings.Split(list, sep) {
 			if v == "" {
-				return fmt.Errorf("axis %s: an empty value (values are separated by single commas)", name)
+				return fmt.Errorf("axis %s: an empty value (values are separated by %s)", name, seps)
 			}
 			if slices.Contains(ax.Values, v) {
 				return fmt.Errorf("axis %s: value %s is given twice", name, sinks.Redact(v))
@@ -155,7 +171,11 @@ func (g Grid) MarshalText() ([]byte, error) {
 func (g Grid) String() string {
 	s := make([]string, len(g))
 	for i, a := range g {
-		s[i] = a.Name + "=" + strings.Join(a.Values, ",")
+		sep := ","
+		if slices.ContainsFunc(a.Values, func(v string) bool { return strings.Contains(v, ",") }) {
+			sep = "|"
+		}
+		s[i] = a.Name + "=" + strings.Join(a.Values, sep)
 	}
 	return strings.Join(s, " ")
 }
@@ -186,8 +206,11 @@ func (g Grid) Index(i int) []int {
 // SweepPoint is one point of a grid sweep.
 type SweepPoint struct {
 	// Values are the point's value of each axis, in the grid's order, as
-	// they may be shown (a URL's password redacted).
+	// they may be shown (a URL's password redacted; values that would
+	// then show the same end in their place on the axis, #1, #2, ...);
+	// At are their indexes in the axes' values.
 	Values []string
+	At     []int
 	// Config is the whole configuration with the point's settings
 	// applied, loaded and validated as a run's is; Workload is the swept
 	// workload's.
@@ -240,7 +263,23 @@ func (c *Config) SweepPoints(environ map[string]string, p *Plugins) ([]SweepPoin
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	shown := func(a int, v string) string { return byName[sc.Grid[a].Name].Shown(v) }
+	// Two values may show the same (URLs differing only in their
+	// password): each such value is shown with its place on the axis,
+	// #1, #2, ..., so that the report keeps them apart.
+	shownAxes := make([][]string, len(sc.Grid))
+	for a, ax := range sc.Grid {
+		count := map[string]int{}
+		for _, v := range ax.Values {
+			d := byName[ax.Name].Shown(v)
+			shownAxes[a] = append(shownAxes[a], d)
+			count[d]++
+		}
+		for j, d := range shownAxes[a] {
+			if count[d] > 1 {
+				shownAxes[a][j] = fmt.Sprintf("%s #%d", d, j+1)
+			}
+		}
+	}
 	prefix := Prefix(base.Name)
 	var kind sources.Kind
 	if e := p.Sources.Lookup(base.Source); e != nil {
@@ -257,12 +296,12 @@ func (c *Config) SweepPoints(environ map[string]string, p *Plugins) ([]SweepPoin
 	for i := range sc.Grid.Points() {
 		at := sc.Grid.Index(i)
 		env := maps.Clone(environ)
-		pt := SweepPoint{Values: make([]string, len(at))}
+		pt := SweepPoint{Values: make([]string, len(at)), At: at}
 		label := make([]string, len(at))
 		for a, j := range at {
 			v := sc.Grid[a].Values[j]
 			env[prefix+sc.Grid[a].Name] = v
-			pt.Values[a] = shown(a, v)
+			pt.Values[a] = shownAxes[a][j]
 			label[a] = sc.Grid[a].Name + "=" + pt.Values[a]
 		}
 		cfg, perr := Load(env, p.Sources)

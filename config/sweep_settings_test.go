@@ -45,6 +45,19 @@ func TestGridParse(t *testing.T) {
 	if strings.Join(got, " ") != "[0 0 0] [0 0 1] [0 1 0] [0 1 1] [1 0 0] [1 0 1] [1 1 0] [1 1 1]" {
 		t.Errorf("order %v", got)
 	}
+	// A list holding a | is separated by |, so that values may hold
+	// commas (KV mixes, cluster targets); written back the same way.
+	mix := "WORKLOAD=read=0.95,update=0.05|read=0.5,update=0.5 TARGET=redis-cluster://h1:1,h2:2|redis://h WORKERS=1|2"
+	if err := g.UnmarshalText([]byte(mix)); err != nil {
+		t.Fatal(err)
+	}
+	if len(g) != 3 || strings.Join(g[0].Values, " ") != "read=0.95,update=0.05 read=0.5,update=0.5" ||
+		strings.Join(g[1].Values, " ") != "redis-cluster://h1:1,h2:2 redis://h" || strings.Join(g[2].Values, " ") != "1 2" || g.Points() != 8 {
+		t.Fatalf("parsed %+v", g)
+	}
+	if g.String() != "WORKLOAD=read=0.95,update=0.05|read=0.5,update=0.5 TARGET=redis-cluster://h1:1,h2:2|redis://h WORKERS=1,2" {
+		t.Errorf("written back %q", g.String())
+	}
 	if err := g.UnmarshalText([]byte(" ")); err != nil || g != nil || g.Points() != 0 {
 		t.Errorf("empty grid: %v, %v", g, err)
 	}
@@ -59,12 +72,19 @@ func TestGridParse(t *testing.T) {
 		"SCALE=1,2 SCALE=3":                  "axis SCALE is given twice",
 		"TARGET=redis://:pw@h,redis://:pw@h": "axis TARGET: value redis://:xxxxx@h is given twice",
 		"A=1,2,3,4,5,6,7,8,9,10 B=1,2,3,4,5,6,7,8,9,10 C=1,2,3,4,5,6,7,8,9,10 D=1,2,3,4,5,6,7,8,9,10 E=1,2": "more than 10000 points",
+		// A space where a comma was meant: the second URL is no axis,
+		// and what precedes its = is never repeated.
+		"TARGET=postgres://u:pw1@h/db postgres://u:SECRETPW@h2/db?sslmode=require": "axis 2 is not NAME=v1,v2",
+		"SCALE=1 SOAKD_x:pw@h/db?a=1":            "axis 2 is not NAME=v1,v2",
+		"WORKLOAD=read=0.5,update=0.5||a=1":      "axis WORKLOAD: an empty value (values are separated by single |",
+		"WORKLOAD=read=0.5,update=0.5|":          "axis WORKLOAD: an empty value",
+		"TARGET=redis://:pw@h,x|redis://:pw@h,x": "axis TARGET: value redis://:xxxxx@h,x is given twice",
 	} {
 		err := g.UnmarshalText([]byte(bad))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want one saying %q", bad, err, want)
 		}
-		if err != nil && strings.Contains(err.Error(), "pw") {
+		if err != nil && (strings.Contains(err.Error(), "pw") || strings.Contains(err.Error(), "SECRETPW")) {
 			t.Errorf("%q: the error repeats the password: %v", bad, err)
 		}
 	}
@@ -74,7 +94,7 @@ func TestGridParse(t *testing.T) {
 // writes back to a text that parses to the same grid, within the points'
 // bound.
 func FuzzGrid(f *testing.F) {
-	for _, s := range []string{"SCALE=100,1000 COLUMNS=1,100,400", "TARGET=postgres://u:p@h/db,redis://h", "A=1", "", " ", "A=,", "A==1", "A=1 A=2", "a=1", "A=1,1"} {
+	for _, s := range []string{"SCALE=100,1000 COLUMNS=1,100,400", "TARGET=postgres://u:p@h/db,redis://h", "A=1", "", " ", "A=,", "A==1", "A=1 A=2", "a=1", "A=1,1", "A=a,b|c", "A=a|b,c|", "A=|", "A=x,y|x,y"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -137,6 +157,22 @@ func TestSweepPoints(t *testing.T) {
 		if err == nil || pts != nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s: %d points, error %v; want %q", grid, len(pts), err, want)
 		}
+	}
+	// Values that show the same once their passwords are redacted are
+	// kept apart by their place on the axis.
+	env = map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://",
+		"SOAKD_SWEEP_GRID": "TARGET=null://u:pw1@h,null://u:pw2@h,null:// WORKERS=1,2"}
+	pts, err = loadTest(t, env, p).SweepPoints(env, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	for _, pt := range pts {
+		shown = append(shown, fmt.Sprintf("%s %v", pt.Values[0], pt.At))
+	}
+	if got := strings.Join(shown, "; "); got != "null://u:xxxxx@h #1 [0 0]; null://u:xxxxx@h #1 [0 1]; null://u:xxxxx@h #2 [1 0]; null://u:xxxxx@h #2 [1 1]; null:// [2 0]; null:// [2 1]" ||
+		pts[2].Workload.Target != "null://u:pw2@h" {
+		t.Errorf("shown %s; point 2's target %s", got, pts[2].Workload.Target)
 	}
 	env["SOAKD_SWEEP_BATCH"] = "10"
 	if _, err := loadTest(t, env, p).SweepPoints(env, p); err == nil || !strings.Contains(err.Error(), "SOAKD_SWEEP_GRID: set with SOAKD_SWEEP_BATCH") {

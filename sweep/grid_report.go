@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,7 +25,11 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 	fmt.Fprintf(out, "# Sweep of workload %s: %s, closed loop\n\n", r.Workload, strings.Join(names, " × "))
 	for _, p := range r.Points {
 		if p.Best {
-			fmt.Fprintf(out, "**Best: %s: %.0f %s/s", r.label(p), p.Median, r.Unit)
+			by := ""
+			if r.RankUnit() != r.Unit {
+				by = " by " + r.RankUnit() + "/s"
+			}
+			fmt.Fprintf(out, "**Best%s: %s: %.0f %s/s", by, r.label(p), p.Median, r.Unit)
 			if r.Values {
 				fmt.Fprintf(out, ", %.0f values/s", p.ValueMedian)
 			}
@@ -82,14 +87,7 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 		if r.Values {
 			fmt.Fprintf(out, " %.0f | %.0f | %.0f |", p.ValueMedian, p.ValueMin, p.ValueMax)
 		}
-		var note []string
-		if p.Best {
-			note = append(note, "best")
-		}
-		if p.Falls {
-			note = append(note, "slower than with fewer workers")
-		}
-		fmt.Fprintf(out, " %s | %d | %s |", pace.FormatSeconds(p.P99), p.Failed, strings.Join(note, ", "))
+		fmt.Fprintf(out, " %s | %d | %s |", pace.FormatSeconds(p.P99), p.Failed, notes(p))
 		if mem {
 			fmt.Fprintf(out, " %s |", optional(p.TargetMemoryBytes, settings.FormatBytes, "–"))
 		}
@@ -98,6 +96,7 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 		}
 		fmt.Fprint(out, "\n")
 	}
+	r.writeLeftOut(out)
 	if u := r.USL; u != nil {
 		where := "WORKERS"
 		if len(u.Where) > 0 {
@@ -109,12 +108,14 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 
 // writeTable writes a two-axis grid's figure as a table: the first axis's
 // values are the rows, the second's the columns, the highest cell in
-// bold; a point that did not run is empty.
+// bold (of the points not left out, whose cells say their failed share);
+// a point that did not run is empty. Cells are keyed by value index: two
+// values may show alike.
 func (r *Result) writeTable(out io.Writer, title string, figure func(Point) float64) {
 	rows, cols := r.Axes[0], r.Axes[1]
 	top := -1
 	for i, p := range r.Points {
-		if top < 0 || figure(p) > figure(r.Points[top]) {
+		if !p.LeftOut && (top < 0 || figure(p) > figure(r.Points[top])) {
 			top = i
 		}
 	}
@@ -123,15 +124,18 @@ func (r *Result) writeTable(out io.Writer, title string, figure func(Point) floa
 		fmt.Fprintf(out, " %s |", c)
 	}
 	fmt.Fprint(out, "\n|---|"+strings.Repeat("---:|", len(cols.Values))+"\n")
-	for _, rv := range rows.Values {
+	for ri, rv := range rows.Values {
 		fmt.Fprintf(out, "| %s |", rv)
-		for _, cv := range cols.Values {
+		for ci := range cols.Values {
 			cell := ""
 			for i, p := range r.Points {
-				if p.AxisValues[0] == rv && p.AxisValues[1] == cv {
+				if at := r.index(p); at[0] == ri && at[1] == ci {
 					cell = fmt.Sprintf("%.0f", figure(p))
 					if i == top {
 						cell = "**" + cell + "**"
+					}
+					if p.LeftOut {
+						cell += " (" + failedNote(p) + ")"
 					}
 				}
 			}
@@ -207,4 +211,33 @@ func at(v []float64, i int) float64 {
 		return v[i]
 	}
 	return 0
+}
+
+// notes are a point's marks in the long table: best, slower than with
+// fewer workers, or the share of its units that failed.
+func notes(p Point) string {
+	var note []string
+	if p.Best {
+		note = append(note, "best")
+	}
+	if p.Falls {
+		note = append(note, "slower than with fewer workers")
+	}
+	if p.LeftOut {
+		note = append(note, failedNote(p))
+	}
+	return strings.Join(note, ", ")
+}
+
+// failedNote says the share of a point's units that failed.
+func failedNote(p Point) string {
+	return strconv.FormatFloat(p.FailedShare*100, 'f', 1, 64) + "% failed"
+}
+
+// writeLeftOut says why the points marked "failed" were left out.
+func (r *Result) writeLeftOut(out io.Writer) {
+	if slices.ContainsFunc(r.Points, func(p Point) bool { return p.LeftOut }) {
+		fmt.Fprintf(out, "\nPoints marked %% failed had more than %g%% of their scheduled units fail: they are left out of the best, of the comparison with fewer workers and of the USL fit, as their rates measure failing as much as writing.\n",
+			MaxFailedShare*100)
+	}
 }

@@ -57,15 +57,8 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 	}
 	fmt.Fprint(out, "\n")
 	for _, p := range r.Points {
-		var note []string
-		if p.Best {
-			note = append(note, "best")
-		}
-		if p.Falls {
-			note = append(note, "slower than with fewer workers")
-		}
 		fmt.Fprintf(out, "| %d | %d | %.0f | %.0f | %.0f | %s | %d | %s |", p.Workers, p.Batch, p.Median, p.Min, p.Max,
-			pace.FormatSeconds(p.P99), p.Failed, strings.Join(note, ", "))
+			pace.FormatSeconds(p.P99), p.Failed, notes(p))
 		if mem {
 			fmt.Fprintf(out, " %s |", optional(p.TargetMemoryBytes, settings.FormatBytes, "–"))
 		}
@@ -74,6 +67,7 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 		}
 		fmt.Fprint(out, "\n")
 	}
+	r.writeLeftOut(out)
 	r.writeUSL(out, fmt.Sprintf("%s %d", r.BatchName, r.USL.batch()))
 }
 
@@ -92,10 +86,10 @@ func (r *Result) writeUSL(out io.Writer, where string) {
 		if u.Lambda > 0 {
 			peak := "none (no coherency cost)"
 			if !math.IsInf(u.PeakN, 1) {
-				peak = fmt.Sprintf("%.1f workers, %.0f %s/s", u.PeakN, u.PeakX, r.Unit)
+				peak = fmt.Sprintf("%.1f workers, %.0f %s/s", u.PeakN, u.PeakX, r.RankUnit())
 			}
 			fmt.Fprintf(out, "X(N) = λN / (1 + σ(N−1) + κN(N−1)) with λ = %.4g %s/s, σ (contention) = %.4g, κ (coherency) = %.4g; R² = %.3f; predicted peak: %s.\n\n",
-				u.Lambda, r.Unit, u.Sigma, u.Kappa, u.R2, peak)
+				u.Lambda, r.RankUnit(), u.Sigma, u.Kappa, u.R2, peak)
 		}
 		if u.Poor {
 			fmt.Fprint(out, "**Poor fit**: ")

@@ -63,7 +63,22 @@ type Point struct {
 	// than WATCH_INTERVAL has one reading at most: no CPU figure).
 	TargetMemoryBytes *float64 `json:"target_memory_bytes,omitempty"`
 	TargetCPUCores    *float64 `json:"target_cpu_cores,omitempty"`
+	// FailedShare is the share of the point's scheduled units that
+	// failed, over its runs; LeftOut is set when it is above
+	// MaxFailedShare: the point is then neither the best, nor compared
+	// with its neighbours, nor fitted, as its rate measures failing
+	// fast as much as writing.
+	FailedShare float64 `json:"failed_share,omitempty"`
+	LeftOut     bool    `json:"left_out,omitempty"`
+
+	// at are the point's value indexes on the grid's axes: two values
+	// may show alike, their indexes never are.
+	at []int
 }
+
+// MaxFailedShare is the share of a point's scheduled units that may fail
+// before the point is left out of the best, the falls and the fit.
+const MaxFailedShare = 0.01
 
 // RunCounts are one run's counts: scheduled = units + failed + dropped +
 // in flight, as in the summary.
@@ -136,6 +151,7 @@ func (r *Result) Grid() bool { return len(r.Axes) > 0 }
 // planned is one point to run: its configuration and the workload's.
 type planned struct {
 	values []string
+	at     []int
 	cfg    *config.Config
 	wc     *config.Workload
 }
@@ -171,24 +187,30 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 	}
 	log := d.Logger.With(zap.String("workload", orig.Name))
 	total := len(plan) * sc.Repeats
-	perRun := sc.Duration
+	lo, hi, all := planTime(plan, sc.Repeats)
+	per := fmt.Sprintf("%s per point (DURATION %s × REPEATS %d", hi, hi/time.Duration(sc.Repeats), sc.Repeats)
+	if lo != hi {
+		// A DURATION axis, or a RATE one's own duration: points differ.
+		per = fmt.Sprintf("%s to %s per point (each point's DURATION × REPEATS %d", lo, hi, sc.Repeats)
+	}
 	load := ""
 	if src, err := orig.NewSource(); err == nil {
 		if _, ok := src.(sources.Preloader); ok {
 			load = ", plus a load phase where the target lacks the records"
 		}
 	}
-	log.Info(fmt.Sprintf("sweep: %d points (%s), %d runs each: at most %s per point (DURATION %s × REPEATS %d%s); about %s in all",
-		len(plan), res.order(), sc.Repeats, perRun*time.Duration(sc.Repeats), sc.Duration, sc.Repeats, load, perRun*time.Duration(total)),
+	log.Info(fmt.Sprintf("sweep: %d points (%s), %d runs each: at most %s%s); about %s in all",
+		len(plan), res.order(), sc.Repeats, per, load, all),
 		zap.Strings("points", res.labels(plan)))
 	t0 := time.Now()
 	n := 0
+	var done time.Duration // the planned time of the runs made
 	for i, pl := range plan {
 		if ctx.Err() != nil {
 			break
 		}
 		wc := *pl.wc
-		pt := Point{AxisValues: pl.values, Workers: wc.Workers, Batch: wc.BatchSize}
+		pt := Point{AxisValues: pl.values, Workers: wc.Workers, Batch: wc.BatchSize, at: pl.at}
 		if kv {
 			pt.Batch = wc.Pipeline
 		}
@@ -236,10 +258,12 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 			p99s = append(p99s, p99)
 			pt.Runs = append(pt.Runs, RunCounts{Seconds: ws.Seconds, Units: ws.Units, Values: ws.Values, Scheduled: ws.Scheduled,
 				Failed: ws.Failed, Dropped: ws.Dropped, InFlight: ws.InFlight, P99: p99})
-			// The time left is the runs left at the mean time a run took
-			// so far: setup, load phases and finite data sets included.
+			// The time left is the planned time of the runs left, at the
+			// pace the runs so far kept to theirs: setup, load phases and
+			// finite data sets included.
+			done += runTime(pl)
 			elapsed := time.Since(t0)
-			left := time.Duration(float64(elapsed) / float64(n) * float64(total-n))
+			left := timeLeft(elapsed, done, all-done)
 			log.Info(fmt.Sprintf("sweep %d/%d (point %d/%d, run %d/%d): %s: %.0f %s/s, p99 %s; %s elapsed, about %s left",
 				n, total, i+1, len(plan), r+1, sc.Repeats, label, rate, res.Unit, pace.FormatSeconds(p99),
 				elapsed.Round(time.Second), left.Round(time.Second)))
@@ -253,6 +277,7 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 			pt.ValueMin, pt.ValueMedian, pt.ValueMax = minMedMax(pt.ValueRates)
 		}
 		_, pt.P99, _ = minMedMax(p99s)
+		pt.failedShare()
 		res.Points = append(res.Points, pt)
 	}
 	res.mark()
@@ -308,11 +333,10 @@ func (r *Result) plan(cfg *config.Config, environ map[string]string, p *config.P
 	axes := map[string]bool{}
 	for i, a := range sc.Grid {
 		axes[a.Name] = true
-		ax := Axis{Name: a.Name, Numeric: true}
+		// By index: values shown alike stay two (config marks them #1, #2).
+		ax := Axis{Name: a.Name, Numeric: true, Values: make([]string, len(a.Values))}
 		for _, pt := range pts {
-			if !slices.Contains(ax.Values, pt.Values[i]) {
-				ax.Values = append(ax.Values, pt.Values[i])
-			}
+			ax.Values[pt.At[i]] = pt.Values[i]
 		}
 		for _, v := range ax.Values {
 			if _, err := strconv.ParseFloat(v, 64); err != nil {
@@ -324,7 +348,7 @@ func (r *Result) plan(cfg *config.Config, environ map[string]string, p *config.P
 	for _, pt := range pts {
 		wc := *pt.Workload
 		bound(&wc, axes)
-		out = append(out, planned{values: pt.Values, cfg: pt.Config, wc: &wc})
+		out = append(out, planned{values: pt.Values, at: pt.At, cfg: pt.Config, wc: &wc})
 	}
 	return out, nil
 }
@@ -488,13 +512,18 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // mark flags the best point and those where more workers were slower:
 // at the same batch size, or, in a grid sweep over WORKERS, at the same
-// values of the other axes.
+// values of the other axes. Both compare the ranked figure (Rank); a
+// point left out for its failures is neither, nor compared with.
 func (r *Result) mark() {
 	wi := r.axis("WORKERS")
+	rank := r.Rank()
 	best := -1
 	for i := range r.Points {
 		p := &r.Points[i]
-		if best < 0 || p.Median > r.Points[best].Median {
+		if p.LeftOut {
+			continue
+		}
+		if best < 0 || rank(*p) > rank(r.Points[best]) {
 			best = i
 		}
 		if r.Grid() && wi < 0 {
@@ -504,9 +533,9 @@ func (r *Result) mark() {
 			q := &r.Points[j]
 			same := q.Batch == p.Batch
 			if r.Grid() {
-				same = sameExcept(p.AxisValues, q.AxisValues, wi)
+				same = sameExcept(r.index(*p), r.index(*q), wi)
 			}
-			if same && q.Workers < p.Workers && p.Median < q.Median {
+			if same && !q.LeftOut && q.Workers < p.Workers && rank(*p) < rank(*q) {
 				p.Falls = true
 			}
 		}
@@ -516,13 +545,98 @@ func (r *Result) mark() {
 	}
 }
 
+// Rank is the figure points are ranked and fitted by: values/s in a grid
+// sweep of a series source, where an axis (COLUMNS, SOURCE) may change
+// the values a row holds and rows/s would favour the narrowest rows;
+// units/s otherwise (a WORKERS × BATCH sweep's rows all hold as many
+// values: both rank alike).
+func (r *Result) Rank() func(Point) float64 {
+	if r.Values && r.Grid() {
+		return func(p Point) float64 { return p.ValueMedian }
+	}
+	return func(p Point) float64 { return p.Median }
+}
+
+// RankUnit names Rank's figure: values, or the units.
+func (r *Result) RankUnit() string {
+	if r.Values && r.Grid() {
+		return "values"
+	}
+	return r.Unit
+}
+
+// failedShare sets the share of the point's scheduled units that failed
+// and whether that leaves it out.
+func (p *Point) failedShare() {
+	var failed, scheduled int64
+	for _, c := range p.Runs {
+		failed += c.Failed
+		scheduled += c.Scheduled
+	}
+	if scheduled > 0 {
+		p.FailedShare = float64(failed) / float64(scheduled)
+	}
+	p.LeftOut = p.FailedShare > MaxFailedShare
+}
+
+// index is the point's value index on each axis: as planned, or, for a
+// point read without them, where its values are on the axes.
+func (r *Result) index(p Point) []int {
+	if p.at != nil {
+		return p.at
+	}
+	at := make([]int, len(p.AxisValues))
+	for i, v := range p.AxisValues {
+		if i < len(r.Axes) {
+			at[i] = slices.Index(r.Axes[i].Values, v)
+		}
+	}
+	return at
+}
+
+// planTime is the shortest and the longest planned time of a point (its
+// runs' durations) and that of the whole plan.
+func planTime(plan []planned, repeats int) (lo, hi, all time.Duration) {
+	for i, pl := range plan {
+		d := runTime(pl) * time.Duration(repeats)
+		if i == 0 || d < lo {
+			lo = d
+		}
+		hi = max(hi, d)
+		all += d
+	}
+	return lo, hi, all
+}
+
+// runTime is the longest a run of the point lasts: its own DURATION
+// (SOAKD_SWEEP_DURATION unless DURATION is an axis), or the end of its
+// rate profile when a RATE axis gives one that ends sooner.
+func runTime(pl planned) time.Duration {
+	d := pl.wc.Duration
+	if prof := pl.wc.Rate.Profile; !pl.wc.Rate.Max && prof != nil {
+		if end := prof.End(); end > 0 && (d <= 0 || end < d) {
+			d = end
+		}
+	}
+	return d
+}
+
+// timeLeft is the planned time left at the pace the runs so far kept:
+// elapsed over the planned time of the runs made.
+func timeLeft(elapsed, done, left time.Duration) time.Duration {
+	if done <= 0 {
+		return left
+	}
+	return time.Duration(float64(left) * float64(elapsed) / float64(done))
+}
+
 // axis is the index of the grid's axis name, or -1.
 func (r *Result) axis(name string) int {
 	return slices.IndexFunc(r.Axes, func(a Axis) bool { return a.Name == name })
 }
 
-// sameExcept says whether a and b hold the same values but at index skip.
-func sameExcept(a, b []string, skip int) bool {
+// sameExcept says whether a and b hold the same indexes but at skip.
+func sameExcept(a, b []int, skip int) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -539,7 +653,7 @@ func sameExcept(a, b []string, skip int) bool {
 // is an axis of at least three values (none otherwise).
 func (r *Result) fitUSL() *USL {
 	if !r.Grid() {
-		return fitUSL(r.Points)
+		return fitUSL(r.Points, r.Rank())
 	}
 	wi := r.axis("WORKERS")
 	if wi < 0 || len(r.Axes[wi].Values) < 3 {
@@ -552,11 +666,11 @@ func (r *Result) fitUSL() *USL {
 	best := r.Points[b]
 	var line []Point
 	for _, p := range r.Points {
-		if sameExcept(p.AxisValues, best.AxisValues, wi) {
+		if sameExcept(r.index(p), r.index(best), wi) {
 			line = append(line, p)
 		}
 	}
-	u := fitUSL(line)
+	u := fitUSL(line, r.Rank())
 	for i, a := range r.Axes {
 		if i != wi {
 			u.Where = append(u.Where, a.Name+"="+best.AxisValues[i])
@@ -679,10 +793,11 @@ func minMedMax(v []float64) (lo, med, hi float64) {
 	return s[0], med, s[len(s)-1]
 }
 
-// fitUSL fits the USL to the medians against workers at the batch size
-// of the best point. N/X(N) = (1 + σ(N−1) + κN(N−1))/λ is linear in 1,
+// fitUSL fits the USL to the medians (figure's) against workers at the
+// batch size of the best point, leaving out the points that failed too
+// much. N/X(N) = (1 + σ(N−1) + κN(N−1))/λ is linear in 1,
 // N−1 and N(N−1), so ordinary least squares gives 1/λ, σ/λ and κ/λ.
-func fitUSL(points []Point) *USL {
+func fitUSL(points []Point, figure func(Point) float64) *USL {
 	var batch int
 	for _, p := range points {
 		if p.Best {
@@ -691,9 +806,9 @@ func fitUSL(points []Point) *USL {
 	}
 	u := &USL{Batch: batch}
 	for _, p := range points {
-		if p.Batch == batch && p.Median > 0 {
+		if p.Batch == batch && figure(p) > 0 && !p.LeftOut {
 			u.Workers = append(u.Workers, p.Workers)
-			u.Measured = append(u.Measured, p.Median)
+			u.Measured = append(u.Measured, figure(p))
 		}
 	}
 	if len(u.Workers) < 3 {

@@ -15,7 +15,7 @@ func TestFitUSL(t *testing.T) {
 		pts = append(pts, Point{Workers: n, Batch: 100, Median: law(float64(n))})
 	}
 	pts[4].Best = true
-	u := fitUSL(pts)
+	u := fitUSL(pts, median)
 	if math.Abs(u.Lambda-lambda) > 1e-6*lambda || math.Abs(u.Sigma-sigma) > 1e-9 || math.Abs(u.Kappa-kappa) > 1e-9 {
 		t.Fatalf("fit λ %v σ %v κ %v, want %v %v %v", u.Lambda, u.Sigma, u.Kappa, lambda, sigma, kappa)
 	}
@@ -29,11 +29,11 @@ func TestFitUSL(t *testing.T) {
 	for _, n := range []int{1, 2, 4} {
 		pts = append(pts, Point{Workers: n, Batch: 10, Median: 500 * float64(n), Best: n == 4})
 	}
-	if u := fitUSL(pts); !u.Poor || !math.IsInf(u.PeakN, 1) {
+	if u := fitUSL(pts, median); !u.Poor || !math.IsInf(u.PeakN, 1) {
 		t.Errorf("linear scaling: peak %v poor %v (%s), want no peak and the fit called poor", u.PeakN, u.Poor, u.Note)
 	}
 	// Two worker counts cannot determine three coefficients.
-	if u := fitUSL(pts[:2]); !u.Poor || u.Lambda != 0 {
+	if u := fitUSL(pts[:2], median); !u.Poor || u.Lambda != 0 {
 		t.Errorf("two points: %+v", u)
 	}
 }
@@ -58,3 +58,5 @@ func TestSweepMark(t *testing.T) {
 		t.Errorf("best %v, want only point 5", best)
 	}
 }
+
+func median(p Point) float64 { return p.Median }

@@ -147,7 +147,7 @@ func uslChart(r *sweep.Result) []charts.Chart {
 		usl := charts.Chart{
 			ID: "sweep-usl", Title: fmt.Sprintf("Throughput vs workers at %s, with the USL fit", where),
 			X: charts.Axis{Label: "workers", Unit: charts.Number, ZeroBased: true},
-			Y: charts.Axis{Label: r.Unit + "/s", Unit: charts.Number, ZeroBased: true},
+			Y: charts.Axis{Label: r.RankUnit() + "/s", Unit: charts.Number, ZeroBased: true},
 		}
 		m := charts.Points{Name: "measured (median)", Shape: charts.Dot}
 		for i, w := range u.Workers {

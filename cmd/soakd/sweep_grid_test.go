@@ -216,6 +216,9 @@ func TestSweepGridRefusedBeforeItRuns(t *testing.T) {
 		{"grid and workers", []string{"SOAKD_SWEEP_GRID", "SCALE=10,20", "SOAKD_SWEEP_WORKERS", "1,2"}, []string{"SOAKD_SWEEP_GRID: set with SOAKD_SWEEP_WORKERS"}},
 		{"shapes without reset", []string{"SOAKD_SWEEP_GRID", "COLUMNS=2,5"}, []string{"SOAKD_SWEEP_RESET:", "COLUMNS=2 and COLUMNS=5"}},
 		{"a secret", []string{"SOAKD_SWEEP_GRID", "PASSWORD=a,b"}, []string{"SOAKD_SWEEP_GRID: axis PASSWORD: a secret"}},
+		// A space where a comma was meant: the password after it is
+		// never repeated (checked below).
+		{"a space in a list", []string{"SOAKD_SWEEP_GRID", "TARGET=" + srv.URL + " postgres://u:SECRETPW@h2/db?sslmode=require"}, []string{"SOAKD_SWEEP_GRID", "axis 2 is not NAME=v1,v2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := massiveEnv(srv.URL, append(tc.env, "SOAKD_SWEEP_REPEATS", "1", "SOAKD_SWEEP_DURATION", "1s",
@@ -228,6 +231,9 @@ func TestSweepGridRefusedBeforeItRuns(t *testing.T) {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("stderr does not say %q:\n%s", w, stderr)
 				}
+			}
+			if strings.Contains(stdout+stderr, "SECRETPW") {
+				t.Errorf("a password is repeated:\n%s\n%s", stdout, stderr)
 			}
 			if n := testserver.PGCount(t, srv.URL, "SELECT count(*) FROM pg_class WHERE relname = 'massive'"); n != 0 {
 				t.Errorf("the sweep created its table before it was refused")
