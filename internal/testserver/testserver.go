@@ -342,11 +342,30 @@ func (p *Proc) Procs() []int {
 // once and cleanup calls it too.
 func (p *Proc) Freeze(t testing.TB) (thaw func()) {
 	t.Helper()
-	procs := p.Procs()
-	for _, pid := range procs {
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			t.Fatalf("cannot stop %s (pid %d): %v", p.Name, pid, err)
+	// The server itself first: stopped, it forks no more children (a
+	// PostgreSQL backend for a new connection). Then its children, again
+	// until a look finds none not yet stopped: one forked while the first
+	// look read /proc would otherwise run on through the freeze, serving
+	// its connection as if nothing had happened.
+	procs := []int{p.Pid()}
+	if err := syscall.Kill(procs[0], syscall.SIGSTOP); err != nil {
+		t.Fatalf("cannot stop %s (pid %d): %v", p.Name, procs[0], err)
+	}
+	for {
+		var fresh []int
+		for _, pid := range p.Procs() {
+			if !slices.Contains(procs, pid) {
+				fresh = append(fresh, pid)
+			}
 		}
+		if len(fresh) == 0 {
+			break
+		}
+		for _, pid := range fresh {
+			// A child that exited meanwhile is not an error.
+			_ = syscall.Kill(pid, syscall.SIGSTOP)
+		}
+		procs = append(procs, fresh...)
 	}
 	thaw = sync.OnceFunc(func() {
 		for _, pid := range procs {
