@@ -106,17 +106,17 @@ func TestRetryAfter(t *testing.T) {
 		"-5":                            0,
 		"30":                            30 * time.Second,
 		" 2 ":                           2 * time.Second,
-		"99999999999":                   maxRetryAfter,
+		"99999999999":                   sinks.MaxRetryAfter,
 		"Fri, 02 Jan 2026 03:04:15 GMT": 10 * time.Second,
 		"Fri, 02 Jan 2026 03:00:00 GMT": 0, // in the past
-		"Sat, 03 Jan 2026 03:04:05 GMT": maxRetryAfter,
+		"Sat, 03 Jan 2026 03:04:05 GMT": sinks.MaxRetryAfter,
 		"soon":                          0,
 	} {
 		h := http.Header{}
 		if v != "" {
 			h.Set("Retry-After", v)
 		}
-		if got := retryAfter(h, now); got != want {
+		if got := sinks.RetryAfter(h, now); got != want {
 			t.Errorf("Retry-After %q: %v, want %v", v, got, want)
 		}
 	}
@@ -152,7 +152,7 @@ func TestClassifyTransport(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := classifyTransport(tc.ctx, tc.err, tc.idempotent)
+			err := sinks.ClassifyHTTPTransport(tc.ctx, tc.err, tc.idempotent)
 			if c := sinks.ClassOf(err); c != tc.class {
 				t.Errorf("class %s, want %s (%v)", c, tc.class, err)
 			}

@@ -43,8 +43,8 @@ func FuzzServerReply(f *testing.F) {
 		if se.Class.Index() == len(sinks.Classes)-1 && se.Class != sinks.Other {
 			t.Errorf("class %q is not a known class", se.Class)
 		}
-		if se.RetryAfter < 0 || se.RetryAfter > maxRetryAfter {
-			t.Errorf("Retry-After %q gave %v, want within [0, %v]", retry, se.RetryAfter, maxRetryAfter)
+		if se.RetryAfter < 0 || se.RetryAfter > sinks.MaxRetryAfter {
+			t.Errorf("Retry-After %q gave %v, want within [0, %v]", retry, se.RetryAfter, sinks.MaxRetryAfter)
 		}
 		var st *StatusError
 		if !errors.As(err, &st) {
@@ -60,20 +60,20 @@ func FuzzServerReply(f *testing.F) {
 	})
 }
 
-// retryAfter never waits longer than maxRetryAfter nor less than zero,
+// retryAfter never waits longer than sinks.MaxRetryAfter nor less than zero,
 // whatever the date or number.
 func TestRetryAfterBounds(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for v, want := range map[string]time.Duration{
-		"": 0, "0": 0, "-3": 0, "7": 7 * time.Second, "99999999999999999999": 0, "9999999": maxRetryAfter,
+		"": 0, "0": 0, "-3": 0, "7": 7 * time.Second, "99999999999999999999": 0, "9999999": sinks.MaxRetryAfter,
 		now.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second,
 		now.Add(-time.Hour).Format(http.TimeFormat):       0,
-		now.Add(48 * time.Hour).Format(http.TimeFormat):   maxRetryAfter,
+		now.Add(48 * time.Hour).Format(http.TimeFormat):   sinks.MaxRetryAfter,
 		"soon": 0,
 	} {
 		h := http.Header{}
 		h.Set("Retry-After", v)
-		if got := retryAfter(h, now); got != want {
+		if got := sinks.RetryAfter(h, now); got != want {
 			t.Errorf("Retry-After %q: %v, want %v", v, got, want)
 		}
 	}

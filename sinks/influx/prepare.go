@@ -283,7 +283,7 @@ func (s *Sink) doWithin(ctx context.Context, limit time.Duration, method, path, 
 	}
 	resp, err := s.hc.Do(req)
 	if err != nil {
-		err = classifyTransport(ctx, err, true)
+		err = sinks.ClassifyHTTPTransport(ctx, err, true)
 		cancel()
 		return nil, err
 	}

@@ -291,7 +291,7 @@ func (s *Sink) writeV1(ctx context.Context, st *state) error {
 	}
 	resp, err := s.hc.Do(req)
 	if err != nil {
-		return classifyTransport(ctx, err, s.cfg.Idempotent)
+		return sinks.ClassifyHTTPTransport(ctx, err, s.cfg.Idempotent)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 == 2 {
@@ -330,7 +330,7 @@ func (s *Sink) writeV2(ctx context.Context, st *state) error {
 		eb := errBody{msg: truncate(msg), tail: msg[max(0, len(msg)-64):], unparsed: strings.Count(msg, "unable to parse")}
 		return classifyStatus(he.StatusCode, he.Header, eb, lines(st.buf), s.cfg.Idempotent)
 	}
-	return classifyTransport(ctx, he, s.cfg.Idempotent)
+	return sinks.ClassifyHTTPTransport(ctx, he, s.cfg.Idempotent)
 }
 
 func (st *state) compress(level int) []byte {

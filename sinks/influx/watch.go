@@ -126,7 +126,7 @@ func (s *Sink) readMetrics(ctx context.Context) (metrics, error) {
 	defer resp.Body.Close()
 	m, err := parseMetrics(io.LimitReader(resp.Body, maxFigures))
 	if err != nil {
-		return metrics{}, classifyTransport(ctx, fmt.Errorf("cannot read /metrics of %s: %w", s.cfg.String(), err), true)
+		return metrics{}, sinks.ClassifyHTTPTransport(ctx, fmt.Errorf("cannot read /metrics of %s: %w", s.cfg.String(), err), true)
 	}
 	return m, nil
 }
@@ -212,7 +212,7 @@ func (s *Sink) debugVars(ctx context.Context, f *sinks.TargetFigures) error {
 	defer resp.Body.Close()
 	var vars map[string]json.RawMessage
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxFigures)).Decode(&vars); err != nil {
-		return classifyTransport(ctx, fmt.Errorf("cannot read /debug/vars of %s: %w", s.cfg.String(), err), true)
+		return sinks.ClassifyHTTPTransport(ctx, fmt.Errorf("cannot read /debug/vars of %s: %w", s.cfg.String(), err), true)
 	}
 	var mem struct {
 		HeapInuse, Sys *float64

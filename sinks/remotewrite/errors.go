@@ -1,18 +1,13 @@
 package remotewrite
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -41,12 +36,7 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("HTTP %d: %s", e.StatusCode, e.Message)
 }
 
-const (
-	maxMessage = 1024
-	// maxRetryAfter bounds a server's Retry-After, so that a broken
-	// header cannot park the workload for days.
-	maxRetryAfter = 10 * time.Minute
-)
+const maxMessage = 1024
 
 // outOfOrderMessages are how targets say that they refuse samples for
 // their time: Prometheus' TSDB errors (storage.ErrOutOfOrderSample,
@@ -97,55 +87,7 @@ func classifyStatus(code int, h http.Header, msg string, samples int, idempotent
 	default:
 		class = sinks.Other
 	}
-	return &sinks.Error{Class: class, Retry: retry, RetryAfter: retryAfter(h, time.Now()), Err: se}
-}
-
-// retryAfter parses Retry-After (seconds or an HTTP date).
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	var d time.Duration
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		d = time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	}
-	return max(0, min(d, maxRetryAfter))
-}
-
-// classifyTransport classifies a request that got no HTTP answer.
-func classifyTransport(ctx context.Context, err error, idempotent bool) error {
-	var (
-		cve *tls.CertificateVerificationError
-		uae x509.UnknownAuthorityError
-		hne x509.HostnameError
-		cie x509.CertificateInvalidError
-		rhe tls.RecordHeaderError
-		ne  net.Error
-		oe  *net.OpError
-	)
-	switch {
-	case errors.As(err, &cve) || errors.As(err, &uae) || errors.As(err, &hne) || errors.As(err, &cie):
-		return sinks.NewError(sinks.Rejected, false, sinks.ExplainTLS(err, "ca", "", "cert and key"))
-	case errors.As(err, &rhe):
-		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("TLS handshake failed; does the server speak TLS? %w", err))
-	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-		return sinks.NewError(sinks.Timeout, idempotent, err)
-	case errors.As(err, &oe) && oe.Op == "dial" || errors.Is(err, syscall.ECONNREFUSED):
-		return sinks.NewError(sinks.Connection, true, err) // nothing was sent
-	}
-	class := sinks.ClassOf(err)
-	if class == sinks.Other {
-		// No HTTP answer and no cause named above: the connection broke
-		// in a way net/http reports with errors of its own, unexported.
-		class = sinks.Connection
-	}
-	return sinks.NewError(class, idempotent, err)
+	return &sinks.Error{Class: class, Retry: retry, RetryAfter: sinks.RetryAfter(h, time.Now()), Err: se}
 }
 
 // readMessage reads an error answer's first maxMessage bytes as its

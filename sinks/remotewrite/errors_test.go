@@ -129,14 +129,14 @@ func TestRetryAfter(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for v, want := range map[string]time.Duration{
-		"": 0, "3": 3 * time.Second, "-1": 0, "junk": 0, "99999999": maxRetryAfter,
+		"": 0, "3": 3 * time.Second, "-1": 0, "junk": 0, "99999999": sinks.MaxRetryAfter,
 		now.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second,
 	} {
 		h := http.Header{}
 		if v != "" {
 			h.Set("Retry-After", v)
 		}
-		if got := retryAfter(h, now); got != want {
+		if got := sinks.RetryAfter(h, now); got != want {
 			t.Errorf("Retry-After %q: %v, want %v", v, got, want)
 		}
 	}

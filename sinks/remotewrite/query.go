@@ -122,7 +122,7 @@ func (s *Sink) ask(ctx context.Context, path, form string, out *answer) (int, er
 	}
 	resp, err := s.hc.Do(req)
 	if err != nil {
-		return len(form), fmt.Errorf("cannot query %s: %w", where, classifyTransport(ctx, err, true))
+		return len(form), fmt.Errorf("cannot query %s: %w", where, sinks.ClassifyHTTPTransport(ctx, err, true))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUnprocessableEntity {

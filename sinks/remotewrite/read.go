@@ -126,7 +126,7 @@ func (s *Sink) query(ctx context.Context, expr, at string) ([]promSeries, error)
 	}
 	resp, err := s.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read back from %s%s: %w", s.cfg.baseURL(), s.cfg.QueryPath, classifyTransport(ctx, err, true))
+		return nil, fmt.Errorf("cannot read back from %s%s: %w", s.cfg.baseURL(), s.cfg.QueryPath, sinks.ClassifyHTTPTransport(ctx, err, true))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {

@@ -76,7 +76,7 @@ func (s *Sink) deleteSeries(ctx context.Context, match string) error {
 	}
 	resp, err := s.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("cannot delete soakd's series at %s: %w", where, classifyTransport(ctx, err, true))
+		return fmt.Errorf("cannot delete soakd's series at %s: %w", where, sinks.ClassifyHTTPTransport(ctx, err, true))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 == 2 {

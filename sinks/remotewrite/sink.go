@@ -258,7 +258,7 @@ func (s *Sink) post(ctx context.Context, st *state, samples int) error {
 	s.setHeaders(req)
 	resp, err := s.hc.Do(req)
 	if err != nil {
-		return classifyTransport(ctx, err, s.cfg.Idempotent)
+		return sinks.ClassifyHTTPTransport(ctx, err, s.cfg.Idempotent)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 == 2 {
@@ -312,7 +312,7 @@ func (s *Sink) Ping(ctx context.Context) error {
 	s.setHeaders(req)
 	resp, err := s.hc.Do(req)
 	if err != nil {
-		return classifyTransport(ctx, err, true)
+		return sinks.ClassifyHTTPTransport(ctx, err, true)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 == 2 {

@@ -127,7 +127,7 @@ func (s *Sink) getMetrics(ctx context.Context) (*http.Response, error) {
 	}
 	resp, err := s.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read %s of %s: %w", s.cfg.MetricsPath, s.cfg.String(), classifyTransport(ctx, err, true))
+		return nil, fmt.Errorf("cannot read %s of %s: %w", s.cfg.MetricsPath, s.cfg.String(), sinks.ClassifyHTTPTransport(ctx, err, true))
 	}
 	return resp, nil
 }
@@ -138,7 +138,7 @@ func (s *Sink) getMetrics(ctx context.Context) (*http.Response, error) {
 func (s *Sink) scanError(ctx context.Context, err error) error {
 	var ne net.Error
 	if ctx.Err() != nil || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return classifyTransport(ctx, err, true)
+		return sinks.ClassifyHTTPTransport(ctx, err, true)
 	}
 	return sinks.NewError(sinks.Other, false, err)
 }
