@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/internal/logthrottle"
 	"github.com/soakd/soakd/sinks"
 )
 
@@ -192,15 +192,15 @@ func truncate(s string) string {
 // rejected schema or a full disk would otherwise log thousands of lines
 // per minute. It remembers a bounded number of messages.
 type errLog struct {
-	log  *zap.Logger
-	mu   sync.Mutex
-	seen map[string]bool
-	full bool
+	log   *zap.Logger
+	kinds *logthrottle.Once
 }
 
 const maxDistinctErrors = 64
 
-func newErrLog(l *zap.Logger) *errLog { return &errLog{log: l, seen: map[string]bool{}} }
+func newErrLog(l *zap.Logger) *errLog {
+	return &errLog{log: l, kinds: logthrottle.NewOnce(maxDistinctErrors)}
+}
 
 // once logs err (a classified write error) the first time its kind is seen.
 func (l *errLog) once(err error) {
@@ -208,23 +208,9 @@ func (l *errLog) once(err error) {
 	if !errors.As(err, &se) {
 		return // transport errors are counted by class; the engine logs them
 	}
-	key := strconv.Itoa(se.StatusCode) + " " + errorKey(se.Message)
-	l.mu.Lock()
-	if l.seen[key] {
-		l.mu.Unlock()
+	if !l.kinds.First(l.log, strconv.Itoa(se.StatusCode)+" "+errorKey(se.Message)) {
 		return
 	}
-	if len(l.seen) >= maxDistinctErrors {
-		full := l.full
-		l.full = true
-		l.mu.Unlock()
-		if !full {
-			l.log.Warn("too many distinct write errors; no more are logged")
-		}
-		return
-	}
-	l.seen[key] = true
-	l.mu.Unlock()
 	l.log.Warn("write failed (logged once for each distinct error)",
 		zap.String("class", string(sinks.ClassOf(err))), zap.Int("status", se.StatusCode),
 		zap.String("error", se.Message), zap.Bool("partial", se.Partial), zap.Int("dropped", se.Dropped))
