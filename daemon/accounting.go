@@ -74,6 +74,36 @@ func opSlot(s string) int {
 	return slices.Index(opNames, s)
 }
 
+// opsFor lists the op slots a workload of kind k reports: write for
+// series, every KV op, and for queries the types src issues (every type
+// when it does not say).
+func opsFor(k sources.Kind, src sources.Source) []int {
+	switch k {
+	case sources.Series:
+		return []int{writeOp}
+	case sources.Queries:
+		var out []int
+		if qs, ok := src.(interface{ QueryTypes() []sources.QueryType }); ok {
+			for _, t := range qs.QueryTypes() {
+				if t < sources.NumQueryTypes {
+					out = append(out, queryOp0+int(t))
+				}
+			}
+		}
+		if len(out) == 0 {
+			for t := range int(sources.NumQueryTypes) {
+				out = append(out, queryOp0+t)
+			}
+		}
+		return out
+	}
+	out := make([]int, sources.NumOps)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
 // opCounts are one op's outcomes.
 type opCounts struct {
 	// ok and failed count batches for series (op write), operations for

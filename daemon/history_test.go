@@ -8,6 +8,7 @@ import (
 
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
+	"github.com/soakd/soakd/readmodel"
 )
 
 // The history's memory is measured here, on a simulated workload of the
@@ -51,7 +52,7 @@ func benchHistory() (*history.History, *daemon.Handle) {
 // every second.
 func simulate(h *history.History, w *daemon.Handle, secs int) {
 	if h == nil {
-		daemon.Simulate(w, secs, func(int) { w.Totals() })
+		daemon.Simulate(w, secs, func(int) { readmodel.Totals(w) })
 		return
 	}
 	origin := h.Snapshot().Started

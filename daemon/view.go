@@ -4,14 +4,13 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/report"
-	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
 
-// This file is the engine's read model for the features that show a run
-// as it goes (the progress line and bar, the history the web console
-// draws): what the engine samples every second, a workload's totals over
-// its phases and their latency buckets, read-only.
+// This file is what the features that show a run as it goes (the progress
+// line and bar, the history the web console draws) read of a workload and
+// its phases: what the engine samples every second, the schedule, the
+// state. Totals over phases are package readmodel's, from Phase.Snapshot.
 
 // Live is what the engine samples of a workload every second: what
 // /status shows as achieved_rate and latency, and the progress line.
@@ -116,57 +115,8 @@ func (p *Phase) Completed() bool {
 	return false
 }
 
-// Status is the phase's counts as /status shows them.
-func (p *Phase) Status() report.StatusCounts {
-	c := p.ps.snapshot()
-	return phaseCounts(p.ps, &c)
-}
-
 // Writing is the number of the phase's workers inside a write now.
 func (p *Phase) Writing() int { return p.ps.writing() }
-
-// RunTotals is what a workload did over all its phases so far, as
-// /metrics exports it: each phase read in one snapshot, so the latency
-// buckets agree with the op counts.
-type RunTotals struct {
-	// Units acknowledged, failed for good and dropped; field values
-	// acknowledged (series) and payload bytes sent.
-	Acked, Failed, Dropped, Values, Bytes int64
-	// Errors are the failed attempts of each class, in the order of
-	// sinks.Classes.
-	Errors [len(sinks.Classes)]int64
-
-	ops  [opSlots]opCounts
-	lat  *[opSlots]latTotals
-	disp *report.Buckets
-}
-
-// OpTotals are what one op did: OK and Failed batches, queries or
-// operations (as soakd_ops_total counts them) and its latency.
-type OpTotals struct {
-	OK, Failed        int64
-	Response, Service report.Buckets
-}
-
-// Totals are the workload's totals over its phases now.
-func (h *Handle) Totals() *RunTotals {
-	c, lat, disp := h.w.totals()
-	return &RunTotals{Acked: c.acked, Failed: c.failed, Dropped: c.dropped, Values: c.values, Bytes: c.bytes,
-		Errors: c.byClass(), ops: c.ops, lat: lat, disp: disp}
-}
-
-// Op is op's totals; zero for an op the engine does not know.
-func (t *RunTotals) Op(op string) OpTotals {
-	i := opSlot(op)
-	if op == "" || i < 0 {
-		return OpTotals{}
-	}
-	return OpTotals{OK: t.ops[i].ok, Failed: t.ops[i].failed,
-		Response: t.lat[i].response, Service: t.lat[i].service}
-}
-
-// Dispatch is the batches' dispatch delay, whatever their op.
-func (t *RunTotals) Dispatch() report.Buckets { return *t.disp }
 
 // state is the workload's state as /status names it.
 func (w *workload) state() string {

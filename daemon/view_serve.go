@@ -2,13 +2,12 @@ package daemon
 
 import (
 	"github.com/soakd/soakd/report"
-	"github.com/soakd/soakd/sinks"
 )
 
-// This file is the engine's read model for the features that serve a
-// run over HTTP (package serve: /status, /readyz, /metrics): what a
-// workload's target answers, why it is not ready, what it dropped and
-// failed on, and its totals as the soakd_* metrics export them.
+// This file is what the features that serve a run over HTTP (package
+// serve: /status, /readyz, /metrics) read of a workload besides its
+// phases' snapshots: what its target answers, why it is not ready, what
+// it dropped and failed on.
 
 // Ready reports whether the workload's target is prepared and answers
 // its ping: what /readyz and soakd_ready say.
@@ -98,83 +97,6 @@ func (h *Handle) Verifies() bool { return h.w.cfg.Verify > 0 }
 
 // Same reports whether p and o are the same phase of a workload.
 func (p *Phase) Same(o *Phase) bool { return o != nil && p.ps == o.ps }
-
-// MetricTotals are a workload's totals over its phases as /metrics
-// exports them, read in one go: RunTotals, with the units scheduled and
-// in flight and the read-back checks.
-type MetricTotals struct {
-	RunTotals
-	// Scheduled are the units the schedule released: acknowledged +
-	// failed + dropped + in flight.
-	Scheduled, InFlight int64
-	// Verify is the read-back checks (VERIFY); zero without them.
-	Verify report.VerifyCounts
-}
-
-// MetricTotals are the workload's totals over its phases now.
-func (h *Handle) MetricTotals() *MetricTotals {
-	c, lat, disp := h.w.totals()
-	v := &c.verify
-	return &MetricTotals{
-		RunTotals: RunTotals{Acked: c.acked, Failed: c.failed, Dropped: c.dropped, Values: c.values, Bytes: c.bytes,
-			Errors: c.byClass(), ops: c.ops, lat: lat, disp: disp},
-		Scheduled: c.scheduled, InFlight: c.inflight(),
-		Verify: report.VerifyCounts{Checked: v.checked, Missing: v.failures[0], Mismatch: v.failures[1],
-			Duplicate: v.failures[2], Skipped: v.skipped},
-	}
-}
-
-// OpErrors are op's failed attempts of each class, in the order of
-// sinks.Classes; zero for an op the engine does not know.
-func (t *RunTotals) OpErrors(op string) [len(sinks.Classes)]int64 {
-	var out [len(sinks.Classes)]int64
-	if i := opSlot(op); op != "" && i >= 0 {
-		copy(out[:], t.ops[i].errors[:])
-	}
-	return out
-}
-
-// QueryRows are the rows op's acknowledged queries returned (query
-// workloads); zero for an op the engine does not know.
-func (t *RunTotals) QueryRows(op string) int64 {
-	if i := opSlot(op); op != "" && i >= 0 {
-		return t.ops[i].rows
-	}
-	return 0
-}
-
-// VerifyOp names the read-back checks' op in the latency totals
-// (RunTotals.Op) and in soakd_response_seconds.
-var VerifyOp = opName(verifyOp)
-
-// VerifyKinds name the kinds of failed read-back checks, as
-// soakd_verify_failures_total's kind label: missing, mismatch,
-// duplicate.
-func VerifyKinds() []string {
-	out := make([]string, len(verifyKinds))
-	for i, k := range verifyKinds {
-		out[i] = k.String()
-	}
-	return out
-}
-
-// statusCounts are /status's counts of c.
-func statusCounts(c *counts) report.StatusCounts {
-	return report.StatusCounts{Scheduled: c.scheduled, Acked: c.acked, Failed: c.failed, Dropped: c.dropped,
-		InFlight: c.inflight(), Errors: errorsByClass(c)}
-}
-
-// phaseCounts are statusCounts of ps's snapshot c, with its read-back
-// checks when the phase has them.
-func phaseCounts(ps *phaseStats, c *counts) report.StatusCounts {
-	sc := statusCounts(c)
-	if ps.verify != nil {
-		v := &c.verify
-		sc.Verify = &report.VerifyCounts{Checked: v.checked, Missing: v.failures[0], Mismatch: v.failures[1],
-			Duplicate: v.failures[2], Skipped: v.skipped}
-	}
-	return sc
-}
 
 func errorsByClass(c *counts) map[string]int64 {
 	by := c.byClass()

@@ -3,7 +3,7 @@
 // latency quantiles of that second, errors, drops, lag, concurrency, the
 // target's own memory and storage) and soakd's own CPU and memory,
 // through the engine's read model (Handle,
-// Phase, RunTotals), and serves it at /history as JSON.
+// Phase, readmodel.RunTotals), and serves it at /history as JSON.
 package history
 
 import (
@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/readmodel"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 )
@@ -26,7 +27,7 @@ import (
 // that second, errors, drops, lag, concurrency, and the target's own
 // memory and storage when WatchTarget gave it where to read them) and
 // soakd's own CPU and memory. It is read from the same counts as /metrics and the summary
-// (Handle.Totals, which sums every phase's counts).
+// (readmodel.Totals, which sums every phase's counts).
 //
 // Its memory is bounded whatever the run's length. Each series keeps two
 // tiers:
@@ -227,7 +228,7 @@ func (wh *wlHistory) sample(t float64, started time.Time, tf TargetFigures) {
 		wh.phases = append(wh.phases, p)
 		wh.starts = append(wh.starts, max(0, p.Began().Sub(started).Seconds()))
 	}
-	c := w.Totals()
+	c := readmodel.Totals(w)
 	dt := t - wh.prevAt
 	v := wh.vals
 	for i := range v {
@@ -602,7 +603,7 @@ func (h *History) Snapshot() Doc {
 		}
 		for i, p := range wh.phases {
 			wd.Phases = append(wd.Phases, Phase{Name: p.Name(), Rate: p.Rate(), Start: wh.starts[i],
-				Seconds: p.Elapsed().Seconds(), StoppedBy: p.StoppedBy(), StatusCounts: p.Status()})
+				Seconds: p.Elapsed().Seconds(), StoppedBy: p.StoppedBy(), StatusCounts: readmodel.Status(p)})
 		}
 		for j, op := range wh.ops {
 			if wh.prev.ops[j].ok > 0 || wh.prev.ops[j].failed > 0 {

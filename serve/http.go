@@ -23,6 +23,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/readmodel"
 	"github.com/soakd/soakd/report"
 )
 
@@ -205,7 +206,7 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 		cur := wl.Phase()
 		for _, ps := range wl.Phases() {
 			p := report.StatusPhase{Name: ps.Name(), Rate: ps.Rate(), Seconds: ps.Elapsed().Seconds(),
-				StoppedBy: ps.StoppedBy(), StatusCounts: ps.Status()}
+				StoppedBy: ps.StoppedBy(), StatusCounts: readmodel.Status(ps)}
 			s.Phases = append(s.Phases, p)
 			if ps.Same(cur) {
 				s.Phase, s.Rate, s.StatusCounts = ps.Name(), ps.Rate(), p.StatusCounts

@@ -11,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/readmodel"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -21,7 +22,7 @@ import (
 //
 // Every soakd_* value is read at scrape time from the same counts the
 // summary, /status and the progress line read (the engine's read model:
-// Handle.MetricTotals reads each phase in one snapshot), so
+// readmodel.Metrics reads each phase in one snapshot), so
 // within one scrape, per workload,
 //
 //	soakd_scheduled_total = acknowledged + soakd_failed_total + soakd_dropped_total + soakd_inflight_units
@@ -142,7 +143,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 func (m *Metrics) collect(ch chan<- prometheus.Metric, w *daemon.Handle, controls *[len(controlActions)]atomic.Int64) {
 	name := w.Name()
 	kind := w.Kind()
-	c := w.MetricTotals()
+	c := readmodel.Metrics(w)
 	gauge := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, name)
 	}

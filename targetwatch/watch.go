@@ -11,6 +11,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/readmodel"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -300,9 +301,9 @@ func (w *watch) logSink(err error) {
 func (w *watch) acknowledged() float64 {
 	switch w.counted {
 	case "values":
-		return float64(w.h.Totals().Values)
+		return float64(readmodel.Totals(w.h).Values)
 	case "records":
-		return float64(w.h.Totals().Op(sources.OpInsert.String()).OK)
+		return float64(readmodel.Totals(w.h).Op(sources.OpInsert.String()).OK)
 	}
 	return 0
 }

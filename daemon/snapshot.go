@@ -1,0 +1,86 @@
+package daemon
+
+import (
+	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/sinks"
+)
+
+// Snapshot is what a phase did from its start, read in one snapshot of
+// its tallies, so that its latency buckets agree with its op counts: what
+// a feature that shows a run (package readmodel: /status, /metrics, the
+// history) sums and presents.
+type Snapshot struct {
+	// Units scheduled, acknowledged, failed for good and dropped (Cut of
+	// them cut at shutdown); field values acknowledged (series) and
+	// payload bytes sent.
+	Scheduled, Acked, Failed, Dropped, Cut, Values, Bytes int64
+	// Ops are what each op that did something did, in the engine's order
+	// of ops.
+	Ops []OpSnapshot
+	// Dispatch is the batches' dispatch delay, whatever their op.
+	Dispatch report.Buckets
+	// Verify is the phase's read-back checks (VERIFY), nil for a phase
+	// of a workload without it.
+	Verify *report.VerifyCounts
+}
+
+// OpSnapshot is what one op of a phase did: OK and Failed batches,
+// queries or operations (as soakd_ops_total counts them), the rows its
+// acknowledged queries returned, its failed attempts of each class (in
+// the order of sinks.Classes), and its latency from each batch's intended
+// start (Response) and from its send (Service).
+type OpSnapshot struct {
+	Op                string
+	OK, Failed, Rows  int64
+	Errors            [len(sinks.Classes)]int64
+	Response, Service report.Buckets
+}
+
+// Snapshot is what the phase did so far.
+func (p *Phase) Snapshot() Snapshot {
+	var lat [opSlots]*[2]report.Buckets // response, service
+	var s Snapshot
+	c := p.ps.snapshotThen(func(h *phaseHist) {
+		for op, oh := range h.ops {
+			if oh != nil {
+				lat[op] = &[2]report.Buckets{oh.response.prom, oh.service.prom}
+			}
+		}
+		if h.dispatch != nil {
+			s.Dispatch = h.dispatch.prom
+		}
+	})
+	s.Scheduled, s.Acked, s.Failed, s.Dropped, s.Cut, s.Values, s.Bytes = c.scheduled, c.acked, c.failed, c.dropped, c.cut, c.values, c.bytes
+	for op := range c.ops {
+		o := &c.ops[op]
+		if lat[op] == nil && o.ok == 0 && o.failed == 0 && o.rows == 0 && o.errors == [numClasses]int64{} {
+			continue
+		}
+		e := OpSnapshot{Op: opName(op), OK: o.ok, Failed: o.failed, Rows: o.rows, Errors: o.errors}
+		if l := lat[op]; l != nil {
+			e.Response, e.Service = l[0], l[1]
+		}
+		s.Ops = append(s.Ops, e)
+	}
+	if p.ps.verify != nil {
+		v := &c.verify
+		s.Verify = &report.VerifyCounts{Checked: v.checked, Missing: v.failures[0], Mismatch: v.failures[1],
+			Duplicate: v.failures[2], Skipped: v.skipped}
+	}
+	return s
+}
+
+// VerifyOp names the read-back checks' op in a Snapshot's Ops and in
+// soakd_response_seconds.
+var VerifyOp = opName(verifyOp)
+
+// VerifyKinds name the kinds of failed read-back checks, as
+// soakd_verify_failures_total's kind label: missing, mismatch,
+// duplicate.
+func VerifyKinds() []string {
+	out := make([]string, len(verifyKinds))
+	for i, k := range verifyKinds {
+		out[i] = k.String()
+	}
+	return out
+}
