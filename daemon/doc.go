@@ -21,9 +21,13 @@
 // acknowledged (Verifier: VERIFY's checker, counting into a phase's
 // ReadBack). The features that show a run as it goes (packages progress
 // and history) follow the engine's clock (Ticker) and its end (Finisher)
-// and read what the engine samples through its read model (view.go:
-// Handle.Live, Handle.Totals, Handle.Phases). Package internal/layout's
-// test holds imports to that.
+// and read what the engine samples (view.go: Handle.Live, Handle.Phases,
+// the state and readiness /status shows). What a phase did so far is one
+// Snapshot of it (snapshot.go: its counts, each op's counts and latency
+// buckets, the dispatch delay, the read-back checks, read in one go),
+// which package readmodel sums into a workload's totals for /metrics,
+// /status and the history. Package internal/layout's test holds imports
+// to that.
 //
 // Each workload runs a scheduler that emits tickets (a batch's intended
 // start time) at the times its rate profile says, on one reused timer,
