@@ -46,13 +46,18 @@ type OpQuantiles struct {
 // Live is the workload's live state as last sampled.
 func (h *Handle) Live() Live {
 	st, current := h.w.liveNow()
-	l := Live{Current: current, Achieved: st.rate.Achieved, Target: st.rate.Target, Window: LatencyWindow{Dispatch: st.window.dispatch}}
-	for op := range st.window.ops {
-		if q := st.window.ops[op]; q.response.Count > 0 {
-			l.Window.Ops = append(l.Window.Ops, OpQuantiles{Op: opName(op), Response: q.response, Service: q.service})
+	return Live{Current: current, Achieved: st.rate.Achieved, Target: st.rate.Target, Window: latencyWindow(&st.window)}
+}
+
+// latencyWindow names hq's ops that acknowledged units.
+func latencyWindow(hq *histQuantiles) LatencyWindow {
+	w := LatencyWindow{Dispatch: hq.dispatch}
+	for op := range hq.ops {
+		if q := hq.ops[op]; q.response.Count > 0 {
+			w.Ops = append(w.Ops, OpQuantiles{Op: opName(op), Response: q.response, Service: q.service})
 		}
 	}
-	return l
+	return w
 }
 
 // TargetRate is the schedule's target rate now; paced is false when the
@@ -196,13 +201,7 @@ func (h *Handle) StatusFields() map[string]any {
 // Both are zero before the first phase.
 func (h *Handle) RecentLatency() (achieved float64, window LatencyWindow) {
 	achieved, win := h.w.statusLive()
-	window.Dispatch = win.dispatch
-	for op := range win.ops {
-		if q := win.ops[op]; q.response.Count > 0 {
-			window.Ops = append(window.Ops, OpQuantiles{Op: opName(op), Response: q.response, Service: q.service})
-		}
-	}
-	return achieved, window
+	return achieved, latencyWindow(&win)
 }
 
 // OpenConns is the number of connections open to the workload's target
