@@ -15,9 +15,9 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
-	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/procstat"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sources"

@@ -5,8 +5,8 @@ import (
 	"math"
 
 	"github.com/soakd/soakd/config"
-	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/report"
 )
 

@@ -20,7 +20,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
-	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/sinks"

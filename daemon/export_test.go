@@ -6,7 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/config"
-	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/daemon/internal/ratewin"
-	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/pace"
 )
 
 // On a ramp the progress line compares the achieved rate with the mean

@@ -10,7 +10,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon/internal/clock"
-	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"

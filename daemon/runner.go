@@ -11,8 +11,8 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon/internal/clock"
 	"github.com/soakd/soakd/daemon/internal/record"
-	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/logthrottle"
+	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon/internal/clock"
-	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/pace"
 )
 
 // ticket is one scheduled batch: its intended start (time since the

@@ -19,7 +19,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
-	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/report"
 )
 

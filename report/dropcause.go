@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/soakd/soakd/config"
-	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/sources"
 )
 

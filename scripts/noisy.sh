@@ -8,7 +8,7 @@
 # and the command's exit status is the script's.
 #
 #   scripts/noisy.sh ./scripts/test.sh
-#   scripts/noisy.sh go test -count=1 ./daemon/ ./daemon/pace/
+#   scripts/noisy.sh go test -count=1 ./daemon/ ./pace/
 #
 # NOISY_CPUS (default "0 1") lists the CPUs to load, one loop each.
 set -euo pipefail

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/report"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/settings"
 )
 

@@ -19,8 +19,8 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
-	"github.com/soakd/soakd/daemon/pace"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/pace"
 	runreport "github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"

@@ -7,7 +7,7 @@ import (
 
 	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/charts"
-	"github.com/soakd/soakd/daemon/pace"
+	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/settings"
 )
 

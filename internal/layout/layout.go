@@ -22,9 +22,9 @@ var Layers = []Layer{
 	{Name: "sources", Packages: []string{"sources"}},
 	{Name: "sinks", Packages: []string{"sinks"}},
 	// config is soakd's configuration (what the engine runs, what features
-	// and commands read); daemon/pace, the rate grammar its settings are
-	// written in, sits with it though its tree is the engine's.
-	{Name: "settings", Packages: []string{"settings", "thresholds", "config", "daemon/pace"}},
+	// and commands read); pace is the rate grammar its settings are
+	// written in.
+	{Name: "settings", Packages: []string{"settings", "thresholds", "config", "pace"}},
 	// report is what a run reports (the summary's and /status's schemas,
 	// the verdicts, the latency figures): the engine fills it, features
 	// read it.
@@ -36,8 +36,7 @@ var Layers = []Layer{
 
 // EngineAPI are the engine packages a feature may import: the engine's
 // exported surface (Run, Observer, Handle, Phase). Anything else under
-// daemon/ (daemon/pace aside, which is in the settings layer) is the
-// engine's own.
+// daemon/ is the engine's own.
 var EngineAPI = []string{"daemon"}
 
 // Layer is a named set of package trees: "sinks" is sinks and every

@@ -60,8 +60,8 @@ func TestCheckCatches(t *testing.T) {
 			}
 		})
 	}
-	ok := map[string][]string{"cmd/soakd": {"capacity", "daemon", "sinks/redis"}, "capacity": {"daemon", "daemon/pace", "charts"},
-		"daemon": {"sinks", "sources", "daemon/pace"}, "sinks/redis": {"sinks", "sources"}, "web": {"capacity"}}
+	ok := map[string][]string{"cmd/soakd": {"capacity", "daemon", "sinks/redis"}, "capacity": {"daemon", "pace", "charts"},
+		"daemon": {"sinks", "sources", "pace"}, "sinks/redis": {"sinks", "sources"}, "web": {"capacity"}}
 	if bad := Check(ok); len(bad) != 0 {
 		t.Errorf("a layered graph is refused: %q", bad)
 	}
