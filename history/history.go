@@ -2,8 +2,8 @@
 // every second, on the engine's clock, it samples each workload (rates,
 // latency quantiles of that second, errors, drops, lag, concurrency, the
 // target's own memory and storage) and soakd's own CPU and memory,
-// through the engine's read model (Handle,
-// Phase, readmodel.RunTotals), and serves it at /history as JSON.
+// through daemon.Handle, daemon.Phase and package readmodel (each
+// workload's totals), and serves it at /history as JSON.
 package history
 
 import (

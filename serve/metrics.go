@@ -21,8 +21,8 @@ import (
 // with dashboards and alert rules (see README); do not change them.
 //
 // Every soakd_* value is read at scrape time from the same counts the
-// summary, /status and the progress line read (the engine's read model:
-// readmodel.Metrics reads each phase in one snapshot), so
+// summary, /status and the progress line read (readmodel.Metrics sums
+// each phase's daemon.Snapshot, read in one go), so
 // within one scrape, per workload,
 //
 //	soakd_scheduled_total = acknowledged + soakd_failed_total + soakd_dropped_total + soakd_inflight_units
