@@ -139,6 +139,7 @@ start_server() {
 		kill -0 "$srv_pid" 2>/dev/null || die "$t exited at start, see $dir/server.log"
 		sleep 0.1
 	done
+	stop_server # run is in a pipeline's subshell, which the EXIT trap does not cover
 	die "$t not ready after 30 s, see $dir/server.log"
 }
 
