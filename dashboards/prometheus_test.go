@@ -68,19 +68,24 @@ var mustFill = map[string]bool{
 // clause is.
 var firing = map[string]bool{"SoakdErrorRatioHigh": true, "SoakdDroppingWork": true, "SoakdResponseP99AboveSLO": true}
 
-// A real Prometheus scrapes a real soakd run with three workloads: device
-// rows into PostgreSQL, YCSB operations on Redis, and a target that fails
-// a tenth of its writes and is too slow for its rate (so latency grows
-// and work is dropped). Every panel, annotation and variable query of
-// every dashboard then gives a non-empty result through Prometheus' HTTP
-// API; the error and drop panels show the failing workload; the alert
-// expressions pick it out, and not the healthy Redis workload.
+// A real Prometheus scrapes a real soakd run with four workloads: device
+// rows into PostgreSQL, the same source's samples into a second
+// Prometheus by remote write, YCSB operations on Redis, and a target that
+// fails a tenth of its writes and is too slow for its rate (so latency
+// grows and work is dropped). Every panel, annotation and variable query
+// of every dashboard then gives a non-empty result through Prometheus'
+// HTTP API; every panel that shows the PostgreSQL workload shows the
+// remote-write one too (a panel whose figures the remote-write sink does
+// not export would be empty for it); the error and drop panels show the
+// failing workload; the alert expressions pick it out, and not the
+// healthy Redis workload.
 func TestPanelsOnRealPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Prometheus, PostgreSQL and Redis, ~30 s")
 	}
 	pg := testserver.Postgres(t)
 	rd := testserver.Redis(t)
+	rw := testserver.PrometheusReceiver(t, 0)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +93,7 @@ func TestPanelsOnRealPrometheus(t *testing.T) {
 	base := "http://" + l.Addr().String()
 	prom := testserver.Prometheus(t, time.Second, l.Addr().String())
 	env := map[string]string{
-		"SOAKD_WORKLOADS": "iot,kv,bad", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_LOG_LEVEL": "error",
+		"SOAKD_WORKLOADS": "iot,rw,kv,bad", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_LOG_LEVEL": "error",
 		"SOAKD_CONTROL_TOKEN": "tok",
 		// The healthy workloads ask little of a shared 2-core machine and
 		// wait long before dropping, so that a neighbour's load does not
@@ -96,12 +101,14 @@ func TestPanelsOnRealPrometheus(t *testing.T) {
 		"SOAKD_IOT_SOURCE": "devops", "SOAKD_IOT_TARGET": pg.URL, "SOAKD_IOT_RATE": "500",
 		"SOAKD_IOT_BATCH_SIZE": "50", "SOAKD_IOT_WORKERS": "2", "SOAKD_IOT_VERIFY": "0.05",
 		"SOAKD_IOT_MAX_LAG": "10s", "SOAKD_KV_MAX_LAG": "10s",
+		"SOAKD_RW_SOURCE": "devops", "SOAKD_RW_TARGET": "prom+" + rw.URL + "/api/v1/write", "SOAKD_RW_RATE": "500",
+		"SOAKD_RW_BATCH_SIZE": "50", "SOAKD_RW_WORKERS": "2", "SOAKD_RW_VERIFY": "0.05", "SOAKD_RW_MAX_LAG": "10s",
 		"SOAKD_KV_TARGET": rd.URL, "SOAKD_KV_RATE": "1000", "SOAKD_KV_RECORDS": "1000", "SOAKD_KV_LOAD_RATE": "max",
 		"SOAKD_KV_WORKERS": "2",
 		// The targets' own figures every second, so that the Target row's
 		// rates have readings to go on: PostgreSQL's storage and storage
 		// per value, Redis's memory and CPU time.
-		"SOAKD_IOT_WATCH_INTERVAL": "1s", "SOAKD_KV_WATCH_INTERVAL": "1s",
+		"SOAKD_IOT_WATCH_INTERVAL": "1s", "SOAKD_RW_WATCH_INTERVAL": "1s", "SOAKD_KV_WATCH_INTERVAL": "1s",
 		// Half the capacity it is asked for, and a tenth of the writes fail.
 		"SOAKD_BAD_SOURCE": "seq", "SOAKD_BAD_RATE": "1000", "SOAKD_BAD_BATCH_SIZE": "10", "SOAKD_BAD_WORKERS": "2",
 		"SOAKD_BAD_TARGET":  "null://?latency=1ms&capacity=500&fail=0.1&fail_class=server",
@@ -116,7 +123,7 @@ func TestPanelsOnRealPrometheus(t *testing.T) {
 	defer stop()
 
 	// Enough scrapes for every rate window, then a rate change through
-	// /control for the annotation.
+	// /control for the annotation, on both device workloads.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		r, err := instantQuery(t, prom.URL, `count_over_time(soakd_ready{workload="kv"}[1m]) >= 12 and soakd_ready == 1`)
@@ -128,13 +135,15 @@ func TestPanelsOnRealPrometheus(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	req, _ := http.NewRequest(http.MethodPost, base+"/control?workload=iot&rate=600", nil)
-	req.Header.Set("Authorization", "Bearer tok")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("/control: %v %v", resp, err)
+	for _, w := range []string{"iot", "rw"} {
+		req, _ := http.NewRequest(http.MethodPost, base+"/control?workload="+w+"&rate=600", nil)
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("/control %s: %v %v", w, resp, err)
+		}
+		resp.Body.Close()
 	}
-	resp.Body.Close()
 	time.Sleep(3 * time.Second)
 
 	vars := grafanaVars("10s")
@@ -146,10 +155,16 @@ func TestPanelsOnRealPrometheus(t *testing.T) {
 			continue
 		}
 		byWorkload := map[string]float64{}
+		seen := map[string]bool{}
 		for _, s := range res {
-			if w := s.Metric["workload"]; w != "" && s.float() > byWorkload[w] {
+			w := s.Metric["workload"]
+			seen[w] = true
+			if w != "" && s.float() > byWorkload[w] {
 				byWorkload[w] = s.float()
 			}
+		}
+		if !q.rule && seen["iot"] && !seen["rw"] {
+			t.Errorf("%s: %s shows the PostgreSQL workload but not the remote-write one: %s", q.file, q.where, expr)
 		}
 		switch {
 		case q.rule && firing[strings.TrimPrefix(q.where, "alert ")]:

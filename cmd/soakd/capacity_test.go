@@ -18,18 +18,30 @@ import (
 
 // soakd capacity against real servers: the search runs its steps, and the
 // report is on stdout and in files: markdown, CSV, JSON, and each chart
-// as an SVG that parses and a PNG that decodes.
+// as an SVG that parses and a PNG that decodes. Each case starts its own
+// server (-run TestCapacityAgainstRealServers/remotewrite starts only
+// VictoriaMetrics).
 func TestCapacityAgainstRealServers(t *testing.T) {
-	pg := testserver.Postgres(t)
-	rd := testserver.Redis(t)
 	for _, tc := range []struct {
 		name string
-		env  map[string]string
+		env  func(t *testing.T) map[string]string
 	}{
-		{"redis", map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_KV_TARGET": rd.URL, "SOAKD_KV_RECORDS": "2000",
-			"SOAKD_KV_KEY_PREFIX": "cap:", "SOAKD_KV_WORKERS": "8"}},
-		{"postgres", map[string]string{"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": pg.URL,
-			"SOAKD_CPU_BATCH_SIZE": "100", "SOAKD_CPU_WORKERS": "4"}},
+		{"redis", func(t *testing.T) map[string]string {
+			return map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_KV_TARGET": testserver.Redis(t).URL, "SOAKD_KV_RECORDS": "2000",
+				"SOAKD_KV_KEY_PREFIX": "cap:", "SOAKD_KV_WORKERS": "8"}
+		}},
+		{"postgres", func(t *testing.T) map[string]string {
+			return map[string]string{"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": testserver.Postgres(t).URL,
+				"SOAKD_CPU_BATCH_SIZE": "100", "SOAKD_CPU_WORKERS": "4"}
+		}},
+		// Remote write: the steps' rows are devops rows of 10 samples
+		// each, sent as Remote-Write requests, and the target's figures
+		// come from its own /metrics.
+		{"remotewrite", func(t *testing.T) map[string]string {
+			return map[string]string{"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops",
+				"SOAKD_CPU_TARGET":     "prom+" + testserver.VictoriaMetrics(t).URL + "/api/v1/write",
+				"SOAKD_CPU_BATCH_SIZE": "100", "SOAKD_CPU_WORKERS": "4"}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "cap")
@@ -37,7 +49,7 @@ func TestCapacityAgainstRealServers(t *testing.T) {
 				"SOAKD_CAPACITY_STEP": "x2", "SOAKD_CAPACITY_MAX": "800", "SOAKD_CAPACITY_WARMUP": "1s",
 				"SOAKD_CAPACITY_SETTLE": "1s", "SOAKD_CAPACITY_HOLD": "2s", "SOAKD_CAPACITY_SLO_P99": "2s",
 				"SOAKD_CAPACITY_REFINE": "1", "SOAKD_CAPACITY_OUT": out}
-			for k, v := range tc.env {
+			for k, v := range tc.env(t) {
 				env[k] = v
 			}
 			code, stdout, stderr := run(t, env, "capacity")

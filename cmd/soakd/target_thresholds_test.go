@@ -107,3 +107,45 @@ func TestTargetMemoryThresholdsRedis(t *testing.T) {
 		})
 	}
 }
+
+// Thresholds work unchanged on a remote-write target: a short devops run
+// into a real VictoriaMetrics judges latency, errors and the target's
+// memory and storage (read from its own /metrics), each with a value;
+// a memory ceiling below what the server holds fails the run.
+func TestThresholdsRemoteWrite(t *testing.T) {
+	srv := testserver.VictoriaMetrics(t)
+	for _, tc := range []struct {
+		thresholds string
+		code       int
+	}{
+		{"p99<10s, errors=0, target.memory<4GiB, target.storage<1TiB, target.storage_per_value<1KiB", cli.ExitOK},
+		{"errors=0, target.memory<1MiB", cli.ExitFailed},
+	} {
+		env := map[string]string{"SOAKD_WORKLOADS": "rw", "SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0",
+			"SOAKD_RW_SOURCE": "devops", "SOAKD_RW_TARGET": "prom+" + srv.URL + "/api/v1/write", "SOAKD_RW_RATE": "1000",
+			"SOAKD_RW_BATCH_SIZE": "100", "SOAKD_RW_DURATION": "4s", "SOAKD_RW_WATCH_INTERVAL": "1s",
+			"SOAKD_RW_THRESHOLDS": tc.thresholds}
+		js := filepath.Join(t.TempDir(), "sum.json")
+		code, out, errs := run(t, env, "--summary-json", js)
+		if code != tc.code {
+			t.Fatalf("%s: exit %d, want %d\n%s\n%s", tc.thresholds, code, tc.code, out, errs)
+		}
+		s := readJSON[struct {
+			Workloads []struct {
+				Thresholds []struct {
+					Threshold string   `json:"threshold"`
+					OK        bool     `json:"ok"`
+					Value     *float64 `json:"value"`
+				} `json:"thresholds"`
+			} `json:"workloads"`
+		}](t, js)
+		if len(s.Workloads) != 1 || len(s.Workloads[0].Thresholds) != strings.Count(tc.thresholds, ",")+1 {
+			t.Fatalf("%s: summary %+v", tc.thresholds, s)
+		}
+		for _, th := range s.Workloads[0].Thresholds {
+			if th.Value == nil || th.OK != (th.Threshold != "target.memory<1MiB") {
+				t.Errorf("%s: %+v\n%s", tc.thresholds, th, out)
+			}
+		}
+	}
+}

@@ -31,7 +31,7 @@ var Layers = []Layer{
 	{Name: "report", Packages: []string{"report"}},
 	{Name: "engine", Packages: []string{"daemon"}},
 	{Name: "features", Packages: []string{"capacity", "history", "progress", "readback", "readmodel", "serve", "summary", "sweep", "targetwatch", "thresholds/judge", "web"}},
-	{Name: "commands", Packages: []string{"cmd", "internal/faults", "internal/enginetest"}},
+	{Name: "commands", Packages: []string{"cmd", "bench", "internal/faults", "internal/enginetest"}},
 }
 
 // EngineAPI are the engine packages a feature may import: the engine's

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/s2"
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/sinks"
@@ -231,7 +231,7 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 			defer cancel()
 		}
 	}
-	st.zbuf = snappy.Encode(st.zbuf[:cap(st.zbuf)], st.buf)
+	st.zbuf = Compress(st.zbuf[:cap(st.zbuf)], st.buf)
 	st.payload = st.zbuf
 	st.sent.Store(0)
 	err := s.post(ctx, st, samples)
@@ -294,7 +294,15 @@ var (
 
 // emptyRequest is an empty WriteRequest, snappy-compressed: what Ping
 // sends.
-var emptyRequest = snappy.Encode(nil, nil)
+var emptyRequest = Compress(nil, nil)
+
+// Compress compresses a WriteRequest in snappy's block format, at
+// snappy's standard speed, into dst if it is long enough (give it
+// dst[:cap(dst)] to reuse a buffer). klauspost's snappy.Encode is s2's
+// EncodeSnappyBetter, which on devops batches took twice the CPU for
+// bodies under 2 % smaller; Prometheus' own remote-write client
+// (github.com/golang/snappy) has only the standard speed.
+func Compress(dst, src []byte) []byte { return s2.EncodeSnappy(dst, src) }
 
 // Ping sends an empty write request: the target is ready when it accepts
 // one, which also proves the write path and the credentials (a sink

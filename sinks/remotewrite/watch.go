@@ -13,7 +13,10 @@ import (
 	"github.com/soakd/soakd/sinks/promtext"
 )
 
-var _ sinks.TargetWatcher = (*Sink)(nil)
+var (
+	_ sinks.TargetWatcher = (*Sink)(nil)
+	_ sinks.Versioner     = (*Sink)(nil)
+)
 
 // maxFigures bounds what TargetFigures reads of /metrics.
 const maxFigures = 32 << 20
@@ -109,6 +112,59 @@ func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
 		f.Unavailable["storage"] = s.cfg.MetricsPath + " has neither Prometheus' prometheus_tsdb_* sizes nor VictoriaMetrics' " + vmDataSize
 	}
 	return f, nil
+}
+
+// vmVersion is VictoriaMetrics' version metric (labels version and
+// short_version).
+const vmVersion = "vm_app_version"
+
+// ServerVersion is the server's product and version from its own
+// /metrics (metrics_path), for reports: VictoriaMetrics' vm_app_version
+// ("VictoriaMetrics v1.151.0", or "VictoriaMetrics" from a build that
+// set no version), Prometheus' prometheus_build_info
+// ("Prometheus 2.42.0"), or another server's NAME_build_info ("mimir
+// 2.10.0"; go_build_info, the Go module's, aside).
+func (s *Sink) ServerVersion(ctx context.Context) (string, error) {
+	resp, err := s.getMetrics(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return "", fmt.Errorf("cannot read %s of %s: %w", s.cfg.MetricsPath, s.cfg.String(),
+			classifyStatus(resp.StatusCode, resp.Header, readMessage(resp), 0, true))
+	}
+	version := ""
+	err = promtext.Scan(io.LimitReader(resp.Body, maxFigures), func(name string) bool {
+		return name == vmVersion || strings.HasSuffix(name, "_build_info") && name != "go_build_info"
+	}, func(m promtext.Sample) {
+		v := m.Labels["version"]
+		if version != "" {
+			return
+		}
+		switch m.Name {
+		case vmVersion:
+			// A VictoriaMetrics built with go install has no version
+			// (its releases set it when they build): the product alone.
+			if sv := m.Labels["short_version"]; sv != "" {
+				v = sv
+			}
+			version = strings.TrimSpace("VictoriaMetrics " + v)
+		case "prometheus_build_info":
+			version = strings.TrimSpace("Prometheus " + v)
+		default:
+			if v != "" {
+				version = strings.TrimSuffix(m.Name, "_build_info") + " " + v
+			}
+		}
+	})
+	if err != nil {
+		return "", fmt.Errorf("cannot read %s of %s: %w", s.cfg.MetricsPath, s.cfg.String(), s.scanError(ctx, err))
+	}
+	if version == "" {
+		return "", fmt.Errorf("%s of %s has no %s or *_build_info with a version label", s.cfg.MetricsPath, s.cfg.String(), vmVersion)
+	}
+	return version, nil
 }
 
 // getMetrics asks for the server's own /metrics (metrics_path) with the

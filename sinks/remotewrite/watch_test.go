@@ -51,6 +51,56 @@ func TestWatch(t *testing.T) {
 	}
 }
 
+// The server's version, for reports, from its own /metrics: Prometheus'
+// build info, VictoriaMetrics' vm_app_version; a /metrics without either
+// is an error that says so.
+func TestServerVersion(t *testing.T) {
+	for _, tc := range []struct {
+		mk   func(*testing.T) target
+		want string
+	}{
+		{func(t *testing.T) target { return prometheusTarget(t, 0) }, "Prometheus 2."},
+		// The test deps build VictoriaMetrics with go install, which
+		// sets no version.
+		{victoriaTarget, "VictoriaMetrics"},
+	} {
+		tg := tc.mk(t)
+		t.Run(tg.name, func(t *testing.T) {
+			s := openSink(t, tg.write, sinks.Options{Schemas: []*sources.Schema{cpuSchema("cpu")}})
+			v, err := s.ServerVersion(context.Background())
+			if err != nil || !strings.HasPrefix(v, tc.want) {
+				t.Errorf("ServerVersion = %q, %v; want %s...", v, err, tc.want)
+			}
+		})
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/vm":
+			fmt.Fprint(w, "vm_app_version{version=\"victoria-metrics-20251201-tags-v1.151.0-0-gabc\", short_version=\"v1.151.0\"} 1\n")
+			return
+		case "/metrics":
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, "go_build_info{path=\"x\",version=\"(devel)\"} 1\nthanos_build_info{version=\"0.36.1\"} 1\n")
+	}))
+	defer srv.Close()
+	s := openSink(t, "prom+"+srv.URL+"/api/v1/write", sinks.Options{})
+	if v, err := s.ServerVersion(context.Background()); v != "thanos 0.36.1" || err != nil {
+		t.Errorf("ServerVersion = %q, %v; want thanos 0.36.1", v, err)
+	}
+	s = openSink(t, "prom+"+srv.URL+"/api/v1/write?metrics_path=/vm", sinks.Options{})
+	if v, err := s.ServerVersion(context.Background()); v != "VictoriaMetrics v1.151.0" || err != nil {
+		t.Errorf("ServerVersion = %q, %v; want VictoriaMetrics v1.151.0", v, err)
+	}
+	s = openSink(t, "prom+"+srv.URL+"/api/v1/write?metrics_path=/nothing", sinks.Options{})
+	if v, err := s.ServerVersion(context.Background()); err == nil {
+		t.Errorf("ServerVersion of a 404 = %q", v)
+	}
+	srv.CloseClientConnections()
+}
+
 func TestWatchServerDown(t *testing.T) {
 	tg := prometheusTarget(t, 0)
 	s := openSink(t, tg.write, sinks.Options{Schemas: []*sources.Schema{cpuSchema("cpu")}})
