@@ -62,6 +62,18 @@ type Replayer interface {
 	Replay(device uint32) (DeviceReplay, error)
 }
 
+// Churner is implemented by series sources whose devices are replaced
+// over time (CHURN): a device number in a row names an identity (its tag
+// values), and each identity holds one of the AllDevices slots for a
+// while. Replay takes a slot (or any identity that held it) and replays
+// every identity of that slot in turn, each row carrying its own device.
+type Churner interface {
+	// Churning reports whether devices are replaced at all.
+	Churning() bool
+	// Slot is the slot device d holds (d itself without churn).
+	Slot(d uint32) uint32
+}
+
 // DeviceReplay generates one device's rows in the order its stream emits
 // them. It is used by one goroutine.
 type DeviceReplay interface {
