@@ -331,3 +331,17 @@ func (s *Source) Slot(d uint32) uint32 {
 // Replaced is the number of devices the streams of the source (this
 // shard) have replaced so far.
 func (s *Source) Replaced() int64 { return s.replaced.Load() }
+
+var _ sources.ChurnReporter = (*Source)(nil)
+
+// ChurnFigures is what CHURN did so far in the streams of this source.
+func (s *Source) ChurnFigures() sources.ChurnFigures {
+	r := s.Replaced()
+	created := int64(s.devices) + r
+	fields := 0
+	for _, sc := range s.sch {
+		fields += len(sc.Fields)
+	}
+	return sources.ChurnFigures{Setting: s.cfg.Churn.String(), Devices: int64(s.devices), Replaced: r, DevicesCreated: created,
+		SeriesCreated: created * int64(fields), TableSeries: created * int64(len(s.sch))}
+}
