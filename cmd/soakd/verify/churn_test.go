@@ -264,3 +264,46 @@ func TestPostgresChurn(t *testing.T) {
 		}
 	}
 }
+
+// The same churned run into InfluxDB 1.8: one series per host the
+// schedule makes (SHOW SERIES), each host's rows over its lifetime, and
+// soakd verify finds every row under the host that wrote it.
+func TestInfluxChurn(t *testing.T) {
+	srv := testserver.Influx(t)
+	target := "influx1://" + srv.Addr + "?db=churn"
+	sum, path := soakRun(t, churnInto(target, "0.3"), nil)
+	checkContinuous(t, phase(t, sum, "cpu", "run"))
+	rows := int64(churnScale * int(churnSpan/churnInterval))
+	code, _, rep := soakVerify(t, nil, "--summary-json", path)
+	if got, want := countsOf(only(t, rep)), (counts{acked: rows, stored: rows}); code != 0 || got != want {
+		t.Fatalf("clean churned run: exit %d, %+v, want %+v", code, got, want)
+	}
+	devices, life := churnDevices()
+	status, body := srv.InfluxQuery(t, "churn", `SELECT count("usage_idle") FROM "cpu" GROUP BY "hostname"`, nil)
+	var out struct {
+		Results []struct {
+			Series []struct {
+				Tags   map[string]string `json:"tags"`
+				Values [][]any           `json:"values"`
+			} `json:"series"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil || status != http.StatusOK || len(out.Results) != 1 {
+		t.Fatalf("count by hostname: HTTP %d %s (%v)", status, body, err)
+	}
+	got := map[string]int{}
+	for _, s := range out.Results[0].Series {
+		if len(s.Values) == 1 && len(s.Values[0]) == 2 {
+			n, _ := s.Values[0][1].(float64)
+			got[s.Tags["hostname"]] = int(n)
+		}
+	}
+	if len(got) != devices {
+		t.Errorf("rows of %d hosts, the schedule makes %d", len(got), devices)
+	}
+	for host, l := range life {
+		if want := int((l[1] - l[0]) / churnInterval); got[host] != want {
+			t.Errorf("%s has %d rows, want %d (it held its slot %s .. %s)", host, got[host], want, l[0], l[1])
+		}
+	}
+}
