@@ -174,3 +174,46 @@ func TestChurnFillDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Fill allocates %.1f times per batch with CHURN", n)
 	}
 }
+
+// Under the wall clock devices are replaced as wall time passes churn
+// intervals: every row carries the device that held its slot at the
+// row's time, bursts of a replaced offline device included, and massive
+// rows recompute from (device, time).
+func TestChurnWallClock(t *testing.T) {
+	t.Parallel()
+	c := DefaultConfig()
+	c.Scale = 10
+	c.Clock = Wall
+	c.Columns = 3
+	must(t, c.Churn.UnmarshalText([]byte("30%/30s")))
+	must(t, c.Offline.UnmarshalText([]byte("0.3:40s")))
+	src := build(t, "massive", c, 1, sources.Shard{})
+	s := Unwrap(src)
+	rs := src.(sources.RowSource)
+	st, _ := src.Stream(0, 1)
+	b := sources.NewSeriesBatch(src.Schemas())
+	exp := sources.NewTable(src.Schemas()[0])
+	devices := map[uint32]bool{}
+	now := time.Now().UnixNano()
+	for range 120 { // 20 minutes of readings every 10 s
+		b.Reset()
+		must(t, st.Fill(b, 1000, now))
+		tb := b.Tables[0]
+		for i := range tb.Len() {
+			d, ts := tb.Device[i], tb.Time[i]
+			devices[d] = true
+			if want := s.Identity(s.Slot(d), ts); want != d {
+				t.Fatalf("row of device %d at %d (batch time %d, churn origin %d): device %d held slot %d then", d, ts, now, s.churnOrigin, want, s.Slot(d))
+			}
+			exp.Reset()
+			if !rs.AppendRow(exp, 0, d, ts) || exp.DiffField(0, tb, i) >= 0 {
+				t.Fatalf("row of device %d at %d does not recompute", d, ts)
+			}
+		}
+		now += int64(10 * time.Second)
+	}
+	// 20 minutes are 40 intervals of 30 s: 3 devices replaced in each.
+	if n := len(devices); n < 10+3*38 || n > 10+3*41 {
+		t.Fatalf("%d devices reported over 40 churn intervals of 3 replacements, want about %d", n, 10+3*40)
+	}
+}

@@ -345,3 +345,21 @@ func (s *Source) ChurnFigures() sources.ChurnFigures {
 	return sources.ChurnFigures{Setting: s.cfg.Churn.String(), Devices: int64(s.devices), Replaced: r, DevicesCreated: created,
 		SeriesCreated: created * int64(fields), TableSeries: created * int64(len(s.sch))}
 }
+
+// tenureEnd is when the device holding slot at data time from was
+// replaced, at or before t: the start of the first churn interval after
+// from's in which the slot has been replaced more often.
+func (s *Source) tenureEnd(slot uint32, from, t int64) int64 {
+	first := max(floorDiv(from-s.churnOrigin, s.churnEvery), 0)
+	g := s.generation(slot, uint64(first))
+	l, r := first+1, max(floorDiv(t-s.churnOrigin, s.churnEvery), first+1)
+	for l < r { // the first interval in (first, r] with a later generation
+		m := l + (r-l)/2
+		if s.generation(slot, uint64(m)) > g {
+			r = m
+		} else {
+			l = m + 1
+		}
+	}
+	return s.churnOrigin + l*s.churnEvery
+}

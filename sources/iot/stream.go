@@ -482,6 +482,15 @@ func (s *Stream) retire(nid uint32) {
 			s.burstN = n
 			s.burstT0 = s.offStart[s.k]
 			s.burstDur = s.t - s.burstT0
+			if s.src.wall {
+				// Spread over the device's own time, which ended when it
+				// was replaced, maybe intervals before this round if the
+				// stream lags (simulated bursts are the missed rounds'
+				// times, all within it).
+				if end := s.src.tenureEnd(s.d, s.burstT0, s.t); end > s.burstT0 {
+					s.burstDur = end - s.burstT0
+				}
+			}
 			s.missed[s.k], s.offStart[s.k] = 0, noOff
 		}
 	}
