@@ -217,3 +217,33 @@ func TestChurnWallClock(t *testing.T) {
 		t.Fatalf("%d devices reported over 40 churn intervals of 3 replacements, want about %d", n, 10+3*40)
 	}
 }
+
+// Shards of a churned data set are disjoint and make the whole: a slot's
+// devices all belong to the shard that owns the slot.
+func TestChurnShards(t *testing.T) {
+	t.Parallel()
+	c := cfg(t, 10, "30m", "CHURN", "30%/2m", "OFFLINE", "0.2:1m")
+	whole := collect(t, build(t, "iot", c, 3, sources.Shard{}), 2, 11)
+	got := map[rowID]uint64{}
+	for i := range 3 {
+		sh := sources.Shard{Index: i, Count: 3}
+		part := collect(t, build(t, "iot", c, 3, sh), 2, 11)
+		for id, h := range part.rows {
+			if !sh.Owns(uint64(id.dev % 10)) {
+				t.Fatalf("shard %s emitted device %d of slot %d", sh, id.dev, id.dev%10)
+			}
+			if _, dup := got[id]; dup {
+				t.Fatalf("row %+v in two shards", id)
+			}
+			got[id] = h
+		}
+	}
+	if len(got) != len(whole.rows) {
+		t.Fatalf("shards hold %d rows, the whole %d", len(got), len(whole.rows))
+	}
+	for id, h := range whole.rows {
+		if got[id] != h {
+			t.Fatalf("row %+v differs between the shards and the whole", id)
+		}
+	}
+}
