@@ -80,11 +80,12 @@ type verifier struct {
 	sr      sinks.SeriesReader
 	res     int64 // the target's time resolution, ns
 	schemas []*sources.Schema
-	pure    sources.RowSource // rows recomputed on their own, or nil
-	replay  sources.Replayer  // rows replayed per device, or nil
-	cursors map[uint32]*cursor
-	thr     uint64 // pick a reading when its hash is below thr
-	mod     uint64 // ... and its device's hash is 0 modulo mod
+	pure    sources.RowSource  // rows recomputed on their own, or nil
+	replay  sources.Replayer   // rows replayed per device, or nil
+	churn   sources.Churner    // devices replaced over time (CHURN), or nil
+	cursors map[uint32]*cursor // by slot (the device without CHURN)
+	thr     uint64             // pick a reading when its hash is below thr
+	mod     uint64             // ... and its device's hash is 0 modulo mod
 	// scratch, reused by each group
 	exp  []*sources.Table   // expected rows, one table per schema
 	outs [][]*sources.Table // read-back tables per schema
@@ -153,6 +154,9 @@ func newVerifier(w *daemon.Handle, log *zap.Logger) (*verifier, error) {
 	}
 	v.outs = make([][]*sources.Table, len(v.schemas))
 	v.mod = 1
+	if ch, ok := src.(sources.Churner); ok && ch.Churning() {
+		v.churn = ch
+	}
 	mode := "recomputed from (device, time)"
 	var why error
 	if rs, ok := src.(sources.RowSource); ok && rs.PureRows() {
@@ -206,9 +210,20 @@ func threshold(p float64) uint64 {
 	return uint64(p * (1 << 63) * 2)
 }
 
-// picked reports whether the reading of device d at ts is checked.
+// slot is the slot device d holds: d itself unless the source replaces
+// devices (CHURN), whose replay and cursor are per slot.
+func (v *verifier) slot(d uint32) uint32 {
+	if v.churn != nil {
+		return v.churn.Slot(d)
+	}
+	return d
+}
+
+// picked reports whether the reading of device d at ts is checked. The
+// devices replayed are picked by slot, so that the cursors stay bounded
+// however many devices CHURN brings in.
 func (v *verifier) picked(d uint32, ts int64) bool {
-	if v.mod > 1 && sources.Mix64(uint64(d)*0x9e3779b97f4a7c15+1)%v.mod != 0 {
+	if v.mod > 1 && sources.Mix64(uint64(v.slot(d))*0x9e3779b97f4a7c15+1)%v.mod != 0 {
 		return false
 	}
 	return sources.Mix64(uint64(d)*0x9e3779b97f4a7c15^uint64(ts)*0xc2b2ae3d27d4eb4f) < v.thr
@@ -469,18 +484,19 @@ func (v *verifier) expect(s *vsample, idx *[64]int) uint64 {
 			}
 		}
 	case v.replay != nil:
+		slot := v.slot(s.device)
 		for attempt := range 2 {
-			c := v.cursors[s.device]
+			c := v.cursors[slot]
 			if c == nil || attempt > 0 {
-				rp, err := v.replay.Replay(s.device)
+				rp, err := v.replay.Replay(slot)
 				if err != nil {
 					v.errLog.Warn(v.log, "replay", "verify: cannot replay a device", err.Error())
 					return 0
 				}
 				c = &cursor{rp: rp, b: sources.NewSeriesBatch(v.schemas)}
-				v.cursors[s.device] = c
+				v.cursors[slot] = c
 			}
-			if found = c.reading(s.ts, s.before, v.exp, idx); found != 0 {
+			if found = c.reading(s.device, s.ts, s.before, v.exp, idx); found != 0 {
 				break
 			}
 			// Not found before the batch's end: the cursor went past it
@@ -516,9 +532,11 @@ func (c *cursor) advance() {
 	c.m, c.pos, c.ts, c.has = m, pos, c.b.Tables[m].Time[0], true
 }
 
-// reading appends to exp the rows of the device's reading at ts, which
-// comes before position before, and returns the tables it has.
-func (c *cursor) reading(ts int64, before sources.Position, exp []*sources.Table, idx *[64]int) uint64 {
+// reading appends to exp the rows of device d's reading at ts, which
+// comes before position before, and returns the tables it has. (The
+// replay is of d's slot: with CHURN it holds the devices of the slot one
+// after the other.)
+func (c *cursor) reading(d uint32, ts int64, before sources.Position, exp []*sources.Table, idx *[64]int) uint64 {
 	for {
 		if !c.has {
 			if c.done {
@@ -532,7 +550,7 @@ func (c *cursor) reading(ts int64, before sources.Position, exp []*sources.Table
 		if !c.pos.Less(before) {
 			return 0
 		}
-		if c.ts == ts {
+		if c.ts == ts && c.b.Tables[c.m].Device[0] == d {
 			var mask uint64
 			for c.has && c.ts == ts && mask&(1<<c.m) == 0 {
 				idx[c.m] = exp[c.m].Len()

@@ -62,6 +62,45 @@ type Replayer interface {
 	Replay(device uint32) (DeviceReplay, error)
 }
 
+// Churner is implemented by series sources whose devices are replaced
+// over time (CHURN): a device number in a row names an identity (its tag
+// values), and each identity holds one of the AllDevices slots for a
+// while. Replay takes a slot (or any identity that held it) and replays
+// every identity of that slot in turn, each row carrying its own device.
+type Churner interface {
+	// Churning reports whether devices are replaced at all.
+	Churning() bool
+	// Slot is the slot device d holds (d itself without churn).
+	Slot(d uint32) uint32
+}
+
+// ChurnFigures is what CHURN did so far in one shard: the summary's and
+// /status's "churn" field.
+type ChurnFigures struct {
+	// Setting is CHURN as it prints (10%/10m0s).
+	Setting string `json:"setting"`
+	// Devices is the number of devices reporting at any time (the
+	// shard's share of SCALE); Replaced how many of them were replaced
+	// so far, each by a new device.
+	Devices  int64 `json:"devices"`
+	Replaced int64 `json:"replaced"`
+	// DevicesCreated is Devices + Replaced: every device that reported,
+	// each with its own tag values. SeriesCreated is DevicesCreated ×
+	// the field columns of a reading, the series of a target that keeps
+	// one per device and field (Prometheus remote write); TableSeries is
+	// DevicesCreated × tables, those of one per device and table
+	// (InfluxDB's series, rows of layout=tsbs's tags table per table).
+	DevicesCreated int64 `json:"devices_created"`
+	SeriesCreated  int64 `json:"series_created"`
+	TableSeries    int64 `json:"table_series_created"`
+}
+
+// ChurnReporter is implemented by Churners that count what churn did.
+type ChurnReporter interface {
+	Churner
+	ChurnFigures() ChurnFigures
+}
+
 // DeviceReplay generates one device's rows in the order its stream emits
 // them. It is used by one goroutine.
 type DeviceReplay interface {

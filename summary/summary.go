@@ -95,6 +95,7 @@ func WriteText(out io.Writer, s *report.Summary) {
 				"DISPATCH delay", q.Count, q.Mean*1e6, q.Min*1e6, q.Max*1e6, q.P50*1e6, q.P90*1e6, q.P99*1e6, q.P999*1e6)
 		}
 		writeTarget(out, targetFigures(w.Extra))
+		writeChurn(out, w.Extra)
 		writeThresholds(out, w.Thresholds)
 		if f := w.Failure; f != nil {
 			fmt.Fprintf(out, "FAILED: %s\n", f.Reason)

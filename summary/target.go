@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/soakd/soakd/settings"
+	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/targetwatch"
 )
 
@@ -85,4 +86,20 @@ func growth(g *float64) string {
 		sign = "-"
 	}
 	return fmt.Sprintf(", %s%s/h", sign, settings.FormatBytes(math.Abs(*g)))
+}
+
+// writeChurn prints what CHURN did (the churn package's SummaryAdder), or
+// nothing when the workload's devices were not replaced.
+func writeChurn(out io.Writer, extra map[string]any) {
+	var c sources.ChurnFigures
+	switch v := extra["churn"].(type) {
+	case sources.ChurnFigures:
+		c = v
+	case *sources.ChurnFigures:
+		c = *v
+	default:
+		return
+	}
+	fmt.Fprintf(out, "churn (%s): %d devices at a time, %d replaced: %d devices and %d series (device × field) created\n",
+		c.Setting, c.Devices, c.Replaced, c.DevicesCreated, c.SeriesCreated)
 }

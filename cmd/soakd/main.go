@@ -35,6 +35,7 @@ import (
 
 	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/charts"
+	"github.com/soakd/soakd/churn"
 	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/cmd/soakd/generate"
 	"github.com/soakd/soakd/cmd/soakd/plugins"
@@ -317,7 +318,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	// beside soakd's own, from the same readings.
 	hist.WatchTarget(tw)
 	deps := daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
-		Observers: []daemon.Observer{judge.New(log, judge.Options{Target: tw}), readback.New(log), tw,
+		Observers: []daemon.Observer{judge.New(log, judge.Options{Target: tw}), readback.New(log), tw, churn.New(),
 			hist, progress.New(cfg, log, console), api}}
 	var sum *report.Summary
 	var runErr error
@@ -458,7 +459,7 @@ func sweepCmd(ctx context.Context, args []string, environ map[string]string, std
 	// target columns and the judge's target.* thresholds.
 	tw := targetwatch.New(log, targetwatch.Options{})
 	res, err := sweep.Run(ctx, cfg, f.Env, daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
-		Observers: []daemon.Observer{judge.New(log, judge.Options{Target: tw}), readback.New(log), tw}}, sweep.Options{Target: tw})
+		Observers: []daemon.Observer{judge.New(log, judge.Options{Target: tw}), readback.New(log), tw, churn.New()}}, sweep.Options{Target: tw})
 	if res != nil && len(res.Points) > 0 {
 		if werr := writeReport(stdout, cfg.Sweep.Out, res.WriteMarkdown, res.WriteCSV, res.WriteJSON, web.SweepCharts(res), "sweep-"); werr != nil {
 			log.Error("cannot write the sweep report", zap.Error(werr))

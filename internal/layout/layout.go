@@ -30,7 +30,7 @@ var Layers = []Layer{
 	// read it.
 	{Name: "report", Packages: []string{"report"}},
 	{Name: "engine", Packages: []string{"daemon"}},
-	{Name: "features", Packages: []string{"capacity", "history", "progress", "readback", "readmodel", "serve", "summary", "sweep", "targetwatch", "thresholds/judge", "web"}},
+	{Name: "features", Packages: []string{"capacity", "churn", "history", "progress", "readback", "readmodel", "serve", "summary", "sweep", "targetwatch", "thresholds/judge", "web"}},
 	{Name: "commands", Packages: []string{"cmd", "bench", "internal/faults", "internal/enginetest"}},
 }
 

@@ -319,6 +319,7 @@ func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tabl
 		jobs = append(jobs, copyJob{p, t})
 	}
 	if s.cfg.Layout == TSBSLayout {
+		w.trimTags()
 		for _, j := range jobs {
 			if err := s.ensureTags(ctx, pc, w, j.t); err != nil {
 				return 0, fmt.Errorf("cannot find the tags of %s's devices: %w", j.p.schema.Measurement, err)

@@ -109,6 +109,11 @@ func cut63(s string) string {
 	return s
 }
 
+// maxTagIDs bounds the tags ids a cache holds: past it the cache starts
+// afresh (the tags table answers again), so that devices coming and going
+// (CHURN) never grow the caches without bound.
+const maxTagIDs = 1 << 20
+
 // tagIDs maps devices to their tags.id, shared by the sink's writers;
 // each writer keeps its own copy of the ids it used (a device is written
 // by one worker), so the shared map is read only on a writer's first
@@ -127,7 +132,7 @@ func (m *tagIDs) get(dev uint32) (int32, bool) {
 
 func (m *tagIDs) put(dev uint32, id int32) {
 	m.mu.Lock()
-	if m.ids == nil {
+	if m.ids == nil || len(m.ids) >= maxTagIDs {
 		m.ids = map[uint32]int32{}
 	}
 	m.ids[dev] = id
@@ -159,6 +164,14 @@ func (s *Sink) ensureTags(ctx context.Context, pc *pgconn.PgConn, w *writer, t *
 		return nil
 	}
 	return s.fetchTags(ctx, pc, w, t.Schema)
+}
+
+// trimTags starts w's cache of tags ids afresh when it holds maxTagIDs:
+// called before a batch's ensureTags, never between them and rowIDs.
+func (w *writer) trimTags() {
+	if len(w.tagIDs) >= maxTagIDs {
+		w.tagIDs = nil
+	}
 }
 
 // rowIDs returns the tags_id of each row of t, which ensureTags has

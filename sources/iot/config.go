@@ -35,6 +35,7 @@ type Config struct {
 	Offline    Offline       `env:"OFFLINE" help:"FRACTION:DURATION, e.g. 0.01:10m: at any time that fraction of devices is offline for DURATION windows, then sends its buffered readings in a burst; none to disable; empty = source default (none)"`
 	Missing    Missing       `env:"MISSING" help:"fraction of field values left null, e.g. 0.01 or 1%; never all fields of a row; empty = source default (iot: 0.01, others 0)"`
 	Clock      Clock         `env:"CLOCK" envDefault:"simulated" help:"simulated: timestamps advance by INTERVAL per round of devices, decoupled from wall time; wall: rows are stamped with the current time"`
+	Churn      Churn         `env:"CHURN" help:"SHARE/EVERY, e.g. 10%/10m: every EVERY of data time that share of the devices is replaced by new ones (new hostname/device tag, so new series), as pods come and go; none or empty = no churn"`
 }
 
 // DefaultConfig returns the configuration with every default applied, as
@@ -103,6 +104,11 @@ func (c Config) Validate() error {
 	}
 	if m := c.Missing; m.Fraction < 0 || m.Fraction >= 1 || math.IsNaN(m.Fraction) {
 		bad("MISSING", "%s: want a fraction in 0..1 (exclusive)", m)
+	}
+	if ch := c.Churn; ch.PerMillion < 0 || ch.PerMillion > 1_000_000 || (ch.PerMillion > 0 && (ch.Every <= 0 || ch.Every > maxSpan)) {
+		bad("CHURN", "%s: want SHARE/EVERY with a share in 0.0001%%..100%% and a positive interval up to %s, e.g. 10%%/10m", ch, maxSpan)
+	} else if ch.PerMillion > 0 && c.Interval > 0 && ch.Every < c.Interval {
+		bad("CHURN", "interval %s is shorter than INTERVAL %s: devices would be replaced between two of their readings and most would never report; use at least INTERVAL", ch.Every, c.Interval)
 	}
 	if c.OutOfOrder.Fraction > 0 && c.Clock == Simulated && c.Interval > 0 && c.OutOfOrder.MaxLate < c.Interval {
 		bad("OUT_OF_ORDER", "max lateness %s is shorter than INTERVAL %s: with CLOCK=simulated a device reports once per INTERVAL, so a reading can only be late by whole intervals", c.OutOfOrder.MaxLate, c.Interval)
@@ -452,4 +458,64 @@ func fracDurString(set bool, f float64, d time.Duration) string {
 		return "none"
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64) + ":" + d.String()
+}
+
+// Churn replaces a share of the devices every interval of data time, as
+// pods come and go: a replaced device gets a new identity (a new
+// hostname, truck name or device tag, so new series in every target),
+// new state and new values. Which devices are replaced, and when, is a
+// function of the settings alone (see Source.Identity).
+type Churn struct {
+	// PerMillion is the share of the devices replaced every Every, in
+	// millionths (100,000 = 10%); 0 = no churn.
+	PerMillion int64
+	Every      time.Duration
+}
+
+// UnmarshalText parses SHARE/EVERY (10%/10m, 0.1/10m; FRACTION:DURATION
+// as the other knobs is accepted too), none, or empty (no churn).
+func (c *Churn) UnmarshalText(b []byte) error {
+	v := strings.TrimSpace(string(b))
+	if v == "" || isNone(v) {
+		*c = Churn{}
+		return nil
+	}
+	share, every, ok := strings.Cut(v, "/")
+	if !ok {
+		share, every, ok = strings.Cut(v, ":")
+	}
+	if !ok {
+		return fmt.Errorf("%q: want SHARE/EVERY, e.g. 10%%/10m (10%% of the devices replaced every 10 minutes of data time); none to disable", v)
+	}
+	f, err := parseFraction(strings.TrimSpace(share))
+	if err != nil {
+		return fmt.Errorf("%q: share: %w (e.g. 10%%/10m)", v, err)
+	}
+	ppm := int64(math.Round(f * 1e6))
+	if f > 0 && ppm == 0 {
+		return fmt.Errorf("%q: share below 0.0001%% (one device in a million): want at least that, or none", v)
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(every))
+	if err != nil || d <= 0 {
+		return fmt.Errorf("%q: want a positive duration after the share, e.g. 10%%/10m", v)
+	}
+	if d > maxSpan {
+		return fmt.Errorf("%q: interval %s: want at most %s", v, d, maxSpan)
+	}
+	if ppm == 0 {
+		*c = Churn{}
+		return nil
+	}
+	*c = Churn{PerMillion: ppm, Every: d}
+	return nil
+}
+
+// MarshalText returns SHARE/EVERY (the share as a percentage) or empty.
+func (c Churn) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+func (c Churn) String() string {
+	if c.PerMillion == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(float64(c.PerMillion)/1e4, 'f', -1, 64) + "%/" + c.Every.String()
 }

@@ -234,7 +234,7 @@ func TestKnobParsing(t *testing.T) {
 
 func FuzzKnobs(f *testing.F) {
 	for _, s := range []string{"", "none", "0.05:30s", "5%:1m", "1:1h", "0.5:1ns", "1e-3:1h30m", "%:", ":", "0x1p-2:1s",
-		"now", "2026-01-01T00:00:00Z", "+24h", "wall", "simulated", "float"} {
+		"now", "2026-01-01T00:00:00Z", "+24h", "wall", "simulated", "float", "10%/10m", "0.5/1m", "100%:10s", "0.0001%/1h", "1/1ns"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -263,13 +263,24 @@ func FuzzKnobs(f *testing.F) {
 		if e.UnmarshalText([]byte(s)) == nil && e.Set && e.Rel < 0 {
 			t.Fatalf("End %q parsed to %+v", s, e)
 		}
+		var ch Churn
+		if ch.UnmarshalText([]byte(s)) == nil {
+			if ch.PerMillion < 0 || ch.PerMillion > 1_000_000 || (ch.PerMillion > 0 && ch.Every <= 0) {
+				t.Fatalf("Churn %q parsed to %+v", s, ch)
+			}
+			text, _ := ch.MarshalText()
+			var back Churn
+			if err := back.UnmarshalText(text); err != nil || back != ch {
+				t.Fatalf("Churn %q -> %q -> %+v, %v", s, text, back, err)
+			}
+		}
 		var c Clock
 		_ = c.UnmarshalText([]byte(s))
 		var ct ColumnType
 		_ = ct.UnmarshalText([]byte(s))
 		// a config built from whatever parsed must validate or fail cleanly
 		cfg := DefaultConfig()
-		cfg.OutOfOrder, cfg.Offline, cfg.Missing, cfg.End = o, off, m, e
+		cfg.OutOfOrder, cfg.Offline, cfg.Missing, cfg.End, cfg.Churn = o, off, m, e, ch
 		if st.Now || !st.T.IsZero() {
 			cfg.Start = st
 		}

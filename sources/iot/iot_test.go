@@ -33,6 +33,8 @@ func cfg(t testing.TB, scale int, span string, knobs ...string) Config {
 			_, err = fmt.Sscan(knobs[i+1], &c.Columns)
 		case "COLUMN_TYPE":
 			err = c.ColumnType.UnmarshalText([]byte(knobs[i+1]))
+		case "CHURN":
+			err = c.Churn.UnmarshalText([]byte(knobs[i+1]))
 		default:
 			t.Fatalf("unknown knob %s", knobs[i])
 		}

@@ -42,7 +42,7 @@ func newMassive(columns int, typ ColumnType) *massive {
 
 func (m *massive) schemas() []*sources.Schema { return []*sources.Schema{m.sch} }
 func (m *massive) words() int                 { return 0 }
-func (m *massive) init([]int64, uint64)       {}
+func (m *massive) init([]int64, uint64, *rng) {}
 
 func (m *massive) row(t *sources.Table, _ int, _ []int64, r *rng, dk uint64, _ int64) {
 	n := len(m.sch.Fields)

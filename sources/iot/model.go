@@ -13,8 +13,9 @@ type model interface {
 	schemas() []*sources.Schema
 	// words is the number of int64 state words per device.
 	words() int
-	// init sets a device's initial state.
-	init(st []int64, dk uint64)
+	// init sets a device's initial state; r is scratch (a field of the
+	// caller's, so that passing it does not allocate).
+	init(st []int64, dk uint64, r *rng)
 	// row appends one value to every field column of table t (measurement
 	// m). st is the device's state, r a generator keyed by the row, dk
 	// the device key and ts the row's timestamp.
@@ -50,10 +51,10 @@ func newMulti(ms ...measurement) *multi {
 func (m *multi) schemas() []*sources.Schema { return m.sch }
 func (m *multi) words() int                 { return m.n }
 
-func (m *multi) init(st []int64, dk uint64) {
+func (m *multi) init(st []int64, dk uint64, r *rng) {
 	for i, x := range m.ms {
-		r := rng{s: key(dk, int64(i), saltInit)}
-		x.init(st[m.off[i]:m.off[i]+x.words()], &r, dk)
+		*r = rng{s: key(dk, int64(i), saltInit)}
+		x.init(st[m.off[i]:m.off[i]+x.words()], r, dk)
 	}
 }
 

@@ -30,11 +30,14 @@ var errWallReplay = errors.New("CLOCK=wall stamps rows with the time they were s
 func (s *Source) AllDevices() uint32 { return uint32(s.cfg.Scale) }
 
 // Replay returns device d's rows as its stream emits them. d must belong
-// to the source's shard.
+// to the source's shard. With CHURN, d names a slot (any identity that
+// held it, see Slot) and the replay holds the rows of every device that
+// held the slot, one after the other, each row carrying its own device.
 func (s *Source) Replay(d uint32) (sources.DeviceReplay, error) {
 	if s.wall {
 		return nil, errWallReplay
 	}
+	d = s.Slot(d)
 	if int64(d) >= int64(s.cfg.Scale) || !s.shard.Owns(uint64(d)) {
 		return nil, fmt.Errorf("device %d is not in shard %s of %d devices", d, s.shard, s.cfg.Scale)
 	}
@@ -86,7 +89,11 @@ func (s *Source) PureRows() bool {
 // other sources, for a device outside the shard, or for a timestamp the
 // simulated clock never gives.
 func (s *Source) AppendRow(t *sources.Table, table int, d uint32, ts int64) bool {
-	if !s.PureRows() || table != 0 || int64(d) >= int64(s.cfg.Scale) || !s.shard.Owns(uint64(d)) {
+	slot := s.Slot(d)
+	if !s.PureRows() || table != 0 || int64(slot) >= int64(s.cfg.Scale) || !s.shard.Owns(uint64(slot)) {
+		return false
+	}
+	if s.churnEvery > 0 && !s.held(d, slot, ts) {
 		return false
 	}
 	if !s.wall {
@@ -120,3 +127,12 @@ func (s *Source) Resolved() map[string]string {
 	}
 	return map[string]string{"START": time.Unix(0, s.start).UTC().Format(time.RFC3339Nano)}
 }
+
+// held reports whether device d held slot at ts: a row of d at ts
+// exists only then (the rows a replaced device flushes in the round that
+// replaces it keep their own, older, timestamps).
+func (s *Source) held(d, slot uint32, ts int64) bool {
+	return s.Identity(slot, ts) == d
+}
+
+var _ sources.Churner = (*Source)(nil)

@@ -48,7 +48,8 @@ func runStreams(t *testing.T, src sources.Source, parts, batch int) (map[uint32]
 			for ti, tb := range b.Tables {
 				for i := range tb.Len() {
 					id := rowID{ti, tb.Device[i], tb.Time[i]}
-					byDev[id.dev] = append(byDev[id.dev], emittedRow{id, rowHash(tb, i), p, bi})
+					slot := Unwrap(src).Slot(id.dev) // a device's slot: with CHURN its replay holds each device of the slot
+					byDev[slot] = append(byDev[slot], emittedRow{id, rowHash(tb, i), p, bi})
 				}
 			}
 			if errors.Is(err, sources.ErrDone) {
@@ -75,6 +76,9 @@ func TestReplayMatchesStreams(t *testing.T) {
 		{"iot", "iot", []string{"OFFLINE", "0.1:30s"}, 4, 7},
 		{"devops-full", "devops-full", []string{"OUT_OF_ORDER", "0.1:20s"}, 2, 101},
 		{"massive", "massive", []string{"COLUMNS", "5", "MISSING", "0.2", "OFFLINE", "0.1:1m"}, 3, 64},
+		{"devops-churn", "devops", []string{"CHURN", "25%/2m", "OUT_OF_ORDER", "0.2:40s", "OFFLINE", "0.2:1m"}, 3, 7},
+		{"iot-churn", "iot", []string{"CHURN", "50%/1m", "OFFLINE", "0.1:30s"}, 2, 13},
+		{"devops-full-churn", "devops-full", []string{"CHURN", "10%/30s"}, 2, 101},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -165,6 +169,29 @@ func TestAppendRowMatchesStreams(t *testing.T) {
 		if rs.AppendRow(tb, bad.table, bad.dev, bad.ts) {
 			t.Errorf("AppendRow(%+v) = true for a row the data set does not have", bad)
 		}
+	}
+	// With CHURN a row exists only for the device that held its slot at
+	// its time.
+	ch := build(t, "massive", cfg(t, 10, "10m", "COLUMNS", "3", "CHURN", "30%/1m", "OUT_OF_ORDER", "0.2:30s", "OFFLINE", "0.2:1m"), 3, sources.Shard{})
+	crs := ch.(sources.RowSource)
+	cc := collect(t, ch, 3, 17)
+	tb = sources.NewTable(ch.Schemas()[0])
+	replacements := 0
+	for id, h := range cc.rows {
+		if id.dev >= 10 {
+			replacements++
+		}
+		tb.Reset()
+		if !crs.AppendRow(tb, id.table, id.dev, id.ts) || rowHash(tb, 0) != h {
+			t.Fatalf("churn: AppendRow(%+v) does not give the stream's row", id)
+		}
+		tb.Reset()
+		if other := id.dev + 10; crs.AppendRow(tb, id.table, other, id.ts) {
+			t.Fatalf("churn: AppendRow gives a row of device %d, which did not hold slot %d at %d", other, id.dev%10, id.ts)
+		}
+	}
+	if replacements == 0 {
+		t.Fatal("churn: no row of a replacement device")
 	}
 	dv := build(t, "devops", cfg(t, 10, "10m"), 3, sources.Shard{})
 	if dv.(sources.RowSource).PureRows() {

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/soakd/soakd/sources"
@@ -36,6 +38,13 @@ type Source struct {
 	offThr  uint64 // OFFLINE fraction as a hash threshold
 	offDur  int64  // ns
 	missThr uint64 // MISSING fraction as a 32-bit threshold
+
+	// CHURN (see Identity): 0 churnEvery = none
+	churnPPM    uint64 // devices replaced per churnEvery, in millionths of SCALE
+	churnEvery  int64  // ns
+	churnOrigin int64  // data time of the first churn interval's start
+	gens        uint64 // identities per slot before their numbers wrap
+	replaced    atomic.Int64
 }
 
 // Finite is a Source with an END under the simulated clock: its number of
@@ -159,6 +168,18 @@ func Build(source string, c Config, seed uint64, shard sources.Shard) (*Source, 
 	if c.Missing.Fraction > 0 {
 		s.missThr = uint64(math.Ceil(c.Missing.Fraction * (1 << 32)))
 	}
+	if c.Churn.PerMillion > 0 {
+		s.churnPPM = uint64(c.Churn.PerMillion)
+		s.churnEvery = int64(c.Churn.Every)
+		s.churnOrigin = s.start
+		if s.wall {
+			// Wall time: intervals from the build time rounded down to
+			// the churn interval, so shards started within one agree.
+			now := time.Now().UnixNano()
+			s.churnOrigin = now - now%s.churnEvery
+		}
+		s.gens = (math.MaxUint32 - 1) / uint64(c.Scale)
+	}
 	return s, nil
 }
 
@@ -211,7 +232,9 @@ func (s *Source) OpenStream(part, parts int) (*Stream, error) {
 	if sp.Index < s.cfg.Scale {
 		count = (s.cfg.Scale - sp.Index + sp.Count - 1) / sp.Count
 	}
-	return s.newStream(uint64(sp.Index), uint64(sp.Count), count), nil
+	st := s.newStream(uint64(sp.Index), uint64(sp.Count), count)
+	st.counted = true
+	return st, nil
 }
 
 // newStream returns a stream over the count devices base + k*stride.
@@ -228,10 +251,16 @@ func (s *Source) newStream(base, stride uint64, count int) *Stream {
 		count:  count,
 	}
 	st.k = st.count
+	if s.churnEvery > 0 {
+		st.ids = make([]uint32, st.count)
+		for k := range st.ids {
+			st.ids[k] = st.device(k)
+		}
+	}
 	if st.words > 0 {
 		st.state = make([]int64, st.count*st.words)
 		for k := range st.count {
-			st.model.init(st.state[k*st.words:(k+1)*st.words], devKey(s.seed, st.device(k)))
+			st.model.init(st.state[k*st.words:(k+1)*st.words], devKey(s.seed, st.device(k)), &st.r)
 		}
 	}
 	if s.offThr != 0 {
@@ -250,3 +279,87 @@ var errRoundOpen = errors.New("BUG: iot: NextRound before the current round was 
 
 // Shard is the shard the source was built for.
 func (s *Source) Shard() sources.Shard { return s.shard }
+
+// Churning reports whether CHURN replaces devices.
+func (s *Source) Churning() bool { return s.churnEvery > 0 }
+
+// Identity is the device (the number in a row's Table.Device, which
+// names its tags: hostname host_N, truck_N, device_N) that holds slot
+// at data time t. Without CHURN it is the slot itself. With CHURN,
+// slots are replaced in turn, round robin: after e whole churn
+// intervals R(e) = floor(e × SCALE × SHARE) replacements have been made,
+// slot 0 first, and slot s has been replaced g = ceil((R(e) − s) / SCALE)
+// times (0 when R(e) ≤ s); its device is then s + g × SCALE. Identities
+// are never reused, but after about 2^32 / SCALE replacements of one slot
+// (g wraps). Intervals count from START under the simulated clock.
+func (s *Source) Identity(slot uint32, t int64) uint32 {
+	if s.churnEvery == 0 {
+		return slot
+	}
+	e := floorDiv(t-s.churnOrigin, s.churnEvery)
+	if e <= 0 {
+		return slot
+	}
+	g := s.generation(slot, uint64(e))
+	return slot + uint32(g%s.gens)*uint32(s.cfg.Scale)
+}
+
+// generation is how many times slot has been replaced after e churn
+// intervals.
+func (s *Source) generation(slot uint32, e uint64) uint64 {
+	n := uint64(s.cfg.Scale)
+	hi, lo := bits.Mul64(e, n*s.churnPPM)
+	if hi >= 1_000_000 {
+		return math.MaxUint64 / 2 // beyond any run: wraps like the rest
+	}
+	r, _ := bits.Div64(hi, lo, 1_000_000)
+	if r <= uint64(slot) {
+		return 0
+	}
+	return (r - uint64(slot) + n - 1) / n
+}
+
+// Slot is the slot device d holds (Identity's inverse): d itself without
+// CHURN, d mod SCALE with it.
+func (s *Source) Slot(d uint32) uint32 {
+	if s.churnEvery == 0 {
+		return d
+	}
+	return d % uint32(s.cfg.Scale)
+}
+
+// Replaced is the number of devices the streams of the source (this
+// shard) have replaced so far.
+func (s *Source) Replaced() int64 { return s.replaced.Load() }
+
+var _ sources.ChurnReporter = (*Source)(nil)
+
+// ChurnFigures is what CHURN did so far in the streams of this source.
+func (s *Source) ChurnFigures() sources.ChurnFigures {
+	r := s.Replaced()
+	created := int64(s.devices) + r
+	fields := 0
+	for _, sc := range s.sch {
+		fields += len(sc.Fields)
+	}
+	return sources.ChurnFigures{Setting: s.cfg.Churn.String(), Devices: int64(s.devices), Replaced: r, DevicesCreated: created,
+		SeriesCreated: created * int64(fields), TableSeries: created * int64(len(s.sch))}
+}
+
+// tenureEnd is when the device holding slot at data time from was
+// replaced, at or before t: the start of the first churn interval after
+// from's in which the slot has been replaced more often.
+func (s *Source) tenureEnd(slot uint32, from, t int64) int64 {
+	first := max(floorDiv(from-s.churnOrigin, s.churnEvery), 0)
+	g := s.generation(slot, uint64(first))
+	l, r := first+1, max(floorDiv(t-s.churnOrigin, s.churnEvery), first+1)
+	for l < r { // the first interval in (first, r] with a later generation
+		m := l + (r-l)/2
+		if s.generation(slot, uint64(m)) > g {
+			r = m
+		} else {
+			l = m + 1
+		}
+	}
+	return s.churnOrigin + l*s.churnEvery
+}

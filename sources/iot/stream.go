@@ -67,6 +67,14 @@ type Stream struct {
 	offStart []int64 // per device: time it went offline, noOff if online
 	missed   []uint32
 
+	// CHURN: the identity each slot holds (nil without churn); id is the
+	// current device's, which its rows carry. nid is the identity that
+	// replaces it this round; counted streams add their replacements to
+	// the source's tally.
+	ids     []uint32
+	id, nid uint32
+	counted bool
+
 	j       int // rows of the current device emitted in this round (positions)
 	values  int
 	refs    *[]RowRef
@@ -84,6 +92,8 @@ const noOff = math.MinInt64
 
 const (
 	phNew uint8 = iota
+	phRetire
+	phCheck
 	phBurst
 	phOnTime
 	phDue
@@ -222,12 +232,51 @@ func (s *Stream) step(b *sources.Batch, rows *int, max int) bool {
 		case phNew:
 			s.j = 0
 			s.d = s.device(s.k)
-			s.dk = devKey(src.seed, s.d)
+			s.id = s.d
 			s.t = s.roundTs
 			if src.wall && s.now > s.t {
 				s.t = s.now
 			}
 			s.hasNew = false
+			if s.ids != nil {
+				s.id = s.ids[s.k]
+				if !s.drain {
+					if nid := src.Identity(s.d, s.t); nid != s.id {
+						s.retire(nid)
+						continue
+					}
+				}
+			}
+			s.dk = devKey(src.seed, s.id)
+			s.phase = phCheck
+		case phRetire:
+			// The device is replaced this round: it sends what it still
+			// holds (buffered while offline, late), as a finite data set's
+			// last round does, before the new one reports.
+			for s.burstJ < s.burstN {
+				ts := s.burstT0 + mulDiv(s.burstDur, uint64(s.burstJ), uint64(s.burstN))
+				if !s.emit(b, ts, rows, max) {
+					return false
+				}
+				s.burstJ++
+			}
+			for s.curPos < len(s.cur) && s.cur[s.curPos].k == s.k {
+				if !s.emit(b, s.cur[s.curPos].ts, rows, max) {
+					return false
+				}
+				s.curPos++
+			}
+			s.id = s.nid
+			s.ids[s.k] = s.id
+			s.dk = devKey(src.seed, s.id)
+			if s.words > 0 {
+				s.model.init(s.state[s.k*s.words:(s.k+1)*s.words], s.dk, &s.r)
+			}
+			if s.counted {
+				src.replaced.Add(1)
+			}
+			s.phase = phCheck
+		case phCheck:
 			if src.offThr != 0 {
 				if !s.drain && s.offline(s.t) {
 					if s.offStart[s.k] == noOff {
@@ -238,6 +287,7 @@ func (s *Stream) step(b *sources.Batch, rows *int, max int) bool {
 						s.next = append(s.next, s.cur[s.curPos])
 						s.curPos++
 					}
+					s.phase = phNew
 					return true
 				}
 				if n := s.missed[s.k]; n > 0 {
@@ -336,7 +386,7 @@ func (s *Stream) emit(b *sources.Batch, ts int64, rows *int, max int) bool {
 
 func (s *Stream) row(t *sources.Table, m int, ts int64) {
 	i := len(t.Time)
-	t.Device = append(t.Device, s.d)
+	t.Device = append(t.Device, s.id)
 	t.Time = append(t.Time, ts)
 	s.r = rng{s: key(s.dk, ts, saltValues+uint64(m)<<8)}
 	s.model.row(t, m, s.state[s.k*s.words:(s.k+1)*s.words], &s.r, s.dk, ts)
@@ -419,4 +469,30 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
+}
+
+// retire starts replacing the current device (its identity s.id) by nid
+// in this round.
+func (s *Stream) retire(nid uint32) {
+	s.nid = nid
+	s.dk = devKey(s.src.seed, s.id)
+	s.burstN, s.burstJ = 0, 0
+	if s.src.offThr != 0 {
+		if n := s.missed[s.k]; n > 0 {
+			s.burstN = n
+			s.burstT0 = s.offStart[s.k]
+			s.burstDur = s.t - s.burstT0
+			if s.src.wall {
+				// Spread over the device's own time, which ended when it
+				// was replaced, maybe intervals before this round if the
+				// stream lags (simulated bursts are the missed rounds'
+				// times, all within it).
+				if end := s.src.tenureEnd(s.d, s.burstT0, s.t); end > s.burstT0 {
+					s.burstDur = end - s.burstT0
+				}
+			}
+			s.missed[s.k], s.offStart[s.k] = 0, noOff
+		}
+	}
+	s.phase = phRetire
 }

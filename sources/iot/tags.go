@@ -18,13 +18,14 @@ type StringTagger interface {
 
 // stringTags holds every device's tag values in one string.
 type stringTags struct {
-	ntags int
-	off   []uint32 // value i is all[off[i]:off[i+1]], i = device*ntags+tag
-	all   string
+	computed sources.Tagger // devices past the precomputed ones (CHURN's replacements)
+	ntags    int
+	off      []uint32 // value i is all[off[i]:off[i+1]], i = device*ntags+tag
+	all      string
 }
 
 func precompute(t sources.Tagger, devices, ntags int) *stringTags {
-	s := &stringTags{ntags: ntags, off: make([]uint32, 0, devices*ntags+1)}
+	s := &stringTags{computed: t, ntags: ntags, off: make([]uint32, 0, devices*ntags+1)}
 	var buf []byte
 	for d := range devices {
 		for k := range ntags {
@@ -37,13 +38,23 @@ func precompute(t sources.Tagger, devices, ntags int) *stringTags {
 	return s
 }
 
+// TagString returns the value without allocating for the precomputed
+// devices (0..SCALE-1); the devices CHURN brings in are computed (and
+// allocate).
 func (s *stringTags) TagString(d uint32, tag int) string {
 	i := int(d)*s.ntags + tag
+	if i+1 >= len(s.off) {
+		return string(s.computed.AppendTag(nil, d, tag))
+	}
 	return s.all[s.off[i]:s.off[i+1]]
 }
 
 func (s *stringTags) AppendTag(dst []byte, d uint32, tag int) []byte {
-	return append(dst, s.TagString(d, tag)...)
+	i := int(d)*s.ntags + tag
+	if i+1 >= len(s.off) {
+		return s.computed.AppendTag(dst, d, tag)
+	}
+	return append(dst, s.all[s.off[i]:s.off[i+1]]...)
 }
 
 // precomputeTags swaps the computed Taggers of schemas for precomputed

@@ -224,6 +224,9 @@ func TestDeterministicAcrossRunsAndWorkers(t *testing.T) {
 		{"--source", "iot", "--scale", "30", "--end", "+1h", "--format", "csv", "--out", "-"},
 		// a round larger than a chunk: chunks of device ranges
 		{"--source", "massive", "--scale", "30000", "--columns", "5", "--end", "+20s", "--format", "pgcopy", "--offline", "0.2:10s"},
+		// CHURN: a replaced device sends what it holds in the round its
+		// successor starts, in the same slot of the canonical order
+		{"--source", "devops", "--scale", "20", "--end", "+1h", "--churn", "25%/5m", "--out-of-order", "0.1:1m", "--offline", "0.1:5m"},
 	} {
 		if args[len(args)-1] == "-" { // csv of iot needs --out: use the devops-like single table instead
 			args = []string{"--source", "massive", "--scale", "30", "--columns", "3", "--end", "+1h", "--format", "csv"}

@@ -224,7 +224,7 @@ func (g *generator) work(st *iot.Stream, free <-chan *piece, full chan<- *piece,
 			cur := int64(-1)
 			for _, ref := range refs {
 				t := b.Tables[ref.Table]
-				dev := t.Device[ref.Row]
+				dev := g.src.Slot(t.Device[ref.Row]) // with CHURN, the devices of a slot follow one another
 				if int64(dev) != cur {
 					if cur >= 0 {
 						for o := range nout {

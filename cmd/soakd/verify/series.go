@@ -142,10 +142,38 @@ func (j *job) verifySeries(ctx context.Context, src sources.Source, sink sinks.S
 		if err != nil {
 			return err
 		}
-		for m := range exps {
-			exps[m].t.Reset()
-			exps[m].state = exps[m].state[:0]
+		reset := func() {
+			for m := range exps {
+				exps[m].t.Reset()
+				exps[m].state = exps[m].state[:0]
+			}
 		}
+		// check reads back device id and compares what it holds with
+		// the rows collected in exps.
+		check := func(id uint32) error {
+			for m, s := range schemas {
+				got[m].Reset()
+				e := &exps[m]
+				e.tags, e.got = e.tags[:0], e.got[:0]
+				for k := range s.TagKeys {
+					e.tags = append(e.tags, string(s.Tags.AppendTag(nil, id, k)))
+				}
+				qs[m] = sinks.SeriesQuery{Schema: s, Device: id, From: math.MinInt64, To: math.MaxInt64, Tags: &e.got}
+			}
+			if err := reader.ReadSeries(ctx, qs, got); err != nil {
+				return err
+			}
+			for m, s := range schemas {
+				tag = s.Tags.AppendTag(tag[:0], id, s.DeviceTag)
+				rep.compare(s.Measurement, string(tag), &exps[m], got[m])
+			}
+			return nil
+		}
+		// With CHURN the replay of slot d holds the rows of each device
+		// that held the slot, one device after the other: each is read
+		// back and compared in turn.
+		reset()
+		cur, seen := d, false
 		for {
 			b.Reset()
 			m, pos, err := r.Next(b)
@@ -158,6 +186,16 @@ func (j *job) verifySeries(ctx context.Context, src sources.Source, sink sinks.S
 			if !pos.Less(last) {
 				break // the stream wrote nothing from here on
 			}
+			if id := b.Tables[m].Device[0]; id != cur {
+				if seen {
+					if err := check(cur); err != nil {
+						return err
+					}
+					reset()
+				}
+				cur = id
+			}
+			seen = true
 			st := stateAt(rec, pos)
 			if st == notWritten {
 				continue
@@ -167,21 +205,8 @@ func (j *job) verifySeries(ctx context.Context, src sources.Source, sink sinks.S
 			e.t.Time[e.t.Len()-1] = floorDiv(e.t.Time[e.t.Len()-1], res) * res
 			e.state = append(e.state, st)
 		}
-		for m, s := range schemas {
-			got[m].Reset()
-			e := &exps[m]
-			e.tags, e.got = e.tags[:0], e.got[:0]
-			for k := range s.TagKeys {
-				e.tags = append(e.tags, string(s.Tags.AppendTag(nil, d, k)))
-			}
-			qs[m] = sinks.SeriesQuery{Schema: s, Device: d, From: math.MinInt64, To: math.MaxInt64, Tags: &e.got}
-		}
-		if err := reader.ReadSeries(ctx, qs, got); err != nil {
+		if err := check(cur); err != nil {
 			return err
-		}
-		for m, s := range schemas {
-			tag = s.Tags.AppendTag(tag[:0], d, s.DeviceTag)
-			rep.compare(s.Measurement, string(tag), &exps[m], got[m])
 		}
 	}
 	return nil
