@@ -32,7 +32,7 @@ func answering(t *testing.T, status int, body, retryAfter string) (string, *atom
 			}
 		}
 		raw, _ := io.ReadAll(r.Body)
-		if _, err := snappy.Decode(nil, raw); err != nil {
+		if _, err := snappy.DecodeStrict(nil, raw); err != nil {
 			t.Errorf("body: %v", err)
 		}
 		if retryAfter != "" {
