@@ -109,15 +109,23 @@ func cut63(s string) string {
 	return s
 }
 
-// maxTagIDs bounds the tags ids a cache holds: past it the cache starts
-// afresh (the tags table answers again), so that devices coming and going
-// (CHURN) never grow the caches without bound.
-const maxTagIDs = 1 << 20
+// maxTagIDs bounds the tags ids the sink's shared cache holds, and
+// maxWriterTagIDs each writer's copy: past it a cache starts afresh (the
+// shared one, then the tags table, answers again), so that devices coming
+// and going (CHURN) never grow the caches without bound. A writer's copy
+// is small because every writer of the pool sees every device over time:
+// at 2^16 ids (about 1.2 MB each) 64 workers hold 80 MB, where 2^20 each
+// would hold over a gigabyte. Past 2^16 devices a writer takes its ids
+// from the shared cache more often, a map read under a read lock.
+const (
+	maxTagIDs       = 1 << 20
+	maxWriterTagIDs = 1 << 16
+)
 
 // tagIDs maps devices to their tags.id, shared by the sink's writers;
-// each writer keeps its own copy of the ids it used (a device is written
-// by one worker), so the shared map is read only on a writer's first
-// sight of a device.
+// each writer (a pooled connection) keeps its own copy of the ids it
+// used, so the shared map is read only on a writer's first sight of a
+// device (until its copy is trimmed).
 type tagIDs struct {
 	mu  sync.RWMutex
 	ids map[uint32]int32
@@ -166,10 +174,11 @@ func (s *Sink) ensureTags(ctx context.Context, pc *pgconn.PgConn, w *writer, t *
 	return s.fetchTags(ctx, pc, w, t.Schema)
 }
 
-// trimTags starts w's cache of tags ids afresh when it holds maxTagIDs:
-// called before a batch's ensureTags, never between them and rowIDs.
+// trimTags starts w's cache of tags ids afresh when it holds
+// maxWriterTagIDs: called before a batch's ensureTags, never between them
+// and rowIDs.
 func (w *writer) trimTags() {
-	if len(w.tagIDs) >= maxTagIDs {
+	if len(w.tagIDs) >= maxWriterTagIDs {
 		w.tagIDs = nil
 	}
 }

@@ -230,3 +230,29 @@ func TestTSBSLayoutSchemas(t *testing.T) {
 	}
 	_ = sinks.Options{}
 }
+
+// The tags id caches stay bounded whatever the devices a run brings
+// (CHURN): a writer's copy starts afresh at maxWriterTagIDs, the shared
+// one at maxTagIDs, and both keep answering for the ids put since.
+func TestTagIDCachesBounded(t *testing.T) {
+	w := &writer{tagIDs: map[uint32]int32{}}
+	var shared tagIDs
+	for d := uint32(0); d < 3*maxTagIDs; d++ {
+		w.trimTags()
+		if w.tagIDs == nil {
+			w.tagIDs = map[uint32]int32{}
+		}
+		w.tagIDs[d] = int32(d)
+		shared.put(d, int32(d))
+		if len(w.tagIDs) > maxWriterTagIDs || len(shared.ids) > maxTagIDs {
+			t.Fatalf("after %d devices: a writer holds %d ids, the sink %d", d+1, len(w.tagIDs), len(shared.ids))
+		}
+	}
+	last := uint32(3*maxTagIDs - 1)
+	if id, ok := shared.get(last); !ok || id != int32(last) {
+		t.Errorf("the shared cache lost the last id put: %d, %v", id, ok)
+	}
+	if w.tagIDs[last] != int32(last) {
+		t.Errorf("the writer lost the last id put")
+	}
+}
