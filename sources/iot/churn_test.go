@@ -52,6 +52,33 @@ func TestChurnParse(t *testing.T) {
 	}
 }
 
+// Settings whose churn would use up the 32-bit device numbers within the
+// data set (or, endless, within 30 days of data time) are refused, naming
+// CHURN: at SCALE 10,000,000 one slot has 429 numbers, 428 replacements,
+// which 100%/10s makes in 4280 s.
+func TestChurnRefusedBeforeDeviceNumbersComeRound(t *testing.T) {
+	t.Parallel()
+	c := DefaultConfig()
+	c.Scale = 10_000_000
+	c.Churn = Churn{PerMillion: 1_000_000, Every: 10 * time.Second}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "CHURN") || !strings.Contains(err.Error(), "1h11m20s") {
+		t.Errorf("endless, numbers come round after 71 min: %v", err)
+	}
+	c.End = End{Set: true, Rel: time.Hour}
+	if err := c.Validate(); err != nil {
+		t.Errorf("a data set of an hour, numbers come round after 71 min: %v", err)
+	}
+	c.End = End{Set: true, Rel: 72 * time.Minute}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "CHURN") {
+		t.Errorf("a data set of 72 min, numbers come round after 71 min: accepted")
+	}
+	c = DefaultConfig() // SCALE 100: 42,949,672 numbers a slot
+	c.Churn = Churn{PerMillion: 1_000_000, Every: 10 * time.Second}
+	if err := c.Validate(); err != nil {
+		t.Errorf("SCALE 100, 100%%/10s, endless (13 years): %v", err)
+	}
+}
+
 // identityOf is the churn schedule written out on its own, from the
 // settings: slots are replaced round robin, floor(e × scale × share)
 // replacements after e whole churn intervals, a slot's k-th replacement

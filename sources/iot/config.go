@@ -109,6 +109,8 @@ func (c Config) Validate() error {
 		bad("CHURN", "%s: want SHARE/EVERY with a share in 0.0001%%..100%% and a positive interval up to %s, e.g. 10%%/10m", ch, maxSpan)
 	} else if ch.PerMillion > 0 && c.Interval > 0 && ch.Every < c.Interval {
 		bad("CHURN", "interval %s is shorter than INTERVAL %s: devices would be replaced between two of their readings and most would never report; use at least INTERVAL", ch.Every, c.Interval)
+	} else if wrap, span := c.churnWrap(); wrap > 0 && span > wrap {
+		bad("CHURN", "%s at SCALE %d uses up the 32-bit device numbers after %s of data time, within the data set's %s, and device numbers would come round again: lower the share or SCALE, or lengthen EVERY", ch, c.Scale, wrap.Round(time.Second), span)
 	}
 	if c.OutOfOrder.Fraction > 0 && c.Clock == Simulated && c.Interval > 0 && c.OutOfOrder.MaxLate < c.Interval {
 		bad("OUT_OF_ORDER", "max lateness %s is shorter than INTERVAL %s: with CLOCK=simulated a device reports once per INTERVAL, so a reading can only be late by whole intervals", c.OutOfOrder.MaxLate, c.Interval)
@@ -117,6 +119,34 @@ func (c Config) Validate() error {
 		bad("OFFLINE", "duration %s is shorter than INTERVAL %s: a device would never miss a reading", c.Offline.Duration, c.Interval)
 	}
 	return errors.Join(errs...)
+}
+
+// minChurnWrap is the least data time an endless data set's churn must
+// last before its device numbers come round: a soak of days, not minutes.
+const minChurnWrap = 30 * 24 * time.Hour
+
+// churnWrap returns the data time after which CHURN has replaced one slot
+// 2³² ÷ SCALE times, so that its device numbers come round again (0: no
+// churn, or settings already refused), and the span it must cover: the
+// data set's, or minChurnWrap for an endless one.
+func (c Config) churnWrap() (wrap, span time.Duration) {
+	if c.Churn.PerMillion <= 0 || c.Churn.Every <= 0 || c.Scale < 1 || c.Scale > MaxScale {
+		return 0, 0
+	}
+	gens := float64((math.MaxUint32 - 1) / uint32(c.Scale))
+	secs := (gens - 1) * 1e6 / float64(c.Churn.PerMillion) * c.Churn.Every.Seconds()
+	wrap = time.Duration(min(secs, float64(math.MaxInt64/2)/1e9) * 1e9)
+	switch {
+	case !c.End.Set || c.Clock == Wall:
+		span = minChurnWrap
+	case c.End.Rel > 0:
+		span = c.End.Rel
+	case !c.Start.Now:
+		span = c.End.T.Sub(c.Start.T)
+	default:
+		span = minChurnWrap
+	}
+	return wrap, span
 }
 
 // FileDefaults are the settings a data file (soakd generate) defaults to
