@@ -228,7 +228,8 @@ func (qs *QueryState) QueryText(q *sources.Query) (string, error) {
 		return "", err
 	}
 	var sb strings.Builder
-	err = qs.render(&sb, q, rng)
+	rq := q.Resolved(rng)
+	err = qs.render(&sb, &rq, rng)
 	return sb.String(), err
 }
 
@@ -245,10 +246,13 @@ func (qs *QueryState) RunQueries(b *sources.Batch, rng sources.DataRange, sb *st
 	for i := range b.Queries {
 		q := &b.Queries[i]
 		sb.Reset()
-		if err := qs.render(sb, q, rng); err != nil {
+		// With CHURN the devices are those of q's window (q keeps its
+		// slots, so a retried batch resolves them anew).
+		rq := q.Resolved(rng)
+		if err := qs.render(sb, &rq, rng); err != nil {
 			return sent, Partial(i, NewError(Rejected, false, err))
 		}
-		n, rows, err := run(q, sb.String())
+		n, rows, err := run(&rq, sb.String())
 		sent += n
 		if err != nil {
 			return sent, Partial(i, err)

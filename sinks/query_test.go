@@ -205,3 +205,47 @@ func TestRunQueries(t *testing.T) {
 		}
 	}
 }
+
+// With CHURN a query's devices are slots: RunQueries and QueryText
+// render the devices holding them in the query's window, and leave the
+// batch's slots as they were (a retry resolves them anew).
+func TestRunQueriesChurn(t *testing.T) {
+	var qs QueryState
+	hour := int64(time.Hour)
+	rng := sources.DataRange{Oldest: 5 * hour, Newest: 5*hour + 100*hour, Known: true}
+	qs.OpenQueries(NewRangeWatch(time.Hour, func(context.Context) (sources.DataRange, error) { return rng, nil }),
+		func(b *strings.Builder, q *sources.Query, _ sources.DataRange) error {
+			fmt.Fprint(b, q.Devices[:q.NDevices])
+			return nil
+		})
+	if err := qs.StartRangeWatch(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer qs.StopRangeWatch()
+	// 10 slots, half replaced every hour: slot s gets a new device every
+	// two hours. The 1-hour window at the middle of the data, from hour
+	// 49.5 after the oldest, has its middle 50 hours after it: 250
+	// replacements: slots 0 and 3 replaced 25 times each.
+	churn := &sources.QueryChurn{Scale: 10, PerMillion: 500_000, Every: hour}
+	q := sources.Query{Type: sources.SingleGroupby111, Pos: 0.5, Churn: churn, NDevices: 2, Devices: [8]uint32{0, 3}}
+	want := "[250 253]"
+	var got []string
+	b := &sources.Batch{Queries: []sources.Query{q}}
+	var sb strings.Builder
+	if _, err := qs.RunQueries(b, rng, &sb, func(_ *sources.Query, text string) (int, int64, error) {
+		got = append(got, text)
+		return len(text), 1, nil
+	}); err != nil || len(got) != 1 || got[0] != want {
+		t.Errorf("RunQueries rendered %q (%v), want %q", got, err, want)
+	}
+	if b.Queries[0].Devices != q.Devices {
+		t.Errorf("the batch's slots became %v", b.Queries[0].Devices[:2])
+	}
+	if text, err := qs.QueryText(&q); err != nil || text != want {
+		t.Errorf("QueryText: %q, %v, want %q", text, err, want)
+	}
+	q.Churn = nil
+	if text, _ := qs.QueryText(&q); text != "[0 3]" {
+		t.Errorf("without churn: %q", text)
+	}
+}

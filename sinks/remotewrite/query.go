@@ -188,7 +188,8 @@ func (s *Sink) QueryRows(ctx context.Context, qq *sources.Query) (*sinks.QueryRe
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.q.build(qq, rng)
+	rq := qq.Resolved(rng)
+	r, err := s.q.build(&rq, rng)
 	if err != nil {
 		return nil, err
 	}
