@@ -251,6 +251,13 @@ func (q *Query) Resolved(r DataRange) Query {
 	return out
 }
 
+// QueryChurner is implemented by query sources over a data set with
+// CHURN: the engine hands the schedule to the sink (sinks.Options.Churn).
+type QueryChurner interface {
+	// QueryChurn is the schedule, nil without churn.
+	QueryChurn() *QueryChurn
+}
+
 // QueryChurn is a data set's CHURN as its query workload knows it (iot
 // sources' SHARE/EVERY): every Every of data time a share of the Scale
 // slots gets a new device, round robin from slot 0.

@@ -305,6 +305,11 @@ func fleetsWithTrucks(seed uint64, scale int) []bool {
 // Name is the source's name.
 func (q *Queries) Name() string { return q.name }
 
+var _ sources.QueryChurner = (*Queries)(nil)
+
+// QueryChurn is the data set's churn schedule (CHURN), nil without.
+func (q *Queries) QueryChurn() *sources.QueryChurn { return q.churn }
+
 // Kind is sources.Queries.
 func (q *Queries) Kind() sources.Kind { return sources.Queries }
 
