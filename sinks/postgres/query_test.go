@@ -370,7 +370,7 @@ func TestChurnedQueries(t *testing.T) {
 		t.Run(layout, func(t *testing.T) {
 			db := newDB(t, srv, "devops_churn_q_"+layout)
 			params := []string{"dialect", "timescaledb", "layout", layout}
-			res := runEngine(t.Context(), t, prometheus.NewRegistry(), sinktest.ChurnQueryData("devops", withParams(db, params...)))
+			res := runEngine(t.Context(), t, prometheus.NewRegistry(), sinktest.ChurnQueryData(withParams(db, params...), sinktest.QueryStart, 13*time.Hour))
 			if res.err != nil || sumErrors(res.sum.Workloads[0].Errors) > 0 {
 				t.Fatalf("loading: %v %v", res.err, res.sum.Workloads[0].Errors)
 			}
@@ -384,7 +384,7 @@ func TestChurnedQueries(t *testing.T) {
 			if err := s.Prepare(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			sinktest.ChurnQueries(t, s, sinktest.QueryCase{})
+			sinktest.ChurnQueries(t, s, sinktest.QueryStart, 13*time.Hour, sinktest.QueryCase{})
 		})
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/settings"
+	"github.com/soakd/soakd/sinks/sinktest"
 	"github.com/soakd/soakd/summary"
 )
 
@@ -82,4 +84,29 @@ func TestEngineQueriesRefused(t *testing.T) {
 	if err := cfg.Check(p, err); err == nil || !strings.Contains(err.Error(), "last-loc") {
 		t.Errorf("iot-queries: %v", err)
 	}
+}
+
+// A query workload over a data set with CHURN, on Prometheus: the sink
+// follows the data's range past device 0's replacement, and every query
+// naming hosts finds rows.
+func TestChurnedQueries(t *testing.T) {
+	tg := prometheusTarget(t, 0)
+	target := tg.write + "?label=run:churn"
+	start := time.Now().Add(-4 * time.Hour).UTC().Truncate(time.Hour)
+	const span = 3 * time.Hour
+	var kv []string
+	for k, v := range sinktest.ChurnQueryData(target, start, span) {
+		kv = append(kv, k, v)
+	}
+	sum := runEngine(t, kv...)
+	if w := sum.Workload("w", "run"); w == nil || w.Units != sinktest.QueryScale*int64(span/sinktest.QueryInterval) {
+		t.Fatalf("loading: %+v", w)
+	}
+	tg.flush(t)
+	o := sinktest.ChurnQueryOptions(t)
+	s := openSink(t, target, o)
+	if err := s.Prepare(t.Context()); err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	sinktest.ChurnQueries(t, s, start, span, sinktest.QueryCase{})
 }

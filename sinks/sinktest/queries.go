@@ -256,13 +256,20 @@ func QueryWrite(t *testing.T, s sinks.Sink, load func(t *testing.T)) {
 }
 
 // QueryChurn is the CHURN of ChurnQueryData's data set: two of the ten
-// devices replaced every half hour, so each slot gets a new device every
-// two and a half hours, five times over the 13 hours of devops.
-const QueryChurn = "20%/30m"
+// devices replaced every 10 minutes, so each slot gets a new device
+// every 50 minutes.
+const QueryChurn = "20%/10m"
 
-// ChurnQueryData is QueryData with CHURN (QueryChurn).
-func ChurnQueryData(source, target string) map[string]string {
-	env := QueryData(source, target)
+// ChurnQueryData is the settings of the workload named w that writes a
+// devops data set with CHURN (QueryChurn) into target with the engine:
+// QueryScale devices every QueryInterval from start, for span, from one
+// worker (so that rows reach the target in time order).
+func ChurnQueryData(target string, start time.Time, span time.Duration) map[string]string {
+	env := QueryData("devops", target)
+	env["SOAKD_W_START"] = start.Format(time.RFC3339)
+	env["SOAKD_W_END"] = "+" + span.String()
+	env["SOAKD_W_WORKERS"] = "1"
+	env["SOAKD_W_BATCH_SIZE"] = "500"
 	env["SOAKD_W_CHURN"] = QueryChurn
 	return env
 }
@@ -297,12 +304,12 @@ func ChurnQueryOptions(t *testing.T) sinks.Options {
 
 // ChurnQueries runs queries of a churned query workload on s, a prepared
 // query sink opened with ChurnQueryOptions over the devops data set as
-// ChurnQueryData writes it, and checks that the sink sees all the data
-// (device 0 is replaced after half an hour, its successors hold the
-// newest data) and that every query, which names hosts, finds rows; and
-// that the same queries naming the first devices, as a workload that
-// ignored CHURN would, find none in some windows.
-func ChurnQueries(t *testing.T, s sinks.Sink, c QueryCase) {
+// ChurnQueryData(start, span) writes it, and checks that the sink sees
+// all the data (device 0 is replaced after 10 minutes, its successors
+// hold the newest data) and that every query, which names hosts, finds
+// rows; and that the same queries naming the first devices, as a
+// workload that ignored CHURN would, find none in some windows.
+func ChurnQueries(t *testing.T, s sinks.Sink, start time.Time, span time.Duration, c QueryCase) {
 	t.Helper()
 	qs, ok := s.(sinks.Querier)
 	if !ok {
@@ -313,9 +320,9 @@ func ChurnQueries(t *testing.T, s sinks.Sink, c QueryCase) {
 		t.Fatal(err)
 	}
 	rng := qs.DataRange()
-	last := QueryStart.Add(QueryEnd("devops") - QueryInterval)
-	if !rng.Known || rng.Oldest != QueryStart.UnixNano() || rng.Newest > last.UnixNano() || rng.Newest < last.Add(-c.Slack).UnixNano() {
-		t.Fatalf("data range %v..%v, want %v..%v", time.Unix(0, rng.Oldest).UTC(), time.Unix(0, rng.Newest).UTC(), QueryStart, last)
+	last := start.Add(span - QueryInterval)
+	if !rng.Known || rng.Oldest != start.UnixNano() || rng.Newest > last.UnixNano() || rng.Newest < last.Add(-c.Slack).UnixNano() {
+		t.Fatalf("data range %v..%v, want %v..%v", time.Unix(0, rng.Oldest).UTC(), time.Unix(0, rng.Newest).UTC(), start, last)
 	}
 	st, err := churnQueries(t).Stream(0, 1)
 	if err != nil {
