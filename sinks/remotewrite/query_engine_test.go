@@ -3,6 +3,7 @@ package remotewrite
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -109,4 +110,27 @@ func TestChurnedQueries(t *testing.T) {
 		t.Fatalf("Prepare: %v", err)
 	}
 	sinktest.ChurnQueries(t, s, start, span, sinktest.QueryCase{})
+
+	// Through the engine, which hands the query workload's CHURN to its
+	// sink: no query comes back empty, and a 1-hour window of one host
+	// has at least 30 minutes of it (its tenure of 50 minutes holds the
+	// window's middle), which a sink stuck in device 0's first 10
+	// minutes would not find.
+	q := runEngine(t, "SOAKD_WORKLOADS", "q", "SOAKD_Q_SOURCE", "devops-queries", "SOAKD_Q_TARGET", target,
+		"SOAKD_Q_SCALE", strconv.Itoa(sinktest.QueryScale), "SOAKD_Q_CHURN", sinktest.QueryChurn,
+		"SOAKD_Q_QUERIES", "single-groupby-1-1-1,single-groupby-5-8-1,cpu-max-all-1",
+		"SOAKD_Q_RATE", "40", "SOAKD_Q_DURATION", "2s").Workload("q", "run")
+	if q == nil || q.Units < 40 {
+		t.Fatalf("query workload: %+v", q)
+	}
+	for c, n := range q.Errors {
+		if n > 0 {
+			t.Errorf("query workload: %d %s errors (%v)", n, c, q.LastError)
+		}
+	}
+	for _, o := range q.Ops {
+		if o.Op == "single-groupby-1-1-1" && (o.Count == 0 || o.Rows < 30*o.Count) {
+			t.Errorf("single-groupby-1-1-1: %d rows for %d queries, want at least 30 minutes each", o.Rows, o.Count)
+		}
+	}
 }
