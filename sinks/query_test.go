@@ -249,3 +249,58 @@ func TestRunQueriesChurn(t *testing.T) {
 		t.Errorf("without churn: %q", text)
 	}
 }
+
+// ChurnRange follows slot 0's devices: the oldest data stays device 0's,
+// the newest is that of the device holding slot 0 last, also when the
+// holder at the newest time seen has sent nothing since (a sink that
+// reads only what came after), with two reads a call in steady state.
+func TestChurnRange(t *testing.T) {
+	const step = int64(10 * time.Second)
+	// 2 of 10 slots replaced every 10 minutes, slot 0 first: device 0
+	// holds slot 0 for 10 minutes, each successor for 50.
+	first, tenure := int64(10*time.Minute), int64(50*time.Minute)
+	churn := &sources.QueryChurn{Scale: 10, PerMillion: 200_000, Every: int64(10 * time.Minute)}
+	origin := int64(1000 * time.Hour)
+	var written int64 // data written up to origin + written (exclusive)
+	reads := 0
+	device := func(_ context.Context, d uint32, after int64) (sources.DataRange, error) {
+		reads++
+		if d%10 != 0 {
+			t.Fatalf("read device %d, which never holds slot 0", d)
+		}
+		from, to := origin, origin+first
+		if g := int64(d / 10); g > 0 {
+			from = origin + first + (g-1)*tenure
+			to = from + tenure
+		}
+		to = min(to, origin+written) // exclusive
+		if after > 0 {
+			from = max(from, (after/step+1)*step)
+		}
+		if from >= to {
+			return sources.DataRange{}, nil
+		}
+		return sources.DataRange{Oldest: from, Newest: (to - 1) / step * step, Known: true}, nil
+	}
+	whole := func(context.Context) (sources.DataRange, error) { return sources.DataRange{}, nil }
+	fetch := ChurnRange(churn, device, whole)
+	if r, err := fetch(t.Context()); err != nil || r.Known {
+		t.Fatalf("no data: %+v, %v", r, err)
+	}
+	for written = int64(time.Minute); written < int64(6*time.Hour); written += int64(time.Minute) {
+		reads = 0
+		r, err := fetch(t.Context())
+		want := origin + (written-1)/step*step
+		if err != nil || !r.Known || r.Oldest != origin || r.Newest != want {
+			t.Fatalf("after %s: range %d..%d (%v), want %d..%d", time.Duration(written), r.Oldest, r.Newest, err, origin, want)
+		}
+		if reads > 3 {
+			t.Fatalf("after %s: %d reads", time.Duration(written), reads)
+		}
+	}
+	// Far behind: ten hours at once, in one call.
+	written += int64(10 * time.Hour)
+	if r, _ := fetch(t.Context()); r.Newest != origin+(written-1)/step*step {
+		t.Errorf("after a 10-hour jump: newest %d, want %d", r.Newest, origin+(written-1)/step*step)
+	}
+}
