@@ -235,9 +235,11 @@ func (q *Query) Window(r DataRange) (start, end int64) {
 // before the target holds data, it is q. With Churn each of Devices (a
 // slot) becomes the device that holds it at the middle of q's window
 // (Window over r), churn intervals counted from r's oldest data (the
-// data set's START under the simulated clock): a device that reports
-// within the window, so the query reads hosts the data set has then,
-// not ones replaced long before.
+// data set's START under the simulated clock; under the wall clock the
+// data set counts from its start rounded down to the churn interval, so
+// this names the holder up to one interval before the middle): a device
+// that reports within the window, so the query reads hosts the data set
+// has then, not ones replaced long before.
 func (q *Query) Resolved(r DataRange) Query {
 	out := *q
 	if q.Churn == nil || !r.Known {
