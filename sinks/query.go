@@ -50,6 +50,51 @@ func EmptyResult(done int, q *sources.Query, start, end int64) error {
 	return Partial(done, &Error{Class: Empty, Err: err})
 }
 
+// ChurnRange returns the fetch of a RangeWatch over a data set with
+// CHURN (churn non-nil), whose device 0 is replaced: the oldest data is
+// device 0's (the data set's START under the simulated clock, where the
+// churn intervals count from), the newest that of the device holding
+// slot 0 last. device reads one device's range (it may read only its
+// data after after, the newest seen so far, when after > 0). Each call
+// reads the holder of slot 0 at the newest data seen, then its
+// successors (slot 0 holds devices 0, Scale, 2×Scale, ...) until one
+// has no data yet: two reads in steady state. Until device 0 has data,
+// whole reads the range as without churn.
+func ChurnRange(churn *sources.QueryChurn, device func(ctx context.Context, d uint32, after int64) (sources.DataRange, error),
+	whole func(ctx context.Context) (sources.DataRange, error)) func(ctx context.Context) (sources.DataRange, error) {
+	var mu sync.Mutex
+	var cur sources.DataRange // from device 0 on, once known
+	return func(ctx context.Context) (sources.DataRange, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !cur.Known {
+			r, err := device(ctx, 0, 0)
+			if err != nil {
+				return r, err
+			}
+			if !r.Known {
+				return whole(ctx)
+			}
+			cur = r
+		}
+		d := churn.Identity(0, cur.Oldest, cur.Newest)
+		for i := range 64 { // bounded: the rest at the next call
+			r, err := device(ctx, d, cur.Newest)
+			if err != nil {
+				return cur, err
+			}
+			if !r.Known && i > 0 {
+				break // d has not reported yet
+			}
+			if r.Known {
+				cur.Newest = max(cur.Newest, r.Newest)
+			}
+			d += churn.Scale
+		}
+		return cur, nil
+	}
+}
+
 // RangeWatch keeps a query sink's view of the time range of the data it
 // queries: a goroutine asks the target (fetch) every period, so that
 // queries place their windows in the data written so far without waiting
@@ -228,7 +273,8 @@ func (qs *QueryState) QueryText(q *sources.Query) (string, error) {
 		return "", err
 	}
 	var sb strings.Builder
-	err = qs.render(&sb, q, rng)
+	rq := q.Resolved(rng)
+	err = qs.render(&sb, &rq, rng)
 	return sb.String(), err
 }
 
@@ -245,10 +291,13 @@ func (qs *QueryState) RunQueries(b *sources.Batch, rng sources.DataRange, sb *st
 	for i := range b.Queries {
 		q := &b.Queries[i]
 		sb.Reset()
-		if err := qs.render(sb, q, rng); err != nil {
+		// With CHURN the devices are those of q's window (q keeps its
+		// slots, so a retried batch resolves them anew).
+		rq := q.Resolved(rng)
+		if err := qs.render(sb, &rq, rng); err != nil {
 			return sent, Partial(i, NewError(Rejected, false, err))
 		}
-		n, rows, err := run(q, sb.String())
+		n, rows, err := run(&rq, sb.String())
 		sent += n
 		if err != nil {
 			return sent, Partial(i, err)

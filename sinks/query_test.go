@@ -205,3 +205,102 @@ func TestRunQueries(t *testing.T) {
 		}
 	}
 }
+
+// With CHURN a query's devices are slots: RunQueries and QueryText
+// render the devices holding them in the query's window, and leave the
+// batch's slots as they were (a retry resolves them anew).
+func TestRunQueriesChurn(t *testing.T) {
+	var qs QueryState
+	hour := int64(time.Hour)
+	rng := sources.DataRange{Oldest: 5 * hour, Newest: 5*hour + 100*hour, Known: true}
+	qs.OpenQueries(NewRangeWatch(time.Hour, func(context.Context) (sources.DataRange, error) { return rng, nil }),
+		func(b *strings.Builder, q *sources.Query, _ sources.DataRange) error {
+			fmt.Fprint(b, q.Devices[:q.NDevices])
+			return nil
+		})
+	if err := qs.StartRangeWatch(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer qs.StopRangeWatch()
+	// 10 slots, half replaced every hour: slot s gets a new device every
+	// two hours. The 1-hour window at the middle of the data, from hour
+	// 49.5 after the oldest, has its middle 50 hours after it: 250
+	// replacements: slots 0 and 3 replaced 25 times each.
+	churn := &sources.QueryChurn{Scale: 10, PerMillion: 500_000, Every: hour}
+	q := sources.Query{Type: sources.SingleGroupby111, Pos: 0.5, Churn: churn, NDevices: 2, Devices: [8]uint32{0, 3}}
+	want := "[250 253]"
+	var got []string
+	b := &sources.Batch{Queries: []sources.Query{q}}
+	var sb strings.Builder
+	if _, err := qs.RunQueries(b, rng, &sb, func(_ *sources.Query, text string) (int, int64, error) {
+		got = append(got, text)
+		return len(text), 1, nil
+	}); err != nil || len(got) != 1 || got[0] != want {
+		t.Errorf("RunQueries rendered %q (%v), want %q", got, err, want)
+	}
+	if b.Queries[0].Devices != q.Devices {
+		t.Errorf("the batch's slots became %v", b.Queries[0].Devices[:2])
+	}
+	if text, err := qs.QueryText(&q); err != nil || text != want {
+		t.Errorf("QueryText: %q, %v, want %q", text, err, want)
+	}
+	q.Churn = nil
+	if text, _ := qs.QueryText(&q); text != "[0 3]" {
+		t.Errorf("without churn: %q", text)
+	}
+}
+
+// ChurnRange follows slot 0's devices: the oldest data stays device 0's,
+// the newest is that of the device holding slot 0 last, also when the
+// holder at the newest time seen has sent nothing since (a sink that
+// reads only what came after), with two reads a call in steady state.
+func TestChurnRange(t *testing.T) {
+	const step = int64(10 * time.Second)
+	// 2 of 10 slots replaced every 10 minutes, slot 0 first: device 0
+	// holds slot 0 for 10 minutes, each successor for 50.
+	first, tenure := int64(10*time.Minute), int64(50*time.Minute)
+	churn := &sources.QueryChurn{Scale: 10, PerMillion: 200_000, Every: int64(10 * time.Minute)}
+	origin := int64(1000 * time.Hour)
+	var written int64 // data written up to origin + written (exclusive)
+	reads := 0
+	device := func(_ context.Context, d uint32, after int64) (sources.DataRange, error) {
+		reads++
+		if d%10 != 0 {
+			t.Fatalf("read device %d, which never holds slot 0", d)
+		}
+		from, to := origin, origin+first
+		if g := int64(d / 10); g > 0 {
+			from = origin + first + (g-1)*tenure
+			to = from + tenure
+		}
+		to = min(to, origin+written) // exclusive
+		if after > 0 {
+			from = max(from, (after/step+1)*step)
+		}
+		if from >= to {
+			return sources.DataRange{}, nil
+		}
+		return sources.DataRange{Oldest: from, Newest: (to - 1) / step * step, Known: true}, nil
+	}
+	whole := func(context.Context) (sources.DataRange, error) { return sources.DataRange{}, nil }
+	fetch := ChurnRange(churn, device, whole)
+	if r, err := fetch(t.Context()); err != nil || r.Known {
+		t.Fatalf("no data: %+v, %v", r, err)
+	}
+	for written = int64(time.Minute); written < int64(6*time.Hour); written += int64(time.Minute) {
+		reads = 0
+		r, err := fetch(t.Context())
+		want := origin + (written-1)/step*step
+		if err != nil || !r.Known || r.Oldest != origin || r.Newest != want {
+			t.Fatalf("after %s: range %d..%d (%v), want %d..%d", time.Duration(written), r.Oldest, r.Newest, err, origin, want)
+		}
+		if reads > 3 {
+			t.Fatalf("after %s: %d reads", time.Duration(written), reads)
+		}
+	}
+	// Far behind: ten hours at once, in one call.
+	written += int64(10 * time.Hour)
+	if r, _ := fetch(t.Context()); r.Newest != origin+(written-1)/step*step {
+		t.Errorf("after a 10-hour jump: newest %d, want %d", r.Newest, origin+(written-1)/step*step)
+	}
+}

@@ -46,6 +46,11 @@ type Options struct {
 	// KEY_PREFIX), from its sources.Shaped; the zero value for sources
 	// that have none.
 	Shape sources.KVShape
+	// Churn is the CHURN of the data set a query workload reads, from
+	// its sources.QueryChurner (nil: none): device 0, whose rows a query
+	// sink reads the data's range from, is replaced, so the sink follows
+	// the devices holding slot 0 (ChurnRange).
+	Churn *sources.QueryChurn
 }
 
 // OpenFunc opens a sink for a parsed URL. It should not do I/O: connecting

@@ -1,6 +1,10 @@
 package sources
 
-import "time"
+import (
+	"math"
+	"math/bits"
+	"time"
+)
 
 // QueryType is one of TSBS's query types (tsbs_generate_queries'
 // --query-type), the op label of a query workload's metrics.
@@ -164,6 +168,10 @@ type Query struct {
 	// window (the type's MustFind, refined by the source: a fleet with no
 	// truck finds nothing).
 	Expect bool
+	// Churn is the CHURN of the data set (shared, read-only; nil without
+	// churn): Devices are then slots, and the sink names the devices
+	// holding them in the query's window (Resolved).
+	Churn *QueryChurn
 
 	// Rows is set by the sink: the rows the query returned.
 	Rows int64
@@ -221,6 +229,71 @@ func (q *Query) Window(r DataRange) (start, end int64) {
 	}
 	start = floorMicro(lo + int64(pos*float64(hi-lo-w)))
 	return start, start + w
+}
+
+// Resolved is q as a sink renders it over data r. Without Churn, or
+// before the target holds data, it is q. With Churn each of Devices (a
+// slot) becomes the device that holds it at the middle of q's window
+// (Window over r), churn intervals counted from r's oldest data (the
+// data set's START under the simulated clock; under the wall clock the
+// data set counts from its start rounded down to the churn interval, so
+// this names the holder up to one interval before the middle): a device
+// that reports within the window, so the query reads hosts the data set
+// has then, not ones replaced long before.
+func (q *Query) Resolved(r DataRange) Query {
+	out := *q
+	if q.Churn == nil || !r.Known {
+		return out
+	}
+	start, end := q.Window(r)
+	mid := start + (end-start)/2
+	for i, slot := range q.Devices[:q.NDevices] {
+		out.Devices[i] = q.Churn.Identity(slot, r.Oldest, mid)
+	}
+	return out
+}
+
+// QueryChurner is implemented by query sources over a data set with
+// CHURN: the engine hands the schedule to the sink (sinks.Options.Churn).
+type QueryChurner interface {
+	// QueryChurn is the schedule, nil without churn.
+	QueryChurn() *QueryChurn
+}
+
+// QueryChurn is a data set's CHURN as its query workload knows it (iot
+// sources' SHARE/EVERY): every Every of data time a share of the Scale
+// slots gets a new device, round robin from slot 0.
+type QueryChurn struct {
+	// Scale is the number of slots (devices at a time).
+	Scale uint32
+	// PerMillion is the share of the slots replaced every Every, in
+	// millionths.
+	PerMillion uint64
+	// Every is the churn interval (ns), > 0.
+	Every int64
+}
+
+// Identity is the device holding slot at data time t, churn intervals
+// counted from origin: after e whole intervals floor(e × Scale ×
+// PerMillion / 10^6) replacements have been made, so slot s has been
+// replaced g = ceil((R − s) / Scale) times (0 when R ≤ s) and is held by
+// device s + g × Scale (g wrapping, as the data set's, after about
+// 2^32 / Scale replacements). This is the iot sources' Identity.
+func (c *QueryChurn) Identity(slot uint32, origin, t int64) uint32 {
+	if c == nil || c.Every <= 0 || c.Scale == 0 || t < origin {
+		return slot
+	}
+	e := uint64((t - origin) / c.Every)
+	n := uint64(c.Scale)
+	hi, lo := bits.Mul64(e, n*c.PerMillion)
+	var g uint64
+	if hi >= 1_000_000 {
+		g = math.MaxUint64 / 2
+	} else if r, _ := bits.Div64(hi, lo, 1_000_000); r > uint64(slot) {
+		g = (r - uint64(slot) + n - 1) / n
+	}
+	gens := (math.MaxUint32 - 1) / n
+	return slot + uint32(g%gens)*c.Scale
 }
 
 // MustFind reports whether an empty answer to q over data r is an error

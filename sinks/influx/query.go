@@ -39,7 +39,7 @@ type querier struct {
 	cpu, readings, diagnostics *sources.Schema
 }
 
-func (s *Sink) newQuerier(schemas []*sources.Schema) error {
+func (s *Sink) newQuerier(schemas []*sources.Schema, churn *sources.QueryChurn) error {
 	q := &querier{}
 	if s.cfg.API == V1 {
 		q.db, q.rp = s.cfg.DB, s.cfg.RP
@@ -52,9 +52,13 @@ func (s *Sink) newQuerier(schemas []*sources.Schema) error {
 	if main == nil || len(main.Fields) == 0 {
 		return errors.New("query workloads read TSBS's measurements (cpu, or readings and diagnostics): the source has none")
 	}
-	s.OpenQueries(sinks.NewRangeWatch(rangeRefresh, func(ctx context.Context) (sources.DataRange, error) {
-		return s.dataRange(ctx, main)
-	}), q.render)
+	fetch := func(ctx context.Context) (sources.DataRange, error) { return s.dataRange(ctx, main) }
+	if churn != nil {
+		fetch = sinks.ChurnRange(churn, func(ctx context.Context, d uint32, _ int64) (sources.DataRange, error) {
+			return s.rangeWhere(ctx, main, s.deviceIs(main, d))
+		}, func(ctx context.Context) (sources.DataRange, error) { return s.rangeWhere(ctx, main, "") })
+	}
+	s.OpenQueries(sinks.NewRangeWatch(rangeRefresh, fetch), q.render)
 	s.q = q
 	return nil
 }
@@ -120,23 +124,39 @@ func (s *Sink) query(ctx context.Context, stmts string, out *influxAnswer) (int,
 // dataRange reads the time of the first and last value of sc's first
 // field for the first device, or for every device when it has none.
 func (s *Sink) dataRange(ctx context.Context, sc *sources.Schema) (sources.DataRange, error) {
+	r, err := s.rangeWhere(ctx, sc, s.deviceIs(sc, 0))
+	if err == nil && !r.Known {
+		return s.rangeWhere(ctx, sc, "")
+	}
+	return r, err
+}
+
+// deviceIs is the InfluxQL condition selecting device d's series of sc.
+func (s *Sink) deviceIs(sc *sources.Schema, d uint32) string {
+	return ident(sc.TagKeys[sc.DeviceTag]) + " = " + str(string(sc.Tags.AppendTag(nil, d, sc.DeviceTag)))
+}
+
+// rangeWhere reads the time of the first and last value of sc's first
+// field where cond holds (every series: empty).
+func (s *Sink) rangeWhere(ctx context.Context, sc *sources.Schema, cond string) (sources.DataRange, error) {
 	field := ident(sc.Fields[0].Name)
-	dev := ident(sc.TagKeys[sc.DeviceTag]) + " = " + str(string(sc.Tags.AppendTag(nil, 0, sc.DeviceTag)))
 	from := ident(sc.Measurement)
-	for _, where := range []string{" WHERE " + dev, ""} {
-		var a influxAnswer
-		_, err := s.query(ctx, "SELECT first("+field+") FROM "+from+where+"; SELECT last("+field+") FROM "+from+where, &a)
-		if err != nil {
-			return sources.DataRange{}, fmt.Errorf("cannot read the time range of %s: %w", sc.Measurement, err)
+	where := ""
+	if cond != "" {
+		where = " WHERE " + cond
+	}
+	var a influxAnswer
+	_, err := s.query(ctx, "SELECT first("+field+") FROM "+from+where+"; SELECT last("+field+") FROM "+from+where, &a)
+	if err != nil {
+		return sources.DataRange{}, fmt.Errorf("cannot read the time range of %s: %w", sc.Measurement, err)
+	}
+	if len(a.Results) == 2 && len(a.Results[0].Series) > 0 && len(a.Results[1].Series) > 0 {
+		lo, err1 := firstTime(a.Results[0].Series[0].Values)
+		hi, err2 := firstTime(a.Results[1].Series[0].Values)
+		if err := errors.Join(err1, err2); err != nil {
+			return sources.DataRange{}, sinks.NewError(sinks.Other, true, fmt.Errorf("time range of %s: %w", sc.Measurement, err))
 		}
-		if len(a.Results) == 2 && len(a.Results[0].Series) > 0 && len(a.Results[1].Series) > 0 {
-			lo, err1 := firstTime(a.Results[0].Series[0].Values)
-			hi, err2 := firstTime(a.Results[1].Series[0].Values)
-			if err := errors.Join(err1, err2); err != nil {
-				return sources.DataRange{}, sinks.NewError(sinks.Other, true, fmt.Errorf("time range of %s: %w", sc.Measurement, err))
-			}
-			return sources.DataRange{Oldest: lo, Newest: hi, Known: true}, nil
-		}
+		return sources.DataRange{Oldest: lo, Newest: hi, Known: true}, nil
 	}
 	return sources.DataRange{}, nil
 }

@@ -180,3 +180,20 @@ func TestQueryTimeoutPerQuery(t *testing.T) {
 		t.Errorf("the query ended after %v, want about 400ms (not the server's 1 min)", d)
 	}
 }
+
+// A query workload over a data set with CHURN finds the data's whole
+// range (past device 0's replacement) and rows for every query naming
+// hosts.
+func TestChurnedQueries(t *testing.T) {
+	srv := testserver.Influx(t)
+	target := "influx1://" + srv.Addr + "?db=devops_churn_q"
+	_, done := runEngine(t, sinktest.ChurnQueryData(target, sinktest.QueryStart, 13*time.Hour))
+	if res := <-done; res.err != nil {
+		t.Fatalf("loading: %v", res.err)
+	}
+	s := openSink(t, target, sinktest.ChurnQueryOptions(t))
+	if err := s.Prepare(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	sinktest.ChurnQueries(t, s, sinktest.QueryStart, 13*time.Hour, sinktest.QueryCase{Slack: time.Minute})
+}

@@ -126,7 +126,7 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 			return nil, err
 		}
 		s := New(cfg, o)
-		if err := s.newQuerier(o.Schemas); err != nil {
+		if err := s.newQuerier(o.Schemas, o.Churn); err != nil {
 			return nil, err
 		}
 		return s, nil

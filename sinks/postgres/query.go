@@ -57,16 +57,20 @@ type querier struct {
 
 // newQuerier returns s's state for query workloads over plans' tables
 // and opens s's shared query state with it.
-func newQuerier(s *Sink, plans []*plan) (*querier, error) {
+func newQuerier(s *Sink, plans []*plan, churn *sources.QueryChurn) (*querier, error) {
 	tt := sinks.FindTSBSTables(plans, func(p *plan) string { return p.schema.Measurement })
 	q := &querier{layout: s.cfg.Layout, cpu: tt.CPU, readings: tt.Readings, diagnostics: tt.Diagnostics}
 	main := tt.Main
 	if main == nil {
 		return nil, errors.New("query workloads read TSBS's tables (cpu, or readings and diagnostics): the source has none")
 	}
-	s.OpenQueries(sinks.NewRangeWatch(rangeRefresh, func(ctx context.Context) (sources.DataRange, error) {
-		return s.dataRange(ctx, main)
-	}), q.render)
+	fetch := func(ctx context.Context) (sources.DataRange, error) { return s.dataRange(ctx, main) }
+	if churn != nil {
+		fetch = sinks.ChurnRange(churn, func(ctx context.Context, d uint32, _ int64) (sources.DataRange, error) {
+			return s.deviceRange(ctx, main, d)
+		}, func(ctx context.Context) (sources.DataRange, error) { return s.tableRange(ctx, main) })
+	}
+	s.OpenQueries(sinks.NewRangeWatch(rangeRefresh, fetch), q.render)
 	return q, nil
 }
 
@@ -74,18 +78,33 @@ func newQuerier(s *Sink, plans []*plan) (*querier, error) {
 // rows in p's table (both from the (device, time) index), or of the whole
 // table when that device has none.
 func (s *Sink) dataRange(ctx context.Context, p *plan) (sources.DataRange, error) {
+	r, err := s.deviceRange(ctx, p, 0)
+	if err == nil && !r.Known {
+		return s.tableRange(ctx, p)
+	}
+	return r, err
+}
+
+// deviceRange reads the oldest and newest timestamps of device d's rows
+// in p's table, from the (device, time) index.
+func (s *Sink) deviceRange(ctx context.Context, p *plan, d uint32) (sources.DataRange, error) {
 	sc := p.schema
-	first := string(sc.Tags.AppendTag(nil, 0, sc.DeviceTag))
+	name := string(sc.Tags.AppendTag(nil, d, sc.DeviceTag))
 	where := p.device + " = $1"
 	if s.cfg.Layout == TSBSLayout {
 		where = quote(tsbsTagsID) + " = (SELECT min(id) FROM " + quote(tsbsTags) + " WHERE " + p.device + " = $1)"
 	}
+	return s.readRange(ctx, p, "SELECT min(time), max(time) FROM "+p.table+" WHERE "+where, name)
+}
+
+// tableRange reads the oldest and newest timestamps of p's table.
+func (s *Sink) tableRange(ctx context.Context, p *plan) (sources.DataRange, error) {
+	return s.readRange(ctx, p, "SELECT min(time), max(time) FROM "+p.table)
+}
+
+func (s *Sink) readRange(ctx context.Context, p *plan, sql string, args ...any) (sources.DataRange, error) {
 	var lo, hi *time.Time
-	err := s.pool.QueryRow(ctx, "SELECT min(time), max(time) FROM "+p.table+" WHERE "+where, first).Scan(&lo, &hi)
-	if err == nil && lo == nil {
-		err = s.pool.QueryRow(ctx, "SELECT min(time), max(time) FROM "+p.table).Scan(&lo, &hi)
-	}
-	if err != nil {
+	if err := s.pool.QueryRow(ctx, sql, args...).Scan(&lo, &hi); err != nil {
 		return sources.DataRange{}, classify(fmt.Errorf("cannot read the time range of %s: %w", p.table, err), false, true)
 	}
 	if lo == nil || hi == nil {

@@ -329,7 +329,7 @@ func TestQuerySQLGolden(t *testing.T) {
 					plans = append(plans, p)
 				}
 				s := &Sink{cfg: Config{Layout: tc.layout}}
-				q, err := newQuerier(s, plans)
+				q, err := newQuerier(s, plans, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -358,6 +358,33 @@ func TestQuerySQLGolden(t *testing.T) {
 			if got != string(want) {
 				t.Errorf("SQL differs from %s (check, then go test -run TestQuerySQLGolden -update):\n%s", file, got)
 			}
+		})
+	}
+}
+
+// A query workload over a data set with CHURN finds the data's whole
+// range and rows for every query naming hosts, in both layouts.
+func TestChurnedQueries(t *testing.T) {
+	srv := testserver.TimescaleDB(t)
+	for _, layout := range []string{"soakd", "tsbs"} {
+		t.Run(layout, func(t *testing.T) {
+			db := newDB(t, srv, "devops_churn_q_"+layout)
+			params := []string{"dialect", "timescaledb", "layout", layout}
+			res := runEngine(t.Context(), t, prometheus.NewRegistry(), sinktest.ChurnQueryData(withParams(db, params...), sinktest.QueryStart, 13*time.Hour))
+			if res.err != nil || sumErrors(res.sum.Workloads[0].Errors) > 0 {
+				t.Fatalf("loading: %v %v", res.err, res.sum.Workloads[0].Errors)
+			}
+			o := sinktest.ChurnQueryOptions(t)
+			o.Logger = zaptest.NewLogger(t)
+			s, err := New(mustURL(t, withParams(db, params...)), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close(context.Background()) })
+			if err := s.Prepare(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			sinktest.ChurnQueries(t, s, sinktest.QueryStart, 13*time.Hour, sinktest.QueryCase{})
 		})
 	}
 }

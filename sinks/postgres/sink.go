@@ -175,7 +175,7 @@ func New(u *url.URL, o sinks.Options) (*Sink, error) {
 		if c.Dialect != Postgres && c.Dialect != TimescaleDB {
 			return nil, fmt.Errorf("query workloads are written for PostgreSQL and TimescaleDB, not dialect %s", c.Dialect)
 		}
-		if s.q, err = newQuerier(s, plans); err != nil {
+		if s.q, err = newQuerier(s, plans, o.Churn); err != nil {
 			return nil, err
 		}
 	}

@@ -54,13 +54,19 @@ func (c *Config) rangePath() string {
 	return strings.TrimSuffix(c.QueryPath, "/query") + "/query_range"
 }
 
-func (s *Sink) newQuerier(schemas []*sources.Schema) error {
+func (s *Sink) newQuerier(schemas []*sources.Schema, churn *sources.QueryChurn) error {
 	tt := sinks.FindTSBSTables(schemas, func(sc *sources.Schema) string { return sc.Measurement })
 	if tt.CPU == nil || len(tt.CPU.Fields) == 0 || tt.CPU.DeviceTag >= len(tt.CPU.TagKeys) {
 		return errors.New("query workloads on remote-write targets read TSBS's devops measurement cpu: the source has none")
 	}
 	q := &querier{cpu: tt.CPU, labels: s.cfg.Labels, queryPath: s.cfg.QueryPath, rangePath: s.cfg.rangePath()}
-	s.OpenQueries(sinks.NewRangeWatch(rangeRefresh, s.dataRange), q.render)
+	fetch := s.dataRange
+	if churn != nil {
+		fetch = sinks.ChurnRange(churn, s.deviceRange, func(ctx context.Context) (sources.DataRange, error) {
+			return s.findRange(ctx, q.metric()+"{"+q.matchers("")+"}", horizon())
+		})
+	}
+	s.OpenQueries(sinks.NewRangeWatch(rangeRefresh, fetch), q.render)
 	s.q = q
 	return nil
 }
@@ -188,7 +194,8 @@ func (s *Sink) QueryRows(ctx context.Context, qq *sources.Query) (*sinks.QueryRe
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.q.build(qq, rng)
+	rq := qq.Resolved(rng)
+	r, err := s.q.build(&rq, rng)
 	if err != nil {
 		return nil, err
 	}
@@ -373,6 +380,29 @@ func (s *Sink) dataRange(ctx context.Context) (sources.DataRange, error) {
 		}
 	}
 	return sources.DataRange{}, nil
+}
+
+// metric is the name of the cpu table's first metric, whose samples give
+// the data's range.
+func (q *querier) metric() string { return MetricName(q.cpu.Measurement, q.cpu.Fields[0].Name) }
+
+// horizon is the newest time a range read looks at.
+func horizon() int64 { return time.Now().AddDate(maxReadYears, 0, 0).UnixMilli() }
+
+// deviceRange reads the range of device d's samples of the cpu table's
+// first metric: all of it when after is 0, else only the newest sample
+// after after (the oldest is then after's).
+func (s *Sink) deviceRange(ctx context.Context, d uint32, after int64) (sources.DataRange, error) {
+	cpu := s.q.cpu
+	sel := s.q.metric() + "{" + s.q.matchers(LabelName(cpu.TagKeys[cpu.DeviceTag])+"="+strconv.Quote(string(cpu.Tags.AppendTag(nil, d, cpu.DeviceTag)))) + "}"
+	if after <= 0 {
+		return s.findRange(ctx, sel, horizon())
+	}
+	_, hi, ok, err := s.samples(ctx, sel, after/1e6, horizon())
+	if err != nil || !ok {
+		return sources.DataRange{}, err
+	}
+	return sources.DataRange{Oldest: after, Newest: hi * 1e6, Known: true}, nil
 }
 
 // findRange looks for the oldest and newest sample of sel in (0, horizon].

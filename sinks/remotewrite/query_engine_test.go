@@ -3,11 +3,14 @@ package remotewrite
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/settings"
+	"github.com/soakd/soakd/sinks/sinktest"
 	"github.com/soakd/soakd/summary"
 )
 
@@ -81,5 +84,53 @@ func TestEngineQueriesRefused(t *testing.T) {
 	cfg, err = config.Load(env, p.Sources)
 	if err := cfg.Check(p, err); err == nil || !strings.Contains(err.Error(), "last-loc") {
 		t.Errorf("iot-queries: %v", err)
+	}
+}
+
+// A query workload over a data set with CHURN, on Prometheus: the sink
+// follows the data's range past device 0's replacement, and every query
+// naming hosts finds rows.
+func TestChurnedQueries(t *testing.T) {
+	tg := prometheusTarget(t, 0)
+	target := tg.write + "?label=run:churn"
+	start := time.Now().Add(-4 * time.Hour).UTC().Truncate(time.Hour)
+	const span = 3 * time.Hour
+	var kv []string
+	for k, v := range sinktest.ChurnQueryData(target, start, span) {
+		kv = append(kv, k, v)
+	}
+	sum := runEngine(t, kv...)
+	if w := sum.Workload("w", "run"); w == nil || w.Units != sinktest.QueryScale*int64(span/sinktest.QueryInterval) {
+		t.Fatalf("loading: %+v", w)
+	}
+	tg.flush(t)
+	o := sinktest.ChurnQueryOptions(t)
+	s := openSink(t, target, o)
+	if err := s.Prepare(t.Context()); err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	sinktest.ChurnQueries(t, s, start, span, sinktest.QueryCase{})
+
+	// Through the engine, which hands the query workload's CHURN to its
+	// sink: no query comes back empty, and a 1-hour window of one host
+	// has at least 30 minutes of it (its tenure of 50 minutes holds the
+	// window's middle), which a sink stuck in device 0's first 10
+	// minutes would not find.
+	q := runEngine(t, "SOAKD_WORKLOADS", "q", "SOAKD_Q_SOURCE", "devops-queries", "SOAKD_Q_TARGET", target,
+		"SOAKD_Q_SCALE", strconv.Itoa(sinktest.QueryScale), "SOAKD_Q_CHURN", sinktest.QueryChurn,
+		"SOAKD_Q_QUERIES", "single-groupby-1-1-1,single-groupby-5-8-1,cpu-max-all-1",
+		"SOAKD_Q_RATE", "40", "SOAKD_Q_DURATION", "2s").Workload("q", "run")
+	if q == nil || q.Units < 40 {
+		t.Fatalf("query workload: %+v", q)
+	}
+	for c, n := range q.Errors {
+		if n > 0 {
+			t.Errorf("query workload: %d %s errors (%v)", n, c, q.LastError)
+		}
+	}
+	for _, o := range q.Ops {
+		if o.Op == "single-groupby-1-1-1" && (o.Count == 0 || o.Rows < 30*o.Count) {
+			t.Errorf("single-groupby-1-1-1: %d rows for %d queries, want at least 30 minutes each", o.Rows, o.Count)
+		}
 	}
 }

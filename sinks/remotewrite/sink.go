@@ -119,7 +119,7 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 	}
 	s := New(cfg, o)
 	if o.Kind == sources.Queries {
-		if err := s.newQuerier(o.Schemas); err != nil {
+		if err := s.newQuerier(o.Schemas, o.Churn); err != nil {
 			return nil, err
 		}
 	}

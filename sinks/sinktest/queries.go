@@ -254,3 +254,106 @@ func QueryWrite(t *testing.T, s sinks.Sink, load func(t *testing.T)) {
 		t.Errorf("an iot query on devops tables: %v, want rejected", err)
 	}
 }
+
+// QueryChurn is the CHURN of ChurnQueryData's data set: two of the ten
+// devices replaced every 10 minutes, so each slot gets a new device
+// every 50 minutes.
+const QueryChurn = "20%/10m"
+
+// ChurnQueryData is the settings of the workload named w that writes a
+// devops data set with CHURN (QueryChurn) into target with the engine:
+// QueryScale devices every QueryInterval from start, for span, from one
+// worker (so that rows reach the target in time order).
+func ChurnQueryData(target string, start time.Time, span time.Duration) map[string]string {
+	env := QueryData("devops", target)
+	env["SOAKD_W_START"] = start.Format(time.RFC3339)
+	env["SOAKD_W_END"] = "+" + span.String()
+	env["SOAKD_W_WORKERS"] = "1"
+	env["SOAKD_W_BATCH_SIZE"] = "500"
+	env["SOAKD_W_CHURN"] = QueryChurn
+	return env
+}
+
+// churnQueries is the query source over ChurnQueryData's devops data
+// set, running the types that name hosts and must find rows.
+func churnQueries(t *testing.T) *iot.Queries {
+	t.Helper()
+	c := iot.DefaultQueryConfig()
+	c.Scale = QueryScale
+	if err := c.Churn.UnmarshalText([]byte(QueryChurn)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Queries.UnmarshalText([]byte("single-groupby-1-1-1,single-groupby-5-8-1,single-groupby-1-1-12,cpu-max-all-8")); err != nil {
+		t.Fatal(err)
+	}
+	src, err := iot.NewQueries("devops-queries", c, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// ChurnQueryOptions are the options a sink for a query workload over
+// ChurnQueryData's devops data set is opened with, as the engine opens
+// it: with the data set's churn schedule.
+func ChurnQueryOptions(t *testing.T) sinks.Options {
+	t.Helper()
+	src := churnQueries(t)
+	return sinks.Options{Kind: sources.Queries, Workers: 2, Schemas: src.Schemas(), Churn: src.QueryChurn()}
+}
+
+// ChurnQueries runs queries of a churned query workload on s, a prepared
+// query sink opened with ChurnQueryOptions over the devops data set as
+// ChurnQueryData(start, span) writes it, and checks that the sink sees
+// all the data (device 0 is replaced after 10 minutes, its successors
+// hold the newest data) and that every query, which names hosts, finds
+// rows; and that the same queries naming the first devices, as a
+// workload that ignored CHURN would, find none in some windows.
+func ChurnQueries(t *testing.T, s sinks.Sink, start time.Time, span time.Duration, c QueryCase) {
+	t.Helper()
+	qs, ok := s.(sinks.Querier)
+	if !ok {
+		t.Fatalf("%T is not a sinks.Querier", s)
+	}
+	ctx := t.Context()
+	if err := qs.RefreshRange(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rng := qs.DataRange()
+	last := start.Add(span - QueryInterval)
+	if !rng.Known || rng.Oldest != start.UnixNano() || rng.Newest > last.UnixNano() || rng.Newest < last.Add(-c.Slack).UnixNano() {
+		t.Fatalf("data range %v..%v, want %v..%v", time.Unix(0, rng.Oldest).UTC(), time.Unix(0, rng.Newest).UTC(), start, last)
+	}
+	st, err := churnQueries(t).Stream(0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &sources.Batch{}
+	_ = st.Fill(b, 100, 0)
+	all := slices.Clone(b.Queries)
+	replacements, emptyIgnoringChurn := 0, 0
+	for _, q := range all {
+		b.Queries = []sources.Query{q}
+		if _, err := s.Write(ctx, b); err != nil || b.Queries[0].Rows == 0 {
+			text, _ := qs.QueryText(&q)
+			t.Fatalf("%s: %v, %d rows\n%s", q.Type, err, b.Queries[0].Rows, text)
+		}
+		rq := q.Resolved(rng)
+		for _, d := range rq.Devices[:rq.NDevices] {
+			if d >= QueryScale {
+				replacements++
+			}
+		}
+		q.Churn = nil
+		b.Queries = []sources.Query{q}
+		if _, err := s.Write(ctx, b); sinks.ClassOf(err) == sinks.Empty || (err == nil && b.Queries[0].Rows == 0) {
+			emptyIgnoringChurn++
+		} else if err != nil {
+			t.Fatalf("%s without churn: %v", q.Type, err)
+		}
+	}
+	if replacements == 0 || emptyIgnoringChurn == 0 {
+		t.Errorf("%d replacement devices named, %d of %d queries empty when naming the first devices: the test does not exercise churn",
+			replacements, emptyIgnoringChurn, len(all))
+	}
+}

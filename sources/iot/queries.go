@@ -32,6 +32,7 @@ type QueryConfig struct {
 	Scale   int      `env:"SCALE" envDefault:"100" help:"devices of the data set queried, as the workload that writes it has them: queries pick hosts (devops) among them"`
 	Queries QueryMix `env:"QUERIES" envDefault:"all" help:"query types to run and their weights: all (every type of the data set, equally), or TYPE[=WEIGHT],... e.g. lastpoint,double-groupby-5=3,high-cpu-all"`
 	Window  Window   `env:"WINDOW" envDefault:"random" help:"random: each query's window lies at a random place in the data written so far (TSBS's choice over the whole data set); latest: windows end at the newest data (the last hour, the last 12 hours)"`
+	Churn   Churn    `env:"CHURN" help:"the data set's CHURN, as the workload that writes it has it (SHARE/EVERY, e.g. 10%/10m): queries name the hosts (devops) that report in their window; none or empty = no churn"`
 }
 
 // DefaultQueryConfig returns the settings with every default applied.
@@ -167,6 +168,9 @@ func (c QueryConfig) Validate(name string) error {
 	if c.Scale < 1 || c.Scale > MaxScale {
 		errs = append(errs, sources.Invalid("SCALE", "%d is out of range: want 1..%d devices", c.Scale, MaxScale))
 	}
+	if ch := c.Churn; ch.PerMillion < 0 || ch.PerMillion > 1_000_000 || (ch.PerMillion > 0 && (ch.Every <= 0 || ch.Every > maxSpan)) {
+		errs = append(errs, sources.Invalid("CHURN", "%s: want SHARE/EVERY with a share in 0.0001%%..100%% and a positive interval up to %s, e.g. 10%%/10m", ch, maxSpan))
+	}
 	for _, it := range c.Queries.Items {
 		info := it.Type.Info()
 		if info.UseCase != useCase {
@@ -226,6 +230,7 @@ type Queries struct {
 	cum           []float64 // cumulative weights of types, the last is 1
 	fleetHas      []bool    // iot: whether fleets[i] has a truck
 	capacities    []string  // iot: every load_capacity value
+	churn         *sources.QueryChurn
 }
 
 var (
@@ -234,7 +239,8 @@ var (
 )
 
 // NewQueries builds query source name (see QueryNames) over the data set
-// that source data with seed and c.Scale devices writes. It does no I/O.
+// that source data with seed, c.Scale devices and c.Churn writes. It
+// does no I/O.
 func NewQueries(name string, c QueryConfig, seed uint64) (*Queries, error) {
 	if err := c.Validate(name); err != nil {
 		return nil, err
@@ -247,6 +253,9 @@ func NewQueries(name string, c QueryConfig, seed uint64) (*Queries, error) {
 		return nil, err
 	}
 	q := &Queries{name: name, useCase: useCase, cfg: c, seed: seed, sch: src.Schemas(), types: c.types(useCase)}
+	if ch := c.Churn; ch.PerMillion > 0 {
+		q.churn = &sources.QueryChurn{Scale: uint32(c.Scale), PerMillion: uint64(ch.PerMillion), Every: int64(ch.Every)}
+	}
 	weights := make([]float64, len(q.types))
 	for i := range weights {
 		weights[i] = 1
@@ -296,6 +305,11 @@ func fleetsWithTrucks(seed uint64, scale int) []bool {
 // Name is the source's name.
 func (q *Queries) Name() string { return q.name }
 
+var _ sources.QueryChurner = (*Queries)(nil)
+
+// QueryChurn is the data set's churn schedule (CHURN), nil without.
+func (q *Queries) QueryChurn() *sources.QueryChurn { return q.churn }
+
 // Kind is sources.Queries.
 func (q *Queries) Kind() sources.Kind { return sources.Queries }
 
@@ -344,7 +358,12 @@ func (s *queryStream) next() sources.Query {
 	t := q.types[min(i, len(q.types)-1)]
 	info := t.Info()
 	out := sources.Query{Type: t, Pos: s.unit(), Latest: q.cfg.Window == WindowLatest, Expect: info.MustFind}
-	// TSBS's GetRandomSubsetPerm: distinct devices, in random order.
+	// TSBS's GetRandomSubsetPerm: distinct devices, in random order. With
+	// CHURN they are slots: the sink names the devices holding them in
+	// the query's window (sources.Query.Resolved).
+	if info.Devices > 0 {
+		out.Churn = q.churn
+	}
 	n := min(info.Devices, q.cfg.Scale, sources.MaxQueryDevices)
 	for out.NDevices < uint8(n) {
 		d := uint32(below(s.r.next(), uint64(q.cfg.Scale)))

@@ -29,10 +29,14 @@ func Sink(ctx context.Context, p *config.Plugins, w *config.Workload, kind sourc
 	if sh, ok := src.(sources.Shaped); ok {
 		shape = sh.Shape()
 	}
+	var churn *sources.QueryChurn
+	if qc, ok := src.(sources.QueryChurner); ok {
+		churn = qc.QueryChurn()
+	}
 	sink, err := p.Sinks.OpenTarget(ctx, w.Sink, sinks.Options{
 		Workload: w.Name, Kind: kind, Schemas: src.Schemas(), Workers: workers,
 		BatchSize: batch, Logger: log.With(zap.String("sink", w.Sink.Scheme())),
-		Password: password, Token: token, Shape: shape,
+		Password: password, Token: token, Shape: shape, Churn: churn,
 	})
 	if err != nil {
 		return nil, Scrubbed(w, fmt.Errorf("%sTARGET: %w", config.Prefix(w.Name), err))
