@@ -81,3 +81,21 @@ func TestHistoryMemoryIsBounded(t *testing.T) {
 		t.Errorf("acked %d", got)
 	}
 }
+
+// A workload's totals carry the latency buckets of each op it recorded,
+// one count per acknowledged op (here a batch of 1000 rows), and empty
+// ones for an op it never recorded (or one soakd does not know).
+func TestTotalsPerOp(t *testing.T) {
+	w := daemon.BenchHandle()
+	daemon.Simulate(w, 2, func(int) {})
+	tot := w.Totals()
+	wr := tot.Op("write")
+	if wr.OK == 0 || wr.OK*1000 != tot.Acked || wr.Response.Count() != uint64(wr.OK) || wr.Service.Count() != uint64(wr.OK) {
+		t.Errorf("write: %d ok, %d and %d latencies; the workload acknowledged %d rows", wr.OK, wr.Response.Count(), wr.Service.Count(), tot.Acked)
+	}
+	for _, op := range []string{"read", "nosuchop", ""} {
+		if o := tot.Op(op); o.OK != 0 || o.Response.Count() != 0 || o.Service.Count() != 0 {
+			t.Errorf("%q, never recorded: %+v", op, o)
+		}
+	}
+}

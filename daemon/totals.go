@@ -40,14 +40,21 @@ type latTotals struct{ response, service report.Buckets }
 
 // totals sums every phase's counts and latency buckets, each phase read
 // in one snapshot so histogram counts agree with the op counts.
-func (w *workload) totals() (counts, *[opSlots]latTotals, *report.Buckets) {
+//
+// Only the ops recorded get buckets (lat[op] is nil for the others): the
+// history asks every second, and a whole array of every op slot's
+// buckets, over 100 KB, would be a fresh large allocation each time.
+func (w *workload) totals() (counts, *[opSlots]*latTotals, *report.Buckets) {
 	var c counts
-	lat := new([opSlots]latTotals)
+	lat := new([opSlots]*latTotals)
 	disp := new(report.Buckets)
 	for _, ps := range w.allPhases() {
 		pc := ps.snapshotThen(func(h *phaseHist) {
 			for op, oh := range h.ops {
 				if oh != nil {
+					if lat[op] == nil {
+						lat[op] = new(latTotals)
+					}
 					lat[op].response.Add(&oh.response.prom)
 					lat[op].service.Add(&oh.service.prom)
 				}

@@ -137,7 +137,7 @@ type RunTotals struct {
 	Errors [len(sinks.Classes)]int64
 
 	ops  [opSlots]opCounts
-	lat  *[opSlots]latTotals
+	lat  *[opSlots]*latTotals // nil for an op never recorded
 	disp *report.Buckets
 }
 
@@ -161,8 +161,11 @@ func (t *RunTotals) Op(op string) OpTotals {
 	if op == "" || i < 0 {
 		return OpTotals{}
 	}
-	return OpTotals{OK: t.ops[i].ok, Failed: t.ops[i].failed,
-		Response: t.lat[i].response, Service: t.lat[i].service}
+	o := OpTotals{OK: t.ops[i].ok, Failed: t.ops[i].failed}
+	if l := t.lat[i]; l != nil {
+		o.Response, o.Service = l.response, l.service
+	}
+	return o
 }
 
 // Dispatch is the batches' dispatch delay, whatever their op.
