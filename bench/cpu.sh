@@ -23,8 +23,9 @@
 #
 # go-ycsb paces with -p target=RATE; soakd with SOAKD_KV_RATE=RATE (open
 # loop, latency from the intended start). Both load nothing: the records
-# are loaded once before the first run (by go-ycsb, or by soakd when
-# go-ycsb is missing), and soakd's LOAD=auto probe finds them.
+# are loaded before the first run when the server does not hold exactly
+# RECORDS keys (by go-ycsb, or by soakd when go-ycsb is missing), and
+# soakd's LOAD=auto probe finds them.
 #
 # Env: PARTS="rates idle demo", RUNS=3, THREADS=16, RATES="1000 10000",
 #      SECS=20, IDLE_SECS=60, DEMO_SECS=30, SOAKD_BIN.
@@ -82,7 +83,7 @@ kv=(SOAKD_KV_TARGET="redis://127.0.0.1:$REDIS_PORT?index=false" SOAKD_KV_WORKLOA
 	SOAKD_KV_RECORDS=$RECORDS SOAKD_KV_DATA_TYPE=hash SOAKD_KV_FIELDS=10 SOAKD_KV_FIELD_LENGTH=100
 	SOAKD_KV_KEY_PREFIX=usertable/)
 
-if part rates || part idle; then
+if { part rates || part idle; } && [ "$(rcli dbsize)" != $RECORDS ]; then
 	rcli flushall >/dev/null
 	if [ -n "$YCSB" ]; then
 		"$YCSB" load redis -P "$props" "${common[@]}" -p threadcount=16 >"$OUT/ycsb-load.log" 2>&1 ||
@@ -92,6 +93,8 @@ if part rates || part idle; then
 			SOAKD_KV_WORKERS=16 SOAKD_KV_DURATION=1s SOAKD_KV_LOAD=on ||
 			die "soakd load failed, see $OUT/soakd-load.log"
 	fi
+fi
+if part rates || part idle; then
 	n=$(rcli dbsize)
 	[ "$n" = $RECORDS ] || die "loaded $n records, want $RECORDS"
 fi
