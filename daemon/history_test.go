@@ -82,3 +82,4 @@ func TestHistoryMemoryIsBounded(t *testing.T) {
 		t.Errorf("acked %d", got)
 	}
 }
+

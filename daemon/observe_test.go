@@ -196,6 +196,46 @@ func TestObserverSteersAndCutsWindows(t *testing.T) {
 	})
 }
 
+// On the real clock, where the scheduler of a low rate waits for its
+// precise alarm rather than on runtime timers: it releases every unit the
+// rate has due, and hears a control request while it waits (here a rate
+// of one unit in 1000 s, whose first unit is due long after the run
+// ends, is raised to 200/s; unheard, the run would schedule nothing).
+func TestLowRateSchedulerOnRealClock(t *testing.T) {
+	p := daemon.Plugins()
+	cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "20", "SOAKD_SEQ_BATCH_SIZE", "1",
+		"SOAKD_SEQ_DURATION", "1s"), p)
+	sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := sum.Workload("seq", "run"); w == nil || w.Units != 20 || w.Dispatch.Count != 20 {
+		t.Fatalf("20/s for 1 s: %+v, want 20 units, each with its dispatch delay", w)
+	}
+
+	cfg = daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "0.001", "SOAKD_SEQ_BATCH_SIZE", "1",
+		"SOAKD_SEQ_DURATION", "3s"), p)
+	r := &recorder{runs: make(chan *daemon.Phase, 1)}
+	steered := make(chan error, 1)
+	r.steer = func(w *daemon.Handle) {
+		<-r.runs
+		time.Sleep(200 * time.Millisecond) // the scheduler waits by now
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		steered <- w.SetRate(ctx, pace.ConstantRate(200))
+	}
+	sum, err = daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Observers: []daemon.Observer{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-steered; err != nil {
+		t.Fatalf("SetRate while the scheduler waits: %v", err)
+	}
+	if w := sum.Workload("seq", "run"); w == nil || w.Units == 0 {
+		t.Fatalf("after the rate was raised to 200/s: %+v, want units", w)
+	}
+}
+
 // What an observer adds to a workload's /status object follows its own
 // fields, under the observer's name; a workload it adds nothing to has
 // no such field.

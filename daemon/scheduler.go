@@ -74,6 +74,16 @@ const preciseSpan = 2 * time.Millisecond
 // the price of at most this much extra lateness.
 const coalesce = 100 * time.Microsecond
 
+// alarmLead is how long before a due time the alarm wakes the scheduler
+// when the wait is longer than preciseSpan (a low rate), to sleep the
+// rest precisely: a wake-up through the network poller comes 100-400 µs
+// late on a 2-core VM, a precise sleep's 60-100 µs, so without the lead a
+// sidecar at 10 ops/s would report a few hundred µs more latency than at
+// 1000 ops/s. Shorter than preciseSpan, so that the runtime monitor,
+// which polls every 20 µs while a thread sleeps in a system call, polls
+// a quarter as often.
+const alarmLead = 500 * time.Microsecond
+
 // schedule emits tickets at the profile's times on one reused timer until
 // the profile ends, the duration passes, every stream ends or ctx is done.
 // Every unit it releases is counted in the phase's scheduler tally before
@@ -90,9 +100,20 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 	defer r.pending.Store(-1)
 
 	// wait sleeps for d; false when the schedule must be re-planned
-	// (control change) or stopped. Until the last preciseSpan before the
-	// deadline it waits on a runtime timer and listens to control, context
-	// and source; the rest it sleeps precisely (see precise_linux.go).
+	// (control change) or stopped. It listens to control, context and
+	// source until the last stretch before the deadline, which it sleeps
+	// precisely (see precise_linux.go). A wait longer than preciseSpan (a
+	// low rate) listens until the alarm wakes it alarmLead before the
+	// deadline: no thread of soakd's and no runtime timer wakes meanwhile.
+	// A shorter one, or any where there is no alarm, listens on a runtime
+	// timer until the last preciseSpan: at high rates the precise sleep is
+	// the whole wait, and costs less than a wake-up through the poller.
+	alarm, err := clock.NewAlarm()
+	if err != nil {
+		alarm = nil
+	} else {
+		defer alarm.Close()
+	}
 	unlock, cpu := clock.LockPrecise()
 	defer unlock()
 	cpu0 := cpu()
@@ -100,6 +121,15 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 	var ctlReq *controlReq
 	wait := func(d time.Duration) (ok bool) {
 		until := mono() + d
+		var wake <-chan struct{}
+		if alarm != nil && d > preciseSpan {
+			select { // a wake of an earlier setting
+			case <-alarm.C:
+			default:
+			}
+			alarm.Set(until - alarmLead)
+			wake = alarm.C
+		}
 		for {
 			left := until - mono()
 			if left <= preciseSpan {
@@ -108,10 +138,14 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 				}
 				return true
 			}
-			timer.Reset(left - preciseSpan)
+			if wake == nil {
+				timer.Reset(left - preciseSpan)
+			}
 			select {
 			case <-timer.C:
 				continue
+			case <-wake:
+				continue // on time, or an earlier setting's: the loop checks
 			case <-ctx.Done():
 			case <-p.exhausted:
 			case c := <-r.ctl:

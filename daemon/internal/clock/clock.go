@@ -1,6 +1,8 @@
 // Package clock is the engine's clock: monotonic time from one origin
 // for the process, sleeps that end on time to within microseconds (on
-// Linux) for the scheduler's due times, and the waits between retries.
+// Linux) for the scheduler's due times, an alarm that wakes a waiting
+// goroutine near a due time without keeping a thread busy (Linux), and
+// the waits between retries.
 package clock
 
 import (

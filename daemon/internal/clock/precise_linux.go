@@ -55,15 +55,20 @@ func LockPrecise() (unlock func(), cpu func() time.Duration) {
 
 // SleepUntil sleeps until Mono() reaches t.
 func SleepUntil(t time.Duration) {
-	var now unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
-	if skew := time.Duration(now.Nano()) - (monoOrigin + Mono()); skew > time.Second || skew < -time.Second {
-		// Go's clock is not the kernel's: a fake clock (testing/synctest).
-		// Sleep on it.
+	if fakeClock() {
 		time.Sleep(t - Mono())
 		return
 	}
 	ts := unix.NsecToTimespec(int64(monoOrigin + t))
 	for unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil) == unix.EINTR {
 	}
+}
+
+// fakeClock reports that Go's clock is not the kernel's: a fake clock
+// (testing/synctest), which only Go's own sleeps and timers follow.
+func fakeClock() bool {
+	var now unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+	skew := time.Duration(now.Nano()) - (monoOrigin + Mono())
+	return skew > time.Second || skew < -time.Second
 }

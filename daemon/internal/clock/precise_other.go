@@ -2,7 +2,10 @@
 
 package clock
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // LockPrecise does nothing where soakd has no precise sleep: the runtime's
 // timers serve (see precise_linux.go); the scheduler's CPU time is not
@@ -13,3 +16,16 @@ func LockPrecise() (unlock func(), cpu func() time.Duration) {
 
 // SleepUntil sleeps until Mono() reaches t.
 func SleepUntil(t time.Duration) { time.Sleep(t - Mono()) }
+
+// Alarm is not available where soakd has no precise sleep: NewAlarm fails
+// and the scheduler waits on runtime timers.
+type Alarm struct{ C <-chan struct{} }
+
+// NewAlarm fails: no alarm here.
+func NewAlarm() (*Alarm, error) { return nil, errors.New("no precise alarm on this system") }
+
+// Set does nothing.
+func (a *Alarm) Set(t time.Duration) {}
+
+// Close does nothing.
+func (a *Alarm) Close() {}
