@@ -82,4 +82,3 @@ func TestHistoryMemoryIsBounded(t *testing.T) {
 		t.Errorf("acked %d", got)
 	}
 }
-
