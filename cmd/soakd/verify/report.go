@@ -3,6 +3,7 @@ package verify
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,7 +43,13 @@ type WorkloadReport struct {
 
 	// Series: every device's counts and time ranges, and the exact ranges
 	// of lost and duplicated rows.
+	// Past maxDeviceReports device-tables (CHURN brings a new device
+	// each replacement), Devices lists only those that do not hold each
+	// acknowledged row once; DeviceTables and DevicesIntact count all.
 	Devices         []DeviceReport `json:"devices,omitempty"`
+	DeviceTables    int64          `json:"device_tables,omitempty"`
+	DevicesIntact   int64          `json:"device_tables_intact,omitempty"`
+	DevicesTrimmed  bool           `json:"devices_only_damaged,omitempty"`
 	LostRanges      []Range        `json:"lost_ranges,omitempty"`
 	DuplicateRanges []Range        `json:"duplicate_ranges,omitempty"`
 	// KV: how fields were checked, and the lost records' index ranges.
@@ -68,6 +75,30 @@ type DeviceReport struct {
 	StoredFirst  *time.Time `json:"stored_first,omitempty"`
 	StoredLast   *time.Time `json:"stored_last,omitempty"`
 	Duplicated   int64      `json:"duplicated,omitempty"`
+}
+
+// maxDeviceReports bounds the device-tables a report lists in full: a
+// day of CHURN can bring millions of devices, each one a DeviceReport.
+const maxDeviceReports = 100_000
+
+// intact reports that d holds each acknowledged row once.
+func (d *DeviceReport) intact() bool { return d.Stored == d.Acknowledged && d.Duplicated == 0 }
+
+// addDevice counts d and lists it: every device up to maxDeviceReports,
+// and past that only the damaged ones (the intact ones listed so far are
+// dropped then, so the list says the same thing throughout).
+func (r *WorkloadReport) addDevice(d DeviceReport) {
+	r.DeviceTables++
+	if d.intact() {
+		r.DevicesIntact++
+	}
+	if !r.DevicesTrimmed && len(r.Devices) >= maxDeviceReports {
+		r.DevicesTrimmed = true
+		r.Devices = slices.DeleteFunc(r.Devices, func(d DeviceReport) bool { return d.intact() })
+	}
+	if !r.DevicesTrimmed || !d.intact() {
+		r.Devices = append(r.Devices, d)
+	}
 }
 
 func stamp(ts int64) *time.Time {
@@ -141,14 +172,11 @@ func (rep *WorkloadReport) write(out io.Writer, o options) {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(out, "note: %s\n", n)
 	}
-	if len(rep.Devices) > 0 {
-		intact := 0
-		for _, d := range rep.Devices {
-			if d.Stored == d.Acknowledged && d.Duplicated == 0 {
-				intact++
-			}
+	if rep.DeviceTables > 0 {
+		fmt.Fprintf(out, "devices: %d device-tables; %d hold each acknowledged row once\n", rep.DeviceTables, rep.DevicesIntact)
+		if rep.DevicesTrimmed {
+			fmt.Fprintf(out, "devices: more than %d device-tables, so --verify-json lists only the %d that do not\n", maxDeviceReports, len(rep.Devices))
 		}
-		fmt.Fprintf(out, "devices: %d device-tables; %d hold each acknowledged row once\n", len(rep.Devices), intact)
 	}
 	if rep.Kind == sources.KV.String() {
 		fmt.Fprintf(out, "fields checked: %d exactly (the last write is known), %d as values soakd writes for the record and field (the last write cannot be known)\n",

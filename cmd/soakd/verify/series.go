@@ -307,7 +307,7 @@ func (rep *WorkloadReport) compare(table, device string, e *expected, got *sourc
 	flush(&lost, &rep.LostRanges)
 	flush(&dup, &rep.DuplicateRanges)
 	if dev.Acknowledged > 0 || dev.Stored > 0 {
-		rep.Devices = append(rep.Devices, dev)
+		rep.addDevice(dev)
 	}
 }
 
