@@ -64,10 +64,10 @@ func All() *config.Plugins {
 		},
 		// The built-in target keeps records in this process's memory,
 		// where a record of 10 fields of 100 bytes takes about 2.3 KB
-		// in miniredis's maps: 1,000 default records (2.3 MB) keep the
-		// zero-config demo under 50 MB of RSS (10,000 took it to 65-80
-		// MB, twice their 23 MB with the garbage collector's headroom);
-		// set RECORDS to load more.
+		// in miniredis's maps: with 1,000 default records (2.3 MB) the
+		// zero-config demo peaks at 46-49 MB of RSS (10,000 took it to
+		// 65-85 MB, their 23 MB twice over with the garbage collector's
+		// headroom); set RECORDS to load more.
 		BuiltinDefaults: map[string]string{"RECORDS": "1000"},
 	}))
 	srcs.Add(sources.Register(sources.Spec[seq.Config]{
