@@ -274,3 +274,57 @@ func TestChurnShards(t *testing.T) {
 		}
 	}
 }
+
+// Under the wall clock a stream whose first batch comes churn intervals
+// after the source was built (a target that was not up) starts each slot
+// on the device that holds it then: no replacement is counted for the
+// devices before, which never sent a row, and from then on each interval
+// counts its own.
+func TestChurnWallClockLateStart(t *testing.T) {
+	t.Parallel()
+	c := DefaultConfig()
+	c.Scale = 10
+	c.Clock = Wall
+	c.Columns = 3
+	must(t, c.Churn.UnmarshalText([]byte("10%/1m")))
+	src := build(t, "massive", c, 1, sources.Shard{})
+	s := Unwrap(src)
+	rs := src.(sources.RowSource)
+	st, _ := src.Stream(0, 1)
+	b := sources.NewSeriesBatch(src.Schemas())
+	exp := sources.NewTable(src.Schemas()[0])
+	now := s.churnOrigin + int64(5*time.Minute) + int64(time.Second) // five intervals on: 5 slots moved on
+	must(t, st.Fill(b, 10, now))
+	tb := b.Tables[0]
+	if tb.Len() != 10 {
+		t.Fatalf("%d rows in the first round, want one per slot", tb.Len())
+	}
+	moved := 0
+	for i := range tb.Len() {
+		d := tb.Device[i]
+		if want := s.Identity(s.Slot(d), tb.Time[i]); want != d {
+			t.Errorf("slot %d sent as device %d, which held it before device %d", s.Slot(d), d, want)
+		}
+		if d >= 10 {
+			moved++
+		}
+		exp.Reset()
+		if !rs.AppendRow(exp, 0, d, tb.Time[i]) || exp.DiffField(0, tb, i) >= 0 {
+			t.Errorf("row of device %d does not recompute", d)
+		}
+	}
+	if moved != 5 {
+		t.Errorf("%d slots on a later device after 5 intervals of 1 replacement, want 5", moved)
+	}
+	if r := s.Replaced(); r != 0 {
+		t.Errorf("%d replacements counted before any device reported", r)
+	}
+	for range 12 { // two more minutes, a reading every 10 s: 2 replacements
+		now += int64(10 * time.Second)
+		b.Reset()
+		must(t, st.Fill(b, 10, now))
+	}
+	if r := s.Replaced(); r != 2 {
+		t.Errorf("%d replacements over two more intervals of 1, want 2", r)
+	}
+}

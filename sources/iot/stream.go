@@ -241,7 +241,14 @@ func (s *Stream) step(b *sources.Batch, rows *int, max int) bool {
 			if s.ids != nil {
 				s.id = s.ids[s.k]
 				if !s.drain {
-					if nid := src.Identity(s.d, s.t); nid != s.id {
+					if nid := src.Identity(s.d, s.t); nid != s.id && src.wall && s.round == 0 {
+						// The wall clock's first round may come churn
+						// intervals after the source was built (a target
+						// not up yet): the slot starts on the device that
+						// holds it now. Those before it never reported, so
+						// they are no replacements.
+						s.adopt(nid)
+					} else if nid != s.id {
 						s.retire(nid)
 						continue
 					}
@@ -473,6 +480,15 @@ func floorDiv(a, b int64) int64 {
 
 // retire starts replacing the current device (its identity s.id) by nid
 // in this round.
+// adopt makes nid the device of slot s.k before it has sent anything:
+// its identity, key and state, as if it had held the slot from the start.
+func (s *Stream) adopt(nid uint32) {
+	s.ids[s.k], s.id = nid, nid
+	if s.words > 0 {
+		s.model.init(s.state[s.k*s.words:(s.k+1)*s.words], devKey(s.src.seed, nid), &s.r)
+	}
+}
+
 func (s *Stream) retire(nid uint32) {
 	s.nid = nid
 	s.dk = devKey(s.src.seed, s.id)
