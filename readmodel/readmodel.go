@@ -63,11 +63,7 @@ func Metrics(h *daemon.Handle) *MetricTotals {
 		t.Bytes += s.Bytes
 		t.disp.Add(&s.Dispatch)
 		if v := s.Verify; v != nil {
-			t.Verify.Checked += v.Checked
-			t.Verify.Missing += v.Missing
-			t.Verify.Mismatch += v.Mismatch
-			t.Verify.Duplicate += v.Duplicate
-			t.Verify.Skipped += v.Skipped
+			t.Verify.Add(v)
 		}
 		for i := range s.Ops {
 			o := &s.Ops[i]

@@ -87,6 +87,15 @@ type VerifyCounts struct {
 	Skipped   int64 `json:"skipped"`
 }
 
+// Add adds o's counts to v's (a workload's over its phases).
+func (v *VerifyCounts) Add(o *VerifyCounts) {
+	v.Checked += o.Checked
+	v.Missing += o.Missing
+	v.Mismatch += o.Mismatch
+	v.Duplicate += o.Duplicate
+	v.Skipped += o.Skipped
+}
+
 // Failures is how many checks failed, of every kind.
 func (v *VerifyCounts) Failures() int64 { return v.Missing + v.Mismatch + v.Duplicate }
 

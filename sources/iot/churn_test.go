@@ -208,18 +208,7 @@ func TestChurnFillDoesNotAllocate(t *testing.T) {
 // rows recompute from (device, time).
 func TestChurnWallClock(t *testing.T) {
 	t.Parallel()
-	c := DefaultConfig()
-	c.Scale = 10
-	c.Clock = Wall
-	c.Columns = 3
-	must(t, c.Churn.UnmarshalText([]byte("30%/30s")))
-	must(t, c.Offline.UnmarshalText([]byte("0.3:40s")))
-	src := build(t, "massive", c, 1, sources.Shard{})
-	s := Unwrap(src)
-	rs := src.(sources.RowSource)
-	st, _ := src.Stream(0, 1)
-	b := sources.NewSeriesBatch(src.Schemas())
-	exp := sources.NewTable(src.Schemas()[0])
+	s, rs, st, b, exp := wallChurn(t, "30%/30s", "0.3:40s")
 	devices := map[uint32]bool{}
 	now := time.Now().UnixNano()
 	for range 120 { // 20 minutes of readings every 10 s
@@ -282,17 +271,7 @@ func TestChurnShards(t *testing.T) {
 // counts its own.
 func TestChurnWallClockLateStart(t *testing.T) {
 	t.Parallel()
-	c := DefaultConfig()
-	c.Scale = 10
-	c.Clock = Wall
-	c.Columns = 3
-	must(t, c.Churn.UnmarshalText([]byte("10%/1m")))
-	src := build(t, "massive", c, 1, sources.Shard{})
-	s := Unwrap(src)
-	rs := src.(sources.RowSource)
-	st, _ := src.Stream(0, 1)
-	b := sources.NewSeriesBatch(src.Schemas())
-	exp := sources.NewTable(src.Schemas()[0])
+	s, rs, st, b, exp := wallChurn(t, "10%/1m", "")
 	now := s.churnOrigin + int64(5*time.Minute) + int64(time.Second) // five intervals on: 5 slots moved on
 	must(t, st.Fill(b, 10, now))
 	tb := b.Tables[0]
@@ -327,4 +306,24 @@ func TestChurnWallClockLateStart(t *testing.T) {
 	if r := s.Replaced(); r != 2 {
 		t.Errorf("%d replacements over two more intervals of 1, want 2", r)
 	}
+}
+
+// wallChurn builds a massive source of 10 devices and 3 columns under the
+// wall clock with CHURN churn (and OFFLINE offline, unless empty), and
+// returns it, its one stream, a batch for it and a table to recompute
+// rows into.
+func wallChurn(t *testing.T, churn, offline string) (*Source, sources.RowSource, sources.Stream, *sources.Batch, *sources.Table) {
+	t.Helper()
+	c := DefaultConfig()
+	c.Scale = 10
+	c.Clock = Wall
+	c.Columns = 3
+	must(t, c.Churn.UnmarshalText([]byte(churn)))
+	if offline != "" {
+		must(t, c.Offline.UnmarshalText([]byte(offline)))
+	}
+	src := build(t, "massive", c, 1, sources.Shard{})
+	st, err := src.Stream(0, 1)
+	must(t, err)
+	return Unwrap(src), src.(sources.RowSource), st, sources.NewSeriesBatch(src.Schemas()), sources.NewTable(src.Schemas()[0])
 }
