@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/soakd/soakd/daemon/internal/clock"
+	"github.com/soakd/soakd/internal/backoff"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -59,7 +59,7 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) writeO
 		r.errLog.Warn(r.log, string(class), "write failed", r.scrub(err.Error()))
 		retry, after := sinks.Retryable(err)
 		if !retry || attempt >= r.cfg.Retries || ctx.Err() != nil ||
-			!clock.Sleep(ctx, clock.Backoff(r.cfg.RetryBackoff, attempt, after)) {
+			!backoff.Sleep(ctx, backoff.Delay(r.cfg.RetryBackoff, attempt, after)) {
 			stored := min(sinks.Stored(err), b.Len())
 			r.batchFailed(w, stored, done-due, done-sendStart)
 			return writeOutcome{stored: stored}

@@ -13,9 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/soakd/soakd/config"
-	"github.com/soakd/soakd/daemon/internal/batchmem"
-	"github.com/soakd/soakd/daemon/internal/opener"
-	"github.com/soakd/soakd/daemon/internal/setup"
+	"github.com/soakd/soakd/opener"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
@@ -43,8 +41,8 @@ type Deps struct {
 type workload struct {
 	*runner
 	entry *sources.Entry
-	ready setup.Target // its wait for its target, and its readiness
-	live  liveBox      // sampled every second (live.go)
+	ready opener.Target // its wait for its target, and its readiness
+	live  liveBox       // sampled every second (live.go)
 }
 
 // errHardStop is the cause of a stop by SOAKD_DURATION.
@@ -56,7 +54,7 @@ var errHardStop = errors.New("SOAKD_DURATION reached")
 func stopCause(ctx context.Context) string {
 	cause := context.Cause(ctx)
 	var ce *settings.Error
-	var st *setup.TimeoutError
+	var st *opener.TimeoutError
 	if e := endingOf(cause); e != nil {
 		return e.reason
 	}
@@ -147,7 +145,7 @@ func Run(ctx context.Context, cfg *config.Config, d Deps) (*report.Summary, erro
 		g.Go(func() error {
 			err := w.runAll(genCtx, drainCtx, cfg)
 			var ce *settings.Error
-			var st *setup.TimeoutError
+			var st *opener.TimeoutError
 			if errors.As(err, &ce) || errors.As(err, &st) {
 				// A setting the target contradicts: the configuration is
 				// wrong, so the whole run stops now (exit 2). A target
@@ -183,15 +181,11 @@ func openWorkloads(ctx context.Context, cfg *config.Config, d Deps) ([]*workload
 		return nil, err
 	}
 	for _, wc := range cfg.Workload {
-		e := d.Plugins.Sources.Lookup(wc.Source)
-		if e == nil {
-			return fail(fmt.Errorf("%sSOURCE: unknown source %q", config.Prefix(wc.Name), wc.Source))
-		}
-		src, err := wc.NewSource()
+		e, src, err := opener.Source(d.Plugins, wc)
 		if err != nil {
-			return fail(fmt.Errorf("%sSOURCE: cannot build source %q: %w", config.Prefix(wc.Name), wc.Source, err))
+			return fail(err)
 		}
-		if err := batchmem.Check(wc, e.Kind, src); err != nil {
+		if err := opener.CheckMemory(wc, e.Kind, src); err != nil {
 			return fail(err)
 		}
 		if len(wc.Checks) > 0 && !slices.ContainsFunc(d.Observers, func(o Observer) bool { _, ok := o.(Checker); return ok }) {
@@ -370,7 +364,7 @@ func (w *workload) probe(ctx context.Context) (sources.Source, error) {
 	b := newBatch(w.src)
 	probe(b)
 	n := 0
-	err = w.ready.Await(ctx, setup.StepProbe, setup.ProbeAttemptTimeout, func(ctx context.Context) (err error) {
+	err = w.ready.Await(ctx, opener.StepProbe, opener.ProbeAttemptTimeout, func(ctx context.Context) (err error) {
 		n, err = pr.Present(ctx, b)
 		return err
 	})

@@ -18,7 +18,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
-	"github.com/soakd/soakd/daemon/internal/setup"
+	"github.com/soakd/soakd/opener"
 	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
@@ -139,7 +139,7 @@ func TestSetupStartTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := lateSink{up: time.Now().Add(time.Hour), pings: new(atomic.Int64)}
 		res, took := runLate(t, s, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://db/x", "SOAKD_SEQ_START_TIMEOUT", "8s"), nil)
-		var st *setup.TimeoutError
+		var st *opener.TimeoutError
 		if !errors.As(res.err, &st) || !strings.Contains(res.err.Error(), "SOAKD_SEQ_START_TIMEOUT=8s") {
 			t.Fatalf("Run: %v, want the START_TIMEOUT error", res.err)
 		}
@@ -159,7 +159,7 @@ func TestSetupStartTimeoutBoundsAHungAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := lateSink{hang: true, pings: new(atomic.Int64)}
 		res, took := runLate(t, s, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://db/x", "SOAKD_SEQ_START_TIMEOUT", "3s"), nil)
-		var st *setup.TimeoutError
+		var st *opener.TimeoutError
 		if !errors.As(res.err, &st) {
 			t.Fatalf("Run: %v, want the START_TIMEOUT error", res.err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/opener"
 	"github.com/soakd/soakd/pace"
 	runreport "github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
@@ -688,7 +689,7 @@ type reshaper interface {
 // reshape drops the point's target's tables made for another shape,
 // where its sink can, so that the run's Prepare makes them for this one.
 func reshape(ctx context.Context, p *config.Plugins, wc *config.Workload) error {
-	op, err := daemon.Open(ctx, p, wc, 1, 1, nil)
+	op, err := opener.Open(ctx, p, wc, 1, 1, nil)
 	if err != nil {
 		return err
 	}
@@ -759,7 +760,7 @@ func checkShapes(ctx context.Context, r *Result, plan []planned, p *config.Plugi
 		if shape(plan[j].wc) == shape(pl.wc) {
 			continue
 		}
-		op, err := daemon.Open(ctx, p, pl.wc, 1, 1, nil)
+		op, err := opener.Open(ctx, p, pl.wc, 1, 1, nil)
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,8 @@
 // Package layout states which way soakd's packages may import each other,
 // and its test holds the code to it: commands → features → engine →
-// report → settings → sinks → sources, with small leaf packages (charts, internal
-// helpers) usable from anywhere. README's Layout section draws the same picture.
+// opener → report → settings → sinks → sources, with small leaf packages
+// (charts, internal helpers) usable from anywhere. README's Layout section
+// draws the same picture.
 package layout
 
 import (
@@ -18,7 +19,7 @@ const Module = "github.com/soakd/soakd"
 // and of the layers below, never above.
 var Layers = []Layer{
 	{Name: "leaf", Packages: []string{"charts", "dashboards", "deploy", "internal/logthrottle", "internal/procstat", "internal/sysinfo",
-		"internal/crosscheck", "internal/detserver", "internal/lateproxy", "internal/testserver", "internal/layout"}},
+		"internal/backoff", "internal/crosscheck", "internal/detserver", "internal/lateproxy", "internal/testserver", "internal/layout"}},
 	{Name: "sources", Packages: []string{"sources"}},
 	{Name: "sinks", Packages: []string{"sinks"}},
 	// config is soakd's configuration (what the engine runs, what features
@@ -29,6 +30,11 @@ var Layers = []Layer{
 	// the verdicts, the latency figures): the engine fills it, features
 	// read it.
 	{Name: "report", Packages: []string{"report"}},
+	// opener is how a workload meets its target (its source built, its
+	// sink opened, the wait for it to come up): the engine opens each
+	// workload through it, and the commands that open targets outside a
+	// run (verify, sweep's reset) share it.
+	{Name: "opener", Packages: []string{"opener"}},
 	{Name: "engine", Packages: []string{"daemon"}},
 	{Name: "features", Packages: []string{"capacity", "churn", "history", "progress", "readback", "readmodel", "serve", "summary", "sweep", "targetwatch", "thresholds/judge", "web"}},
 	{Name: "commands", Packages: []string{"cmd", "bench", "internal/faults", "internal/enginetest"}},

@@ -33,7 +33,7 @@ import (
 
 	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/config"
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/opener"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
@@ -283,7 +283,7 @@ func unredact(raw string) string {
 // run verifies one workload.
 func (j *job) run(ctx context.Context, p *config.Plugins) (*WorkloadReport, error) {
 	w := j.w
-	o, err := daemon.Open(ctx, p, w, 1, 1, nil)
+	o, err := opener.Open(ctx, p, w, 1, 1, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,4 @@
-// Package batchmem refuses, before a run starts, a workload whose batches
-// would not fit in the machine's memory.
-package batchmem
+package opener
 
 import (
 	"fmt"
@@ -52,10 +50,10 @@ func memoryBudget() int64 {
 	return 8 << 30
 }
 
-// Check refuses a workload whose batches, with their encoded copies,
+// CheckMemory refuses a workload whose batches, with their encoded copies,
 // would not fit in memoryBudget, with a *settings.Error naming
 // BATCH_SIZE or PIPELINE.
-func Check(w *config.Workload, kind sources.Kind, src sources.Source) error {
+func CheckMemory(w *config.Workload, kind sources.Kind, src sources.Source) error {
 	key, units := "BATCH_SIZE", w.BatchSize
 	if kind != sources.Series {
 		key, units = "PIPELINE", w.Pipeline

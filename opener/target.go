@@ -1,10 +1,10 @@
-// Package setup is a workload's wait for its target before its first
-// phase: each setup step (connect, prepare, the load phase's probe) tried
-// until the target answers, waited for with backoff while it is down,
-// refused as a configuration error when it answers no, bounded by
-// START_TIMEOUT; and the readiness /readyz, /status and the summary show
-// of it.
-package setup
+package opener
+
+// A workload's wait for its target before its first phase: each setup
+// step (connect, prepare, the load phase's probe) tried until the target
+// answers, waited for with backoff while it is down, refused as a
+// configuration error when it answers no, bounded by START_TIMEOUT; and
+// the readiness /readyz, /status and the summary show of it.
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/config"
-	"github.com/soakd/soakd/daemon/internal/clock"
+	"github.com/soakd/soakd/internal/backoff"
 	"github.com/soakd/soakd/internal/logthrottle"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
@@ -222,7 +222,7 @@ func (w *Target) Await(ctx context.Context, step string, limit time.Duration, fn
 			return w.refused(step, text, sinks.TLSRefused(err))
 		}
 		_, after := sinks.Retryable(err)
-		delay := clock.Backoff(setupBackoff, attempt, after)
+		delay := backoff.Delay(setupBackoff, attempt, after)
 		if to := w.cfg.StartTimeout; to > 0 {
 			left := began.Add(to).Sub(now)
 			if left <= 0 {
@@ -240,7 +240,7 @@ func (w *Target) Await(ctx context.Context, step string, limit time.Duration, fn
 				zap.String("class", string(class)), zap.String("error", text), zap.Int("attempt", attempt+1),
 				zap.Duration("next_retry_in", delay.Round(time.Millisecond)), zap.Int("suppressed_since_last", n))
 		}
-		if !clock.Sleep(ctx, delay) {
+		if !backoff.Sleep(ctx, delay) {
 			return ctx.Err()
 		}
 	}

@@ -1,0 +1,105 @@
+// Package opener is how a workload meets its target, the one way the
+// engine and every command (soakd run, capacity, sweep and verify) do it:
+// its source built and its sink opened, with errors that name the setting
+// at fault and hold none of the workload's secrets (Open, Sink); batches
+// that would not fit in memory refused before anything runs
+// (CheckMemory); and the wait for the target before the first phase —
+// connect, prepare, probe, START_TIMEOUT — with the readiness /readyz,
+// /status and the summary show of it (Target). It sits below the engine,
+// which opens each workload through it, and below the features and
+// commands, which share it.
+package opener
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
+)
+
+// Opened is a workload's source and sink, opened the one way every
+// command opens them.
+type Opened struct {
+	Entry  *sources.Entry
+	Source sources.Source
+	Sink   sinks.Sink
+}
+
+// Open builds w's source and opens its sink for workers workers writing
+// batches of batch units; log is the sink's logger (nil: none). Errors
+// name the setting at fault (SOAKD_<W>_SOURCE, SOAKD_<W>_TARGET) and hold
+// none of w's secrets.
+func Open(ctx context.Context, p *config.Plugins, w *config.Workload, workers, batch int, log *zap.Logger) (*Opened, error) {
+	e, src, err := Source(p, w)
+	if err != nil {
+		return nil, err
+	}
+	sink, err := Sink(ctx, p, w, e.Kind, src, workers, batch, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Opened{Entry: e, Source: src, Sink: sink}, nil
+}
+
+// Source builds w's source; its errors name SOAKD_<W>_SOURCE and hold
+// none of w's secrets.
+func Source(p *config.Plugins, w *config.Workload) (*sources.Entry, sources.Source, error) {
+	e := p.Sources.Lookup(w.Source)
+	if e == nil {
+		return nil, nil, fmt.Errorf("%sSOURCE: unknown source %q", config.Prefix(w.Name), w.Source)
+	}
+	src, err := w.NewSource()
+	if err != nil {
+		return nil, nil, Scrubbed(w, fmt.Errorf("%sSOURCE: cannot build source %q: %w", config.Prefix(w.Name), w.Source, err))
+	}
+	return e, src, nil
+}
+
+// Sink opens w's sink for src, for workers workers writing batches of
+// batch units; log is the sink's logger (nil: none). Its errors name
+// SOAKD_<W>_TARGET and hold none of w's secrets.
+func Sink(ctx context.Context, p *config.Plugins, w *config.Workload, kind sources.Kind, src sources.Source, workers, batch int, log *zap.Logger) (sinks.Sink, error) {
+	if w.Sink.URL == nil {
+		return nil, fmt.Errorf("%sTARGET: the configuration was not validated (call Config.Check first)", config.Prefix(w.Name))
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	password, token := w.Secret()
+	var shape sources.KVShape
+	if sh, ok := src.(sources.Shaped); ok {
+		shape = sh.Shape()
+	}
+	var churn *sources.QueryChurn
+	if qc, ok := src.(sources.QueryChurner); ok {
+		churn = qc.QueryChurn()
+	}
+	sink, err := p.Sinks.OpenTarget(ctx, w.Sink, sinks.Options{
+		Workload: w.Name, Kind: kind, Schemas: src.Schemas(), Workers: workers,
+		BatchSize: batch, Logger: log.With(zap.String("sink", w.Sink.Scheme())),
+		Password: password, Token: token, Shape: shape, Churn: churn,
+	})
+	if err != nil {
+		return nil, Scrubbed(w, fmt.Errorf("%sTARGET: %w", config.Prefix(w.Name), err))
+	}
+	return sink, nil
+}
+
+// scrubbedError is an error whose text has w's secrets hidden; errors.Is
+// and errors.As still see what it wraps.
+type scrubbedError struct {
+	text string
+	err  error
+}
+
+func (e *scrubbedError) Error() string { return e.text }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// Scrubbed is err with w's secrets hidden from its text.
+func Scrubbed(w *config.Workload, err error) error {
+	return &scrubbedError{text: w.Scrubber()(err.Error()), err: err}
+}
