@@ -74,8 +74,8 @@ func TestScheduleKeepsClockDuringStall(t *testing.T) {
 		open := make(chan struct{})
 		done := make(chan runResult, 1)
 		go func() {
-			d := Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"}
-			d.started = func(wls []*workload) { wl = wls[0]; close(open) }
+			d := Deps{Logger: zap.NewNop(), Plugins: p, Version: "test",
+				Observers: []Observer{onStarted(func(hs []*Handle) { wl = hs[0].w; close(open) })}}
 			sum, err := Run(context.Background(), cfg, d)
 			done <- runResult{sum: sum, err: err}
 		}()

@@ -48,6 +48,15 @@ func loadTest(t testing.TB, env map[string]string, p *config.Plugins) *config.Co
 	return cfg
 }
 
+// onStarted is an observer that calls f with the run's workloads once
+// they are open (tests read counts and steer through it).
+type onStarted func([]*Handle)
+
+func (onStarted) Opened(*Handle) error                                     { return nil }
+func (f onStarted) Started(_ context.Context, hs []*Handle, _ func(error)) { f(hs) }
+func (onStarted) PhaseBegun(*Handle, *Phase)                               {}
+func (onStarted) PhaseEnded(*Handle, *Phase, string)                       {}
+
 type runResult struct {
 	sum *report.Summary
 	err error

@@ -31,10 +31,6 @@ type Deps struct {
 	// engine's clock, a Finisher learns of the run's end. The HTTP
 	// endpoints and the soakd_* metrics are one (package serve).
 	Observers []Observer
-
-	// started, when set, is called with the workloads once they are open
-	// (tests read counts and steer through it).
-	started func([]*workload)
 }
 
 // workload is one configured workload, opened and ready to run.
@@ -129,9 +125,6 @@ func Run(ctx context.Context, cfg *config.Config, d Deps) (*report.Summary, erro
 	}()
 
 	clock := newSampler(cfg, wls)
-	if d.started != nil {
-		d.started(wls)
-	}
 	for _, o := range d.Observers {
 		o.Started(genCtx, handles(wls), stopGen)
 	}
