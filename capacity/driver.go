@@ -251,7 +251,7 @@ func (s *searcher) drain(ctx context.Context, p *daemon.Phase) (took time.Durati
 	wc := s.w.Config()
 	limit := wc.MaxLag + wc.Timeout + s.cc.Hold
 	for {
-		c := p.Counts()
+		c := p.Snapshot()
 		if c.InFlight() <= 0 {
 			return time.Since(t0), true, true
 		}

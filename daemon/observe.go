@@ -219,12 +219,6 @@ func countsOf(c *counts) Counts {
 	return Counts{Scheduled: c.scheduled, Acked: c.acked, Failed: c.failed, Dropped: c.dropped, Ops: opCountsOf(c)}
 }
 
-// Counts are the phase's counts so far.
-func (p *Phase) Counts() Counts {
-	c := p.ps.snapshot()
-	return countsOf(&c)
-}
-
 // LatencyKey names a latency distribution a Window records: the response
 // time (from each batch's intended start) of one op, or of every op when
 // Op is ""; the service time (from the send) with Service; or the

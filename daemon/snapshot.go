@@ -24,6 +24,10 @@ type Snapshot struct {
 	Verify *report.VerifyCounts
 }
 
+// InFlight is the units scheduled and not yet acknowledged, failed or
+// dropped.
+func (s *Snapshot) InFlight() int64 { return s.Scheduled - s.Acked - s.Failed - s.Dropped }
+
 // OpSnapshot is what one op of a phase did: OK and Failed batches,
 // queries or operations (as soakd_ops_total counts them), the rows its
 // acknowledged queries returned, its failed attempts of each class (in

@@ -2,7 +2,7 @@
 // line per workload every PROGRESS_INTERVAL, or, on a terminal and for a
 // run with a known end, a one-line progress bar redrawn every second. It
 // follows the engine's clock (daemon.Ticker) and reads the workloads
-// through the engine's read model (Handle.Live, Phase.Counts).
+// through the engine's read model (Handle.Live, Phase.Snapshot).
 package progress
 
 import (
@@ -111,10 +111,12 @@ func (r *Reporter) progress() {
 		if !l.Current || p == nil || w.Finished() {
 			continue
 		}
-		c := p.Counts()
+		c := p.Snapshot()
 		var errs int64
 		for _, o := range c.Ops {
-			errs += o.Errors
+			for _, e := range o.Errors {
+				errs += e
+			}
 		}
 		// The target over the achieved rate's window, so the two compare.
 		target := l.Target
@@ -210,7 +212,7 @@ func workloadProgress(w *daemon.Handle) (frac float64, left time.Duration, ok bo
 		frac, left = float64(el)/float64(runLen), runLen-el
 	}
 	if total > 0 {
-		c := p.Counts()
+		c := p.Snapshot()
 		done := c.Acked + c.Failed + c.Dropped
 		f := math.Min(float64(done)/float64(total), 1)
 		var l time.Duration

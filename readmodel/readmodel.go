@@ -129,5 +129,5 @@ func Status(p *daemon.Phase) report.StatusCounts {
 		}
 	}
 	return report.StatusCounts{Scheduled: s.Scheduled, Acked: s.Acked, Failed: s.Failed, Dropped: s.Dropped,
-		InFlight: s.Scheduled - s.Acked - s.Failed - s.Dropped, Errors: report.ErrorsByClass(byClass[:]), Verify: s.Verify}
+		InFlight: s.InFlight(), Errors: report.ErrorsByClass(byClass[:]), Verify: s.Verify}
 }
