@@ -15,6 +15,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/backoff"
 	"github.com/soakd/soakd/internal/procstat"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/pace"
@@ -138,7 +139,7 @@ func (s *searcher) search(ctx context.Context, ws []*daemon.Handle, stop func(er
 	s.mu.Unlock()
 	win := p.StartWindow(daemon.LatencyKey{Op: s.cc.SLOOp}, daemon.LatencyKey{Op: s.cc.SLOOp, Service: true}, daemon.LatencyKey{Dispatch: true})
 	defer win.Stop()
-	if !s.setRate(ctx, s.cc.Start) || !daemon.SleepFor(ctx, s.cc.Warmup) {
+	if !s.setRate(ctx, s.cc.Start) || !backoff.Sleep(ctx, s.cc.Warmup) {
 		s.finish(0, false, "stopped during the warm-up")
 		return
 	}
@@ -260,7 +261,7 @@ func (s *searcher) drain(ctx context.Context, p *daemon.Phase) (took time.Durati
 				zap.Duration("waited", time.Since(t0)))
 			return time.Since(t0), false, true
 		}
-		if !daemon.SleepFor(ctx, 2*time.Millisecond) {
+		if !backoff.Sleep(ctx, 2*time.Millisecond) {
 			return 0, false, false
 		}
 	}
@@ -310,7 +311,7 @@ func (s *searcher) runStep(ctx context.Context, p *daemon.Phase, win *daemon.Win
 	s.step, s.target = idx, r
 	s.mu.Unlock()
 	took, drained, ok := s.drain(ctx, p)
-	if !ok || !s.setRate(ctx, r) || !s.steer(ctx, s.w.Resume, "resume after draining") || !daemon.SleepFor(ctx, s.cc.Settle) {
+	if !ok || !s.setRate(ctx, r) || !s.steer(ctx, s.w.Resume, "resume after draining") || !backoff.Sleep(ctx, s.cc.Settle) {
 		return Step{}, false
 	}
 	win.Cut() // the draining and settling part is not judged

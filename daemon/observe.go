@@ -9,7 +9,6 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/soakd/soakd/config"
-	"github.com/soakd/soakd/internal/backoff"
 	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
@@ -326,10 +325,6 @@ func (r *runner) notifyEnded(ps *phaseStats, reason string) {
 		o.PhaseEnded(r.handle, &Phase{ps}, reason)
 	}
 }
-
-// SleepFor waits d or until ctx ends; it reports whether d passed: the
-// engine's own wait, for observers.
-func SleepFor(ctx context.Context, d time.Duration) bool { return backoff.Sleep(ctx, d) }
 
 // Checker is an Observer that judges workloads (thresholds): its verdicts
 // show in /status and as soakd_threshold_ok and soakd_threshold_value

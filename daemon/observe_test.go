@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/backoff"
 	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/serve"
@@ -56,7 +57,7 @@ func (r *recorder) Started(ctx context.Context, ws []*daemon.Handle, stop func(e
 	}
 	if r.finish > 0 {
 		go func() {
-			if daemon.SleepFor(ctx, r.finish) {
+			if backoff.Sleep(ctx, r.finish) {
 				stop(daemon.Finish("observer done"))
 			}
 		}()
