@@ -6,10 +6,10 @@
 // /status document's types). Its metrics and HTTP endpoints are a feature
 // on it: package serve. Parts of the engine that stand alone are packages
 // under daemon/internal, which no feature imports: the clock (monotonic
-// time, precise sleeps, retry waits), the workers' write context, the
-// wait for a workload's target (setup), the sink opener, the record of
-// what each stream wrote, the trailing rate window and the batch memory
-// check.
+// time, precise sleeps), the workers' write context, the record of what
+// each stream wrote and the trailing rate window. It opens each workload,
+// and waits for its target, through package opener, below it, which
+// soakd verify and sweep share.
 //
 // Features outside it (a capacity search, a sweep) use only its exported
 // surface: Run and its Deps, and the Observer interface, through which a
