@@ -27,7 +27,7 @@ type CapacityConfig struct {
 	SLOOp     string        `env:"SLO_OP" help:"soakd capacity: judge only this op's p99 (write, read, update, insert, scan, rmw); default: every op together"`
 	SLOErrors Ratio         `env:"SLO_ERRORS" envDefault:"0.1%" help:"soakd capacity: the highest share of failed units a passing step may have"`
 	Refine    int           `env:"REFINE" envDefault:"3" help:"soakd capacity: steps of bisection between the last passing and the first failing rate"`
-	Out       string        `env:"OUT" envDefault:"capacity" help:"soakd capacity: report files are OUT.md, OUT.csv, OUT.json and the charts OUT-rate and OUT-latency (.svg, .png)"`
+	Out       string        `env:"OUT" envDefault:"capacity" help:"soakd capacity: report files are OUT.md, OUT.csv, OUT.json and the charts OUT-rate and OUT-latency, with the target watch OUT-target-memory and OUT-target-cpu (.svg, .png)"`
 }
 
 // Growth is how the capacity search raises the rate: by an amount (+N) or

@@ -24,7 +24,7 @@ type SweepConfig struct {
 	Repeats  int           `env:"REPEATS" envDefault:"3" help:"soakd sweep: runs per point (min, median and max are reported)"`
 	Duration time.Duration `env:"DURATION" envDefault:"10s" help:"soakd sweep: longest run of each point, whatever the source (a finite data set written whole ends it earlier)"`
 	Reset    bool          `env:"RESET" envDefault:"false" help:"soakd sweep: empty what soakd wrote (its own tables, keys under KEY_PREFIX) before each run, so every point starts from the same state; a grid's point drops soakd's tables made for another shape (COLUMNS, COLUMN_TYPE)"`
-	Out      string        `env:"OUT" envDefault:"sweep" help:"soakd sweep: report files are OUT.md, OUT.csv, OUT.json and the charts OUT-batch (a grid: OUT-NAME per axis, e.g. OUT-scale) and OUT-usl (.svg, .png)"`
+	Out      string        `env:"OUT" envDefault:"sweep" help:"soakd sweep: report files are OUT.md, OUT.csv, OUT.json and the charts OUT-batch (a grid: OUT-NAME per axis, e.g. OUT-scale) and OUT-usl, with the target watch OUT-target-memory and OUT-target-cpu (a grid: OUT-NAME-target-memory, OUT-NAME-target-cpu per axis) (.svg, .png)"`
 }
 
 // IntList is a comma-separated list of positive integers.

@@ -20,14 +20,82 @@ import (
 // of the other axes' values, the values of DATA_TYPE, TARGET and the
 // like (not all numbers) as categories; the USL figure when WORKERS is
 // an axis of at least three values.
+//
+// With the target watch, the target's memory and the cores it used are
+// drawn the same way as the throughput (against batch size, or against
+// each axis), each only when some point has the figure and each line
+// only through the points that have it: a point without a reading is
+// left out, never drawn as 0. Is a throughput that stops growing
+// memory- or CPU-bound?
 func SweepCharts(r *sweep.Result) []charts.Chart {
-	if r.Grid() {
-		out := make([]charts.Chart, 0, len(r.Axes)+1)
-		for i := range r.Axes {
-			out = append(out, gridChart(r, i))
+	figs := []sweepFigure{{
+		title: "Throughput", label: r.Unit + "/s", unit: charts.Number, band: true,
+		y: func(p sweep.Point) (float64, bool) { return p.Median, true },
+	}}
+	var tail []charts.Chart
+	figs = append(figs, targetFigures(r)...)
+	var out []charts.Chart
+	for i, f := range figs {
+		var cs []charts.Chart
+		if r.Grid() {
+			for a := range r.Axes {
+				cs = append(cs, gridChart(r, a, f))
+			}
+		} else {
+			cs = append(cs, batchChart(r, f))
 		}
-		return append(out, uslChart(r)...)
+		if i == 0 {
+			out = append(append(out, cs...), uslChart(r)...)
+			continue
+		}
+		tail = append(tail, cs...)
 	}
+	return append(out, tail...)
+}
+
+// sweepFigure is one figure of a sweep's points, drawn against BATCH_SIZE
+// or against each axis of a grid.
+type sweepFigure struct {
+	// id is appended to the chart's ID ("" for the throughput): e.g.
+	// -target-memory gives sweep-target-memory, or sweep-scale-target-memory
+	// in a grid.
+	id    string
+	title string // the figure's name at the head of the title
+	what  string // how the point's figure comes from its runs, in the title
+	label string // the Y axis's
+	unit  charts.Unit
+	// band draws the min–max band over the point's runs (the throughput's).
+	band bool
+	// y is the point's figure, and whether it has one.
+	y func(sweep.Point) (float64, bool)
+}
+
+// targetFigures are the target's memory and CPU as figures, each only
+// when some point has it.
+func targetFigures(r *sweep.Result) []sweepFigure {
+	mem := sweepFigure{id: "-target-memory", title: "Target's memory", what: "peak over the point's runs", label: "target memory", unit: charts.Bytes,
+		y: func(p sweep.Point) (float64, bool) { return deref(p.TargetMemoryBytes) }}
+	cpu := sweepFigure{id: "-target-cpu", title: "Target's CPU", what: "cores over the point's runs", label: "target CPU (cores)", unit: charts.Number,
+		y: func(p sweep.Point) (float64, bool) { return deref(p.TargetCPUCores) }}
+	var out []sweepFigure
+	for _, f := range []sweepFigure{mem, cpu} {
+		if slices.ContainsFunc(r.Points, func(p sweep.Point) bool { _, ok := f.y(p); return ok }) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func deref(v *float64) (float64, bool) {
+	if v == nil {
+		return 0, false
+	}
+	return *v, true
+}
+
+// batchChart is figure f against BATCH_SIZE (PIPELINE), one line per
+// workers value.
+func batchChart(r *sweep.Result, f sweepFigure) charts.Chart {
 	byW := map[int][]sweep.Point{}
 	var workers []int
 	for _, p := range r.Points {
@@ -37,49 +105,78 @@ func SweepCharts(r *sweep.Result) []charts.Chart {
 		byW[p.Workers] = append(byW[p.Workers], p)
 	}
 	slices.Sort(workers)
-	batch := charts.Chart{
-		ID: "sweep-batch", Title: fmt.Sprintf("Throughput vs %s, per WORKERS (median, min–max band)", r.BatchName),
-		X: charts.Axis{Label: r.BatchName, Unit: charts.Number, Log: true},
-		Y: charts.Axis{Label: r.Unit + "/s", Unit: charts.Number, ZeroBased: true},
+	id, what := "sweep-batch", "median, min–max band"
+	if f.id != "" {
+		id, what = "sweep"+f.id, f.what
 	}
-	for _, w := range workers {
+	c := charts.Chart{
+		ID: id, Title: fmt.Sprintf("%s vs %s, per WORKERS (%s)", f.title, r.BatchName, what),
+		X: charts.Axis{Label: r.BatchName, Unit: charts.Number, Log: true},
+		Y: charts.Axis{Label: f.label, Unit: f.unit, ZeroBased: true},
+	}
+	for i, w := range workers {
 		pts := byW[w]
 		slices.SortFunc(pts, func(a, b sweep.Point) int { return a.Batch - b.Batch })
 		l := charts.Line{Name: fmt.Sprintf("%d workers", w)}
 		for _, p := range pts {
-			l.X, l.Y = append(l.X, float64(p.Batch)), append(l.Y, p.Median)
-			l.Lo, l.Hi = append(l.Lo, p.Min), append(l.Hi, p.Max)
+			if v, ok := f.y(p); ok {
+				l.X, l.Y = append(l.X, float64(p.Batch)), append(l.Y, v)
+				if f.band {
+					l.Lo, l.Hi = append(l.Lo, p.Min), append(l.Hi, p.Max)
+				}
+			}
 		}
-		batch.Lines = append(batch.Lines, l)
+		addLine(&c, l, i, f)
 	}
-	return append([]charts.Chart{batch}, uslChart(r)...)
+	return c
 }
 
-// gridChart is throughput against axis a of a grid sweep, one line per
-// combination of the other axes' values, with its min–max band.
-func gridChart(r *sweep.Result, a int) charts.Chart {
+// addLine adds line l, the i-th of its chart's series, unless it has no
+// point. Its colour is the i-th of the palette whether or not the lines
+// before it had points, so a series keeps its colour from the throughput
+// to the target's figures. A target figure's points are also drawn as
+// dots: a point whose neighbours have no reading stands alone.
+func addLine(c *charts.Chart, l charts.Line, i int, f sweepFigure) {
+	if len(l.X) == 0 {
+		return
+	}
+	l.Color = charts.Palette[i%len(charts.Palette)]
+	c.Lines = append(c.Lines, l)
+	if !f.band {
+		c.Points = append(c.Points, charts.Points{X: l.X, Y: l.Y, Shape: charts.Dot, Color: l.Color})
+	}
+}
+
+// gridChart is figure f against axis a of a grid sweep, one line per
+// combination of the other axes' values (the throughput with its
+// min–max band).
+func gridChart(r *sweep.Result, a int, f sweepFigure) charts.Chart {
 	ax := r.Axes[a]
+	what := "median, min–max band"
+	if f.id != "" {
+		what = f.what
+	}
 	c := charts.Chart{
-		ID:    "sweep-" + strings.ToLower(ax.Name),
-		Title: fmt.Sprintf("Throughput vs %s (median, min–max band)", ax.Name),
+		ID:    "sweep-" + strings.ToLower(ax.Name) + f.id,
+		Title: fmt.Sprintf("%s vs %s (%s)", f.title, ax.Name, what),
 		X:     charts.Axis{Label: ax.Name, Unit: charts.Number},
-		Y:     charts.Axis{Label: r.Unit + "/s", Unit: charts.Number, ZeroBased: true},
+		Y:     charts.Axis{Label: f.label, Unit: f.unit, ZeroBased: true},
 	}
 	x := func(v string) float64 { return float64(slices.Index(ax.Values, v)) }
 	if ax.Numeric {
 		lo, hi := 0.0, 0.0
 		for i, v := range ax.Values {
-			f, _ := strconv.ParseFloat(v, 64)
-			if i == 0 || f < lo {
-				lo = f
+			n, _ := strconv.ParseFloat(v, 64)
+			if i == 0 || n < lo {
+				lo = n
 			}
-			hi = max(hi, f)
+			hi = max(hi, n)
 		}
 		// Settings swept over decades (SCALE=1000,10000,100000) read on
 		// a log axis; a few close values on a linear one.
 		c.X.Log = lo > 0 && hi/lo >= 20
 		c.X.ZeroBased = !c.X.Log
-		x = func(v string) float64 { f, _ := strconv.ParseFloat(v, 64); return f }
+		x = func(v string) float64 { n, _ := strconv.ParseFloat(v, 64); return n }
 	} else {
 		c.X.Categories = ax.Values
 	}
@@ -98,15 +195,22 @@ func gridChart(r *sweep.Result, a int) charts.Chart {
 			l = &charts.Line{Name: name}
 			if name == "" {
 				l.Name = r.Unit + "/s"
+				if f.id != "" {
+					l.Name = f.label
+				}
 			}
 			lines[name] = l
 			order = append(order, name)
 		}
-		l.X, l.Y = append(l.X, x(p.AxisValues[a])), append(l.Y, p.Median)
-		l.Lo, l.Hi = append(l.Lo, p.Min), append(l.Hi, p.Max)
+		if v, ok := f.y(p); ok {
+			l.X, l.Y = append(l.X, x(p.AxisValues[a])), append(l.Y, v)
+			if f.band {
+				l.Lo, l.Hi = append(l.Lo, p.Min), append(l.Hi, p.Max)
+			}
+		}
 	}
-	for _, name := range order {
-		c.Lines = append(c.Lines, byX(*lines[name]))
+	for i, name := range order {
+		addLine(&c, byX(*lines[name]), i, f)
 	}
 	return c
 }
@@ -130,7 +234,9 @@ func byX(l charts.Line) charts.Line {
 	out := charts.Line{Name: l.Name}
 	for _, i := range idx {
 		out.X, out.Y = append(out.X, l.X[i]), append(out.Y, l.Y[i])
-		out.Lo, out.Hi = append(out.Lo, l.Lo[i]), append(out.Hi, l.Hi[i])
+		if len(l.Lo) > 0 {
+			out.Lo, out.Hi = append(out.Lo, l.Lo[i]), append(out.Hi, l.Hi[i])
+		}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/xml"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -105,6 +106,27 @@ func TestCapacityAgainstRealServers(t *testing.T) {
 				pf.Close()
 				if err != nil || img.Bounds().Dx() < 100 {
 					t.Errorf("%s.png: %v", chart, err)
+				}
+			}
+			// The target's charts are written when some step has the
+			// figure (the watch is on, every 10s), each drawing every such
+			// step, and never otherwise.
+			var mem, cores int
+			for _, s := range res.Steps {
+				if s.TargetMemoryBytes != nil {
+					mem++
+				}
+				if s.TargetCPUCores != nil {
+					cores++
+				}
+			}
+			for _, c := range []struct {
+				chart, series string
+				n             int
+			}{{"target-memory", "memory", mem}, {"target-cpu", "cores", cores}} {
+				svg, err := os.ReadFile(out + "-" + c.chart + ".svg")
+				if (c.n > 0) != (err == nil) || (c.n > 0 && !bytes.Contains(svg, fmt.Appendf(nil, `data-series="%s" data-points="%d"`, c.series, c.n))) {
+					t.Errorf("%s.svg: %v, want it when a step has the figure, drawing all %d such steps", c.chart, err, c.n)
 				}
 			}
 		})

@@ -15,8 +15,10 @@ import (
 
 // soakd sweep runs the target watch: with the test's own process as the
 // watched target, the point says its memory and the cores it used, in
-// the JSON and as the markdown's columns. Bug caught: the watch built
-// but not among the sweep's observers, or not handed to the sweep.
+// the JSON, as the markdown's columns and as the charts OUT-target-memory
+// and OUT-target-cpu, each drawing the point. Bugs caught: the watch
+// built but not among the sweep's observers, or not handed to the sweep;
+// the target's charts not written.
 func TestSweepWatchesTheTarget(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc to watch a process through")
@@ -44,5 +46,17 @@ func TestSweepWatchesTheTarget(t *testing.T) {
 	}
 	if !strings.Contains(string(md), "| target memory | target CPU |\n") {
 		t.Errorf("markdown without the target's columns:\n%s", md)
+	}
+	for _, chart := range []string{"target-memory", "target-cpu"} {
+		svg, err := os.ReadFile(out + "-" + chart + ".svg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(svg, []byte(`data-series="1 workers" data-points="1"`)) {
+			t.Errorf("%s.svg does not draw the point:\n%s", chart, svg)
+		}
+		if st, err := os.Stat(out + "-" + chart + ".png"); err != nil || st.Size() == 0 {
+			t.Errorf("%s.png: %v", chart, err)
+		}
 	}
 }
