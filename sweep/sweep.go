@@ -139,10 +139,14 @@ type Result struct {
 	// none in a WORKERS × BATCH sweep.
 	Axes []Axis `json:"axes,omitempty"`
 	// Values says whether the points count values (series sources).
-	Values  bool    `json:"values,omitempty"`
-	Points  []Point `json:"points"`
-	USL     *USL    `json:"usl,omitempty"`
-	Outcome string  `json:"outcome"`
+	Values bool    `json:"values,omitempty"`
+	Points []Point `json:"points"`
+	// NotReset are the targets (URLs redacted) SOAKD_SWEEP_RESET asked to
+	// reset whose sink cannot empty what soakd wrote: their points start
+	// where the ones before left them.
+	NotReset []string `json:"not_reset,omitempty"`
+	USL      *USL     `json:"usl,omitempty"`
+	Outcome  string   `json:"outcome"`
 }
 
 // Grid says whether r is a sweep over SOAKD_SWEEP_GRID.
@@ -186,6 +190,17 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 		return nil, err
 	}
 	log := d.Logger.With(zap.String("workload", orig.Name))
+	if sc.Reset && (e == nil || e.Kind != sources.Queries) {
+		if res.NotReset, err = notReset(ctx, plan, d.Plugins); err != nil {
+			return nil, err
+		}
+		for _, t := range res.NotReset {
+			// Each run's own warning goes to a silent logger: say it
+			// once, before the first run.
+			log.Warn(fmt.Sprintf("%sSWEEP_RESET: the target %s cannot be reset (its sink cannot empty what soakd wrote): its points start where the ones before left it",
+				config.EnvPrefix, t))
+		}
+	}
 	total := len(plan) * sc.Repeats
 	lo, hi, all := planTime(plan, sc.Repeats)
 	per := fmt.Sprintf("%s per point (DURATION %s × REPEATS %d", hi, hi/time.Duration(sc.Repeats), sc.Repeats)
@@ -699,6 +714,30 @@ func reshape(ctx context.Context, p *config.Plugins, wc *config.Workload) error 
 		}
 	}
 	return nil
+}
+
+// notReset names the plan's targets, URLs redacted, whose sink cannot
+// empty what soakd wrote (no sinks.Resetter): an InfluxDB's, a file's.
+// The built-in target is made anew for each run and needs no reset.
+func notReset(ctx context.Context, plan []planned, p *config.Plugins) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, pl := range plan {
+		if pl.wc.Builtin || seen[pl.wc.Target] {
+			continue
+		}
+		seen[pl.wc.Target] = true
+		op, err := daemon.Open(ctx, p, pl.wc, 1, 1, nil)
+		if err != nil {
+			return nil, err
+		}
+		_, ok := op.Sink.(sinks.Resetter)
+		_ = op.Sink.Close(context.WithoutCancel(ctx))
+		if !ok {
+			out = append(out, sinks.Redact(pl.wc.Target))
+		}
+	}
+	return out, nil
 }
 
 // kvDataSet are the settings of a KV source that make its data set:
