@@ -56,14 +56,21 @@ func SweepCharts(r *sweep.Result) []charts.Chart {
 }
 
 // gridChart is throughput against axis a of a grid sweep, one line per
-// combination of the other axes' values, with its min–max band.
+// combination of the other axes' values, with its min–max band. The
+// figure is the one the best point is ranked and the USL fitted by
+// (sweep.Result.Rank): values/s over a series source, whose rows an
+// axis such as COLUMNS may widen; units/s otherwise.
 func gridChart(r *sweep.Result, a int) charts.Chart {
 	ax := r.Axes[a]
 	c := charts.Chart{
 		ID:    "sweep-" + strings.ToLower(ax.Name),
 		Title: fmt.Sprintf("Throughput vs %s (median, min–max band)", ax.Name),
 		X:     charts.Axis{Label: ax.Name, Unit: charts.Number},
-		Y:     charts.Axis{Label: r.Unit + "/s", Unit: charts.Number, ZeroBased: true},
+		Y:     charts.Axis{Label: r.RankUnit() + "/s", Unit: charts.Number, ZeroBased: true},
+	}
+	fig := func(p sweep.Point) (med, lo, hi float64) { return p.Median, p.Min, p.Max }
+	if r.RankUnit() != r.Unit {
+		fig = func(p sweep.Point) (med, lo, hi float64) { return p.ValueMedian, p.ValueMin, p.ValueMax }
 	}
 	x := func(v string) float64 { return float64(slices.Index(ax.Values, v)) }
 	if ax.Numeric {
@@ -97,13 +104,14 @@ func gridChart(r *sweep.Result, a int) charts.Chart {
 		if !ok {
 			l = &charts.Line{Name: name}
 			if name == "" {
-				l.Name = r.Unit + "/s"
+				l.Name = r.RankUnit() + "/s"
 			}
 			lines[name] = l
 			order = append(order, name)
 		}
-		l.X, l.Y = append(l.X, x(p.AxisValues[a])), append(l.Y, p.Median)
-		l.Lo, l.Hi = append(l.Lo, p.Min), append(l.Hi, p.Max)
+		med, lo, hi := fig(p)
+		l.X, l.Y = append(l.X, x(p.AxisValues[a])), append(l.Y, med)
+		l.Lo, l.Hi = append(l.Lo, lo), append(l.Hi, hi)
 	}
 	for _, name := range order {
 		c.Lines = append(c.Lines, byX(*lines[name]))
