@@ -278,10 +278,28 @@ func (r *Result) resetNote() string {
 	return s
 }
 
-// writeLeftOut says why the points marked "failed" were left out.
+// writeLeftOut says why the points marked "failed" were left out, and
+// why each point's units failed: its runs' last error.
 func (r *Result) writeLeftOut(out io.Writer) {
 	if slices.ContainsFunc(r.Points, func(p Point) bool { return p.LeftOut }) {
 		fmt.Fprintf(out, "\nPoints marked %% failed had more than %g%% of their scheduled units fail: they are left out of the best, of the comparison with fewer workers and of the USL fit, as their rates measure failing as much as writing.\n",
 			MaxFailedShare*100)
+	}
+	head := false
+	for _, p := range r.Points {
+		last := ""
+		for _, c := range p.Runs {
+			if c.LastError != "" {
+				last = c.LastError
+			}
+		}
+		if p.Failed == 0 || last == "" {
+			continue
+		}
+		if !head {
+			fmt.Fprint(out, "\n## Failures\n\n")
+			head = true
+		}
+		fmt.Fprintf(out, "- %s: %d %s failed; the last error: %s\n", r.label(p), p.Failed, r.Unit, last)
 	}
 }

@@ -3,6 +3,7 @@ package sweep
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/url"
 	"slices"
 	"strings"
@@ -69,5 +70,50 @@ func TestSweepNotReset(t *testing.T) {
 	if s := md.String(); !strings.Contains(s, "Each point: 2 runs, the target emptied of soakd's data before each (its tables dropped when made for another shape), but not null://u:xxxxx@h, whose sink cannot empty it") ||
 		strings.Contains(s, "pw") {
 		t.Errorf("markdown:\n%s", s)
+	}
+}
+
+// flakySink fails every other write for good.
+type flakySink struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (s *flakySink) Write(_ context.Context, b *sources.Batch) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.calls++; s.calls%2 == 0 {
+		return 0, errors.New("disk quota exceeded")
+	}
+	return 1, nil
+}
+func (s *flakySink) Close(context.Context) error { return nil }
+
+// A point whose writes failed says why, in its progress line and in the
+// report, though its run's own log is silent. Bug caught: a report of
+// failed units with no word of what failed them.
+func TestSweepSaysWhyUnitsFailed(t *testing.T) {
+	t.Parallel()
+	p := enginetest.Plugins(sinks.Entry{Schemes: []string{"f"}, Kinds: []sources.Kind{sources.Series},
+		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return &flakySink{}, nil }})
+	env := enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "f://", "SOAKD_SEQ_ROWS", "100", "SOAKD_SEQ_RETRIES", "0",
+		"SOAKD_SWEEP_GRID", "BATCH_SIZE=10", "SOAKD_SWEEP_REPEATS", "1", "SOAKD_SWEEP_DURATION", "10s")
+	cfg := enginetest.Load(t, env, p)
+	core, logs := observer.New(zap.InfoLevel)
+	res, err := Run(context.Background(), cfg, env, daemon.Deps{Logger: zap.New(core), Plugins: p}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Points[0].Runs[0]
+	if c.Failed != 50 || !strings.Contains(c.LastError, "disk quota exceeded") {
+		t.Fatalf("run %+v, want 50 rows failed and the sink's error", c)
+	}
+	if logs.FilterMessageSnippet("BATCH_SIZE=10: ").FilterMessageSnippet(", 50 failed (last error ").FilterMessageSnippet("disk quota exceeded").Len() != 1 {
+		t.Errorf("no progress line says why: %v", logs.All())
+	}
+	var md bytes.Buffer
+	res.WriteMarkdown(&md)
+	if !strings.Contains(md.String(), "\n## Failures\n\n- BATCH_SIZE=10: 50 rows failed; the last error: ") {
+		t.Errorf("markdown:\n%s", md.String())
 	}
 }

@@ -91,6 +91,9 @@ type RunCounts struct {
 	Dropped   int64   `json:"dropped_units"`
 	InFlight  int64   `json:"in_flight_units"`
 	P99       float64 `json:"p99_seconds"`
+	// LastError is the run's last write error, "class: text" (secrets
+	// scrubbed, as in the summary), when units failed.
+	LastError string `json:"last_error,omitempty"`
 }
 
 // Axis is one axis of a grid sweep: a setting of the workload and the
@@ -271,16 +274,23 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 				p99 = max(p99, o.Response.P99)
 			}
 			p99s = append(p99s, p99)
-			pt.Runs = append(pt.Runs, RunCounts{Seconds: ws.Seconds, Units: ws.Units, Values: ws.Values, Scheduled: ws.Scheduled,
-				Failed: ws.Failed, Dropped: ws.Dropped, InFlight: ws.InFlight, P99: p99})
+			rc := RunCounts{Seconds: ws.Seconds, Units: ws.Units, Values: ws.Values, Scheduled: ws.Scheduled,
+				Failed: ws.Failed, Dropped: ws.Dropped, InFlight: ws.InFlight, P99: p99}
+			failed := ""
+			if ws.Failed > 0 && ws.LastError != nil {
+				// The runs' own logs are silent: say why here.
+				rc.LastError = ws.LastError.Class + ": " + ws.LastError.Text
+				failed = fmt.Sprintf(", %d failed (last error %s)", ws.Failed, rc.LastError)
+			}
+			pt.Runs = append(pt.Runs, rc)
 			// The time left is the planned time of the runs left, at the
 			// pace the runs so far kept to theirs: setup, load phases and
 			// finite data sets included.
 			done += runTime(pl)
 			elapsed := time.Since(t0)
 			left := timeLeft(elapsed, done, all-done)
-			log.Info(fmt.Sprintf("sweep %d/%d (point %d/%d, run %d/%d): %s: %.0f %s/s, p99 %s; %s elapsed, about %s left",
-				n, total, i+1, len(plan), r+1, sc.Repeats, label, rate, res.Unit, pace.FormatSeconds(p99),
+			log.Info(fmt.Sprintf("sweep %d/%d (point %d/%d, run %d/%d): %s: %.0f %s/s, p99 %s%s; %s elapsed, about %s left",
+				n, total, i+1, len(plan), r+1, sc.Repeats, label, rate, res.Unit, pace.FormatSeconds(p99), failed,
 				elapsed.Round(time.Second), left.Round(time.Second)))
 		}
 		pt.TargetMemoryBytes, pt.TargetCPUCores = tw.stop()
