@@ -217,8 +217,8 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 			load = ", plus a load phase where the target lacks the records"
 		}
 	}
-	log.Info(fmt.Sprintf("sweep: %d points (%s), %d runs each: at most %s%s); about %s in all",
-		len(plan), res.order(), sc.Repeats, per, load, all),
+	log.Info(fmt.Sprintf("sweep: %d points (%s), %s each: at most %s%s); about %s in all",
+		len(plan), res.order(), runs(sc.Repeats), per, load, all),
 		zap.Strings("points", res.labels(plan)))
 	t0 := time.Now()
 	n := 0
