@@ -33,28 +33,34 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 			if r.Values {
 				fmt.Fprintf(out, ", %.0f values/s", p.ValueMedian)
 			}
-			fmt.Fprintf(out, "** (median of %d runs, min %.0f, max %.0f).\n\n", len(p.Rates), p.Min, p.Max)
+			fmt.Fprintf(out, "** (median of %s, min %.0f, max %.0f).\n\n", runs(len(p.Rates)), p.Min, p.Max)
 		}
 	}
 	fmt.Fprint(out, "## Environment\n\n| | |\n|---|---|\n")
 	for _, row := range r.Environment.Rows() {
 		fmt.Fprintf(out, "| %s | %s |\n", row[0], row[1])
 	}
-	fmt.Fprintf(out, "\nOrder: %s. Each point: %d runs", r.order(), sc.Repeats)
-	if sc.Reset {
-		fmt.Fprint(out, ", the target emptied of soakd's data before each (its tables dropped when made for another shape)")
-	}
-	fmt.Fprintf(out, "; runs without a finite data set last %s.\n", sc.Duration)
+	fmt.Fprintf(out, "\nOrder: %s. Each point: %s%s; runs without a finite data set last %s.\n", r.order(), runs(sc.Repeats), r.resetNote(), sc.Duration)
 	if len(r.Run) > 0 {
 		fmt.Fprintf(out, "\nSettings: `%s`\n", strings.Join(r.Run, "` `"))
 	}
+	mem, cores := r.targetColumns()
 	if len(r.Axes) == 2 {
-		r.writeTable(out, r.Unit+"/s", func(p Point) float64 { return p.Median })
+		rate := func(v float64) string { return fmt.Sprintf("%.0f", v) }
+		r.writeTable(out, r.Unit+"/s (median)", rate, true, func(p Point) (float64, bool) { return p.Median, true })
 		if r.Values {
-			r.writeTable(out, "values/s", func(p Point) float64 { return p.ValueMedian })
+			r.writeTable(out, "values/s (median)", rate, true, func(p Point) (float64, bool) { return p.ValueMedian, true })
+		}
+		r.writeTable(out, "p99 latency (median over runs)", pace.FormatSeconds, false, func(p Point) (float64, bool) { return p.P99, true })
+		if mem {
+			r.writeTable(out, "target memory (peak)", settings.FormatBytes, false, func(p Point) (float64, bool) {
+				if p.TargetMemoryBytes == nil {
+					return 0, false
+				}
+				return *p.TargetMemoryBytes, true
+			})
 		}
 	}
-	mem, cores := r.targetColumns()
 	fmt.Fprint(out, "\n## Points\n\n|")
 	align := "|"
 	for _, a := range r.Axes {
@@ -107,19 +113,20 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 }
 
 // writeTable writes a two-axis grid's figure as a table: the first axis's
-// values are the rows, the second's the columns, the highest cell in
-// bold (of the points not left out, whose cells say their failed share);
-// a point that did not run is empty. Cells are keyed by value index: two
-// values may show alike.
-func (r *Result) writeTable(out io.Writer, title string, figure func(Point) float64) {
+// values are the rows, the second's the columns; with top, the highest
+// cell in bold (of the points not left out, whose cells say their failed
+// share). A point that did not run is empty, one without the figure
+// (the target's memory unread) a dash. Cells are keyed by value index:
+// two values may show alike.
+func (r *Result) writeTable(out io.Writer, title string, format func(float64) string, top bool, figure func(Point) (float64, bool)) {
 	rows, cols := r.Axes[0], r.Axes[1]
-	top := -1
+	high, hv := -1, 0.0
 	for i, p := range r.Points {
-		if !p.LeftOut && (top < 0 || figure(p) > figure(r.Points[top])) {
-			top = i
+		if v, ok := figure(p); top && ok && !p.LeftOut && (high < 0 || v > hv) {
+			high, hv = i, v
 		}
 	}
-	fmt.Fprintf(out, "\n## %s (median)\n\n| %s \\ %s |", title, rows.Name, cols.Name)
+	fmt.Fprintf(out, "\n## %s\n\n| %s \\ %s |", title, rows.Name, cols.Name)
 	for _, c := range cols.Values {
 		fmt.Fprintf(out, " %s |", c)
 	}
@@ -130,8 +137,11 @@ func (r *Result) writeTable(out io.Writer, title string, figure func(Point) floa
 			cell := ""
 			for i, p := range r.Points {
 				if at := r.index(p); at[0] == ri && at[1] == ci {
-					cell = fmt.Sprintf("%.0f", figure(p))
-					if i == top {
+					cell = "–"
+					if v, ok := figure(p); ok {
+						cell = format(v)
+					}
+					if i == high {
 						cell = "**" + cell + "**"
 					}
 					if p.LeftOut {
@@ -159,8 +169,11 @@ func (r *Result) writeGridCSV(out io.Writer) error {
 	if r.Values {
 		head = append(head, "values_per_second")
 	}
-	head = append(head, "seconds", "units", "values", "scheduled_units", "failed_units", "dropped_units", "in_flight_units", "p99_seconds",
-		"median", "min", "max")
+	head = append(head, "seconds", "units")
+	if r.Values {
+		head = append(head, "values")
+	}
+	head = append(head, "scheduled_units", "failed_units", "dropped_units", "in_flight_units", "p99_seconds", "median", "min", "max")
 	if r.Values {
 		head = append(head, "values_median", "values_min", "values_max")
 	}
@@ -186,8 +199,11 @@ func (r *Result) writeGridCSV(out io.Writer) error {
 			if i < len(p.Runs) {
 				c = p.Runs[i]
 			}
-			row = append(row, f(c.Seconds), n(c.Units), n(c.Values), n(c.Scheduled), n(c.Failed), n(c.Dropped), n(c.InFlight), f(c.P99),
-				f(p.Median), f(p.Min), f(p.Max))
+			row = append(row, f(c.Seconds), n(c.Units))
+			if r.Values {
+				row = append(row, n(c.Values))
+			}
+			row = append(row, n(c.Scheduled), n(c.Failed), n(c.Dropped), n(c.InFlight), f(c.P99), f(p.Median), f(p.Min), f(p.Max))
 			if r.Values {
 				row = append(row, f(p.ValueMedian), f(p.ValueMin), f(p.ValueMax))
 			}
@@ -234,10 +250,56 @@ func failedNote(p Point) string {
 	return strconv.FormatFloat(p.FailedShare*100, 'f', 1, 64) + "% failed"
 }
 
-// writeLeftOut says why the points marked "failed" were left out.
+// runs says n runs, in words.
+func runs(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return strconv.Itoa(n) + " runs"
+}
+
+// resetNote says what the sweep reset before each run: nothing without
+// SOAKD_SWEEP_RESET, never a query workload's target, and, of the
+// others, not those whose sink cannot (NotReset).
+func (r *Result) resetNote() string {
+	switch {
+	case !r.Settings.Reset:
+		return ""
+	case r.Unit == "queries":
+		return ", the target never reset (a query workload reads data it did not write)"
+	}
+	s := ", the target emptied of soakd's data before each"
+	if r.Grid() && r.Values {
+		s += " (its tables dropped when made for another shape)"
+	}
+	if len(r.NotReset) > 0 {
+		s += fmt.Sprintf(", but not %s, whose sink cannot empty it: a point there starts where the ones before left it", strings.Join(r.NotReset, " nor "))
+	}
+	return s
+}
+
+// writeLeftOut says why the points marked "failed" were left out, and
+// why each point's units failed: its runs' last error.
 func (r *Result) writeLeftOut(out io.Writer) {
 	if slices.ContainsFunc(r.Points, func(p Point) bool { return p.LeftOut }) {
 		fmt.Fprintf(out, "\nPoints marked %% failed had more than %g%% of their scheduled units fail: they are left out of the best, of the comparison with fewer workers and of the USL fit, as their rates measure failing as much as writing.\n",
 			MaxFailedShare*100)
+	}
+	head := false
+	for _, p := range r.Points {
+		last := ""
+		for _, c := range p.Runs {
+			if c.LastError != "" {
+				last = c.LastError
+			}
+		}
+		if p.Failed == 0 || last == "" {
+			continue
+		}
+		if !head {
+			fmt.Fprint(out, "\n## Failures\n\n")
+			head = true
+		}
+		fmt.Fprintf(out, "- %s: %d %s failed; the last error: %s\n", r.label(p), p.Failed, r.Unit, last)
 	}
 }

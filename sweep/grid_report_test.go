@@ -43,6 +43,9 @@ func gridReport() *Result {
 func TestGridReportShapes(t *testing.T) {
 	t.Parallel()
 	r := gridReport()
+	r.Points[3].P99 = 0.009
+	gib := func(n float64) *float64 { v := n * (1 << 30); return &v }
+	r.Points[0].TargetMemoryBytes, r.Points[2].TargetMemoryBytes, r.Points[3].TargetMemoryBytes = gib(1), gib(1), gib(3)
 	if r.USL != nil {
 		t.Errorf("a USL fit without WORKERS as an axis: %+v", r.USL)
 	}
@@ -57,12 +60,16 @@ func TestGridReportShapes(t *testing.T) {
 		"\nOrder: SCALE (2) × COLUMNS (2), the first varying slowest, the last fastest. Each point: 2 runs, the target emptied of soakd's data before each (its tables dropped when made for another shape); runs without a finite data set last 3s.\n",
 		"\n## rows/s (median)\n\n| SCALE \\ COLUMNS | 2 | 5 |\n|---|---:|---:|\n| 10 | 110 | 100 |\n| 40 | **320** | 210 |\n",
 		"\n## values/s (median)\n\n| SCALE \\ COLUMNS | 2 | 5 |\n|---|---:|---:|\n| 10 | 220 | 500 |\n| 40 | 640 | **1050** |\n",
-		"\n## Points\n\n| SCALE | COLUMNS | rows/s median | min | max | values/s median | min | max | p99 | failed | |\n" +
-			"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n" +
-			"| 10 | 2 | 110 | 100 | 120 | 220 | 200 | 240 | 4.00ms | 0 |  |\n" +
-			"| 10 | 5 | 100 | 90 | 110 | 500 | 450 | 550 | 4.00ms | 0 |  |\n" +
-			"| 40 | 2 | 320 | 300 | 340 | 640 | 600 | 680 | 4.00ms | 0 |  |\n" +
-			"| 40 | 5 | 210 | 200 | 220 | 1050 | 1000 | 1100 | 4.00ms | 0 | best |\n",
+		// Latency and the target's memory per cell, none in bold: the
+		// highest is no best. A cell whose memory was not read says so.
+		"\n## p99 latency (median over runs)\n\n| SCALE \\ COLUMNS | 2 | 5 |\n|---|---:|---:|\n| 10 | 4.00ms | 4.00ms |\n| 40 | 4.00ms | 9.00ms |\n",
+		"\n## target memory (peak)\n\n| SCALE \\ COLUMNS | 2 | 5 |\n|---|---:|---:|\n| 10 | 1.0 GiB | – |\n| 40 | 1.0 GiB | 3.0 GiB |\n",
+		"\n## Points\n\n| SCALE | COLUMNS | rows/s median | min | max | values/s median | min | max | p99 | failed | | target memory |\n" +
+			"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n" +
+			"| 10 | 2 | 110 | 100 | 120 | 220 | 200 | 240 | 4.00ms | 0 |  | 1.0 GiB |\n" +
+			"| 10 | 5 | 100 | 90 | 110 | 500 | 450 | 550 | 4.00ms | 0 |  | – |\n" +
+			"| 40 | 2 | 320 | 300 | 340 | 640 | 600 | 680 | 4.00ms | 0 |  | 1.0 GiB |\n" +
+			"| 40 | 5 | 210 | 200 | 220 | 1050 | 1000 | 1100 | 9.00ms | 0 | best | 3.0 GiB |\n",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("markdown without\n%s\n---- got:\n%s", want, s)
@@ -75,9 +82,9 @@ func TestGridReportShapes(t *testing.T) {
 	if len(lines) != 9 {
 		t.Fatalf("%d CSV lines, want a header and one per run:\n%s", len(lines), c.String())
 	}
-	if lines[0] != "SCALE,COLUMNS,workers,batch_size,run,units_per_second,values_per_second,seconds,units,values,scheduled_units,failed_units,dropped_units,in_flight_units,p99_seconds,median,min,max,values_median,values_min,values_max,point_p99_seconds,best,throughput_falls" ||
-		lines[6] != "40,2,2,100,2,340,680,1,340,680,341,0,1,0,0.004,320,300,340,640,600,680,0.004,false,false" ||
-		lines[8] != "40,5,2,100,2,220,1100,1,220,1100,221,0,1,0,0.004,210,200,220,1050,1000,1100,0.004,true,false" {
+	if lines[0] != "SCALE,COLUMNS,workers,batch_size,run,units_per_second,values_per_second,seconds,units,values,scheduled_units,failed_units,dropped_units,in_flight_units,p99_seconds,median,min,max,values_median,values_min,values_max,point_p99_seconds,best,throughput_falls,target_memory_bytes" ||
+		lines[6] != "40,2,2,100,2,340,680,1,340,680,341,0,1,0,0.004,320,300,340,640,600,680,0.004,false,false,1073741824" ||
+		lines[8] != "40,5,2,100,2,220,1100,1,220,1100,221,0,1,0,0.004,210,200,220,1050,1000,1100,0.009,true,false,3221225472" {
 		t.Errorf("CSV:\n%s", c.String())
 	}
 }
@@ -118,6 +125,14 @@ func TestGridReportWorkersAxis(t *testing.T) {
 		!strings.Contains(s, "| hash | 128 | 4 | 120 | 120 | 120 | - | 0 | slower than with fewer workers |\n") ||
 		!strings.Contains(s, "\n## Universal Scalability Law (WORKERS at DATA_TYPE=string FIELD_LENGTH=128)\n") {
 		t.Errorf("markdown:\n%s", s)
+	}
+	// Operations hold no values: no column of zeros for them.
+	var c bytes.Buffer
+	if err := r.WriteCSV(&c); err != nil {
+		t.Fatal(err)
+	}
+	if head, _, _ := strings.Cut(c.String(), "\n"); head != "DATA_TYPE,FIELD_LENGTH,WORKERS,workers,pipeline,run,units_per_second,seconds,units,scheduled_units,failed_units,dropped_units,in_flight_units,p99_seconds,median,min,max,point_p99_seconds,best,throughput_falls" {
+		t.Errorf("CSV header %s", head)
 	}
 	if err := r.WriteJSON(&js); err != nil {
 		t.Fatal(err)

@@ -24,19 +24,15 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 	fmt.Fprintf(out, "# Sweep of workload %s: WORKERS × %s, closed loop\n\n", r.Workload, r.BatchName)
 	for _, p := range r.Points {
 		if p.Best {
-			fmt.Fprintf(out, "**Best: %d workers, %s %d: %.0f %s/s** (median of %d runs, min %.0f, max %.0f).\n\n",
-				p.Workers, r.BatchName, p.Batch, p.Median, r.Unit, len(p.Rates), p.Min, p.Max)
+			fmt.Fprintf(out, "**Best: %d workers, %s %d: %.0f %s/s** (median of %s, min %.0f, max %.0f).\n\n",
+				p.Workers, r.BatchName, p.Batch, p.Median, r.Unit, runs(len(p.Rates)), p.Min, p.Max)
 		}
 	}
 	fmt.Fprint(out, "## Environment\n\n| | |\n|---|---|\n")
 	for _, row := range r.Environment.Rows() {
 		fmt.Fprintf(out, "| %s | %s |\n", row[0], row[1])
 	}
-	fmt.Fprintf(out, "\nEach point: %d runs", sc.Repeats)
-	if sc.Reset {
-		fmt.Fprint(out, ", the target emptied of soakd's data before each")
-	}
-	fmt.Fprintf(out, "; runs without a finite data set last %s.\n", sc.Duration)
+	fmt.Fprintf(out, "\nEach point: %s%s; runs without a finite data set last %s.\n", runs(sc.Repeats), r.resetNote(), sc.Duration)
 	if len(r.Run) > 0 {
 		fmt.Fprintf(out, "\nSettings: `%s`\n", strings.Join(r.Run, "` `"))
 	}

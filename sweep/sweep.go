@@ -92,6 +92,9 @@ type RunCounts struct {
 	Dropped   int64   `json:"dropped_units"`
 	InFlight  int64   `json:"in_flight_units"`
 	P99       float64 `json:"p99_seconds"`
+	// LastError is the run's last write error, "class: text" (secrets
+	// scrubbed, as in the summary), when units failed.
+	LastError string `json:"last_error,omitempty"`
 }
 
 // Axis is one axis of a grid sweep: a setting of the workload and the
@@ -140,10 +143,14 @@ type Result struct {
 	// none in a WORKERS × BATCH sweep.
 	Axes []Axis `json:"axes,omitempty"`
 	// Values says whether the points count values (series sources).
-	Values  bool    `json:"values,omitempty"`
-	Points  []Point `json:"points"`
-	USL     *USL    `json:"usl,omitempty"`
-	Outcome string  `json:"outcome"`
+	Values bool    `json:"values,omitempty"`
+	Points []Point `json:"points"`
+	// NotReset are the targets (URLs redacted) SOAKD_SWEEP_RESET asked to
+	// reset whose sink cannot empty what soakd wrote: their points start
+	// where the ones before left them.
+	NotReset []string `json:"not_reset,omitempty"`
+	USL      *USL     `json:"usl,omitempty"`
+	Outcome  string   `json:"outcome"`
 }
 
 // Grid says whether r is a sweep over SOAKD_SWEEP_GRID.
@@ -187,6 +194,17 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 		return nil, err
 	}
 	log := d.Logger.With(zap.String("workload", orig.Name))
+	if sc.Reset && (e == nil || e.Kind != sources.Queries) {
+		if res.NotReset, err = notReset(ctx, plan, d.Plugins); err != nil {
+			return nil, err
+		}
+		for _, t := range res.NotReset {
+			// Each run's own warning goes to a silent logger: say it
+			// once, before the first run.
+			log.Warn(fmt.Sprintf("%sSWEEP_RESET: the target %s cannot be reset (its sink cannot empty what soakd wrote): its points start where the ones before left it",
+				config.EnvPrefix, t))
+		}
+	}
 	total := len(plan) * sc.Repeats
 	lo, hi, all := planTime(plan, sc.Repeats)
 	per := fmt.Sprintf("%s per point (DURATION %s × REPEATS %d", hi, hi/time.Duration(sc.Repeats), sc.Repeats)
@@ -200,8 +218,8 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 			load = ", plus a load phase where the target lacks the records"
 		}
 	}
-	log.Info(fmt.Sprintf("sweep: %d points (%s), %d runs each: at most %s%s); about %s in all",
-		len(plan), res.order(), sc.Repeats, per, load, all),
+	log.Info(fmt.Sprintf("sweep: %d points (%s), %s each: at most %s%s); about %s in all",
+		len(plan), res.order(), runs(sc.Repeats), per, load, all),
 		zap.Strings("points", res.labels(plan)))
 	t0 := time.Now()
 	n := 0
@@ -257,16 +275,23 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 				p99 = max(p99, o.Response.P99)
 			}
 			p99s = append(p99s, p99)
-			pt.Runs = append(pt.Runs, RunCounts{Seconds: ws.Seconds, Units: ws.Units, Values: ws.Values, Scheduled: ws.Scheduled,
-				Failed: ws.Failed, Dropped: ws.Dropped, InFlight: ws.InFlight, P99: p99})
+			rc := RunCounts{Seconds: ws.Seconds, Units: ws.Units, Values: ws.Values, Scheduled: ws.Scheduled,
+				Failed: ws.Failed, Dropped: ws.Dropped, InFlight: ws.InFlight, P99: p99}
+			failed := ""
+			if ws.Failed > 0 && ws.LastError != nil {
+				// The runs' own logs are silent: say why here.
+				rc.LastError = ws.LastError.Class + ": " + ws.LastError.Text
+				failed = fmt.Sprintf(", %d failed (last error %s)", ws.Failed, rc.LastError)
+			}
+			pt.Runs = append(pt.Runs, rc)
 			// The time left is the planned time of the runs left, at the
 			// pace the runs so far kept to theirs: setup, load phases and
 			// finite data sets included.
 			done += runTime(pl)
 			elapsed := time.Since(t0)
 			left := timeLeft(elapsed, done, all-done)
-			log.Info(fmt.Sprintf("sweep %d/%d (point %d/%d, run %d/%d): %s: %.0f %s/s, p99 %s; %s elapsed, about %s left",
-				n, total, i+1, len(plan), r+1, sc.Repeats, label, rate, res.Unit, pace.FormatSeconds(p99),
+			log.Info(fmt.Sprintf("sweep %d/%d (point %d/%d, run %d/%d): %s: %.0f %s/s, p99 %s%s; %s elapsed, about %s left",
+				n, total, i+1, len(plan), r+1, sc.Repeats, label, rate, res.Unit, pace.FormatSeconds(p99), failed,
 				elapsed.Round(time.Second), left.Round(time.Second)))
 		}
 		pt.TargetMemoryBytes, pt.TargetCPUCores = tw.stop()
@@ -700,6 +725,30 @@ func reshape(ctx context.Context, p *config.Plugins, wc *config.Workload) error 
 		}
 	}
 	return nil
+}
+
+// notReset names the plan's targets, URLs redacted, whose sink cannot
+// empty what soakd wrote (no sinks.Resetter): an InfluxDB's, a file's.
+// The built-in target is made anew for each run and needs no reset.
+func notReset(ctx context.Context, plan []planned, p *config.Plugins) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, pl := range plan {
+		if pl.wc.Builtin || seen[pl.wc.Target] {
+			continue
+		}
+		seen[pl.wc.Target] = true
+		op, err := opener.Open(ctx, p, pl.wc, 1, 1, nil)
+		if err != nil {
+			return nil, err
+		}
+		_, ok := op.Sink.(sinks.Resetter)
+		_ = op.Sink.Close(context.WithoutCancel(ctx))
+		if !ok {
+			out = append(out, sinks.Redact(pl.wc.Target))
+		}
+	}
+	return out, nil
 }
 
 // kvDataSet are the settings of a KV source that make its data set:

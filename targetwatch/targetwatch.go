@@ -45,6 +45,8 @@ type Watcher struct {
 	byName  map[string]*watch
 	stop    context.CancelFunc // ends the run's watch goroutines
 	wg      sync.WaitGroup
+	// said are the lines logged once over every run (a sweep's many).
+	said saidSet
 }
 
 var (
@@ -70,7 +72,7 @@ func New(log *zap.Logger, o Options) *Watcher {
 // whose name was opened before begins a new run: the last run's watches
 // are dropped.
 func (tw *Watcher) Opened(h *daemon.Handle) error {
-	w := newWatch(h, tw.log.With(zap.String("workload", h.Name())))
+	w := newWatch(h, tw.log.With(zap.String("workload", h.Name())), &tw.said)
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
 	if _, seen := tw.byName[h.Name()]; seen {

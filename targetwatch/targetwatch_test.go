@@ -330,3 +330,26 @@ func TestWatchCountsRecordsOfKV(t *testing.T) {
 		}
 	})
 }
+
+// One Watcher serving runs one after another, as soakd sweep's points,
+// logs a figure the target cannot give once, not once a run; a run of
+// another target logs it again. Bug caught: a 36-point sweep repeating
+// the same line 36 times.
+func TestWatchSaysOnceOverRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &watchedSink{}
+		p := plugins(s)
+		core, logs := observer.New(zapcore.DebugLevel)
+		tw := New(zap.New(core), Options{})
+		for i, target := range []string{"watched://a", "watched://a", "watched://a", "watched://b"} {
+			cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", target, "SOAKD_SEQ_RATE", "100",
+				"SOAKD_SEQ_DURATION", "3s", "SOAKD_SEQ_WATCH_INTERVAL", "1s"), p)
+			if _, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Observers: []daemon.Observer{tw}}); err != nil {
+				t.Fatalf("run %d: %v", i+1, err)
+			}
+		}
+		if n := count(logs, "a figure of the target is not available"); n != 2 || len(s.readings()) < 8 {
+			t.Errorf("the unavailable WAL logged %d times over %d readings of 4 runs of 2 targets, want twice", n, len(s.readings()))
+		}
+	})
+}

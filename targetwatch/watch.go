@@ -53,10 +53,12 @@ type watch struct {
 	begun     chan struct{} // closed when the workload's first phase begins
 	beginOnce sync.Once
 
-	// Of the watch's goroutine alone: what was logged already, so that a
-	// figure missing at every reading is logged once.
-	logged  map[string]bool
-	failing bool // the last reading through the sink failed (and was logged)
+	// said is what the Watcher logged already, so that a figure missing
+	// at every reading is logged once, over every run it serves (a
+	// sweep's); target is the URL those lines are of.
+	said    *saidSet
+	target  string
+	failing bool // of the watch's goroutine alone: the last reading through the sink failed (and was logged)
 
 	mu sync.Mutex
 	st state
@@ -101,13 +103,13 @@ func (f *figure) add(v float64, at time.Time) *figure {
 }
 
 // newWatch sets up h's watch, nil when its WATCH_INTERVAL is 0.
-func newWatch(h *daemon.Handle, log *zap.Logger) *watch {
+func newWatch(h *daemon.Handle, log *zap.Logger, said *saidSet) *watch {
 	cfg := h.Config()
 	if cfg.WatchInterval <= 0 {
 		return nil
 	}
 	w := &watch{h: h, log: log, interval: cfg.WatchInterval, scrub: cfg.Scrubber(), begun: make(chan struct{}),
-		logged: map[string]bool{}}
+		said: said, target: cfg.Target}
 	w.st.memory, w.st.storage, w.st.unavailable = map[string]*figure{}, map[string]*figure{}, map[string]string{}
 	switch h.Kind() {
 	case sources.Series:
@@ -259,12 +261,31 @@ func (w *watch) read(ctx context.Context) {
 	}
 	if sinkRead {
 		for k, why := range f.Unavailable {
-			if !w.logged[k] {
-				w.logged[k] = true
+			if w.said.first(w.target + "\x00" + k + "\x00" + why) {
 				w.log.Info("a figure of the target is not available", zap.String("figure", k), zap.String("why", w.scrub(why)))
 			}
 		}
 	}
+}
+
+// saidSet is what a Watcher logged already: keys of lines said once.
+type saidSet struct {
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+// first says whether key is new, and marks it said.
+func (s *saidSet) first(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys[key] {
+		return false
+	}
+	if s.keys == nil {
+		s.keys = map[string]bool{}
+	}
+	s.keys[key] = true
+	return true
 }
 
 // addKinds adds a reading's figures by kind to figs; a kind the reading

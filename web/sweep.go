@@ -28,10 +28,20 @@ import (
 // left out, never drawn as 0. Is a throughput that stops growing
 // memory- or CPU-bound?
 func SweepCharts(r *sweep.Result) []charts.Chart {
-	figs := []sweepFigure{{
-		title: "Throughput", label: r.Unit + "/s", unit: charts.Number, band: true,
-		y: func(p sweep.Point) (float64, bool) { return p.Median, true },
-	}}
+	// The throughput is the figure the best point is ranked and the USL
+	// fitted by (sweep.Result.Rank): values/s over a series source in a
+	// grid, whose rows an axis such as COLUMNS may widen; units/s
+	// otherwise.
+	thr := sweepFigure{
+		title: "Throughput", label: r.RankUnit() + "/s", unit: charts.Number,
+		y:    func(p sweep.Point) (float64, bool) { return p.Median, true },
+		band: func(p sweep.Point) (float64, float64) { return p.Min, p.Max },
+	}
+	if r.RankUnit() != r.Unit {
+		thr.y = func(p sweep.Point) (float64, bool) { return p.ValueMedian, true }
+		thr.band = func(p sweep.Point) (float64, float64) { return p.ValueMin, p.ValueMax }
+	}
+	figs := []sweepFigure{thr}
 	var tail []charts.Chart
 	figs = append(figs, targetFigures(r)...)
 	var out []charts.Chart
@@ -64,8 +74,9 @@ type sweepFigure struct {
 	what  string // how the point's figure comes from its runs, in the title
 	label string // the Y axis's
 	unit  charts.Unit
-	// band draws the min–max band over the point's runs (the throughput's).
-	band bool
+	// band is the min–max band over the point's runs (the throughput's),
+	// nil for none.
+	band func(sweep.Point) (lo, hi float64)
 	// y is the point's figure, and whether it has one.
 	y func(sweep.Point) (float64, bool)
 }
@@ -121,8 +132,9 @@ func batchChart(r *sweep.Result, f sweepFigure) charts.Chart {
 		for _, p := range pts {
 			if v, ok := f.y(p); ok {
 				l.X, l.Y = append(l.X, float64(p.Batch)), append(l.Y, v)
-				if f.band {
-					l.Lo, l.Hi = append(l.Lo, p.Min), append(l.Hi, p.Max)
+				if f.band != nil {
+					lo, hi := f.band(p)
+					l.Lo, l.Hi = append(l.Lo, lo), append(l.Hi, hi)
 				}
 			}
 		}
@@ -142,7 +154,7 @@ func addLine(c *charts.Chart, l charts.Line, i int, f sweepFigure) {
 	}
 	l.Color = charts.Palette[i%len(charts.Palette)]
 	c.Lines = append(c.Lines, l)
-	if !f.band {
+	if f.band == nil {
 		c.Points = append(c.Points, charts.Points{X: l.X, Y: l.Y, Shape: charts.Dot, Color: l.Color})
 	}
 }
@@ -194,7 +206,7 @@ func gridChart(r *sweep.Result, a int, f sweepFigure) charts.Chart {
 		if !ok {
 			l = &charts.Line{Name: name}
 			if name == "" {
-				l.Name = r.Unit + "/s"
+				l.Name = r.RankUnit() + "/s"
 				if f.id != "" {
 					l.Name = f.label
 				}
@@ -204,8 +216,9 @@ func gridChart(r *sweep.Result, a int, f sweepFigure) charts.Chart {
 		}
 		if v, ok := f.y(p); ok {
 			l.X, l.Y = append(l.X, x(p.AxisValues[a])), append(l.Y, v)
-			if f.band {
-				l.Lo, l.Hi = append(l.Lo, p.Min), append(l.Hi, p.Max)
+			if f.band != nil {
+				lo, hi := f.band(p)
+				l.Lo, l.Hi = append(l.Lo, lo), append(l.Hi, hi)
 			}
 		}
 	}

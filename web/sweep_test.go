@@ -1,6 +1,7 @@
 package web
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,4 +50,28 @@ func ids(cs []charts.Chart) []string {
 		out = append(out, c.ID+": "+c.Title)
 	}
 	return out
+}
+
+// Over a series source the grid's charts draw values/s (points/s), the
+// figure the best point is ranked and the USL fitted by: along COLUMNS,
+// rows/s fall as the rows widen while values/s rise. A sweep of
+// operations draws ops/s. Bug caught: a chart that says the narrowest
+// rows were fastest beside a report that ranks the widest best.
+func TestSweepGridChartsValues(t *testing.T) {
+	t.Parallel()
+	r := &sweep.Result{Unit: "rows", BatchName: "BATCH_SIZE", Values: true,
+		Axes: []sweep.Axis{{Name: "COLUMNS", Values: []string{"1", "100"}, Numeric: true}}}
+	for _, c := range []float64{1, 100} {
+		rows := map[float64]float64{1: 3000, 100: 50}[c]
+		r.Points = append(r.Points, sweep.Point{AxisValues: []string{strconv.FormatFloat(c, 'f', -1, 64)}, Median: rows, Min: rows - 1, Max: rows + 1,
+			ValueMedian: rows * c, ValueMin: (rows - 1) * c, ValueMax: (rows + 1) * c})
+	}
+	cs := SweepCharts(r)
+	if l := cs[0].Lines[0]; cs[0].Y.Label != "values/s" || l.Name != "values/s" || l.Y[0] != 3000 || l.Y[1] != 5000 || l.Lo[1] != 4900 || l.Hi[0] != 3001 {
+		t.Errorf("COLUMNS chart: Y %q, line %+v; want values/s 3000, 5000 with their bands", cs[0].Y.Label, cs[0].Lines[0])
+	}
+	r.Unit, r.Values = "ops", false
+	if l := SweepCharts(r)[0].Lines[0]; SweepCharts(r)[0].Y.Label != "ops/s" || l.Y[0] != 3000 || l.Y[1] != 50 {
+		t.Errorf("ops: line %+v", l)
+	}
 }

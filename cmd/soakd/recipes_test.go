@@ -18,6 +18,7 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/sweep"
 )
 
@@ -241,7 +242,7 @@ func runRecipe(t *testing.T, r recipe, env map[string]string) (res *sweep.Result
 					p.AxisValues, c.Scheduled, c.Units, c.Failed, c.Dropped, c.InFlight)
 			}
 			if c.Failed != 0 || c.Dropped != 0 {
-				t.Errorf("point %v: %d failed, %d dropped against a healthy server", p.AxisValues, c.Failed, c.Dropped)
+				t.Errorf("point %v: %d failed (last error %q), %d dropped against a healthy server", p.AxisValues, c.Failed, c.LastError, c.Dropped)
 			}
 			failed += c.Failed
 		}
@@ -257,10 +258,99 @@ func runRecipe(t *testing.T, r recipe, env map[string]string) (res *sweep.Result
 	}
 	checkRecipeCSV(t, out+".csv", names, res)
 	md, err := os.ReadFile(out + ".md")
-	if err != nil || !strings.Contains(string(md), "| "+strings.Join(names, " | ")+" |") {
-		t.Errorf("the markdown report has no row of the axes %v (%v):\n%s", names, err, md)
+	if err != nil {
+		t.Fatal(err)
 	}
+	checkRecipeMarkdown(t, string(md), names, values, res)
 	return res, out
+}
+
+// mdTable is the markdown table under the heading "## title": its rows'
+// cells, the header first, the alignment row left out; nil without one.
+func mdTable(md, title string) [][]string {
+	_, rest, ok := strings.Cut(md, "\n## "+title+"\n\n")
+	if !ok {
+		return nil
+	}
+	var rows [][]string
+	for i, l := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(l, "|") {
+			break
+		}
+		if i == 1 {
+			continue // |---|---:|
+		}
+		cells := strings.Split(strings.TrimSuffix(strings.TrimPrefix(l, "|"), "|"), "|")
+		for j := range cells {
+			cells[j] = strings.TrimSpace(cells[j])
+		}
+		rows = append(rows, cells)
+	}
+	return rows
+}
+
+// checkRecipeMarkdown checks the report's tables have the grid's shape.
+// Two axes: a table of the median units/s (and one of values/s for
+// series), the first axis's values down, the second's across, each cell
+// its point's median, the best one's alone in bold; one of each cell's
+// p99 alike. Any number of axes: the long table, one row per cell in the
+// grid's order, with its median and p99.
+func checkRecipeMarkdown(t *testing.T, md string, names []string, values [][]string, res *sweep.Result) {
+	t.Helper()
+	// A rate's cell: the highest of its table in bold.
+	rate := func(figure func(sweep.Point) float64) func(sweep.Point) string {
+		var top float64
+		for _, p := range res.Points {
+			top = max(top, figure(p))
+		}
+		return func(p sweep.Point) string {
+			c := strconv.FormatFloat(figure(p), 'f', 0, 64)
+			if figure(p) == top {
+				c = "**" + c + "**"
+			}
+			return c
+		}
+	}
+	if len(names) == 2 {
+		type table struct {
+			title  string
+			figure func(sweep.Point) string
+		}
+		tables := []table{
+			{res.Unit + "/s (median)", rate(func(p sweep.Point) float64 { return p.Median })},
+			{"p99 latency (median over runs)", func(p sweep.Point) string { return pace.FormatSeconds(p.P99) }},
+		}
+		if res.Values {
+			tables = append(tables, table{"values/s (median)", rate(func(p sweep.Point) float64 { return p.ValueMedian })})
+		}
+		for _, tb := range tables {
+			rows := mdTable(md, tb.title)
+			if len(rows) != 1+len(values[0]) {
+				t.Errorf("table %q: %d rows, want a header and one per %s value %v:\n%s", tb.title, len(rows), names[0], values[0], md)
+				continue
+			}
+			if want := append([]string{names[0] + " \\ " + names[1]}, values[1]...); !slices.Equal(rows[0], want) {
+				t.Errorf("table %q: header %q, want %q", tb.title, rows[0], want)
+			}
+			for i, p := range res.Points {
+				r, c := i/len(values[1]), i%len(values[1])
+				if row := rows[1+r]; len(row) != 1+len(values[1]) || row[0] != values[0][r] || row[1+c] != tb.figure(p) {
+					t.Errorf("table %q: row %q, want %s in the column of %s=%s", tb.title, row, tb.figure(p), names[1], values[1][c])
+				}
+			}
+		}
+	}
+	rows := mdTable(md, "Points")
+	if len(rows) != 1+len(res.Points) || !slices.Equal(rows[0][:len(names)+2], append(slices.Clone(names), res.Unit+"/s median", "min")) {
+		t.Fatalf("the long table: %d rows, header %q; want one per cell under the axes %v:\n%s", len(rows)-1, rows[0], names, md)
+	}
+	p99 := slices.Index(rows[0], "p99")
+	for i, p := range res.Points {
+		row := rows[1+i]
+		if !slices.Equal(row[:len(names)], p.AxisValues) || row[len(names)] != strconv.FormatFloat(p.Median, 'f', 0, 64) || p99 < 0 || row[p99] != pace.FormatSeconds(p.P99) {
+			t.Errorf("the long table's row %q, want the point %v with its median %.0f and p99 %s", row, p.AxisValues, p.Median, pace.FormatSeconds(p.P99))
+		}
+	}
 }
 
 func near(a, b float64) bool { return a > b*0.999 && a < b*1.001 }
@@ -304,8 +394,23 @@ func TestRecipeKWDBTSBS(t *testing.T) {
 	}{{"postgres", testserver.Postgres, ""}, {"timescaledb", testserver.TimescaleDB, "&dialect=timescaledb"}} {
 		t.Run(srv.name, func(t *testing.T) {
 			db := srv.db(t)
-			res, _ := runRecipe(t, recipes[0], map[string]string{"SOAKD_CPU_TARGET": db.URL + srv.url, "SOAKD_CPU_SCALE": "10", "SOAKD_CPU_END": "+10m",
+			res, out := runRecipe(t, recipes[0], map[string]string{"SOAKD_CPU_TARGET": db.URL + srv.url, "SOAKD_CPU_SCALE": "10", "SOAKD_CPU_END": "+10m",
 				"SOAKD_SWEEP_DURATION": "20s"})
+			// The walkthrough's advice is tested by the USL fit along
+			// WORKERS, at the best cell's BATCH_SIZE.
+			var best sweep.Point
+			for _, p := range res.Points {
+				if p.Best {
+					best = p
+				}
+			}
+			where := "BATCH_SIZE=" + strconv.Itoa(best.Batch)
+			if u := res.USL; u == nil || !slices.Equal(u.Workers, []int{1, 2, 4, 8}) || !slices.Equal(u.Where, []string{where}) {
+				t.Errorf("USL %+v, want it along WORKERS 1, 2, 4, 8 at %s", res.USL, where)
+			}
+			if md, _ := os.ReadFile(out + ".md"); !strings.Contains(string(md), "\n## Universal Scalability Law (WORKERS at "+where+")\n") {
+				t.Errorf("the markdown has no USL section at %s:\n%s", where, md)
+			}
 			const rows = 10 * 60 // hosts × readings in ten minutes at 10 s
 			for _, p := range res.Points {
 				if c := p.Runs[0]; c.Units != rows || c.Values != rows*10 {
@@ -325,8 +430,11 @@ func TestRecipeKWDBTSBS(t *testing.T) {
 func TestRecipeCnosDBInfluxDB(t *testing.T) {
 	srv := testserver.Influx(t)
 	base := "influx1://" + srv.Addr
+	// Batches of 500, not 5000: on a busy machine 16 writers of 5000
+	// rows each into one influxd have had two batches fail, and the test
+	// wants none (a failed batch's last error is in its message).
 	res, _ := runRecipe(t, recipes[1], map[string]string{"CNOSDB_URL": base + "?db=cnos", "INFLUXDB_URL": base + "?db=influx",
-		"SOAKD_LP_SCALE": "50", "SOAKD_LP_START": "2026-01-01T00:00:00Z"})
+		"SOAKD_LP_SCALE": "50", "SOAKD_LP_START": "2026-01-01T00:00:00Z", "SOAKD_LP_BATCH_SIZE": "500"})
 	for _, p := range res.Points {
 		if c := p.Runs[0]; c.Values != c.Units*10 {
 			t.Errorf("point %v: %d values for %d rows, want 10 a row", p.AxisValues, c.Values, c.Units)

@@ -48,23 +48,41 @@ func countsAddUp(t *testing.T, what string, c sweep.RunCounts, columns int64) {
 	}
 }
 
+// pgDigest is a digest of every row of table, in a fixed order: two
+// tables of the same rows, in any order of writing, have the same.
+func pgDigest(t *testing.T, url, table string) string {
+	t.Helper()
+	var d string
+	q := "SELECT coalesce(md5(string_agg(r::text, '|' ORDER BY r::text)), '') FROM " + table + " r"
+	if err := testserver.PGConn(t, url).QueryRow(context.Background(), q).Scan(&d); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return d
+}
+
 // A SCALE × COLUMNS sweep of the massive source against PostgreSQL gives
-// the 2 × 2 grid, in the order given (SCALE slowest), each cell's
-// values/s COLUMNS times its rows/s, and each run's counts whole. COLUMNS
-// changes the table's shape both ways between points (2 → 5 → 2 → 5):
-// with SOAKD_SWEEP_RESET the table is remade, and holds exactly the last
-// run's rows, from SCALE devices. A soakd run of each point's settings
-// writes the same data shape: SCALE devices, COLUMNS value columns.
-// (Their rates are not compared: a wall-clock figure on a shared machine
-// says nothing about the sweep.) Bugs caught: an axis applied to a copy
-// the run does not read, the axes' order swapped, values/s taken from
+// the 2 × 2 grid, in the order given (SCALE slowest), and each cell
+// matches a soakd run of its settings by the data written: each point
+// writes a finite data set (SCALE devices, ten readings each), so every
+// run of the sweep and the separate run write exactly SCALE × 10 rows of
+// COLUMNS values, and the table the sweep leaves holds, row for row, what
+// the separate run of the last point writes. (Rates are not compared: a
+// wall-clock figure on a shared machine says nothing about the sweep.)
+// COLUMNS changes the table's shape both ways between points (2 → 5 → 2
+// → 5): with SOAKD_SWEEP_RESET the table is remade and emptied, holding
+// the last run's rows only. Bugs caught: an axis applied to a copy the
+// run does not read, the axes' order swapped, values/s taken from
 // rows/s, a point writing into the previous point's table (Prepare
-// refuses 5 columns in a table of 2; 2 into 5 writes NULLs).
+// refuses 5 columns in a table of 2; 2 into 5 writes NULLs), a run that
+// does not start from an empty table, a sweep's run writing other data
+// than soakd run with the same settings.
 func TestSweepGridMatchesSeparateRuns(t *testing.T) {
 	srv := testserver.Postgres(t)
 	out := filepath.Join(t.TempDir(), "sweep")
-	env := massiveEnv(srv.URL, "SOAKD_SWEEP_GRID", "SCALE=10,40 COLUMNS=2,5", "SOAKD_SWEEP_REPEATS", "3",
-		"SOAKD_SWEEP_DURATION", "1s", "SOAKD_SWEEP_RESET", "true", "SOAKD_SWEEP_OUT", out)
+	data := []string{"SOAKD_W_START", "2026-01-01T00:00:00Z", "SOAKD_W_END", "+100s", "SOAKD_W_INTERVAL", "10s"}
+	const readings = 10 // END / INTERVAL
+	env := massiveEnv(srv.URL, append([]string{"SOAKD_SWEEP_GRID", "SCALE=10,40 COLUMNS=2,5", "SOAKD_SWEEP_REPEATS", "3",
+		"SOAKD_SWEEP_DURATION", "20s", "SOAKD_SWEEP_RESET", "true", "SOAKD_SWEEP_OUT", out}, data...)...)
 	code, stdout, stderr := soakd(t, env, "sweep")
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -82,18 +100,26 @@ func TestSweepGridMatchesSeparateRuns(t *testing.T) {
 	if !strings.Contains(stdout, "| SCALE \\ COLUMNS | 2 | 5 |\n|---|---:|---:|\n| 10 |") || !strings.Contains(stdout, "## values/s (median)") {
 		t.Errorf("no 2 × 2 table in the report:\n%s", stdout)
 	}
-	if !strings.Contains(stderr, "SCALE (2) × COLUMNS (2), the first varying slowest") || !strings.Contains(stderr, "about 12s in all") ||
+	// Before the first run: the order, the time per point and the total;
+	// after each: where it is and the time left.
+	if !strings.Contains(stderr, "SCALE (2) × COLUMNS (2), the first varying slowest") || !strings.Contains(stderr, "at most 1m0s per point (DURATION 20s × REPEATS 3") ||
+		!strings.Contains(stderr, "about 4m0s in all") ||
 		!strings.Contains(stderr, `"points":["SCALE=10 COLUMNS=2","SCALE=10 COLUMNS=5","SCALE=40 COLUMNS=2","SCALE=40 COLUMNS=5"]`) ||
-		!strings.Contains(stderr, "sweep 12/12 (point 4/4, run 3/3): SCALE=40 COLUMNS=5") {
+		!strings.Contains(stderr, "sweep 1/12 (point 1/4, run 1/3): SCALE=10 COLUMNS=2: ") || !strings.Contains(stderr, "sweep 12/12 (point 4/4, run 3/3): SCALE=40 COLUMNS=5") ||
+		!strings.Contains(stderr, " left") {
 		t.Errorf("the log does not say the order, the estimate and the progress:\n%s", stderr)
 	}
 	for _, p := range res.Points {
+		scale, _ := strconv.ParseInt(p.AxisValues[0], 10, 64)
 		cols, _ := strconv.ParseInt(p.AxisValues[1], 10, 64)
 		if len(p.Runs) != 3 || len(p.Rates) != 3 {
 			t.Fatalf("point %v: %d runs, want 3", p.AxisValues, len(p.Runs))
 		}
 		for i, c := range p.Runs {
 			countsAddUp(t, "point "+strings.Join(p.AxisValues, " ")+" run "+strconv.Itoa(i+1), c, cols)
+			if c.Units != scale*readings {
+				t.Errorf("point %v run %d wrote %d rows, want the data set's %d × %d", p.AxisValues, i+1, c.Units, scale, readings)
+			}
 		}
 		if r := p.ValueMedian / p.Median; r < float64(cols)*0.999 || r > float64(cols)*1.001 {
 			t.Errorf("point %v: %v values/s for %v rows/s", p.AxisValues, p.ValueMedian, p.Median)
@@ -106,16 +132,14 @@ func TestSweepGridMatchesSeparateRuns(t *testing.T) {
 	if n := testserver.PGCount(t, srv.URL, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'massive'"); n != 3+5 {
 		t.Errorf("the table has %d columns after the last point (COLUMNS=5), want time, device, group and 5", n)
 	}
-	if n := testserver.PGCount(t, srv.URL, "SELECT count(DISTINCT device) FROM massive"); n != 40 {
-		t.Errorf("the last point (SCALE=40) wrote %d devices", n)
-	}
+	swept := pgDigest(t, srv.URL, "massive")
 
 	// The same settings as soakd run, each on a fresh table.
 	for _, p := range res.Points {
 		testserver.PGExec(t, srv.URL, "DROP TABLE IF EXISTS massive")
 		js := filepath.Join(t.TempDir(), "summary.json")
-		one := (massiveEnv(srv.URL, "SOAKD_W_SCALE", p.AxisValues[0], "SOAKD_W_COLUMNS", p.AxisValues[1],
-			"SOAKD_W_RATE", "max", "SOAKD_W_DURATION", "1s", "SOAKD_SUMMARY_JSON", js))
+		one := massiveEnv(srv.URL, append([]string{"SOAKD_W_SCALE", p.AxisValues[0], "SOAKD_W_COLUMNS", p.AxisValues[1],
+			"SOAKD_W_RATE", "max", "SOAKD_W_DURATION", "20s", "SOAKD_SUMMARY_JSON", js}, data...)...)
 		if code, stdout, stderr := soakd(t, one, "run"); code != cli.ExitOK {
 			t.Fatalf("soakd run %v: exit %d\nstdout:\n%s\nstderr:\n%s", p.AxisValues, code, stdout, stderr)
 		}
@@ -125,8 +149,13 @@ func TestSweepGridMatchesSeparateRuns(t *testing.T) {
 			t.Fatalf("soakd run %v: no run phase", p.AxisValues)
 		}
 		cols, _ := strconv.ParseInt(p.AxisValues[1], 10, 64)
-		countsAddUp(t, "soakd run "+strings.Join(p.AxisValues, " "), sweep.RunCounts{Units: ws.Units, Values: ws.Values, Scheduled: ws.Scheduled,
-			Failed: ws.Failed, Dropped: ws.Dropped, InFlight: ws.InFlight}, cols)
+		alone := sweep.RunCounts{Units: ws.Units, Values: ws.Values, Scheduled: ws.Scheduled, Failed: ws.Failed, Dropped: ws.Dropped, InFlight: ws.InFlight}
+		countsAddUp(t, "soakd run "+strings.Join(p.AxisValues, " "), alone, cols)
+		for i, c := range p.Runs {
+			if c.Units != alone.Units || c.Values != alone.Values {
+				t.Errorf("point %v run %d wrote %d rows, %d values; soakd run with its settings %d, %d", p.AxisValues, i+1, c.Units, c.Values, alone.Units, alone.Values)
+			}
+		}
 		scale, _ := strconv.ParseInt(p.AxisValues[0], 10, 64)
 		if n := testserver.PGCount(t, srv.URL, "SELECT count(DISTINCT device) FROM massive"); n != scale {
 			t.Errorf("soakd run %v wrote %d devices", p.AxisValues, n)
@@ -134,6 +163,9 @@ func TestSweepGridMatchesSeparateRuns(t *testing.T) {
 		if n := testserver.PGCount(t, srv.URL, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'massive'"); n != 3+cols {
 			t.Errorf("soakd run %v made a table of %d columns", p.AxisValues, n)
 		}
+	}
+	if alone := pgDigest(t, srv.URL, "massive"); alone != swept {
+		t.Errorf("the sweep's last run left rows (digest %s) other than soakd run of SCALE=40 COLUMNS=5 writes (%s)", swept, alone)
 	}
 }
 
