@@ -222,3 +222,38 @@ func TestSamplesWritten(t *testing.T) {
 		}
 	}
 }
+
+// Workers that write at once before anything is decided ask once: one
+// empty 2.0 request, then every batch as 2.0, each sample taken once.
+func TestNegotiateConcurrent(t *testing.T) {
+	schemas := []*sources.Schema{cpuSchema("cpu")}
+	for _, v2 := range []string{"write", "ignore"} {
+		rc := &receiver{t: t, v2: v2}
+		s := openSink(t, rc.start(t), sinks.Options{Schemas: schemas, Workers: 4})
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		acked := 0
+		for w := range 4 {
+			wg.Go(func() {
+				b := sources.NewSeriesBatch(schemas)
+				g := &gen{devices: 5, start: time.Now().Add(time.Duration(w) * time.Hour), step: time.Second}
+				for range 5 {
+					g.fill(b, 10)
+					if _, err := s.Write(context.Background(), b); err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					acked += b.NumValues
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		v1, v2n, bodies, data := rc.counts()
+		if bodies-data != 1 || v1+v2n != acked || v2 == "ignore" && data != 0 {
+			t.Errorf("%s: %d empty 2.0 requests, want 1; %d samples acknowledged, %d taken as 1.0, %d as 2.0; %d 2.0 requests with series",
+				v2, bodies-data, acked, v1, v2n, data)
+		}
+	}
+}
