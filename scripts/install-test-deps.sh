@@ -3,8 +3,8 @@
 # Debian machine with Go: PostgreSQL server binaries, redis-server,
 # Prometheus and Chromium (headless, for the web console's browser tests)
 # from Debian's packages, the TimescaleDB extension built into that
-# PostgreSQL from the source in ../shared/servers, InfluxDB 1.8.10 and
-# VictoriaMetrics v1.151.0 built with `go install`, and TSBS's
+# PostgreSQL from the source in ../shared/servers, InfluxDB 1.8.10,
+# VictoriaMetrics v1.151.0 and Prometheus v3.16 built with `go install`, and TSBS's
 # tsbs_load_influx built from its pinned commit. Idempotent; each step is
 # skipped when its result is there.
 # Packages' own services are kept from starting (tests start their own
@@ -98,6 +98,29 @@ if ! go version -m "$vm" 2>/dev/null | grep -q "$vmmod"; then
 		GOFLAGS=-mod=mod GOBIN=$gobin go install github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics@v1.151.0
 	fi
 fi
+# Prometheus v3.16 (its module is github.com/prometheus/prometheus v0.316.0)
+# as prometheus3, beside Debian's prometheus 2.42 (so neither shadows the
+# other on PATH): its receiver takes Remote-Write 2.0, which 2.42 predates,
+# for sinks/remotewrite's 2.0 tests. Built without the web UI's assets and,
+# with -tags remove_all_sd, without the service discoveries (the cloud SDKs
+# that make most of a full build; the tests scrape nothing and use its API
+# only). Cold (empty build and module caches) it takes 9 CPU-minutes: 15 min
+# on a 2-core machine under a load of 12-15, some 5 min idle.
+prom3=$gobin/prometheus3
+prom3mod='github.com/prometheus/prometheus[[:space:]]*v0.316.0'
+if ! go version -m "$prom3" 2>/dev/null | grep -q "$prom3mod"; then
+	log "go install github.com/prometheus/prometheus/cmd/prometheus@v0.316.0 (as prometheus3)"
+	t0=$(date +%s)
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/soakd-prom3.XXXXXX")
+	rc=0
+	GOFLAGS=-mod=mod GOBIN=$dir go install -tags remove_all_sd github.com/prometheus/prometheus/cmd/prometheus@v0.316.0 || rc=$?
+	if [ $rc -eq 0 ]; then
+		mkdir -p "$gobin" && mv -f "$dir/prometheus" "$prom3"
+	fi
+	rm -rf "$dir"
+	[ $rc -eq 0 ] || { log "building prometheus3 failed ($rc)"; exit $rc; }
+	log "built prometheus3 in $(($(date +%s) - t0))s"
+fi
 # tsbs_load_influx from TSBS at the commit the peer comparisons pin, for
 # internal/gencmd's TestTSBSLoaderAcceptsOutput. `go install pkg@version`
 # cannot work here (the proxy refuses the module's version list, which go
@@ -131,4 +154,4 @@ if ! has_tsbs "$tsbs"; then
 		log "built tsbs_load_influx in $(($(date +%s) - t0))s"
 	fi
 fi
-log "ok: postgres $(ls -d /usr/lib/postgresql/*/bin | tail -1) with $(ls "$pglib"/timescaledb-*.so | tail -1), $(command -v redis-server), $(command -v prometheus), $(command -v chromium), $influxd, $vm, $tsbs"
+log "ok: postgres $(ls -d /usr/lib/postgresql/*/bin | tail -1) with $(ls "$pglib"/timescaledb-*.so | tail -1), $(command -v redis-server), $(command -v prometheus), $(command -v chromium), $influxd, $vm, $prom3, $tsbs"

@@ -16,7 +16,14 @@ type PrometheusOption func(*promOptions)
 type promOptions struct {
 	certs                *Certs
 	user, password, hash string
+	v3                   bool
 }
+
+// PrometheusV3 runs Prometheus v3 (prometheus3, which
+// scripts/install-test-deps.sh builds from github.com/prometheus/prometheus
+// v0.316.0, Prometheus 3.16) instead of Debian's 2.42: its receiver takes
+// Remote-Write 2.0 (io.prometheus.write.v2.Request) beside 1.0.
+func PrometheusV3() PrometheusOption { return func(o *promOptions) { o.v3 = true } }
 
 // PrometheusTLS serves HTTPS only, with certs' server certificate (its
 // web configuration's tls_server_config); the URL becomes
@@ -39,7 +46,8 @@ func PrometheusBasicAuth(user, password, hash string) PrometheusOption {
 // http://127.0.0.1:PORT.
 //
 // Options serve it over TLS (PrometheusTLS) and behind basic auth
-// (PrometheusBasicAuth), through its web configuration file.
+// (PrometheusBasicAuth), through its web configuration file, and run
+// Prometheus v3 instead (PrometheusV3).
 func PrometheusReceiver(t testing.TB, oooWindow time.Duration, opts ...PrometheusOption) *Server {
 	t.Helper()
 	var o promOptions
@@ -47,7 +55,13 @@ func PrometheusReceiver(t testing.TB, oooWindow time.Duration, opts ...Prometheu
 		opt(&o)
 	}
 	bin := FindBinary("prometheus", "/usr/bin", "/usr/local/bin")
-	if bin == "" {
+	if o.v3 {
+		bin = FindBinary("prometheus3", GoBinDirs()...)
+	}
+	switch {
+	case bin == "" && o.v3:
+		Unavailable(t, "no prometheus3 binary (scripts/install-test-deps.sh builds it: go install github.com/prometheus/prometheus/cmd/prometheus@v0.316.0, renamed)")
+	case bin == "":
 		Unavailable(t, "no prometheus binary (apt-get install prometheus)")
 	}
 	dir := TempDir(t, "")
@@ -61,6 +75,10 @@ func PrometheusReceiver(t testing.TB, oooWindow time.Duration, opts ...Prometheu
 	}
 	args := []string{"--config.file=" + cf, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		"--storage.tsdb.retention.time=100y", "--web.enable-remote-write-receiver", "--web.enable-admin-api", "--log.level=warn"}
+	if o.v3 {
+		args = append(args, "--web.remote-write-receiver.accepted-protobuf-messages=prometheus.WriteRequest",
+			"--web.remote-write-receiver.accepted-protobuf-messages=io.prometheus.write.v2.Request")
+	}
 	web := ""
 	if o.certs != nil {
 		web += fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\n", o.certs.ServerCert, o.certs.ServerKey)

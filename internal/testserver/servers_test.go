@@ -3,8 +3,11 @@ package testserver
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -80,6 +83,21 @@ func TestServersStart(t *testing.T) {
 		s.Restart(t)
 		if err := HTTPReady(s.URL + "/-/ready")(ctx); err != nil {
 			t.Fatalf("after restart: %v", err)
+		}
+	})
+	t.Run("prometheus v3 receiver", func(t *testing.T) {
+		t.Parallel()
+		s := PrometheusReceiver(t, time.Minute, PrometheusV3())
+		// A binary built with go install has no version in its build
+		// info: its flags tell that its receiver takes 2.0.
+		resp, err := http.Get(s.URL + "/api/v1/status/flags")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), "io.prometheus.write.v2.Request") {
+			t.Errorf("flags %s: the receiver does not take Remote-Write 2.0", body)
 		}
 	})
 }

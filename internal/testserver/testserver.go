@@ -64,7 +64,7 @@ func FindBinary(name string, dirs ...string) string {
 }
 
 // GoBinDirs are the directories `go install` puts binaries in, where
-// scripts/install-test-deps.sh puts influxd, victoria-metrics and
+// scripts/install-test-deps.sh puts influxd, victoria-metrics, prometheus3 and
 // tsbs_load_influx: GOBIN, or else the bin directory of each GOPATH
 // entry, as `go env` reports them (so also when they are set in go's own
 // config file, `go env -w`), then ~/go/bin and /opt/peers/bin.

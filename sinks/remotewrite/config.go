@@ -53,12 +53,42 @@ type Config struct {
 	Idempotent bool
 	// Timeout bounds one write request (0: the engine's TIMEOUT only).
 	Timeout time.Duration
+	// Protocol is the Remote-Write version asked for: Proto1, Proto2, or
+	// ProtoAuto (2.0 where the target takes it, else 1.0).
+	Protocol Protocol
 	// Insecure skips TLS certificate verification.
 	Insecure bool
 	// TLSFiles are the CA and client certificate files (?ca=&cert=&key=).
 	TLSFiles sinks.TLSFiles
 	// tlsConfig is what LoadTLS read (nil: TLS off, or not loaded yet).
 	tlsConfig *tls.Config
+}
+
+// Protocol is a Remote-Write version.
+type Protocol uint8
+
+// Protocols.
+const (
+	// ProtoAuto: Proto2 where the target takes it, else Proto1; decided
+	// by an empty 2.0 request before the first write (see negotiate).
+	ProtoAuto Protocol = iota
+	// Proto1 is Remote-Write 1.0: prometheus.WriteRequest.
+	Proto1
+	// Proto2 is Remote-Write 2.0: io.prometheus.write.v2.Request.
+	Proto2
+)
+
+var protocols = map[string]Protocol{"auto": ProtoAuto, "1.0": Proto1, "2.0": Proto2}
+
+// String is the version as the protocol parameter names it.
+func (p Protocol) String() string {
+	switch p {
+	case Proto1:
+		return "1.0"
+	case Proto2:
+		return "2.0"
+	}
+	return "auto"
 }
 
 // Label is a constant label of every series.
@@ -73,6 +103,8 @@ var Params = urlparam.Set{
 			Help: "a constant label added to every series, e.g. run:soak1"},
 		{Name: "idempotent", Type: urlparam.Bool, Default: "true",
 			Help: "resend a batch whose fate is unknown (5xx, timeout); false for a target that keeps a resent sample twice"},
+		{Name: "protocol", Type: urlparam.Enum, Choices: []string{"auto", "1.0|1", "2.0|2"}, Default: "auto", Want: "auto, 1.0 or 2.0",
+			Help: "the Remote-Write version: auto sends 2.0 where the target takes it (it answers an empty 2.0 request with X-Prometheus-Remote-Write-Samples-Written) and 1.0 elsewhere"},
 		{Name: "timeout", Type: urlparam.Duration, Range: urlparam.Above(0), Want: "a positive duration like 30s",
 			Help: "bound of one write request; default: the engine's TIMEOUT only"},
 		{Name: "metrics_path", Type: urlparam.String, Default: "/metrics", Valid: absPath, Want: "an absolute path like /metrics, without query",
@@ -115,6 +147,7 @@ func ParseURL(u *url.URL) (Config, error) {
 	c.QueryPath = p.String("query_path")
 	c.Idempotent = p.Bool("idempotent")
 	c.Timeout = p.Duration("timeout")
+	c.Protocol = protocols[p.Enum("protocol")]
 	headerParams(p, &c)
 	labelParams(p, &c)
 	tlsParams(p, &c)

@@ -23,8 +23,13 @@ func TestParseURL(t *testing.T) {
 		t.Errorf("String() = %q", c.String())
 	}
 	c, err = ParseURL(mustParse(t, "prom+http://127.0.0.1:9090"))
-	if err != nil || c.Path != DefaultPath || !c.Idempotent || c.MetricsPath != "/metrics" || c.authHeader() != "" {
+	if err != nil || c.Path != DefaultPath || !c.Idempotent || c.MetricsPath != "/metrics" || c.authHeader() != "" || c.Protocol != ProtoAuto {
 		t.Errorf("defaults: %+v %v", c, err)
+	}
+	for v, want := range map[string]string{"auto": "auto", "1.0": "1.0", "1": "1.0", "2.0": "2.0", "2": "2.0"} {
+		if c, err := ParseURL(mustParse(t, "prom+http://h/?protocol="+v)); err != nil || c.Protocol.String() != want {
+			t.Errorf("protocol=%s: %s %v, want %s", v, c.Protocol, err, want)
+		}
 	}
 
 	for _, tc := range []struct{ url, want string }{
@@ -39,6 +44,7 @@ func TestParseURL(t *testing.T) {
 		{"prom+http://h/?label=a:", "the value is empty"},
 		{"prom+http://h/?label=a:1&label=a:2", `label "a" is given twice`},
 		{"prom+http://h/?timeout=0s", "timeout"},
+		{"prom+http://h/?protocol=3.0", "protocol"},
 		{"prom+http://h/?insecure=true", "insecure=true needs TLS"},
 		{"prom+http://h/?ca=/x.pem", "TLS is off"},
 		{"prom+http://h/?nope=1", `unknown parameter "nope"`},

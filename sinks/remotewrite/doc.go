@@ -1,8 +1,11 @@
 // Package remotewrite is the Prometheus remote-write sink
-// (prom+http://, prom+https://): Remote-Write 1.0, a protobuf
-// WriteRequest compressed with snappy, POSTed to Prometheus
-// (--web.enable-remote-write-receiver), VictoriaMetrics, Mimir, Cortex,
-// Thanos Receive and the services that speak it.
+// (prom+http://, prom+https://): Remote-Write 1.0 (a protobuf
+// WriteRequest, encode.go) or 2.0 (an io.prometheus.write.v2.Request with
+// its symbol table, encode2.go) compressed with snappy, POSTed to
+// Prometheus (--web.enable-remote-write-receiver), VictoriaMetrics, Mimir,
+// Cortex, Thanos Receive and the services that speak it. protocol=auto
+// (the default) asks the target with an empty 2.0 request before the
+// first write, and uses 1.0 where it does not take 2.0 (Sink.protocol).
 //
 // Each Write encodes the whole batch into reused buffers, one series
 // per device × field (metric MEASUREMENT_FIELD, the device's tags as

@@ -116,7 +116,7 @@ func proxy(t *testing.T, ln net.Listener, base string, throttle int32) *atomic.I
 	rp := httputil.NewSingleHostReverseProxy(u)
 	var n atomic.Int32
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > int64(len(emptyRequest)) && n.Add(1) <= throttle {
+		if r.ContentLength > int64(max(len(emptyBody), len(emptyBodyV2))) && n.Add(1) <= throttle {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "too many requests", http.StatusTooManyRequests)
 			return

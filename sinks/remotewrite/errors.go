@@ -27,13 +27,26 @@ type StatusError struct {
 	// order, a duplicate timestamp with another value, older than it
 	// accepts).
 	OutOfOrder bool
+	// Written is the number of samples the target says it wrote (a 2.0
+	// answer's X-Prometheus-Remote-Write-Samples-Written), -1 when it does
+	// not say: Prometheus keeps the other samples of a 2.0 request of
+	// which some are refused for their time.
+	Written int
+	// NotV2: the target does not take Remote-Write 2.0 (it answered a 2.0
+	// request with 415, or with 2xx without saying what it wrote) and
+	// wrote nothing.
+	NotV2 bool
 }
 
 func (e *StatusError) Error() string {
-	if e.OutOfOrder {
-		return fmt.Sprintf("HTTP %d, samples refused for their time: %s", e.StatusCode, e.Message)
+	w := ""
+	if e.Written >= 0 && e.Samples > 0 {
+		w = fmt.Sprintf(" (%d of %d samples written)", e.Written, e.Samples)
 	}
-	return fmt.Sprintf("HTTP %d: %s", e.StatusCode, e.Message)
+	if e.OutOfOrder {
+		return fmt.Sprintf("HTTP %d, samples refused for their time%s: %s", e.StatusCode, w, e.Message)
+	}
+	return fmt.Sprintf("HTTP %d%s: %s", e.StatusCode, w, e.Message)
 }
 
 const maxMessage = 1024
@@ -66,7 +79,7 @@ func isOutOfOrder(msg string) bool {
 // (idempotent). Samples refused for their time are class out_of_order,
 // not resent either.
 func classifyStatus(code int, h http.Header, msg string, samples int, idempotent bool) error {
-	se := &StatusError{StatusCode: code, Message: msg, Samples: samples}
+	se := &StatusError{StatusCode: code, Message: msg, Samples: samples, Written: -1}
 	class, retry := sinks.Rejected, false
 	switch {
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:

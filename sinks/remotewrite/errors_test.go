@@ -75,7 +75,7 @@ func TestClassify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, n := answering(t, tc.status, tc.body, tc.after)
-			s := openSink(t, "prom+http://"+addr+"/api/v1/write?header=X-Scope-OrgID:tenant1"+tc.params,
+			s := openSink(t, "prom+http://"+addr+"/api/v1/write?protocol=1.0&header=X-Scope-OrgID:tenant1"+tc.params,
 				sinks.Options{Schemas: schemas, Token: "s3cret"})
 			sent, err := s.Write(context.Background(), b)
 			if n.Load() != 1 {
@@ -117,7 +117,7 @@ func TestPing(t *testing.T) {
 		class  sinks.Class
 	}{{204, ""}, {200, ""}, {404, sinks.Rejected}, {401, sinks.Rejected}, {503, sinks.Server}} {
 		addr, n := answering(t, tc.status, "", "")
-		s := openSink(t, "prom+http://"+addr+"/api/v1/write?header=X-Scope-OrgID:tenant1", sinks.Options{Token: "s3cret"})
+		s := openSink(t, "prom+http://"+addr+"/api/v1/write?protocol=1.0&header=X-Scope-OrgID:tenant1", sinks.Options{Token: "s3cret"})
 		err := s.Ping(context.Background())
 		if sinks.ClassOf(err) != tc.class || n.Load() != 1 {
 			t.Errorf("HTTP %d: %d requests, class %q (%v), want %q", tc.status, n.Load(), sinks.ClassOf(err), err, tc.class)

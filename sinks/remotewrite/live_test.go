@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 // target is a real server under test: its remote-write URL, its query
 // API, and what to do before reading what it received.
 type target struct {
-	name    string
+	name string
+	// proto is the protocol protocol=auto settles on with it.
+	proto   Protocol
 	write   string // prom+http://host:port/api/v1/write
 	base    string // http://host:port
 	flush   func(t *testing.T)
@@ -25,23 +28,33 @@ type target struct {
 
 func prometheusTarget(t *testing.T, ooo time.Duration) target {
 	srv := testserver.PrometheusReceiver(t, ooo)
-	return target{name: "prometheus", write: "prom+http://" + srv.Addr + "/api/v1/write", base: srv.URL,
+	return target{name: "prometheus", proto: Proto1, write: "prom+http://" + srv.Addr + "/api/v1/write", base: srv.URL,
+		flush: func(*testing.T) {}, stopped: srv.Proc.Stop}
+}
+
+// prometheus3Target is Prometheus v3, whose receiver takes 2.0.
+func prometheus3Target(t *testing.T, ooo time.Duration) target {
+	srv := testserver.PrometheusReceiver(t, ooo, testserver.PrometheusV3())
+	return target{name: "prometheus3", proto: Proto2, write: "prom+http://" + srv.Addr + "/api/v1/write", base: srv.URL,
 		flush: func(*testing.T) {}, stopped: srv.Proc.Stop}
 }
 
 func victoriaTarget(t *testing.T) target {
 	srv := testserver.VictoriaMetrics(t)
-	return target{name: "victoriametrics", write: "prom+http://" + srv.Addr + "/api/v1/write", base: srv.URL,
+	return target{name: "victoriametrics", proto: Proto1, write: "prom+http://" + srv.Addr + "/api/v1/write", base: srv.URL,
 		flush: func(t *testing.T) { vmFlush(t, srv.URL) }, stopped: srv.Proc.Stop}
 }
 
-// Every acknowledged sample is stored with its value and time: a run of
-// batches into Prometheus 2.42 and VictoriaMetrics, then count() over
-// count_over_time and the raw samples read back with a range selector.
+// Every acknowledged sample is stored with its value and time, once: a
+// run of batches into Prometheus 2.42, VictoriaMetrics (protocol=auto
+// falls back to 1.0 with both) and Prometheus v3 (2.0), then count()
+// over count_over_time and the raw samples read back with a range
+// selector.
 func TestStored(t *testing.T) {
 	for _, mk := range []func(*testing.T) target{
 		func(t *testing.T) target { return prometheusTarget(t, 0) },
 		victoriaTarget,
+		func(t *testing.T) target { return prometheus3Target(t, 0) },
 	} {
 		tg := mk(t)
 		t.Run(tg.name, func(t *testing.T) {
@@ -50,6 +63,9 @@ func TestStored(t *testing.T) {
 			ctx := context.Background()
 			if err := s.Ping(ctx); err != nil {
 				t.Fatalf("Ping: %v", err)
+			}
+			if p := s.Protocol(); p != tg.proto {
+				t.Errorf("protocol=auto settled on %s, want %s", p, tg.proto)
 			}
 			start := time.Now().Add(-time.Hour).Truncate(time.Second)
 			g := &gen{devices: 10, start: start, step: time.Second}
@@ -114,8 +130,15 @@ func TestStored(t *testing.T) {
 // Prometheus without an out-of-order window refuses a sample older than
 // its series' newest, and a second value at a sample's time: the write
 // is rejected, said to be refused for its samples' time, and not resent.
+// Prometheus v3 (2.0) says how many samples of it it kept.
 func TestOutOfOrder(t *testing.T) {
-	tg := prometheusTarget(t, 0)
+	for _, mk := range []func(*testing.T, time.Duration) target{prometheusTarget, prometheus3Target} {
+		tg := mk(t, 0)
+		t.Run(tg.name, func(t *testing.T) { outOfOrder(t, tg) })
+	}
+}
+
+func outOfOrder(t *testing.T, tg target) {
 	schemas := []*sources.Schema{cpuSchema("cpu")}
 	s := openSink(t, tg.write, sinks.Options{Schemas: schemas})
 	ctx := context.Background()
@@ -132,7 +155,12 @@ func TestOutOfOrder(t *testing.T) {
 		var se *StatusError
 		retry, _ := sinks.Retryable(err)
 		if sinks.ClassOf(err) != sinks.OutOfOrder || retry || !errors.As(err, &se) || !se.OutOfOrder {
-			t.Errorf("%s: class %s retry %t: %v", what, sinks.ClassOf(err), retry, err)
+			t.Fatalf("%s: class %s retry %t: %v", what, sinks.ClassOf(err), retry, err)
+		}
+		// 2.0 tells what was kept (the samples equal to their series'
+		// newest are), 1.0 does not.
+		if told := se.Written >= 0; told != (tg.proto == Proto2) || se.Written >= se.Samples {
+			t.Errorf("%s: %d of %d samples said written", what, se.Written, se.Samples)
 		}
 	}
 	// The same rows with other values: duplicate timestamps.
@@ -169,4 +197,37 @@ func countSamples(t *testing.T, base string, schemas []*sources.Schema, match, w
 		}
 	}
 	return n
+}
+
+// Prometheus 2.42 and VictoriaMetrics take 1.0 only: each answers a 2.0
+// batch 2xx without saying what it wrote, and writes none of it, so
+// protocol=2.0 refuses them with an error that names what to do (Ping
+// too), and nothing is acknowledged.
+func TestProtocol2OnV1Servers(t *testing.T) {
+	for _, mk := range []func(*testing.T) target{
+		func(t *testing.T) target { return prometheusTarget(t, 0) },
+		victoriaTarget,
+	} {
+		tg := mk(t)
+		t.Run(tg.name, func(t *testing.T) {
+			schemas := []*sources.Schema{cpuSchema("cpu")}
+			s := openSink(t, tg.write+"?protocol=2.0&label=run:v2", sinks.Options{Schemas: schemas})
+			ctx := context.Background()
+			if err := s.Ping(ctx); sinks.ClassOf(err) != sinks.Rejected || !strings.Contains(err.Error(), "protocol=1.0 or auto") {
+				t.Errorf("Ping: class %s: %v", sinks.ClassOf(err), err)
+			}
+			start := time.Now().Add(-time.Hour).Truncate(time.Second)
+			b := sources.NewSeriesBatch(schemas)
+			(&gen{devices: 5, start: start, step: time.Second}).fill(b, 50)
+			_, err := s.Write(ctx, b)
+			var se *StatusError
+			if retry, _ := sinks.Retryable(err); sinks.ClassOf(err) != sinks.Rejected || retry || !errors.As(err, &se) || !se.NotV2 || se.StatusCode/100 != 2 {
+				t.Fatalf("class %s, retry %t: %v", sinks.ClassOf(err), retry, err)
+			}
+			tg.flush(t)
+			if n := countSamples(t, tg.base, schemas, `run="v2"`, "2h", start.Add(time.Minute)); n != 0 {
+				t.Errorf("%d samples of the 2.0 batch stored", n)
+			}
+		})
+	}
 }

@@ -226,14 +226,16 @@ func openQuerySink(t *testing.T, write string) *Sink {
 	return s
 }
 
-// Every query type with a PromQL form answers, on Prometheus 2.42 and
-// VictoriaMetrics, what the data set's rows say it should: the data's
-// range exactly, then each type's rows, value for value, alone
-// (QueryRows) and in a batch (Write counts the same rows).
+// Every query type with a PromQL form answers, on Prometheus 2.42,
+// VictoriaMetrics and Prometheus v3 (its data written with 2.0), what the
+// data set's rows say it should: the data's range exactly, then each
+// type's rows, value for value, alone (QueryRows) and in a batch (Write
+// counts the same rows).
 func TestQueries(t *testing.T) {
 	for _, mk := range []func(*testing.T) target{
 		func(t *testing.T) target { return prometheusTarget(t, 0) },
 		victoriaTarget,
+		func(t *testing.T) target { return prometheus3Target(t, 0) },
 	} {
 		tg := mk(t)
 		t.Run(tg.name, func(t *testing.T) {

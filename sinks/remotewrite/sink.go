@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,9 +24,9 @@ import (
 
 const userAgent = "soakd"
 
-// Sink writes series batches as Remote-Write 1.0 requests (protobuf,
-// snappy-compressed), one request per batch, and returns only when the
-// target has answered.
+// Sink writes series batches as Remote-Write requests (protobuf,
+// snappy-compressed), 1.0 or 2.0 as the URL's protocol asks, one request
+// per batch, and returns only when the target has answered.
 type Sink struct {
 	cfg      Config
 	log      *zap.Logger
@@ -41,6 +43,11 @@ type Sink struct {
 	sinks.QueryState
 	q *querier
 
+	// proto is the protocol writes use: the URL's, or with protocol=auto
+	// ProtoAuto until negotiate has decided (negMu serializes that).
+	proto atomic.Uint32
+	negMu sync.Mutex
+
 	// states holds idle per-write buffers: at most one per worker is
 	// kept, so memory stays bounded by workers x batch size.
 	states chan *state
@@ -54,11 +61,12 @@ var (
 	_ sinks.ConnCounter = (*Sink)(nil)
 )
 
-// state is what one Write needs, reused from batch to batch: the encoder
-// (with its label cache) and the request's buffers.
+// state is what one Write needs, reused from batch to batch: the encoders
+// (with their label caches) and the request's buffers.
 type state struct {
 	enc  Encoder
-	buf  []byte // the WriteRequest
+	enc2 EncoderV2
+	buf  []byte // the WriteRequest (or 2.0 Request)
 	zbuf []byte // snappy's output: the request body
 
 	payload []byte
@@ -154,6 +162,7 @@ func New(cfg Config, o sinks.Options) *Sink {
 		schemas:  o.Schemas,
 		states:   make(chan *state, workers),
 	}
+	s.proto.Store(uint32(cfg.Protocol))
 	s.tr = newTransport(&cfg, workers, &s.conns)
 	s.hc = &http.Client{Transport: s.tr}
 	return s
@@ -191,7 +200,7 @@ func (s *Sink) getState() *state {
 	case st := <-s.states:
 		return st
 	default:
-		st := &state{enc: Encoder{Labels: s.cfg.Labels}}
+		st := &state{enc: Encoder{Labels: s.cfg.Labels}, enc2: EncoderV2{Labels: s.cfg.Labels}}
 		st.getBody = st.newBody // one method value per state, not per write
 		return st
 	}
@@ -204,25 +213,14 @@ func (s *Sink) putState(st *state) {
 	}
 }
 
-// Write encodes every table of b into one WriteRequest and sends it. It
-// returns the bytes sent (compressed).
+// Write encodes every table of b into one request of the protocol in
+// use and sends it. It returns the bytes sent (compressed). With
+// protocol=auto, a batch a 2.0 target turns down as not 2.0 (415, or 2xx
+// without X-Prometheus-Remote-Write-Samples-Written: nothing written) is
+// sent again as 1.0, and 1.0 is used from then on.
 func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	if len(b.Queries) > 0 {
 		return s.writeQueries(ctx, b)
-	}
-	st := s.getState()
-	st.buf = st.buf[:0]
-	samples := 0
-	for _, t := range b.Tables {
-		if t.Len() > 0 {
-			var n int
-			st.buf, n = st.enc.AppendTable(st.buf, t)
-			samples += n
-		}
-	}
-	if samples == 0 {
-		s.putState(st)
-		return 0, nil
 	}
 	if t := s.cfg.Timeout; t > 0 {
 		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > t {
@@ -231,11 +229,22 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 			defer cancel()
 		}
 	}
-	st.zbuf = Compress(st.zbuf[:cap(st.zbuf)], st.buf)
-	st.payload = st.zbuf
-	st.sent.Store(0)
-	err := s.post(ctx, st, samples)
-	sent := int(st.sent.Load())
+	p, err := s.protocol(ctx)
+	if err != nil {
+		s.errs.once(err)
+		return 0, fmt.Errorf("cannot write %d rows: %w", b.Len(), err)
+	}
+	st := s.getState()
+	sent, samples, err := s.sendBatch(ctx, st, b, p)
+	if p == Proto2 && s.cfg.Protocol == ProtoAuto && notV2(err) {
+		s.fallBack(err)
+		if st.open.Load() != 0 { // the transport may still read the payload: let it go
+			st = s.getState()
+		}
+		var n int
+		n, samples, err = s.sendBatch(ctx, st, b, Proto1)
+		sent += n
+	}
 	if st.open.Load() == 0 {
 		s.putState(st)
 	} // else the transport may still read the payload: let it go
@@ -246,8 +255,42 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	return sent, nil
 }
 
-// post sends st.payload and classifies the answer.
-func (s *Sink) post(ctx context.Context, st *state, samples int) error {
+// sendBatch encodes b as a request of protocol p into st and posts it; it
+// returns the bytes sent and the samples encoded (none: nothing sent).
+func (s *Sink) sendBatch(ctx context.Context, st *state, b *sources.Batch, p Protocol) (sent, samples int, err error) {
+	st.buf = st.buf[:0]
+	if p == Proto2 {
+		st.enc2.Reset()
+		for _, t := range b.Tables {
+			if t.Len() > 0 {
+				samples += st.enc2.AppendTable(t)
+			}
+		}
+		st.buf = st.enc2.AppendRequest(st.buf)
+	} else {
+		for _, t := range b.Tables {
+			if t.Len() > 0 {
+				var n int
+				st.buf, n = st.enc.AppendTable(st.buf, t)
+				samples += n
+			}
+		}
+	}
+	if samples == 0 {
+		return 0, 0, nil
+	}
+	st.zbuf = Compress(st.zbuf[:cap(st.zbuf)], st.buf)
+	st.payload = st.zbuf
+	st.sent.Store(0)
+	err = s.post(ctx, st, samples, p)
+	return int(st.sent.Load()), samples, err
+}
+
+// post sends st.payload, a request of protocol p, and classifies the
+// answer. A 2.0 write is acknowledged only when the target says it wrote
+// every sample (X-Prometheus-Remote-Write-Samples-Written): a 1.0-only
+// receiver answers 2xx to a 2.0 request it read as an empty 1.0 one.
+func (s *Sink) post(ctx context.Context, st *state, samples int, p Protocol) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.writeURL, nil)
 	if err != nil {
 		return sinks.NewError(sinks.Other, false, err)
@@ -255,29 +298,139 @@ func (s *Sink) post(ctx context.Context, st *state, samples int) error {
 	req.Body, _ = st.newBody()
 	req.ContentLength = int64(len(st.payload))
 	req.GetBody = st.getBody
-	s.setHeaders(req)
+	s.setHeaders(req, p)
 	resp, err := s.hc.Do(req)
 	if err != nil {
 		return sinks.ClassifyHTTPTransport(ctx, err, s.cfg.Idempotent)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 == 2 {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return nil
-	}
-	return classifyStatus(resp.StatusCode, resp.Header, readMessage(resp), samples, s.cfg.Idempotent)
+	return s.answer(resp, p, samples, s.cfg.Idempotent)
 }
 
-// setHeaders sets Remote-Write 1.0's headers, the credentials and the
-// URL's extra headers.
-func (s *Sink) setHeaders(req *http.Request) {
+// answer classifies the target's answer to a request of protocol p that
+// held samples samples (0: an empty request, Ping's).
+func (s *Sink) answer(resp *http.Response, p Protocol, samples int, idempotent bool) error {
+	written, told, bad := samplesWritten(resp.Header)
+	if resp.StatusCode/100 == 2 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		if p != Proto2 {
+			return nil
+		}
+		se := &StatusError{StatusCode: resp.StatusCode, Samples: samples, Written: written}
+		switch {
+		case bad:
+			se.Message = "the X-Prometheus-Remote-Write-Samples-Written header does not hold a count"
+		case !told:
+			se.NotV2 = true
+			se.Written = 0
+			se.Message = "the answer to a Remote-Write 2.0 request has no X-Prometheus-Remote-Write-Samples-Written header: the target took it for 1.0 and wrote nothing" + s.not2Hint()
+		case written < samples:
+			se.Message = "the target wrote fewer samples than it was sent"
+		default:
+			return nil
+		}
+		return &sinks.Error{Class: sinks.Rejected, Err: se}
+	}
+	msg := readMessage(resp)
+	if p == Proto2 && resp.StatusCode == http.StatusUnsupportedMediaType {
+		se := &StatusError{StatusCode: resp.StatusCode, Samples: samples, Written: 0, NotV2: true,
+			Message: "the target does not take Remote-Write 2.0: " + msg + s.not2Hint()}
+		return &sinks.Error{Class: sinks.Rejected, Err: se}
+	}
+	err := classifyStatus(resp.StatusCode, resp.Header, msg, samples, idempotent)
+	if p == Proto2 && told && !bad {
+		var se *StatusError
+		if errors.As(err, &se) {
+			se.Written = written
+		}
+	}
+	return err
+}
+
+// not2Hint is what a "not 2.0" error says to do: nothing with
+// protocol=auto, which falls back to 1.0 itself.
+func (s *Sink) not2Hint() string {
+	if s.cfg.Protocol == Proto2 {
+		return " (protocol=1.0 or auto writes to it)"
+	}
+	return ""
+}
+
+// samplesWritten reads X-Prometheus-Remote-Write-Samples-Written: the
+// count (-1 when absent), whether it is there, and whether it is not a
+// count.
+func samplesWritten(h http.Header) (n int, told, bad bool) {
+	v := h.Values(headerSamplesWritten)
+	if len(v) == 0 {
+		return -1, false, false
+	}
+	n, err := strconv.Atoi(v[0])
+	if err != nil || n < 0 {
+		return -1, true, true
+	}
+	return n, true, false
+}
+
+// notV2 reports whether err says that the target does not take 2.0.
+func notV2(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.NotV2
+}
+
+// protocol returns the protocol writes use, negotiating it first with
+// protocol=auto: an empty 2.0 request that a 2.0 target answers with
+// X-Prometheus-Remote-Write-Samples-Written, a 1.0 one without (it reads
+// an empty 1.0 request) or with 415. Until an answer decides, each call
+// asks again and returns the probe's error (a target down, 503).
+func (s *Sink) protocol(ctx context.Context) (Protocol, error) {
+	if p := Protocol(s.proto.Load()); p != ProtoAuto {
+		return p, nil
+	}
+	s.negMu.Lock()
+	defer s.negMu.Unlock()
+	if p := Protocol(s.proto.Load()); p != ProtoAuto {
+		return p, nil
+	}
+	err := s.emptyRequest(ctx, Proto2)
+	switch {
+	case err == nil:
+		s.proto.Store(uint32(Proto2))
+		s.log.Info("remote write: the target takes Remote-Write 2.0; writing 2.0")
+		return Proto2, nil
+	case notV2(err):
+		s.fallBack(err)
+		return Proto1, nil
+	}
+	return ProtoAuto, err
+}
+
+// fallBack makes writes use 1.0 from now on, because of err (a "not 2.0"
+// answer), and says so once.
+func (s *Sink) fallBack(err error) {
+	if s.proto.Swap(uint32(Proto1)) != uint32(Proto1) {
+		s.log.Info("remote write: the target does not take Remote-Write 2.0; writing 1.0", zap.String("answer", err.Error()))
+	}
+}
+
+// Protocol is the protocol writes use now: ProtoAuto until protocol=auto
+// has negotiated.
+func (s *Sink) Protocol() Protocol { return Protocol(s.proto.Load()) }
+
+// setHeaders sets protocol p's headers, the credentials and the URL's
+// extra headers.
+func (s *Sink) setHeaders(req *http.Request, p Protocol) {
 	h := req.Header
 	for k, v := range s.cfg.Headers {
 		h[k] = v
 	}
 	h["Content-Encoding"] = contentEncoding
-	h["Content-Type"] = contentType
-	h["X-Prometheus-Remote-Write-Version"] = rwVersion
+	if p == Proto2 {
+		h["Content-Type"] = contentTypeV2
+		h["X-Prometheus-Remote-Write-Version"] = rwVersionV2
+	} else {
+		h["Content-Type"] = contentType
+		h["X-Prometheus-Remote-Write-Version"] = rwVersion
+	}
 	h["User-Agent"] = userAgentHeader
 	if s.auth != "" {
 		h.Set("Authorization", s.auth)
@@ -289,12 +442,23 @@ var (
 	contentEncoding = []string{"snappy"}
 	contentType     = []string{"application/x-protobuf"}
 	rwVersion       = []string{"0.1.0"}
+	contentTypeV2   = []string{"application/x-protobuf;proto=io.prometheus.write.v2.Request"}
+	rwVersionV2     = []string{"2.0.0"}
 	userAgentHeader = []string{userAgent}
 )
 
-// emptyRequest is an empty WriteRequest, snappy-compressed: what Ping
-// sends.
-var emptyRequest = Compress(nil, nil)
+// headerSamplesWritten is the answer's header in which a 2.0 target
+// counts the samples it wrote.
+const headerSamplesWritten = "X-Prometheus-Remote-Write-Samples-Written"
+
+// emptyBody is an empty 1.0 WriteRequest, snappy-compressed, and
+// emptyBodyV2 an empty 2.0 Request (its symbol table holds the empty
+// string, which the spec puts first): what Ping and the negotiation send.
+// A 1.0 server reads emptyBodyV2 as an empty WriteRequest.
+var (
+	emptyBody   = Compress(nil, nil)
+	emptyBodyV2 = Compress(nil, (&EncoderV2{}).AppendRequest(nil))
+)
 
 // Compress compresses a WriteRequest in snappy's block format, at
 // snappy's standard speed, into dst if it is long enough (give it
@@ -304,7 +468,8 @@ var emptyRequest = Compress(nil, nil)
 // (github.com/golang/snappy) has only the standard speed.
 func Compress(dst, src []byte) []byte { return s2.EncodeSnappy(dst, src) }
 
-// Ping sends an empty write request: the target is ready when it accepts
+// Ping sends an empty write request of the protocol in use (with
+// protocol=auto, once negotiated): the target is ready when it accepts
 // one, which also proves the write path and the credentials (a sink
 // opened for a query workload asks a query instead, pingQuery). A target
 // that answers 404, 401 or 403 refuses it (a configuration error); one
@@ -313,21 +478,39 @@ func (s *Sink) Ping(ctx context.Context) error {
 	if s.q != nil {
 		return s.pingQuery(ctx)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.writeURL, bytes.NewReader(emptyRequest))
+	p, err := s.protocol(ctx)
+	if err == nil {
+		err = s.emptyRequest(ctx, p)
+		if p == Proto2 && s.cfg.Protocol == ProtoAuto && notV2(err) {
+			s.fallBack(err)
+			err = s.emptyRequest(ctx, Proto1)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("cannot write to %s: %w", s.cfg.String(), err)
+	}
+	return nil
+}
+
+// emptyRequest posts an empty request of protocol p and classifies the
+// answer: nil when the target accepted it (a 2.0 one only with
+// X-Prometheus-Remote-Write-Samples-Written).
+func (s *Sink) emptyRequest(ctx context.Context, p Protocol) error {
+	body := emptyBody
+	if p == Proto2 {
+		body = emptyBodyV2
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.writeURL, bytes.NewReader(body))
 	if err != nil {
 		return sinks.NewError(sinks.Other, false, err)
 	}
-	s.setHeaders(req)
+	s.setHeaders(req, p)
 	resp, err := s.hc.Do(req)
 	if err != nil {
 		return sinks.ClassifyHTTPTransport(ctx, err, true)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 == 2 {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return nil
-	}
-	return fmt.Errorf("cannot write to %s: %w", s.cfg.String(), classifyStatus(resp.StatusCode, resp.Header, readMessage(resp), 0, true))
+	return s.answer(resp, p, 0, true)
 }
 
 // Prepare reads the data's time range for a query workload, and keeps

@@ -14,14 +14,15 @@ import (
 )
 
 // TestConformance runs the sink suite against Prometheus 2.42 (with an
-// out-of-order window: the suite's trucks send late readings) and
-// VictoriaMetrics. Each sink writes under a label of its own
+// out-of-order window: the suite's trucks send late readings),
+// VictoriaMetrics and Prometheus v3 (the same window; Remote-Write 2.0). Each sink writes under a label of its own
 // (label=sinktest:N); a row is stored when any of its fields' samples
 // is: the rows are the distinct (measurement, labels, time) read back.
 func TestConformance(t *testing.T) {
 	for _, mk := range []func(*testing.T) target{
 		func(t *testing.T) target { return prometheusTarget(t, time.Hour) },
 		victoriaTarget,
+		func(t *testing.T) target { return prometheus3Target(t, time.Hour) },
 	} {
 		tg := mk(t)
 		t.Run(tg.name, func(t *testing.T) {

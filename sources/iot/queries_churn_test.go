@@ -164,3 +164,65 @@ func TestQueryChurnSetting(t *testing.T) {
 		t.Fatalf("no churn: %v, %v", err, q.churn)
 	}
 }
+
+// With CHURN, last-loc (the last location of every truck of a fleet, over
+// the whole data set) names no device and is not resolved through the
+// schedule: its answer holds every truck of its fleet that reported,
+// replaced ones included, as TSBS's over its tags table. It expects rows
+// only for a fleet one of them is in: with 3 trucks at a time, all
+// replaced every minute, the fleets of the first 3 (which reported at
+// START) and no other, so a fleet that only replacements joined is not
+// an error when a target has not seen them yet.
+func TestChurnedLastLoc(t *testing.T) {
+	t.Parallel()
+	const scale = 3
+	c := DefaultQueryConfig()
+	c.Scale = scale
+	if err := c.Churn.UnmarshalText([]byte("100%/1m")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Queries.UnmarshalText([]byte("last-loc")); err != nil {
+		t.Fatal(err)
+	}
+	q, err := NewQueries("iot-queries", c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	newest := start + int64(time.Hour)
+	rng := sources.DataRange{Oldest: start, Newest: newest, Known: true}
+	// The fleets of the trucks that reported: every device that held a
+	// slot, from START on; and those of the first SCALE alone.
+	var buf []byte
+	fleetOf := func(d uint32) string {
+		buf = truckTags{1}.AppendTag(buf[:0], d, 1)
+		return string(buf)
+	}
+	reported, first := map[string]bool{}, map[string]bool{}
+	for d := range churnSchedule(scale, c.Churn.PerMillion, c.Churn.Every, start, newest) {
+		reported[fleetOf(d)] = true
+		if d < scale {
+			first[fleetOf(d)] = true
+		}
+	}
+	st, _ := q.Stream(0, 1)
+	b := q.NewBatch()
+	_ = st.Fill(b, 500, 0)
+	expected := map[string]bool{}
+	for _, qq := range b.Queries {
+		rq := qq.Resolved(rng)
+		if qq.Type != sources.LastLoc || qq.NDevices != 0 || qq.Churn != nil || rq.NDevices != 0 || rq.Fleet != qq.Fleet || rq.Expect != qq.Expect {
+			t.Fatalf("%s in fleet %q: devices %v, churn %v; resolved %+v", qq.Type, qq.Fleet, qq.Devices[:qq.NDevices], qq.Churn, rq)
+		}
+		if qq.Expect && !reported[qq.Fleet] {
+			t.Fatalf("last-loc in fleet %q expects rows, but no truck of it reported (fleets that did: %v)", qq.Fleet, reported)
+		}
+		if qq.Expect != first[qq.Fleet] {
+			t.Fatalf("last-loc in fleet %q expects rows: %t; the first %d trucks are in %v", qq.Fleet, qq.Expect, scale, first)
+		}
+		expected[qq.Fleet] = qq.Expect
+	}
+	if len(reported) <= len(first) || len(expected) != len(fleets) {
+		t.Errorf("fleets of the trucks that reported %v, of the first %v; queries asked %v: churn does not show", reported, first, expected)
+	}
+}

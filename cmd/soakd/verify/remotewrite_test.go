@@ -36,6 +36,20 @@ func TestPrometheusRemoteWrite(t *testing.T) {
 	}
 }
 
+// Prometheus v3 written with Remote-Write 2.0 (protocol=2.0: a fall back
+// to 1.0 would be an error) and read back with PromQL: VERIFY during the
+// run and soakd verify after it find every acknowledged row, with its
+// values.
+func TestPrometheus3RemoteWrite2(t *testing.T) {
+	srv := testserver.PrometheusReceiver(t, time.Hour, testserver.PrometheusV3())
+	sum, path := soakRun(t, trucksInto("prom+http://"+srv.Addr+"/api/v1/write?protocol=2.0&label=run:verify2", "0.2"), nil)
+	checkContinuous(t, phase(t, sum, "trucks", "run"))
+	code, _, rep := soakVerify(t, nil, "--summary-json", path)
+	if got, want := countsOf(only(t, rep)), (counts{acked: 4320, stored: 4320}); code != 0 || got != want {
+		t.Fatalf("clean run: exit %d, %+v, want %+v", code, got, want)
+	}
+}
+
 // VictoriaMetrics read back with PromQL after the run; the series of a
 // truck's diagnostics deleted by hand are lost: its 360 rows, an hour of
 // one every 10 s.
