@@ -13,10 +13,11 @@ import (
 // The Go runtime wakes timers through its network poller, whose waits are
 // in whole milliseconds: a sleep of a few hundred microseconds ends up to
 // a millisecond late, and that lateness would show in every response
-// latency soakd reports. The scheduler instead sleeps the last stretch
-// before each due time with clock_nanosleep on an absolute deadline, on a
-// thread of its own whose timer slack (the kernel's licence to delay a
-// wake-up to batch it with others, 50 µs by default) is 1 ns.
+// latency soakd reports. The scheduler waits for an Alarm instead; where
+// it has none (a fake clock) it sleeps the last stretch before each due
+// time with clock_nanosleep on an absolute deadline, on a thread of its
+// own whose timer slack (the kernel's licence to delay a wake-up to batch
+// it with others, 50 µs by default) is 1 ns.
 
 // monoOrigin is CLOCK_MONOTONIC at Mono() = 0, so that Mono() times can be
 // given to clock_nanosleep (Go's monotonic clock is CLOCK_MONOTONIC on
