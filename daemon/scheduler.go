@@ -63,7 +63,8 @@ type controlReq struct {
 var errClosedLoop = errors.New("workload runs closed loop (RATE=max); restart it with a numeric rate to control it")
 
 // preciseSpan is how long before a due time the scheduler stops waiting on
-// a runtime timer (which may wake a millisecond late) and sleeps precisely.
+// a runtime timer (which may wake a millisecond late) and sleeps precisely,
+// where it has no alarm (see wait).
 const preciseSpan = 2 * time.Millisecond
 
 // coalesce is the least time between two wake-ups of the scheduler: at
@@ -74,20 +75,10 @@ const preciseSpan = 2 * time.Millisecond
 // the price of at most this much extra lateness.
 const coalesce = 100 * time.Microsecond
 
-// alarmLead is how long before a due time the alarm wakes the scheduler
-// when the wait is longer than preciseSpan (a low rate), to sleep the
-// rest precisely: a wake-up through the network poller comes 100-400 µs
-// late on a 2-core VM, a precise sleep's 60-100 µs, so without the lead a
-// sidecar at 10 ops/s would report a few hundred µs more latency than at
-// 1000 ops/s. Shorter than preciseSpan, so that the runtime monitor,
-// which polls every 20 µs while a thread sleeps in a system call, polls
-// a quarter as often.
-const alarmLead = 500 * time.Microsecond
-
-// schedule emits tickets at the profile's times on one reused timer until
-// the profile ends, the duration passes, every stream ends or ctx is done.
-// Every unit it releases is counted in the phase's scheduler tally before
-// a worker can see it; a ticket it could not hand over is taken back.
+// schedule emits tickets at the profile's times until the profile ends,
+// the duration passes, every stream ends or ctx is done. Every unit it
+// releases is counted in the phase's scheduler tally before a worker can
+// see it; a ticket it could not hand over is taken back.
 func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Duration) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -101,44 +92,69 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 
 	// wait sleeps for d; false when the schedule must be re-planned
 	// (control change) or stopped. It listens to control, context and
-	// source until the last stretch before the deadline, which it sleeps
-	// precisely (see precise_linux.go). A wait longer than preciseSpan (a
-	// low rate) listens until the alarm wakes it alarmLead before the
-	// deadline: no thread of soakd's and no runtime timer wakes meanwhile.
-	// A shorter one, or any where there is no alarm, listens on a runtime
-	// timer until the last preciseSpan: at high rates the precise sleep is
-	// the whole wait, and costs less than a wake-up through the poller.
+	// source throughout.
+	//
+	// On Linux it waits for a timerfd alarm set to the due time itself,
+	// read through the runtime's network poller: the kernel fires it
+	// without timer slack, the thread blocked in the poller wakes, and it
+	// runs the scheduler and then, on the same thread, the worker the
+	// ticket went to. Nothing of soakd's is awake between tickets and no
+	// thread sits in a system call, so the runtime's monitor sleeps too.
+	// The scheduler is not locked to a thread: a locked one costs two
+	// more thread wake-ups per ticket (the poller's thread handing over to
+	// it, and it handing the worker to a third), each tens of µs of CPU
+	// and of lateness on a VM.
+	//
+	// Without an alarm (a fake clock, other systems) it waits on a runtime
+	// timer until the last preciseSpan, which it sleeps precisely on a
+	// locked thread (see precise_linux.go).
 	alarm, err := clock.NewAlarm()
 	if err != nil {
 		alarm = nil
 	} else {
 		defer alarm.Close()
 	}
-	unlock, cpu := clock.LockPrecise()
-	defer unlock()
-	cpu0 := cpu()
-	defer func() { p.st.schedCPU.Store(int64(cpu() - cpu0)) }()
+	var cpu *clock.CPUMeter // nil (doing nothing) on a locked thread
+	if alarm == nil {
+		unlock, tcpu := clock.LockPrecise()
+		defer unlock()
+		cpu0 := tcpu()
+		defer func() { p.st.schedCPU.Store(int64(tcpu() - cpu0)) }()
+	} else {
+		// The scheduler's CPU is summed from wake-up to wait, on
+		// whichever thread it ran.
+		cpu = new(clock.CPUMeter)
+		cpu.Start()
+		defer func() { p.st.schedCPU.Store(int64(cpu.Total())) }()
+	}
 	var ctlReq *controlReq
 	wait := func(d time.Duration) (ok bool) {
 		until := mono() + d
 		var wake <-chan struct{}
-		if alarm != nil && d > preciseSpan {
+		if alarm != nil {
+			cpu.Pause()
+			defer cpu.Start()
 			select { // a wake of an earlier setting
 			case <-alarm.C:
 			default:
 			}
-			alarm.Set(until - alarmLead)
 			wake = alarm.C
 		}
 		for {
 			left := until - mono()
-			if left <= preciseSpan {
-				if left > 0 {
-					clock.SleepUntil(until)
-				}
+			if left <= 0 {
 				return true
 			}
-			if wake == nil {
+			if wake != nil {
+				// Set again after each wake short of the time: one of an
+				// earlier setting, or the kernel's clock a hair ahead of
+				// Mono's reading of it.
+				alarm.Set(until)
+			} else {
+				if left <= preciseSpan {
+					clock.SleepUntil(until)
+					return true
+				}
 				timer.Reset(left - preciseSpan)
 			}
 			select {
@@ -249,6 +265,7 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 		// rate and the drops are counted as they happen, instead of both
 		// freezing until a worker is free.
 		timer.Reset(max(due+maxLag-now, 0))
+		cpu.Pause()
 		select {
 		case p.queue <- tk:
 			sent += units
@@ -266,6 +283,7 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			st.release(-int64(units))
 			ctlReq = &c
 		}
+		cpu.Start()
 		timer.Stop()
 		r.pending.Store(-1)
 	}

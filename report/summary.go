@@ -70,8 +70,8 @@ type WorkloadSummary struct {
 	// send, per unit sent: response latency minus service latency, which
 	// is time spent waiting for a free worker plus soakd's own lateness.
 	Dispatch Quantiles `json:"dispatch_seconds"`
-	// SchedulerCPU is the CPU time the scheduler's thread used (open loop,
-	// Linux; 0 otherwise).
+	// SchedulerCPU is the CPU time the scheduler used (open loop, Linux;
+	// 0 otherwise), summed over its spans between waits.
 	SchedulerCPU float64 `json:"scheduler_cpu_seconds"`
 	// Prepared is false when the target never became ready (schema not
 	// created, server unreachable) before the run ended.

@@ -29,10 +29,12 @@ func (c *Conns) Wrap(dial DialFunc) DialFunc {
 		}
 		c.open.Add(1)
 		cc := countedConn{Conn: nc, c: c, once: new(sync.Once)}
-		if _, ok := nc.(syscall.Conn); ok {
+		if sc, ok := nc.(syscall.Conn); ok {
 			// Clients probe idle connections through the socket
 			// (go-redis's health check): keep that possible.
-			return sysConn{cc}, nil
+			if rc, err := sc.SyscallConn(); err == nil {
+				return sysConn{cc, rc}, nil
+			}
 		}
 		return cc, nil
 	}
@@ -49,7 +51,12 @@ func (cc countedConn) Close() error {
 	return cc.Conn.Close()
 }
 
-type sysConn struct{ countedConn }
+// sysConn is a connection to a socket, which it reads and writes itself
+// (rawio_linux.go).
+type sysConn struct {
+	countedConn
+	rc syscall.RawConn
+}
 
 func (s sysConn) SyscallConn() (syscall.RawConn, error) {
 	return s.Conn.(syscall.Conn).SyscallConn()

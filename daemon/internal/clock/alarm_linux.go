@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,10 +39,21 @@ func NewAlarm() (*Alarm, error) {
 	}
 	c := make(chan struct{}, 1)
 	a := &Alarm{C: c, f: os.NewFile(uintptr(fd), "alarm"), fd: fd}
+	rc, err := a.f.SyscallConn()
+	if err != nil {
+		_ = a.f.Close()
+		return nil, err
+	}
 	go func() {
 		var buf [8]byte
+		// The read is a raw system call, as the sockets' are (see
+		// sinks/rawio_linux.go): the runtime's monitor sleeps on.
+		read := func(fd uintptr) bool {
+			_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+			return e != unix.EAGAIN && e != unix.EINTR
+		}
 		for {
-			if _, err := a.f.Read(buf[:]); err != nil {
+			if rc.Read(read) != nil {
 				return // closed
 			}
 			select {
@@ -58,7 +70,8 @@ func NewAlarm() (*Alarm, error) {
 // still be in C: the receiver checks the time.
 func (a *Alarm) Set(t time.Duration) {
 	its := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(max(monoOrigin+t, 1)))}
-	_ = unix.TimerfdSettime(a.fd, unix.TFD_TIMER_ABSTIME, &its, nil)
+	// Raw, as the read is: the call never blocks.
+	_, _, _ = unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(a.fd), unix.TFD_TIMER_ABSTIME, uintptr(unsafe.Pointer(&its)), 0, 0, 0)
 }
 
 // Close ends the alarm.

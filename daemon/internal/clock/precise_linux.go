@@ -5,6 +5,7 @@ package clock
 import (
 	"runtime"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -12,10 +13,11 @@ import (
 // The Go runtime wakes timers through its network poller, whose waits are
 // in whole milliseconds: a sleep of a few hundred microseconds ends up to
 // a millisecond late, and that lateness would show in every response
-// latency soakd reports. The scheduler instead sleeps the last stretch
-// before each due time with clock_nanosleep on an absolute deadline, on a
-// thread of its own whose timer slack (the kernel's licence to delay a
-// wake-up to batch it with others, 50 µs by default) is 1 ns.
+// latency soakd reports. The scheduler waits for an Alarm instead; where
+// it has none (a fake clock) it sleeps the last stretch before each due
+// time with clock_nanosleep on an absolute deadline, on a thread of its
+// own whose timer slack (the kernel's licence to delay a wake-up to batch
+// it with others, 50 µs by default) is 1 ns.
 
 // monoOrigin is CLOCK_MONOTONIC at Mono() = 0, so that Mono() times can be
 // given to clock_nanosleep (Go's monotonic clock is CLOCK_MONOTONIC on
@@ -43,14 +45,7 @@ func LockPrecise() (unlock func(), cpu func() time.Duration) {
 		}
 		runtime.UnlockOSThread()
 	}
-	cpu = func() time.Duration {
-		var ts unix.Timespec
-		if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
-			return 0
-		}
-		return time.Duration(ts.Nano())
-	}
-	return unlock, cpu
+	return unlock, threadCPU
 }
 
 // SleepUntil sleeps until Mono() reaches t.
@@ -71,4 +66,55 @@ func fakeClock() bool {
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
 	skew := time.Duration(now.Nano()) - (monoOrigin + Mono())
 	return skew > time.Second || skew < -time.Second
+}
+
+// A CPUMeter sums the CPU time a goroutine that is not locked to a
+// thread uses between Start and Pause, read from the thread it is on:
+// between two points where it does not block it stays on one thread
+// (bar a preemption, whose span is left out). Its methods do nothing on
+// a nil CPUMeter.
+type CPUMeter struct {
+	running bool
+	cpu0    time.Duration
+	wall0   time.Duration
+	total   time.Duration
+}
+
+// Start starts a span.
+func (m *CPUMeter) Start() {
+	if m == nil || m.running {
+		return
+	}
+	m.running, m.cpu0, m.wall0 = true, threadCPU(), Mono()
+}
+
+// Pause ends a span and adds its CPU time; a span that cannot have been
+// on one thread (more CPU than wall time, or less than none) adds none.
+func (m *CPUMeter) Pause() {
+	if m == nil || !m.running {
+		return
+	}
+	m.running = false
+	if d := threadCPU() - m.cpu0; d >= 0 && d <= Mono()-m.wall0 {
+		m.total += d
+	}
+}
+
+// Total is the CPU time of the spans ended so far.
+func (m *CPUMeter) Total() time.Duration {
+	if m == nil {
+		return 0
+	}
+	m.Pause()
+	return m.total
+}
+
+// threadCPU is the calling thread's CPU time. The call is raw (not
+// announced to the runtime, as the alarm's are not): it never blocks.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if _, _, e := unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_THREAD_CPUTIME_ID, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }

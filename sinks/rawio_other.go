@@ -1,0 +1,10 @@
+//go:build !linux
+
+package sinks
+
+// Elsewhere a socket is read and written as net.Conn does (rawio_linux.go
+// says why Linux differs).
+
+func (s sysConn) Read(b []byte) (int, error) { return s.countedConn.Read(b) }
+
+func (s sysConn) Write(b []byte) (int, error) { return s.countedConn.Write(b) }
