@@ -67,6 +67,10 @@ var errClosedLoop = errors.New("workload runs closed loop (RATE=max); restart it
 // where it has no alarm (see wait).
 const preciseSpan = 2 * time.Millisecond
 
+// maxAlarm is the furthest ahead the scheduler sets its alarm: a longer
+// wait wakes once each maxAlarm and sets it again.
+const maxAlarm = time.Hour
+
 // coalesce is the least time between two wake-ups of the scheduler: at
 // high rates one wake-up hands over every ticket due by then. Each
 // wake-up of the scheduler and of a worker costs tens of microseconds of
@@ -141,15 +145,19 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			wake = alarm.C
 		}
 		for {
-			left := until - mono()
+			now := mono()
+			left := until - now // right even when until overflowed (d = forever)
 			if left <= 0 {
 				return true
 			}
 			if wake != nil {
 				// Set again after each wake short of the time: one of an
 				// earlier setting, or the kernel's clock a hair ahead of
-				// Mono's reading of it.
-				alarm.Set(until)
+				// Mono's reading of it. A wait without end (a pause, a
+				// rate of 0) is d = MaxInt64, whose until overflows: the
+				// alarm is set at most maxAlarm ahead, from now, and set
+				// again when it goes off.
+				alarm.Set(now + min(left, maxAlarm))
 			} else {
 				if left <= preciseSpan {
 					clock.SleepUntil(until)

@@ -1,0 +1,66 @@
+package daemon_test
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon"
+)
+
+// A workload paused without end (DURATION unset) on the real clock, where
+// the scheduler waits on its timerfd alarm: it sleeps. A wait without end
+// is MaxInt64 long, whose due time overflows; an alarm set to that time
+// went off at once, again and again, and the scheduler spun a core for as
+// long as the pause lasted. The process's CPU over a one-second pause is
+// a few milliseconds when it sleeps and most of that second when it
+// spins (less on a busy machine, which can only hide the spin, never
+// fail a sleeping scheduler).
+func TestPausedSchedulerSleepsOnRealClock(t *testing.T) {
+	p := daemon.Plugins()
+	cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "1"), p)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := &recorder{runs: make(chan *daemon.Phase, 1)}
+	type result struct {
+		err error
+		cpu time.Duration
+	}
+	paused := make(chan result, 1)
+	r.steer = func(w *daemon.Handle) {
+		defer cancel()
+		<-r.runs
+		pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+		defer pcancel()
+		if err := w.Pause(pctx); err != nil {
+			paused <- result{err: err}
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // the scheduler waits by now
+		cpu0 := processCPU(t)
+		time.Sleep(time.Second)
+		paused <- result{cpu: processCPU(t) - cpu0}
+	}
+	if _, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Observers: []daemon.Observer{r}}); err != nil {
+		t.Fatal(err)
+	}
+	res := <-paused
+	if res.err != nil {
+		t.Fatalf("Pause: %v", res.err)
+	}
+	if res.cpu > 300*time.Millisecond {
+		t.Errorf("paused for 1 s, the process used %v of CPU: the scheduler does not sleep", res.cpu)
+	}
+	t.Logf("CPU over a 1 s pause: %v", res.cpu)
+}
+
+func processCPU(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
