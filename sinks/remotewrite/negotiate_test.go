@@ -26,7 +26,8 @@ type receiver struct {
 	// v2 answers a 2.0 request: "write" decodes it and answers 204 with
 	// X-Prometheus-Remote-Write-Samples-Written (a 2.0 server), "ignore"
 	// answers 204 without it (a 1.0 server that does not look at
-	// Content-Type and reads no series in it), "415" refuses it, "short"
+	// Content-Type and reads no series in it), "415" refuses it, "400"
+	// refuses it as a body it cannot parse, "short"
 	// answers 204 saying it wrote one sample less, "partial" 400 saying
 	// it wrote half.
 	v2 string
@@ -71,6 +72,8 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	case "415":
 		http.Error(w, "io.prometheus.write.v2.Request protobuf message is not accepted by this server", http.StatusUnsupportedMediaType)
+	case "400":
+		http.Error(w, "snappy: corrupt input or unknown message", http.StatusBadRequest)
 	case "short":
 		w.Header().Set(headerSamplesWritten, strconv.Itoa(max(len(series)-1, 0)))
 		w.WriteHeader(http.StatusNoContent)
@@ -93,7 +96,7 @@ func (rc *receiver) start(t *testing.T) string {
 }
 
 // protocol=auto writes 2.0 to a target that says what it wrote, and 1.0
-// to one that refuses 2.0 (415) or answers it without saying (a 1.0
+// to one that refuses 2.0 (415, or 400 to the empty probe) or answers it without saying (a 1.0
 // server that read no series in it): the samples of every batch reach the
 // target once, and no batch goes as 2.0 to a target not known to take
 // it, whether Ping or a write comes first.
@@ -107,6 +110,7 @@ func TestNegotiate(t *testing.T) {
 		{"write", "", Proto2},
 		{"ignore", "", Proto1},
 		{"415", "", Proto1},
+		{"400", "", Proto1},
 		{"write", "?protocol=1.0", Proto1},
 		{"write", "?protocol=2.0", Proto2},
 	} {

@@ -380,7 +380,7 @@ func notV2(err error) bool {
 // protocol returns the protocol writes use, negotiating it first with
 // protocol=auto: an empty 2.0 request that a 2.0 target answers with
 // X-Prometheus-Remote-Write-Samples-Written, a 1.0 one without (it reads
-// an empty 1.0 request) or with 415. Until an answer decides, each call
+// an empty 1.0 request) or with 415 or 400. Until an answer decides, each call
 // asks again and returns the probe's error (a target down, 503).
 func (s *Sink) protocol(ctx context.Context) (Protocol, error) {
 	if p := Protocol(s.proto.Load()); p != ProtoAuto {
@@ -397,11 +397,21 @@ func (s *Sink) protocol(ctx context.Context) (Protocol, error) {
 		s.proto.Store(uint32(Proto2))
 		s.log.Info("remote write: the target takes Remote-Write 2.0; writing 2.0")
 		return Proto2, nil
-	case notV2(err):
+	case notV2(err) || badRequest(err):
+		// A receiver that checks the Content-Type without knowing 2.0,
+		// or cannot parse the body, may answer 400 rather than 415: the
+		// empty probe holds nothing else that could be bad, so it says
+		// the same. Any real refusal shows on the 1.0 writes.
 		s.fallBack(err)
 		return Proto1, nil
 	}
 	return ProtoAuto, err
+}
+
+// badRequest reports whether err is a 400 answer.
+func badRequest(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.StatusCode == http.StatusBadRequest
 }
 
 // fallBack makes writes use 1.0 from now on, because of err (a "not 2.0"
