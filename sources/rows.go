@@ -21,6 +21,19 @@ func (t *Table) AppendRow(src *Table, i int) {
 // IsNull reports whether field f of row i is null.
 func (t *Table) IsNull(f, i int) bool { return t.Null[f] != nil && t.Null[f][i] }
 
+// Float is field f of row i as a float64 (an Int field converted), and
+// false when it is null: a sample's value in the encoders of series
+// protocols that carry only floats.
+func (t *Table) Float(f, i int) (float64, bool) {
+	if t.IsNull(f, i) {
+		return 0, false
+	}
+	if t.Schema.Fields[f].Kind == Int {
+		return float64(t.Ints[f][i]), true
+	}
+	return t.Floats[f][i], true
+}
+
 // DiffField is the first field in which row i of t and row j of u (a
 // table of the same schema) differ in value or nullness, or -1 when they
 // hold the same.

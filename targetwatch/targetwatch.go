@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/logthrottle"
 )
 
 // Options are where a Watcher reports besides /status.
@@ -45,8 +46,9 @@ type Watcher struct {
 	byName  map[string]*watch
 	stop    context.CancelFunc // ends the run's watch goroutines
 	wg      sync.WaitGroup
-	// said are the lines logged once over every run (a sweep's many).
-	said saidSet
+	// said are the lines logged once over every run (a sweep's many),
+	// at most saidMax kinds.
+	said *logthrottle.Once
 }
 
 var (
@@ -55,11 +57,15 @@ var (
 	_ daemon.Finisher    = (*Watcher)(nil)
 )
 
+// saidMax bounds the distinct "not available" lines a Watcher remembers
+// having logged (a reason may hold a server's error text).
+const saidMax = 256
+
 // New returns a Watcher logging to log; it registers its metrics on
 // o.Metrics when set (a registry that has them already keeps the first,
 // with a warning).
 func New(log *zap.Logger, o Options) *Watcher {
-	w := &Watcher{log: log, byName: map[string]*watch{}}
+	w := &Watcher{log: log, byName: map[string]*watch{}, said: logthrottle.NewOnce(saidMax)}
 	if o.Metrics != nil {
 		if err := o.Metrics.Register(&collector{w: w}); err != nil {
 			log.Warn("cannot export the targets' own figures", zap.Error(err))
@@ -72,7 +78,7 @@ func New(log *zap.Logger, o Options) *Watcher {
 // whose name was opened before begins a new run: the last run's watches
 // are dropped.
 func (tw *Watcher) Opened(h *daemon.Handle) error {
-	w := newWatch(h, tw.log.With(zap.String("workload", h.Name())), &tw.said)
+	w := newWatch(h, tw.log.With(zap.String("workload", h.Name())), tw.said)
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
 	if _, seen := tw.byName[h.Name()]; seen {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/logthrottle"
 	"github.com/soakd/soakd/readmodel"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -56,7 +57,7 @@ type watch struct {
 	// said is what the Watcher logged already, so that a figure missing
 	// at every reading is logged once, over every run it serves (a
 	// sweep's); target is the URL those lines are of.
-	said    *saidSet
+	said    *logthrottle.Once
 	target  string
 	failing bool // of the watch's goroutine alone: the last reading through the sink failed (and was logged)
 
@@ -103,7 +104,7 @@ func (f *figure) add(v float64, at time.Time) *figure {
 }
 
 // newWatch sets up h's watch, nil when its WATCH_INTERVAL is 0.
-func newWatch(h *daemon.Handle, log *zap.Logger, said *saidSet) *watch {
+func newWatch(h *daemon.Handle, log *zap.Logger, said *logthrottle.Once) *watch {
 	cfg := h.Config()
 	if cfg.WatchInterval <= 0 {
 		return nil
@@ -261,31 +262,11 @@ func (w *watch) read(ctx context.Context) {
 	}
 	if sinkRead {
 		for k, why := range f.Unavailable {
-			if w.said.first(w.target + "\x00" + k + "\x00" + why) {
+			if w.said.First(w.log, w.target+"\x00"+k+"\x00"+why) {
 				w.log.Info("a figure of the target is not available", zap.String("figure", k), zap.String("why", w.scrub(why)))
 			}
 		}
 	}
-}
-
-// saidSet is what a Watcher logged already: keys of lines said once.
-type saidSet struct {
-	mu   sync.Mutex
-	keys map[string]bool
-}
-
-// first says whether key is new, and marks it said.
-func (s *saidSet) first(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.keys[key] {
-		return false
-	}
-	if s.keys == nil {
-		s.keys = map[string]bool{}
-	}
-	s.keys[key] = true
-	return true
 }
 
 // addKinds adds a reading's figures by kind to figs; a kind the reading

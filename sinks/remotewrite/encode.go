@@ -247,15 +247,10 @@ func (e *Encoder) AppendTable(dst []byte, t *sources.Table) ([]byte, int) {
 		pre, post := e.dev[2:split], e.dev[split:]
 		ts := uint64(Millis(t.Time[i]))
 		sampleLen := protowire.SizeTag(fieldSampleValue) + 8 + protowire.SizeTag(fieldSampleTime) + protowire.SizeVarint(ts)
-		for f, fd := range t.Schema.Fields {
-			if t.Null[f] != nil && t.Null[f][i] {
+		for f := range t.Schema.Fields {
+			v, ok := t.Float(f, i)
+			if !ok {
 				continue
-			}
-			var v float64
-			if fd.Kind == sources.Int {
-				v = float64(t.Ints[f][i])
-			} else {
-				v = t.Floats[f][i]
 			}
 			name := se.names[f]
 			n := len(pre) + len(name) + len(post) + protowire.SizeTag(fieldSamples) + protowire.SizeBytes(sampleLen)

@@ -187,15 +187,10 @@ func (e *EncoderV2) AppendTable(t *sources.Table) int {
 		pre, post := e.refs[sp.start:sp.mid], e.refs[sp.mid:sp.end]
 		ts := uint64(Millis(t.Time[i]))
 		sampleLen := protowire.SizeTag(fieldSampleValue) + 8 + protowire.SizeTag(fieldSampleTime) + protowire.SizeVarint(ts)
-		for f, fd := range t.Schema.Fields {
-			if t.Null[f] != nil && t.Null[f][i] {
+		for f := range t.Schema.Fields {
+			v, ok := t.Float(f, i)
+			if !ok {
 				continue
-			}
-			var v float64
-			if fd.Kind == sources.Int {
-				v = float64(t.Ints[f][i])
-			} else {
-				v = t.Floats[f][i]
 			}
 			name := se.namePair[f]
 			refsLen := len(pre) + len(name) + len(post)
