@@ -134,6 +134,36 @@ type TargetFigures struct {
 	// it reports one; HasCPU says whether it does.
 	CPUSeconds float64
 	HasCPU     bool
+	// Stats are the target's figures that are neither bytes nor
+	// seconds, by the names below, those it gives: each is exported as a
+	// family of its own (soakd_target_keys, ...).
+	Stats map[string]float64
 	// Unavailable names each figure the sink could not read, with why.
 	Unavailable map[string]string
 }
+
+// The names of TargetFigures.Stats, which are also the keys of those not
+// read in TargetFigures.Unavailable. A sink gives those its kind of
+// target has, and names the others unavailable only where its kind has
+// them (a Redis that hides INFO keyspace, not a PostgreSQL).
+const (
+	// StatKeys is the number of keys the target holds, over all its
+	// databases (Redis' INFO keyspace).
+	StatKeys = "keys"
+	// StatEvictions is the number of keys the target has evicted to stay
+	// under its memory limit since it started: a counter (Redis'
+	// evicted_keys).
+	StatEvictions = "evictions"
+	// StatFragmentation is the target's memory fragmentation ratio, the
+	// memory the system gives it over what its allocator holds (Redis'
+	// mem_fragmentation_ratio).
+	StatFragmentation = "memory_fragmentation_ratio"
+	// StatActiveSeries is the number of series the target holds in
+	// memory as active (Prometheus' head series, VictoriaMetrics' series
+	// written in the current hour).
+	StatActiveSeries = "active_series"
+)
+
+// Stats are the names of TargetFigures.Stats, in the order reports list
+// them.
+var Stats = []string{StatKeys, StatEvictions, StatFragmentation, StatActiveSeries}
