@@ -232,6 +232,13 @@ soakd_target_memory_fragmentation_ratio{workload="seq"} %g
 		if st.ActiveSeries != nil || st.Unavailable["active_series"] == "" {
 			t.Errorf("active series %+v (unavailable %q), want none read and why", st.ActiveSeries, st.Unavailable["active_series"])
 		}
+		// What the console's history reads.
+		if v, at, ok := tw.Stat("seq", sinks.StatKeys); !ok || v != last.figures.Stats["keys"] || !at.Equal(last.at) {
+			t.Errorf("Stat(keys) = %v at %v (%t), want the last reading's %v at %v", v, at, ok, last.figures.Stats["keys"], last.at)
+		}
+		if v, _, ok := tw.Stat("seq", sinks.StatActiveSeries); ok {
+			t.Errorf("Stat(active_series) = %v, of a target that gives none", v)
+		}
 		if st.FirstAt == nil || !st.FirstAt.Equal(first.at) || !st.LastAt.Equal(last.at) {
 			t.Errorf("first_at %v last_at %v, want %v %v", st.FirstAt, st.LastAt, first.at, last.at)
 		}
