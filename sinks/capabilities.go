@@ -21,7 +21,7 @@ import (
 //   - KVReader: reads KV records back, for verification.
 //   - ConnCounter: counts its open connections, for soakd_target_connections.
 //   - Querier: runs a query workload's queries alone, for tests that compare targets.
-//   - TargetWatcher: reads the target's own memory, storage and CPU, for soakd_target_*.
+//   - TargetWatcher: reads the target's own memory, storage, CPU, keys and series, for soakd_target_*.
 
 // Preparer is implemented by sinks that create their schema (tables,
 // databases, buckets) before the first write. The engine calls Prepare
@@ -112,7 +112,8 @@ type Querier interface {
 }
 
 // TargetWatcher is implemented by sinks that can read the target's own
-// figures: its memory, the storage soakd's data takes, its CPU time.
+// figures: its memory, the storage soakd's data takes, its CPU time, and
+// counts such as its keys or active series (TargetFigures.Stats).
 // They are read at a low interval (SOAKD_<W>_WATCH_INTERVAL) from a
 // goroutine of their own, never on the write path, while Write runs.
 type TargetWatcher interface {
