@@ -375,9 +375,13 @@ var notSummed = map[string]parser.ItemType{
 	"soakd_capacity_step":        parser.MAX,
 	// Every shard of a workload reads the same target: its figures are
 	// taken once, not added up.
-	"soakd_target_memory_bytes":      parser.MAX,
-	"soakd_target_storage_bytes":     parser.MAX,
-	"soakd_target_cpu_seconds_total": parser.MAX,
+	"soakd_target_memory_bytes":               parser.MAX,
+	"soakd_target_storage_bytes":              parser.MAX,
+	"soakd_target_cpu_seconds_total":          parser.MAX,
+	"soakd_target_keys":                       parser.MAX,
+	"soakd_target_evictions_total":            parser.MAX,
+	"soakd_target_memory_fragmentation_ratio": parser.MAX,
+	"soakd_target_active_series":              parser.MAX,
 }
 
 // Every selector of every panel and annotation is aggregated with an

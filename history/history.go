@@ -66,17 +66,20 @@ type History struct {
 }
 
 // TargetFigures are where the history reads each workload's target's own
-// figures: the last reading of its memory and of the storage its data
-// takes, ok false while there is none (targetwatch.Watcher has them).
+// figures: the last reading of its memory, of the storage its data
+// takes, and of a stat (sinks.Stats: its keys, its active series), ok
+// false while there is none (targetwatch.Watcher has them).
 // Declared here so the history depends on what it reads, not on the
 // watch.
 type TargetFigures interface {
 	Memory(workload string) (v float64, at time.Time, ok bool)
 	Storage(workload string) (v float64, at time.Time, ok bool)
+	Stat(workload, name string) (v float64, at time.Time, ok bool)
 }
 
 // WatchTarget makes every sample from now on read each workload's
-// target_memory_bytes and target_storage_bytes from tf; without it (or
+// target_memory_bytes, target_storage_bytes, target_keys and
+// target_active_series from tf; without it (or
 // with nil) they are NaN, as a figure tf does not know. Call it before
 // the run starts.
 func (h *History) WatchTarget(tf TargetFigures) {
@@ -99,7 +102,7 @@ const (
 var baseFields = []string{
 	"target_rate", "achieved_rate", "values_per_second", "bytes_per_second",
 	"failed_per_second", "dropped_per_second", "lag_seconds", "inflight", "workers",
-	"target_memory_bytes", "target_storage_bytes",
+	"target_memory_bytes", "target_storage_bytes", "target_keys", "target_active_series",
 }
 
 // ProcessFields are the fields of soakd's own series.
@@ -259,6 +262,11 @@ func (wh *wlHistory) sample(t float64, started time.Time, tf TargetFigures) {
 		}
 		if s, _, ok := tf.Storage(w.Name()); ok {
 			v[10] = float32(s)
+		}
+		for i, name := range [...]string{sinks.StatKeys, sinks.StatActiveSeries} {
+			if s, _, ok := tf.Stat(w.Name(), name); ok {
+				v[11+i] = float32(s)
+			}
 		}
 	}
 	i := len(baseFields)

@@ -159,9 +159,14 @@ func TestDemoRateIsSteady(t *testing.T) {
 	})
 }
 
-// fakeTarget knows the memory of workload seq's target from the start
-// and its storage only from its third reading on.
+// fakeTarget knows the memory and keys of workload seq's target from the
+// start and its storage only from its third reading on, and none of its
+// other stats.
 type fakeTarget struct{ reads int }
+
+func (f *fakeTarget) Stat(w, name string) (float64, time.Time, bool) {
+	return 4001, time.Time{}, w == "seq" && name == "keys"
+}
 
 func (f *fakeTarget) Memory(w string) (float64, time.Time, bool) {
 	return 3 << 20, time.Time{}, w == "seq"
@@ -189,7 +194,8 @@ func TestHistoryTargetFigures(t *testing.T) {
 			}
 			wh := h.Snapshot().Workloads[0]
 			mem, st := wh.Field(&wh.Recent, "target_memory_bytes"), wh.Field(&wh.Recent, "target_storage_bytes")
-			if len(mem) < 4 || len(st) != len(mem) {
+			keys, series := wh.Field(&wh.Recent, "target_keys"), wh.Field(&wh.Recent, "target_active_series")
+			if len(mem) < 4 || len(st) != len(mem) || len(keys) != len(mem) || len(series) != len(mem) {
 				t.Fatalf("%d memory and %d storage samples", len(mem), len(st))
 			}
 			for i := range mem {
@@ -202,6 +208,10 @@ func TestHistoryTargetFigures(t *testing.T) {
 				}
 				if !same(mem[i], wantMem) || !same(st[i], wantSt) {
 					t.Errorf("watch %v, sample %d: memory %v storage %v, want %v and %v", watch, i, mem[i], st[i], wantMem, wantSt)
+				}
+				wantKeys := map[bool]float64{true: 4001, false: math.NaN()}[watch]
+				if k, s := keys[i], series[i]; !same(k, wantKeys) || !math.IsNaN(s) {
+					t.Errorf("watch %v, sample %d: keys %v active series %v, want %v and none", watch, i, k, s, wantKeys)
 				}
 			}
 			if m := wh.Field(&wh.Whole, "target_memory_bytes"); len(m) == 0 || !same(m[0], map[bool]float64{true: 3 << 20, false: math.NaN()}[watch]) {

@@ -21,7 +21,7 @@ import (
 //   - KVReader: reads KV records back, for verification.
 //   - ConnCounter: counts its open connections, for soakd_target_connections.
 //   - Querier: runs a query workload's queries alone, for tests that compare targets.
-//   - TargetWatcher: reads the target's own memory, storage and CPU, for soakd_target_*.
+//   - TargetWatcher: reads the target's own memory, storage, CPU, keys and series, for soakd_target_*.
 
 // Preparer is implemented by sinks that create their schema (tables,
 // databases, buckets) before the first write. The engine calls Prepare
@@ -112,7 +112,8 @@ type Querier interface {
 }
 
 // TargetWatcher is implemented by sinks that can read the target's own
-// figures: its memory, the storage soakd's data takes, its CPU time.
+// figures: its memory, the storage soakd's data takes, its CPU time, and
+// counts such as its keys or active series (TargetFigures.Stats).
 // They are read at a low interval (SOAKD_<W>_WATCH_INTERVAL) from a
 // goroutine of their own, never on the write path, while Write runs.
 type TargetWatcher interface {
@@ -134,6 +135,36 @@ type TargetFigures struct {
 	// it reports one; HasCPU says whether it does.
 	CPUSeconds float64
 	HasCPU     bool
+	// Stats are the target's figures that are neither bytes nor
+	// seconds, by the names below, those it gives: each is exported as a
+	// family of its own (soakd_target_keys, ...).
+	Stats map[string]float64
 	// Unavailable names each figure the sink could not read, with why.
 	Unavailable map[string]string
 }
+
+// The names of TargetFigures.Stats, which are also the keys of those not
+// read in TargetFigures.Unavailable. A sink gives those its kind of
+// target has, and names the others unavailable only where its kind has
+// them (a Redis that hides INFO keyspace, not a PostgreSQL).
+const (
+	// StatKeys is the number of keys the target holds, over all its
+	// databases (Redis' INFO keyspace).
+	StatKeys = "keys"
+	// StatEvictions is the number of keys the target has evicted to stay
+	// under its memory limit since it started: a counter (Redis'
+	// evicted_keys).
+	StatEvictions = "evictions"
+	// StatFragmentation is the target's memory fragmentation ratio, the
+	// memory the system gives it over what its allocator holds (Redis'
+	// mem_fragmentation_ratio).
+	StatFragmentation = "memory_fragmentation_ratio"
+	// StatActiveSeries is the number of series the target holds in
+	// memory as active (Prometheus' head series, VictoriaMetrics' series
+	// written in the current hour).
+	StatActiveSeries = "active_series"
+)
+
+// Stats are the names of TargetFigures.Stats, in the order reports list
+// them.
+var Stats = []string{StatKeys, StatEvictions, StatFragmentation, StatActiveSeries}

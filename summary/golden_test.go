@@ -88,7 +88,10 @@ func targetSummary() *report.Summary {
 		StorageTotal:    &targetwatch.Figure{First: 1 << 20, Last: 37 << 20, Peak: 37 << 20, GrowthPerHour: ptr(36 << 20 * 60)},
 		CPU:             &targetwatch.CPU{First: 1200.5, Last: 1242.5, From: "target", Cores: ptr(0.6)},
 		StoragePerValue: ptr(float64(37<<20) / 69000), Acknowledged: ptr(69000), Counted: "records",
-		Unavailable: map[string]string{"storage.rdb": "no RDB file yet"},
+		Keys:                     &targetwatch.Figure{First: 10000, Last: 69000, Peak: 69000, GrowthPerHour: ptr(59000 * 60)},
+		Evictions:                &targetwatch.Figure{First: 0, Last: 120, Peak: 120, GrowthPerHour: ptr(120 * 60)},
+		MemoryFragmentationRatio: &targetwatch.Figure{First: 1.02, Last: 1.35, Peak: 1.4, GrowthPerHour: ptr(0.33 * 60)},
+		Unavailable:              map[string]string{"storage.rdb": "no RDB file yet"},
 	}}
 	s.Workloads[2].Extra = map[string]any{"target_figures": &targetwatch.Summary{
 		IntervalSeconds: 10, Readings: 1, FirstAt: &t0, LastAt: &t0,
@@ -113,7 +116,8 @@ func TestTextGoldenTarget(t *testing.T) {
 	var kept []string
 	for _, l := range strings.SplitAfter(out.String(), "\n") {
 		if !strings.HasPrefix(l, "target (") && !strings.HasPrefix(l, "  memory ") && !strings.HasPrefix(l, "  storage ") &&
-			!strings.HasPrefix(l, "  cpu: ") && !strings.HasPrefix(l, "  not read: ") && !strings.HasPrefix(l, "  last failed reading: ") {
+			!strings.HasPrefix(l, "  cpu: ") && !strings.HasPrefix(l, "  keys: ") && !strings.HasPrefix(l, "  evictions: ") &&
+			!strings.HasPrefix(l, "  memory fragmentation ratio: ") && !strings.HasPrefix(l, "  not read: ") && !strings.HasPrefix(l, "  last failed reading: ") {
 			kept = append(kept, l)
 		}
 	}

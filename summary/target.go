@@ -28,7 +28,8 @@ func targetFigures(extra map[string]any) *targetwatch.Summary {
 // writeTarget prints the target's own figures over the run: memory by
 // kind (first → last, peak, growth per hour), the storage soakd's data
 // takes (first → last, growth per hour, per value or record), CPU time,
-// and the figures not read. A watch that never took a reading (its sink
+// the figures that are not bytes (keys, evictions, fragmentation, active
+// series: first → last, peak, growth per hour), and the figures not read. A watch that never took a reading (its sink
 // reads nothing and no process is watched: a built-in target) prints
 // nothing; --summary-json says why.
 func writeTarget(out io.Writer, t *targetwatch.Summary) {
@@ -71,6 +72,20 @@ func writeTarget(out io.Writer, t *targetwatch.Summary) {
 		}
 		fmt.Fprintf(out, "  cpu: %.1fs → %.1fs (%s)%s\n", c.First, c.Last, whose, cores)
 	}
+	for _, st := range []struct {
+		name string
+		f    *targetwatch.Figure
+		form string
+	}{
+		{"keys", t.Keys, "%.0f"},
+		{"evictions", t.Evictions, "%.0f"},
+		{"memory fragmentation ratio", t.MemoryFragmentationRatio, "%.2f"},
+		{"active series", t.ActiveSeries, "%.0f"},
+	} {
+		if f := st.f; f != nil {
+			fmt.Fprintf(out, "  %s: "+st.form+" → "+st.form+", peak "+st.form+"%s\n", st.name, f.First, f.Last, f.Peak, growthOf(f.GrowthPerHour, st.form))
+		}
+	}
 	if len(t.Unavailable) > 0 {
 		fmt.Fprintf(out, "  not read: %s\n", strings.Join(slices.Sorted(maps.Keys(t.Unavailable)), ", "))
 	}
@@ -86,6 +101,15 @@ func growth(g *float64) string {
 		sign = "-"
 	}
 	return fmt.Sprintf(", %s%s/h", sign, settings.FormatBytes(math.Abs(*g)))
+}
+
+// growthOf prints a growth per hour of a figure that is not bytes, in
+// form, or nothing without one.
+func growthOf(g *float64, form string) string {
+	if g == nil {
+		return ""
+	}
+	return fmt.Sprintf(", %+"+form[1:]+"/h", *g)
 }
 
 // writeChurn prints what CHURN did (the churn package's SummaryAdder), or

@@ -47,6 +47,23 @@ func (tw *Watcher) Storage(workload string) (v float64, at time.Time, ok bool) {
 	return 0, time.Time{}, false
 }
 
+// Stat is the last reading of the stat name (one of sinks.Stats: keys,
+// active series, ...) of the workload's target. ok is false while there
+// is none (the watch is off, has read nothing yet, or its target does
+// not give that figure).
+func (tw *Watcher) Stat(workload, name string) (v float64, at time.Time, ok bool) {
+	w := tw.watchOf(workload)
+	if w == nil {
+		return 0, time.Time{}, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if f := w.st.stats[name]; f != nil && f.current {
+		return f.last, f.lastAt, true
+	}
+	return 0, time.Time{}, false
+}
+
 // StoragePerValue is the last reading of the storage per value (or
 // record) acknowledged, as /status's storage_bytes_per_value.
 func (tw *Watcher) StoragePerValue(workload string) (v float64, at time.Time, ok bool) {

@@ -2,6 +2,8 @@ package targetwatch
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/soakd/soakd/sinks"
 )
 
 // collector exports each watched target's last reading. Names and labels
@@ -18,6 +20,12 @@ const (
 	perValueHelp = "The target's storage summed over kinds (database, wal, compressed and uncompressed left out: wholes or views of the others), " +
 		"in bytes, divided by what the workload had acknowledged at that reading: " +
 		"field values for series workloads, records (insert operations, load phase included) for KV workloads."
+	keysHelp          = "The keys the target holds over all its databases, at the last reading (Redis: INFO keyspace)."
+	evictionsHelp     = "The keys the target has evicted to stay under its memory limit since it started, at the last reading (Redis: INFO stats evicted_keys)."
+	fragmentationHelp = "The target's memory fragmentation ratio, the memory the system gives it over what its allocator holds, " +
+		"at the last reading (Redis: INFO memory mem_fragmentation_ratio; a cluster's highest master's)."
+	activeSeriesHelp = "The series the target holds as active, at the last reading " +
+		"(Prometheus: prometheus_tsdb_head_series; VictoriaMetrics: the series with a sample in the current hour)."
 )
 
 var (
@@ -27,11 +35,26 @@ var (
 	perValueDesc = prometheus.NewDesc("soakd_target_storage_bytes_per_value", perValueHelp, []string{"workload"}, nil)
 )
 
+// statMetrics are the families of the sinks' Stats, by name; a stat a
+// sink gives outside them is not exported.
+var statMetrics = map[string]struct {
+	desc *prometheus.Desc
+	typ  prometheus.ValueType
+}{
+	sinks.StatKeys:          {prometheus.NewDesc("soakd_target_keys", keysHelp, []string{"workload"}, nil), prometheus.GaugeValue},
+	sinks.StatEvictions:     {prometheus.NewDesc("soakd_target_evictions_total", evictionsHelp, []string{"workload"}, nil), prometheus.CounterValue},
+	sinks.StatFragmentation: {prometheus.NewDesc("soakd_target_memory_fragmentation_ratio", fragmentationHelp, []string{"workload"}, nil), prometheus.GaugeValue},
+	sinks.StatActiveSeries:  {prometheus.NewDesc("soakd_target_active_series", activeSeriesHelp, []string{"workload"}, nil), prometheus.GaugeValue},
+}
+
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- memoryDesc
 	ch <- storageDesc
 	ch <- cpuDesc
 	ch <- perValueDesc
+	for _, name := range sinks.Stats {
+		ch <- statMetrics[name].desc
+	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -66,5 +89,10 @@ func (w *watch) collect(ch chan<- prometheus.Metric) {
 	}
 	if st.hasPerValue {
 		ch <- prometheus.MustNewConstMetric(perValueDesc, prometheus.GaugeValue, st.perValue, name)
+	}
+	for k, f := range st.stats {
+		if m, ok := statMetrics[k]; ok && f.current {
+			ch <- prometheus.MustNewConstMetric(m.desc, m.typ, f.last, name)
+		}
 	}
 }

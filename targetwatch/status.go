@@ -3,6 +3,8 @@ package targetwatch
 import (
 	"maps"
 	"math"
+
+	"github.com/soakd/soakd/sinks"
 )
 
 // Status is a workload's "target_figures" field in /status: what the
@@ -71,6 +73,13 @@ func (w *watch) status() Status {
 		s.CPU = &CPU{First: st.cpu.first, Last: st.cpu.last, From: st.cpuFrom}
 		if secs := st.cpu.lastAt.Sub(st.cpu.firstAt).Seconds(); secs > 0 {
 			s.CPU.Cores = finite((st.cpu.last - st.cpu.first) / secs)
+		}
+	}
+	for name, dst := range map[string]**Figure{sinks.StatKeys: &s.Keys, sinks.StatEvictions: &s.Evictions,
+		sinks.StatFragmentation: &s.MemoryFragmentationRatio, sinks.StatActiveSeries: &s.ActiveSeries} {
+		if f := st.stats[name]; f != nil {
+			v := f.status()
+			*dst = &v
 		}
 	}
 	if st.hasPerValue {

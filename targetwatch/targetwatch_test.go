@@ -29,8 +29,9 @@ import (
 
 // watchedSink acknowledges every write and reads its "target" as a
 // sinks.TargetWatcher whose figures change from one reading to the next:
-// memory rises to a peak and falls back, storage and CPU time grow, the
-// WAL is never available, and the readings fail listed fail.
+// memory and its fragmentation rise to a peak and fall back, storage, CPU
+// time, keys and evictions grow, the WAL and the active series are never
+// available, and the readings fail listed fail.
 type watchedSink struct {
 	fail map[int]bool // 1-based readings that fail
 	// block makes every reading wait until its context ends.
@@ -67,10 +68,12 @@ func (s *watchedSink) TargetFigures(ctx context.Context) (sinks.TargetFigures, e
 	f := sinks.TargetFigures{
 		Memory: map[string]float64{"used": used, "rss": used * 2},
 		// database holds table and index: shown, not summed.
-		Storage:     map[string]float64{"table": 4096 * float64(n), "index": 1024 * float64(n), "database": 1 << 30},
-		CPUSeconds:  0.25 * float64(n),
-		HasCPU:      true,
-		Unavailable: map[string]string{"wal": "permission denied for pg_ls_waldir"},
+		Storage:    map[string]float64{"table": 4096 * float64(n), "index": 1024 * float64(n), "database": 1 << 30},
+		CPUSeconds: 0.25 * float64(n),
+		HasCPU:     true,
+		Stats: map[string]float64{sinks.StatKeys: 100 * float64(n), sinks.StatEvictions: 3 * float64(n),
+			sinks.StatFragmentation: used / 1000},
+		Unavailable: map[string]string{"wal": "permission denied for pg_ls_waldir", sinks.StatActiveSeries: "no head series"},
 	}
 	s.read = append(s.read, reading{at: time.Now(), figures: f})
 	return f, nil
@@ -176,6 +179,20 @@ soakd_target_storage_bytes{kind="table",workload="seq"} %g
 			"soakd_target_cpu_seconds_total", "soakd_target_memory_bytes", "soakd_target_storage_bytes"); err != nil {
 			t.Error(err)
 		}
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(`
+# HELP soakd_target_evictions_total %s
+# TYPE soakd_target_evictions_total counter
+soakd_target_evictions_total{workload="seq"} %g
+# HELP soakd_target_keys %s
+# TYPE soakd_target_keys gauge
+soakd_target_keys{workload="seq"} %g
+# HELP soakd_target_memory_fragmentation_ratio %s
+# TYPE soakd_target_memory_fragmentation_ratio gauge
+soakd_target_memory_fragmentation_ratio{workload="seq"} %g
+`, evictionsHelp, last.figures.Stats["evictions"], keysHelp, last.figures.Stats["keys"], fragmentationHelp, last.figures.Stats["memory_fragmentation_ratio"])),
+			"soakd_target_evictions_total", "soakd_target_keys", "soakd_target_memory_fragmentation_ratio", "soakd_target_active_series"); err != nil {
+			t.Error(err)
+		}
 		if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
 			t.Errorf("promlint: %v %+v", err, problems)
 		}
@@ -202,6 +219,25 @@ soakd_target_storage_bytes{kind="table",workload="seq"} %g
 		}
 		if st.CPU == nil || st.CPU.Last != last.figures.CPUSeconds || st.CPU.From != "target" {
 			t.Errorf("cpu %+v, want last %v from the target", st.CPU, last.figures.CPUSeconds)
+		}
+		for name, f := range map[string]*Figure{"keys": st.Keys, "evictions": st.Evictions, "memory_fragmentation_ratio": st.MemoryFragmentationRatio} {
+			wantLast, wantPeak := last.figures.Stats[name], last.figures.Stats[name]
+			if name == "memory_fragmentation_ratio" {
+				wantPeak = 1.5
+			}
+			if f == nil || f.First != first.figures.Stats[name] || f.Last != wantLast || f.Peak != wantPeak {
+				t.Errorf("%s %+v, want first %v last %v peak %v", name, f, first.figures.Stats[name], wantLast, wantPeak)
+			}
+		}
+		if st.ActiveSeries != nil || st.Unavailable["active_series"] == "" {
+			t.Errorf("active series %+v (unavailable %q), want none read and why", st.ActiveSeries, st.Unavailable["active_series"])
+		}
+		// What the console's history reads.
+		if v, at, ok := tw.Stat("seq", sinks.StatKeys); !ok || v != last.figures.Stats["keys"] || !at.Equal(last.at) {
+			t.Errorf("Stat(keys) = %v at %v (%t), want the last reading's %v at %v", v, at, ok, last.figures.Stats["keys"], last.at)
+		}
+		if v, _, ok := tw.Stat("seq", sinks.StatActiveSeries); ok {
+			t.Errorf("Stat(active_series) = %v, of a target that gives none", v)
 		}
 		if st.FirstAt == nil || !st.FirstAt.Equal(first.at) || !st.LastAt.Equal(last.at) {
 			t.Errorf("first_at %v last_at %v, want %v %v", st.FirstAt, st.LastAt, first.at, last.at)
@@ -236,15 +272,15 @@ soakd_target_storage_bytes_per_value{workload="seq"} %g
 			t.Fatal(err)
 		}
 		for _, field := range []string{`"memory_bytes":{`, `"storage_bytes":{`, `"growth_per_hour":`, `"peak":1500`,
-			`"storage_bytes_per_value":`, `"unavailable":{"wal":`} {
+			`"storage_bytes_per_value":`, `"keys":{"first":100,`, `"evictions":{`, `"memory_fragmentation_ratio":{`, `"wal":"permission`} {
 			if !strings.Contains(string(b), field) {
 				t.Errorf("status JSON lacks %s: %s", field, b)
 			}
 		}
 
 		// Logged once each.
-		if n := count(logs, "a figure of the target is not available"); n != 1 {
-			t.Errorf("the unavailable WAL was logged %d times over %d readings, want once", n, len(read))
+		if n := count(logs, "a figure of the target is not available"); n != 2 {
+			t.Errorf("the unavailable WAL and active series were logged %d times over %d readings, want once each", n, len(read))
 		}
 		if n := count(logs, "cannot read the target's own figures"); n != 1 {
 			t.Errorf("two failed readings in a row logged %d times, want once", n)
@@ -348,7 +384,7 @@ func TestWatchSaysOnceOverRuns(t *testing.T) {
 				t.Fatalf("run %d: %v", i+1, err)
 			}
 		}
-		if n := count(logs, "a figure of the target is not available"); n != 2 || len(s.readings()) < 8 {
+		if n := logs.FilterMessageSnippet("a figure of the target is not available").FilterField(zap.String("figure", "wal")).Len(); n != 2 || len(s.readings()) < 8 {
 			t.Errorf("the unavailable WAL logged %d times over %d readings of 4 runs of 2 targets, want twice", n, len(s.readings()))
 		}
 	})

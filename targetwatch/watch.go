@@ -72,6 +72,7 @@ type state struct {
 	lastError        string
 	firstAt, lastAt  time.Time
 	memory, storage  map[string]*figure // by the sink's kind
+	stats            map[string]*figure // by sinks.Stats' names
 	rss              *figure            // the watched process's
 	storageTotal     *figure            // storage summed over kinds (notSummed aside)
 	cpu              *figure
@@ -111,7 +112,7 @@ func newWatch(h *daemon.Handle, log *zap.Logger, said *logthrottle.Once) *watch 
 	}
 	w := &watch{h: h, log: log, interval: cfg.WatchInterval, scrub: cfg.Scrubber(), begun: make(chan struct{}),
 		said: said, target: cfg.Target}
-	w.st.memory, w.st.storage, w.st.unavailable = map[string]*figure{}, map[string]*figure{}, map[string]string{}
+	w.st.memory, w.st.storage, w.st.stats, w.st.unavailable = map[string]*figure{}, map[string]*figure{}, map[string]*figure{}, map[string]string{}
 	switch h.Kind() {
 	case sources.Series:
 		w.counted = "values"
@@ -217,6 +218,7 @@ func (w *watch) read(ctx context.Context) {
 	if sinkRead {
 		addKinds(st.memory, f.Memory, at)
 		addKinds(st.storage, f.Storage, at)
+		addKinds(st.stats, f.Stats, at)
 		if len(f.Storage) > 0 {
 			var total float64
 			for k, v := range f.Storage {

@@ -243,11 +243,13 @@ func TestConsoleAndReportInBrowser(t *testing.T) {
 	b.do(t, "open the console", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#view svg.chart")))
 	want := []string{"kv-rate", "kv-latency-read", "kv-latency-update", "kv-dispatch", "kv-errors", "kv-concurrency",
 		"kv-units", "kv-bytes", "iot-rate", "iot-latency-write", "iot-dispatch", "iot-errors", "iot-concurrency",
-		"iot-units", "process-cpu", "process-memory", "kv-target"}
+		"iot-units", "process-cpu", "process-memory", "kv-target", "kv-target-held"}
 	first := waitCharts(t, b, want, 40*time.Second)
 	t.Logf("charts and their points: %v", first)
-	if _, ok := first["iot-target"]; ok {
-		t.Error("iot's target gives no figures, yet it has a Target chart")
+	for _, id := range []string{"iot-target", "iot-target-held"} {
+		if _, ok := first[id]; ok {
+			t.Errorf("iot's target gives no figures, yet it has a chart %s", id)
+		}
 	}
 	if _, ok := first["iot-bytes"]; ok {
 		t.Error("iot writes to null://, which sends nothing, yet has a bytes chart")
@@ -384,8 +386,8 @@ func TestConsoleAndReportInBrowser(t *testing.T) {
 	checkReport(t, reportPath, sumPath)
 }
 
-// kvTarget stands for a target watch that reads the memory and storage
-// of workload kv's target only.
+// kvTarget stands for a target watch that reads the memory, storage and
+// keys of workload kv's target only.
 type kvTarget struct{}
 
 func (kvTarget) Memory(w string) (float64, time.Time, bool) {
@@ -394,6 +396,10 @@ func (kvTarget) Memory(w string) (float64, time.Time, bool) {
 
 func (kvTarget) Storage(w string) (float64, time.Time, bool) {
 	return 2 << 20, time.Now(), w == "kv"
+}
+
+func (kvTarget) Stat(w, name string) (float64, time.Time, bool) {
+	return 1001, time.Now(), w == "kv" && name == "keys"
 }
 
 // checkReport opens the report in a fresh browser with networking
@@ -425,11 +431,15 @@ func checkReport(t *testing.T, reportPath, sumPath string) {
 			t.Errorf("report chart %s has no data points", id)
 		}
 	}
-	if _, ok := points["kv-target"]; !ok {
-		t.Error("the report has no Target chart for kv, whose target gave its figures")
+	for _, id := range []string{"kv-target", "kv-target-held"} {
+		if _, ok := points[id]; !ok {
+			t.Errorf("the report has no chart %s for kv, whose target gave its figures", id)
+		}
 	}
-	if _, ok := points["iot-target"]; ok {
-		t.Error("the report has a Target chart for iot, whose target gave none")
+	for _, id := range []string{"iot-target", "iot-target-held"} {
+		if _, ok := points[id]; ok {
+			t.Errorf("the report has a chart %s for iot, whose target gave none", id)
+		}
 	}
 	var sum report.Summary
 	sb, err := os.ReadFile(sumPath)

@@ -173,6 +173,13 @@ func workloadCharts(w *history.Workload, rng string) []charts.Chart {
 		mem.Color, st.Color = "#17becf", "#bcbd22"
 		out = append(out, chart("target", "Target memory and storage", charts.Axis{Unit: charts.Bytes, ZeroBased: true}, mem, st))
 	}
+	// What the target holds, where its sink reads it: Redis' keys, a
+	// remote-write server's active series.
+	if hasFigure(&w.Series, "target_keys", "target_active_series") {
+		keys, series := p.line("keys", "target_keys", true), p.line("active series", "target_active_series", true)
+		keys.Color, series.Color = "#17becf", "#bcbd22"
+		out = append(out, chart("target-held", "Target keys and active series", charts.Axis{ZeroBased: true}, keys, series))
+	}
 	// null:// sends nothing: its bytes chart could only ever be empty.
 	if !strings.HasPrefix(strings.ToLower(w.Target), "null:") {
 		out = append(out, chart("bytes", "Bytes sent per second", charts.Axis{Unit: charts.Bytes, ZeroBased: true},
@@ -193,10 +200,17 @@ func processCharts(s *history.Series, rng string) []charts.Chart {
 	}
 }
 
-// hasTargetFigures reports whether s has a target figure in either tier.
+// hasTargetFigures reports whether s has a target's memory or storage
+// in either tier.
 func hasTargetFigures(s *history.Series) bool {
+	return hasFigure(s, "target_memory_bytes", "target_storage_bytes")
+}
+
+// hasFigure reports whether s has a finite value of one of fields in
+// either tier.
+func hasFigure(s *history.Series, fields ...string) bool {
 	for _, t := range []*history.Tier{&s.Recent, &s.Whole} {
-		for _, f := range []string{"target_memory_bytes", "target_storage_bytes"} {
+		for _, f := range fields {
 			for _, v := range s.Field(t, f) {
 				if !math.IsNaN(v) {
 					return true

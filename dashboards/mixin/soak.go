@@ -138,6 +138,19 @@ func Soak() (dashboard.Dashboard, error) {
 			"Each shard divides the whole storage by its own share, so the shares' inverses add up to the whole's: 1 / Σ(1 / per shard).",
 		"bytes", 12,
 		q(fmt.Sprintf("1 / sum by (%s) (1 / %s)", s.by, s.vec("soakd_target_storage_bytes_per_value")), "{{workload}}")))
+	b.WithPanel(timeSeries("Target keys and active series",
+		"What the target holds, as its sink reads it: Redis' keys over all its databases, Prometheus' head series or VictoriaMetrics' series written in the current hour. "+
+			"Active series rising while the devices do not: churn, or labels without bound.",
+		"short", 12,
+		q(fmt.Sprintf("max by (%s) (%s)", s.by, s.vec("soakd_target_keys")), "{{workload}} keys"),
+		q(fmt.Sprintf("max by (%s) (%s)", s.by, s.vec("soakd_target_active_series")), "{{workload}} active series")))
+	b.WithPanel(rightAxis(timeSeries("Target evictions and memory fragmentation",
+		"Keys the target evicts per second to stay under its memory limit (Redis evicted_keys: a KV workload's reads then miss), "+
+			"and its memory fragmentation ratio on the right (Redis mem_fragmentation_ratio: the RSS over what the allocator holds).",
+		"short", 12,
+		q(fmt.Sprintf("max by (%s) (rate(%s[%s]))", s.by, s.vec("soakd_target_evictions_total"), s.win), "{{workload}} evictions/s"),
+		q(fmt.Sprintf("max by (%s) (%s)", s.by, s.vec("soakd_target_memory_fragmentation_ratio")), "{{workload}} fragmentation")),
+		"fragmentation$", "short"))
 
 	b.WithRow(dashboard.NewRowBuilder("soakd processes"))
 	b.WithPanel(timeSeries("CPU",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,8 +17,8 @@ import (
 var _ sinks.TargetWatcher = (*Sink)(nil)
 
 // The INFO fields TargetFigures reads, by the figure and kind they give.
-// Only byte counts go to Memory and Storage: mem_fragmentation_ratio and
-// evicted_keys are not bytes.
+// Only byte counts go to Memory and Storage; mem_fragmentation_ratio,
+// evicted_keys and the keyspace's keys go to Stats.
 var (
 	memoryFields = []struct{ kind, field string }{
 		{"used", "used_memory"},
@@ -29,11 +30,12 @@ var (
 // infoSections are the sections TargetFigures asks for, one INFO each:
 // INFO with several sections needs Redis 7, and servers that speak the
 // protocol (KeeWiDB, older Redis) may not take it.
-var infoSections = [...]string{"memory", "cpu", "persistence"}
+var infoSections = [...]string{"memory", "cpu", "persistence", "stats", "keyspace"}
 
-// TargetFigures reads INFO memory, cpu and persistence in one round trip
-// on the sink's shared client (not a worker's connection), summed over
-// the masters of a cluster. A server that refuses INFO (an ACL without
+// TargetFigures reads INFO memory, cpu, persistence, stats and keyspace
+// in one round trip on the sink's shared client (not a worker's
+// connection), summed over the masters of a cluster (the fragmentation
+// ratio aside: the highest master's). A server that refuses INFO (an ACL without
 // +info, a managed service that hides it) leaves the figures it refused
 // in Unavailable with its answer; only a failure to reach the server is
 // an error.
@@ -123,7 +125,8 @@ func parseInfo(text string) map[string]string {
 // masters). A figure is reported only when every server gave it: a sum
 // over some masters would pass for the whole target's.
 func figures(infos ...sectionInfo) sinks.TargetFigures {
-	f := sinks.TargetFigures{Memory: map[string]float64{}, Storage: map[string]float64{}, Unavailable: map[string]string{}}
+	f := sinks.TargetFigures{Memory: map[string]float64{}, Storage: map[string]float64{}, Stats: map[string]float64{},
+		Unavailable: map[string]string{}}
 	bySection := map[string][]sectionInfo{}
 	for _, in := range infos {
 		bySection[in.section] = append(bySection[in.section], in)
@@ -138,7 +141,7 @@ func figures(infos ...sectionInfo) sinks.TargetFigures {
 	}
 	// sum adds field over every server's sec section; ok is false when a
 	// server lacks it or gives no number.
-	sum := func(sec, field string) (float64, string) {
+	var sum sumFunc = func(sec, field string) (float64, string) {
 		total := 0.0
 		for _, in := range bySection[sec] {
 			v, ok := in.fields[field]
@@ -181,6 +184,8 @@ func figures(infos ...sectionInfo) sinks.TargetFigures {
 		}
 	}
 
+	stats(f, refused, sum, bySection)
+
 	// Only the append-only file's size is bytes on disk that INFO
 	// reports; the RDB snapshot's size is not reported at all.
 	switch err := refused("persistence"); {
@@ -204,4 +209,85 @@ func figures(infos ...sectionInfo) sinks.TargetFigures {
 		}
 	}
 	return f
+}
+
+// sumFunc adds a field over every server's section; why says what is
+// missing when one lacks it or gives no number.
+type sumFunc func(sec, field string) (v float64, why string)
+
+// stats adds the figures that are not bytes to f's Stats: the keys of every
+// database (INFO keyspace's dbN:keys=...), the keys evicted (INFO stats'
+// evicted_keys), each summed over the servers, and the memory
+// fragmentation ratio (INFO memory's mem_fragmentation_ratio), which
+// adds up over no servers: the highest of a cluster's masters.
+func stats(f sinks.TargetFigures, refused func(string) error, sum sumFunc, bySection map[string][]sectionInfo) {
+	if err := refused("memory"); err != nil {
+		f.Unavailable[sinks.StatFragmentation] = "the server refuses INFO memory: " + err.Error()
+	} else if v, why := highest(bySection["memory"], "mem_fragmentation_ratio"); why == "" {
+		f.Stats[sinks.StatFragmentation] = v
+	} else {
+		f.Unavailable[sinks.StatFragmentation] = why
+	}
+
+	if err := refused("stats"); err != nil {
+		f.Unavailable[sinks.StatEvictions] = "the server refuses INFO stats: " + err.Error()
+	} else if v, why := sum("stats", "evicted_keys"); why == "" {
+		f.Stats[sinks.StatEvictions] = v
+	} else {
+		f.Unavailable[sinks.StatEvictions] = why
+	}
+
+	if err := refused("keyspace"); err != nil {
+		f.Unavailable[sinks.StatKeys] = "the server refuses INFO keyspace: " + err.Error()
+	} else if v, why := keys(bySection["keyspace"]); why == "" {
+		f.Stats[sinks.StatKeys] = v
+	} else {
+		f.Unavailable[sinks.StatKeys] = why
+	}
+}
+
+// highest is the highest of field over the servers' sections.
+func highest(infos []sectionInfo, field string) (float64, string) {
+	top := 0.0
+	for _, in := range infos {
+		v, ok := in.fields[field]
+		if !ok {
+			return 0, fmt.Sprintf("INFO %s has no %s", in.section, field)
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || x < 0 || math.IsInf(x, 0) {
+			return 0, fmt.Sprintf("INFO %s gives %s as %q, not a ratio", in.section, field, v)
+		}
+		top = max(top, x)
+	}
+	return top, ""
+}
+
+// keys adds up the keys of every database of every server: INFO
+// keyspace has a line "dbN:keys=K,expires=E,..." per database that holds
+// a key, and none for an empty one (an empty server: an empty section).
+func keys(infos []sectionInfo) (float64, string) {
+	total := 0.0
+	for _, in := range infos {
+		for db, v := range in.fields {
+			if !strings.HasPrefix(db, "db") {
+				continue
+			}
+			n, why := -1.0, fmt.Sprintf("INFO keyspace gives %s as %q, without keys=", db, v)
+			for kv := range strings.SplitSeq(v, ",") {
+				if k, x, ok := strings.Cut(kv, "="); ok && k == "keys" {
+					var err error
+					if n, err = strconv.ParseFloat(x, 64); err != nil || n < 0 {
+						n, why = -1, fmt.Sprintf("INFO keyspace gives the keys of %s as %q, not a number", db, x)
+					}
+					break
+				}
+			}
+			if n < 0 {
+				return 0, why
+			}
+			total += n
+		}
+	}
+	return total, ""
 }

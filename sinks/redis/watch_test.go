@@ -34,6 +34,16 @@ func infoField(t *testing.T, a *goredis.Client, section, field string) float64 {
 	return x
 }
 
+// dbsize is DBSIZE read through a client of the test's own.
+func dbsize(t *testing.T, a *goredis.Client) float64 {
+	t.Helper()
+	n, err := a.DBSize(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float64(n)
+}
+
 func within(got, want, frac float64) bool { return math.Abs(got-want) <= frac*want }
 
 func TestWatchMemoryGrowsWithRecords(t *testing.T) {
@@ -49,16 +59,25 @@ func TestWatchMemoryGrowsWithRecords(t *testing.T) {
 		t.Errorf("without AOF: storage %v, unavailable %q", before.Storage, before.Unavailable["storage"])
 	}
 
+	if k, ok := before.Stats["keys"]; !ok || k != 0 {
+		t.Errorf("keys of an empty server: %v (%t), unavailable %q", k, ok, before.Unavailable["keys"])
+	}
+
 	c := kv.DefaultConfig()
 	c.Records, c.Fields, c.FieldLength = 4000, 10, 100 // 4 MB of values
 	c.KeyPrefix = prefix
 	if n := runLoad(t, source(t, c), s, 2); n != 4000 {
 		t.Fatalf("load wrote %d records", n)
 	}
-	// Redis samples its RSS in its cron, so the sink's reading is held
-	// between two read apart, just before and just after it.
+	// Redis samples its RSS and fragmentation in its cron, so the sink's
+	// reading is held between two read apart, just before and just after
+	// it; its keys between two DBSIZE.
 	rss0 := infoField(t, a, "memory", "used_memory_rss")
+	frag0 := infoField(t, a, "memory", "mem_fragmentation_ratio")
+	keys0 := dbsize(t, a)
 	after := sinktest.TargetFigures(t, s)
+	keys1 := dbsize(t, a)
+	frag1 := infoField(t, a, "memory", "mem_fragmentation_ratio")
 	used := infoField(t, a, "memory", "used_memory")
 	if grew := after.Memory["used"] - before.Memory["used"]; grew < 4e6 {
 		t.Errorf("used memory grew by %.0f bytes for 4 MB of values (%.0f -> %.0f)", grew, before.Memory["used"], after.Memory["used"])
@@ -70,8 +89,47 @@ func TestWatchMemoryGrowsWithRecords(t *testing.T) {
 	if r := after.Memory["rss"]; r < min(rss0, rss1)*0.98 || r > max(rss0, rss1)*1.02 {
 		t.Errorf("rss = %.0f, INFO memory read alone just before and after says used_memory_rss:%.0f and %.0f", r, rss0, rss1)
 	}
+	// A hash per record, and the sorted set the sink's scans look up
+	// (prefix_indices, as YCSB's): 4001 keys.
+	if k := after.Stats["keys"]; k != 4000+1 || k < min(keys0, keys1) || k > max(keys0, keys1) {
+		t.Errorf("keys = %v, want the 4000 records and the scan index, DBSIZE just before and after says %v and %v", k, keys0, keys1)
+	}
+	if r, ok := after.Stats["memory_fragmentation_ratio"]; !ok || r < min(frag0, frag1) || r > max(frag0, frag1) {
+		t.Errorf("fragmentation = %v (%t), INFO memory just before and after says mem_fragmentation_ratio:%v and %v", r, ok, frag0, frag1)
+	}
+	if e, ok := after.Stats["evictions"]; !ok || e != 0 {
+		t.Errorf("evictions = %v (%t) without maxmemory", e, ok)
+	}
 	if after.CPUSeconds < before.CPUSeconds {
 		t.Errorf("CPU time went back from %v to %v", before.CPUSeconds, after.CPUSeconds)
+	}
+}
+
+// A Redis filled past its maxmemory under allkeys-lru evicts keys: the
+// sink's evictions are INFO stats' evicted_keys, read alone just before
+// and just after, and its keys are what is left, DBSIZE's.
+func TestWatchEvictions(t *testing.T) {
+	srv := testserver.Redis(t, "--maxmemory", "2mb", "--maxmemory-policy", "allkeys-lru")
+	a := admin(t, srv)
+	const prefix = "evict:"
+	s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: prefix}})
+	c := kv.DefaultConfig()
+	c.Records, c.Fields, c.FieldLength = 4000, 10, 100 // 4 MB of values
+	c.KeyPrefix = prefix
+	if n := runLoad(t, source(t, c), s, 2); n != 4000 {
+		t.Fatalf("load wrote %d records", n)
+	}
+	ev0, keys0 := infoField(t, a, "stats", "evicted_keys"), dbsize(t, a)
+	f := sinktest.TargetFigures(t, s)
+	ev1, keys1 := infoField(t, a, "stats", "evicted_keys"), dbsize(t, a)
+	if ev0 == 0 {
+		t.Fatalf("4 MB of values in a 2 MB Redis evicted nothing: the test proves nothing")
+	}
+	if e := f.Stats["evictions"]; e < min(ev0, ev1) || e > max(ev0, ev1) {
+		t.Errorf("evictions = %v, INFO stats just before and after says evicted_keys:%v and %v", e, ev0, ev1)
+	}
+	if k := f.Stats["keys"]; k >= 4000+1 || k < min(keys0, keys1) || k > max(keys0, keys1) {
+		t.Errorf("keys = %v of 4000 written, DBSIZE just before and after says %v and %v", k, keys0, keys1)
 	}
 }
 
@@ -107,7 +165,10 @@ func TestWatchInfoRefused(t *testing.T) {
 	if len(f.Memory) != 0 || len(f.Storage) != 0 || f.HasCPU {
 		t.Errorf("figures read without INFO: %+v", f)
 	}
-	for _, fig := range []string{"memory", "cpu", "storage"} {
+	if len(f.Stats) != 0 {
+		t.Errorf("stats read without INFO: %v", f.Stats)
+	}
+	for _, fig := range []string{"memory", "cpu", "storage", "keys", "evictions", "memory_fragmentation_ratio"} {
 		if why := f.Unavailable[fig]; !strings.Contains(why, "NOPERM") {
 			t.Errorf("unavailable %s: %q, want the server's NOPERM answer", fig, why)
 		}
@@ -122,12 +183,31 @@ func TestWatchServerDown(t *testing.T) {
 
 func TestWatchFiguresOfSections(t *testing.T) {
 	t.Parallel()
-	mem := sectionInfo{section: "memory", fields: map[string]string{"used_memory": "100", "used_memory_rss": "x"}}
+	mem := sectionInfo{section: "memory", fields: map[string]string{"used_memory": "100", "used_memory_rss": "x", "mem_fragmentation_ratio": "1.25"}}
+	mem2 := sectionInfo{section: "memory", fields: map[string]string{"used_memory": "100", "used_memory_rss": "x", "mem_fragmentation_ratio": "3.50"}}
 	cpu := sectionInfo{section: "cpu", fields: map[string]string{"used_cpu_sys": "1.5", "used_cpu_user": "2.25"}}
 	per := sectionInfo{section: "persistence", fields: map[string]string{"aof_enabled": "1", "aof_current_size": "42"}}
-	f := figures(mem, cpu, per, mem, cpu, per) // two masters
+	sta := sectionInfo{section: "stats", fields: map[string]string{"evicted_keys": "7"}}
+	ks := sectionInfo{section: "keyspace", fields: map[string]string{"db0": "keys=10,expires=0,avg_ttl=0", "db3": "keys=5,expires=1,avg_ttl=9"}}
+	empty := sectionInfo{section: "keyspace", fields: map[string]string{}}
+	f := figures(mem, cpu, per, sta, ks, mem2, cpu, per, sta, empty) // two masters
 	if f.Memory["used"] != 200 || f.CPUSeconds != 7.5 || !f.HasCPU || f.Storage["aof"] != 84 {
 		t.Errorf("sums: %+v", f)
+	}
+	// Keys over every database of every master; evictions summed; the
+	// fragmentation of the most fragmented master.
+	if f.Stats["keys"] != 15 || f.Stats["evictions"] != 14 || f.Stats["memory_fragmentation_ratio"] != 3.5 {
+		t.Errorf("stats: %v", f.Stats)
+	}
+	bad := ks
+	bad.fields = map[string]string{"db0": "keys=lots"}
+	if f := figures(mem, sta, bad); !strings.Contains(f.Unavailable["keys"], `"lots"`) || f.Stats["evictions"] != 7 {
+		t.Errorf("keys not a number: %+v", f)
+	}
+	noFrag := mem
+	noFrag.fields = map[string]string{"used_memory": "100"}
+	if f := figures(noFrag, sta, ks); !strings.Contains(f.Unavailable["memory_fragmentation_ratio"], "no mem_fragmentation_ratio") {
+		t.Errorf("no mem_fragmentation_ratio: %+v", f)
 	}
 	if _, ok := f.Memory["rss"]; ok || !strings.Contains(f.Unavailable["memory.rss"], `"x"`) {
 		t.Errorf("rss not a number: %+v", f)
@@ -150,6 +230,9 @@ func TestWatchCluster(t *testing.T) {
 	used := infoField(t, ca, "memory", "used_memory") + infoField(t, cb, "memory", "used_memory")
 	if !within(f.Memory["used"], used, 0.02) {
 		t.Errorf("used = %.0f, the masters' used_memory adds up to %.0f", f.Memory["used"], used)
+	}
+	if k := f.Stats["keys"]; k != 2000+1 || k != dbsize(t, ca)+dbsize(t, cb) {
+		t.Errorf("keys = %v, want the 2000 records and the scan index, the masters' DBSIZE adding up to %v", k, dbsize(t, ca)+dbsize(t, cb))
 	}
 	if cpu := infoField(t, ca, "cpu", "used_cpu_user"); f.CPUSeconds < cpu {
 		t.Errorf("CPU = %v s, less than one master's user time %v s", f.CPUSeconds, cpu)

@@ -43,15 +43,26 @@ var storageMetrics = map[string]string{
 // storage/ types up as data, the indexdb/ ones as index.
 const vmDataSize = "vm_data_size_bytes"
 
+// The servers' active series: Prometheus' series in its head block (those
+// written to in the last hour or so, up to three), and VictoriaMetrics'
+// series that have a sample stamped in the current hour (the entries of
+// its cache of them, which its own dashboards show as active series).
+const (
+	promHeadSeries = "prometheus_tsdb_head_series"
+	vmCacheEntries = "vm_cache_entries"
+	vmHourSeries   = "storage/hour_metric_ids"
+)
+
 // TargetFigures reads the server's own /metrics (metrics_path) with the
 // sink's credentials and headers: memory (rss, heap_inuse), CPU time,
-// and the storage of the whole server — Prometheus' blocks (and wal and
+// the active series, and the storage of the whole server — Prometheus' blocks (and wal and
 // head_chunks where it exports them), or VictoriaMetrics' data and
 // index. A server that refuses
 // /metrics (401, 403, 404) leaves every figure in Unavailable; only a
 // target that does not answer is an error.
 func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
-	f := sinks.TargetFigures{Memory: map[string]float64{}, Storage: map[string]float64{}, Unavailable: map[string]string{}}
+	f := sinks.TargetFigures{Memory: map[string]float64{}, Storage: map[string]float64{}, Stats: map[string]float64{},
+		Unavailable: map[string]string{}}
 	resp, err := s.getMetrics(ctx)
 	if err != nil {
 		return sinks.TargetFigures{}, err
@@ -60,7 +71,9 @@ func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
 	switch code := resp.StatusCode; {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden || code == http.StatusNotFound || code == http.StatusMethodNotAllowed:
 		why := fmt.Sprintf("the server refuses %s: HTTP %d", s.cfg.MetricsPath, code)
-		f.Unavailable["memory"], f.Unavailable["storage"], f.Unavailable["cpu"] = why, why, why
+		for _, fig := range []string{"memory", "storage", "cpu", sinks.StatActiveSeries} {
+			f.Unavailable[fig] = why
+		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return f, nil
 	case code/100 != 2:
@@ -69,9 +82,16 @@ func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
 	}
 	vm := false
 	err = promtext.Scan(io.LimitReader(resp.Body, maxFigures), func(name string) bool {
-		return name == cpuMetric || name == vmDataSize || memoryMetrics[name] != "" || storageMetrics[name] != ""
+		return name == cpuMetric || name == vmDataSize || name == promHeadSeries || name == vmCacheEntries ||
+			memoryMetrics[name] != "" || storageMetrics[name] != ""
 	}, func(m promtext.Sample) {
 		switch {
+		case m.Name == promHeadSeries:
+			f.Stats[sinks.StatActiveSeries] = m.Value
+		case m.Name == vmCacheEntries:
+			if m.Labels["type"] == vmHourSeries {
+				f.Stats[sinks.StatActiveSeries] = m.Value
+			}
 		case m.Name == cpuMetric:
 			f.CPUSeconds, f.HasCPU = m.Value, true
 		case memoryMetrics[m.Name] != "":
@@ -104,6 +124,10 @@ func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
 	}
 	if !f.HasCPU {
 		f.Unavailable["cpu"] = s.cfg.MetricsPath + " has no " + cpuMetric
+	}
+	if _, ok := f.Stats[sinks.StatActiveSeries]; !ok {
+		f.Unavailable[sinks.StatActiveSeries] = fmt.Sprintf("%s has neither Prometheus' %s nor VictoriaMetrics' %s{type=%q}",
+			s.cfg.MetricsPath, promHeadSeries, vmCacheEntries, vmHourSeries)
 	}
 	if len(f.Memory) == 0 {
 		f.Unavailable["memory"] = s.cfg.MetricsPath + " has neither process_resident_memory_bytes nor go_memstats_heap_inuse_bytes"

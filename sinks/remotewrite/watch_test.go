@@ -51,6 +51,60 @@ func TestWatch(t *testing.T) {
 	}
 }
 
+// Each server's active series are the series soakd wrote, and no more:
+// the test Prometheus servers scrape nothing, themselves included, and
+// VictoriaMetrics does not scrape itself by default. VictoriaMetrics
+// counts a series active once it has a sample stamped in the current
+// hour, and takes up to some 10 s to (it adds them to the figure every
+// 10 s): the rows are stamped now, and written
+// again (later) until the figure settles, which also carries the test
+// over an hour's turn.
+func TestWatchActiveSeries(t *testing.T) {
+	for _, mk := range []func(*testing.T) target{
+		func(t *testing.T) target { return prometheusTarget(t, 0) },
+		func(t *testing.T) target { return prometheus3Target(t, 0) },
+		victoriaTarget,
+	} {
+		tg := mk(t)
+		t.Run(tg.name, func(t *testing.T) {
+			// cpuSchema's fields: usage_user, usage.system, procs; a
+			// series per device and field.
+			const devices, fields = 50, 3
+			schemas := []*sources.Schema{cpuSchema("cpu")}
+			s := openSink(t, tg.write, sinks.Options{Schemas: schemas})
+			if f := sinktest.TargetFigures(t, s); f.Stats["active_series"] != 0 {
+				t.Errorf("active series of an empty server: %v (unavailable: %q)", f.Stats["active_series"], f.Unavailable["active_series"])
+			}
+			b := sources.NewSeriesBatch(schemas)
+			// One row per device a round, a second apart: every 7th
+			// row's usage.system is null, so each device has all three
+			// series from the second round on.
+			g := &gen{devices: devices, start: time.Now(), step: time.Second}
+			var got []float64
+			for deadline := time.Now().Add(60 * time.Second); ; {
+				g.fill(b, devices)
+				if _, err := s.Write(context.Background(), b); err != nil {
+					t.Fatal(err)
+				}
+				f := sinktest.TargetFigures(t, s)
+				v, ok := f.Stats["active_series"]
+				if !ok {
+					t.Fatalf("no active series: %q", f.Unavailable["active_series"])
+				}
+				got = append(got, v)
+				if v == devices*fields && len(got) >= 2 {
+					t.Logf("active series over %d rounds: %v", len(got), got)
+					return
+				}
+				if v > devices*fields || time.Now().After(deadline) {
+					t.Fatalf("active series read over %d rounds: %v, want %d", len(got), got, devices*fields)
+				}
+				time.Sleep(time.Second)
+			}
+		})
+	}
+}
+
 // The server's version, for reports, from its own /metrics: Prometheus'
 // build info, VictoriaMetrics' vm_app_version; a /metrics without either
 // is an error that says so.
@@ -123,12 +177,13 @@ func TestWatchRefused(t *testing.T) {
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	s := openSink(t, "prom+http://"+addr+"/api/v1/write?header=X-Scope-OrgID:t1", sinks.Options{Token: "tok"})
 	f := sinktest.TargetFigures(t, s)
-	if f.Memory["rss"] != 1e6 || f.CPUSeconds != 2.5 || len(f.Storage) != 0 || !strings.Contains(f.Unavailable["storage"], "prometheus_tsdb") {
+	if f.Memory["rss"] != 1e6 || f.CPUSeconds != 2.5 || len(f.Storage) != 0 || !strings.Contains(f.Unavailable["storage"], "prometheus_tsdb") ||
+		len(f.Stats) != 0 || !strings.Contains(f.Unavailable["active_series"], "prometheus_tsdb_head_series") {
 		t.Errorf("figures %+v", f)
 	}
 	s = openSink(t, "prom+http://"+addr+"/api/v1/write", sinks.Options{Token: "tok"})
 	f = sinktest.TargetFigures(t, s)
-	for _, fig := range []string{"memory", "cpu", "storage"} {
+	for _, fig := range []string{"memory", "cpu", "storage", "active_series"} {
 		if !strings.Contains(f.Unavailable[fig], "401") {
 			t.Errorf("unavailable %s: %q, want the server's 401", fig, f.Unavailable[fig])
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,13 +18,15 @@ import (
 var kindRE = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 
 // unavailableRE is the form of a key of TargetFigures.Unavailable: a
-// whole figure (memory, storage, cpu) or one kind of one (storage.wal).
-var unavailableRE = regexp.MustCompile(`^(memory|storage|cpu)(\.[a-z][a-z0-9]*(_[a-z0-9]+)*)?$`)
+// whole figure (memory, storage, cpu) or one kind of one (storage.wal),
+// or one of sinks.Stats.
+var unavailableRE = regexp.MustCompile(`^(memory|storage|cpu)(\.[a-z][a-z0-9]*(_[a-z0-9]+)*)?$|^(` + strings.Join(sinks.Stats, "|") + `)$`)
 
 // TargetFigures checks a sinks.TargetWatcher on a target that is up: the
 // reading succeeds within Prompt, every figure is a finite non-negative
 // number under a snake_case kind, and every figure not read is named in
-// Unavailable (memory, storage, cpu, or figure.kind) with why. It returns
+// Unavailable (memory, storage, cpu, or figure.kind) with why; each stat
+// is one of sinks.Stats, a finite non-negative number. It returns
 // the figures for the caller's own checks.
 func TargetFigures(t *testing.T, s sinks.Sink) sinks.TargetFigures {
 	t.Helper()
@@ -57,6 +61,17 @@ func checkFigures(t *testing.T, f sinks.TargetFigures) {
 		}
 		if why, ok := f.Unavailable[what]; ok && len(m) > 0 {
 			t.Errorf("%s is unavailable (%s) but has kinds %v", what, why, m)
+		}
+	}
+	for name, v := range f.Stats {
+		if !slices.Contains(sinks.Stats, name) {
+			t.Errorf("stat %q is none of %v", name, sinks.Stats)
+		}
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Errorf("stat %s = %v", name, v)
+		}
+		if why, ok := f.Unavailable[name]; ok {
+			t.Errorf("stat %s is both read (%v) and unavailable (%s)", name, v, why)
 		}
 	}
 	if f.CPUSeconds < 0 || math.IsNaN(f.CPUSeconds) || math.IsInf(f.CPUSeconds, 0) || (!f.HasCPU && f.CPUSeconds != 0) {
