@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -140,6 +141,15 @@ func TestRESPErrorClasses(t *testing.T) {
 		class, retry := classify(err)
 		if class != tc.class || retry != tc.retry {
 			t.Errorf("%q: %s retry=%v, want %s retry=%v", tc.reply, class, retry, tc.class, tc.retry)
+		}
+		// As a reply to the connection's setup, wrapped.
+		class, retry = classify(fmt.Errorf("failed to authenticate: %w", err))
+		if class != tc.class || retry != tc.retry {
+			t.Errorf("%q in setup: %s retry=%v, want %s retry=%v", tc.reply, class, retry, tc.class, tc.retry)
+		}
+		auth := strings.HasPrefix(tc.reply, "-NOAUTH") || strings.HasPrefix(tc.reply, "-WRONGPASS")
+		if got := isAuthError(fmt.Errorf("failed to authenticate: %w", err)); got != auth {
+			t.Errorf("%q in setup: authentication failure %v, want %v", tc.reply, got, auth)
 		}
 	}
 }

@@ -695,7 +695,7 @@ func (s *Sink) wrap(n int, err error) error {
 		// A certificate refused now will be refused again.
 		class, retry, err = sinks.Rejected, false, e
 	}
-	if goredis.IsAuthError(err) {
+	if isAuthError(err) {
 		// WRONGPASS, NOAUTH: the password's fault, not the pipeline's, so
 		// the message says so first.
 		return sinks.NewError(class, retry, fmt.Errorf("%s on %s: %w", sinks.AuthFailed, s.where, err))
