@@ -37,6 +37,10 @@ const maxDepth = 64
 // proto-max-bulk-len does by default.
 const maxBulk = 512 << 20
 
+// maxKey bounds a key in an index lookup's reply; soakd's keys are a
+// KEY_PREFIX and a record number.
+const maxKey = 64 << 10
+
 func newRespConn(nc net.Conn) *respConn {
 	return &respConn{nc: nc, rbuf: make([]byte, rbufSize)}
 }
@@ -452,7 +456,8 @@ func (c *respConn) key(e []byte, keys *keyList) error {
 		keys.add(e[1:])
 		return nil
 	case '$':
-		n, err := length(e, maxBulk)
+		// Bounded well below maxBulk: the keys are kept.
+		n, err := length(e, maxKey)
 		if err != nil {
 			return err
 		}

@@ -87,6 +87,7 @@ func TestRESPReplies(t *testing.T) {
 			{"%1\r\n$1\r\nf\r\n$1\r\nv\r\n", false, []string{"f", "v"}, ""},
 			{"-MOVED 3999 127.0.0.1:6381\r\n", false, nil, "MOVED 3999"},
 			{"*1\r\n:5\r\n", false, nil, "where a key was expected"},
+			{"*1\r\n$99999999\r\n", false, nil, "out of range"},
 			{"+OK\r\n", false, nil, "where an array was expected"},
 			{strings.Repeat("*1\r\n", 100) + ":1\r\n", false, nil, "nested deeper"},
 		}
