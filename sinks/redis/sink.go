@@ -218,7 +218,7 @@ type call struct {
 	stop      func() bool
 	interrupt func() // c.close, made once
 	mu        sync.Mutex
-	nc        net.Conn // the network connection of client, once dialled
+	nc        net.Conn // rc's network connection, once dialled
 }
 
 // close closes c's network connection: the operation in progress fails
