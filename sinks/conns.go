@@ -33,7 +33,7 @@ func (c *Conns) Wrap(dial DialFunc) DialFunc {
 			// Clients probe idle connections through the socket
 			// (go-redis's health check): keep that possible.
 			if rc, err := sc.SyscallConn(); err == nil {
-				return sysConn{cc, rc}, nil
+				return sysConn{cc, rc, newRawIO()}, nil
 			}
 		}
 		return cc, nil
@@ -56,6 +56,7 @@ func (cc countedConn) Close() error {
 type sysConn struct {
 	countedConn
 	rc syscall.RawConn
+	io *rawIO
 }
 
 func (s sysConn) SyscallConn() (syscall.RawConn, error) {

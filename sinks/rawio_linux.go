@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -18,28 +19,42 @@ import (
 // poller, as net.Conn's do, and deadlines hold the same way. Errors are
 // net.Conn's: a *net.OpError naming read or write.
 
+// rawIO is a socket's read and write in progress. The functions handed
+// to RawConn are bound once per connection and find their buffer here, so
+// a read or write allocates nothing (a closure over its arguments would
+// be allocated each time). The mutexes keep concurrent reads (or writes)
+// of one connection apart, as net.Conn's own locks do.
+type rawIO struct {
+	rmu    sync.Mutex
+	rb     []byte
+	rn     int
+	rerrno syscall.Errno
+	read   func(fd uintptr) bool
+
+	wmu    sync.Mutex
+	wb     []byte
+	wn     int
+	werrno syscall.Errno
+	write  func(fd uintptr) bool
+}
+
+func newRawIO() *rawIO {
+	st := &rawIO{}
+	st.read, st.write = st.readFd, st.writeFd
+	return st
+}
+
 func (s sysConn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return s.countedConn.Read(b)
 	}
-	var n int
-	var errno syscall.Errno
-	err := s.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			switch e {
-			case 0:
-				n = int(r)
-				return true
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false
-			}
-			errno = e
-			return true
-		}
-	})
+	st := s.io
+	st.rmu.Lock()
+	st.rb, st.rn, st.rerrno = b, 0, 0
+	err := s.rc.Read(st.read)
+	n, errno := st.rn, st.rerrno
+	st.rb = nil
+	st.rmu.Unlock()
 	switch {
 	case err != nil:
 		return 0, s.opError("read", err)
@@ -51,29 +66,35 @@ func (s sysConn) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+func (st *rawIO) readFd(fd uintptr) bool {
+	b := st.rb
+	for {
+		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch e {
+		case 0:
+			st.rn = int(r)
+			return true
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		st.rerrno = e
+		return true
+	}
+}
+
 func (s sysConn) Write(b []byte) (int, error) {
 	if len(b) == 0 {
 		return s.countedConn.Write(b)
 	}
-	var n int
-	var errno syscall.Errno
-	err := s.rc.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n))
-			switch e {
-			case 0:
-				n += int(r)
-				continue
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false
-			}
-			errno = e
-			return true
-		}
-		return true
-	})
+	st := s.io
+	st.wmu.Lock()
+	st.wb, st.wn, st.werrno = b, 0, 0
+	err := s.rc.Write(st.write)
+	n, errno := st.wn, st.werrno
+	st.wb = nil
+	st.wmu.Unlock()
 	switch {
 	case err != nil:
 		return n, s.opError("write", err)
@@ -81,6 +102,25 @@ func (s sysConn) Write(b []byte) (int, error) {
 		return n, s.opError("write", os.NewSyscallError("write", errno))
 	}
 	return n, nil
+}
+
+func (st *rawIO) writeFd(fd uintptr) bool {
+	b := st.wb
+	for st.wn < len(b) {
+		r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[st.wn])), uintptr(len(b)-st.wn))
+		switch e {
+		case 0:
+			st.wn += int(r)
+			continue
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		st.werrno = e
+		return true
+	}
+	return true
 }
 
 // opError is err as net.Conn's Read or Write would return it.

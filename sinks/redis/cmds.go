@@ -36,6 +36,7 @@ const (
 	kZRangeBy             // ZRANGEBYSCORE key min max
 	kIdxAdd               // ZADD index record key
 	kType                 // TYPE key
+	kScan                 // ZRANGEBYSCORE index record +inf LIMIT 0 n
 	numKinds
 )
 
@@ -45,6 +46,7 @@ type replyKind uint8
 const (
 	scalar replyKind = iota // status, integer or bulk string into a buffer
 	array                   // streamed through a replyWriter
+	keys                    // an index lookup's keys (RESP connections only)
 )
 
 type shape struct {
@@ -72,6 +74,7 @@ var shapes = [numKinds]shape{
 	kZRangeBy: {"ZRANGEBYSCORE", array, true},
 	kIdxAdd:   {"ZADD", scalar, false},
 	kType:     {"TYPE", scalar, false},
+	kScan:     {"ZRANGEBYSCORE", keys, false},
 }
 
 // slot is one prepared command.
@@ -85,6 +88,10 @@ type slot struct {
 	zc   *goredis.ZeroCopyStringCmd
 	raw  *goredis.RawWriteToCmd
 	rw   replyWriter
+	// got is the scalar reply of the last batch, in buf.
+	got []byte
+	// keyFrom and keyTo delimit a kScan's keys in its call's keyList.
+	keyFrom, keyTo int
 }
 
 // newSlot builds the argument template of kind k with n fields. names are
@@ -151,6 +158,12 @@ func newSlot(k kind, n int, names []string, index *string) *slot {
 		a = append(a, index)
 		num(0)
 		str(0)
+	case kScan: // nums: the first record, how many
+		sl.nums = make([]int64, 2)
+		a = append(a, index)
+		num(0)
+		a = append(a, "+inf", "LIMIT", "0")
+		num(1)
 	}
 	sl.args = a
 	return sl

@@ -1,5 +1,7 @@
 // Package redis is the sink for Redis-protocol key-value stores (Redis,
-// Valkey, KeeWiDB, Kvrocks, Pika, Dragonfly) on go-redis/v9. It executes
+// Valkey, KeeWiDB, Kvrocks, Pika, Dragonfly): a single server's batches
+// on RESP connections of its own (resp.go), clusters, sentinels and the
+// sink's checks on go-redis/v9. It executes
 // the YCSB operations of a KV batch (sources/kv) as one pipeline per
 // batch, storing each record as the configured data type:
 //

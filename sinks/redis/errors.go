@@ -41,7 +41,10 @@ func classify(err error) (sinks.Class, bool) {
 	case errors.Is(err, goredis.ErrClosed), errors.Is(err, goredis.ErrPoolExhausted):
 		return sinks.Connection, true
 	case errors.As(err, &rerr):
-		return classifyReply(err, rerr.Error())
+		// The reply itself: go-redis's checks of a reply wrapped in
+		// another error find only its own reply type (proto.RedisError)
+		// through the wrapping, not the RESP connection's replyError.
+		return classifyReply(rerr, rerr.Error())
 	}
 	if c := sinks.ClassOf(err); c != sinks.Other {
 		return c, true
@@ -74,6 +77,17 @@ func classifyReply(err error, msg string) (sinks.Class, bool) {
 		return sinks.Server, true
 	}
 	return sinks.Rejected, false
+}
+
+// isAuthError reports whether err is or wraps an authentication
+// failure reply (NOAUTH, WRONGPASS), from go-redis or the RESP
+// connection.
+func isAuthError(err error) bool {
+	var rerr goredis.Error
+	if errors.As(err, &rerr) {
+		return goredis.IsAuthError(rerr)
+	}
+	return goredis.IsAuthError(err)
 }
 
 // cancelled is the error of an operation whose context was done before

@@ -43,19 +43,23 @@ type Sink struct {
 	c       client
 	cluster *goredis.ClusterClient
 	single  *goredis.Client
-	// own holds the options of the client each call owns in single-server
-	// mode (see call.client); nil in the other modes.
-	own    *goredis.Options
-	prefix string
-	index  string
-	names  []string // field0..field1023
-	log    *zap.Logger
-	where  string // redacted target, for error messages
+	// own holds the connection options of single-server mode, where each
+	// call owns a RESP connection (respConn) dialled with dial; nil in the
+	// other modes. rto and wto are its read and write timeouts.
+	own      *goredis.Options
+	dial     sinks.DialFunc
+	rto, wto time.Duration
+	prefix   string
+	index    string
+	names    []string // field0..field1023
+	log      *zap.Logger
+	where    string // redacted target, for error messages
 
-	// free holds the call states not in use. In single-server and
-	// sentinel mode each owns a dedicated connection (goredis.Conn), so a
-	// batch skips the pool's per-checkout health probe (a recvfrom
-	// syscall) and goes straight to write and read.
+	// free holds the call states not in use. In single-server mode each
+	// owns a RESP connection; in sentinel mode a dedicated go-redis
+	// connection (goredis.Conn), so a batch skips the pool's per-checkout
+	// health probe (a recvfrom syscall) and goes straight to write and
+	// read.
 	mu     sync.Mutex
 	free   []*call
 	misses atomic.Int64
@@ -134,6 +138,23 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 		shared.Dialer = s.conns.Wrap(goredis.NewDialer(&shared))
 		s.single = goredis.NewClient(&shared)
 		s.c = s.single
+		// The calls' own connections, with go-redis's defaults for a
+		// Config made without ParseURL.
+		if s.own.Protocol < 2 {
+			s.own.Protocol = 3
+		}
+		o := *s.own
+		if o.DialTimeout == 0 {
+			o.DialTimeout = 5 * time.Second
+		}
+		s.dial = s.conns.Wrap(goredis.NewDialer(&o))
+		s.rto, s.wto = cfg.ReadTimeout, cfg.WriteTimeout
+		if s.rto == 0 {
+			s.rto = 3 * time.Second
+		}
+		if s.wto == 0 {
+			s.wto = s.rto
+		}
 	case Sentinel:
 		s.single = goredis.NewFailoverClient(&goredis.FailoverOptions{
 			MasterName: cfg.MasterName, SentinelAddrs: cfg.Addrs,
@@ -166,14 +187,17 @@ func (s *Sink) Misses() int64 { return s.misses.Load() }
 // call is the state of one Write: the pipeline and the prepared commands
 // of one worker at a time, kept in s.free between writes.
 type call struct {
-	// client is the call's own client in single-server mode, for the
-	// dedicated connection: its dialer records the connection in nc, so
-	// that a cancelled operation can close it (see watch).
-	client *goredis.Client
-	conn   *goredis.Conn // dedicated connection (nil in cluster mode)
-	pipe   goredis.Pipeliner
-	cmds   []goredis.Cmder
-	used   []*slot
+	// raw marks single-server mode: the call runs its commands on rc, its
+	// own RESP connection (dialled on first use and after a failure),
+	// whose net.Conn is also nc, so that a cancelled operation can close
+	// it (see watch). In the other modes it runs them through go-redis.
+	raw  bool
+	rc   *respConn
+	keys keyList       // the keys of a batch's index lookups (raw)
+	conn *goredis.Conn // dedicated connection (sentinel mode)
+	pipe goredis.Pipeliner
+	cmds []goredis.Cmder
+	used []*slot
 	// slots holds the prepared commands by kind and by whether they carry
 	// one field or several, so a batch mixing one-field updates and
 	// all-field inserts of the same command reuses both.
@@ -194,25 +218,7 @@ type call struct {
 	stop      func() bool
 	interrupt func() // c.close, made once
 	mu        sync.Mutex
-	nc        net.Conn // the network connection of client, once dialled
-}
-
-// newClient makes c's own client from the sink's options. The call uses
-// one connection of its pool; the pool size stays the sink's, which is
-// also how many failed dials go-redis takes before it answers further
-// dials with the last error until a probe gets through.
-func (c *call) newClient(o goredis.Options, conns *sinks.Conns) {
-	base := conns.Wrap(goredis.NewDialer(&o))
-	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		nc, err := base(ctx, network, addr)
-		if err == nil {
-			c.mu.Lock()
-			c.nc = nc
-			c.mu.Unlock()
-		}
-		return nc, err
-	}
-	c.client = goredis.NewClient(&o)
+	nc        net.Conn // rc's network connection, once dialled
 }
 
 // close closes c's network connection: the operation in progress fails
@@ -226,16 +232,27 @@ func (c *call) close() {
 	}
 }
 
-// release closes c's connection and client.
+// release closes c's connection.
 func (c *call) release() error {
-	var err error
 	if c.conn != nil {
-		err = ignoreClosed(c.conn.Close())
+		return ignoreClosed(c.conn.Close())
 	}
-	if c.client != nil {
-		err = errors.Join(err, c.client.Close())
+	c.disconnect()
+	return nil
+}
+
+// disconnect closes c's RESP connection, if any; the next operation
+// dials a new one.
+func (c *call) disconnect() {
+	if c.rc == nil || c.rc.nc == nil {
+		return
 	}
-	return err
+	_ = c.rc.nc.Close()
+	c.rc.nc = nil
+	c.rc.r, c.rc.w = 0, 0
+	c.mu.Lock()
+	c.nc = nil
+	c.mu.Unlock()
 }
 
 // watch arranges for the end of ctx to interrupt the operation c is about
@@ -246,7 +263,7 @@ func (c *call) release() error {
 // sentinel and cluster modes such an operation still ends by
 // read_timeout. unwatch ends the watch.
 func (s *Sink) watch(ctx context.Context, c *call) {
-	if c.client == nil || ctx.Done() == nil {
+	if !c.raw || ctx.Done() == nil {
 		return
 	}
 	if af, ok := ctx.(afterFuncer); ok {
@@ -272,7 +289,8 @@ func (s *Sink) unwatch(c *call) {
 }
 
 type scan struct {
-	cmd   *goredis.StringSliceCmd
+	cmd   *goredis.StringSliceCmd // go-redis mode
+	sl    *slot                   // raw mode
 	field int16
 	op    int // the scan's position in the batch
 }
@@ -287,22 +305,19 @@ func (s *Sink) getCall() *call {
 	}
 	s.mu.Unlock()
 	if c == nil {
-		c = &call{}
+		c = &call{raw: s.own != nil}
 		c.interrupt = c.close
-		if s.own != nil {
-			c.newClient(*s.own, &s.conns)
+	}
+	if c.broken {
+		c.disconnect()
+		if c.conn != nil {
+			_ = c.conn.Close()
+			c.conn, c.pipe = nil, nil
 		}
 	}
-	if c.broken && c.conn != nil {
-		_ = c.conn.Close()
-		c.conn, c.pipe = nil, nil
-	}
 	c.broken = false
-	if c.pipe == nil {
+	if c.pipe == nil && !c.raw {
 		switch {
-		case c.client != nil:
-			c.conn = c.client.Conn()
-			c.pipe = c.conn.Pipeline()
 		case s.single != nil:
 			c.conn = s.single.Conn()
 			c.pipe = c.conn.Pipeline()
@@ -321,6 +336,7 @@ func (s *Sink) putCall(c *call) {
 	c.next = [numKinds][2]int{}
 	clear(c.scans)
 	c.scans = c.scans[:0]
+	c.keys.reset()
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
@@ -351,8 +367,14 @@ func (s *Sink) add(c *call, k kind, n, bufLen int) *slot {
 		}
 	}
 	c.next[k][v]++
-	// A cluster client caches the key's slot on the command object.
-	c.cmds = append(c.cmds, sl.prepare(bufLen, s.cluster != nil))
+	if c.raw {
+		if len(sl.buf) < bufLen {
+			sl.buf = make([]byte, bufLen)
+		}
+	} else {
+		// A cluster client caches the key's slot on the command object.
+		c.cmds = append(c.cmds, sl.prepare(bufLen, s.cluster != nil))
+	}
 	c.used = append(c.used, sl)
 	c.opOf = append(c.opOf, c.cur)
 	return sl
@@ -404,6 +426,12 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 			s.addWrite(c, key, op.Field, val, b, op.Record, false)
 		case sources.OpScan:
 			// Phase one: the keys of ScanLen records from this one on.
+			if c.raw {
+				sl := s.add(c, kScan, 0, 0)
+				sl.nums[0], sl.nums[1] = int64(op.Record), int64(op.ScanLen)
+				c.scans = append(c.scans, scan{sl: sl, field: op.Field, op: i})
+				continue
+			}
 			cmd := goredis.NewStringSliceCmd(ctx, "ZRANGEBYSCORE", s.index, op.Record, "+inf", "LIMIT", 0, op.ScanLen)
 			c.cmds = append(c.cmds, cmd)
 			c.used = append(c.used, nil)
@@ -423,8 +451,15 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	c.used = c.used[:0]
 	c.opOf = c.opOf[:0]
 	for _, sc := range scans {
-		keys := sc.cmd.Val()
-		if len(keys) == 0 && s.cfg.Index {
+		var keys []string
+		if sc.cmd != nil {
+			keys = sc.cmd.Val()
+		}
+		found := len(keys)
+		if sc.sl != nil {
+			found = sc.sl.keyTo - sc.sl.keyFrom
+		}
+		if found == 0 && s.cfg.Index {
 			// The scan starts at a record the run loaded or inserted,
 			// which the index holds; without the index scans find
 			// nothing by design.
@@ -435,9 +470,14 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 		for _, k := range keys {
 			s.addRead(c, k, sc.field, b)
 		}
+		if sc.sl != nil {
+			for k := sc.sl.keyFrom; k < sc.sl.keyTo; k++ {
+				s.addRead(c, c.keys.key(k), sc.field, b)
+			}
+		}
 	}
 	c.scans = c.scans[:0]
-	if len(c.cmds) > 0 {
+	if len(c.used) > 0 {
 		if err := s.exec(ctx, c); err != nil {
 			return sent, err
 		}
@@ -561,6 +601,9 @@ func (s *Sink) addWrite(c *call, key string, field int16, val []byte, b *sources
 // first failure, classified; nil and empty replies of reads are counted
 // as misses.
 func (s *Sink) exec(ctx context.Context, c *call) error {
+	if c.raw {
+		return s.execRaw(ctx, c)
+	}
 	// Both pipelines in use (Conn's and ClusterClient's) are a
 	// *goredis.Pipeline, whose BatchProcess only queues and never fails.
 	_ = c.pipe.BatchProcess(ctx, c.cmds...)
@@ -585,7 +628,10 @@ func (s *Sink) exec(ctx context.Context, c *call) error {
 				c.missed = append(c.missed, c.opOf[i])
 			}
 		}
-		if err == nil && sl != nil && sl.kind == kGetRange && len(sl.zc.Bytes()) == 0 {
+		if sl != nil && shapes[sl.kind].reply == scalar {
+			sl.got = sl.zc.Bytes()
+		}
+		if err == nil && sl != nil && sl.kind == kGetRange && len(sl.got) == 0 {
 			// GETRANGE answers an empty string, not nil, for a missing
 			// key; a stored field is never empty (FIELD_LENGTH >= 1).
 			err = goredis.Nil
@@ -649,7 +695,7 @@ func (s *Sink) wrap(n int, err error) error {
 		// A certificate refused now will be refused again.
 		class, retry, err = sinks.Rejected, false, e
 	}
-	if goredis.IsAuthError(err) {
+	if isAuthError(err) {
 		// WRONGPASS, NOAUTH: the password's fault, not the pipeline's, so
 		// the message says so first.
 		return sinks.NewError(class, retry, fmt.Errorf("%s on %s: %w", sinks.AuthFailed, s.where, err))
@@ -673,7 +719,7 @@ func (s *Sink) Present(ctx context.Context, b *sources.Batch) (int, error) {
 	for i := range b.Ops {
 		s.add(c, kType, 0, smallReply).strs[0] = view(b.Key(&b.Ops[i]))
 	}
-	if len(c.cmds) == 0 {
+	if len(c.used) == 0 {
 		return 0, nil
 	}
 	if err := s.exec(ctx, c); err != nil {
@@ -682,7 +728,7 @@ func (s *Sink) Present(ctx context.Context, b *sources.Batch) (int, error) {
 	n := 0
 	var other map[string]int
 	for _, sl := range c.used {
-		switch t := sl.zc.Bytes(); string(t) {
+		switch t := sl.got; string(t) {
 		case string(s.dt):
 			n++
 		case "none":
@@ -768,11 +814,16 @@ func (s *Sink) Ping(ctx context.Context) error {
 	c := s.getCall()
 	defer s.putCall(c)
 	var err error
-	if c.conn != nil {
+	switch {
+	case c.raw:
+		s.watch(ctx, c)
+		err = s.ping(ctx, c)
+		s.unwatch(c)
+	case c.conn != nil:
 		s.watch(ctx, c)
 		err = c.conn.Ping(ctx).Err()
 		s.unwatch(c)
-	} else {
+	default:
 		err = s.c.Ping(ctx).Err()
 	}
 	if err != nil {
