@@ -73,7 +73,7 @@ func errorSummary(e errorNote) report.ErrorSummary {
 // phaseSummary reports one phase from one snapshot of its counts.
 func (w *workload) phaseSummary(ps *phaseStats) report.WorkloadSummary {
 	var hq histQuantiles
-	c := ps.snapshotThen(func(h *phaseHist) { hq = h.quantilesOf(totalOf) })
+	c := ps.snapshotThen(func(h *phaseHist) { hq = h.quantiles() })
 	lat := hq.ops
 	secs := ps.elapsed().Seconds()
 	ws := report.WorkloadSummary{
