@@ -28,7 +28,7 @@ const userAgent = "soakd"
 type Sink struct {
 	cfg   Config
 	log   *zap.Logger
-	errs  *errLog
+	errs  *sinks.ErrorLog
 	tr    *http.Transport
 	conns sinks.Conns // the transport's connections
 	hc    *http.Client
@@ -161,11 +161,11 @@ func New(cfg Config, o sinks.Options) *Sink {
 	s := &Sink{
 		cfg:    cfg,
 		log:    log,
-		errs:   newErrLog(log),
+		errs:   sinks.NewErrorLog(log, errorCuts),
 		auth:   cfg.authHeader(),
 		states: make(chan *state, workers),
 	}
-	s.tr = newTransport(&cfg, workers, &s.conns)
+	s.tr = sinks.NewHTTPTransport(workers, &s.conns, cfg.TLS, cfg.tlsConfig, cfg.Insecure)
 	s.hc = &http.Client{Transport: waitTransport{s.tr}}
 	if cfg.API == V1 {
 		q := url.Values{}
@@ -269,7 +269,7 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 		s.putState(st)
 	} // else the transport may still be reading the buffers: let them go
 	if err != nil {
-		s.errs.once(err)
+		s.errs.Once(err)
 		return sent, fmt.Errorf("cannot write %d rows: %w", b.Len(), err)
 	}
 	return sent, nil
