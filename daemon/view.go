@@ -145,18 +145,7 @@ func (h *Handle) Verdicts() []report.ThresholdResult {
 // StatusFields are the fields the run's StatusAdders add to the
 // workload's object in /status, by name; nil when none adds one.
 func (h *Handle) StatusFields() map[string]any {
-	var out map[string]any
-	for _, o := range h.w.observers {
-		if sa, ok := o.(StatusAdder); ok {
-			if k, v, ok := sa.AddStatus(h.w.name); ok {
-				if out == nil {
-					out = map[string]any{}
-				}
-				out[k] = v
-			}
-		}
-	}
-	return out
+	return addedFields(h.w.observers, func(a StatusAdder) (string, any, bool) { return a.AddStatus(h.w.name) })
 }
 
 // OpenConns is the number of connections open to the workload's target
