@@ -9,10 +9,9 @@ import (
 
 // This file is what features read of a workload and its phases besides
 // their snapshots (Phase.Snapshot, which package readmodel sums): the
-// schedule, the state; and for the
-// features that serve a run over HTTP (package serve: /status, /readyz,
-// /metrics) what its target answers, why it is not ready, what it
-// dropped and failed on.
+// schedule, the state; and for the features that serve a run over HTTP
+// (package serve: /status, /readyz, /metrics) what its target answers,
+// why it is not ready, what it dropped and failed on.
 
 // Planned is how long the current phase's schedule has run and the units
 // its rate profile had due by then: the difference of two readings over
