@@ -12,6 +12,7 @@ package live
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -83,8 +84,20 @@ func (s *Sampler) Opened(w *daemon.Handle) error {
 	return nil
 }
 
-// Started does nothing: the engine's clock drives the sampler.
-func (s *Sampler) Started(context.Context, []*daemon.Handle, func(error)) {}
+// Started forgets the workloads of an earlier run the sampler followed,
+// so that one sampler over many runs holds one run's windows at most.
+func (s *Sampler) Started(_ context.Context, ws []*daemon.Handle, _ func(error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for h, st := range s.ws {
+		if !slices.Contains(ws, h) {
+			if st.win != nil {
+				st.win.Stop()
+			}
+			delete(s.ws, h)
+		}
+	}
+}
 
 // PhaseBegun begins p's first latency window: it holds what p does
 // from its start to the end of the progress interval in progress.

@@ -106,3 +106,33 @@ func TestSamplerMatchesThePhasesCounts(t *testing.T) {
 		}
 	})
 }
+
+// One sampler over runs one after another (a sweep's) keeps what it
+// sampled of a run until the next one starts, then holds that run's
+// workloads alone.
+func TestSamplerForgetsEarlierRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := enginetest.Plugins()
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "10",
+			"SOAKD_SEQ_DURATION", "3500ms", "SOAKD_SEQ_TARGET", "null://"), p)
+		s := New()
+		var runs []*reader
+		for range 2 {
+			r := &reader{s: s}
+			runs = append(runs, r)
+			if _, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+				Observers: []daemon.Observer{s, r}}); err != nil {
+				t.Fatal(err)
+			}
+			if l := s.Live(r.w); !l.Current || l.Achieved <= 0 || l.Target != 100 {
+				t.Errorf("after the run: %+v, want the run phase's rates kept", l)
+			}
+		}
+		if n := len(s.ws); n != 1 {
+			t.Errorf("the sampler holds %d workloads after two runs of one, want 1", n)
+		}
+		if l := s.Live(runs[0].w); l.Achieved != 0 || l.Target >= 0 {
+			t.Errorf("the first run's workload is still sampled: %+v", l)
+		}
+	})
+}

@@ -76,7 +76,10 @@ func (r *Reporter) PhaseBegun(w *daemon.Handle, p *daemon.Phase) {
 func (r *Reporter) PhaseEnded(*daemon.Handle, *daemon.Phase, string) {}
 
 // Started follows ws; a bar shows only for a run with a known end.
-func (r *Reporter) Started(ctx context.Context, ws []*daemon.Handle, _ func(error)) {
+func (r *Reporter) Started(ctx context.Context, ws []*daemon.Handle, stop func(error)) {
+	if r.own {
+		r.live.Started(ctx, ws, stop)
+	}
 	r.wls = ws
 	r.started = time.Now()
 	r.lastErrs = make([]int64, len(ws))

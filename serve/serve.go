@@ -111,7 +111,10 @@ func (s *Server) Opened(w *daemon.Handle) error {
 }
 
 // Started serves the endpoints: every workload is open.
-func (s *Server) Started(context.Context, []*daemon.Handle, func(error)) {
+func (s *Server) Started(ctx context.Context, ws []*daemon.Handle, stop func(error)) {
+	if s.own != nil {
+		s.own.Started(ctx, ws, stop)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.srv != nil && !s.closed {
