@@ -171,3 +171,35 @@ func (l *ErrorLog) kind(msg string) string {
 	}
 	return string(b)
 }
+
+// Buffers keeps the idle per-write state of a sink's workers (encoders
+// and their buffers) for reuse: at most one per worker, so memory stays
+// bounded by workers × batch size, and a write never waits for one.
+type Buffers[T any] struct {
+	idle     chan *T
+	newState func() *T
+}
+
+// NewBuffers keeps at most workers idle states; newState makes one when
+// none is idle.
+func NewBuffers[T any](workers int, newState func() *T) *Buffers[T] {
+	return &Buffers[T]{idle: make(chan *T, workers), newState: newState}
+}
+
+// Get returns an idle state, or a new one.
+func (b *Buffers[T]) Get() *T {
+	select {
+	case st := <-b.idle:
+		return st
+	default:
+		return b.newState()
+	}
+}
+
+// Put keeps st for the next write, or drops it when enough are idle.
+func (b *Buffers[T]) Put(st *T) {
+	select {
+	case b.idle <- st:
+	default:
+	}
+}

@@ -46,9 +46,7 @@ type Sink struct {
 	proto atomic.Uint32
 	negMu sync.Mutex
 
-	// states holds idle per-write buffers: at most one per worker is
-	// kept, so memory stays bounded by workers x batch size.
-	states chan *state
+	states *sinks.Buffers[state] // idle per-write buffers
 	closed atomic.Bool
 }
 
@@ -146,11 +144,7 @@ func Check(u *url.URL, _ sources.Kind) error {
 // I/O.
 func New(cfg Config, o sinks.Options) *Sink {
 	workers := max(o.Workers, 1)
-	log := o.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	log = log.With(zap.String("target", cfg.String()))
+	log := o.Log(zap.String("target", cfg.String()))
 	s := &Sink{
 		cfg:      cfg,
 		log:      log,
@@ -158,30 +152,18 @@ func New(cfg Config, o sinks.Options) *Sink {
 		auth:     cfg.authHeader(),
 		errs:     sinks.NewErrorLog(log, errorCuts),
 		schemas:  o.Schemas,
-		states:   make(chan *state, workers),
 	}
 	s.proto.Store(uint32(cfg.Protocol))
+	s.states = sinks.NewBuffers(workers, s.newState)
 	s.tr = sinks.NewHTTPTransport(workers, &s.conns, cfg.TLS, cfg.tlsConfig, cfg.Insecure)
 	s.hc = &http.Client{Transport: s.tr}
 	return s
 }
 
-func (s *Sink) getState() *state {
-	select {
-	case st := <-s.states:
-		return st
-	default:
-		st := &state{enc: Encoder{Labels: s.cfg.Labels}, enc2: EncoderV2{Labels: s.cfg.Labels}}
-		st.getBody = st.newBody // one method value per state, not per write
-		return st
-	}
-}
-
-func (s *Sink) putState(st *state) {
-	select {
-	case s.states <- st:
-	default:
-	}
+func (s *Sink) newState() *state {
+	st := &state{enc: Encoder{Labels: s.cfg.Labels}, enc2: EncoderV2{Labels: s.cfg.Labels}}
+	st.getBody = st.newBody // one method value per state, not per write
+	return st
 }
 
 // Write encodes every table of b into one request of the protocol in
@@ -205,19 +187,19 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 		s.errs.Once(err)
 		return 0, fmt.Errorf("cannot write %d rows: %w", b.Len(), err)
 	}
-	st := s.getState()
+	st := s.states.Get()
 	sent, samples, err := s.sendBatch(ctx, st, b, p)
 	if p == Proto2 && s.cfg.Protocol == ProtoAuto && notV2(err) {
 		s.fallBack(err)
 		if st.open.Load() != 0 { // the transport may still read the payload: let it go
-			st = s.getState()
+			st = s.states.Get()
 		}
 		var n int
 		n, samples, err = s.sendBatch(ctx, st, b, Proto1)
 		sent += n
 	}
 	if st.open.Load() == 0 {
-		s.putState(st)
+		s.states.Put(st)
 	} // else the transport may still read the payload: let it go
 	if err != nil {
 		s.errs.Once(err)
