@@ -2,8 +2,9 @@
 // (the soakd_* collector over each workload's totals), /healthz,
 // /readyz, /status, /control, the web console's page and pprof, over
 // TLS when SOAKD_TLS_CERT_FILE is set. It reads the engine only through
-// daemon.Handle and daemon.Phase, and each workload's totals through
-// package readmodel, and steers it through the Handle, as /control asks.
+// daemon.Handle and daemon.Phase, each workload's totals through package
+// readmodel and its recent rate and latency through a live.Sampler, and
+// steers it through the Handle, as /control asks.
 //
 //	s := serve.New(serve.Options{Config: cfg, Logger: log, Version: v, Registry: prometheus.NewRegistry(), UI: ui})
 //	sum, err := daemon.Run(ctx, cfg, daemon.Deps{..., Observers: []daemon.Observer{..., s}})
