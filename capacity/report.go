@@ -10,7 +10,6 @@ import (
 
 	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/report"
-	"github.com/soakd/soakd/settings"
 )
 
 // WriteMarkdown writes the search as a markdown report: the environment,
@@ -58,26 +57,14 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 		fmt.Fprintf(out, "\nSettings: `%s`\n", strings.Join(r.Run, "` `"))
 	}
 
-	mem, cores := r.targetColumns()
+	tc := r.targetColumns()
 	fmt.Fprint(out, "\n## Steps\n\nEach step begins once the backlog of the one before has drained (the rate paused; the drain column says how long it took).")
-	if mem || cores {
+	if tc.Any() {
 		fmt.Fprint(out, " The target's memory is the target watch's latest reading at the step's end, its CPU the cores it used over the judged part.")
 	}
-	fmt.Fprint(out, "\n\n| # | kind | target/s | drain | achieved/s | p50 | p99 | service p99 | dispatch p99 | workers all busy | errors | dropped | verdict |")
-	if mem {
-		fmt.Fprint(out, " target memory |")
-	}
-	if cores {
-		fmt.Fprint(out, " target CPU |")
-	}
-	fmt.Fprint(out, "\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-	if mem {
-		fmt.Fprint(out, "---:|")
-	}
-	if cores {
-		fmt.Fprint(out, "---:|")
-	}
-	fmt.Fprint(out, "\n")
+	head, align := tc.MarkdownHeader()
+	fmt.Fprintf(out, "\n\n| # | kind | target/s | drain | achieved/s | p50 | p99 | service p99 | dispatch p99 | workers all busy | errors | dropped | verdict |%s", head)
+	fmt.Fprintf(out, "\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|%s\n", align)
 	for _, s := range r.Steps {
 		verdict := "pass"
 		if !s.Pass {
@@ -93,32 +80,14 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 		fmt.Fprintf(out, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %.0f%% | %.3g%% | %.3g%% | %s |", s.Index, s.Kind, pace.FormatRate(s.Target), drain, pace.FormatRate(s.Achieved),
 			pace.FormatSeconds(s.Response.P50), pace.FormatSeconds(s.Response.P99), pace.FormatSeconds(s.Service.P99), pace.FormatSeconds(s.Dispatch.P99), 100*s.WorkersBusy,
 			100*s.ErrorRatio, 100*s.DropRatio, verdict)
-		if mem {
-			fmt.Fprintf(out, " %s |", optional(s.TargetMemoryBytes, settings.FormatBytes, "–"))
-		}
-		if cores {
-			fmt.Fprintf(out, " %s |", optional(s.TargetCPUCores, func(v float64) string { return fmt.Sprintf("%.2f cores", v) }, "–"))
-		}
-		fmt.Fprint(out, "\n")
+		fmt.Fprintf(out, "%s\n", tc.MarkdownCells(s.TargetMemoryBytes, s.TargetCPUCores))
 	}
 }
 
-// targetColumns says whether any step has the target's memory, and its
-// CPU: a run without the target watch keeps the table it always had.
-func (r *Result) targetColumns() (mem, cores bool) {
-	for _, s := range r.Steps {
-		mem = mem || s.TargetMemoryBytes != nil
-		cores = cores || s.TargetCPUCores != nil
-	}
-	return mem, cores
-}
-
-// optional formats *v, or gives none when it is not known.
-func optional(v *float64, format func(float64) string, none string) string {
-	if v == nil {
-		return none
-	}
-	return format(*v)
+// targetColumns are the columns of the target watch's figures the steps
+// have.
+func (r *Result) targetColumns() report.TargetColumns {
+	return report.TargetColumnsOf(r.Steps, func(s *Step) (*float64, *float64) { return s.TargetMemoryBytes, s.TargetCPUCores })
 }
 
 func capitalize(s string) string {
@@ -131,34 +100,18 @@ func capitalize(s string) string {
 // WriteCSV writes one row per step.
 func (r *Result) WriteCSV(out io.Writer) error {
 	w := csv.NewWriter(out)
-	mem, cores := r.targetColumns()
+	tc := r.targetColumns()
 	head := []string{"index", "kind", "target_rate", "achieved_rate", "seconds", "p50_seconds", "p90_seconds", "p99_seconds",
 		"p99_9_seconds", "max_seconds", "service_p50_seconds", "service_p99_seconds", "error_ratio", "dropped_ratio", "pass", "reasons",
 		"drain_seconds", "dispatch_p99_seconds", "workers_busy_share", "cpu_share", "bottleneck", "diagnosis"}
-	if mem {
-		head = append(head, "target_memory_bytes")
-	}
-	if cores {
-		head = append(head, "target_cpu_cores")
-	}
-	_ = w.Write(head)
+	_ = w.Write(append(head, tc.CSVHeader()...))
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	// Bytes in full, not 3.221225472e+09: a spreadsheet sums them as is.
-	bytesCell := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, s := range r.Steps {
 		row := []string{strconv.Itoa(s.Index), s.Kind, f(s.Target), f(s.Achieved), f(s.Seconds), f(s.Response.P50), f(s.Response.P90),
 			f(s.Response.P99), f(s.Response.P999), f(s.Response.Max), f(s.Service.P50), f(s.Service.P99), f(s.ErrorRatio), f(s.DropRatio),
 			strconv.FormatBool(s.Pass), strings.Join(s.Reasons, "; "),
 			f(s.DrainSeconds), f(s.Dispatch.P99), f(s.WorkersBusy), f(s.CPU), s.Bottleneck, s.Diagnosis}
-		// An unknown figure is an empty cell, not 0: a reader must not
-		// take it for a target that used nothing.
-		if mem {
-			row = append(row, optional(s.TargetMemoryBytes, bytesCell, ""))
-		}
-		if cores {
-			row = append(row, optional(s.TargetCPUCores, f, ""))
-		}
-		_ = w.Write(row)
+		_ = w.Write(append(row, tc.CSVCells(s.TargetMemoryBytes, s.TargetCPUCores)...))
 	}
 	w.Flush()
 	return w.Error()

@@ -6,8 +6,8 @@
 // /status document's types). Its metrics and HTTP endpoints are a feature
 // on it: package serve. Parts of the engine that stand alone are packages
 // under daemon/internal, which no feature imports: the clock (monotonic
-// time, precise sleeps), the workers' write context, the record of what
-// each stream wrote and the trailing rate window. It opens each workload,
+// time, precise sleeps), the workers' write context and the record of
+// what each stream wrote. It opens each workload,
 // and waits for its target, through package opener, below it, which
 // soakd verify and sweep share.
 //
@@ -19,10 +19,10 @@
 // (StatusAdder), judges workloads (Checker: the thresholds' judge), and
 // follows each batch written (BatchObserver) to read back what the target
 // acknowledged (Verifier: VERIFY's checker, counting into a phase's
-// ReadBack). The features that show a run as it goes (packages progress
-// and history) follow the engine's clock (Ticker) and its end (Finisher)
-// and read what the engine samples (view.go: Handle.Live, Handle.Phases,
-// the state and readiness /status shows). What a phase did so far is one
+// ReadBack). The features that show a run as it goes (packages live,
+// progress and history) follow the engine's clock (Ticker) and its end
+// (Finisher) and read the workloads through view.go (Handle.Planned,
+// Handle.Phases, the state and readiness /status shows). What a phase did so far is one
 // Snapshot of it (snapshot.go: its counts, each op's counts and latency
 // buckets, the dispatch delay, the read-back checks, read in one go),
 // which package readmodel sums into a workload's totals for /metrics,

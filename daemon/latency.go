@@ -59,26 +59,21 @@ type opHist struct {
 	response, service *dist
 }
 
-// dist is one latency distribution kept three ways: since the phase began
-// (for the summary), since the last progress window (for progress lines
-// and /status), and as Prometheus buckets (for /metrics).
+// dist is one latency distribution kept two ways: since the phase began
+// (for the summary) and as Prometheus buckets (for /metrics). Shorter
+// spans (a progress interval, a threshold's window) are window
+// recorders' (window.go).
 type dist struct {
-	total, window *hdrhistogram.Histogram
-	prom          report.Buckets
+	total *hdrhistogram.Histogram
+	prom  report.Buckets
 }
 
-func newDist() *dist {
-	return &dist{
-		total:  report.NewHistogram(),
-		window: report.NewHistogram(),
-	}
-}
+func newDist() *dist { return &dist{total: report.NewHistogram()} }
 
 func (d *dist) record(v time.Duration, n int64) {
 	ns := report.Clamp(v)
-	// Values are clamped to the trackable range, so these cannot fail.
+	// Values are clamped to the trackable range, so this cannot fail.
 	_ = d.total.RecordValues(ns, n)
-	_ = d.window.RecordValues(ns, n)
 	d.prom.Record(time.Duration(ns).Seconds(), n)
 }
 
@@ -93,6 +88,11 @@ func (h *phaseHist) mergeLocked(b *sampleBuf) {
 			}
 			h.dispatch.record(s.dispatch, int64(s.units))
 		}
+		// A failed batch's sample (n 0) holds its dispatch delay alone,
+		// which windows count as the phase does.
+		for _, r := range h.recs {
+			r.record(s)
+		}
 		if s.n == 0 {
 			continue
 		}
@@ -103,9 +103,6 @@ func (h *phaseHist) mergeLocked(b *sampleBuf) {
 		}
 		oh.response.record(s.response, int64(s.n))
 		oh.service.record(s.service, int64(s.n))
-		for _, r := range h.recs {
-			r.record(s)
-		}
 	}
 	b.n = 0
 }
@@ -120,45 +117,16 @@ type histQuantiles struct {
 	dispatch report.Quantiles
 }
 
-// quantilesOf reads the total (since the phase began) or window
-// distributions; h.mu is held.
-func (h *phaseHist) quantilesOf(pick func(*dist) *hdrhistogram.Histogram) histQuantiles {
+// quantiles reads the distributions since the phase began; h.mu is held.
+func (h *phaseHist) quantiles() histQuantiles {
 	var out histQuantiles
 	for op, oh := range h.ops {
 		if oh != nil {
-			out.ops[op] = opQuantiles{report.QuantilesOf(pick(oh.response)), report.QuantilesOf(pick(oh.service))}
+			out.ops[op] = opQuantiles{report.QuantilesOf(oh.response.total), report.QuantilesOf(oh.service.total)}
 		}
 	}
 	if h.dispatch != nil {
-		out.dispatch = report.QuantilesOf(pick(h.dispatch))
+		out.dispatch = report.QuantilesOf(h.dispatch.total)
 	}
 	return out
-}
-
-func totalOf(d *dist) *hdrhistogram.Histogram  { return d.total }
-func windowOf(d *dist) *hdrhistogram.Histogram { return d.window }
-
-// swapWindows returns the quantiles since the previous swap and starts
-// new windows.
-func (h *phaseHist) swapWindows() histQuantiles {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := h.quantilesOf(windowOf)
-	for _, oh := range h.ops {
-		if oh != nil {
-			oh.response.window.Reset()
-			oh.service.window.Reset()
-		}
-	}
-	if h.dispatch != nil {
-		h.dispatch.window.Reset()
-	}
-	return out
-}
-
-// windows returns the quantiles of the window in progress.
-func (h *phaseHist) windows() histQuantiles {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.quantilesOf(windowOf)
 }

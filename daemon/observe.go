@@ -74,15 +74,14 @@ type SummaryAdder interface {
 }
 
 // Ticker is an Observer that follows the engine's one-second clock: the
-// progress line, the bar, the history.
+// live sampler, the progress line, the bar, the history.
 type Ticker interface {
 	// Tick is called every second while the run schedules, from the
-	// engine's own goroutine, after the engine has sampled each
-	// workload's achieved rate (Handle.Live); at is the tick's time.
-	// intervalEnded is true when a progress interval (PROGRESS_INTERVAL,
-	// else 10 s) has just ended and each workload's latency window
-	// (Live.Window) has been closed. The next tick waits for it: it must
-	// return quickly.
+	// engine's own goroutine, on each Ticker in the order of
+	// Deps.Observers; at is the tick's time. intervalEnded is true when
+	// a progress interval (PROGRESS_INTERVAL, else 10 s) has just ended:
+	// package live then closes each workload's latency window. The next
+	// tick waits for it: it must return quickly.
 	Tick(at time.Time, intervalEnded bool)
 }
 
@@ -298,6 +297,19 @@ func (w *Window) stats(ws *windowStats, withQuantiles bool) WindowStats {
 		d.AddTo(w.hist)
 		out.Latency[i] = report.QuantilesOf(w.hist)
 	}
+	return out
+}
+
+// Peek is the latency of the window in progress, without cutting it: the
+// quantiles of each distribution the window was started with, in their
+// order.
+func (w *Window) Peek() []report.Quantiles {
+	out := make([]report.Quantiles, len(w.rec.keys))
+	w.ps.snapshotThen(func(*phaseHist) { // merges the workers' latest samples
+		for i, h := range w.rec.hists {
+			out[i] = report.QuantilesOf(h)
+		}
+	})
 	return out
 }
 

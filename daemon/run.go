@@ -38,7 +38,6 @@ type workload struct {
 	*runner
 	entry *sources.Entry
 	ready opener.Target // its wait for its target, and its readiness
-	live  liveBox       // sampled every second (live.go)
 }
 
 // errHardStop is the cause of a stop by SOAKD_DURATION.
@@ -124,12 +123,11 @@ func Run(ctx context.Context, cfg *config.Config, d Deps) (*report.Summary, erro
 		}
 	}()
 
-	clock := newSampler(cfg, wls)
 	for _, o := range d.Observers {
 		o.Started(genCtx, handles(wls), stopGen)
 	}
 	clockDone := make(chan struct{})
-	go func() { clock.run(genCtx, d.Observers); close(clockDone) }()
+	go func() { runClock(genCtx, cfg.Progress, d.Observers); close(clockDone) }()
 	pingDone := make(chan struct{})
 	go func() { pingLoop(genCtx, wls); close(pingDone) }()
 

@@ -52,10 +52,16 @@ func summarize(version string, started time.Time, cfg *config.Config, wls []*wor
 // summaryFields are the fields the run's SummaryAdders add to the
 // workload named name, by name; nil when none adds one.
 func summaryFields(observers []Observer, name string) map[string]any {
+	return addedFields(observers, func(a SummaryAdder) (string, any, bool) { return a.SummaryField(name) })
+}
+
+// addedFields are the fields the observers that are an A add, by name
+// (field asks one); nil when none adds one.
+func addedFields[A any](observers []Observer, field func(A) (string, any, bool)) map[string]any {
 	var out map[string]any
 	for _, o := range observers {
-		if sa, ok := o.(SummaryAdder); ok {
-			if k, v, ok := sa.SummaryField(name); ok {
+		if a, ok := o.(A); ok {
+			if k, v, ok := field(a); ok {
 				if out == nil {
 					out = map[string]any{}
 				}
@@ -73,7 +79,7 @@ func errorSummary(e errorNote) report.ErrorSummary {
 // phaseSummary reports one phase from one snapshot of its counts.
 func (w *workload) phaseSummary(ps *phaseStats) report.WorkloadSummary {
 	var hq histQuantiles
-	c := ps.snapshotThen(func(h *phaseHist) { hq = h.quantilesOf(totalOf) })
+	c := ps.snapshotThen(func(h *phaseHist) { hq = h.quantiles() })
 	lat := hq.ops
 	secs := ps.elapsed().Seconds()
 	ws := report.WorkloadSummary{

@@ -8,56 +8,19 @@ import (
 )
 
 // This file is what features read of a workload and its phases besides
-// their snapshots (Phase.Snapshot, which package readmodel sums): what the
-// engine samples every second, the schedule, the state; and for the
-// features that serve a run over HTTP (package serve: /status, /readyz,
-// /metrics) what its target answers, why it is not ready, what it
-// dropped and failed on.
+// their snapshots (Phase.Snapshot, which package readmodel sums): the
+// schedule, the state; and for the features that serve a run over HTTP
+// (package serve: /status, /readyz, /metrics) what its target answers,
+// why it is not ready, what it dropped and failed on.
 
-// Live is what the engine samples of a workload every second: what
-// /status shows as achieved_rate and latency, and the progress line.
-type Live struct {
-	// Current reports whether the rates and window belong to the phase
-	// running now (false before the first sample of a phase).
-	Current bool
-	// Achieved is the units acknowledged per second over the last 10 s;
-	// Target the mean target rate over the same window (the rate
-	// profile's integral over it), < 0 when there is none (max, or not
-	// known yet).
-	Achieved, Target float64
-	// Window is the latency of the last whole progress interval.
-	Window LatencyWindow
-}
-
-// LatencyWindow is the latency of a phase over one progress interval.
-type LatencyWindow struct {
-	// Ops are the ops with acknowledged units in the window, in the
-	// engine's order of ops.
-	Ops      []OpQuantiles
-	Dispatch report.Quantiles
-}
-
-// OpQuantiles are one op's response and service latency.
-type OpQuantiles struct {
-	Op                string
-	Response, Service report.Quantiles
-}
-
-// Live is the workload's live state as last sampled.
-func (h *Handle) Live() Live {
-	st, current := h.w.liveNow()
-	return Live{Current: current, Achieved: st.rate.Achieved, Target: st.rate.Target, Window: latencyWindow(&st.window)}
-}
-
-// latencyWindow names hq's ops that acknowledged units.
-func latencyWindow(hq *histQuantiles) LatencyWindow {
-	w := LatencyWindow{Dispatch: hq.dispatch}
-	for op := range hq.ops {
-		if q := hq.ops[op]; q.response.Count > 0 {
-			w.Ops = append(w.Ops, OpQuantiles{Op: opName(op), Response: q.response, Service: q.service})
-		}
-	}
-	return w
+// Planned is how long the current phase's schedule has run and the units
+// its rate profile had due by then: the difference of two readings over
+// a window is the window's mean target rate (package live's). open is
+// false in closed loop (RATE=max), where nothing is planned.
+func (h *Handle) Planned() (at time.Duration, units float64, open bool) {
+	s := h.w.sched.Load()
+	at = h.w.since()
+	return at, s.planned(at), s.profile != nil
 }
 
 // TargetRate is the schedule's target rate now; paced is false when the
@@ -181,27 +144,7 @@ func (h *Handle) Verdicts() []report.ThresholdResult {
 // StatusFields are the fields the run's StatusAdders add to the
 // workload's object in /status, by name; nil when none adds one.
 func (h *Handle) StatusFields() map[string]any {
-	var out map[string]any
-	for _, o := range h.w.observers {
-		if sa, ok := o.(StatusAdder); ok {
-			if k, v, ok := sa.AddStatus(h.w.name); ok {
-				if out == nil {
-					out = map[string]any{}
-				}
-				out[k] = v
-			}
-		}
-	}
-	return out
-}
-
-// RecentLatency is the achieved rate over the last 10 s and the current
-// phase's latency as /status shows them: over the last whole progress
-// interval, or the interval so far while the phase is younger than one.
-// Both are zero before the first phase.
-func (h *Handle) RecentLatency() (achieved float64, window LatencyWindow) {
-	achieved, win := h.w.statusLive()
-	return achieved, latencyWindow(&win)
+	return addedFields(h.w.observers, func(a StatusAdder) (string, any, bool) { return a.AddStatus(h.w.name) })
 }
 
 // OpenConns is the number of connections open to the workload's target

@@ -77,7 +77,7 @@ func (r *windowRecorder) record(s *sample) {
 			}
 			continue
 		}
-		if k.op != allOps && k.op != int(s.op) {
+		if s.n == 0 || k.op != allOps && k.op != int(s.op) {
 			continue
 		}
 		v := s.response

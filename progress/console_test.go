@@ -63,7 +63,7 @@ func TestConsoleBarAndLogsNeverShareALine(t *testing.T) {
 		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "10",
 			"SOAKD_SEQ_DURATION", "20s", "SOAKD_SEQ_TARGET", "null://?latency=1ms&fail=0.3", "SOAKD_SEQ_RETRIES", "0"), p)
 		_, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: log, Plugins: p,
-			Observers: []daemon.Observer{New(cfg, log, con)}})
+			Observers: []daemon.Observer{New(cfg, log, con, nil)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestConsoleBarLastFrame(t *testing.T) {
 					time.AfterFunc(5*time.Second, cancel)
 				}
 				if _, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
-					Observers: []daemon.Observer{New(cfg, zap.NewNop(), con)}}); err != nil {
+					Observers: []daemon.Observer{New(cfg, zap.NewNop(), con, nil)}}); err != nil {
 					t.Fatal(err)
 				}
 				lines, _ := screen(out.String())

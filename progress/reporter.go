@@ -2,7 +2,8 @@
 // line per workload every PROGRESS_INTERVAL, or, on a terminal and for a
 // run with a known end, a one-line progress bar redrawn every second. It
 // follows the engine's clock (daemon.Ticker) and reads the workloads
-// through the engine's read model (Handle.Live, Phase.Snapshot).
+// through the engine's read model (Phase.Snapshot) and what package live
+// samples of them.
 package progress
 
 import (
@@ -19,6 +20,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/live"
 	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/report"
 )
@@ -30,6 +32,8 @@ type Reporter struct {
 	cfg     *config.Config
 	log     *zap.Logger
 	console *Console // nil: no bar
+	live    *live.Sampler
+	own     bool // live is the reporter's own, which it drives
 
 	wls      []*daemon.Handle
 	logs     []*zap.Logger // each workload's
@@ -40,22 +44,42 @@ type Reporter struct {
 
 // New returns a reporter logging to log. console, when not nil, is the
 // terminal the log writes through: a run with a known end shows a bar
-// there instead of progress lines.
-func New(cfg *config.Config, log *zap.Logger, console *Console) *Reporter {
-	return &Reporter{cfg: cfg, log: log, console: console, started: time.Now()}
+// there instead of progress lines. lv is the run's sampler, among the
+// run's observers before the reporter; when nil the reporter keeps one
+// of its own.
+func New(cfg *config.Config, log *zap.Logger, console *Console, lv *live.Sampler) *Reporter {
+	r := &Reporter{cfg: cfg, log: log, console: console, started: time.Now(), live: lv}
+	if lv == nil {
+		r.live, r.own = live.New(), true
+	}
+	return r
 }
 
-// Opened does nothing: the reporter follows the workloads from Started.
-func (r *Reporter) Opened(*daemon.Handle) error { return nil }
+// Opened tells the reporter's own sampler, when it keeps one: the
+// reporter follows the workloads from Started.
+func (r *Reporter) Opened(w *daemon.Handle) error {
+	if r.own {
+		return r.live.Opened(w)
+	}
+	return nil
+}
 
-// PhaseBegun does nothing: the progress line names the phase running.
-func (r *Reporter) PhaseBegun(*daemon.Handle, *daemon.Phase) {}
+// PhaseBegun tells the reporter's own sampler, when it keeps one: the
+// progress line names the phase running.
+func (r *Reporter) PhaseBegun(w *daemon.Handle, p *daemon.Phase) {
+	if r.own {
+		r.live.PhaseBegun(w, p)
+	}
+}
 
 // PhaseEnded does nothing (see PhaseBegun).
 func (r *Reporter) PhaseEnded(*daemon.Handle, *daemon.Phase, string) {}
 
 // Started follows ws; a bar shows only for a run with a known end.
-func (r *Reporter) Started(ctx context.Context, ws []*daemon.Handle, _ func(error)) {
+func (r *Reporter) Started(ctx context.Context, ws []*daemon.Handle, stop func(error)) {
+	if r.own {
+		r.live.Started(ctx, ws, stop)
+	}
 	r.wls = ws
 	r.started = time.Now()
 	r.lastErrs = make([]int64, len(ws))
@@ -89,8 +113,12 @@ func (r *Reporter) Started(ctx context.Context, ws []*daemon.Handle, _ func(erro
 }
 
 // Tick redraws the bar and, when a progress interval has ended, logs a
-// line per workload.
+// line per workload, once its own sampler (when it keeps one) has
+// sampled this tick.
 func (r *Reporter) Tick(at time.Time, intervalEnded bool) {
+	if r.own {
+		r.live.Tick(at, intervalEnded)
+	}
 	if r.console != nil {
 		r.console.showBar(r.barLine(at, false))
 	}
@@ -106,7 +134,7 @@ func (r *Reporter) progress() {
 		return
 	}
 	for i, w := range r.wls {
-		l := w.Live()
+		l := r.live.Live(w)
 		p := w.Phase()
 		if !l.Current || p == nil || w.Finished() {
 			continue
@@ -248,7 +276,7 @@ func (r *Reporter) barLine(now time.Time, done bool) string {
 	}
 	b := barInfo{frac: frac, elapsed: elapsed, left: left}
 	for _, w := range r.wls {
-		l := w.Live()
+		l := r.live.Live(w)
 		wb := barWorkload{name: w.Name(), unit: report.UnitName(w.Kind()), achieved: l.Achieved, target: l.Target}
 		if p := w.Phase(); p != nil && p.Name() != "run" {
 			wb.phase = p.Name()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/live"
 	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/readmodel"
 	"github.com/soakd/soakd/report"
@@ -36,6 +37,7 @@ type httpAPI struct {
 	token   [sha256.Size]byte // of the control token; /control is off when hasTok is false
 	hasTok  bool
 	log     *zap.Logger
+	live    *live.Sampler // /status's achieved rate and latency
 
 	mu  sync.Mutex
 	wls []*daemon.Handle
@@ -196,7 +198,7 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 	st := report.Status{Version: a.version, Uptime: time.Since(a.started).Seconds()}
 	for _, wl := range a.workloads() {
 		cfg := wl.Config()
-		achieved, window := wl.RecentLatency()
+		achieved, window := a.live.Recent(wl)
 		s := report.StatusWorkload{
 			Name: wl.Name(), Source: cfg.Source, Target: cfg.Sink.Redacted, Rate: cfg.Rate.String(),
 			Achieved: achieved, Unit: report.UnitName(wl.Kind()), Workers: cfg.Workers,

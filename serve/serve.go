@@ -2,8 +2,9 @@
 // (the soakd_* collector over each workload's totals), /healthz,
 // /readyz, /status, /control, the web console's page and pprof, over
 // TLS when SOAKD_TLS_CERT_FILE is set. It reads the engine only through
-// daemon.Handle and daemon.Phase, and each workload's totals through
-// package readmodel, and steers it through the Handle, as /control asks.
+// daemon.Handle and daemon.Phase, each workload's totals through package
+// readmodel and its recent rate and latency through a live.Sampler, and
+// steers it through the Handle, as /control asks.
 //
 //	s := serve.New(serve.Options{Config: cfg, Logger: log, Version: v, Registry: prometheus.NewRegistry(), UI: ui})
 //	sum, err := daemon.Run(ctx, cfg, daemon.Deps{..., Observers: []daemon.Observer{..., s}})
@@ -21,6 +22,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/live"
 )
 
 // Options configure the HTTP API.
@@ -40,6 +42,10 @@ type Options struct {
 	// UI, when set, is served at / and every path no other endpoint
 	// takes: the web console (package web).
 	UI http.Handler
+	// Live, when set, is the run's sampler (among the run's observers,
+	// before the server) that /status reads the achieved rate and
+	// latency from; when nil the server keeps one of its own.
+	Live *live.Sampler
 }
 
 // Server is the HTTP API, an observer of the run (daemon.Observer,
@@ -52,6 +58,7 @@ type Server struct {
 	api     *httpAPI
 	h       http.Handler
 	metrics *Metrics
+	own     *live.Sampler // the sampler the server drives itself, nil when Options.Live is set
 
 	mu     sync.Mutex
 	bound  bool
@@ -69,9 +76,14 @@ func New(o Options) *Server {
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
 	}
+	var own *live.Sampler
+	if o.Live == nil {
+		own = live.New()
+		o.Live = own
+	}
 	m := NewMetrics(o.Registry, o.Version)
-	a := &httpAPI{cfg: o.Config, metrics: m, started: time.Now(), version: o.Version, log: o.Logger}
-	return &Server{o: o, api: a, h: a.handler(o.Registry, o.UI), metrics: m}
+	a := &httpAPI{cfg: o.Config, metrics: m, started: time.Now(), version: o.Version, log: o.Logger, live: o.Live}
+	return &Server{o: o, api: a, h: a.handler(o.Registry, o.UI), metrics: m, own: own}
 }
 
 // Handler is the endpoints, for tests that call them without a network.
@@ -93,11 +105,17 @@ func (s *Server) Opened(w *daemon.Handle) error {
 	}
 	s.metrics.Add(w)
 	s.api.add(w)
+	if s.own != nil {
+		return s.own.Opened(w)
+	}
 	return nil
 }
 
 // Started serves the endpoints: every workload is open.
-func (s *Server) Started(context.Context, []*daemon.Handle, func(error)) {
+func (s *Server) Started(ctx context.Context, ws []*daemon.Handle, stop func(error)) {
+	if s.own != nil {
+		s.own.Started(ctx, ws, stop)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.srv != nil && !s.closed {
@@ -105,8 +123,20 @@ func (s *Server) Started(context.Context, []*daemon.Handle, func(error)) {
 	}
 }
 
-// PhaseBegun does nothing: /status reads the phases as it is asked.
-func (s *Server) PhaseBegun(*daemon.Handle, *daemon.Phase) {}
+// PhaseBegun tells the server's own sampler, when it keeps one; /status
+// reads the phases as it is asked.
+func (s *Server) PhaseBegun(w *daemon.Handle, p *daemon.Phase) {
+	if s.own != nil {
+		s.own.PhaseBegun(w, p)
+	}
+}
+
+// Tick drives the server's own sampler, when it keeps one.
+func (s *Server) Tick(at time.Time, intervalEnded bool) {
+	if s.own != nil {
+		s.own.Tick(at, intervalEnded)
+	}
+}
 
 // PhaseEnded does nothing.
 func (s *Server) PhaseEnded(*daemon.Handle, *daemon.Phase, string) {}

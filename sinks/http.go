@@ -12,6 +12,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/internal/logthrottle"
 )
 
 // MaxRetryAfter bounds a server's Retry-After, so that a broken header
@@ -73,4 +77,129 @@ func ClassifyHTTPTransport(ctx context.Context, err error, idempotent bool) erro
 		class = Connection
 	}
 	return NewError(class, idempotent, err)
+}
+
+// NewHTTPTransport returns a Transport for a sink that writes over HTTP
+// with workers concurrent writers: one kept-alive connection per worker
+// (plus setup, Ping and the target watch), large write buffers for
+// megabyte bodies, and no transparent response decompression. With TLS
+// on, tc is its configuration (LoadClientTLS's), or nil when the sink was
+// made without reading its files; HTTP/1.1 stays on over TLS (a custom
+// dialer leaves HTTP/2 off): one connection per worker, as without TLS,
+// rather than every worker's bodies multiplexed over one connection.
+func NewHTTPTransport(workers int, conns *Conns, tlsOn bool, tc *tls.Config, insecure bool) *http.Transport {
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	t := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           conns.Wrap(d.DialContext),
+		MaxIdleConns:          workers + 2,
+		MaxIdleConnsPerHost:   workers + 2,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		WriteBufferSize:       64 << 10,
+		ReadBufferSize:        8 << 10,
+	}
+	if tlsOn {
+		t.TLSClientConfig = tc
+		if tc == nil {
+			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} //nolint:gosec // only when the user asks
+		}
+	}
+	return t
+}
+
+// StatusAnswer is a write error a server answered with an HTTP status
+// and a message; LogFields are what else the sink says of it in a log.
+type StatusAnswer interface {
+	error
+	Answer() (status int, message string)
+	LogFields() []zap.Field
+}
+
+// ErrorLog logs each distinct error a server answered a write with once,
+// not once per batch: a rejected schema or a full disk would otherwise
+// log thousands of lines a minute. It tells at most MaxDistinctErrors
+// kinds apart.
+type ErrorLog struct {
+	log   *zap.Logger
+	kinds *logthrottle.Once
+	cuts  string
+}
+
+// MaxDistinctErrors is how many kinds of error an ErrorLog tells apart.
+const MaxDistinctErrors = 64
+
+// NewErrorLog logs to l. Two messages are the same error when their text
+// before the first character of cuts (where the server quotes the
+// offending line, field or series), digits folded, is the same.
+func NewErrorLog(l *zap.Logger, cuts string) *ErrorLog {
+	return &ErrorLog{log: l, kinds: logthrottle.NewOnce(MaxDistinctErrors), cuts: cuts}
+}
+
+// Once logs err, a classified write error, the first time its status and
+// kind are seen. Errors without an answer (StatusAnswer) are not logged:
+// they are counted by class, and the engine logs them.
+func (l *ErrorLog) Once(err error) {
+	var sa StatusAnswer
+	if !errors.As(err, &sa) {
+		return
+	}
+	status, msg := sa.Answer()
+	if !l.kinds.First(l.log, strconv.Itoa(status)+" "+l.kind(msg)) {
+		return
+	}
+	fields := []zap.Field{zap.String("class", string(ClassOf(err))), zap.Int("status", status), zap.String("error", msg)}
+	l.log.Warn("write failed (logged once for each distinct error)", append(fields, sa.LogFields()...)...)
+}
+
+// kind is msg's text before the first of cuts, at most 120 bytes, digits
+// folded.
+func (l *ErrorLog) kind(msg string) string {
+	if i := strings.IndexAny(msg, l.cuts); i >= 0 {
+		msg = msg[:i]
+	}
+	if len(msg) > 120 {
+		msg = msg[:120]
+	}
+	b := []byte(msg)
+	for i, c := range b {
+		if c >= '0' && c <= '9' {
+			b[i] = '#'
+		}
+	}
+	return string(b)
+}
+
+// Buffers keeps the idle per-write state of a sink's workers (encoders
+// and their buffers) for reuse: at most one per worker, so memory stays
+// bounded by workers × batch size, and a write never waits for one.
+type Buffers[T any] struct {
+	idle     chan *T
+	newState func() *T
+}
+
+// NewBuffers keeps at most workers idle states; newState makes one when
+// none is idle.
+func NewBuffers[T any](workers int, newState func() *T) *Buffers[T] {
+	return &Buffers[T]{idle: make(chan *T, workers), newState: newState}
+}
+
+// Get returns an idle state, or a new one.
+func (b *Buffers[T]) Get() *T {
+	select {
+	case st := <-b.idle:
+		return st
+	default:
+		return b.newState()
+	}
+}
+
+// Put keeps st for the next write, or drops it when enough are idle.
+func (b *Buffers[T]) Put(st *T) {
+	select {
+	case b.idle <- st:
+	default:
+	}
 }

@@ -35,7 +35,8 @@ type Options struct {
 	Workers int
 	// BatchSize is the number of units per batch (rows or pipelined ops).
 	BatchSize int
-	// Logger is the sink's logger, already named for the workload.
+	// Logger is the sink's logger, already named for the workload (see
+	// Log).
 	Logger *zap.Logger
 	// Password and Token are secrets from SOAKD_<W>_PASSWORD(_FILE) and
 	// SOAKD_<W>_TOKEN(_FILE); a sink uses them when its URL has none.
@@ -51,6 +52,16 @@ type Options struct {
 	// sink reads the data's range from, is replaced, so the sink follows
 	// the devices holding slot 0 (ChurnRange).
 	Churn *sources.QueryChurn
+}
+
+// Log is Logger (one that logs nothing when it is nil) with the fields
+// every line of the sink carries, such as its target with secrets
+// redacted.
+func (o Options) Log(fields ...zap.Field) *zap.Logger {
+	if o.Logger == nil {
+		return zap.NewNop()
+	}
+	return o.Logger.With(fields...)
 }
 
 // OpenFunc opens a sink for a parsed URL. It should not do I/O: connecting

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/soakd/soakd/sinks/urlparam"
 )
 
 // TLSParams are the URL parameters of a sink's TLS files (the redis and
@@ -170,4 +172,40 @@ func hostsOf(c *x509.Certificate) string {
 		return "none"
 	}
 	return strings.Join(names, ", ")
+}
+
+// ReadTLSParams reads an HTTP sink's insecure= and TLSParams from p, on
+// whether its URL turns TLS on; how says how a URL turns it on
+// ("prom+https://"), for the errors.
+func ReadTLSParams(p *urlparam.Query, on bool, how string) (insecure bool, files TLSFiles) {
+	insecure = p.Bool("insecure")
+	if insecure && !on {
+		p.Addf("insecure=true needs TLS (%s)", how)
+	}
+	files, err := ParseTLSFiles(p.Values())
+	if err != nil {
+		p.Add(err)
+		files = TLSFiles{}
+	}
+	if files.Set() && !on {
+		p.Addf("ca, cert, key: TLS is off; use %s", how)
+	}
+	if insecure && files.CA != "" {
+		p.Addf("insecure=true with ca: the CA would not be checked; give one of them")
+	}
+	return insecure, files
+}
+
+// LoadClientTLS reads files into the TLS configuration of a client that
+// checks the server's certificate unless insecure; nil when TLS is off.
+// Every problem names its parameter.
+func LoadClientTLS(on, insecure bool, files TLSFiles) (*tls.Config, error) {
+	if !on {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} //nolint:gosec // only when the user asks
+	if err := files.Apply(tc); err != nil {
+		return nil, err
+	}
+	return tc, nil
 }

@@ -44,7 +44,7 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 	if len(r.Run) > 0 {
 		fmt.Fprintf(out, "\nSettings: `%s`\n", strings.Join(r.Run, "` `"))
 	}
-	mem, cores := r.targetColumns()
+	tc := r.targetColumns()
 	if len(r.Axes) == 2 {
 		rate := func(v float64) string { return fmt.Sprintf("%.0f", v) }
 		r.writeTable(out, r.Unit+"/s (median)", rate, true, func(p Point) (float64, bool) { return p.Median, true })
@@ -52,7 +52,7 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 			r.writeTable(out, "values/s (median)", rate, true, func(p Point) (float64, bool) { return p.ValueMedian, true })
 		}
 		r.writeTable(out, "p99 latency (median over runs)", pace.FormatSeconds, false, func(p Point) (float64, bool) { return p.P99, true })
-		if mem {
+		if tc.Memory {
 			r.writeTable(out, "target memory (peak)", settings.FormatBytes, false, func(p Point) (float64, bool) {
 				if p.TargetMemoryBytes == nil {
 					return 0, false
@@ -73,17 +73,9 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 		fmt.Fprint(out, " values/s median | min | max |")
 		align += "---:|---:|---:|"
 	}
-	fmt.Fprint(out, " p99 | failed | |")
-	align += "---:|---:|---|"
-	if mem {
-		fmt.Fprint(out, " target memory |")
-		align += "---:|"
-	}
-	if cores {
-		fmt.Fprint(out, " target CPU |")
-		align += "---:|"
-	}
-	fmt.Fprintf(out, "\n%s\n", align)
+	head, tcAlign := tc.MarkdownHeader()
+	fmt.Fprint(out, " p99 | failed | |"+head)
+	fmt.Fprintf(out, "\n%s---:|---:|---|%s\n", align, tcAlign)
 	for _, p := range r.Points {
 		fmt.Fprint(out, "|")
 		for _, v := range p.AxisValues {
@@ -93,14 +85,7 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 		if r.Values {
 			fmt.Fprintf(out, " %.0f | %.0f | %.0f |", p.ValueMedian, p.ValueMin, p.ValueMax)
 		}
-		fmt.Fprintf(out, " %s | %d | %s |", pace.FormatSeconds(p.P99), p.Failed, notes(p))
-		if mem {
-			fmt.Fprintf(out, " %s |", optional(p.TargetMemoryBytes, settings.FormatBytes, "–"))
-		}
-		if cores {
-			fmt.Fprintf(out, " %s |", optional(p.TargetCPUCores, func(v float64) string { return fmt.Sprintf("%.2f cores", v) }, "–"))
-		}
-		fmt.Fprint(out, "\n")
+		fmt.Fprintf(out, " %s | %d | %s |%s\n", pace.FormatSeconds(p.P99), p.Failed, notes(p), tc.MarkdownCells(p.TargetMemoryBytes, p.TargetCPUCores))
 	}
 	r.writeLeftOut(out)
 	if u := r.USL; u != nil {
@@ -160,7 +145,7 @@ func (r *Result) writeTable(out io.Writer, title string, format func(float64) st
 // counts, and the point's median, min and max.
 func (r *Result) writeGridCSV(out io.Writer) error {
 	w := csv.NewWriter(out)
-	mem, cores := r.targetColumns()
+	tc := r.targetColumns()
 	var head []string
 	for _, a := range r.Axes {
 		head = append(head, a.Name)
@@ -178,16 +163,9 @@ func (r *Result) writeGridCSV(out io.Writer) error {
 		head = append(head, "values_median", "values_min", "values_max")
 	}
 	head = append(head, "point_p99_seconds", "best", "throughput_falls")
-	if mem {
-		head = append(head, "target_memory_bytes")
-	}
-	if cores {
-		head = append(head, "target_cpu_cores")
-	}
-	_ = w.Write(head)
+	_ = w.Write(append(head, tc.CSVHeader()...))
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
-	bytesCell := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, p := range r.Points {
 		for i, x := range p.Rates {
 			row := append([]string(nil), p.AxisValues...)
@@ -208,13 +186,7 @@ func (r *Result) writeGridCSV(out io.Writer) error {
 				row = append(row, f(p.ValueMedian), f(p.ValueMin), f(p.ValueMax))
 			}
 			row = append(row, f(p.P99), strconv.FormatBool(p.Best), strconv.FormatBool(p.Falls))
-			if mem {
-				row = append(row, optional(p.TargetMemoryBytes, bytesCell, ""))
-			}
-			if cores {
-				row = append(row, optional(p.TargetCPUCores, f, ""))
-			}
-			_ = w.Write(row)
+			_ = w.Write(append(row, tc.CSVCells(p.TargetMemoryBytes, p.TargetCPUCores)...))
 		}
 	}
 	w.Flush()

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/soakd/soakd/pace"
-	"github.com/soakd/soakd/settings"
+	"github.com/soakd/soakd/report"
 )
 
 // WriteMarkdown writes the sweep as a markdown report: environment,
@@ -36,32 +36,14 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 	if len(r.Run) > 0 {
 		fmt.Fprintf(out, "\nSettings: `%s`\n", strings.Join(r.Run, "` `"))
 	}
-	mem, cores := r.targetColumns()
-	fmt.Fprintf(out, "\n## Points (%s/s)\n\n| workers | %s | median | min | max | p99 | failed | |", r.Unit, r.BatchName)
-	if mem {
-		fmt.Fprint(out, " target memory |")
-	}
-	if cores {
-		fmt.Fprint(out, " target CPU |")
-	}
-	fmt.Fprint(out, "\n|---:|---:|---:|---:|---:|---:|---:|---|")
-	if mem {
-		fmt.Fprint(out, "---:|")
-	}
-	if cores {
-		fmt.Fprint(out, "---:|")
-	}
-	fmt.Fprint(out, "\n")
+	tc := r.targetColumns()
+	head, align := tc.MarkdownHeader()
+	fmt.Fprintf(out, "\n## Points (%s/s)\n\n| workers | %s | median | min | max | p99 | failed | |%s", r.Unit, r.BatchName, head)
+	fmt.Fprintf(out, "\n|---:|---:|---:|---:|---:|---:|---:|---|%s\n", align)
 	for _, p := range r.Points {
 		fmt.Fprintf(out, "| %d | %d | %.0f | %.0f | %.0f | %s | %d | %s |", p.Workers, p.Batch, p.Median, p.Min, p.Max,
 			pace.FormatSeconds(p.P99), p.Failed, notes(p))
-		if mem {
-			fmt.Fprintf(out, " %s |", optional(p.TargetMemoryBytes, settings.FormatBytes, "–"))
-		}
-		if cores {
-			fmt.Fprintf(out, " %s |", optional(p.TargetCPUCores, func(v float64) string { return fmt.Sprintf("%.2f cores", v) }, "–"))
-		}
-		fmt.Fprint(out, "\n")
+		fmt.Fprintf(out, "%s\n", tc.MarkdownCells(p.TargetMemoryBytes, p.TargetCPUCores))
 	}
 	r.writeLeftOut(out)
 	r.writeUSL(out, fmt.Sprintf("%s %d", r.BatchName, r.USL.batch()))
@@ -100,32 +82,17 @@ func (r *Result) WriteCSV(out io.Writer) error {
 		return r.writeGridCSV(out)
 	}
 	w := csv.NewWriter(out)
-	mem, cores := r.targetColumns()
+	tc := r.targetColumns()
 	head := []string{"workers", strings.ToLower(r.BatchName), "run", "units_per_second", "median", "min", "max", "p99_seconds", "best", "throughput_falls"}
-	if mem {
-		head = append(head, "target_memory_bytes")
-	}
-	if cores {
-		head = append(head, "target_cpu_cores")
-	}
-	_ = w.Write(head)
+	_ = w.Write(append(head, tc.CSVHeader()...))
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	// Bytes in full, not 3.221225472e+09: a spreadsheet sums them as is.
-	bytesCell := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, p := range r.Points {
 		for i, x := range p.Rates {
 			row := []string{strconv.Itoa(p.Workers), strconv.Itoa(p.Batch), strconv.Itoa(i + 1), f(x), f(p.Median), f(p.Min), f(p.Max),
 				f(p.P99), strconv.FormatBool(p.Best), strconv.FormatBool(p.Falls)}
 			// The target's figures are the point's, on each of its
-			// runs' rows; an unknown one is an empty cell, not 0: a
-			// reader must not take it for a target that used nothing.
-			if mem {
-				row = append(row, optional(p.TargetMemoryBytes, bytesCell, ""))
-			}
-			if cores {
-				row = append(row, optional(p.TargetCPUCores, f, ""))
-			}
-			_ = w.Write(row)
+			// runs' rows.
+			_ = w.Write(append(row, tc.CSVCells(p.TargetMemoryBytes, p.TargetCPUCores)...))
 		}
 	}
 	w.Flush()
@@ -146,22 +113,10 @@ func (r *Result) WriteJSON(out io.Writer) error {
 	return enc.Encode(&c)
 }
 
-// targetColumns says whether any point has the target's memory, and its
-// CPU: a sweep without the target watch keeps the table it always had.
-func (r *Result) targetColumns() (mem, cores bool) {
-	for _, p := range r.Points {
-		mem = mem || p.TargetMemoryBytes != nil
-		cores = cores || p.TargetCPUCores != nil
-	}
-	return mem, cores
-}
-
-// optional formats *v, or gives none when it is not known.
-func optional(v *float64, format func(float64) string, none string) string {
-	if v == nil {
-		return none
-	}
-	return format(*v)
+// targetColumns are the columns of the target watch's figures the
+// points have.
+func (r *Result) targetColumns() report.TargetColumns {
+	return report.TargetColumnsOf(r.Points, func(p *Point) (*float64, *float64) { return p.TargetMemoryBytes, p.TargetCPUCores })
 }
 
 func capitalize(s string) string {

@@ -146,8 +146,8 @@ func TestSweepTargetFiguresUnknown(t *testing.T) {
 	})
 }
 
-// report is a sweep's result with every field the reports print.
-func report() *Result {
+// fullResult is a sweep's result with every field the reports print.
+func fullResult() *Result {
 	return &Result{Workload: "seq", Unit: "rows", BatchName: "BATCH_SIZE", Settings: config.SweepConfig{Repeats: 2, Duration: 3 * time.Second},
 		Run: []string{"SOAKD_SEQ_TARGET=null://"}, Points: []Point{
 			{Workers: 1, Batch: 10, Rates: []float64{100, 120}, Min: 100, Median: 110, Max: 120, P99: 0.002, Failed: 1},
@@ -160,7 +160,7 @@ func report() *Result {
 // CPU of one point only, the other shows it unknown.
 func TestSweepTargetColumnsOnlyWhenKnown(t *testing.T) {
 	t.Parallel()
-	r := report()
+	r := fullResult()
 	var md, c, j bytes.Buffer
 	r.WriteMarkdown(&md)
 	_ = r.WriteCSV(&c)
@@ -190,7 +190,7 @@ func TestSweepTargetColumnsOnlyWhenKnown(t *testing.T) {
 	}
 }
 
-// The reports of report() as they were before sweeps read the target.
+// The reports of fullResult() as they were before sweeps read the target.
 const (
 	wantMarkdown = "# Sweep of workload seq: WORKERS × BATCH_SIZE, closed loop\n\n**Best: 2 workers, BATCH_SIZE 10: 210 rows/s** (median of 2 runs, min 200, max 220).\n\n## Environment\n\n| | |\n|---|---|\n| CPU |  |\n| cores | 0 |\n| memory |  |\n| OS |  |\n| kernel |  |\n| architecture |  |\n| Go |  |\n| soakd |  |\n\nEach point: 2 runs; runs without a finite data set last 3s.\n\nSettings: `SOAKD_SEQ_TARGET=null://`\n\n## Points (rows/s)\n\n| workers | BATCH_SIZE | median | min | max | p99 | failed | |\n|---:|---:|---:|---:|---:|---:|---:|---|\n| 1 | 10 | 110 | 100 | 120 | 2.00ms | 1 |  |\n| 2 | 10 | 210 | 200 | 220 | 3.00ms | 0 | best |\n\n## Universal Scalability Law (BATCH_SIZE 10)\n\n**Poor fit**: Fewer than 3 worker counts at this batch size: no fit.\n"
 	wantCSV      = "workers,batch_size,run,units_per_second,median,min,max,p99_seconds,best,throughput_falls\n1,10,1,100,110,100,120,0.002,false,false\n1,10,2,120,110,100,120,0.002,false,false\n2,10,1,200,210,200,220,0.003,true,false\n2,10,2,220,210,200,220,0.003,true,false\n"

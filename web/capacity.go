@@ -8,7 +8,7 @@ import (
 	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/charts"
 	"github.com/soakd/soakd/pace"
-	"github.com/soakd/soakd/settings"
+	"github.com/soakd/soakd/report"
 )
 
 // CapacityCharts are a capacity search's figures: achieved against target
@@ -137,21 +137,11 @@ func CapacityPanel(r *capacity.Result) Panel {
 	case r.Found:
 		note = fmt.Sprintf("searching; %s units/s passed so far", pace.FormatRate(r.Knee))
 	}
-	var mem, cores bool
-	for _, s := range r.Steps {
-		mem = mem || s.TargetMemoryBytes != nil
-		cores = cores || s.TargetCPUCores != nil
-	}
+	tc := report.TargetColumnsOf(r.Steps, func(s *capacity.Step) (*float64, *float64) { return s.TargetMemoryBytes, s.TargetCPUCores })
 	// The target's own figures, when the watch read any, sit before the
-	// verdict: a run without the watch keeps the table it always had.
+	// verdict.
 	t := &Table{Header: []string{"#", "kind", "target/s", "achieved/s", "p50", "p99", "errors", "dropped"}}
-	if mem {
-		t.Header = append(t.Header, "target memory")
-	}
-	if cores {
-		t.Header = append(t.Header, "target CPU")
-	}
-	t.Header = append(t.Header, "verdict")
+	t.Header = append(append(t.Header, tc.Header()...), "verdict")
 	for _, s := range r.Steps {
 		verdict := "pass"
 		if !s.Pass {
@@ -162,12 +152,7 @@ func CapacityPanel(r *capacity.Result) Panel {
 		}
 		row := []string{fmt.Sprint(s.Index), s.Kind, pace.FormatRate(s.Target), pace.FormatRate(s.Achieved),
 			seconds(s.Response.P50), seconds(s.Response.P99), fmt.Sprintf("%.3g%%", 100*s.ErrorRatio), fmt.Sprintf("%.3g%%", 100*s.DropRatio)}
-		if mem {
-			row = append(row, optionalCell(s.TargetMemoryBytes, settings.FormatBytes))
-		}
-		if cores {
-			row = append(row, optionalCell(s.TargetCPUCores, func(v float64) string { return fmt.Sprintf("%.2f cores", v) }))
-		}
+		row = append(row, tc.Cells(s.TargetMemoryBytes, s.TargetCPUCores)...)
 		t.Rows = append(t.Rows, append(row, verdict))
 	}
 	return Panel{ID: "capacity", Title: "Capacity of workload " + r.Workload, Note: note, Table: t, Charts: CapacityCharts(r)}
@@ -180,13 +165,4 @@ func seconds(s float64) string {
 		return "–"
 	}
 	return pace.FormatSeconds(s)
-}
-
-// optionalCell writes a figure the target watch may not have read: a
-// dash when it did not, never 0.
-func optionalCell(v *float64, format func(float64) string) string {
-	if v == nil {
-		return "–"
-	}
-	return format(*v)
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
+	"github.com/soakd/soakd/live"
 	"github.com/soakd/soakd/progress"
 	"github.com/soakd/soakd/readback"
 	"github.com/soakd/soakd/report"
@@ -307,7 +308,10 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	// through the run and shuts down once it is over (Close covers a run
 	// that could not start).
 	reg := prometheus.NewRegistry()
-	api := serve.New(serve.Options{Config: cfg, Logger: log, Version: buildVersion(), Registry: reg, UI: ui})
+	// One sampler of the achieved rates and latency windows for the
+	// progress line and /status, ahead of both among the observers.
+	lv := live.New()
+	api := serve.New(serve.Options{Config: cfg, Logger: log, Version: buildVersion(), Registry: reg, UI: ui, Live: lv})
 	defer api.Close()
 	// The history is sampled before the progress line is drawn, each
 	// second, and takes its last sample before the bar its last frame.
@@ -319,7 +323,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	hist.WatchTarget(tw)
 	deps := daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
 		Observers: []daemon.Observer{judge.New(log, judge.Options{Target: tw}), readback.New(log), tw, churn.New(),
-			hist, progress.New(cfg, log, console), api}}
+			lv, hist, progress.New(cfg, log, console, lv), api}}
 	var sum *report.Summary
 	var runErr error
 	var capRes *capacity.Result

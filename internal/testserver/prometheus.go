@@ -1,7 +1,6 @@
 package testserver
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -93,9 +92,7 @@ func PrometheusReceiver(t testing.TB, oooWindow time.Duration, opts ...Prometheu
 		}
 		args = append(args, "--web.config.file="+wf)
 	}
-	return startOnFreePorts(t, 1, func(ports []int) (Command, *Server) {
-		port := ports[0]
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
+	return startOnFreePort(t, func(port int, addr string) (Command, string) {
 		url := "http://" + addr
 		tr := &http.Transport{DisableKeepAlives: true}
 		if o.certs != nil {
@@ -111,9 +108,9 @@ func PrometheusReceiver(t testing.TB, oooWindow time.Duration, opts ...Prometheu
 			Path:  bin,
 			Args:  append(args, "--web.listen-address="+addr),
 			Dir:   dir,
-			Ready: promReady(hc, url+"/-/ready", o.user, o.password),
+			Ready: httpReady(hc, url+"/-/ready", o.user, o.password),
 		}
-		return c, &Server{Addr: addr, Port: port, URL: url}
+		return c, url
 	})
 }
 
@@ -121,27 +118,4 @@ func PrometheusReceiver(t testing.TB, oooWindow time.Duration, opts ...Prometheu
 // at least).
 func promDuration(d time.Duration) string {
 	return fmt.Sprintf("%ds", max(int64(d/time.Second), 1))
-}
-
-// promReady succeeds once GET url answers 2xx, with basic auth when user
-// is set.
-func promReady(hc *http.Client, url, user, password string) func(ctx context.Context) error {
-	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		if user != "" {
-			req.SetBasicAuth(user, password)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			return fmt.Errorf("GET %s: %s", url, resp.Status)
-		}
-		return nil
-	}
 }

@@ -191,9 +191,7 @@ func postgres(t testing.TB, bin, name string, o pgOptions) *Server {
 			t.Fatal(err)
 		}
 	}
-	return startOnFreePorts(t, 1, func(ports []int) (Command, *Server) {
-		port := ports[0]
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
+	return startOnFreePort(t, func(port int, addr string) (Command, string) {
 		isready := filepath.Join(bin, "pg_isready")
 		args := []string{"-D", data, "-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(port),
 			"-c", "unix_socket_directories=" + dir, "-c", "fsync=off", "-c", "synchronous_commit=off",
@@ -222,7 +220,7 @@ func postgres(t testing.TB, bin, name string, o pgOptions) *Server {
 				"-c", "ssl_key_file="+o.certs.ServerKey, "-c", "ssl_ca_file="+o.certs.CA)
 			url = fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=verify-full&sslrootcert=%s", addr, o.certs.CA)
 		}
-		return c, &Server{Addr: addr, Port: port, URL: url}
+		return c, url
 	})
 }
 
@@ -244,9 +242,7 @@ func Redis(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	bin := RedisBinary(t)
 	dir := TempDir(t, "")
-	return startOnFreePorts(t, 1, func(ports []int) (Command, *Server) {
-		port := ports[0]
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
+	return startOnFreePort(t, func(port int, addr string) (Command, string) {
 		c := Command{
 			Name: "redis-server",
 			Path: bin,
@@ -255,7 +251,7 @@ func Redis(t testing.TB, extra ...string) *Server {
 			Dir:   dir,
 			Ready: redisPing(addr),
 		}
-		return c, &Server{Addr: addr, Port: port, URL: "redis://" + addr + "/0"}
+		return c, "redis://" + addr + "/0"
 	})
 }
 
@@ -267,9 +263,7 @@ func RedisTLS(t testing.TB, certs *Certs, clientCert bool, extra ...string) *Ser
 	t.Helper()
 	bin := RedisBinary(t)
 	dir := TempDir(t, "")
-	return startOnFreePorts(t, 1, func(ports []int) (Command, *Server) {
-		port := ports[0]
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
+	return startOnFreePort(t, func(port int, addr string) (Command, string) {
 		auth := "no"
 		if clientCert {
 			auth = "yes"
@@ -288,7 +282,7 @@ func RedisTLS(t testing.TB, certs *Certs, clientCert bool, extra ...string) *Ser
 			Dir:   dir,
 			Ready: redisPingDial(addr, cfg),
 		}
-		return c, &Server{Addr: addr, Port: port, URL: "rediss://" + addr + "/0"}
+		return c, "rediss://" + addr + "/0"
 	})
 }
 
@@ -443,7 +437,7 @@ bind-address = "127.0.0.1:%d"
 			}
 			url = "https://" + addr
 			hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: tc}, Timeout: 5 * time.Second}
-			c.Ready = httpReady(hc, url+"/ping")
+			c.Ready = httpReady(hc, url+"/ping", "", "")
 		}
 		return c, &Server{Addr: addr, Port: port, URL: url}
 	})
@@ -477,9 +471,7 @@ func Prometheus(t testing.TB, scrapeEvery time.Duration, targets ...string) *Ser
 		Unavailable(t, "no prometheus binary (apt-get install prometheus)")
 	}
 	dir := TempDir(t, "")
-	return startOnFreePorts(t, 1, func(ports []int) (Command, *Server) {
-		port := ports[0]
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
+	return startOnFreePort(t, func(port int, addr string) (Command, string) {
 		tl := ""
 		for i, tg := range targets {
 			if i > 0 {
@@ -501,7 +493,7 @@ func Prometheus(t testing.TB, scrapeEvery time.Duration, targets ...string) *Ser
 			Dir:   dir,
 			Ready: HTTPReady("http://" + addr + "/-/ready"),
 		}
-		return c, &Server{Addr: addr, Port: port, URL: "http://" + addr}
+		return c, "http://" + addr
 	})
 }
 
@@ -510,15 +502,22 @@ func Prometheus(t testing.TB, scrapeEvery time.Duration, targets ...string) *Ser
 var readyClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
 
 // HTTPReady is a Ready function that succeeds once GET url answers 2xx.
-func HTTPReady(url string) func(ctx context.Context) error { return httpReady(readyClient, url) }
+func HTTPReady(url string) func(ctx context.Context) error {
+	return httpReady(readyClient, url, "", "")
+}
 
-func httpReady(readyClient *http.Client, url string) func(ctx context.Context) error {
+// httpReady succeeds once GET url answers 2xx through hc, with basic
+// auth when user is set.
+func httpReady(hc *http.Client, url, user, password string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}
-		resp, err := readyClient.Do(req)
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := hc.Do(req)
 		if err != nil {
 			return err
 		}
@@ -539,9 +538,7 @@ func VictoriaMetrics(t testing.TB) *Server {
 		Unavailable(t, "no victoria-metrics binary (go install github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics@v1.151.0)")
 	}
 	dir := TempDir(t, "")
-	return startOnFreePorts(t, 1, func(ports []int) (Command, *Server) {
-		port := ports[0]
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
+	return startOnFreePort(t, func(port int, addr string) (Command, string) {
 		c := Command{
 			Name: "victoria-metrics",
 			Path: bin,
@@ -550,6 +547,6 @@ func VictoriaMetrics(t testing.TB) *Server {
 			Dir:   dir,
 			Ready: HTTPReady("http://" + addr + "/health"),
 		}
-		return c, &Server{Addr: addr, Port: port, URL: "http://" + addr}
+		return c, "http://" + addr
 	})
 }

@@ -398,6 +398,18 @@ func (p *Proc) Kill() {
 	}
 }
 
+// startOnFreePort is startOnFreePorts for a server on one port of
+// 127.0.0.1: build gets the port and its address and returns the command
+// and the server's URL.
+func startOnFreePort(t testing.TB, build func(port int, addr string) (Command, string)) *Server {
+	t.Helper()
+	return startOnFreePorts(t, 1, func(ports []int) (Command, *Server) {
+		addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+		c, url := build(ports[0], addr)
+		return c, &Server{Addr: addr, Port: ports[0], URL: url}
+	})
+}
+
 // startOnFreePorts starts the server build describes on n ports FreePort
 // picks, and fills in the Server's process and command. A port is free
 // only when FreePort looks: a process that binds it before the server

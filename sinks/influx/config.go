@@ -287,21 +287,7 @@ func tlsParams(p *urlparam.Query, c *Config) {
 	if p.Bool("tls") {
 		c.TLS = true
 	}
-	c.Insecure = p.Bool("insecure")
-	if c.Insecure && !c.TLS {
-		p.Addf("insecure=true needs TLS (influxs:// or tls=true)")
-	}
-	if f, err := sinks.ParseTLSFiles(p.Values()); err != nil {
-		p.Add(err)
-	} else {
-		c.TLSFiles = f
-	}
-	if c.TLSFiles.Set() && !c.TLS {
-		p.Addf("ca, cert, key: TLS is off; use influxs:// or tls=true")
-	}
-	if c.Insecure && c.TLSFiles.CA != "" {
-		p.Addf("insecure=true with ca: the CA would not be checked; give one of them")
-	}
+	c.Insecure, c.TLSFiles = sinks.ReadTLSParams(p, c.TLS, "influxs:// or tls=true")
 }
 
 // precisionParam reads precision=; the v2 API takes its own names.
@@ -352,16 +338,9 @@ func v1Params(p *urlparam.Query, c *Config) {
 
 // LoadTLS reads the files of ?ca=, ?cert= and ?key= into the TLS
 // configuration New uses. Every problem names its parameter.
-func (c *Config) LoadTLS() error {
-	if !c.TLS {
-		return nil
-	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.Insecure} //nolint:gosec // only when the user asks
-	if err := c.TLSFiles.Apply(tc); err != nil {
-		return err
-	}
-	c.tlsConfig = tc
-	return nil
+func (c *Config) LoadTLS() (err error) {
+	c.tlsConfig, err = sinks.LoadClientTLS(c.TLS, c.Insecure, c.TLSFiles)
+	return err
 }
 
 // withSecrets fills the password and token from the workload's secret

@@ -3,7 +3,6 @@ package influx
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/internal/logthrottle"
 	"github.com/soakd/soakd/sinks"
 )
 
@@ -188,49 +186,15 @@ func truncate(s string) string {
 	return s
 }
 
-// errLog logs each distinct server error once, not once per batch: a
-// rejected schema or a full disk would otherwise log thousands of lines
-// per minute. It remembers a bounded number of messages.
-type errLog struct {
-	log   *zap.Logger
-	kinds *logthrottle.Once
-}
+// errorCuts end the part of a message that makes two "the same error"
+// (sinks.ErrorLog): InfluxDB quotes the offending line, field or
+// database.
+const errorCuts = `'"`
 
-const maxDistinctErrors = 64
+// Answer is the status and message the server answered with.
+func (e *StatusError) Answer() (int, string) { return e.StatusCode, e.Message }
 
-func newErrLog(l *zap.Logger) *errLog {
-	return &errLog{log: l, kinds: logthrottle.NewOnce(maxDistinctErrors)}
-}
-
-// once logs err (a classified write error) the first time its kind is seen.
-func (l *errLog) once(err error) {
-	var se *StatusError
-	if !errors.As(err, &se) {
-		return // transport errors are counted by class; the engine logs them
-	}
-	if !l.kinds.First(l.log, strconv.Itoa(se.StatusCode)+" "+errorKey(se.Message)) {
-		return
-	}
-	l.log.Warn("write failed (logged once for each distinct error)",
-		zap.String("class", string(sinks.ClassOf(err))), zap.Int("status", se.StatusCode),
-		zap.String("error", se.Message), zap.Bool("partial", se.Partial), zap.Int("dropped", se.Dropped))
-}
-
-// errorKey is what makes two messages "the same error": the text before
-// the first quote (InfluxDB quotes the offending line, field or database),
-// with digits folded.
-func errorKey(msg string) string {
-	if i := strings.IndexAny(msg, `'"`); i >= 0 {
-		msg = msg[:i]
-	}
-	if len(msg) > 120 {
-		msg = msg[:120]
-	}
-	b := []byte(msg)
-	for i, c := range b {
-		if c >= '0' && c <= '9' {
-			b[i] = '#'
-		}
-	}
-	return string(b)
+// LogFields say whether the write was partial, and what it dropped.
+func (e *StatusError) LogFields() []zap.Field {
+	return []zap.Field{zap.Bool("partial", e.Partial), zap.Int("dropped", e.Dropped)}
 }

@@ -239,23 +239,23 @@ func (r *oneByteThenRest) Read(p []byte) (int, error) {
 func TestErrLogOnce(t *testing.T) {
 	t.Parallel()
 	core, logs := observer.New(zap.InfoLevel)
-	l := newErrLog(zap.New(core))
+	l := sinks.NewErrorLog(zap.New(core), errorCuts)
 	fail := func(code int, msg string) error {
 		return classifyStatus(code, http.Header{}, errBody{msg: msg}, 1, true)
 	}
 	for i := range 100 {
-		l.once(fail(400, fmt.Sprintf("unable to parse 'cpu,host=h%d x': bad", i)))
-		l.once(fail(404, `database not found: "db"`))
-		l.once(sinks.NewError(sinks.Connection, true, errors.New("refused")))
+		l.Once(fail(400, fmt.Sprintf("unable to parse 'cpu,host=h%d x': bad", i)))
+		l.Once(fail(404, `database not found: "db"`))
+		l.Once(sinks.NewError(sinks.Connection, true, errors.New("refused")))
 	}
 	if n := logs.Len(); n != 2 {
 		t.Fatalf("%d log entries, want 2: %v", n, logs.All())
 	}
-	for i := range 2 * maxDistinctErrors {
-		l.once(fail(500, fmt.Sprintf("error kind %c%c", 'a'+i%26, 'a'+i/26)))
+	for i := range 2 * sinks.MaxDistinctErrors {
+		l.Once(fail(500, fmt.Sprintf("error kind %c%c", 'a'+i%26, 'a'+i/26)))
 	}
-	if n := logs.Len(); n != maxDistinctErrors+1 {
-		t.Errorf("%d log entries, want %d (bounded, plus one notice)", n, maxDistinctErrors+1)
+	if n := logs.Len(); n != sinks.MaxDistinctErrors+1 {
+		t.Errorf("%d log entries, want %d (bounded, plus one notice)", n, sinks.MaxDistinctErrors+1)
 	}
 	for _, e := range logs.All() {
 		if e.ContextMap()["error"] == nil && !strings.Contains(e.Message, "too many") {

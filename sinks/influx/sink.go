@@ -28,7 +28,7 @@ const userAgent = "soakd"
 type Sink struct {
 	cfg   Config
 	log   *zap.Logger
-	errs  *errLog
+	errs  *sinks.ErrorLog
 	tr    *http.Transport
 	conns sinks.Conns // the transport's connections
 	hc    *http.Client
@@ -39,9 +39,7 @@ type Sink struct {
 	client     influxdb2.Client // v2
 	v2WriteURL string           // the client's write URL
 
-	// states holds idle per-write buffers: at most one per worker is kept,
-	// so memory stays bounded by workers x batch size.
-	states chan *state
+	states *sinks.Buffers[state] // idle per-write buffers
 	closed atomic.Bool
 
 	q *querier // query workloads: nil for series ones
@@ -153,19 +151,15 @@ func Check(u *url.URL, kind sources.Kind) error {
 // New returns a sink for cfg. It does no I/O.
 func New(cfg Config, o sinks.Options) *Sink {
 	workers := max(o.Workers, 1)
-	log := o.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	log = log.With(zap.String("target", cfg.String()))
+	log := o.Log(zap.String("target", cfg.String()))
 	s := &Sink{
-		cfg:    cfg,
-		log:    log,
-		errs:   newErrLog(log),
-		auth:   cfg.authHeader(),
-		states: make(chan *state, workers),
+		cfg:  cfg,
+		log:  log,
+		errs: sinks.NewErrorLog(log, errorCuts),
+		auth: cfg.authHeader(),
 	}
-	s.tr = newTransport(&cfg, workers, &s.conns)
+	s.states = sinks.NewBuffers(workers, s.newState)
+	s.tr = sinks.NewHTTPTransport(workers, &s.conns, cfg.TLS, cfg.tlsConfig, cfg.Insecure)
 	s.hc = &http.Client{Transport: waitTransport{s.tr}}
 	if cfg.API == V1 {
 		q := url.Values{}
@@ -208,22 +202,10 @@ func precisionDuration(p lineproto.Precision) time.Duration {
 	return time.Nanosecond
 }
 
-func (s *Sink) getState() *state {
-	select {
-	case st := <-s.states:
-		return st
-	default:
-		st := &state{enc: lineproto.Encoder{Precision: s.cfg.Precision}}
-		st.getBody = st.newBody // one method value per state, not per write
-		return st
-	}
-}
-
-func (s *Sink) putState(st *state) {
-	select {
-	case s.states <- st:
-	default:
-	}
+func (s *Sink) newState() *state {
+	st := &state{enc: lineproto.Encoder{Precision: s.cfg.Precision}}
+	st.getBody = st.newBody // one method value per state, not per write
+	return st
 }
 
 // Write encodes every table of b into one line-protocol body and sends it
@@ -232,7 +214,7 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	if len(b.Queries) > 0 {
 		return s.writeQueries(ctx, b)
 	}
-	st := s.getState()
+	st := s.states.Get()
 	st.buf = st.buf[:0]
 	for _, t := range b.Tables {
 		if t.Len() > 0 {
@@ -240,7 +222,7 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 		}
 	}
 	if len(st.buf) == 0 {
-		s.putState(st)
+		s.states.Put(st)
 		return 0, nil
 	}
 	if t := s.cfg.Timeout; t > 0 {
@@ -266,10 +248,10 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	}
 	sent := int(st.sent.Load())
 	if ctx.Err() == nil {
-		s.putState(st)
+		s.states.Put(st)
 	} // else the transport may still be reading the buffers: let them go
 	if err != nil {
-		s.errs.once(err)
+		s.errs.Once(err)
 		return sent, fmt.Errorf("cannot write %d rows: %w", b.Len(), err)
 	}
 	return sent, nil

@@ -101,10 +101,7 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 	if cfg.Password == "" {
 		cfg.Password = o.Password
 	}
-	log := o.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
+	log := o.Log()
 	quietClient.Do(func() { goredis.SetLogger(clientLog{log.Named("go-redis")}) })
 	s := &Sink{cfg: cfg, dt: dt, prefix: prefix, index: prefix + "_indices", log: log, where: where}
 	s.names = make([]string, sources.MaxFields)

@@ -239,7 +239,7 @@ func stats(f sinks.TargetFigures, refused func(string) error, sum sumFunc, bySec
 
 	if err := refused("keyspace"); err != nil {
 		f.Unavailable[sinks.StatKeys] = "the server refuses INFO keyspace: " + err.Error()
-	} else if v, why := keys(bySection["keyspace"]); why == "" {
+	} else if v, why := keyspaceKeys(bySection["keyspace"]); why == "" {
 		f.Stats[sinks.StatKeys] = v
 	} else {
 		f.Unavailable[sinks.StatKeys] = why
@@ -266,7 +266,7 @@ func highest(infos []sectionInfo, field string) (float64, string) {
 // keys adds up the keys of every database of every server: INFO
 // keyspace has a line "dbN:keys=K,expires=E,..." per database that holds
 // a key, and none for an empty one (an empty server: an empty section).
-func keys(infos []sectionInfo) (float64, string) {
+func keyspaceKeys(infos []sectionInfo) (float64, string) {
 	total := 0.0
 	for _, in := range infos {
 		for db, v := range in.fields {

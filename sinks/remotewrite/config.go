@@ -150,7 +150,7 @@ func ParseURL(u *url.URL) (Config, error) {
 	c.Protocol = protocols[p.Enum("protocol")]
 	headerParams(p, &c)
 	labelParams(p, &c)
-	tlsParams(p, &c)
+	c.Insecure, c.TLSFiles = sinks.ReadTLSParams(p, c.TLS, "prom+https://")
 	return c, p.Err()
 }
 
@@ -201,25 +201,6 @@ func labelParams(p *urlparam.Query, c *Config) {
 			continue
 		}
 		c.Labels = append(c.Labels, lb)
-	}
-}
-
-// tlsParams reads insecure= and the certificate files.
-func tlsParams(p *urlparam.Query, c *Config) {
-	c.Insecure = p.Bool("insecure")
-	if c.Insecure && !c.TLS {
-		p.Addf("insecure=true needs TLS (prom+https://)")
-	}
-	if f, err := sinks.ParseTLSFiles(p.Values()); err != nil {
-		p.Add(err)
-	} else {
-		c.TLSFiles = f
-	}
-	if c.TLSFiles.Set() && !c.TLS {
-		p.Addf("ca, cert, key: TLS is off; use prom+https://")
-	}
-	if c.Insecure && c.TLSFiles.CA != "" {
-		p.Addf("insecure=true with ca: the CA would not be checked; give one of them")
 	}
 }
 
@@ -285,16 +266,9 @@ func parseLabel(s string) (Label, error) {
 
 // LoadTLS reads the files of ?ca=, ?cert= and ?key= into the TLS
 // configuration the sink uses. Every problem names its parameter.
-func (c *Config) LoadTLS() error {
-	if !c.TLS {
-		return nil
-	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.Insecure} //nolint:gosec // only when the user asks
-	if err := c.TLSFiles.Apply(tc); err != nil {
-		return err
-	}
-	c.tlsConfig = tc
-	return nil
+func (c *Config) LoadTLS() (err error) {
+	c.tlsConfig, err = sinks.LoadClientTLS(c.TLS, c.Insecure, c.TLSFiles)
+	return err
 }
 
 // withSecrets fills the password and token from the workload's secret

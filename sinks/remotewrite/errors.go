@@ -1,17 +1,14 @@
 package remotewrite
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/internal/logthrottle"
 	"github.com/soakd/soakd/sinks"
 )
 
@@ -119,46 +116,12 @@ func readMessage(resp *http.Response) string {
 	return msg
 }
 
-// errLog logs each distinct server error once, not once per batch.
-type errLog struct {
-	log   *zap.Logger
-	kinds *logthrottle.Once
-}
+// errorCuts end the part of a message that makes two "the same error"
+// (sinks.ErrorLog): Prometheus quotes the series.
+const errorCuts = `{'"`
 
-const maxDistinctErrors = 64
+// Answer is the status and message the server answered with.
+func (e *StatusError) Answer() (int, string) { return e.StatusCode, e.Message }
 
-func newErrLog(l *zap.Logger) *errLog {
-	return &errLog{log: l, kinds: logthrottle.NewOnce(maxDistinctErrors)}
-}
-
-// once logs err (a classified write error) the first time its kind is
-// seen.
-func (l *errLog) once(err error) {
-	var se *StatusError
-	if !errors.As(err, &se) {
-		return // transport errors are counted by class; the engine logs them
-	}
-	if !l.kinds.First(l.log, strconv.Itoa(se.StatusCode)+" "+errorKey(se.Message)) {
-		return
-	}
-	l.log.Warn("write failed (logged once for each distinct error)",
-		zap.String("class", string(sinks.ClassOf(err))), zap.Int("status", se.StatusCode), zap.String("error", se.Message))
-}
-
-// errorKey is what makes two messages "the same error": the text before
-// the first brace or quote (Prometheus quotes the series), digits folded.
-func errorKey(msg string) string {
-	if i := strings.IndexAny(msg, `{'"`); i >= 0 {
-		msg = msg[:i]
-	}
-	if len(msg) > 120 {
-		msg = msg[:120]
-	}
-	b := []byte(msg)
-	for i, c := range b {
-		if c >= '0' && c <= '9' {
-			b[i] = '#'
-		}
-	}
-	return string(b)
-}
+// LogFields are none: the status and message say it all.
+func (e *StatusError) LogFields() []zap.Field { return nil }

@@ -3,11 +3,9 @@ package remotewrite
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -35,7 +33,7 @@ type Sink struct {
 	tr       *http.Transport
 	hc       *http.Client
 	conns    sinks.Conns
-	errs     *errLog
+	errs     *sinks.ErrorLog
 	schemas  []*sources.Schema // Reset deletes their series
 
 	// QueryState and q serve query workloads (query.go); their zero
@@ -48,9 +46,7 @@ type Sink struct {
 	proto atomic.Uint32
 	negMu sync.Mutex
 
-	// states holds idle per-write buffers: at most one per worker is
-	// kept, so memory stays bounded by workers x batch size.
-	states chan *state
+	states *sinks.Buffers[state] // idle per-write buffers
 	closed atomic.Bool
 }
 
@@ -148,69 +144,26 @@ func Check(u *url.URL, _ sources.Kind) error {
 // I/O.
 func New(cfg Config, o sinks.Options) *Sink {
 	workers := max(o.Workers, 1)
-	log := o.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	log = log.With(zap.String("target", cfg.String()))
+	log := o.Log(zap.String("target", cfg.String()))
 	s := &Sink{
 		cfg:      cfg,
 		log:      log,
 		writeURL: cfg.baseURL() + cfg.Path,
 		auth:     cfg.authHeader(),
-		errs:     newErrLog(log),
+		errs:     sinks.NewErrorLog(log, errorCuts),
 		schemas:  o.Schemas,
-		states:   make(chan *state, workers),
 	}
 	s.proto.Store(uint32(cfg.Protocol))
-	s.tr = newTransport(&cfg, workers, &s.conns)
+	s.states = sinks.NewBuffers(workers, s.newState)
+	s.tr = sinks.NewHTTPTransport(workers, &s.conns, cfg.TLS, cfg.tlsConfig, cfg.Insecure)
 	s.hc = &http.Client{Transport: s.tr}
 	return s
 }
 
-// newTransport returns a Transport sized for workers concurrent writers:
-// one kept-alive connection per worker (plus Ping and the target watch),
-// and no transparent response decompression.
-func newTransport(c *Config, workers int, conns *sinks.Conns) *http.Transport {
-	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
-	t := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           conns.Wrap(d.DialContext),
-		MaxIdleConns:          workers + 2,
-		MaxIdleConnsPerHost:   workers + 2,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-		WriteBufferSize:       64 << 10,
-	}
-	if c.TLS {
-		// HTTP/1.1 also over TLS (a custom dialer leaves HTTP/2 off): one
-		// connection per worker.
-		t.TLSClientConfig = c.tlsConfig
-		if t.TLSClientConfig == nil {
-			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.Insecure} //nolint:gosec // only when the user asks
-		}
-	}
-	return t
-}
-
-func (s *Sink) getState() *state {
-	select {
-	case st := <-s.states:
-		return st
-	default:
-		st := &state{enc: Encoder{Labels: s.cfg.Labels}, enc2: EncoderV2{Labels: s.cfg.Labels}}
-		st.getBody = st.newBody // one method value per state, not per write
-		return st
-	}
-}
-
-func (s *Sink) putState(st *state) {
-	select {
-	case s.states <- st:
-	default:
-	}
+func (s *Sink) newState() *state {
+	st := &state{enc: Encoder{Labels: s.cfg.Labels}, enc2: EncoderV2{Labels: s.cfg.Labels}}
+	st.getBody = st.newBody // one method value per state, not per write
+	return st
 }
 
 // Write encodes every table of b into one request of the protocol in
@@ -231,25 +184,25 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	}
 	p, err := s.protocol(ctx)
 	if err != nil {
-		s.errs.once(err)
+		s.errs.Once(err)
 		return 0, fmt.Errorf("cannot write %d rows: %w", b.Len(), err)
 	}
-	st := s.getState()
+	st := s.states.Get()
 	sent, samples, err := s.sendBatch(ctx, st, b, p)
 	if p == Proto2 && s.cfg.Protocol == ProtoAuto && notV2(err) {
 		s.fallBack(err)
 		if st.open.Load() != 0 { // the transport may still read the payload: let it go
-			st = s.getState()
+			st = s.states.Get()
 		}
 		var n int
 		n, samples, err = s.sendBatch(ctx, st, b, Proto1)
 		sent += n
 	}
 	if st.open.Load() == 0 {
-		s.putState(st)
+		s.states.Put(st)
 	} // else the transport may still read the payload: let it go
 	if err != nil {
-		s.errs.once(err)
+		s.errs.Once(err)
 		return sent, fmt.Errorf("cannot write %d samples of %d rows: %w", samples, b.Len(), err)
 	}
 	return sent, nil
