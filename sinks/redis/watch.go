@@ -263,7 +263,7 @@ func highest(infos []sectionInfo, field string) (float64, string) {
 	return top, ""
 }
 
-// keys adds up the keys of every database of every server: INFO
+// keyspaceKeys adds up the keys of every database of every server: INFO
 // keyspace has a line "dbN:keys=K,expires=E,..." per database that holds
 // a key, and none for an empty one (an empty server: an empty section).
 func keyspaceKeys(infos []sectionInfo) (float64, string) {
