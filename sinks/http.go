@@ -74,3 +74,36 @@ func ClassifyHTTPTransport(ctx context.Context, err error, idempotent bool) erro
 	}
 	return NewError(class, idempotent, err)
 }
+
+// NewHTTPTransport returns the Transport of a sink that writes over HTTP
+// with workers concurrent writers: one kept-alive connection per worker
+// (plus two, for the readiness ping and the sink's other requests),
+// dialled through conns, large write buffers for megabyte bodies, and no
+// transparent response decompression. With useTLS it speaks TLS with tc,
+// or, for a sink built without reading its TLS files (tc nil), TLS 1.2 or
+// later that checks the server unless insecure.
+func NewHTTPTransport(workers int, conns *Conns, useTLS bool, tc *tls.Config, insecure bool) *http.Transport {
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	t := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           conns.Wrap(d.DialContext),
+		MaxIdleConns:          workers + 2,
+		MaxIdleConnsPerHost:   workers + 2,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		WriteBufferSize:       64 << 10,
+		ReadBufferSize:        8 << 10,
+	}
+	if useTLS {
+		// HTTP/1.1 also over TLS (a custom dialer leaves HTTP/2 off): one
+		// connection per worker, as without TLS, rather than every
+		// worker's megabyte bodies multiplexed over one connection.
+		t.TLSClientConfig = tc
+		if tc == nil {
+			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} //nolint:gosec // only when the user asks
+		}
+	}
+	return t
+}

@@ -2,45 +2,10 @@ package influx
 
 import (
 	"context"
-	"crypto/tls"
 	"io"
-	"net"
 	"net/http"
 	"sync/atomic"
-	"time"
-
-	"github.com/soakd/soakd/sinks"
 )
-
-// newTransport returns a Transport sized for workers concurrent writers:
-// one kept-alive connection per worker (plus Prepare and Ping), large
-// write buffers for megabyte bodies, and no transparent response
-// decompression.
-func newTransport(c *Config, workers int, conns *sinks.Conns) *http.Transport {
-	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
-	t := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           conns.Wrap(d.DialContext),
-		MaxIdleConns:          workers + 2,
-		MaxIdleConnsPerHost:   workers + 2,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-		WriteBufferSize:       64 << 10,
-		ReadBufferSize:        8 << 10,
-	}
-	if c.TLS {
-		// HTTP/1.1 also over TLS (a custom dialer leaves HTTP/2 off): one
-		// connection per worker, as without TLS, rather than every
-		// worker's megabyte bodies multiplexed over one connection.
-		t.TLSClientConfig = c.tlsConfig
-		if t.TLSClientConfig == nil { // New without LoadTLS: no files to read
-			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.Insecure} //nolint:gosec // only when the user asks
-		}
-	}
-	return t
-}
 
 // waitTransport makes RoundTrip return only once the wrapped transport has
 // closed the request body (or the request's context is done).

@@ -165,7 +165,7 @@ func New(cfg Config, o sinks.Options) *Sink {
 		auth:   cfg.authHeader(),
 		states: make(chan *state, workers),
 	}
-	s.tr = newTransport(&cfg, workers, &s.conns)
+	s.tr = sinks.NewHTTPTransport(workers, &s.conns, cfg.TLS, cfg.tlsConfig, cfg.Insecure)
 	s.hc = &http.Client{Transport: waitTransport{s.tr}}
 	if cfg.API == V1 {
 		q := url.Values{}

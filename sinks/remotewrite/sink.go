@@ -3,11 +3,9 @@ package remotewrite
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -163,36 +161,9 @@ func New(cfg Config, o sinks.Options) *Sink {
 		states:   make(chan *state, workers),
 	}
 	s.proto.Store(uint32(cfg.Protocol))
-	s.tr = newTransport(&cfg, workers, &s.conns)
+	s.tr = sinks.NewHTTPTransport(workers, &s.conns, cfg.TLS, cfg.tlsConfig, cfg.Insecure)
 	s.hc = &http.Client{Transport: s.tr}
 	return s
-}
-
-// newTransport returns a Transport sized for workers concurrent writers:
-// one kept-alive connection per worker (plus Ping and the target watch),
-// and no transparent response decompression.
-func newTransport(c *Config, workers int, conns *sinks.Conns) *http.Transport {
-	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
-	t := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           conns.Wrap(d.DialContext),
-		MaxIdleConns:          workers + 2,
-		MaxIdleConnsPerHost:   workers + 2,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-		WriteBufferSize:       64 << 10,
-	}
-	if c.TLS {
-		// HTTP/1.1 also over TLS (a custom dialer leaves HTTP/2 off): one
-		// connection per worker.
-		t.TLSClientConfig = c.tlsConfig
-		if t.TLSClientConfig == nil {
-			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.Insecure} //nolint:gosec // only when the user asks
-		}
-	}
-	return t
 }
 
 func (s *Sink) getState() *state {
