@@ -44,6 +44,10 @@ type Field struct {
 	// values as fixed-point numbers, which is much faster than shortest
 	// round-trip formatting and prints the same digits.
 	Decimals int
+	// Counter reports that the field only grows (a count of events, as
+	// TSBS's disk reads and bytes sent): a sink that types its series
+	// may call it a counter; any other field is a reading (a gauge).
+	Counter bool
 }
 
 // Tagger gives the tag values of a device. Implementations either keep

@@ -7,7 +7,11 @@
 // sending its part of the devices in time order (as a soakd worker does,
 // so the server takes every sample). What it costs per sample is the
 // floor of any remote-write client; how fast the server takes them is
-// its ceiling at that series count and batch size.
+// its ceiling at that series count and batch size. -protocol 2.0 builds
+// Remote-Write 2.0 requests with soakd's 2.0 encoder and sends them with
+// 2.0's headers; a 2.0 answer must then say that every sample was
+// written (X-Prometheus-Remote-Write-Samples-Written), or the request
+// counts as refused.
 //
 //	go run ./bench/rwpush -url http://127.0.0.1:9090/api/v1/write -scale 100 \
 //		-start 2026-01-01T00:00:00Z -end +1000s -workers 2 -batch 1000
@@ -28,6 +32,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -61,6 +66,7 @@ func run() error {
 	seed := flag.Uint64("seed", 1, "SEED")
 	workers := flag.Int("workers", 2, "WORKERS: connections, each pushing its part of the devices")
 	batch := flag.Int("batch", 1000, "BATCH_SIZE: rows per request")
+	protocol := flag.String("protocol", "1.0", "Remote-Write version: 1.0 or 2.0")
 	maxBytes := flag.Int64("max-bytes", 1<<30, "refuse a data set whose encoded requests take more memory than this")
 	flag.Parse()
 	if *url == "" || *start == "" || *end == "" {
@@ -68,6 +74,14 @@ func run() error {
 	}
 	if *workers < 1 || *batch < 1 {
 		return errors.New("-workers and -batch must be positive")
+	}
+	v2 := *protocol == "2.0"
+	if !v2 && *protocol != "1.0" {
+		return fmt.Errorf("-protocol %q: want 1.0 or 2.0", *protocol)
+	}
+	contentType, version := "application/x-protobuf", "0.1.0"
+	if v2 {
+		contentType, version = "application/x-protobuf;proto=io.prometheus.write.v2.Request", "2.0.0"
 	}
 	c := iot.DefaultConfig()
 	c.Scale, c.Interval = *scale, *interval
@@ -95,6 +109,7 @@ func run() error {
 		}
 		b := sources.NewSeriesBatch(src.Schemas())
 		var enc remotewrite.Encoder
+		var enc2 remotewrite.EncoderV2
 		var buf []byte
 		for done := false; !done; {
 			b.Reset()
@@ -106,10 +121,18 @@ func run() error {
 			}
 			buf = buf[:0]
 			samples := 0
-			for _, t := range b.Tables {
-				var n int
-				buf, n = enc.AppendTable(buf, t)
-				samples += n
+			if v2 {
+				enc2.Reset()
+				for _, t := range b.Tables {
+					samples += enc2.AppendTable(t)
+				}
+				buf = enc2.AppendRequest(buf)
+			} else {
+				for _, t := range b.Tables {
+					var n int
+					buf, n = enc.AppendTable(buf, t)
+					samples += n
+				}
 			}
 			if samples == 0 {
 				continue
@@ -150,8 +173,8 @@ func run() error {
 				}
 				h := req.Header
 				h["Content-Encoding"] = []string{"snappy"}
-				h["Content-Type"] = []string{"application/x-protobuf"}
-				h["X-Prometheus-Remote-Write-Version"] = []string{"0.1.0"}
+				h["Content-Type"] = []string{contentType}
+				h["X-Prometheus-Remote-Write-Version"] = []string{version}
 				resp, err := hc.Do(req)
 				if err != nil {
 					once.Do(func() { fmt.Fprintln(os.Stderr, "rwpush:", err) })
@@ -162,6 +185,13 @@ func run() error {
 				resp.Body.Close()
 				if resp.StatusCode/100 != 2 {
 					once.Do(func() { fmt.Fprintf(os.Stderr, "rwpush: %s: %s\n", resp.Status, bytes.TrimSpace(msg)) })
+					failed.Add(1)
+					continue
+				}
+				if w := resp.Header.Get("X-Prometheus-Remote-Write-Samples-Written"); v2 && w != strconv.Itoa(r.samples) {
+					once.Do(func() {
+						fmt.Fprintf(os.Stderr, "rwpush: %s with %q of %d samples said written\n", resp.Status, w, r.samples)
+					})
 					failed.Add(1)
 					continue
 				}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -16,6 +17,7 @@ type promOptions struct {
 	certs                *Certs
 	user, password, hash string
 	v3                   bool
+	features             []string
 }
 
 // PrometheusV3 runs Prometheus v3 (prometheus3, which
@@ -23,6 +25,13 @@ type promOptions struct {
 // v0.316.0, Prometheus 3.16) instead of Debian's 2.42: its receiver takes
 // Remote-Write 2.0 (io.prometheus.write.v2.Request) beside 1.0.
 func PrometheusV3() PrometheusOption { return func(o *promOptions) { o.v3 = true } }
+
+// PrometheusFeatures turns on Prometheus' feature flags
+// (--enable-feature), such as v3's metadata-wal-records, without which
+// its receiver drops the metadata a 2.0 request carries.
+func PrometheusFeatures(names ...string) PrometheusOption {
+	return func(o *promOptions) { o.features = append(o.features, names...) }
+}
 
 // PrometheusTLS serves HTTPS only, with certs' server certificate (its
 // web configuration's tls_server_config); the URL becomes
@@ -77,6 +86,9 @@ func PrometheusReceiver(t testing.TB, oooWindow time.Duration, opts ...Prometheu
 	if o.v3 {
 		args = append(args, "--web.remote-write-receiver.accepted-protobuf-messages=prometheus.WriteRequest",
 			"--web.remote-write-receiver.accepted-protobuf-messages=io.prometheus.write.v2.Request")
+	}
+	if len(o.features) > 0 {
+		args = append(args, "--enable-feature="+strings.Join(o.features, ","))
 	}
 	web := ""
 	if o.certs != nil {

@@ -15,23 +15,35 @@ import (
 // straight from a batch's columns with protowire, as Encoder writes 1.0's:
 //
 //	Request    { repeated string symbols = 4; repeated TimeSeries timeseries = 5; }
-//	TimeSeries { repeated uint32 labels_refs = 1; repeated Sample samples = 2; }
+//	TimeSeries { repeated uint32 labels_refs = 1; repeated Sample samples = 2; Metadata metadata = 5; }
 //	Sample     { double value = 1; int64 timestamp = 2; } // ms
+//	Metadata   { MetricType type = 1; uint32 help_ref = 3; uint32 unit_ref = 4; }
 //
 // Every string of a request is in its symbols once (symbols[0] is ""),
 // and a series names its labels by their index there, name then value,
-// packed. No metadata is sent (the spec makes it optional).
+// packed. Each series entry carries its metric's metadata: a receiver
+// that keeps metadata takes it from every entry (Prometheus updates a
+// series' metadata on each), so an entry without it would erase it. The
+// unit is left empty (ref 0, not written): the sources say none.
 const (
 	fieldV2Symbols    = 4
 	fieldV2Timeseries = 5
 	fieldV2LabelsRefs = 1
 	fieldV2Samples    = 2
+	fieldV2Metadata   = 5
+	fieldV2MetaType   = 1
+	fieldV2MetaHelp   = 3
+
+	metricTypeCounter = 1 // Metadata.MetricType METRIC_TYPE_COUNTER
+	metricTypeGauge   = 2 // METRIC_TYPE_GAUGE
 )
 
 // EncoderV2 builds one Remote-Write 2.0 Request from a batch's tables:
 // the series are those of Encoder (metric MEASUREMENT_FIELD, the device's
 // tags and the constant labels, one sample per row), their strings put
-// in the request's symbol table. Reset starts a request, AppendTable adds
+// in the request's symbol table, each typed gauge (counter for a field
+// the source says only grows) with a help text (Help) once per metric
+// in the symbols. Reset starts a request, AppendTable adds
 // a table's samples, AppendRequest writes the request. An EncoderV2 is
 // not safe for concurrent use; give each worker one.
 type EncoderV2 struct {
@@ -61,6 +73,8 @@ type refSpan struct{ start, mid, end uint32 }
 type schemaEncV2 struct {
 	schema  *sources.Schema
 	metrics [][]byte   // field f's metric name
+	helps   [][]byte   // field f's help text
+	types   []uint64   // field f's Metadata.MetricType
 	labels  []labelSrc // as schemaEnc's
 	before  int
 	names   [][]byte // labels[i].name
@@ -70,9 +84,11 @@ type schemaEncV2 struct {
 	values devcache.Cache
 
 	// For the request req: each field's __name__ pair of refs (varints),
-	// labels[i]'s name ref, and each device's index in devRefs + 1.
+	// its encoded metadata field (tag, length, message), labels[i]'s name
+	// ref, and each device's index in devRefs + 1.
 	req      uint32
 	namePair [][]byte
+	meta     [][]byte
 	nameRefs []uint32
 	devs     map[uint32]uint32
 }
@@ -103,12 +119,19 @@ func (e *EncoderV2) schemaEnc(s *sources.Schema) *schemaEncV2 {
 		se = &schemaEncV2{schema: s, labels: v1.labels, before: v1.before, devs: map[uint32]uint32{}}
 		for _, f := range s.Fields {
 			se.metrics = append(se.metrics, []byte(MetricName(s.Measurement, f.Name)))
+			se.helps = append(se.helps, []byte(Help(s.Measurement, f)))
+			typ := uint64(metricTypeGauge)
+			if f.Counter {
+				typ = metricTypeCounter
+			}
+			se.types = append(se.types, typ)
 		}
 		for _, l := range se.labels {
 			se.names = append(se.names, []byte(l.name))
 			se.consts = append(se.consts, []byte(l.value))
 		}
 		se.namePair = make([][]byte, len(s.Fields))
+		se.meta = make([][]byte, len(s.Fields))
 		se.nameRefs = make([]uint32, len(se.labels))
 		e.schemas = append(e.schemas, se)
 	}
@@ -119,6 +142,15 @@ func (e *EncoderV2) schemaEnc(s *sources.Schema) *schemaEncV2 {
 		for f, m := range se.metrics {
 			p := protowire.AppendVarint(se.namePair[f][:0], uint64(name))
 			se.namePair[f] = protowire.AppendVarint(p, uint64(e.syms.ref(m)))
+			help := uint64(e.syms.ref(se.helps[f]))
+			n := protowire.SizeTag(fieldV2MetaType) + protowire.SizeVarint(se.types[f]) +
+				protowire.SizeTag(fieldV2MetaHelp) + protowire.SizeVarint(help)
+			p = protowire.AppendTag(se.meta[f][:0], fieldV2Metadata, protowire.BytesType)
+			p = protowire.AppendVarint(p, uint64(n))
+			p = protowire.AppendTag(p, fieldV2MetaType, protowire.VarintType)
+			p = protowire.AppendVarint(p, se.types[f])
+			p = protowire.AppendTag(p, fieldV2MetaHelp, protowire.VarintType)
+			se.meta[f] = protowire.AppendVarint(p, help)
 		}
 		for i, n := range se.names {
 			se.nameRefs[i] = e.syms.ref(n)
@@ -128,6 +160,13 @@ func (e *EncoderV2) schemaEnc(s *sources.Schema) *schemaEncV2 {
 }
 
 var nameLabelBytes = []byte(nameLabel)
+
+// Help is the help text 2.0 sends with the metric of field f of
+// measurement: what the metric is, the sources knowing nothing more
+// (no description, no unit).
+func Help(measurement string, f sources.Field) string {
+	return "soakd series source: field " + f.Name + " of " + measurement + ", one series per device"
+}
 
 // deviceRefs returns device d's label refs in this request, interning
 // its values on its first row. A tag with an empty value is left out, as
@@ -192,10 +231,10 @@ func (e *EncoderV2) AppendTable(t *sources.Table) int {
 			if !ok {
 				continue
 			}
-			name := se.namePair[f]
+			name, meta := se.namePair[f], se.meta[f]
 			refsLen := len(pre) + len(name) + len(post)
 			n := protowire.SizeTag(fieldV2LabelsRefs) + protowire.SizeBytes(refsLen) +
-				protowire.SizeTag(fieldV2Samples) + protowire.SizeBytes(sampleLen)
+				protowire.SizeTag(fieldV2Samples) + protowire.SizeBytes(sampleLen) + len(meta)
 			dst = protowire.AppendTag(dst, fieldV2Timeseries, protowire.BytesType)
 			dst = protowire.AppendVarint(dst, uint64(n))
 			dst = protowire.AppendTag(dst, fieldV2LabelsRefs, protowire.BytesType)
@@ -209,6 +248,7 @@ func (e *EncoderV2) AppendTable(t *sources.Table) int {
 			dst = protowire.AppendFixed64(dst, math.Float64bits(v))
 			dst = protowire.AppendTag(dst, fieldSampleTime, protowire.VarintType)
 			dst = protowire.AppendVarint(dst, ts)
+			dst = append(dst, meta...)
 			samples++
 		}
 	}

@@ -157,3 +157,65 @@ func BenchmarkEncodeV2(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch.NumValues), "ns/sample")
 	b.ReportMetric(float64(len(z))/float64(batch.NumValues), "bytes/sample")
 }
+
+// Every 2.0 series entry carries its metric's metadata, resolved through
+// the request's own symbols: type gauge (counter for a field the source
+// says only grows), the metric's help text, no unit. The second request
+// holds the second schema only, so refs kept from the first request
+// would point at other symbols.
+func TestEncodeV2Metadata(t *testing.T) {
+	t.Parallel()
+	cpu, mem := cpuSchema("cpu"), cpuSchema("mem")
+	cpu.Fields[2].Counter = true
+	help := func(meas, field string) string {
+		return "soakd series source: field " + field + " of " + meas + ", one series per device"
+	}
+	var e EncoderV2
+	for round, schemas := range [][]*sources.Schema{{cpu, mem}, {mem}} {
+		b := sources.NewSeriesBatch(schemas)
+		(&gen{devices: 3, start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), step: time.Second}).fill(b, 9)
+		e.Reset()
+		for _, tb := range b.Tables {
+			e.AppendTable(tb)
+		}
+		body := e.AppendRequest(nil)
+		decodeV2(t, body) // symbols once each, refs within them
+		var req writev2.Request
+		if err := req.Unmarshal(body); err != nil {
+			t.Fatal(err)
+		}
+		if len(req.Timeseries) != b.NumValues {
+			t.Fatalf("round %d: %d series entries, %d values", round, len(req.Timeseries), b.NumValues)
+		}
+		byName := map[string]*sources.Schema{}
+		for _, s := range schemas {
+			for f, fd := range s.Fields {
+				byName[MetricName(s.Measurement, fd.Name)] = &sources.Schema{Measurement: s.Measurement, Fields: s.Fields[f : f+1]}
+			}
+		}
+		for i, ts := range req.Timeseries {
+			name := ""
+			for j := 0; j+1 < len(ts.LabelsRefs); j += 2 {
+				if req.Symbols[ts.LabelsRefs[j]] == "__name__" {
+					name = req.Symbols[ts.LabelsRefs[j+1]]
+				}
+			}
+			s, ok := byName[name]
+			if !ok {
+				t.Fatalf("round %d series %d: metric %q", round, i, name)
+			}
+			fd := s.Fields[0]
+			wantType := writev2.Metadata_METRIC_TYPE_GAUGE
+			if s.Measurement == "cpu" && fd.Name == "procs" {
+				wantType = writev2.Metadata_METRIC_TYPE_COUNTER
+			}
+			m := ts.Metadata
+			if int(m.HelpRef) >= len(req.Symbols) || int(m.UnitRef) >= len(req.Symbols) {
+				t.Fatalf("round %d series %d: metadata refs %d, %d beyond %d symbols", round, i, m.HelpRef, m.UnitRef, len(req.Symbols))
+			}
+			if m.Type != wantType || req.Symbols[m.HelpRef] != help(s.Measurement, fd.Name) || req.Symbols[m.UnitRef] != "" {
+				t.Fatalf("round %d series %d (%s): type %s help %q unit %q", round, i, name, m.Type, req.Symbols[m.HelpRef], req.Symbols[m.UnitRef])
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -262,6 +263,73 @@ func TestPrecomputedTagsMatchComputed(t *testing.T) {
 		var st StringTagger = small.Schemas()[0].Tags.(StringTagger)
 		if a := testing.AllocsPerRun(100, func() { _ = st.TagString(7, 0) }); a != 0 {
 			t.Fatalf("TagString allocates %.0f times", a)
+		}
+	}
+}
+
+// A field said to be a counter only grows, device by device, and grows
+// over an hour; TSBS's counters (disk reads, bytes received) are said
+// to be ones, and no field of the cpu-only devops data set is.
+func TestCounterFields(t *testing.T) {
+	t.Parallel()
+	counters := map[string]int{}
+	for _, name := range Names() {
+		src := build(t, name, cfg(t, 5, "1h", "OUT_OF_ORDER", "none", "MISSING", "none", "COLUMNS", "3"), 9, sources.Shard{})
+		st, err := src.Stream(0, 1)
+		must(t, err)
+		type key struct {
+			meas string
+			f    int
+			dev  uint32
+		}
+		last, grew := map[key]float64{}, map[key]bool{}
+		b := sources.NewSeriesBatch(src.Schemas())
+		for done := false; !done; {
+			b.Reset()
+			if err := st.Fill(b, 1000, 0); errors.Is(err, sources.ErrDone) {
+				done = true
+			} else {
+				must(t, err)
+			}
+			for _, tb := range b.Tables {
+				for f, fd := range tb.Schema.Fields {
+					if !fd.Counter {
+						continue
+					}
+					for i := range tb.Len() {
+						v, _ := tb.Float(f, i)
+						k := key{tb.Schema.Measurement, f, tb.Device[i]}
+						if p, ok := last[k]; ok && v < p {
+							t.Fatalf("%s: %s %s of device %d went from %v to %v", name, tb.Schema.Measurement, fd.Name, k.dev, p, v)
+						} else if ok && v > p {
+							grew[k] = true
+						}
+						last[k] = v
+					}
+				}
+			}
+		}
+		for k := range last {
+			if !grew[k] {
+				t.Errorf("%s: counter %s field %d of device %d never grew", name, k.meas, k.f, k.dev)
+			}
+		}
+		for _, s := range src.Schemas() {
+			for _, fd := range s.Fields {
+				if fd.Counter {
+					counters[name+" "+s.Measurement+" "+fd.Name]++
+				}
+			}
+		}
+	}
+	for _, c := range []string{"devops-full diskio reads", "devops-full net bytes_recv"} {
+		if counters[c] == 0 {
+			t.Errorf("%s is not said to be a counter", c)
+		}
+	}
+	for c := range counters {
+		if strings.HasPrefix(c, "devops ") {
+			t.Errorf("%s is said to be a counter", c)
 		}
 	}
 }

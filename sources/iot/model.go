@@ -104,7 +104,7 @@ func (f *field) sourcesField() sources.Field {
 	if f.kind == sources.Float {
 		d = f.dec
 	}
-	return sources.Field{Name: f.name, Kind: f.kind, Decimals: d}
+	return sources.Field{Name: f.name, Kind: f.kind, Decimals: d, Counter: f.gen == counter}
 }
 
 var pow10 = [...]float64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}

@@ -1,0 +1,96 @@
+package sinks
+
+import (
+	"crypto/x509"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A sink's transport keeps workers + 2 connections alive and closes
+// the others once a burst of more concurrent requests is over, and asks
+// for no compressed answers (it reads them itself).
+func TestHTTPTransportPool(t *testing.T) {
+	t.Parallel()
+	const workers, burst = 2, 10
+	var arrived sync.WaitGroup
+	arrived.Add(burst)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var encodings []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		encodings = append(encodings, r.Header.Get("Accept-Encoding"))
+		mu.Unlock()
+		arrived.Done()
+		<-release
+	}))
+	defer srv.Close()
+	var conns Conns
+	tr := NewHTTPTransport(workers, &conns, false, nil, false)
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	var done sync.WaitGroup
+	for range burst {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			resp, err := hc.Get(srv.URL)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+		}()
+	}
+	arrived.Wait() // every request on a connection of its own
+	if n := conns.Open(); n != burst {
+		t.Fatalf("%d connections open for %d requests in flight", n, burst)
+	}
+	close(release)
+	done.Wait()
+	// The transport closes what it cannot keep as it takes the
+	// connections back, just after the answers were read.
+	for i := 0; conns.Open() != workers+2 && i < 500; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := conns.Open(); n != workers+2 {
+		t.Errorf("%d connections kept alive, want %d", n, workers+2)
+	}
+	for _, e := range encodings {
+		if e != "" {
+			t.Fatalf("Accept-Encoding %q sent", e)
+		}
+	}
+}
+
+// Without the TLS files read, the transport still checks the server's
+// certificate, unless insecure; TLS off sets no TLS configuration.
+func TestHTTPTransportTLSFallback(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	var conns Conns
+	get := func(insecure bool) error {
+		tr := NewHTTPTransport(1, &conns, true, nil, insecure)
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	var uae x509.UnknownAuthorityError
+	if err := get(false); !errors.As(err, &uae) {
+		t.Errorf("an unknown CA: %v", err)
+	}
+	if err := get(true); err != nil {
+		t.Errorf("insecure: %v", err)
+	}
+	if tr := NewHTTPTransport(1, &conns, false, nil, true); tr.TLSClientConfig != nil {
+		t.Errorf("TLS off: TLS configuration %+v", tr.TLSClientConfig)
+	}
+}
