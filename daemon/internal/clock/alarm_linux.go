@@ -4,6 +4,7 @@ package clock
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"time"
 	"unsafe"
@@ -39,6 +40,14 @@ func NewAlarm() (*Alarm, error) {
 	}
 	c := make(chan struct{}, 1)
 	a := &Alarm{C: c, f: os.NewFile(uintptr(fd), "alarm"), fd: fd}
+	// A file the network poller cannot take (some sandboxes refuse a
+	// timerfd) would end the reading goroutine on its first wait and the
+	// alarm would never go off; a deadline is refused on exactly such a
+	// file, so the caller learns it now and waits on runtime timers.
+	if err := pollable(a.f); err != nil {
+		_ = a.f.Close()
+		return nil, fmt.Errorf("the timerfd cannot be polled: %w", err)
+	}
 	rc, err := a.f.SyscallConn()
 	if err != nil {
 		_ = a.f.Close()
@@ -64,6 +73,10 @@ func NewAlarm() (*Alarm, error) {
 	}()
 	return a, nil
 }
+
+// pollable says whether f's waits go through the runtime's network
+// poller: only such a file takes a deadline.
+func pollable(f *os.File) error { return f.SetReadDeadline(time.Time{}) }
 
 // Set makes the alarm go off once when Mono() reaches t (at once if it
 // has), replacing any earlier setting. A wake of an earlier setting may
