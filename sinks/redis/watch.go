@@ -76,6 +76,7 @@ type sectionInfo struct {
 	section string
 	fields  map[string]string
 	refused error
+	titled  bool // the reply had its "# Section" title
 }
 
 // info sends one INFO per section of infoSections to c, pipelined. An
@@ -100,6 +101,7 @@ func (s *Sink) info(ctx context.Context, c *goredis.Client) ([len(infoSections)]
 			return out, s.failed(ctx, len(infoSections), err)
 		default:
 			out[i].fields = parseInfo(text)
+			out[i].titled = strings.HasPrefix(strings.TrimSpace(text), "#")
 		}
 	}
 	return out, nil
@@ -269,6 +271,12 @@ func highest(infos []sectionInfo, field string) (float64, string) {
 func keyspaceKeys(infos []sectionInfo) (float64, string) {
 	total := 0.0
 	for _, in := range infos {
+		// An empty Redis answers "# Keyspace" and no line; a server that
+		// answers nothing at all does not keep the section, and 0 keys
+		// would be a figure it never gave.
+		if !in.titled && len(in.fields) == 0 {
+			return 0, "INFO keyspace answered with nothing, not even its # Keyspace title"
+		}
 		for db, v := range in.fields {
 			if !strings.HasPrefix(db, "db") {
 				continue

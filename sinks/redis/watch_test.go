@@ -188,8 +188,8 @@ func TestWatchFiguresOfSections(t *testing.T) {
 	cpu := sectionInfo{section: "cpu", fields: map[string]string{"used_cpu_sys": "1.5", "used_cpu_user": "2.25"}}
 	per := sectionInfo{section: "persistence", fields: map[string]string{"aof_enabled": "1", "aof_current_size": "42"}}
 	sta := sectionInfo{section: "stats", fields: map[string]string{"evicted_keys": "7"}}
-	ks := sectionInfo{section: "keyspace", fields: map[string]string{"db0": "keys=10,expires=0,avg_ttl=0", "db3": "keys=5,expires=1,avg_ttl=9"}}
-	empty := sectionInfo{section: "keyspace", fields: map[string]string{}}
+	ks := sectionInfo{section: "keyspace", titled: true, fields: map[string]string{"db0": "keys=10,expires=0,avg_ttl=0", "db3": "keys=5,expires=1,avg_ttl=9"}}
+	empty := sectionInfo{section: "keyspace", titled: true, fields: map[string]string{}}
 	f := figures(mem, cpu, per, sta, ks, mem2, cpu, per, sta, empty) // two masters
 	if f.Memory["used"] != 200 || f.CPUSeconds != 7.5 || !f.HasCPU || f.Storage["aof"] != 84 {
 		t.Errorf("sums: %+v", f)
@@ -203,6 +203,14 @@ func TestWatchFiguresOfSections(t *testing.T) {
 	bad.fields = map[string]string{"db0": "keys=lots"}
 	if f := figures(mem, sta, bad); !strings.Contains(f.Unavailable["keys"], `"lots"`) || f.Stats["evictions"] != 7 {
 		t.Errorf("keys not a number: %+v", f)
+	}
+	// A server whose INFO keyspace is an empty reply gives no figure;
+	// an empty Redis (its title, no database) holds 0 keys.
+	if f := figures(mem, sta, sectionInfo{section: "keyspace", fields: map[string]string{}}); !strings.Contains(f.Unavailable["keys"], "nothing") {
+		t.Errorf("empty INFO keyspace reply: %+v", f)
+	}
+	if f := figures(mem, sta, empty); f.Stats["keys"] != 0 || f.Unavailable["keys"] != "" || !hasKey(f.Stats, "keys") {
+		t.Errorf("an empty Redis: %+v", f)
 	}
 	noFrag := mem
 	noFrag.fields = map[string]string{"used_memory": "100"}
@@ -238,3 +246,5 @@ func TestWatchCluster(t *testing.T) {
 		t.Errorf("CPU = %v s, less than one master's user time %v s", f.CPUSeconds, cpu)
 	}
 }
+
+func hasKey(m map[string]float64, k string) bool { _, ok := m[k]; return ok }
