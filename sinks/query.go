@@ -278,6 +278,21 @@ func (qs *QueryState) QueryText(q *sources.Query) (string, error) {
 	return sb.String(), err
 }
 
+// RunBatch is RunQueries over the range BatchRange gives, with a
+// builder of its own: the whole Write of a sink that needs nothing
+// before its first query (a connection, a lock). run also gets the range.
+func (qs *QueryState) RunBatch(b *sources.Batch,
+	run func(q *sources.Query, rng sources.DataRange, text string) (sent int, rows int64, err error)) (int, error) {
+	rng, err := qs.BatchRange()
+	if err != nil {
+		return 0, err
+	}
+	var sb strings.Builder
+	return qs.RunQueries(b, rng, &sb, func(q *sources.Query, text string) (int, int64, error) {
+		return run(q, rng, text)
+	})
+}
+
 // RunQueries is the loop of a query sink's Write: it renders b's
 // queries one after the other into sb, their windows placed in rng (from
 // BatchRange), and runs each with run, which returns the bytes it sent

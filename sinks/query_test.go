@@ -108,6 +108,13 @@ func TestQueryState(t *testing.T) {
 	if _, err := qs.BatchRange(); ClassOf(err) != Rejected || retryable(err) || !strings.Contains(err.Error(), msg) {
 		t.Errorf("BatchRange: %v, class %s", err, ClassOf(err))
 	}
+	ran := false
+	if _, err := qs.RunBatch(&sources.Batch{Queries: make([]sources.Query, 1)}, func(*sources.Query, sources.DataRange, string) (int, int64, error) {
+		ran = true
+		return 0, 1, nil
+	}); ClassOf(err) != Rejected || ran {
+		t.Errorf("RunBatch: %v, class %s, ran a query: %v", err, ClassOf(err), ran)
+	}
 	if _, err := qs.QueryText(&sources.Query{}); err == nil || err.Error() != msg {
 		t.Errorf("QueryText: %v", err)
 	}
@@ -140,6 +147,15 @@ func TestQueryState(t *testing.T) {
 	}
 	if text, err := qs.QueryText(&sources.Query{Type: sources.Lastpoint}); err != nil || text != sources.Lastpoint.String()+" 1..2" {
 		t.Errorf("QueryText: %q, %v", text, err)
+	}
+	// RunBatch renders in the watch's range and hands run that range.
+	b := &sources.Batch{Queries: []sources.Query{{Type: sources.Lastpoint}}}
+	var got []string
+	if n, err := qs.RunBatch(b, func(_ *sources.Query, rng sources.DataRange, text string) (int, int64, error) {
+		got = append(got, fmt.Sprintf("%s in %d..%d", text, rng.Oldest, rng.Newest))
+		return 4, 3, nil
+	}); err != nil || n != 4 || b.Queries[0].Rows != 3 || len(got) != 1 || got[0] != sources.Lastpoint.String()+" 1..2 in 1..2" {
+		t.Errorf("RunBatch: %d bytes, %v, rows %d, ran %q", n, err, b.Queries[0].Rows, got)
 	}
 }
 

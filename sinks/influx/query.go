@@ -171,12 +171,7 @@ func firstTime(values [][]json.RawMessage) (int64, error) {
 // writeQueries runs the queries of b one after the other and sets each
 // one's Rows. It returns the bytes of the requests' bodies.
 func (s *Sink) writeQueries(ctx context.Context, b *sources.Batch) (int, error) {
-	rng, err := s.BatchRange()
-	if err != nil {
-		return 0, err
-	}
-	var sb strings.Builder
-	return s.RunQueries(b, rng, &sb, func(q *sources.Query, text string) (int, int64, error) {
+	return s.RunBatch(b, func(q *sources.Query, _ sources.DataRange, text string) (int, int64, error) {
 		var a influxAnswer
 		n, err := s.query(ctx, text, &a)
 		if err != nil {

@@ -114,21 +114,9 @@ func (s *Sink) ask(ctx context.Context, path, form string, out *answer) (int, er
 		path = s.cfg.QueryPath
 	}
 	where := s.cfg.baseURL() + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, where, strings.NewReader(form))
+	resp, err := s.postForm(ctx, where, form)
 	if err != nil {
-		return 0, sinks.NewError(sinks.Other, false, err)
-	}
-	for k, v := range s.cfg.Headers {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header["User-Agent"] = userAgentHeader
-	if s.auth != "" {
-		req.Header.Set("Authorization", s.auth)
-	}
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return len(form), fmt.Errorf("cannot query %s: %w", where, sinks.ClassifyHTTPTransport(ctx, err, true))
+		return len(form), fmt.Errorf("cannot query %s: %w", where, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUnprocessableEntity {
@@ -164,12 +152,7 @@ func (s *Sink) send(ctx context.Context, text string, out *answer) (int, error) 
 // writeQueries runs the queries of b one after the other and sets each
 // one's Rows. It returns the bytes of the requests' bodies.
 func (s *Sink) writeQueries(ctx context.Context, b *sources.Batch) (int, error) {
-	rng, err := s.BatchRange()
-	if err != nil {
-		return 0, err
-	}
-	var sb strings.Builder
-	return s.RunQueries(b, rng, &sb, func(qq *sources.Query, text string) (int, int64, error) {
+	return s.RunBatch(b, func(qq *sources.Query, rng sources.DataRange, text string) (int, int64, error) {
 		var a answer
 		n, err := s.send(ctx, text, &a)
 		if err != nil {
