@@ -19,42 +19,50 @@ import (
 // poller, as net.Conn's do, and deadlines hold the same way. Errors are
 // net.Conn's: a *net.OpError naming read or write.
 
-// rawIO is a socket's read and write in progress. The functions handed
-// to RawConn are bound once per connection and find their buffer here, so
-// a read or write allocates nothing (a closure over its arguments would
-// be allocated each time). The mutexes keep concurrent reads (or writes)
-// of one connection apart, as net.Conn's own locks do.
+// rawIO is a socket's read and write in progress, each a rawOp. The
+// functions handed to RawConn are bound once per connection and find
+// their buffer in their rawOp, so a read or write allocates nothing (a
+// closure over its arguments would be allocated each time). The mutexes
+// keep concurrent reads (or writes) of one connection apart, as
+// net.Conn's own locks do.
 type rawIO struct {
-	rmu    sync.Mutex
-	rb     []byte
-	rn     int
-	rerrno syscall.Errno
-	read   func(fd uintptr) bool
+	r, w rawOp
+}
 
-	wmu    sync.Mutex
-	wb     []byte
-	wn     int
-	werrno syscall.Errno
-	write  func(fd uintptr) bool
+// rawOp is one direction's call in progress: its buffer, the bytes done
+// and the errno that ended it.
+type rawOp struct {
+	mu    sync.Mutex
+	b     []byte
+	n     int
+	errno syscall.Errno
+	fn    func(fd uintptr) bool // readFd or writeFd, bound once
 }
 
 func newRawIO() *rawIO {
 	st := &rawIO{}
-	st.read, st.write = st.readFd, st.writeFd
+	st.r.fn, st.w.fn = st.r.readFd, st.w.writeFd
 	return st
+}
+
+// do runs op's function on b through call (RawConn's Read or Write) and
+// returns the bytes done, the errno of a failed system call, and call's
+// own error (closed, deadline).
+func (op *rawOp) do(call func(func(fd uintptr) bool) error, b []byte) (int, syscall.Errno, error) {
+	op.mu.Lock()
+	op.b, op.n, op.errno = b, 0, 0
+	err := call(op.fn)
+	n, errno := op.n, op.errno
+	op.b = nil
+	op.mu.Unlock()
+	return n, errno, err
 }
 
 func (s sysConn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return s.countedConn.Read(b)
 	}
-	st := s.io
-	st.rmu.Lock()
-	st.rb, st.rn, st.rerrno = b, 0, 0
-	err := s.rc.Read(st.read)
-	n, errno := st.rn, st.rerrno
-	st.rb = nil
-	st.rmu.Unlock()
+	n, errno, err := s.io.r.do(s.rc.Read, b)
 	switch {
 	case err != nil:
 		return 0, s.opError("read", err)
@@ -66,20 +74,20 @@ func (s sysConn) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-func (st *rawIO) readFd(fd uintptr) bool {
-	b := st.rb
+func (op *rawOp) readFd(fd uintptr) bool {
+	b := op.b
 	for {
 		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 		switch e {
 		case 0:
-			st.rn = int(r)
+			op.n = int(r)
 			return true
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
 			return false
 		}
-		st.rerrno = e
+		op.errno = e
 		return true
 	}
 }
@@ -88,13 +96,7 @@ func (s sysConn) Write(b []byte) (int, error) {
 	if len(b) == 0 {
 		return s.countedConn.Write(b)
 	}
-	st := s.io
-	st.wmu.Lock()
-	st.wb, st.wn, st.werrno = b, 0, 0
-	err := s.rc.Write(st.write)
-	n, errno := st.wn, st.werrno
-	st.wb = nil
-	st.wmu.Unlock()
+	n, errno, err := s.io.w.do(s.rc.Write, b)
 	switch {
 	case err != nil:
 		return n, s.opError("write", err)
@@ -104,20 +106,20 @@ func (s sysConn) Write(b []byte) (int, error) {
 	return n, nil
 }
 
-func (st *rawIO) writeFd(fd uintptr) bool {
-	b := st.wb
-	for st.wn < len(b) {
-		r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[st.wn])), uintptr(len(b)-st.wn))
+func (op *rawOp) writeFd(fd uintptr) bool {
+	b := op.b
+	for op.n < len(b) {
+		r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[op.n])), uintptr(len(b)-op.n))
 		switch e {
 		case 0:
-			st.wn += int(r)
+			op.n += int(r)
 			continue
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
 			return false
 		}
-		st.werrno = e
+		op.errno = e
 		return true
 	}
 	return true
