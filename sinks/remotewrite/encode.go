@@ -168,8 +168,9 @@ func (e *Encoder) schemaEnc(s *sources.Schema) *schemaEnc {
 	return se
 }
 
-// appendLabel appends a TimeSeries labels entry.
-func appendLabel(dst []byte, name, value string) []byte {
+// appendLabel appends a TimeSeries labels entry; value is a string or
+// bytes (a tag's, encoded in scratch).
+func appendLabel[V string | []byte](dst []byte, name string, value V) []byte {
 	n := protowire.SizeTag(fieldLabelName) + protowire.SizeBytes(len(name)) +
 		protowire.SizeTag(fieldLabelValue) + protowire.SizeBytes(len(value))
 	dst = protowire.AppendTag(dst, fieldLabels, protowire.BytesType)
@@ -177,7 +178,8 @@ func appendLabel(dst []byte, name, value string) []byte {
 	dst = protowire.AppendTag(dst, fieldLabelName, protowire.BytesType)
 	dst = protowire.AppendString(dst, name)
 	dst = protowire.AppendTag(dst, fieldLabelValue, protowire.BytesType)
-	return protowire.AppendString(dst, value)
+	dst = protowire.AppendVarint(dst, uint64(len(value)))
+	return append(dst, value...)
 }
 
 // deviceLabels sets e.dev to device d's encoded labels (from the cache
@@ -200,7 +202,7 @@ func (e *Encoder) deviceLabels(se *schemaEnc, d uint32) {
 			if len(e.scratch) == 0 {
 				continue
 			}
-			e.dev = appendLabelBytes(e.dev, l.name, e.scratch)
+			e.dev = appendLabel(e.dev, l.name, e.scratch)
 			continue
 		}
 		e.dev = appendLabel(e.dev, l.name, v)
@@ -211,18 +213,6 @@ func (e *Encoder) deviceLabels(se *schemaEnc, d uint32) {
 	se.cache.Put(d, e.dev, &e.budget)
 }
 
-// appendLabelBytes is appendLabel for a value in bytes.
-func appendLabelBytes(dst []byte, name string, value []byte) []byte {
-	n := protowire.SizeTag(fieldLabelName) + protowire.SizeBytes(len(name)) +
-		protowire.SizeTag(fieldLabelValue) + protowire.SizeBytes(len(value))
-	dst = protowire.AppendTag(dst, fieldLabels, protowire.BytesType)
-	dst = protowire.AppendVarint(dst, uint64(n))
-	dst = protowire.AppendTag(dst, fieldLabelName, protowire.BytesType)
-	dst = protowire.AppendString(dst, name)
-	dst = protowire.AppendTag(dst, fieldLabelValue, protowire.BytesType)
-	return protowire.AppendBytes(dst, value)
-}
-
 // Millis is a row time (Unix ns) as the protocol's milliseconds, rounded
 // down.
 func Millis(ns int64) int64 {
@@ -231,6 +221,22 @@ func Millis(ns int64) int64 {
 		ms--
 	}
 	return ms
+}
+
+// sampleSize is the length of a Sample at time ts (ms).
+func sampleSize(ts uint64) int {
+	return protowire.SizeTag(fieldSampleValue) + 8 + protowire.SizeTag(fieldSampleTime) + protowire.SizeVarint(ts)
+}
+
+// appendSample appends a series' Sample (field number field: 1.0's and
+// 2.0's differ) of length sampleLen (sampleSize), value v at time ts.
+func appendSample(dst []byte, field protowire.Number, sampleLen int, v float64, ts uint64) []byte {
+	dst = protowire.AppendTag(dst, field, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(sampleLen))
+	dst = protowire.AppendTag(dst, fieldSampleValue, protowire.Fixed64Type)
+	dst = protowire.AppendFixed64(dst, math.Float64bits(v))
+	dst = protowire.AppendTag(dst, fieldSampleTime, protowire.VarintType)
+	return protowire.AppendVarint(dst, ts)
 }
 
 // AppendTable appends t's samples to dst, a WriteRequest being built, and
@@ -246,7 +252,7 @@ func (e *Encoder) AppendTable(dst []byte, t *sources.Table) ([]byte, int) {
 		split := 2 + int(binary.LittleEndian.Uint16(e.dev))
 		pre, post := e.dev[2:split], e.dev[split:]
 		ts := uint64(Millis(t.Time[i]))
-		sampleLen := protowire.SizeTag(fieldSampleValue) + 8 + protowire.SizeTag(fieldSampleTime) + protowire.SizeVarint(ts)
+		sampleLen := sampleSize(ts)
 		for f := range t.Schema.Fields {
 			v, ok := t.Float(f, i)
 			if !ok {
@@ -259,12 +265,7 @@ func (e *Encoder) AppendTable(dst []byte, t *sources.Table) ([]byte, int) {
 			dst = append(dst, pre...)
 			dst = append(dst, name...)
 			dst = append(dst, post...)
-			dst = protowire.AppendTag(dst, fieldSamples, protowire.BytesType)
-			dst = protowire.AppendVarint(dst, uint64(sampleLen))
-			dst = protowire.AppendTag(dst, fieldSampleValue, protowire.Fixed64Type)
-			dst = protowire.AppendFixed64(dst, math.Float64bits(v))
-			dst = protowire.AppendTag(dst, fieldSampleTime, protowire.VarintType)
-			dst = protowire.AppendVarint(dst, ts)
+			dst = appendSample(dst, fieldSamples, sampleLen, v, ts)
 			samples++
 		}
 	}

@@ -225,7 +225,7 @@ func (e *EncoderV2) AppendTable(t *sources.Table) int {
 		sp := e.deviceRefs(se, t.Device[i])
 		pre, post := e.refs[sp.start:sp.mid], e.refs[sp.mid:sp.end]
 		ts := uint64(Millis(t.Time[i]))
-		sampleLen := protowire.SizeTag(fieldSampleValue) + 8 + protowire.SizeTag(fieldSampleTime) + protowire.SizeVarint(ts)
+		sampleLen := sampleSize(ts)
 		for f := range t.Schema.Fields {
 			v, ok := t.Float(f, i)
 			if !ok {
@@ -242,12 +242,7 @@ func (e *EncoderV2) AppendTable(t *sources.Table) int {
 			dst = append(dst, pre...)
 			dst = append(dst, name...)
 			dst = append(dst, post...)
-			dst = protowire.AppendTag(dst, fieldV2Samples, protowire.BytesType)
-			dst = protowire.AppendVarint(dst, uint64(sampleLen))
-			dst = protowire.AppendTag(dst, fieldSampleValue, protowire.Fixed64Type)
-			dst = protowire.AppendFixed64(dst, math.Float64bits(v))
-			dst = protowire.AppendTag(dst, fieldSampleTime, protowire.VarintType)
-			dst = protowire.AppendVarint(dst, ts)
+			dst = appendSample(dst, fieldV2Samples, sampleLen, v, ts)
 			dst = append(dst, meta...)
 			samples++
 		}
