@@ -79,6 +79,27 @@ func ClassifyHTTPTransport(ctx context.Context, err error, idempotent bool) erro
 	return NewError(class, idempotent, err)
 }
 
+// ClassifyHTTPStatus is the class of a write a server answered with a
+// non-2xx status code, and whether to send it again: 429 and 503 say the
+// request was not processed (always safe to resend), 408 that the server
+// gave up reading it; 504 and other 5xx leave its fate unknown (resent
+// when the write is idempotent); other 4xx refuse it.
+func ClassifyHTTPStatus(code int, idempotent bool) (Class, bool) {
+	switch {
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		return Server, true
+	case code == http.StatusRequestTimeout:
+		return Timeout, true
+	case code == http.StatusGatewayTimeout:
+		return Timeout, idempotent
+	case code >= 500:
+		return Server, idempotent
+	case code >= 400:
+		return Rejected, false
+	}
+	return Other, false
+}
+
 // NewHTTPTransport returns a Transport for a sink that writes over HTTP
 // with workers concurrent writers: one kept-alive connection per worker
 // (plus setup, Ping and the target watch), large write buffers for

@@ -94,3 +94,31 @@ func TestHTTPTransportTLSFallback(t *testing.T) {
 		t.Errorf("TLS off: TLS configuration %+v", tr.TLSClientConfig)
 	}
 }
+
+// A non-2xx answer's class: what was not processed is always resent,
+// what may have been stored only when resending is harmless, and a
+// refused request never.
+func TestClassifyHTTPStatus(t *testing.T) {
+	for _, tc := range []struct {
+		code       int
+		idempotent bool
+		class      Class
+		retry      bool
+	}{
+		{429, false, Server, true},
+		{503, false, Server, true},
+		{408, false, Timeout, true},
+		{504, false, Timeout, false},
+		{504, true, Timeout, true},
+		{500, false, Server, false},
+		{502, true, Server, true},
+		{400, true, Rejected, false},
+		{401, true, Rejected, false},
+		{404, true, Rejected, false},
+		{302, true, Other, false},
+	} {
+		if class, retry := ClassifyHTTPStatus(tc.code, tc.idempotent); class != tc.class || retry != tc.retry {
+			t.Errorf("%d (idempotent %v): %s, retry %v; want %s, %v", tc.code, tc.idempotent, class, retry, tc.class, tc.retry)
+		}
+	}
+}

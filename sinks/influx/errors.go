@@ -58,21 +58,7 @@ func classifyStatus(code int, h http.Header, body errBody, points int, idempoten
 	if code >= 400 && code < 500 {
 		se.Partial, se.Dropped = parsePartial(body, points)
 	}
-	class, retry := sinks.Rejected, false
-	switch {
-	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
-		class, retry = sinks.Server, true
-	case code == http.StatusRequestTimeout:
-		class, retry = sinks.Timeout, true // the server gave up reading the request
-	case code == http.StatusGatewayTimeout:
-		class, retry = sinks.Timeout, idempotent
-	case code >= 500:
-		class, retry = sinks.Server, idempotent
-	case code >= 400:
-		class, retry = sinks.Rejected, false
-	default:
-		class = sinks.Other
-	}
+	class, retry := sinks.ClassifyHTTPStatus(code, idempotent)
 	return &sinks.Error{Class: class, Retry: retry, RetryAfter: sinks.RetryAfter(h, time.Now()), Err: se}
 }
 

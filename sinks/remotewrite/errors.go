@@ -77,25 +77,12 @@ func isOutOfOrder(msg string) bool {
 // not resent either.
 func classifyStatus(code int, h http.Header, msg string, samples int, idempotent bool) error {
 	se := &StatusError{StatusCode: code, Message: msg, Samples: samples, Written: -1}
-	class, retry := sinks.Rejected, false
-	switch {
-	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
-		class, retry = sinks.Server, true // not processed
-	case code == http.StatusRequestTimeout:
-		class, retry = sinks.Timeout, true // the server gave up reading the request
-	case code == http.StatusGatewayTimeout:
-		class, retry = sinks.Timeout, idempotent
-	case code >= 500:
-		class, retry = sinks.Server, idempotent
-	case code >= 400:
-		if se.OutOfOrder = code == http.StatusBadRequest && isOutOfOrder(msg); se.OutOfOrder {
-			class = sinks.OutOfOrder
-		}
-		if code == http.StatusUnauthorized || code == http.StatusForbidden {
-			se.Message = sinks.AuthFailed + ": " + msg
-		}
-	default:
-		class = sinks.Other
+	class, retry := sinks.ClassifyHTTPStatus(code, idempotent)
+	if se.OutOfOrder = code == http.StatusBadRequest && isOutOfOrder(msg); se.OutOfOrder {
+		class = sinks.OutOfOrder
+	}
+	if code == http.StatusUnauthorized || code == http.StatusForbidden {
+		se.Message = sinks.AuthFailed + ": " + msg
 	}
 	return &sinks.Error{Class: class, Retry: retry, RetryAfter: sinks.RetryAfter(h, time.Now()), Err: se}
 }
