@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -112,25 +111,14 @@ type promSeries struct {
 // matrix.
 func (s *Sink) query(ctx context.Context, expr, at string) ([]promSeries, error) {
 	form := url.Values{"query": {expr}, "time": {at}}.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.baseURL()+s.cfg.QueryPath, strings.NewReader(form))
+	where := s.cfg.baseURL() + s.cfg.QueryPath
+	resp, err := s.postForm(ctx, where, form)
 	if err != nil {
-		return nil, sinks.NewError(sinks.Other, false, err)
-	}
-	for k, v := range s.cfg.Headers {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header["User-Agent"] = userAgentHeader
-	if s.auth != "" {
-		req.Header.Set("Authorization", s.auth)
-	}
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read back from %s%s: %w", s.cfg.baseURL(), s.cfg.QueryPath, sinks.ClassifyHTTPTransport(ctx, err, true))
+		return nil, fmt.Errorf("cannot read back from %s: %w", where, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("cannot read back from %s%s: %w", s.cfg.baseURL(), s.cfg.QueryPath,
+		return nil, fmt.Errorf("cannot read back from %s: %w", where,
 			classifyStatus(resp.StatusCode, resp.Header, readMessage(resp), 0, true))
 	}
 	var out struct {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -62,21 +61,9 @@ func (s *Sink) Reset(ctx context.Context) error {
 
 func (s *Sink) deleteSeries(ctx context.Context, match string) error {
 	where := s.cfg.baseURL() + s.cfg.deletePath()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, where, strings.NewReader(url.Values{"match[]": {match}}.Encode()))
+	resp, err := s.postForm(ctx, where, url.Values{"match[]": {match}}.Encode())
 	if err != nil {
-		return sinks.NewError(sinks.Other, false, err)
-	}
-	for k, v := range s.cfg.Headers {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header["User-Agent"] = userAgentHeader
-	if s.auth != "" {
-		req.Header.Set("Authorization", s.auth)
-	}
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot delete soakd's series at %s: %w", where, sinks.ClassifyHTTPTransport(ctx, err, true))
+		return fmt.Errorf("cannot delete soakd's series at %s: %w", where, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 == 2 {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -383,9 +384,7 @@ func (s *Sink) Protocol() Protocol { return Protocol(s.proto.Load()) }
 // extra headers.
 func (s *Sink) setHeaders(req *http.Request, p Protocol) {
 	h := req.Header
-	for k, v := range s.cfg.Headers {
-		h[k] = v
-	}
+	s.commonHeaders(h)
 	h["Content-Encoding"] = contentEncoding
 	if p == Proto2 {
 		h["Content-Type"] = contentTypeV2
@@ -394,10 +393,34 @@ func (s *Sink) setHeaders(req *http.Request, p Protocol) {
 		h["Content-Type"] = contentType
 		h["X-Prometheus-Remote-Write-Version"] = rwVersion
 	}
+}
+
+// commonHeaders sets what every request of the sink carries: the URL's
+// extra headers, the User-Agent and the credentials.
+func (s *Sink) commonHeaders(h http.Header) {
+	for k, v := range s.cfg.Headers {
+		h[k] = v
+	}
 	h["User-Agent"] = userAgentHeader
 	if s.auth != "" {
 		h.Set("Authorization", s.auth)
 	}
+}
+
+// postForm POSTs form to where (a query, read-back or delete API) with
+// the sink's headers. A request that got no answer is classified.
+func (s *Sink) postForm(ctx context.Context, where, form string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, where, strings.NewReader(form))
+	if err != nil {
+		return nil, sinks.NewError(sinks.Other, false, err)
+	}
+	s.commonHeaders(req.Header)
+	req.Header["Content-Type"] = formContentType
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, sinks.ClassifyHTTPTransport(ctx, err, true)
+	}
+	return resp, nil
 }
 
 // Header values shared by every request (read only).
@@ -406,6 +429,7 @@ var (
 	contentType     = []string{"application/x-protobuf"}
 	rwVersion       = []string{"0.1.0"}
 	contentTypeV2   = []string{"application/x-protobuf;proto=io.prometheus.write.v2.Request"}
+	formContentType = []string{"application/x-www-form-urlencoded"}
 	rwVersionV2     = []string{"2.0.0"}
 	userAgentHeader = []string{userAgent}
 )

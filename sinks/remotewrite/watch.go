@@ -198,13 +198,7 @@ func (s *Sink) getMetrics(ctx context.Context) (*http.Response, error) {
 	if err != nil {
 		return nil, sinks.NewError(sinks.Other, false, err)
 	}
-	for k, v := range s.cfg.Headers {
-		req.Header[k] = v
-	}
-	req.Header["User-Agent"] = userAgentHeader
-	if s.auth != "" {
-		req.Header.Set("Authorization", s.auth)
-	}
+	s.commonHeaders(req.Header)
 	resp, err := s.hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s of %s: %w", s.cfg.MetricsPath, s.cfg.String(), sinks.ClassifyHTTPTransport(ctx, err, true))
