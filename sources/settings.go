@@ -57,6 +57,18 @@ func (s *Shard) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// Checked returns s with the zero value made 0/1, or a SHARD error when
+// Index is not in 0..Count-1 (shard i+N would own shard i's items).
+func (s Shard) Checked() (Shard, error) {
+	if s.Count == 0 {
+		return Shard{Index: 0, Count: 1}, nil
+	}
+	if s.Index < 0 || s.Index >= s.Count {
+		return s, Invalid("SHARD", "%s: want 0 <= i < N", s)
+	}
+	return s, nil
+}
+
 // String returns "i/N".
 func (s Shard) String() string {
 	if s.Count == 0 {

@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -41,6 +42,23 @@ func TestParseDataType(t *testing.T) {
 	for _, in := range []string{"list", "hashes", "z set"} {
 		if _, err := ParseDataType(in); err == nil || !strings.Contains(err.Error(), in) {
 			t.Errorf("ParseDataType(%q) error %v, want one naming the value", in, err)
+		}
+	}
+}
+
+// Checked makes the zero shard the whole data set and refuses an index
+// outside 0..N-1 as a SHARD error, which the sources return as is.
+func TestShardChecked(t *testing.T) {
+	if s, err := (Shard{}).Checked(); err != nil || s != (Shard{Index: 0, Count: 1}) {
+		t.Errorf("zero shard: %v, %v; want 0/1", s, err)
+	}
+	if s, err := (Shard{Index: 2, Count: 3}).Checked(); err != nil || s != (Shard{Index: 2, Count: 3}) {
+		t.Errorf("2/3: %v, %v", s, err)
+	}
+	for _, bad := range []Shard{{Index: 3, Count: 3}, {Index: -1, Count: 2}} {
+		var se *SettingError
+		if _, err := bad.Checked(); !errors.As(err, &se) || se.Setting != "SHARD" {
+			t.Errorf("%d/%d: %v, want a SHARD error", bad.Index, bad.Count, err)
 		}
 	}
 }

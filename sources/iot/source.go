@@ -105,11 +105,9 @@ func Build(source string, c Config, seed uint64, shard sources.Shard) (*Source, 
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if shard.Count == 0 {
-		shard = sources.Shard{Index: 0, Count: 1}
-	}
-	if shard.Index < 0 || shard.Index >= shard.Count {
-		return nil, sources.Invalid("SHARD", "%s: want 0 <= i < N", shard)
+	shard, err := shard.Checked()
+	if err != nil {
+		return nil, err
 	}
 	s := &Source{name: source, cfg: c, seed: seed, shard: shard, wall: c.Clock == Wall, interval: int64(c.Interval)}
 	if c.Start.Now {

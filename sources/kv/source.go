@@ -72,12 +72,9 @@ func newSource(c Config, seed uint64, shard sources.Shard) (*Source, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if shard.Count == 0 {
-		shard = sources.Shard{Index: 0, Count: 1}
-	}
-	if shard.Index < 0 || shard.Index >= shard.Count {
-		// Shard i+N would own shard i's records.
-		return nil, sources.Invalid("SHARD", "%s: want 0 <= i < N", shard)
+	shard, err := shard.Checked()
+	if err != nil {
+		return nil, err
 	}
 	// Validate accepted it; this makes it lower case.
 	dt, _ := sources.ParseDataType(string(c.DataType))

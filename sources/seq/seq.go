@@ -72,8 +72,9 @@ func New(c Config, shard sources.Shard) (*Source, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if shard.Count == 0 {
-		shard = sources.Shard{Index: 0, Count: 1}
+	shard, err := shard.Checked()
+	if err != nil {
+		return nil, err
 	}
 	return &Source{cfg: c, shard: shard, schema: &sources.Schema{
 		Measurement: "seq", TagKeys: []string{"device"}, Tags: tagger{},
