@@ -300,23 +300,33 @@ func exec(ctx context.Context, pc *pgconn.PgConn, sql string) error {
 	return pc.Exec(ctx, sql).Close()
 }
 
-func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tables []*sources.Table) (int, error) {
-	// The non-empty tables with their plans, looked up once.
-	type copyJob struct {
-		p *plan
-		t *sources.Table
-	}
-	var jobsArr [16]copyJob
-	jobs := jobsArr[:0]
+// tablePlan is a non-empty table of a batch with its plan.
+type tablePlan struct {
+	p *plan
+	t *sources.Table
+}
+
+// planTables appends the non-empty tables of tables with their plans,
+// looked up once, to dst.
+func (s *Sink) planTables(dst []tablePlan, tables []*sources.Table) ([]tablePlan, error) {
 	for _, t := range tables {
 		if t.Len() == 0 {
 			continue
 		}
 		p, err := s.planFor(t.Schema)
 		if err != nil {
-			return 0, sinks.NewError(sinks.Rejected, false, err)
+			return dst, sinks.NewError(sinks.Rejected, false, err)
 		}
-		jobs = append(jobs, copyJob{p, t})
+		dst = append(dst, tablePlan{p, t})
+	}
+	return dst, nil
+}
+
+func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tables []*sources.Table) (int, error) {
+	var jobsArr [16]tablePlan
+	jobs, err := s.planTables(jobsArr[:0], tables)
+	if err != nil {
+		return 0, err
 	}
 	if s.cfg.Layout == TSBSLayout {
 		w.trimTags()
@@ -407,27 +417,24 @@ func (s *Sink) writePipeline(ctx context.Context, pc *pgconn.PgConn, w *writer, 
 	// Encode every table first: parameters point into one buffer that
 	// must not move while requests are queued.
 	type span struct {
-		p          *plan
-		t          *sources.Table
+		tablePlan
 		first, end int // parameter indexes
+	}
+	var plansArr [16]tablePlan
+	plans, err := s.planTables(plansArr[:0], tables)
+	if err != nil {
+		return 0, err
 	}
 	var spansArr [16]span
 	spans := spansArr[:0]
-	for _, t := range tables {
-		if t.Len() == 0 {
-			continue
-		}
-		p, err := s.planFor(t.Schema)
-		if err != nil {
-			return 0, sinks.NewError(sinks.Rejected, false, err)
-		}
+	for _, tp := range plans {
 		first := len(w.pe.ends)
 		if s.cfg.Method == Unnest {
-			w.pe.arrays(t)
+			w.pe.arrays(tp.t)
 		} else {
-			w.pe.rows(t)
+			w.pe.rows(tp.t)
 		}
-		spans = append(spans, span{p, t, first, len(w.pe.ends)})
+		spans = append(spans, span{tp, first, len(w.pe.ends)})
 	}
 	vals := w.pe.finish()
 	bytes := len(w.pe.buf)
