@@ -260,12 +260,8 @@ func (s *Stream) step(b *sources.Batch, rows *int, max int) bool {
 			// The device is replaced this round: it sends what it still
 			// holds (buffered while offline, late), as a finite data set's
 			// last round does, before the new one reports.
-			for s.burstJ < s.burstN {
-				ts := s.burstT0 + mulDiv(s.burstDur, uint64(s.burstJ), uint64(s.burstN))
-				if !s.emit(b, ts, rows, max) {
-					return false
-				}
-				s.burstJ++
+			if !s.emitBurst(b, rows, max) {
+				return false
 			}
 			for s.curPos < len(s.cur) && s.cur[s.curPos].k == s.k {
 				if !s.emit(b, s.cur[s.curPos].ts, rows, max) {
@@ -308,12 +304,8 @@ func (s *Stream) step(b *sources.Batch, rows *int, max int) bool {
 			}
 			s.phase = phOnTime
 		case phBurst:
-			for s.burstJ < s.burstN {
-				ts := s.burstT0 + mulDiv(s.burstDur, uint64(s.burstJ), uint64(s.burstN))
-				if !s.emit(b, ts, rows, max) {
-					return false
-				}
-				s.burstJ++
+			if !s.emitBurst(b, rows, max) {
+				return false
 			}
 			s.phase = phOnTime
 		case phOnTime:
@@ -374,6 +366,20 @@ func (s *Stream) offline(t int64) bool {
 	phase := int64(below(key(s.dk, 0, saltOfflinePhase), uint64(src.offDur)))
 	w := floorDiv(t-origin+phase, src.offDur)
 	return key(s.dk, w, saltOffline) < src.offThr
+}
+
+// emitBurst emits what is left of the current device's burst (readings
+// it held back while offline, spread over the time it was off); false
+// when max rows were reached first, to resume at the same reading.
+func (s *Stream) emitBurst(b *sources.Batch, rows *int, max int) bool {
+	for s.burstJ < s.burstN {
+		ts := s.burstT0 + mulDiv(s.burstDur, uint64(s.burstJ), uint64(s.burstN))
+		if !s.emit(b, ts, rows, max) {
+			return false
+		}
+		s.burstJ++
+	}
+	return true
 }
 
 // emit appends the reading of the current device at ts (one row per
