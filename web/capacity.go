@@ -91,32 +91,30 @@ func CapacityCharts(r *capacity.Result) []charts.Chart {
 // without the watch; a step without a reading is left out, never drawn
 // as 0.
 func capacityTargetCharts(steps []capacity.Step) []charts.Chart {
-	var memX, memY, cpuX, cpuY []float64
-	for _, s := range steps {
-		if s.TargetMemoryBytes != nil {
-			memX, memY = append(memX, s.Target), append(memY, *s.TargetMemoryBytes)
-		}
-		if s.TargetCPUCores != nil {
-			cpuX, cpuY = append(cpuX, s.Target), append(cpuY, *s.TargetCPUCores)
-		}
-	}
 	var out []charts.Chart
-	if len(memX) > 0 {
+	for _, f := range []struct {
+		id, title, label, line string
+		unit                   charts.Unit
+		y                      func(capacity.Step) *float64
+	}{
+		{"memory", "memory", "target memory", "memory", charts.Bytes, func(s capacity.Step) *float64 { return s.TargetMemoryBytes }},
+		{"cpu", "CPU", "target CPU (cores)", "cores", charts.Number, func(s capacity.Step) *float64 { return s.TargetCPUCores }},
+	} {
+		var x, y []float64
+		for _, s := range steps {
+			if v := f.y(s); v != nil {
+				x, y = append(x, s.Target), append(y, *v)
+			}
+		}
+		if len(x) == 0 {
+			continue
+		}
 		out = append(out, charts.Chart{
-			ID: "capacity-target-memory", Title: "Target's memory vs target rate, per step",
+			ID: "capacity-target-" + f.id, Title: "Target's " + f.title + " vs target rate, per step",
 			X:      charts.Axis{Label: "target rate (units/s)", Unit: charts.Number, ZeroBased: true},
-			Y:      charts.Axis{Label: "target memory", Unit: charts.Bytes, ZeroBased: true},
-			Lines:  []charts.Line{{Name: "memory", X: memX, Y: memY}},
-			Points: []charts.Points{{Name: "step", X: memX, Y: memY, Shape: charts.Dot}},
-		})
-	}
-	if len(cpuX) > 0 {
-		out = append(out, charts.Chart{
-			ID: "capacity-target-cpu", Title: "Target's CPU vs target rate, per step",
-			X:      charts.Axis{Label: "target rate (units/s)", Unit: charts.Number, ZeroBased: true},
-			Y:      charts.Axis{Label: "target CPU (cores)", Unit: charts.Number, ZeroBased: true},
-			Lines:  []charts.Line{{Name: "cores", X: cpuX, Y: cpuY}},
-			Points: []charts.Points{{Name: "step", X: cpuX, Y: cpuY, Shape: charts.Dot}},
+			Y:      charts.Axis{Label: f.label, Unit: f.unit, ZeroBased: true},
+			Lines:  []charts.Line{{Name: f.line, X: x, Y: y}},
+			Points: []charts.Points{{Name: "step", X: x, Y: y, Shape: charts.Dot}},
 		})
 	}
 	return out
