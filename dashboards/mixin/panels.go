@@ -145,24 +145,22 @@ func variables(b *dashboard.DashboardBuilder) *dashboard.DashboardBuilder {
 		WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").
 			Label("Prometheus").
 			Type("prometheus")).
-		WithVariable(dashboard.NewQueryVariableBuilder("job").
-			Label("job").
-			Datasource(datasource()).
-			Query(dashboard.StringOrMap{String: cog.ToPtr(jobVariableQuery)}).
-			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
-			Sort(dashboard.VariableSortAlphabeticalAsc).
-			Multi(true).
-			IncludeAll(true).
-			AllValue(".*")).
-		WithVariable(dashboard.NewQueryVariableBuilder("workload").
-			Label("workload").
-			Datasource(datasource()).
-			Query(dashboard.StringOrMap{String: cog.ToPtr(workloadVariableQuery)}).
-			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
-			Sort(dashboard.VariableSortAlphabeticalAsc).
-			Multi(true).
-			IncludeAll(true).
-			AllValue(".*"))
+		WithVariable(labelVariable("job", jobVariableQuery)).
+		WithVariable(labelVariable("workload", workloadVariableQuery))
+}
+
+// labelVariable is a variable named and labelled name over the values
+// query finds, any number of them, all by default.
+func labelVariable(name, query string) *dashboard.QueryVariableBuilder {
+	return dashboard.NewQueryVariableBuilder(name).
+		Label(name).
+		Datasource(datasource()).
+		Query(dashboard.StringOrMap{String: cog.ToPtr(query)}).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Sort(dashboard.VariableSortAlphabeticalAsc).
+		Multi(true).
+		IncludeAll(true).
+		AllValue(".*")
 }
 
 // The variables' queries (Grafana's label_values of a PromQL selector).
