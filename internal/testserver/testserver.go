@@ -187,13 +187,20 @@ type Command struct {
 // stops it. The test fails if the server does not come up.
 func Start(t testing.TB, c Command) *Proc {
 	t.Helper()
+	return startReady(t, c, "start", "")
+}
+
+// startReady is Start; what ("start", "restart") and after ("", " after
+// restart") name the step in the test's failure.
+func startReady(t testing.TB, c Command, what, after string) *Proc {
+	t.Helper()
 	p, err := start(c)
 	if err != nil {
-		t.Fatalf("cannot start %s: %v", c.Name, err)
+		t.Fatalf("cannot %s %s: %v", what, c.Name, err)
 	}
 	t.Cleanup(func() { p.Stop() })
 	if err := p.waitReady(c); err != nil {
-		t.Fatalf("%s did not become ready: %v\n--- %s output ---\n%s", c.Name, err, c.Name, p.Output())
+		t.Fatalf("%s did not become ready%s: %v\n--- %s output ---\n%s", c.Name, after, err, c.Name, p.Output())
 	}
 	return p
 }
@@ -287,15 +294,7 @@ func (p *Proc) Stop() {
 func (p *Proc) Restart(t testing.TB, c Command) *Proc {
 	t.Helper()
 	p.Stop()
-	np, err := start(c)
-	if err != nil {
-		t.Fatalf("cannot restart %s: %v", c.Name, err)
-	}
-	t.Cleanup(func() { np.Stop() })
-	if err := np.waitReady(c); err != nil {
-		t.Fatalf("%s did not become ready after restart: %v\n%s", c.Name, err, np.Output())
-	}
-	return np
+	return startReady(t, c, "restart", " after restart")
 }
 
 // DialReady is a Ready function that succeeds once addr accepts TCP.
