@@ -9,14 +9,5 @@ import "time"
 // for the cores used. ok is false while there is none (the watch is off,
 // has read nothing yet, or no longer reads a CPU time).
 func (tw *Watcher) CPU(workload string) (seconds float64, at time.Time, ok bool) {
-	w := tw.watchOf(workload)
-	if w == nil {
-		return 0, time.Time{}, false
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if f := w.st.cpu; f != nil && f.current {
-		return f.last, f.lastAt, true
-	}
-	return 0, time.Time{}, false
+	return tw.lastOf(workload, func(st *state) (float64, time.Time, bool) { return current(st.cpu) })
 }
