@@ -403,42 +403,46 @@ func (s *Sink) findRange(ctx context.Context, sel string, horizon int64) (source
 		return sources.DataRange{}, err
 	}
 	// Oldest: the first hour (lo, hi] holding a sample from 0.
-	lo, hi := int64(0), horizon
-	for hi-lo > precision {
-		mid := lo + (hi-lo)/2
-		ok, err := has(0, mid)
-		if err != nil {
-			return sources.DataRange{}, err
-		}
-		if ok {
-			hi = mid
-		} else {
-			lo = mid
-		}
+	lo, hi, err := bisect(0, horizon, precision, func(mid int64) (bool, error) { return has(0, mid) })
+	if err != nil {
+		return sources.DataRange{}, err
 	}
 	oldest, _, ok, err := s.samples(ctx, sel, lo, hi)
 	if err != nil || !ok {
 		return sources.DataRange{}, err
 	}
 	// Newest: the last hour (lo, hi] after which no sample comes.
-	lo, hi = oldest-1, horizon
-	for hi-lo > precision {
-		mid := lo + (hi-lo)/2
-		ok, err := has(mid, horizon)
-		if err != nil {
-			return sources.DataRange{}, err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
+	lo, hi, err = bisect(oldest-1, horizon, precision, func(mid int64) (bool, error) {
+		after, err := has(mid, horizon)
+		return !after, err
+	})
+	if err != nil {
+		return sources.DataRange{}, err
 	}
 	_, newest, ok, err := s.samples(ctx, sel, lo, hi)
 	if err != nil || !ok {
 		return sources.DataRange{}, err
 	}
 	return sources.DataRange{Oldest: oldest * 1e6, Newest: newest * 1e6, Known: true}, nil
+}
+
+// bisect narrows (lo, hi] to at most precision wide around where past
+// turns true: past(t) is false for t <= lo, true for t >= hi, and once
+// true stays true.
+func bisect(lo, hi, precision int64, past func(t int64) (bool, error)) (int64, int64, error) {
+	for hi-lo > precision {
+		mid := lo + (hi-lo)/2
+		ok, err := past(mid)
+		if err != nil {
+			return lo, hi, err
+		}
+		if ok {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return lo, hi, nil
 }
 
 // samples reads the raw samples of sel in (from, to] (ms) and returns the

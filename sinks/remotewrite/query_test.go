@@ -345,3 +345,19 @@ func TestCheckQueries(t *testing.T) {
 		t.Errorf("high-cpu-1 and last-loc: %v", err)
 	}
 }
+
+// bisect ends on a span of at most the precision holding the point where
+// the predicate turns true, and stops at the predicate's first error.
+func TestBisect(t *testing.T) {
+	for _, at := range []int64{1, 1234, 9999, 10000} {
+		calls := 0
+		lo, hi, err := bisect(0, 10000, 10, func(x int64) (bool, error) { calls++; return x >= at, nil })
+		if err != nil || hi-lo > 10 || lo >= at || hi < at || calls > 11 {
+			t.Errorf("turning at %d: (%d, %d], %v after %d calls", at, lo, hi, err, calls)
+		}
+	}
+	boom := fmt.Errorf("down")
+	if _, _, err := bisect(0, 10000, 10, func(int64) (bool, error) { return false, boom }); err != boom {
+		t.Errorf("error: %v, want %v", err, boom)
+	}
+}
