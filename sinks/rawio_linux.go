@@ -46,32 +46,36 @@ func newRawIO() *rawIO {
 }
 
 // do runs op's function on b through call (RawConn's Read or Write) and
-// returns the bytes done, the errno of a failed system call, and call's
-// own error (closed, deadline).
-func (op *rawOp) do(call func(func(fd uintptr) bool) error, b []byte) (int, syscall.Errno, error) {
+// returns the bytes done, with an error as net.Conn's name (read or
+// write) would return it: call's own (closed, deadline) or the errno of a
+// failed system call.
+func (s sysConn) do(op *rawOp, name string, call func(func(fd uintptr) bool) error, b []byte) (int, error) {
 	op.mu.Lock()
 	op.b, op.n, op.errno = b, 0, 0
 	err := call(op.fn)
 	n, errno := op.n, op.errno
 	op.b = nil
 	op.mu.Unlock()
-	return n, errno, err
+	switch {
+	case err != nil:
+		return n, s.opError(name, err)
+	case errno != 0:
+		return n, s.opError(name, os.NewSyscallError(name, errno))
+	}
+	return n, nil
 }
 
+// Read reads at most len(b) bytes; at the end of the stream io.EOF. A
+// failed read has read nothing (readFd counts bytes only on success).
 func (s sysConn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return s.countedConn.Read(b)
 	}
-	n, errno, err := s.io.r.do(s.rc.Read, b)
-	switch {
-	case err != nil:
-		return 0, s.opError("read", err)
-	case errno != 0:
-		return 0, s.opError("read", os.NewSyscallError("read", errno))
-	case n == 0:
+	n, err := s.do(&s.io.r, "read", s.rc.Read, b)
+	if err == nil && n == 0 {
 		return 0, io.EOF
 	}
-	return n, nil
+	return n, err
 }
 
 func (op *rawOp) readFd(fd uintptr) bool {
@@ -92,18 +96,13 @@ func (op *rawOp) readFd(fd uintptr) bool {
 	}
 }
 
+// Write writes b whole, or returns how much of it it wrote with the
+// error that stopped it.
 func (s sysConn) Write(b []byte) (int, error) {
 	if len(b) == 0 {
 		return s.countedConn.Write(b)
 	}
-	n, errno, err := s.io.w.do(s.rc.Write, b)
-	switch {
-	case err != nil:
-		return n, s.opError("write", err)
-	case errno != 0:
-		return n, s.opError("write", os.NewSyscallError("write", errno))
-	}
-	return n, nil
+	return s.do(&s.io.w, "write", s.rc.Write, b)
 }
 
 func (op *rawOp) writeFd(fd uintptr) bool {
