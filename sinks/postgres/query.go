@@ -141,15 +141,11 @@ func (s *Sink) writeQueries(ctx context.Context, b *sources.Batch) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	if s.cfg.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout)
-		defer cancel()
-	}
-	conn, err := s.pool.Acquire(ctx)
+	ctx, cancel, conn, err := s.acquire(ctx, true)
 	if err != nil {
-		return 0, classify(fmt.Errorf("cannot connect: %w", err), true, true)
+		return 0, err
 	}
+	defer cancel()
 	defer conn.Release()
 	pc := conn.Conn().PgConn()
 	w := s.getWriter()

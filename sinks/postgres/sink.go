@@ -258,15 +258,11 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 		}
 		return 0, nil
 	}
-	if s.cfg.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout)
-		defer cancel()
-	}
-	conn, err := s.pool.Acquire(ctx)
+	ctx, cancel, conn, err := s.acquire(ctx, s.cfg.Dedup)
 	if err != nil {
-		return 0, classify(fmt.Errorf("cannot connect: %w", err), true, s.cfg.Dedup)
+		return 0, err
 	}
+	defer cancel()
 	pc := conn.Conn().PgConn()
 	w := s.getWriter()
 	var n int
@@ -293,6 +289,23 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	}
 	conn.Release()
 	return n, nil
+}
+
+// acquire takes a connection for one write: ctx is the write's context
+// with the TIMEOUT deadline, which cancel ends once the write is done.
+// A connection that cannot be had is a connection error; resend says
+// whether the write may be sent again (the rows were not sent).
+func (s *Sink) acquire(ctx context.Context, resend bool) (context.Context, context.CancelFunc, *pgxpool.Conn, error) {
+	cancel := context.CancelFunc(func() {})
+	if s.cfg.Timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		cancel()
+		return ctx, nil, nil, classify(fmt.Errorf("cannot connect: %w", err), true, resend)
+	}
+	return ctx, cancel, conn, nil
 }
 
 // exec runs sql (one or more statements) with the simple protocol.
