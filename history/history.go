@@ -433,15 +433,8 @@ func nanMin(a, b float32) float32 {
 	return min(a, b)
 }
 
-func nanMax(a, b float32) float32 {
-	if isNaN32(a) {
-		return b
-	}
-	if isNaN32(b) {
-		return a
-	}
-	return max(a, b)
-}
+// nanMax is nanMin mirrored: -NaN is NaN, and -min(-a, -b) = max(a, b).
+func nanMax(a, b float32) float32 { return -nanMin(-a, -b) }
 
 // bytes is the memory the series holds.
 func (s *series) bytes() int {

@@ -222,3 +222,24 @@ func TestHistoryTargetFigures(t *testing.T) {
 }
 
 func same(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
+
+// A merged point's min and max leave a missing (NaN) side out and are NaN
+// only when both sides are.
+func TestNaNMinMax(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, tc := range []struct{ a, b, lo, hi float32 }{
+		{1, 2, 1, 2},
+		{2, 1, 1, 2},
+		{-1, -2, -2, -1},
+		{nan, 3, 3, 3},
+		{3, nan, 3, 3},
+		{-4, nan, -4, -4},
+	} {
+		if lo, hi := nanMin(tc.a, tc.b), nanMax(tc.a, tc.b); lo != tc.lo || hi != tc.hi {
+			t.Errorf("(%v, %v): min %v, max %v; want %v, %v", tc.a, tc.b, lo, hi, tc.lo, tc.hi)
+		}
+	}
+	if lo, hi := nanMin(nan, nan), nanMax(nan, nan); !isNaN32(lo) || !isNaN32(hi) {
+		t.Errorf("(NaN, NaN): min %v, max %v; want NaN", lo, hi)
+	}
+}
