@@ -79,6 +79,20 @@ func ClassifyHTTPTransport(ctx context.Context, err error, idempotent bool) erro
 	return NewError(class, idempotent, err)
 }
 
+// WriteTimeout bounds ctx by a sink's TIMEOUT t (0: none), only where t
+// is tighter than ctx's own deadline: deriving from the engine's reusable
+// write context costs a context and a timer per write. cancel, never
+// nil, ends what it derived.
+func WriteTimeout(ctx context.Context, t time.Duration) (context.Context, context.CancelFunc) {
+	if t <= 0 {
+		return ctx, func() {}
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= t {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, t)
+}
+
 // ClassifyHTTPStatus is the class of a write a server answered with a
 // non-2xx status code, and whether to send it again: 429 and 503 say the
 // request was not processed (always safe to resend), 408 that the server

@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"context"
 	"crypto/x509"
 	"errors"
 	"net/http"
@@ -120,5 +121,36 @@ func TestClassifyHTTPStatus(t *testing.T) {
 		if class, retry := ClassifyHTTPStatus(tc.code, tc.idempotent); class != tc.class || retry != tc.retry {
 			t.Errorf("%d (idempotent %v): %s, retry %v; want %s, %v", tc.code, tc.idempotent, class, retry, tc.class, tc.retry)
 		}
+	}
+}
+
+// WriteTimeout derives a deadline only where TIMEOUT is tighter than the
+// caller's: none for 0, the caller's context as is when its own deadline
+// comes first.
+func TestWriteTimeout(t *testing.T) {
+	bg := context.Background()
+	if ctx, cancel := WriteTimeout(bg, 0); ctx != bg {
+		t.Error("TIMEOUT 0 derived a context")
+	} else {
+		cancel()
+	}
+	near, cancelNear := context.WithTimeout(bg, time.Minute)
+	defer cancelNear()
+	if ctx, cancel := WriteTimeout(near, time.Hour); ctx != near {
+		t.Error("a TIMEOUT looser than the caller's deadline derived a context")
+	} else {
+		cancel()
+	}
+	far, cancelFar := context.WithTimeout(bg, 2*time.Hour)
+	defer cancelFar()
+	ctx, cancel := WriteTimeout(far, time.Minute)
+	dl, _ := ctx.Deadline()
+	farDl, _ := far.Deadline()
+	if ctx == far || !dl.Before(farDl) {
+		t.Errorf("a TIMEOUT tighter than the caller's deadline: deadline %v, the caller's %v", dl, farDl)
+	}
+	cancel()
+	if ctx.Err() == nil {
+		t.Error("cancel did not end the derived context")
 	}
 }

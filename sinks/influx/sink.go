@@ -225,16 +225,8 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 		s.states.Put(st)
 		return 0, nil
 	}
-	if t := s.cfg.Timeout; t > 0 {
-		// Only when it is tighter than the caller's deadline: deriving from
-		// the engine's reusable write context costs a context and a timer
-		// per write.
-		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > t {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, t)
-			defer cancel()
-		}
-	}
+	ctx, cancel := sinks.WriteTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
 	st.payload = st.buf
 	if s.cfg.Gzip > 0 {
 		st.payload = st.compress(s.cfg.Gzip)

@@ -296,10 +296,7 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 // A connection that cannot be had is a connection error; resend says
 // whether the write may be sent again (the rows were not sent).
 func (s *Sink) acquire(ctx context.Context, resend bool) (context.Context, context.CancelFunc, *pgxpool.Conn, error) {
-	cancel := context.CancelFunc(func() {})
-	if s.cfg.Timeout > 0 {
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout)
-	}
+	ctx, cancel := sinks.WriteTimeout(ctx, s.cfg.Timeout)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		cancel()

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/klauspost/compress/s2"
 	"go.uber.org/zap"
@@ -176,13 +175,8 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 	if len(b.Queries) > 0 {
 		return s.writeQueries(ctx, b)
 	}
-	if t := s.cfg.Timeout; t > 0 {
-		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > t {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, t)
-			defer cancel()
-		}
-	}
+	ctx, cancel := sinks.WriteTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
 	p, err := s.protocol(ctx)
 	if err != nil {
 		s.errs.Once(err)
