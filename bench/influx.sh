@@ -160,4 +160,19 @@ if wants tsbs && wants soakd; then
 			printf "ratio rows_per_s_soakd_over_tsbs=%.2f (goal >= 1: %s) cpu_per_row_soakd_over_tsbs=%.2f (goal <= 0.5: %s)\n",
 				r, (r >= 1 ? "met" : "NOT met"), c, (c <= 0.5 ? "met" : "NOT met") }'
 	fi
+	# The ratios of each run's pair (run i of both tools, back to back):
+	# min/median/max. Issue 22's goal is a rows/s ratio of at least 1.3.
+	for ((i = 1; i <= RUNS; i++)); do
+		t=$(awk -v i="$i" '$1 == "run="i && / tool=tsbs / && / status=ok /' "$results")
+		s=$(awk -v i="$i" '$1 == "run="i && / tool=soakd / && / status=ok /' "$results")
+		[ -n "$t" ] && [ -n "$s" ] || continue
+		printf '%s\n%s\n' "$t" "$s"
+	done | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+		/ tool=tsbs / { tr = v["rows_per_s"]; tc = v["cpu_s_per_mrow"] }
+		/ tool=soakd / { n++; r[n] = v["rows_per_s"] / tr; c[n] = v["cpu_s_per_mrow"] / tc }
+		function mmm(a, n,   i, j, t) {
+			for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+			return sprintf("%.2f/%.2f/%.2f", a[1], a[int((n + 1) / 2)], a[n])
+		}
+		END { if (n) printf "ratio_runs pairs=%d rows_per_s_min_median_max=%s cpu_per_row_min_median_max=%s\n", n, mmm(r, n), mmm(c, n) }'
 fi

@@ -120,6 +120,7 @@ echo "# soakd vs tsbs_load_timescaledb $(date -u +%Y-%m-%dT%H:%M:%SZ) host=$(hos
 
 # ---- main comparison: 2 workers, 10,000 rows per batch -----------------------
 declare -a s_rps s_cpu t_rps t_cpu
+declare -A run_rps run_cpu # "tool i": that run's rows/s and CPU seconds
 for ((i = 1; i <= REPEAT; i++)); do
 	for tool in $( ((i % 2)) && echo "soakd tsbs" || echo "tsbs soakd"); do
 		log "main run $i/$REPEAT: $tool"
@@ -127,6 +128,7 @@ for ((i = 1; i <= REPEAT; i++)); do
 		figure "$tool" 2 10000 "$i" "$res"
 		r=($res)
 		[ "${r[0]}" = failed ] || [ "${r[3]}" != "$ROWS" ] && continue
+		run_rps[$tool $i]=${r[0]} run_cpu[$tool $i]=${r[2]}
 		if [ "$tool" = soakd ]; then
 			s_rps+=("${r[0]}")
 			s_cpu+=("${r[2]}")
@@ -144,6 +146,20 @@ if [ ${#s_rps[@]} -gt 0 ] && [ ${#t_rps[@]} -gt 0 ]; then
 	echo "figure=compare workers=2 batch=10000 runs=${#s_rps[@]}/${#t_rps[@]} $(load_ratios "$sr" "$tr" "$sc" "$tc" 0.5)"
 else
 	echo "figure=compare status=failed logs=$LOGS"
+fi
+# The ratios of each run's pair (both tools ran back to back, so on about
+# the same machine load): min/median/max. Issue 22's goal is a rows/s ratio
+# of at least 1.3.
+rr=() cr=()
+for ((i = 1; i <= REPEAT; i++)); do
+	[ -n "${run_rps[soakd $i]:-}" ] && [ -n "${run_rps[tsbs $i]:-}" ] || continue
+	rr+=("$(calc3 "${run_rps[soakd $i]} / ${run_rps[tsbs $i]}")")
+	cr+=("$(calc3 "${run_cpu[soakd $i]} / ${run_cpu[tsbs $i]}")")
+done
+if [ ${#rr[@]} -gt 0 ]; then
+	mmm() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { printf "%s/%s/%s", a[1], a[int((NR + 1) / 2)], a[NR] }'; }
+	echo "figure=compare_runs workers=2 batch=10000 pairs=${#rr[@]} rows_per_s_ratio_min_median_max=$(mmm "${rr[@]}")" \
+		"cpu_ratio_min_median_max=$(mmm "${cr[@]}")"
 fi
 
 # ---- grid --------------------------------------------------------------------
