@@ -73,6 +73,15 @@ type SummaryAdder interface {
 	SummaryField(workload string) (key string, value any, ok bool)
 }
 
+// PhaseSummarizer is an Observer that completes each phase's entry in
+// the summary with what it kept of the phase (package record: what each
+// stream wrote, in the entry's verify). Run calls it once per phase when
+// it builds the summary, after every Finisher has been told the run is
+// over and before report.Conclude reads the entry.
+type PhaseSummarizer interface {
+	SummarizePhase(w *Handle, p *Phase, entry *report.WorkloadSummary)
+}
+
 // Ticker is an Observer that follows the engine's one-second clock: the
 // live sampler, the progress line, the bar, the history.
 type Ticker interface {
@@ -540,12 +549,23 @@ type WriteOutcome struct {
 	Acked bool
 	// Stored is the units a failed write stored anyway (a partial write).
 	Stored int
-	// After is where the batch's streams stood once it was filled: the
-	// furthest position of the streams it was filled from (the zero
-	// Position for one that does not report its position). Whatever the
-	// batch holds comes before it in its stream.
-	After sources.Position
+	// Streams are what the batch was filled from, a span of a stream
+	// each, in the order filled; valid only during the call.
+	Streams []StreamSpan
 }
+
+// StreamSpan is the part of one of a phase's streams that a batch was
+// filled from: where the stream stood before and after filling it (the
+// zero Position for a stream that does not report its position).
+type StreamSpan struct {
+	Stream   int // the stream's index among the phase's (Phase.StreamStarts)
+	From, To sources.Position
+}
+
+// StreamStarts are where each of the phase's streams stood when the
+// phase began, by index (the zero Position for a stream that does not
+// report its position).
+func (p *Phase) StreamStarts() []sources.Position { return slices.Clone(p.ps.starts) }
 
 // Verifier is a BatchObserver that reads back what workloads had
 // acknowledged (SOAKD_<W>_VERIFY) and counts its checks into each
