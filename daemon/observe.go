@@ -142,21 +142,6 @@ func (h *Handle) Config() config.Workload { return *h.w.cfg }
 // Kind is the kind of the workload's source.
 func (h *Handle) Kind() sources.Kind { return h.w.kind }
 
-// Ops names the ops the workload issues: write for series, the query
-// types of a query workload, the ops of a KV workload's mix.
-func (h *Handle) Ops() []string {
-	ops := h.w.ops
-	if m, ok := h.w.src.(interface{ Ops() []sources.Op }); ok && h.w.kind == sources.KV {
-		mix := m.Ops()
-		ops = slices.DeleteFunc(slices.Clone(ops), func(op int) bool { return !slices.Contains(mix, sources.Op(op)) })
-	}
-	names := make([]string, len(ops))
-	for i, op := range ops {
-		names[i] = opName(op)
-	}
-	return names
-}
-
 // Phase is the phase running now, or nil before the first one begins.
 func (h *Handle) Phase() *Phase {
 	if ps := h.w.cur.Load(); ps != nil {
@@ -181,16 +166,6 @@ func (h *Handle) Pause(ctx context.Context) error { return h.w.control(ctx, cont
 // Resume schedules again after Pause.
 func (h *Handle) Resume(ctx context.Context) error { return h.w.control(ctx, controlReq{resume: true}) }
 
-// ServerVersion asks the target for its version, where the sink can.
-func (h *Handle) ServerVersion(ctx context.Context) (string, bool) {
-	v, ok := h.w.sink.(sinks.Versioner)
-	if !ok {
-		return "", false
-	}
-	s, err := v.ServerVersion(ctx)
-	return s, err == nil && s != ""
-}
-
 // Phase is an observer's view of one phase of a workload.
 type Phase struct{ ps *phaseStats }
 
@@ -199,16 +174,6 @@ func (p *Phase) Name() string { return p.ps.name }
 
 // Workers is the number of workers of the phase.
 func (p *Phase) Workers() int { return len(p.ps.workers) }
-
-// AllWriting reports whether every worker is inside a write now.
-func (p *Phase) AllWriting() bool {
-	for _, t := range p.ps.workers {
-		if !t.writing.Load() {
-			return false
-		}
-	}
-	return len(p.ps.workers) > 0
-}
 
 // Counts is what a phase (or a window of it) did, in units: every unit
 // scheduled is acknowledged, failed, dropped or still in flight.
