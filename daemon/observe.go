@@ -223,13 +223,6 @@ type WindowStats struct {
 	Dists   []report.Dist
 }
 
-// Empty reports a window of no length in which nothing happened (cut
-// after its phase ended).
-func (ws *WindowStats) Empty() bool {
-	return ws.To <= ws.From && ws.Counts.Scheduled == 0 && ws.Counts.Acked == 0 && ws.Counts.Failed == 0 &&
-		ws.Counts.Dropped == 0 && len(ws.Counts.Ops) == 0
-}
-
 // StartWindow begins collecting the distributions keys, from now on, until
 // Stop. An op the engine does not know records nothing.
 func (p *Phase) StartWindow(keys ...LatencyKey) *Window {
@@ -343,23 +336,6 @@ func opCountsOf(c *counts) map[string]OpCount {
 		}
 	}
 	return out
-}
-
-// Add adds o to c, op by op.
-func (c *Counts) Add(o Counts) {
-	c.Scheduled += o.Scheduled
-	c.Acked += o.Acked
-	c.Failed += o.Failed
-	c.Dropped += o.Dropped
-	if len(o.Ops) > 0 && c.Ops == nil {
-		c.Ops = map[string]OpCount{}
-	}
-	for k, v := range o.Ops {
-		s := c.Ops[k]
-		s.OK += v.OK
-		s.Errors += v.Errors
-		c.Ops[k] = s
-	}
 }
 
 // Elapsed is the phase's running time, to its end or now.
