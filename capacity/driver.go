@@ -21,6 +21,7 @@ import (
 	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/settings"
+	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -55,13 +56,26 @@ func (s *searcher) Opened(w *daemon.Handle) error {
 	if w.Name() != s.name || s.cc.SLOOp == "" {
 		return nil
 	}
-	if ops := w.Ops(); !slices.Contains(ops, s.cc.SLOOp) {
+	if ops := issuedOps(w); !slices.Contains(ops, s.cc.SLOOp) {
 		wc := w.Config()
 		return &settings.Error{Key: config.EnvPrefix + "CAPACITY_SLO_OP", Err: fmt.Errorf(
 			"%q: workload %s (source %s) never issues it, so no step could be judged (its ops: %s)",
 			s.cc.SLOOp, wc.Name, wc.Source, strings.Join(ops, ", "))}
 	}
 	return nil
+}
+
+// issuedOps names the ops w issues: write for series, the query types
+// of a query workload, the ops of a KV workload's mix.
+func issuedOps(w *daemon.Handle) []string {
+	ops := w.ReportedOps()
+	if m, ok := w.Source().(interface{ Ops() []sources.Op }); ok && w.Kind() == sources.KV {
+		mix := m.Ops()
+		ops = slices.DeleteFunc(ops, func(op string) bool {
+			return !slices.ContainsFunc(mix, func(o sources.Op) bool { return o.String() == op })
+		})
+	}
+	return ops
 }
 
 // Started starts the search; it ends the run (stop) once it has its
@@ -283,7 +297,7 @@ func (s *searcher) hold(ctx context.Context, p *daemon.Phase) (busy, cpu float64
 			return 0, 0, false
 		case <-tick.C:
 			n++
-			if p.AllWriting() {
+			if n := p.Workers(); n > 0 && p.Writing() == n { // every worker inside a write
 				all++
 			}
 			continue
@@ -590,9 +604,13 @@ func forSearch(cfg *config.Config) *config.Config {
 func serverVersions(ws []*daemon.Handle) map[string]string {
 	out := map[string]string{}
 	for _, w := range ws {
+		v, ok := w.Sink().(sinks.Versioner)
+		if !ok {
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if v, ok := w.ServerVersion(ctx); ok {
-			out[w.Name()] = v
+		if s, err := v.ServerVersion(ctx); err == nil && s != "" {
+			out[w.Name()] = s
 		}
 		cancel()
 	}

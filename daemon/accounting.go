@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/soakd/soakd/daemon/internal/record"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -197,10 +196,10 @@ type phaseStats struct {
 	stopMu  sync.Mutex
 	stopped string // why the phase ended, once it has
 
-	// verify is the read-back checker's share (VERIFY), nil when off; rec
-	// what each stream wrote (record.go).
+	// verify is the read-back checker's share (VERIFY), nil when off;
+	// starts where each stream stood when the phase began.
 	verify *tally
-	rec    *record.Phase
+	starts []sources.Position
 
 	schedCPU atomic.Int64 // CPU time of the scheduler's thread, once it has ended (ns)
 }

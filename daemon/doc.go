@@ -1,33 +1,17 @@
 // Package daemon is soakd's engine: the open-loop scheduler (on rate
 // profiles from package pace), workers, retry, accounting and latency
-// recording, and the run's lifecycle. It runs a config.Config, which
-// package config loads and validates, and fills what a run reports, whose
-// schemas are package report's (the end-of-run summary Run returns, the
-// /status document's types). Its metrics and HTTP endpoints are a feature
-// on it: package serve. Parts of the engine that stand alone are packages
-// under daemon/internal, which no feature imports: the clock (monotonic
-// time, precise sleeps), the workers' write context and the record of
-// what each stream wrote. It opens each workload,
-// and waits for its target, through package opener, below it, which
-// soakd verify and sweep share.
+// recording, and the run's lifecycle. It runs a config.Config, fills what
+// a run reports in package report's schemas, and opens each workload and
+// waits for its target through package opener. Its parts that stand
+// alone are packages under daemon/internal, which no feature imports.
 //
-// Features outside it (a capacity search, a sweep) use only its exported
-// surface: Run and its Deps, and the Observer interface, through which a
-// feature sees each workload open and each phase begin and end, steers a
-// workload through its Handle (rate, pause, resume), reads what a phase
-// did through a Window, ends the run with Finish or Fail, adds to /status
-// (StatusAdder), judges workloads (Checker: the thresholds' judge), and
-// follows each batch written (BatchObserver) to read back what the target
-// acknowledged (Verifier: VERIFY's checker, counting into a phase's
-// ReadBack). The features that show a run as it goes (packages live,
-// progress and history) follow the engine's clock (Ticker) and its end
-// (Finisher) and read the workloads through view.go (Handle.Planned,
-// Handle.Phases, the state and readiness /status shows). What a phase did so far is one
-// Snapshot of it (snapshot.go: its counts, each op's counts and latency
-// buckets, the dispatch delay, the read-back checks, read in one go),
-// which package readmodel sums into a workload's totals for /metrics,
-// /status and the history. Package internal/layout's test holds imports
-// to that.
+// Features (serve, the thresholds' judge, readback, record, capacity, ...)
+// use only its exported surface: Run and its Deps; the Observer interface
+// and the optional ones an observer may also implement (observe.go); the
+// Handle that shows and steers a workload (view.go); and what a phase
+// did, read through a Window or a Snapshot (snapshot.go). README's Layout
+// section says which feature uses what; package internal/layout's test
+// holds imports to that.
 //
 // Each workload runs a scheduler that emits tickets (a batch's intended
 // start time) at the times its rate profile says, on one reused timer,

@@ -147,7 +147,7 @@ func TestSchedulerCatchUpDropsExactly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.st = r.beginPhase("run", wc.Rate, p.rec)
+		p.st = r.beginPhase("run", wc.Rate, p.starts)
 		// A stand-in for the workers that takes every ticket at once and
 		// notes what it got and when.
 		type got struct {

@@ -73,6 +73,15 @@ type SummaryAdder interface {
 	SummaryField(workload string) (key string, value any, ok bool)
 }
 
+// PhaseSummarizer is an Observer that completes each phase's entry in
+// the summary with what it kept of the phase (package record: what each
+// stream wrote, in the entry's verify). Run calls it once per phase when
+// it builds the summary, after every Finisher has been told the run is
+// over and before report.Conclude reads the entry.
+type PhaseSummarizer interface {
+	SummarizePhase(w *Handle, p *Phase, entry *report.WorkloadSummary)
+}
+
 // Ticker is an Observer that follows the engine's one-second clock: the
 // live sampler, the progress line, the bar, the history.
 type Ticker interface {
@@ -133,21 +142,6 @@ func (h *Handle) Config() config.Workload { return *h.w.cfg }
 // Kind is the kind of the workload's source.
 func (h *Handle) Kind() sources.Kind { return h.w.kind }
 
-// Ops names the ops the workload issues: write for series, the query
-// types of a query workload, the ops of a KV workload's mix.
-func (h *Handle) Ops() []string {
-	ops := h.w.ops
-	if m, ok := h.w.src.(interface{ Ops() []sources.Op }); ok && h.w.kind == sources.KV {
-		mix := m.Ops()
-		ops = slices.DeleteFunc(slices.Clone(ops), func(op int) bool { return !slices.Contains(mix, sources.Op(op)) })
-	}
-	names := make([]string, len(ops))
-	for i, op := range ops {
-		names[i] = opName(op)
-	}
-	return names
-}
-
 // Phase is the phase running now, or nil before the first one begins.
 func (h *Handle) Phase() *Phase {
 	if ps := h.w.cur.Load(); ps != nil {
@@ -172,16 +166,6 @@ func (h *Handle) Pause(ctx context.Context) error { return h.w.control(ctx, cont
 // Resume schedules again after Pause.
 func (h *Handle) Resume(ctx context.Context) error { return h.w.control(ctx, controlReq{resume: true}) }
 
-// ServerVersion asks the target for its version, where the sink can.
-func (h *Handle) ServerVersion(ctx context.Context) (string, bool) {
-	v, ok := h.w.sink.(sinks.Versioner)
-	if !ok {
-		return "", false
-	}
-	s, err := v.ServerVersion(ctx)
-	return s, err == nil && s != ""
-}
-
 // Phase is an observer's view of one phase of a workload.
 type Phase struct{ ps *phaseStats }
 
@@ -190,16 +174,6 @@ func (p *Phase) Name() string { return p.ps.name }
 
 // Workers is the number of workers of the phase.
 func (p *Phase) Workers() int { return len(p.ps.workers) }
-
-// AllWriting reports whether every worker is inside a write now.
-func (p *Phase) AllWriting() bool {
-	for _, t := range p.ps.workers {
-		if !t.writing.Load() {
-			return false
-		}
-	}
-	return len(p.ps.workers) > 0
-}
 
 // Counts is what a phase (or a window of it) did, in units: every unit
 // scheduled is acknowledged, failed, dropped or still in flight.
@@ -247,13 +221,6 @@ type WindowStats struct {
 	// (CutWindows only).
 	Latency []report.Quantiles
 	Dists   []report.Dist
-}
-
-// Empty reports a window of no length in which nothing happened (cut
-// after its phase ended).
-func (ws *WindowStats) Empty() bool {
-	return ws.To <= ws.From && ws.Counts.Scheduled == 0 && ws.Counts.Acked == 0 && ws.Counts.Failed == 0 &&
-		ws.Counts.Dropped == 0 && len(ws.Counts.Ops) == 0
 }
 
 // StartWindow begins collecting the distributions keys, from now on, until
@@ -369,23 +336,6 @@ func opCountsOf(c *counts) map[string]OpCount {
 		}
 	}
 	return out
-}
-
-// Add adds o to c, op by op.
-func (c *Counts) Add(o Counts) {
-	c.Scheduled += o.Scheduled
-	c.Acked += o.Acked
-	c.Failed += o.Failed
-	c.Dropped += o.Dropped
-	if len(o.Ops) > 0 && c.Ops == nil {
-		c.Ops = map[string]OpCount{}
-	}
-	for k, v := range o.Ops {
-		s := c.Ops[k]
-		s.OK += v.OK
-		s.Errors += v.Errors
-		c.Ops[k] = s
-	}
 }
 
 // Elapsed is the phase's running time, to its end or now.
@@ -540,12 +490,23 @@ type WriteOutcome struct {
 	Acked bool
 	// Stored is the units a failed write stored anyway (a partial write).
 	Stored int
-	// After is where the batch's streams stood once it was filled: the
-	// furthest position of the streams it was filled from (the zero
-	// Position for one that does not report its position). Whatever the
-	// batch holds comes before it in its stream.
-	After sources.Position
+	// Streams are what the batch was filled from, a span of a stream
+	// each, in the order filled; valid only during the call.
+	Streams []StreamSpan
 }
+
+// StreamSpan is the part of one of a phase's streams that a batch was
+// filled from: where the stream stood before and after filling it (the
+// zero Position for a stream that does not report its position).
+type StreamSpan struct {
+	Stream   int // the stream's index among the phase's (Phase.StreamStarts)
+	From, To sources.Position
+}
+
+// StreamStarts are where each of the phase's streams stood when the
+// phase began, by index (the zero Position for a stream that does not
+// report its position).
+func (p *Phase) StreamStarts() []sources.Position { return slices.Clone(p.ps.starts) }
 
 // Verifier is a BatchObserver that reads back what workloads had
 // acknowledged (SOAKD_<W>_VERIFY) and counts its checks into each

@@ -14,7 +14,7 @@ import (
 // counts the outcome in the worker's tally. due is the batch's intended
 // start: response latency is measured from it, service latency from the
 // send of the attempt that succeeded. It returns how the write ended.
-func (r *runner) write(ctx context.Context, w *worker, due time.Duration) writeOutcome {
+func (r *runner) write(ctx context.Context, w *worker, due time.Duration) WriteOutcome {
 	b := w.b
 	if r.kind != sources.Series {
 		w.counts = [opSlots]int64{}
@@ -35,7 +35,7 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) writeO
 		done := r.since()
 		if err == nil {
 			r.succeeded(w, n, done-due, done-sendStart)
-			return writeOutcome{ok: true}
+			return WriteOutcome{Acked: true}
 		}
 		class := sinks.ClassOf(err)
 		if units := sinks.FailedUnits(err); len(units) > 0 && r.kind != sources.Series {
@@ -45,7 +45,7 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) writeO
 			r.noteError(err, class)
 			r.errLog.Warn(r.log, string(class), "operations failed", r.scrub(err.Error()))
 			r.unitsFailed(w, units, class, n, done-due, done-sendStart)
-			return writeOutcome{ok: true}
+			return WriteOutcome{Acked: true}
 		}
 		if (class == sinks.Other || class == sinks.Connection) && errors.Is(w.wctx.Err(), context.DeadlineExceeded) {
 			// The write outlived TIMEOUT: whatever the driver reports
@@ -62,7 +62,7 @@ func (r *runner) write(ctx context.Context, w *worker, due time.Duration) writeO
 			!backoff.Sleep(ctx, backoff.Delay(r.cfg.RetryBackoff, attempt, after)) {
 			stored := min(sinks.Stored(err), b.Len())
 			r.batchFailed(w, stored, done-due, done-sendStart)
-			return writeOutcome{stored: stored}
+			return WriteOutcome{Stored: stored}
 		}
 	}
 }

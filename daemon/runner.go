@@ -10,7 +10,6 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon/internal/clock"
-	"github.com/soakd/soakd/daemon/internal/record"
 	"github.com/soakd/soakd/internal/logthrottle"
 	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/sinks"
@@ -102,10 +101,10 @@ func (r *runner) started() bool { return r.cur.Load() != nil }
 
 // beginPhase starts phase name: now becomes the schedule's origin, the
 // rate profile starts from its beginning, and the counts start at zero.
-func (r *runner) beginPhase(name string, rate pace.Rate, rec *record.Phase) *phaseStats {
+func (r *runner) beginPhase(name string, rate pace.Rate, starts []sources.Position) *phaseStats {
 	ps := newPhaseStats(name, rate.String(), r.cfg.Workers)
 	// Set before the phase is published: scrapes and the history read them.
-	ps.rec = rec
+	ps.starts = starts
 	if r.cfg.Verify > 0 {
 		ps.verify = &tally{} // counted into by the Verifier (ReadBack)
 	}
@@ -155,22 +154,34 @@ const (
 type phaseRun struct {
 	st        *phaseStats
 	src       sources.Source
-	streams   chan sources.Stream // free streams; a worker holds one across Fill and Write
+	streams   chan *stream // free streams; a worker holds one across Fill and Write
+	starts    []sources.Position
 	live      atomic.Int32
 	exhausted chan struct{} // closed when every stream has ended
 	queue     chan ticket
-	rec       *record.Phase // what each stream wrote, for soakd verify
+}
+
+// stream is the phase's stream number i, with its position when it
+// reports one (for the spans of WriteOutcome).
+type stream struct {
+	sources.Stream
+	i   int
+	pos sources.Positioner
 }
 
 func (r *runner) newPhase(src sources.Source) (*phaseRun, error) {
 	n := r.cfg.Workers
-	p := &phaseRun{src: src, streams: make(chan sources.Stream, n), exhausted: make(chan struct{}), rec: &record.Phase{}}
+	p := &phaseRun{src: src, streams: make(chan *stream, n), starts: make([]sources.Position, n), exhausted: make(chan struct{})}
 	for i := 0; i < n; i++ {
 		s, err := src.Stream(i, n)
 		if err != nil {
 			return nil, err
 		}
-		p.streams <- p.rec.Wrap(i, s)
+		st := &stream{Stream: s, i: i}
+		if st.pos, _ = s.(sources.Positioner); st.pos != nil {
+			p.starts[i] = st.pos.Position()
+		}
+		p.streams <- st
 	}
 	p.live.Store(int32(n))
 	// Small and bounded: a ticket is two words, and a full queue makes
@@ -188,7 +199,7 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 	if err != nil {
 		return "", err
 	}
-	p.st = r.beginPhase(name, rate, p.rec)
+	p.st = r.beginPhase(name, rate, p.starts)
 	r.notifyBegun(p.st)
 	closedLoop := rate.Max
 	var wg sync.WaitGroup

@@ -77,14 +77,3 @@ func (p *Phase) Snapshot() Snapshot {
 // VerifyOp names the read-back checks' op in a Snapshot's Ops and in
 // soakd_response_seconds.
 var VerifyOp = opName(verifyOp)
-
-// VerifyKinds name the kinds of failed read-back checks, as
-// soakd_verify_failures_total's kind label: missing, mismatch,
-// duplicate.
-func VerifyKinds() []string {
-	out := make([]string, len(verifyKinds))
-	for i, k := range verifyKinds {
-		out[i] = k.String()
-	}
-	return out
-}

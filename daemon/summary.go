@@ -19,6 +19,11 @@ func summarize(version string, started time.Time, cfg *config.Config, wls []*wor
 		for _, ps := range w.allPhases() {
 			ws := w.phaseSummary(ps)
 			ws.Prepared = setup.Prepared
+			for _, o := range observers {
+				if s, ok := o.(PhaseSummarizer); ok {
+					s.SummarizePhase(w.handle, &Phase{ps}, &ws)
+				}
+			}
 			entries = append(entries, ws)
 		}
 		if len(entries) == 0 { // never started: report the workload with zeros
@@ -90,7 +95,8 @@ func (w *workload) phaseSummary(ps *phaseStats) report.WorkloadSummary {
 		Scheduled: c.scheduled, Failed: c.failed, Dropped: c.dropped, DroppedAtShutdown: c.cut,
 		InFlight: c.inflight(), Errors: errorsByClass(&c), Dispatch: hq.dispatch,
 		SchedulerCPU: time.Duration(ps.schedCPU.Load()).Seconds(),
-		Verify:       w.verifySummary(ps, &c),
+		Verify: &report.VerifySummary{Fraction: w.cfg.Verify, Checked: c.verify.checked, Skipped: c.verify.skipped,
+			Missing: c.verify.failures[0], Mismatch: c.verify.failures[1], Duplicate: c.verify.failures[2]},
 	}
 	for _, op := range []int{writeOp, int(sources.OpInsert), int(sources.OpUpdate), int(sources.OpRMW)} {
 		ws.WritesOK += c.ops[op].ok

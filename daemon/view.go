@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/report"
-	"github.com/soakd/soakd/sources"
 )
 
 // This file is what features read of a workload and its phases besides
@@ -44,15 +43,6 @@ func (h *Handle) State() string { return h.w.state() }
 // Waiting is what the workload waits for while starting, as /status
 // shows it.
 func (h *Handle) Waiting() *report.StatusWaiting { return h.w.ready.Waiting() }
-
-// DataSetSize is the number of units of the workload's data set, when
-// it is finite.
-func (h *Handle) DataSetSize() (n int64, ok bool) {
-	if s, ok := h.w.src.(sources.Sized); ok {
-		return s.Total(), true
-	}
-	return 0, false
-}
 
 // Phases are the workload's phases begun so far, in order.
 func (h *Handle) Phases() []*Phase {

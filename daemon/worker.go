@@ -3,10 +3,8 @@ package daemon
 import (
 	"context"
 	"errors"
-	"math"
 	"time"
 
-	"github.com/soakd/soakd/daemon/internal/record"
 	"github.com/soakd/soakd/daemon/internal/writectx"
 	"github.com/soakd/soakd/sources"
 )
@@ -18,10 +16,10 @@ type worker struct {
 	t        *tally // this worker's share of the phase's counts
 	b        *sources.Batch
 	wctx     *writectx.Ctx
-	counts   [opSlots]int64   // units per op slot in the current KV or query batch
-	dispatch time.Duration    // the current batch's intended start → first send
-	used     []*record.Stream // the streams the current batch was filled from
-	phase    *Phase           // what the workload's followers see of ps, when it has any
+	counts   [opSlots]int64 // units per op slot in the current KV or query batch
+	dispatch time.Duration  // the current batch's intended start → first send
+	used     []StreamSpan   // what the current batch was filled from
+	phase    *Phase         // what the workload's followers see of ps, when it has any
 }
 
 func (r *runner) newWorker(drainCtx context.Context, p *phaseRun, t *tally) *worker {
@@ -88,11 +86,11 @@ func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) 
 	// A stream that ends (or owns no devices at all) before the ticket is
 	// full hands over to the next live stream, so no scheduled unit is
 	// lost while data remains.
-	var held sources.Stream
+	var held *stream
 	cut := false
 	w.used = w.used[:0]
 	for held == nil && b.Len() < t.units {
-		var st sources.Stream
+		var st *stream
 		select {
 		case st = <-p.streams:
 		case <-p.exhausted:
@@ -102,10 +100,15 @@ func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) 
 		if st == nil {
 			break
 		}
-		err := st.Fill(b, t.units-b.Len(), r.startWall.Load()+int64(t.due))
-		if rs, ok := st.(*record.Stream); ok {
-			w.used = append(w.used, rs)
+		span := StreamSpan{Stream: st.i}
+		if st.pos != nil {
+			span.From = st.pos.Position()
 		}
+		err := st.Fill(b, t.units-b.Len(), r.startWall.Load()+int64(t.due))
+		if st.pos != nil {
+			span.To = st.pos.Position()
+		}
+		w.used = append(w.used, span)
 		if err == nil {
 			held = st
 			break
@@ -127,7 +130,7 @@ func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) 
 		}
 	}
 	if b.Len() > 0 {
-		r.written(p, w, r.write(ctx, w, t.due))
+		r.written(w, r.write(ctx, w, t.due))
 	}
 	if held != nil {
 		// The stream goes back only after the write, so one device's rows
@@ -136,25 +139,14 @@ func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) 
 	}
 }
 
-// written is called by a worker after each write of a batch: the
-// outcome goes in the phase's record and to the workload's followers.
-func (r *runner) written(p *phaseRun, w *worker, o writeOutcome) {
-	if p.rec != nil {
-		p.rec.Note(w.used, w.b, o.ok, o.stored)
-	}
+// written tells the workload's followers, if any, how the write of the
+// worker's batch ended.
+func (r *runner) written(w *worker, o WriteOutcome) {
 	if len(r.followers) == 0 {
 		return
 	}
-	out := WriteOutcome{Acked: o.ok, Stored: o.stored, After: sources.Position{Round: math.MaxInt64}}
-	if len(w.used) > 0 {
-		out.After = w.used[0].After()
-		for _, s := range w.used[1:] {
-			if out.After.Less(s.After()) {
-				out.After = s.After()
-			}
-		}
-	}
+	o.Streams = w.used
 	for _, f := range r.followers {
-		f.Written(w.phase, w.b, out)
+		f.Written(w.phase, w.b, o)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/soakd/soakd/live"
 	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/sources"
 )
 
 // Reporter, every second, redraws the progress bar; every progress
@@ -227,7 +228,10 @@ func workloadProgress(w *daemon.Handle) (frac float64, left time.Duration, ok bo
 			runLen = end
 		}
 	}
-	total, _ := w.DataSetSize()
+	var total int64
+	if s, ok := w.Source().(sources.Sized); ok {
+		total = s.Total()
+	}
 	if runLen == 0 && total == 0 {
 		return 0, 0, false
 	}

@@ -232,8 +232,25 @@ func (v *verifier) picked(d uint32, ts int64) bool {
 // Written picks units from each acknowledged batch.
 func (v *verifier) Written(p *daemon.Phase, b *sources.Batch, o daemon.WriteOutcome) {
 	if o.Acked {
-		v.pick(p.ReadBack(), b, o.After)
+		v.pick(p.ReadBack(), b, after(o.Streams))
 	}
+}
+
+// after is where the batch's streams stood once it was filled: the
+// furthest position of the streams it was filled from (the zero Position
+// for one that does not report its position). Whatever the batch holds
+// comes before it in its stream.
+func after(spans []daemon.StreamSpan) sources.Position {
+	if len(spans) == 0 {
+		return sources.Position{Round: math.MaxInt64}
+	}
+	out := spans[0].To
+	for _, s := range spans[1:] {
+		if out.Less(s.To) {
+			out = s.To
+		}
+	}
+	return out
 }
 
 // pick queues the units of the acknowledged batch b that are checked,

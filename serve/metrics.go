@@ -180,9 +180,11 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *daemon.Handle, control
 	if w.Verifies() {
 		v := &c.Verify
 		counter(m.verifyChecked, v.Checked)
-		failures := [...]int64{v.Missing, v.Mismatch, v.Duplicate} // in the order of VerifyKinds
-		for k, kind := range daemon.VerifyKinds() {
-			counter(m.verifyFailures, failures[k], kind)
+		for _, f := range [...]struct {
+			kind sources.Verdict
+			n    int64
+		}{{sources.Missing, v.Missing}, {sources.Mismatch, v.Mismatch}, {sources.Duplicate, v.Duplicate}} {
+			counter(m.verifyFailures, f.n, f.kind.String())
 		}
 		counter(m.verifySkipped, v.Skipped)
 		o := c.Op(daemon.VerifyOp)

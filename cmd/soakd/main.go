@@ -47,6 +47,7 @@ import (
 	"github.com/soakd/soakd/live"
 	"github.com/soakd/soakd/progress"
 	"github.com/soakd/soakd/readback"
+	"github.com/soakd/soakd/record"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/settings"
@@ -322,7 +323,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	// beside soakd's own, from the same readings.
 	hist.WatchTarget(tw)
 	deps := daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
-		Observers: []daemon.Observer{judge.New(log, judge.Options{Target: tw}), readback.New(log), tw, churn.New(),
+		Observers: []daemon.Observer{judge.New(log, judge.Options{Target: tw}), readback.New(log), record.New(), tw, churn.New(),
 			lv, hist, progress.New(cfg, log, console, lv), api}}
 	var sum *report.Summary
 	var runErr error

@@ -222,12 +222,19 @@ func (g *windowGroup) keyIndex(k daemon.LatencyKey) int {
 	return -1
 }
 
+// empty reports a window of no length in which nothing happened (cut
+// after its phase ended).
+func empty(ws *daemon.WindowStats) bool {
+	c := &ws.Counts
+	return ws.To <= ws.From && c.Scheduled == 0 && c.Acked == 0 && c.Failed == 0 && c.Dropped == 0 && len(c.Ops) == 0
+}
+
 // push keeps a slice, with the target's readings since the last cut;
 // false for an empty one (cut after the phase ended).
 func (g *windowGroup) push(ws daemon.WindowStats) bool {
 	target := g.pending
 	g.pending = [numTarget]targetAcc{}
-	if ws.Empty() {
+	if empty(&ws) {
 		return false
 	}
 	g.slices = append(g.slices, slice{WindowStats: ws, target: target})
@@ -584,7 +591,7 @@ func (j *judge) measureSlices(t *thresholds.Check, g *windowGroup, slices []slic
 	}
 	var c daemon.Counts
 	for i := range slices {
-		c.Add(slices[i].Counts)
+		addCounts(&c, slices[i].Counts)
 	}
 	secs := (slices[len(slices)-1].To - slices[0].From).Seconds()
 	return j.measure(t, &c, secs, func(k daemon.LatencyKey) *hdrhistogram.Histogram {
@@ -598,6 +605,23 @@ func (j *judge) measureSlices(t *thresholds.Check, g *windowGroup, slices []slic
 		}
 		return h
 	})
+}
+
+// addCounts adds o to c, op by op.
+func addCounts(c *daemon.Counts, o daemon.Counts) {
+	c.Scheduled += o.Scheduled
+	c.Acked += o.Acked
+	c.Failed += o.Failed
+	c.Dropped += o.Dropped
+	if len(o.Ops) > 0 && c.Ops == nil {
+		c.Ops = map[string]daemon.OpCount{}
+	}
+	for k, v := range o.Ops {
+		s := c.Ops[k]
+		s.OK += v.OK
+		s.Errors += v.Errors
+		c.Ops[k] = s
+	}
 }
 
 func (j *judge) scratchHist() *hdrhistogram.Histogram {

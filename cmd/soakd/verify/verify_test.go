@@ -18,6 +18,7 @@ import (
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/readback"
+	"github.com/soakd/soakd/record"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/summary"
 )
@@ -57,7 +58,7 @@ func soakRunStop(t *testing.T, env map[string]string, during func(stop func())) 
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	go func() {
 		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: log, Plugins: p, Version: "test",
-			Observers: []daemon.Observer{readback.New(log)}})
+			Observers: []daemon.Observer{readback.New(log), record.New()}})
 		done <- result{sum, err}
 	}()
 	during(stop) // in the test's goroutine: it may fail the test
