@@ -20,15 +20,37 @@ import (
 // it with others, 50 µs by default) is 1 ns.
 
 // monoOrigin is CLOCK_MONOTONIC at Mono() = 0, so that Mono() times can be
-// given to clock_nanosleep (Go's monotonic clock is CLOCK_MONOTONIC on
-// Linux).
-var monoOrigin = func() time.Duration {
+// given to clock_nanosleep and the alarm's timerfd (Go's monotonic clock
+// is CLOCK_MONOTONIC on Linux).
+var monoOrigin = originOf(func() (before, mono, after time.Duration) {
 	var a, b unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &a)
 	m := Mono()
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &b)
-	return time.Duration((a.Nano()+b.Nano())/2) - m
-}()
+	return time.Duration(a.Nano()), m, time.Duration(b.Nano())
+})
+
+// originReadings is how many times originOf reads the two clocks.
+const originReadings = 32
+
+// originOf is the kernel's clock at Mono() = 0, from readings of the
+// kernel's clock before and after Mono(): the true origin lies between
+// before-mono and after-mono, and a thread descheduled between the reads
+// (at start-up on a busy machine) widens that span by the time it waited.
+// So the narrowest of several readings is taken, at its late end: a
+// due time given to the kernel then never falls before the Mono() time it
+// stands for, and an alarm or sleep ends late by at most that span (tens
+// of nanoseconds) instead of early by half a descheduling.
+func originOf(read func() (before, mono, after time.Duration)) time.Duration {
+	var origin, span time.Duration
+	for i := 0; i < originReadings; i++ {
+		a, m, b := read()
+		if i == 0 || b-a < span {
+			origin, span = b-m, b-a
+		}
+	}
+	return origin
+}
 
 // LockPrecise locks the calling goroutine to its thread and lowers the
 // thread's timer slack; unlock undoes both. cpu reads the thread's CPU
