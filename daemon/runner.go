@@ -42,8 +42,9 @@ type runner struct {
 	startWall atomic.Int64 // Unix ns at origin, for row timestamps
 
 	sched    atomic.Pointer[schedule]
-	ctl      chan controlReq
-	pending  atomic.Int64 // due (ns since origin) of the ticket the scheduler waits to enqueue; -1 = none
+	ctl      chan controlReq             // holds one request, so a sender can kick alarm once it is in
+	alarm    atomic.Pointer[clock.Alarm] // the scheduler's, while it waits on one
+	pending  atomic.Int64                // due (ns since origin) of the ticket the scheduler waits to enqueue; -1 = none
 	dropOnce sync.Once
 	finished atomic.Bool
 
@@ -74,7 +75,7 @@ func newRunner(cfg *config.Workload, kind sources.Kind, src sources.Source, sink
 	r := &runner{
 		name: cfg.Name, cfg: cfg, kind: kind, src: src, sink: sink, log: log,
 		batchSize: cfg.BatchSize,
-		ctl:       make(chan controlReq),
+		ctl:       make(chan controlReq, 1),
 		errLog:    logthrottle.New(10 * time.Second),
 		scrub:     cfg.Scrubber(),
 	}

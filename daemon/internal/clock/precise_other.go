@@ -19,13 +19,16 @@ func SleepUntil(t time.Duration) { time.Sleep(t - Mono()) }
 
 // Alarm is not available where soakd has no precise sleep: NewAlarm fails
 // and the scheduler waits on runtime timers.
-type Alarm struct{ C <-chan struct{} }
+type Alarm struct{}
 
 // NewAlarm fails: no alarm here.
 func NewAlarm() (*Alarm, error) { return nil, errors.New("no precise alarm on this system") }
 
-// Set does nothing.
-func (a *Alarm) Set(t time.Duration) {}
+// Wait returns false: no alarm here.
+func (a *Alarm) Wait(t time.Duration) bool { return false }
+
+// Kick does nothing.
+func (a *Alarm) Kick() {}
 
 // Close does nothing.
 func (a *Alarm) Close() {}
