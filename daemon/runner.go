@@ -161,6 +161,14 @@ type phaseRun struct {
 	exhausted chan struct{} // closed when every stream has ended
 	queue     chan ticket
 	rec       *record.Phase // what each stream wrote, for soakd verify
+
+	// Workers that wait on an alarm of their own, idle, in the order they
+	// became so: the scheduler hands a ticket to the first of them
+	// directly (offer), else through queue. See openWorker.
+	handMu sync.Mutex
+	idle   []*worker
+	closed bool         // no more tickets: queue is closed, or about to be
+	direct atomic.Int64 // tickets handed to an idle worker directly
 }
 
 func (r *runner) newPhase(src sources.Source) (*phaseRun, error) {
@@ -194,7 +202,7 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 	closedLoop := rate.Max
 	var wg sync.WaitGroup
 	for i := 0; i < r.cfg.Workers; i++ {
-		w := r.newWorker(drainCtx, p, p.st.workers[i])
+		w := r.newWorker(drainCtx, p, p.st.workers[i], !closedLoop)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -208,7 +216,7 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 	}
 	if !closedLoop {
 		r.schedule(genCtx, p, duration)
-		close(p.queue)
+		p.closeQueue()
 	}
 	wg.Wait()
 	reason := stopEndOfProfile

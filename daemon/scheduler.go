@@ -279,19 +279,20 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 		r.pending.Store(int64(due))
 		st.release(int64(units))
 		tk := ticket{due: due, units: int(units)}
+		// Control is heard here too: at high rates the scheduler may
+		// never wait long enough to hear it in wait.
 		select {
-		case p.queue <- tk:
-			sent += units
-			r.pending.Store(-1)
-			continue
 		case c := <-r.ctl:
-			// Also here: at high rates the scheduler may never wait long
-			// enough to hear control in wait.
 			st.release(-int64(units))
 			ctlReq = &c
 			r.pending.Store(-1)
 			continue
 		default:
+		}
+		if p.offer(tk) {
+			sent += units
+			r.pending.Store(-1)
+			continue
 		}
 		// Every worker is busy and the queue is full. The ticket waits
 		// only until it is later than MAX_LAG; then it is dropped and the

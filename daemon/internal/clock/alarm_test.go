@@ -113,3 +113,35 @@ func TestCPUMeterSamples(t *testing.T) {
 		t.Errorf("only span impossible: Total = %v, want 0", got)
 	}
 }
+
+// A bell wakes its waiter when rung, or the next wait when rung before
+// it; rings between two waits count as one; Close ends a wait.
+func TestBell(t *testing.T) {
+	b, err := NewBell()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Ring()
+	b.Ring()
+	if !b.Wait() {
+		t.Fatal("Wait after Ring: false before Close")
+	}
+	waited := make(chan bool, 1)
+	go func() { waited <- b.Wait() }()
+	select {
+	case <-waited:
+		t.Fatal("two rings woke two waits")
+	case <-time.After(20 * time.Millisecond):
+	}
+	b.Ring()
+	if !<-waited {
+		t.Fatal("Wait rung: false before Close")
+	}
+	go func() { waited <- b.Wait() }()
+	time.Sleep(20 * time.Millisecond)
+	b.Close()
+	if <-waited {
+		t.Error("Wait: true after Close")
+	}
+	b.Ring() // after Close: nothing happens
+}

@@ -33,6 +33,21 @@ func (a *Alarm) Kick() {}
 // Close does nothing.
 func (a *Alarm) Close() {}
 
+// Bell is not available either: NewBell fails.
+type Bell struct{}
+
+// NewBell fails: no bell here.
+func NewBell() (*Bell, error) { return nil, errors.New("no bell on this system") }
+
+// Wait returns false: no bell here.
+func (b *Bell) Wait() bool { return false }
+
+// Ring does nothing.
+func (b *Bell) Ring() {}
+
+// Close does nothing.
+func (b *Bell) Close() {}
+
 // A CPUMeter measures nothing here (see precise_linux.go).
 type CPUMeter struct{}
 
