@@ -4,6 +4,7 @@ package daemon
 
 import (
 	"testing"
+	"time"
 
 	"github.com/soakd/soakd/daemon/internal/clock"
 	"github.com/soakd/soakd/pace"
@@ -52,7 +53,12 @@ func TestHandoffToIdleWorker(t *testing.T) {
 	if !p.offer(ticket{due: 2, units: 3}) {
 		t.Fatal("offer refused with a worker idle")
 	}
-	g := <-res
+	var g got
+	select {
+	case g = <-res:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("worker idle: not handed the ticket (queue holds %d)", len(p.queue))
+	}
 	if !g.ok || g.t != (ticket{due: 2, units: 3}) || len(p.queue) != 0 || p.direct.Load() != 1 {
 		t.Fatalf("worker idle: got %+v, queue holds %d, %d handed directly; want the ticket handed to the worker", g, len(p.queue), p.direct.Load())
 	}
