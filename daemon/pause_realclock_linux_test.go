@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/pace"
 )
 
 // A workload paused without end (DURATION unset) on the real clock, where
@@ -63,4 +65,50 @@ func processCPU(t *testing.T) time.Duration {
 		t.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// On the real clock the scheduler sleeps on its alarm until the next due
+// time, here 1000 s away (a rate of 0.001/s): a rate change, a pause and
+// the end of the run must each wake it, or each would wait out the 1000
+// s (the control calls until their 20 s context ends).
+func TestSleepingSchedulerHearsControlOnRealClock(t *testing.T) {
+	p := daemon.Plugins()
+	cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "0.001", "SOAKD_SEQ_BATCH_SIZE", "1"), p)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := &recorder{runs: make(chan *daemon.Phase, 1)}
+	steered := make(chan error, 1)
+	r.steer = func(w *daemon.Handle) {
+		defer cancel() // the end of the run: a third wake
+		<-r.runs
+		time.Sleep(100 * time.Millisecond) // the scheduler sleeps by now
+		cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+		defer ccancel()
+		if err := w.SetRate(cctx, pace.MustParse("0.002")); err != nil {
+			steered <- fmt.Errorf("SetRate: %w", err)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+		if err := w.Pause(cctx); err != nil {
+			steered <- fmt.Errorf("Pause: %w", err)
+			return
+		}
+		steered <- nil
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Observers: []daemon.Observer{r}})
+		ended <- err
+	}()
+	if err := <-steered; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run did not end within 20 s of its context")
+	}
 }

@@ -41,8 +41,9 @@ type runner struct {
 	startWall atomic.Int64 // Unix ns at origin, for row timestamps
 
 	sched    atomic.Pointer[schedule]
-	ctl      chan controlReq
-	pending  atomic.Int64 // due (ns since origin) of the ticket the scheduler waits to enqueue; -1 = none
+	ctl      chan controlReq             // holds one request, so a sender can kick alarm once it is in
+	alarm    atomic.Pointer[clock.Alarm] // the scheduler's, while it waits on one
+	pending  atomic.Int64                // due (ns since origin) of the ticket the scheduler waits to enqueue; -1 = none
 	dropOnce sync.Once
 	finished atomic.Bool
 
@@ -73,7 +74,7 @@ func newRunner(cfg *config.Workload, kind sources.Kind, src sources.Source, sink
 	r := &runner{
 		name: cfg.Name, cfg: cfg, kind: kind, src: src, sink: sink, log: log,
 		batchSize: cfg.BatchSize,
-		ctl:       make(chan controlReq),
+		ctl:       make(chan controlReq, 1),
 		errLog:    logthrottle.New(10 * time.Second),
 		scrub:     cfg.Scrubber(),
 	}
@@ -159,6 +160,14 @@ type phaseRun struct {
 	live      atomic.Int32
 	exhausted chan struct{} // closed when every stream has ended
 	queue     chan ticket
+
+	// Workers that wait on an alarm of their own, idle, in the order they
+	// became so: the scheduler hands a ticket to the first of them
+	// directly (offer), else through queue. See openWorker.
+	handMu sync.Mutex
+	idle   []*worker
+	closed bool         // no more tickets: queue is closed, or about to be
+	direct atomic.Int64 // tickets handed to an idle worker directly
 }
 
 // stream is the phase's stream number i, with its position when it
@@ -204,7 +213,7 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 	closedLoop := rate.Max
 	var wg sync.WaitGroup
 	for i := 0; i < r.cfg.Workers; i++ {
-		w := r.newWorker(drainCtx, p, p.st.workers[i])
+		w := r.newWorker(drainCtx, p, p.st.workers[i], !closedLoop)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -218,7 +227,7 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 	}
 	if !closedLoop {
 		r.schedule(genCtx, p, duration)
-		close(p.queue)
+		p.closeQueue()
 	}
 	wg.Wait()
 	reason := stopEndOfProfile

@@ -99,15 +99,17 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 	// source throughout.
 	//
 	// On Linux it waits for a timerfd alarm set to the due time itself,
-	// read through the runtime's network poller: the kernel fires it
-	// without timer slack, the thread blocked in the poller wakes, and it
-	// runs the scheduler and then, on the same thread, the worker the
-	// ticket went to. Nothing of soakd's is awake between tickets and no
-	// thread sits in a system call, so the runtime's monitor sleeps too.
-	// The scheduler is not locked to a thread: a locked one costs two
-	// more thread wake-ups per ticket (the poller's thread handing over to
-	// it, and it handing the worker to a third), each tens of µs of CPU
-	// and of lateness on a VM.
+	// read by this goroutine through the runtime's network poller: the
+	// kernel fires it without timer slack, the thread blocked in the
+	// poller wakes and runs the scheduler and then, on the same thread,
+	// the worker the ticket went to. Nothing of soakd's is awake between
+	// tickets and no thread sits in a system call, so the runtime's
+	// monitor sleeps too. A control request, the end of ctx and the end
+	// of the data set kick the alarm (Alarm.Kick), and the scheduler
+	// looks at all three whenever it wakes. The scheduler is not locked
+	// to a thread: a locked one costs two more thread wake-ups per ticket
+	// (the poller's thread handing over to it, and it handing the worker
+	// to a third), each tens of µs of CPU and of lateness on a VM.
 	//
 	// Without an alarm (a fake clock, other systems) it waits on a runtime
 	// timer until the last preciseSpan, which it sleeps precisely on a
@@ -117,6 +119,19 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 		alarm = nil
 	} else {
 		defer alarm.Close()
+		r.alarm.Store(alarm)
+		defer r.alarm.Store(nil)
+		defer context.AfterFunc(ctx, alarm.Kick)()
+		// The data set ends in a worker (execute closes p.exhausted).
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-p.exhausted:
+				alarm.Kick()
+			case <-done:
+			}
+		}()
 	}
 	var cpu *clock.CPUMeter // nil (doing nothing) on a locked thread
 	if alarm == nil {
@@ -132,17 +147,41 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 		defer func() { p.st.schedCPU.Store(int64(cpu.Total())) }()
 	}
 	var ctlReq *controlReq
+	// woken says whether something other than the time woke the
+	// scheduler (on an alarm, which hears nothing but its kicks).
+	woken := func() bool {
+		select {
+		case c := <-r.ctl:
+			ctlReq = &c
+			return true
+		default:
+		}
+		return ctx.Err() != nil || isClosed(p.exhausted)
+	}
 	wait := func(d time.Duration) (ok bool) {
 		until := mono() + d
-		var wake <-chan struct{}
 		if alarm != nil {
 			cpu.Pause()
 			defer cpu.Start()
-			select { // a wake of an earlier setting
-			case <-alarm.C:
-			default:
+			for {
+				if woken() {
+					return false
+				}
+				now := mono()
+				left := until - now // right even when until overflowed (d = forever)
+				if left <= 0 {
+					return true
+				}
+				// Set again after each wake short of the time: a kick,
+				// or the kernel's clock a hair ahead of Mono's reading
+				// of it. A wait without end (a pause, a rate of 0) is d =
+				// MaxInt64, whose until overflows: the alarm is set at
+				// most maxAlarm ahead, from now, and set again when it
+				// goes off.
+				if !alarm.Wait(now + min(left, maxAlarm)) {
+					return false // closed: only on the way out
+				}
 			}
-			wake = alarm.C
 		}
 		for {
 			now := mono()
@@ -150,26 +189,14 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			if left <= 0 {
 				return true
 			}
-			if wake != nil {
-				// Set again after each wake short of the time: one of an
-				// earlier setting, or the kernel's clock a hair ahead of
-				// Mono's reading of it. A wait without end (a pause, a
-				// rate of 0) is d = MaxInt64, whose until overflows: the
-				// alarm is set at most maxAlarm ahead, from now, and set
-				// again when it goes off.
-				alarm.Set(now + min(left, maxAlarm))
-			} else {
-				if left <= preciseSpan {
-					clock.SleepUntil(until)
-					return true
-				}
-				timer.Reset(left - preciseSpan)
+			if left <= preciseSpan {
+				clock.SleepUntil(until)
+				return true
 			}
+			timer.Reset(left - preciseSpan)
 			select {
 			case <-timer.C:
 				continue
-			case <-wake:
-				continue // on time, or an earlier setting's: the loop checks
 			case <-ctx.Done():
 			case <-p.exhausted:
 			case c := <-r.ctl:
@@ -252,19 +279,20 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 		r.pending.Store(int64(due))
 		st.release(int64(units))
 		tk := ticket{due: due, units: int(units)}
+		// Control is heard here too: at high rates the scheduler may
+		// never wait long enough to hear it in wait.
 		select {
-		case p.queue <- tk:
-			sent += units
-			r.pending.Store(-1)
-			continue
 		case c := <-r.ctl:
-			// Also here: at high rates the scheduler may never wait long
-			// enough to hear control in wait.
 			st.release(-int64(units))
 			ctlReq = &c
 			r.pending.Store(-1)
 			continue
 		default:
+		}
+		if p.offer(tk) {
+			sent += units
+			r.pending.Store(-1)
+			continue
 		}
 		// Every worker is busy and the queue is full. The ticket waits
 		// only until it is later than MAX_LAG; then it is dropped and the
@@ -345,6 +373,13 @@ func (r *runner) control(ctx context.Context, c controlReq) error {
 	case r.ctl <- c:
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	// A scheduler waiting on its alarm hears the request only when it
+	// wakes: kick it, after the request is in (ctl holds one), so it
+	// cannot wake, find nothing and wait again. One that starts after
+	// the load below finds the request when it first looks.
+	if a := r.alarm.Load(); a != nil {
+		a.Kick()
 	}
 	select {
 	case err := <-c.reply:
