@@ -3,6 +3,9 @@
 package daemon
 
 import (
+	"context"
+	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -94,5 +97,80 @@ func TestDenseTicketsWaitOnQueue(t *testing.T) {
 		if got := r.dense(); got != c.dense {
 			t.Errorf("rate %v, batch %d, paused %v: dense = %v, want %v", c.rate, c.batch, c.paused, got, c.dense)
 		}
+	}
+}
+
+// A ticket the scheduler put in the queue by its blocking send, after
+// offer had found the queue full, while the workers emptied it and went
+// idle on their bells, is handed to an idle worker; with nobody idle it
+// stays in the queue for the next worker that looks.
+func TestUnstrandQueuedTicket(t *testing.T) {
+	b, err := clock.NewBell()
+	if err != nil {
+		t.Skipf("no bell here: %v", err)
+	}
+	w := &worker{bell: b}
+	defer b.Close()
+	p := &phaseRun{queue: make(chan ticket, 1)}
+
+	p.queue <- ticket{due: 1, units: 1}
+	p.unstrand()
+	if len(p.queue) != 1 || p.direct.Load() != 0 {
+		t.Fatalf("nobody idle: queue holds %d, %d handed directly; want the ticket left queued", len(p.queue), p.direct.Load())
+	}
+	<-p.queue
+
+	type got struct {
+		t        ticket
+		ok, open bool
+	}
+	res := make(chan got)
+	go func() {
+		t, ok, open := p.await(w)
+		res <- got{t, ok, open}
+	}()
+	for idle := false; !idle; { // until the worker is idle
+		p.handMu.Lock()
+		idle = len(p.idle) == 1
+		p.handMu.Unlock()
+	}
+	p.queue <- ticket{due: 2, units: 3} // the scheduler's send, outside handMu
+	p.unstrand()
+	select {
+	case g := <-res:
+		if !g.ok || g.t != (ticket{due: 2, units: 3}) || len(p.queue) != 0 || len(p.idle) != 0 {
+			t.Fatalf("got %+v, queue holds %d, %d idle; want the queued ticket handed to the idle worker", g, len(p.queue), len(p.idle))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the idle worker was not handed the queued ticket (queue holds %d)", len(p.queue))
+	}
+}
+
+// A /control request whose sender gave up before any scheduler took it
+// (between phases, say) is reported as failed and never changes the plan
+// afterwards, when the next phase's scheduler finds it in ctl.
+func TestAbandonedControlNotApplied(t *testing.T) {
+	r := &runner{ctl: make(chan controlReq, 1)}
+	r.sched.Store(&schedule{profile: pace.Constant(10)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.control(ctx, controlReq{pause: true}) }()
+	for len(r.ctl) == 0 { // until the request waits in ctl
+		runtime.Gosched()
+	}
+	cancel() // its sender gives up before any scheduler runs
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("control with no scheduler, its sender gone: %v, want context.Canceled", err)
+	}
+	r.applyControl(<-r.ctl, 0) // the next phase's scheduler finds it
+	if r.sched.Load().paused {
+		t.Fatal("a pause reported as failed paused the workload later")
+	}
+
+	// A request taken in time is applied and answered.
+	go func() { done <- r.control(context.Background(), controlReq{pause: true}) }()
+	r.applyControl(<-r.ctl, 0)
+	if err := <-done; err != nil || !r.sched.Load().paused {
+		t.Fatalf("control taken by the scheduler: %v, paused %v; want it applied", err, r.sched.Load().paused)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -56,6 +57,11 @@ type controlReq struct {
 	pause  bool
 	resume bool
 	reply  chan error
+	// state is 0 while the request waits, 1 once the scheduler applies
+	// it, 2 once its sender gave up: ctl holds a request until a scheduler
+	// takes it, which between phases may be after its sender's deadline,
+	// and a request reported as failed must not change the plan later.
+	state *atomic.Int32
 }
 
 // errClosedLoop is returned when /control asks a closed-loop workload for
@@ -305,6 +311,7 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 		select {
 		case p.queue <- tk:
 			sent += units
+			p.unstrand()
 		case <-timer.C:
 			sent += units
 			st.drop(int64(units), false)
@@ -328,6 +335,9 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 // applyControl changes the plan. sent is the count already scheduled, so
 // a new profile starts from now without a burst or a gap.
 func (r *runner) applyControl(c controlReq, sent float64) {
+	if c.state != nil && !c.state.CompareAndSwap(0, 1) {
+		return // its sender gave up
+	}
 	old := r.sched.Load()
 	now := r.since()
 	next := *old
@@ -368,7 +378,7 @@ func (r *runner) control(ctx context.Context, c controlReq) error {
 	if r.sched.Load().profile == nil {
 		return errClosedLoop
 	}
-	c.reply = make(chan error, 1)
+	c.reply, c.state = make(chan error, 1), new(atomic.Int32)
 	select {
 	case r.ctl <- c:
 	case <-ctx.Done():
@@ -385,7 +395,10 @@ func (r *runner) control(ctx context.Context, c controlReq) error {
 	case err := <-c.reply:
 		return err
 	case <-ctx.Done():
-		return ctx.Err()
+		if c.state.CompareAndSwap(0, 2) {
+			return ctx.Err() // never applied
+		}
+		return <-c.reply // being applied: the answer is on its way
 	}
 }
 

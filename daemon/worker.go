@@ -182,11 +182,7 @@ func (p *phaseRun) await(w *worker) (t ticket, ok, open bool) {
 // there is room; false when there is none.
 func (p *phaseRun) offer(t ticket) bool {
 	p.handMu.Lock()
-	if len(p.idle) > 0 {
-		w := p.idle[0]
-		n := copy(p.idle, p.idle[1:])
-		p.idle[n] = nil
-		p.idle = p.idle[:n]
+	if w := p.popIdle(); w != nil {
 		w.next, w.has = t, true
 		p.handMu.Unlock()
 		p.direct.Add(1)
@@ -202,6 +198,46 @@ func (p *phaseRun) offer(t ticket) bool {
 	default:
 		p.handMu.Unlock()
 		return false
+	}
+}
+
+// popIdle takes the longest idle worker off the idle list, under handMu;
+// nil when none is idle.
+func (p *phaseRun) popIdle() *worker {
+	if len(p.idle) == 0 {
+		return nil
+	}
+	w := p.idle[0]
+	n := copy(p.idle, p.idle[1:])
+	p.idle[n] = nil
+	p.idle = p.idle[:n]
+	return w
+}
+
+// unstrand hands a ticket waiting in the queue to an idle worker. The
+// scheduler calls it after a send it made outside handMu, once offer had
+// found the queue full: the workers may have emptied the queue (dropping
+// late tickets takes them no time) and gone idle on their bells before
+// that send, and would not look at the queue again until a ticket was
+// handed to one of them.
+func (p *phaseRun) unstrand() {
+	p.handMu.Lock()
+	for {
+		w := p.popIdle()
+		if w == nil {
+			p.handMu.Unlock()
+			return
+		}
+		select {
+		case t := <-p.queue:
+			w.next, w.has = t, true
+			p.direct.Add(1)
+			w.bell.Ring() // an eventfd write: it never blocks
+		default:
+			p.idle = append([]*worker{w}, p.idle...) // nothing queued: it stays first
+			p.handMu.Unlock()
+			return
+		}
 	}
 }
 
