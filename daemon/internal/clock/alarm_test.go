@@ -100,7 +100,7 @@ func TestCPUMeterSamples(t *testing.T) {
 	if reads != 2*3 {
 		t.Errorf("%d spans: %d reads of the thread's CPU, want 6 (2 in each of 3 read spans)", 3*meterEvery, reads)
 	}
-	// 3 spans read, 1 ns each, standing for 48 spans.
+	// 3 spans read, 1 ns each, standing for 3 × meterEvery spans.
 	if got := m.Total(); got != 3*meterEvery*time.Nanosecond {
 		t.Errorf("Total = %v, want %v", got, 3*meterEvery*time.Nanosecond)
 	}
@@ -144,4 +144,28 @@ func TestBell(t *testing.T) {
 		t.Error("Wait: true after Close")
 	}
 	b.Ring() // after Close: nothing happens
+}
+
+// Spans of two kinds in turn (the scheduler's wake to a full queue, then
+// its send to the next wait) are both read: a meter that read one span in
+// an even number would read only one kind, and its total would be that
+// kind's cost times every span.
+func TestCPUMeterAlternatingSpans(t *testing.T) {
+	cpu := time.Duration(0)
+	m := &CPUMeter{cpu: func() time.Duration { return cpu }}
+	const n = 2 * meterEvery * 50
+	var want time.Duration
+	for i := range n {
+		m.Start()
+		d := time.Nanosecond // short spans and long ones in turn
+		if i%2 == 1 {
+			d = 9 * time.Nanosecond
+		}
+		cpu += d
+		want += d
+		m.Pause()
+	}
+	if got := m.Total(); got != want {
+		t.Errorf("Total = %v over %d spans alternating 1 ns and 9 ns, want %v", got, n, want)
+	}
 }

@@ -109,8 +109,11 @@ type CPUMeter struct {
 	cpu     func() time.Duration // the thread's CPU time; nil: threadCPU
 }
 
-// meterEvery is how many spans one read span stands for.
-const meterEvery = 16
+// meterEvery is how many spans one read span stands for. It is prime, so
+// spans of kinds that alternate in a short cycle (the scheduler's wake to
+// a full queue, then the send to its next wait) are each read in turn
+// rather than always the same kind.
+const meterEvery = 17
 
 // Start starts a span.
 func (m *CPUMeter) Start() {
