@@ -222,20 +222,15 @@ func (p *phaseRun) popIdle() *worker {
 // handed to one of them.
 func (p *phaseRun) unstrand() {
 	p.handMu.Lock()
-	for {
-		w := p.popIdle()
-		if w == nil {
-			p.handMu.Unlock()
-			return
-		}
+	defer p.handMu.Unlock()
+	for len(p.idle) > 0 {
 		select {
 		case t := <-p.queue:
+			w := p.popIdle()
 			w.next, w.has = t, true
 			p.direct.Add(1)
 			w.bell.Ring() // an eventfd write: it never blocks
 		default:
-			p.idle = append([]*worker{w}, p.idle...) // nothing queued: it stays first
-			p.handMu.Unlock()
 			return
 		}
 	}
