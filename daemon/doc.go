@@ -2,8 +2,10 @@
 // profiles from package pace), workers, retry, accounting and latency
 // recording, and the run's lifecycle. It runs a config.Config, fills what
 // a run reports in package report's schemas, and opens each workload and
-// waits for its target through package opener. Its parts that stand
-// alone are packages under daemon/internal, which no feature imports.
+// waits for its target through package opener. What it waits with (the
+// monotonic origin, the timerfd alarm, the eventfd bell, the re-armed
+// write context, the waits between retries) are leaf packages under
+// internal/ that know nothing of it.
 //
 // Features (serve, the thresholds' judge, readback, record, capacity, ...)
 // use only its exported surface: Run and its Deps; the Observer interface

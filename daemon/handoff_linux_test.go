@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soakd/soakd/daemon/internal/clock"
+	"github.com/soakd/soakd/internal/clock"
 	"github.com/soakd/soakd/pace"
 )
 

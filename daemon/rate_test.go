@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/config"
-	"github.com/soakd/soakd/daemon/internal/clock"
+	"github.com/soakd/soakd/internal/clock"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"

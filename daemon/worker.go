@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/soakd/soakd/daemon/internal/clock"
-	"github.com/soakd/soakd/daemon/internal/writectx"
+	"github.com/soakd/soakd/internal/clock"
+	"github.com/soakd/soakd/internal/writectx"
 	"github.com/soakd/soakd/sources"
 )
 

@@ -19,7 +19,7 @@ const Module = "github.com/soakd/soakd"
 // and of the layers below, never above.
 var Layers = []Layer{
 	{Name: "leaf", Packages: []string{"charts", "dashboards", "deploy", "internal/logthrottle", "internal/procstat", "internal/sysinfo",
-		"internal/backoff", "internal/crosscheck", "internal/detserver", "internal/lateproxy", "internal/testserver", "internal/layout"}},
+		"internal/backoff", "internal/clock", "internal/writectx", "internal/crosscheck", "internal/detserver", "internal/lateproxy", "internal/testserver", "internal/layout"}},
 	{Name: "sources", Packages: []string{"sources"}},
 	{Name: "sinks", Packages: []string{"sinks"}},
 	// config is soakd's configuration (what the engine runs, what features
