@@ -205,9 +205,8 @@ type LatencyKey struct {
 // acknowledged, failed and dropped and their latencies, each in exactly
 // one window (see window.go).
 type Window struct {
-	ps   *phaseStats
-	rec  *windowRecorder
-	hist *hdrhistogram.Histogram
+	ps  *phaseStats
+	rec *windowRecorder
 }
 
 // WindowStats is one window of a phase.
@@ -257,12 +256,7 @@ func (w *Window) stats(ws *windowStats, withQuantiles bool) WindowStats {
 	}
 	out.Latency = make([]report.Quantiles, len(ws.lat))
 	for i, d := range ws.lat {
-		if w.hist == nil {
-			w.hist = report.NewHistogram()
-		}
-		w.hist.Reset()
-		d.AddTo(w.hist)
-		out.Latency[i] = report.QuantilesOf(w.hist)
+		out.Latency[i] = d.Quantiles()
 	}
 	return out
 }
@@ -273,8 +267,8 @@ func (w *Window) stats(ws *windowStats, withQuantiles bool) WindowStats {
 func (w *Window) Peek() []report.Quantiles {
 	out := make([]report.Quantiles, len(w.rec.keys))
 	w.ps.snapshotThen(func(*phaseHist) { // merges the workers' latest samples
-		for i, h := range w.rec.hists {
-			out[i] = report.QuantilesOf(h)
+		for i := range w.rec.hists {
+			out[i] = w.rec.hists[i].Dist().Quantiles()
 		}
 	})
 	return out
