@@ -33,8 +33,12 @@ func TestRecorderMatchesHistogram(t *testing.T) {
 			if got := r.Dist(); !reflect.DeepEqual(got, want) {
 				t.Fatalf("spread %g, %d samples: %d buckets, the histogram's %d", spread, samples, len(got.b), len(want.b))
 			}
-			if got, want := want.Quantiles(), QuantilesOf(h); got != want {
-				t.Fatalf("spread %g, %d samples: quantiles %+v, the histogram's %+v", spread, samples, got, want)
+			lib := libraryQuantiles(h)
+			if got := want.Quantiles(); got != lib {
+				t.Fatalf("spread %g, %d samples: quantiles %+v, the library's %+v", spread, samples, got, lib)
+			}
+			if got := QuantilesOf(h); got != lib {
+				t.Fatalf("spread %g, %d samples: QuantilesOf %+v, the library's %+v", spread, samples, got, lib)
 			}
 			if d := r.Cut(); !reflect.DeepEqual(d, want) {
 				t.Fatalf("spread %g, %d samples: the cut differs from Dist", spread, samples)
@@ -54,7 +58,10 @@ func TestRecorderMatchesHistogram(t *testing.T) {
 	if got := r.Cut(); !reflect.DeepEqual(got, DistOf(h)) {
 		t.Fatalf("clamped: %+v, want %+v", got, DistOf(h))
 	}
-	if (Dist{}).Quantiles() != (Quantiles{}) {
+	if n := len(NewHistogram().Export().Counts); n != countsLen {
+		t.Fatalf("a histogram has %d counts, QuantilesOf's single walk expects %d", n, countsLen)
+	}
+	if (Dist{}).Quantiles() != (Quantiles{}) || QuantilesOf(nil) != (Quantiles{}) {
 		t.Fatal("an empty distribution has quantiles")
 	}
 }
