@@ -163,23 +163,33 @@ proc_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/d
 # and its steady state, from 5 s after the start to 5 s before the end
 # (IDLE_SECS above 10), read from /proc.
 idle_run() {
-	local r=$1 log=$OUT/soakd-idle-$r.log c0 c1 idle bg pid t0='' t1='' steady=-
+	local r=$1 log=$OUT/soakd-idle-$r.log c0 c1 h0 h1 h2 h3 idle bg pid t0='' t1='' steady=-
 	children_cpu c0
 	soakd_run "$log" "$OUT/soakd-idle-$r.json" "${kv[@]}" SOAKD_KV_RATE=10 SOAKD_KV_WORKERS="$THREADS" \
 		SOAKD_KV_DURATION="${IDLE_SECS}s" SOAKD_KV_LOAD=auto &
 	bg=$!
+	# The processes reading /proc (pgrep, readlink, awk) are this shell's
+	# children too: their CPU (h1 - h0 + h3 - h2) is not soakd's.
+	h0=0 h1=0 h2=0 h3=0
 	if [ "$IDLE_SECS" -gt 10 ]; then
 		sleep 5
+		children_cpu h0
 		pid=$(soakd_pid "$bg")
+		[ -n "$pid" ] && t0=$(proc_ticks "$pid")
+		children_cpu h1
 		if [ -n "$pid" ]; then
-			t0=$(proc_ticks "$pid")
 			sleep $((IDLE_SECS - 10))
+			children_cpu h2
 			t1=$(proc_ticks "$pid")
+			children_cpu h3
 		fi
 	fi
 	wait "$bg" || log "soakd idle run $r failed (exit $?), see $log"
 	children_cpu c1
-	idle=$(awk -v a="$c0" -v b="$c1" -v s="$IDLE_SECS" 'BEGIN { printf "%.2f", (b - a) / s * 100 }')
+	idle=$(awk -v a="$c0" -v b="$c1" -v h="$h0 $h1 $h2 $h3" -v s="$IDLE_SECS" 'BEGIN {
+		split(h, x, " ")
+		printf "%.2f", (b - a - (x[2] - x[1]) - (x[4] - x[3])) / s * 100
+	}')
 	if [ -n "$t0" ] && [ -n "$t1" ]; then
 		steady=$(awk -v a="$t0" -v b="$t1" -v s=$((IDLE_SECS - 10)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - a) / hz / s * 100 }')
 	fi
