@@ -11,7 +11,9 @@
 #          start -> send) p50/p99 at each rate, so a cheaper soakd that
 #          sends later shows. Without go-ycsb only soakd's figures print.
 #   idle   an idle sidecar's share of a core: RATE=10 for IDLE_SECS (60),
-#          its whole process, start-up and load probe included.
+#          its whole process, start-up and load probe included; and its
+#          steady state, the soakd process's CPU from 5 s after its start
+#          to 5 s before its end (/proc/PID/stat, 10 ms ticks).
 #   demo   the zero-config demo's peak RSS (built-in targets, DEMO_SECS, 30).
 #
 # Each figure prints as a key=value line per run, then a table of medians
@@ -140,16 +142,60 @@ rates_run() {
 	done
 }
 
-# The idle sidecar: its whole process, load probe and start-up included.
+# soakd_pid PID: the soakd process among PID's descendants (soakd_run runs
+# it under env and timeout).
+soakd_pid() {
+	local c
+	for c in $(pgrep -P "$1"); do
+		if [ "$(readlink -f "/proc/$c/exe" 2>/dev/null)" = "$(readlink -f "$SOAKD")" ]; then
+			echo "$c"
+			return
+		fi
+		soakd_pid "$c"
+	done
+}
+
+# proc_ticks PID: the user + system clock ticks PID has used (its
+# threads', exited ones included), empty once it has gone.
+proc_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null; }
+
+# The idle sidecar: its whole process, load probe and start-up included;
+# and its steady state, from 5 s after the start to 5 s before the end
+# (IDLE_SECS above 10), read from /proc.
 idle_run() {
-	local r=$1 log=$OUT/soakd-idle-$r.log c0 c1 idle
+	local r=$1 log=$OUT/soakd-idle-$r.log c0 c1 h0 h1 h2 h3 idle bg pid t0='' t1='' steady=-
 	children_cpu c0
 	soakd_run "$log" "$OUT/soakd-idle-$r.json" "${kv[@]}" SOAKD_KV_RATE=10 SOAKD_KV_WORKERS="$THREADS" \
-		SOAKD_KV_DURATION="${IDLE_SECS}s" SOAKD_KV_LOAD=auto || log "soakd idle run $r failed (exit $?), see $log"
+		SOAKD_KV_DURATION="${IDLE_SECS}s" SOAKD_KV_LOAD=auto &
+	bg=$!
+	# The processes reading /proc (pgrep, readlink, awk) are this shell's
+	# children too: their CPU (h1 - h0 + h3 - h2) is not soakd's.
+	h0=0 h1=0 h2=0 h3=0
+	if [ "$IDLE_SECS" -gt 10 ]; then
+		sleep 5
+		children_cpu h0
+		pid=$(soakd_pid "$bg")
+		[ -n "$pid" ] && t0=$(proc_ticks "$pid")
+		children_cpu h1
+		if [ -n "$pid" ]; then
+			sleep $((IDLE_SECS - 10))
+			children_cpu h2
+			t1=$(proc_ticks "$pid")
+			children_cpu h3
+		fi
+	fi
+	wait "$bg" || log "soakd idle run $r failed (exit $?), see $log"
 	children_cpu c1
-	idle=$(awk -v a="$c0" -v b="$c1" -v s="$IDLE_SECS" 'BEGIN { printf "%.2f", (b - a) / s * 100 }')
-	echo "figure=idle_sidecar tool=soakd run=$r rate=10 secs=$IDLE_SECS core_percent=$idle"
+	idle=$(awk -v a="$c0" -v b="$c1" -v h="$h0 $h1 $h2 $h3" -v s="$IDLE_SECS" 'BEGIN {
+		split(h, x, " ")
+		printf "%.2f", (b - a - (x[2] - x[1]) - (x[4] - x[3])) / s * 100
+	}')
+	if [ -n "$t0" ] && [ -n "$t1" ]; then
+		steady=$(awk -v a="$t0" -v b="$t1" -v s=$((IDLE_SECS - 10)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - a) / hz / s * 100 }')
+	fi
+	echo "figure=idle_sidecar tool=soakd run=$r rate=10 secs=$IDLE_SECS core_percent=$idle steady_core_percent=$steady"
 	res[idle,$r]=$idle
+	res[steady,$r]=$steady
 }
 
 # The zero-config demo (built-in targets): peak RSS, read from the
@@ -195,6 +241,7 @@ if part rates; then
 fi
 if part idle; then
 	echo "| idle sidecar (10 ops/s, ${IDLE_SECS}s), % of a core | $(runs idle | median) | $(runs idle | spread) |"
+	echo "| the same, steady state (from 5 s after the start to 5 s before the end) | $(runs steady | median) | $(runs steady | spread) |"
 fi
 if part demo; then
 	echo "| zero-config demo (${DEMO_SECS}s), peak RSS MB | $(runs demo | median) | $(runs demo | spread) |"

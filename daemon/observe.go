@@ -175,6 +175,28 @@ func (p *Phase) Name() string { return p.ps.name }
 // Workers is the number of workers of the phase.
 func (p *Phase) Workers() int { return len(p.ps.workers) }
 
+// Acked is the units the phase acknowledged so far, as Snapshot counts
+// them, without the copy of every op's latency buckets a Snapshot makes
+// (the live sampler reads it every second). Each tally is read under its
+// own lock, one at a time, as no writer holds two: the sum lies between
+// two snapshots' (acknowledged units only grow).
+func (p *Phase) Acked() int64 {
+	ps := p.ps
+	read := func(t *tally) int64 {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return t.c.acked
+	}
+	var n int64
+	for _, t := range ps.workers {
+		n += read(t)
+	}
+	if v := ps.verify; v != nil {
+		n += read(v)
+	}
+	return n + read(&ps.sched)
+}
+
 // Counts is what a phase (or a window of it) did, in units: every unit
 // scheduled is acknowledged, failed, dropped or still in flight.
 type Counts struct {
@@ -205,9 +227,8 @@ type LatencyKey struct {
 // acknowledged, failed and dropped and their latencies, each in exactly
 // one window (see window.go).
 type Window struct {
-	ps   *phaseStats
-	rec  *windowRecorder
-	hist *hdrhistogram.Histogram
+	ps  *phaseStats
+	rec *windowRecorder
 }
 
 // WindowStats is one window of a phase.
@@ -257,12 +278,7 @@ func (w *Window) stats(ws *windowStats, withQuantiles bool) WindowStats {
 	}
 	out.Latency = make([]report.Quantiles, len(ws.lat))
 	for i, d := range ws.lat {
-		if w.hist == nil {
-			w.hist = report.NewHistogram()
-		}
-		w.hist.Reset()
-		d.AddTo(w.hist)
-		out.Latency[i] = report.QuantilesOf(w.hist)
+		out.Latency[i] = d.Quantiles()
 	}
 	return out
 }
@@ -273,8 +289,8 @@ func (w *Window) stats(ws *windowStats, withQuantiles bool) WindowStats {
 func (w *Window) Peek() []report.Quantiles {
 	out := make([]report.Quantiles, len(w.rec.keys))
 	w.ps.snapshotThen(func(*phaseHist) { // merges the workers' latest samples
-		for i, h := range w.rec.hists {
-			out[i] = report.QuantilesOf(h)
+		for i := range w.rec.hists {
+			out[i] = w.rec.hists[i].Dist().Quantiles()
 		}
 	})
 	return out

@@ -375,3 +375,22 @@ func TestThresholdsWithoutChecker(t *testing.T) {
 		}
 	})
 }
+
+// Phase.Acked counts what Snapshot counts as acknowledged, samples still
+// in a worker's buffer included, and allocates nothing: the live sampler
+// reads it every second.
+func TestPhaseAcked(t *testing.T) {
+	tp := daemon.NewTestPhase("run")
+	p := tp.Phase()
+	if got := p.Acked(); got != 0 {
+		t.Fatalf("acked %d before anything", got)
+	}
+	tp.Ack("read", 7, time.Millisecond)
+	tp.Count(5, 3, 2, "update", 3, 0)
+	if got, snap := p.Acked(), p.Snapshot().Acked; got != 10 || snap != 10 {
+		t.Fatalf("acked %d, the snapshot's %d, want 10", got, snap)
+	}
+	if a := testing.AllocsPerRun(20, func() { p.Acked() }); a != 0 {
+		t.Fatalf("Acked allocates %v times a call", a)
+	}
+}

@@ -40,14 +40,32 @@ type OpSnapshot struct {
 	Response, Service report.Buckets
 }
 
-// Snapshot is what the phase did so far.
+// Snapshot is what the phase did so far. Each op's buckets are copied
+// once, into its place in Ops, while the tallies are held: the history
+// reads a snapshot every second.
 func (p *Phase) Snapshot() Snapshot {
-	var lat [opSlots]*[2]report.Buckets // response, service
 	var s Snapshot
-	c := p.ps.snapshotThen(func(h *phaseHist) {
-		for op, oh := range h.ops {
-			if oh != nil {
-				lat[op] = &[2]report.Buckets{oh.response.prom, oh.service.prom}
+	c := p.ps.snapshotWith(func(c *counts, h *phaseHist) {
+		did := func(op int) bool {
+			o := &c.ops[op]
+			return h.ops[op] != nil || o.ok != 0 || o.failed != 0 || o.rows != 0 || o.errors != [numClasses]int64{}
+		}
+		n := 0
+		for op := range c.ops {
+			if did(op) {
+				n++
+			}
+		}
+		s.Ops = make([]OpSnapshot, 0, n)
+		for op := range c.ops {
+			if !did(op) {
+				continue
+			}
+			o := &c.ops[op]
+			s.Ops = append(s.Ops, OpSnapshot{Op: opName(op), OK: o.ok, Failed: o.failed, Rows: o.rows, Errors: o.errors})
+			if oh := h.ops[op]; oh != nil {
+				e := &s.Ops[len(s.Ops)-1]
+				e.Response, e.Service = oh.response.prom, oh.service.prom
 			}
 		}
 		if h.dispatch != nil {
@@ -55,17 +73,6 @@ func (p *Phase) Snapshot() Snapshot {
 		}
 	})
 	s.Scheduled, s.Acked, s.Failed, s.Dropped, s.Cut, s.Values, s.Bytes = c.scheduled, c.acked, c.failed, c.dropped, c.cut, c.values, c.bytes
-	for op := range c.ops {
-		o := &c.ops[op]
-		if lat[op] == nil && o.ok == 0 && o.failed == 0 && o.rows == 0 && o.errors == [numClasses]int64{} {
-			continue
-		}
-		e := OpSnapshot{Op: opName(op), OK: o.ok, Failed: o.failed, Rows: o.rows, Errors: o.errors}
-		if l := lat[op]; l != nil {
-			e.Response, e.Service = l[0], l[1]
-		}
-		s.Ops = append(s.Ops, e)
-	}
 	if p.ps.verify != nil {
 		v := &c.verify
 		s.Verify = &report.VerifyCounts{Checked: v.checked, Missing: v.failures[0], Mismatch: v.failures[1],

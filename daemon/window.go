@@ -4,8 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/soakd/soakd/report"
 )
 
@@ -20,10 +18,10 @@ import (
 // counts as the phase's do. A unit belongs to the window in which it was
 // acknowledged (or failed, or was dropped).
 //
-// A recorder keeps one HDR histogram per distribution it was asked for
+// A recorder keeps one report.Recorder per distribution it was asked for
 // (about 270 KB each, made on the first sample), however many windows it
 // cuts; a window leaves as a report.Dist, which costs only the buckets its
-// samples used. Thresholds cut windows to judge them; the capacity search
+// samples used, and cutting it reads and clears only those buckets. Thresholds cut windows to judge them; the capacity search
 // would cut one per step:
 //
 //	rec := ps.startWindow(distKey{op: allOps})
@@ -48,9 +46,9 @@ const allOps = -1
 // belong to the phase's hist.mu.
 type windowRecorder struct {
 	keys  []distKey
-	hists []*hdrhistogram.Histogram // parallel to keys; nil until a sample comes
-	base  counts                    // the phase's counts when the window began
-	from  time.Duration             // mono() when the window began
+	hists []report.Recorder // parallel to keys
+	base  counts            // the phase's counts when the window began
+	from  time.Duration     // mono() when the window began
 }
 
 // windowStats is what a phase did in one window.
@@ -90,19 +88,14 @@ func (r *windowRecorder) record(s *sample) {
 
 // recordIn adds n samples of v to the i-th distribution.
 func (r *windowRecorder) recordIn(i int, v time.Duration, n int64) {
-	h := r.hists[i]
-	if h == nil {
-		h = report.NewHistogram()
-		r.hists[i] = h
-	}
 	// Clamped as dist.record clamps, so the two agree bucket for bucket.
-	_ = h.RecordValues(report.Clamp(v), n)
+	r.hists[i].Record(report.Clamp(v), n)
 }
 
 // startWindow attaches a recorder of the distributions keys to ps: its
 // first window begins now.
 func (ps *phaseStats) startWindow(keys ...distKey) *windowRecorder {
-	r := &windowRecorder{keys: keys, hists: make([]*hdrhistogram.Histogram, len(keys))}
+	r := &windowRecorder{keys: keys, hists: make([]report.Recorder, len(keys))}
 	r.base = ps.snapshotThen(func(h *phaseHist) {
 		h.recs = append(h.recs, r)
 		r.from = ps.windowEdge()
@@ -129,11 +122,8 @@ func (ps *phaseStats) cutWindows(then func(c *counts, h *phaseHist), recs ...*wi
 			ws := &out[i]
 			ws.from, ws.to = r.from, max(at, r.from)
 			ws.lat = make([]report.Dist, len(r.keys))
-			for j, hh := range r.hists {
-				if hh != nil && hh.TotalCount() > 0 {
-					ws.lat[j] = report.DistOf(hh)
-					hh.Reset()
-				}
+			for j := range r.hists {
+				ws.lat[j] = r.hists[j].Cut()
 			}
 		}
 		if then != nil {

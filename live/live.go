@@ -147,7 +147,7 @@ func (s *Sampler) Tick(_ time.Time, intervalEnded bool) {
 		// The plan is read at the sample's own time, so the mean target
 		// over a window does not jitter with the time between readings.
 		at, planned, open := h.Planned()
-		acked := p.Snapshot().Acked
+		acked := p.Acked()
 		if !p.Same(st.phase) {
 			st.phase, st.rate, st.last = p, newRateWindow(), LatencyWindow{}
 		}

@@ -102,7 +102,7 @@ func (c *console) view(w http.ResponseWriter, r *http.Request) {
 
 func writeHTML(w http.ResponseWriter, name string, data any) {
 	var b bytes.Buffer
-	if err := templates.ExecuteTemplate(&b, name, data); err != nil {
+	if err := templates().ExecuteTemplate(&b, name, data); err != nil {
 		http.Error(w, "cannot render "+name+": "+err.Error(), http.StatusInternalServerError)
 		return
 	}

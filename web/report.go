@@ -98,7 +98,7 @@ func Report(d ReportData) ([]byte, error) {
 	}{d, d.Summary.Started, d.Environment.Rows(), template.CSS(css), buildView(&doc, RangeWhole, d.Panels),
 		template.JS(sumJSON), template.JS(histJSON)}
 	var b bytes.Buffer
-	if err := templates.ExecuteTemplate(&b, "report", data); err != nil {
+	if err := templates().ExecuteTemplate(&b, "report", data); err != nil {
 		return nil, fmt.Errorf("cannot render the report: %w", err)
 	}
 	return b.Bytes(), nil

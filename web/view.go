@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"math"
 	"strings"
+	"sync"
 
 	"github.com/soakd/soakd/charts"
 	"github.com/soakd/soakd/history"
@@ -120,4 +121,9 @@ var funcs = template.FuncMap{
 	},
 }
 
-var templates = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))
+// templates are parsed on the first page rendered, not at start-up: a
+// run nobody opens the console or report of does not pay for them (a few
+// milliseconds of CPU at every start).
+var templates = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))
+})

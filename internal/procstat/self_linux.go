@@ -4,9 +4,20 @@ import (
 	"bytes"
 	"math"
 	"os"
-	"strconv"
+	"sync"
 	"syscall"
 )
+
+// statm is /proc/self/statm, opened on the first Self and kept open: the
+// history samples it every second, and re-reading an open file from
+// offset 0 is one system call where opening, reading and closing it is
+// four (and an allocation or two).
+var statm struct {
+	sync.Mutex
+	f   *os.File
+	err error
+	buf [128]byte
+}
 
 // Self returns the process's CPU seconds (getrusage) and resident set
 // size (/proc/self/statm).
@@ -16,12 +27,43 @@ func Self() (cpu, rss float64) {
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		cpu = float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 	}
-	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
-		if f := bytes.Fields(b); len(f) > 1 {
-			if pages, err := strconv.ParseFloat(string(f[1]), 64); err == nil {
-				rss = pages * float64(os.Getpagesize())
-			}
+	statm.Lock()
+	defer statm.Unlock()
+	if statm.f == nil && statm.err == nil {
+		statm.f, statm.err = os.Open("/proc/self/statm")
+	}
+	if statm.f == nil {
+		return cpu, rss
+	}
+	n, err := statm.f.ReadAt(statm.buf[:], 0)
+	if n == 0 && err != nil {
+		return cpu, rss
+	}
+	// "size resident shared ...": the second field, in pages.
+	f := statm.buf[:n]
+	if i := bytes.IndexByte(f, ' '); i >= 0 {
+		f = f[i+1:]
+		if j := bytes.IndexByte(f, ' '); j >= 0 {
+			f = f[:j]
+		}
+		if pages, ok := parsePages(f); ok {
+			rss = float64(pages) * float64(os.Getpagesize())
 		}
 	}
 	return cpu, rss
+}
+
+// parsePages is the decimal number b, without the allocation
+// strconv.ParseUint(string(b)) may make.
+func parsePages(b []byte) (n uint64, ok bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
 }

@@ -87,7 +87,7 @@ type slot struct {
 	buf  []byte
 	zc   *goredis.ZeroCopyStringCmd
 	raw  *goredis.RawWriteToCmd
-	rw   replyWriter
+	rw   *replyWriter // the go-redis path's array replies; made by prepare
 	// got is the scalar reply of the last batch, in buf.
 	got []byte
 	// keyFrom and keyTo delimit a kScan's keys in its call's keyList.
@@ -175,9 +175,15 @@ func newSlot(k kind, n int, names []string, index *string) *slot {
 func (sl *slot) prepare(bufLen int, fresh bool) goredis.Cmder {
 	ctx := context.Background()
 	if shapes[sl.kind].reply == array {
+		// Made here, not in newSlot: on the sink's own RESP connection no
+		// slot needs one, and with its 512-byte scratch it was most of a
+		// slot's size (the load probe makes a thousand slots).
+		if sl.rw == nil {
+			sl.rw = new(replyWriter)
+		}
 		sl.rw.reset()
 		if sl.raw == nil || fresh {
-			sl.raw = goredis.NewRawWriteToCmd(ctx, &sl.rw, sl.args...)
+			sl.raw = goredis.NewRawWriteToCmd(ctx, sl.rw, sl.args...)
 		} else {
 			sl.raw.SetErr(nil)
 		}

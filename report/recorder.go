@@ -1,0 +1,150 @@
+package report
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+)
+
+// The bucket layout of a histogram of NewHistogram's (1 ns to 1 h, 3
+// significant digits, hdrhistogram-go's): 2048 sub-buckets of one unit
+// below 2048, then per power of two the upper 1024 sub-buckets of the
+// next magnitude. TestRecorderMatchesHistogram checks these against the
+// library.
+const (
+	subHalfMag   = 10              // log2 of the sub-buckets per half bucket
+	subCount     = 2 << subHalfMag // 2048
+	subHalfCount = subCount / 2    // 1024
+	subMask      = int64(subCount - 1)
+	countsLen    = 33 * subHalfCount // covers hdrHighest: bucket 31's last index + 1
+)
+
+// bucketOf is the counts index of v (1 ≤ v ≤ hdrHighest), as the library
+// computes it.
+func bucketOf(v int64) int {
+	b := 64 - bits.LeadingZeros64(uint64(v|subMask)) - (subHalfMag + 1)
+	sub := int(v >> uint(b))
+	return (b+1)<<subHalfMag + sub - subHalfCount
+}
+
+// lowestOf is the lowest value of the bucket at counts index i, and the
+// size of its range.
+func lowestOf(i int) (lowest, size int64) {
+	b := i>>subHalfMag - 1
+	sub := i&(subHalfCount-1) + subHalfCount
+	if b < 0 {
+		b, sub = 0, i
+	}
+	return int64(sub) << uint(b), 1 << uint(b)
+}
+
+// A Recorder collects the latencies of one window at a time, bucket for
+// bucket as a histogram of NewHistogram's would, but remembers which
+// buckets it used: a cut reads and clears only those, where reading or
+// resetting the histogram walks all of its buckets (tens of thousands,
+// and hdrhistogram-go's Distribution allocates a bar for each). At a few
+// samples a second that walk was most of an idle sidecar's CPU. Its
+// counts (about 270 KB) are made on the first sample.
+type Recorder struct {
+	counts []int64
+	used   []int32 // indices of the non-zero counts, in the order first used
+	total  int64
+}
+
+// Record adds n samples of v, clamped to the histogram's range.
+func (r *Recorder) Record(v, n int64) {
+	if n <= 0 {
+		return
+	}
+	if r.counts == nil {
+		r.counts = make([]int64, countsLen)
+	}
+	i := bucketOf(min(max(v, hdrLowest), hdrHighest))
+	if r.counts[i] == 0 {
+		r.used = append(r.used, int32(i))
+	}
+	r.counts[i] += n
+	r.total += n
+}
+
+// Count is the number of samples recorded since the last Cut.
+func (r *Recorder) Count() int64 { return r.total }
+
+// Dist is what r holds, as DistOf would give it of a histogram holding
+// the same samples.
+func (r *Recorder) Dist() Dist {
+	if r.total == 0 {
+		return Dist{}
+	}
+	slices.Sort(r.used)
+	d := Dist{b: make([]hdrBucket, len(r.used))}
+	for k, i := range r.used {
+		v, _ := lowestOf(int(i))
+		d.b[k] = hdrBucket{v, r.counts[i]}
+	}
+	return d
+}
+
+// Cut returns what r holds and empties it.
+func (r *Recorder) Cut() Dist {
+	d := r.Dist()
+	for _, i := range r.used {
+		r.counts[i] = 0
+	}
+	r.used, r.total = r.used[:0], 0
+	return d
+}
+
+// Quantiles summarizes d exactly as QuantilesOf summarizes a histogram
+// holding the same samples, walking only d's buckets.
+func (d Dist) Quantiles() Quantiles {
+	total := d.Count()
+	if total == 0 {
+		return Quantiles{}
+	}
+	s := func(v int64) float64 { return float64(v) / 1e9 }
+	var sum int64
+	for _, b := range d.b {
+		_, size := lowestOf(bucketOf(b.v))
+		sum += b.n * (b.v + size>>1)
+	}
+	mean := float64(sum) / float64(total)
+	var dev2 float64
+	for _, b := range d.b {
+		_, size := lowestOf(bucketOf(b.v))
+		dev := float64(b.v+size>>1) - mean
+		dev2 += dev * dev * float64(b.n)
+	}
+	last := d.b[len(d.b)-1]
+	_, lastSize := lowestOf(bucketOf(last.v))
+	return Quantiles{
+		Count:  total,
+		Min:    s(d.b[0].v),
+		Mean:   mean / 1e9,
+		P50:    s(d.atPercentile(50, total)),
+		P90:    s(d.atPercentile(90, total)),
+		P99:    s(d.atPercentile(99, total)),
+		P999:   s(d.atPercentile(99.9, total)),
+		Max:    s(last.v + lastSize - 1),
+		StdDev: math.Sqrt(dev2/float64(total)) / 1e9,
+	}
+}
+
+// atPercentile is the highest value of the bucket in which the samples
+// counted from the lowest reach percentile p of total, as
+// hdrhistogram-go's ValueAtPercentile computes it (0 < p ≤ 100).
+func (d Dist) atPercentile(p float64, total int64) int64 {
+	want := int64(p/100*float64(total) + 0.5)
+	if want <= 0 {
+		return 0
+	}
+	var n int64
+	for _, b := range d.b {
+		n += b.n
+		if n >= want {
+			_, size := lowestOf(bucketOf(b.v))
+			return b.v + size - 1
+		}
+	}
+	return 0
+}

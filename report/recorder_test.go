@@ -1,0 +1,85 @@
+package report
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// A Recorder buckets as the library's histogram does: the same samples
+// give the same sparse distribution as DistOf of a histogram, and the
+// same quantiles as QuantilesOf, window after window (a cut leaves
+// nothing behind).
+func TestRecorderMatchesHistogram(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	var r Recorder
+	for _, spread := range []float64{1, 1e3, 1e6, 1e9, 3e12} {
+		for _, samples := range []int{1, 2, 7, 5000} {
+			h := NewHistogram()
+			for i := 0; i < samples; i++ {
+				v, n := 1+int64(rng.ExpFloat64()*spread)%hdrHighest, 1+rng.Int64N(3)
+				if i == 0 {
+					v = hdrHighest // the top bucket
+				}
+				_ = h.RecordValues(v, n)
+				r.Record(v, n)
+			}
+			if r.Count() != h.TotalCount() {
+				t.Fatalf("spread %g, %d samples: count %d, the histogram's %d", spread, samples, r.Count(), h.TotalCount())
+			}
+			want := DistOf(h)
+			if got := r.Dist(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("spread %g, %d samples: %d buckets, the histogram's %d", spread, samples, len(got.b), len(want.b))
+			}
+			lib := libraryQuantiles(h)
+			if got := want.Quantiles(); got != lib {
+				t.Fatalf("spread %g, %d samples: quantiles %+v, the library's %+v", spread, samples, got, lib)
+			}
+			if got := QuantilesOf(h); got != lib {
+				t.Fatalf("spread %g, %d samples: QuantilesOf %+v, the library's %+v", spread, samples, got, lib)
+			}
+			if d := r.Cut(); !reflect.DeepEqual(d, want) {
+				t.Fatalf("spread %g, %d samples: the cut differs from Dist", spread, samples)
+			}
+			if r.Count() != 0 || len(r.Dist().b) != 0 {
+				t.Fatalf("spread %g, %d samples: %d samples left after the cut", spread, samples, r.Count())
+			}
+		}
+	}
+	// Out of range values are clamped as Clamp clamps them.
+	h := NewHistogram()
+	_ = h.RecordValues(Clamp(0), 2)
+	_ = h.RecordValues(Clamp(2*time.Hour), 1)
+	r.Record(0, 2)
+	r.Record(2*hdrHighest, 1)
+	r.Record(5, 0) // no samples
+	if got := r.Cut(); !reflect.DeepEqual(got, DistOf(h)) {
+		t.Fatalf("clamped: %+v, want %+v", got, DistOf(h))
+	}
+	if n := len(NewHistogram().Export().Counts); n != countsLen {
+		t.Fatalf("a histogram has %d counts, QuantilesOf's single walk expects %d", n, countsLen)
+	}
+	if (Dist{}).Quantiles() != (Quantiles{}) || QuantilesOf(nil) != (Quantiles{}) {
+		t.Fatal("an empty distribution has quantiles")
+	}
+}
+
+// Recording and cutting a window of a few samples allocates nothing
+// once the recorder has its counts: the idle sidecar's cut every
+// progress interval.
+func TestRecorderCutAllocs(t *testing.T) {
+	var r Recorder
+	r.Record(1000, 1)
+	r.Cut()
+	allocs := testing.AllocsPerRun(100, func() {
+		for i := int64(1); i <= 10; i++ {
+			r.Record(i*12345, 1)
+		}
+		_ = r.Cut().Quantiles()
+	})
+	if allocs > 1 { // the Dist's buckets
+		t.Fatalf("%v allocations per window of 10 samples, want at most 1", allocs)
+	}
+}
