@@ -26,23 +26,12 @@ func NewHistogram() *hdrhistogram.Histogram {
 func Clamp(d time.Duration) int64 { return min(max(int64(d), hdrLowest), hdrHighest) }
 
 // QuantilesOf summarizes h (a histogram of NewHistogram's, nil or empty:
-// zeros). It reads h's buckets once, where each of the library's readings
-// (min, max, mean, deviation, each quantile) walks them again: eight
-// walks of up to 33,792 buckets, a few milliseconds per summary.
+// zeros). It reads h through the library, which allocates nothing; a
+// window's latencies, cut often, are a Recorder's instead.
 func QuantilesOf(h *hdrhistogram.Histogram) Quantiles {
 	if h == nil || h.TotalCount() == 0 {
 		return Quantiles{}
 	}
-	if c := h.Export().Counts; len(c) == countsLen && h.LowestTrackableValue() == hdrLowest &&
-		h.HighestTrackableValue() == hdrHighest && h.SignificantFigures() == hdrDigits {
-		return distOfCounts(c).Quantiles()
-	}
-	return libraryQuantiles(h)
-}
-
-// libraryQuantiles is QuantilesOf read through the library's own methods,
-// for a histogram of another shape.
-func libraryQuantiles(h *hdrhistogram.Histogram) Quantiles {
 	s := func(v int64) float64 { return float64(v) / 1e9 }
 	return Quantiles{
 		Count:  h.TotalCount(),
@@ -75,25 +64,6 @@ func DistOf(h *hdrhistogram.Histogram) Dist {
 	for _, bar := range h.Distribution() {
 		if bar.Count > 0 {
 			d.b = append(d.b, hdrBucket{bar.From, bar.Count})
-		}
-	}
-	return d
-}
-
-// distOfCounts is the sparse distribution of a histogram's counts, indexed
-// as NewHistogram's are.
-func distOfCounts(counts []int64) Dist {
-	n := 0
-	for _, c := range counts {
-		if c != 0 {
-			n++
-		}
-	}
-	d := Dist{b: make([]hdrBucket, 0, n)}
-	for i, c := range counts {
-		if c != 0 {
-			v, _ := lowestOf(i)
-			d.b = append(d.b, hdrBucket{v, c})
 		}
 	}
 	return d

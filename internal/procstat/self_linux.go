@@ -15,7 +15,6 @@ import (
 var statm struct {
 	sync.Mutex
 	f   *os.File
-	err error
 	buf [128]byte
 }
 
@@ -29,14 +28,19 @@ func Self() (cpu, rss float64) {
 	}
 	statm.Lock()
 	defer statm.Unlock()
-	if statm.f == nil && statm.err == nil {
-		statm.f, statm.err = os.Open("/proc/self/statm")
-	}
+	// A failed open or read (out of descriptors for a moment) is tried
+	// again on the next call, not kept for the rest of the run.
 	if statm.f == nil {
-		return cpu, rss
+		f, err := os.Open("/proc/self/statm")
+		if err != nil {
+			return cpu, rss
+		}
+		statm.f = f
 	}
 	n, err := statm.f.ReadAt(statm.buf[:], 0)
 	if n == 0 && err != nil {
+		statm.f.Close()
+		statm.f = nil
 		return cpu, rss
 	}
 	// "size resident shared ...": the second field, in pages.
