@@ -218,15 +218,44 @@ func TestDispatchDelay(t *testing.T) {
 	}
 }
 
+// alarmProbe is the machine's floor under the scheduler: how late a bare
+// timerfd alarm (clock.Alarm, what the scheduler waits on) wakes a
+// goroutine at n due times gap apart, p50 and p99 in seconds; NaN where
+// there is no alarm.
+func alarmProbe(n int, gap time.Duration) (p50, p99 float64) {
+	a, err := clock.NewAlarm()
+	if err != nil {
+		return math.NaN(), math.NaN()
+	}
+	defer a.Close()
+	late := make([]float64, 0, n)
+	next := mono()
+	for range n {
+		next += gap
+		if !a.Wait(next) {
+			break
+		}
+		late = append(late, (mono() - next).Seconds())
+	}
+	if len(late) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	slices.Sort(late)
+	return late[len(late)/2], late[len(late)*99/100]
+}
+
 // BenchmarkDispatchDelay reports soakd's dispatch delay (intended start
-// to send, with workers free) at 1000 and 100,000 units/s, and the
-// lateness of a bare hand-over beside it (handoffProbe), as figures for bench/ rather
-// than a test's bound.
+// to send, with workers free) at 1000 and 100,000 units/s, and beside it
+// the lateness of a bare hand-over (handoffProbe) and of a bare alarm
+// (alarmProbe) on the same machine just before, as figures for bench/
+// rather than a test's bound: a dispatch p99 near the bare alarm's is the
+// machine's, not soakd's.
 func BenchmarkDispatchDelay(b *testing.B) {
 	for _, rate := range []string{"1000", "100000"} {
 		b.Run("rate="+rate, func(b *testing.B) {
 			for range b.N {
 				probe := handoffProbe(1000, time.Millisecond)
+				alarm50, alarm99 := alarmProbe(1000, time.Millisecond)
 				p := testPlugins()
 				cfg := loadTest(b, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", rate, "SOAKD_SEQ_BATCH_SIZE", "1",
 					"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_DURATION", "3s", "SOAKD_SEQ_TARGET", "null://"), p)
@@ -234,6 +263,8 @@ func BenchmarkDispatchDelay(b *testing.B) {
 				b.ReportMetric(d.P50*1e6, "dispatch-p50-µs")
 				b.ReportMetric(d.P99*1e6, "dispatch-p99-µs")
 				b.ReportMetric(probe*1e6, "handoff-p50-late-µs")
+				b.ReportMetric(alarm50*1e6, "alarm-p50-late-µs")
+				b.ReportMetric(alarm99*1e6, "alarm-p99-late-µs")
 			}
 		})
 	}
