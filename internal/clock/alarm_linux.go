@@ -35,8 +35,9 @@ type Alarm struct {
 	rc     syscall.RawConn
 	fd     int
 	buf    [8]byte
-	read   func(fd uintptr) bool // bound once: a read allocates nothing
-	kicked atomic.Bool           // a Kick the waiter has not seen yet
+	read   func(fd uintptr) bool // bound once: neither a read nor a Kick allocates
+	kick   func(fd uintptr)
+	kicked atomic.Bool // a Kick the waiter has not seen yet
 }
 
 // NewAlarm starts an alarm, not set; Close ends it. On a fake clock
@@ -64,6 +65,7 @@ func NewAlarm() (*Alarm, error) {
 		return nil, err
 	}
 	a.read = a.readFd
+	a.kick = func(fd uintptr) { a.set(fd, 0) }
 	return a, nil
 }
 
@@ -104,7 +106,7 @@ func (a *Alarm) Kick() {
 	a.kicked.Store(true)
 	// Through Control, which holds the file open: a Kick racing Close
 	// never sets a descriptor the process has since reused.
-	_ = a.rc.Control(func(fd uintptr) { a.set(fd, 0) })
+	_ = a.rc.Control(a.kick)
 }
 
 // set sets the timerfd to go off once when Mono() reaches t, replacing
@@ -126,12 +128,12 @@ func (a *Alarm) Close() { _ = a.f.Close() }
 // interrupt on the spot, which on a VM was a tenth of soakd's CPU at
 // 10,000 rings a second; writing an eventfd does not.
 type Bell struct {
-	f     *os.File
-	rc    syscall.RawConn
-	buf   [8]byte
-	one   [8]byte               // the count a ring adds: 1, in the host's order
-	read  func(fd uintptr) bool // bound once: neither call allocates
-	write func(fd uintptr) bool
+	f    *os.File
+	rc   syscall.RawConn
+	buf  [8]byte
+	one  [8]byte               // the count a ring adds: 1, in the host's order
+	read func(fd uintptr) bool // bound once: neither Wait nor Ring allocates
+	ring func(fd uintptr)
 }
 
 // NewBell makes a bell; Close ends it. On a fake clock there is none, as
@@ -154,7 +156,8 @@ func NewBell() (*Bell, error) {
 		return nil, err
 	}
 	*(*uint64)(unsafe.Pointer(&b.one[0])) = 1
-	b.read, b.write = b.readFd, b.writeFd
+	b.read = b.readFd
+	b.ring = func(fd uintptr) { b.writeFd(fd) }
 	return b, nil
 }
 
@@ -163,9 +166,8 @@ func (b *Bell) readFd(fd uintptr) bool {
 	return e != unix.EAGAIN && e != unix.EINTR
 }
 
-func (b *Bell) writeFd(fd uintptr) bool {
+func (b *Bell) writeFd(fd uintptr) {
 	_, _, _ = unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b.one[0])), uintptr(len(b.one)))
-	return true
 }
 
 // Wait waits until the bell is rung, or returns at once if it was since
@@ -175,7 +177,7 @@ func (b *Bell) Wait() bool { return b.rc.Read(b.read) == nil }
 
 // Ring wakes the waiter, or the next Wait. Any goroutine may call it,
 // also after Close (it then does nothing).
-func (b *Bell) Ring() { _ = b.rc.Control(func(fd uintptr) { b.write(fd) }) }
+func (b *Bell) Ring() { _ = b.rc.Control(b.ring) }
 
 // Close ends the bell: a Wait in progress returns false.
 func (b *Bell) Close() { _ = b.f.Close() }

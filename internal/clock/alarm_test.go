@@ -169,3 +169,25 @@ func TestCPUMeterAlternatingSpans(t *testing.T) {
 		t.Errorf("Total = %v over %d spans alternating 1 ns and 9 ns, want %v", got, n, want)
 	}
 }
+
+// A ring and a kick allocate nothing: the scheduler rings an idle
+// worker's bell for every ticket below 2,000 tickets/s, and the engine's
+// hot path is allocation-free.
+func TestRingAndKickAllocateNothing(t *testing.T) {
+	b, err := NewBell()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if n := testing.AllocsPerRun(100, func() { b.Ring(); b.Wait() }); n != 0 {
+		t.Errorf("Ring and Wait: %v allocations, want 0", n)
+	}
+	a, err := NewAlarm()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if n := testing.AllocsPerRun(100, func() { a.Kick(); a.Wait(Mono() + time.Hour) }); n != 0 {
+		t.Errorf("Kick and Wait: %v allocations, want 0", n)
+	}
+}
