@@ -134,44 +134,7 @@ func TestSchedulerCatchUpDropsExactly(t *testing.T) {
 		t.Fatalf("expected count %d: the arithmetic above is off", wantDropped)
 	}
 	synctest.Test(t, func(t *testing.T) {
-		pl := testPlugins()
-		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "10",
-			"SOAKD_SEQ_WORKERS", "1", "SOAKD_SEQ_MAX_LAG", "100ms"), pl)
-		wc := cfg.Workload[0]
-		src, err := wc.NewSource()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := newRunner(wc, sources.Series, src, nil, zap.NewNop())
-		p, err := r.newPhase(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.st = r.beginPhase("run", wc.Rate, p.starts)
-		// A stand-in for the workers that takes every ticket at once and
-		// notes what it got and when.
-		type got struct {
-			units    int64
-			maxLate  time.Duration
-			firstDue time.Duration
-		}
-		taken := make(chan got)
-		go func() {
-			g := got{firstDue: -1}
-			for tk := range p.queue {
-				if g.firstDue < 0 {
-					g.firstDue = tk.due
-				}
-				g.units += int64(tk.units)
-				g.maxLate = max(g.maxLate, r.since()-tk.due)
-			}
-			taken <- g
-		}()
-		time.Sleep(stall)
-		r.schedule(context.Background(), p, duration)
-		close(p.queue)
-		g := <-taken
-		c := p.st.snapshot()
+		g, c := scheduleAfterStall(t, stall, duration)
 		if c.dropped != wantDropped {
 			t.Errorf("dropped %d units catching up after a %v stall, want %d (the batches due more than MAX_LAG %v before it ended)",
 				c.dropped, stall, wantDropped, maxLag)
@@ -189,6 +152,68 @@ func TestSchedulerCatchUpDropsExactly(t *testing.T) {
 			t.Errorf("a batch %v late was handed over, more than MAX_LAG %v", g.maxLate, maxLag)
 		}
 	})
+}
+
+// A scheduler stalled past the end of DURATION (a stopped process, a
+// paused VM) drops what was due within it and no more: 2000 units/s for
+// 5 s is 10,000 units, all of them more than MAX_LAG late after an 8 s
+// stall, none handed over.
+func TestSchedulerStalledPastDurationDropsItsIntegral(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, c := scheduleAfterStall(t, 8*time.Second, 5*time.Second)
+		if c.scheduled != 10000 || c.dropped != 10000 || g.units != 0 {
+			t.Errorf("scheduled %d, dropped %d, handed over %d; want 10000 scheduled and dropped, none handed over",
+				c.scheduled, c.dropped, g.units)
+		}
+	})
+}
+
+// stalledTake is what a stand-in for the workers took of the scheduler's
+// tickets: their units, the latest one's lateness, the first one's due
+// time (-1 with none).
+type stalledTake struct {
+	units    int64
+	maxLate  time.Duration
+	firstDue time.Duration
+}
+
+// scheduleAfterStall runs the scheduler of a seq workload at 2000 units/s
+// in batches of 10 with MAX_LAG 100 ms for duration, started stall after
+// its phase began, with a stand-in for the workers that takes every
+// ticket at once; inside a synctest bubble.
+func scheduleAfterStall(t *testing.T, stall, duration time.Duration) (stalledTake, counts) {
+	t.Helper()
+	pl := testPlugins()
+	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "2000", "SOAKD_SEQ_BATCH_SIZE", "10",
+		"SOAKD_SEQ_WORKERS", "1", "SOAKD_SEQ_MAX_LAG", "100ms"), pl)
+	wc := cfg.Workload[0]
+	src, err := wc.NewSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(wc, sources.Series, src, nil, zap.NewNop())
+	p, err := r.newPhase(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.st = r.beginPhase("run", wc.Rate, p.starts)
+	taken := make(chan stalledTake)
+	go func() {
+		g := stalledTake{firstDue: -1}
+		for tk := range p.queue {
+			if g.firstDue < 0 {
+				g.firstDue = tk.due
+			}
+			g.units += int64(tk.units)
+			g.maxLate = max(g.maxLate, r.since()-tk.due)
+		}
+		taken <- g
+	}()
+	time.Sleep(stall)
+	r.schedule(context.Background(), p, duration)
+	close(p.queue)
+	g := <-taken
+	return g, p.st.snapshot()
 }
 
 // Stages, step profiles and their end: a finite profile ends the workload

@@ -274,8 +274,15 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 		}
 		if late := now - due; late > maxLag {
 			// Drop in bulk every batch already later than MAX_LAG: the
-			// scheduler catches up in O(1) however far behind it is.
-			cutoff := math.Floor(s.nBase + s.profile.Count(now-maxLag-s.tBase))
+			// scheduler catches up in O(1) however far behind it is. Only
+			// up to DURATION: a scheduler stalled past it (a stopped
+			// process, a paused VM) drops what was due within it, the
+			// rate's integral, not what an endless profile counts beyond.
+			edge := now - maxLag
+			if duration > 0 {
+				edge = min(edge, duration)
+			}
+			cutoff := math.Floor(s.nBase + s.profile.Count(edge-s.tBase))
 			n := math.Max(units, math.Floor((cutoff-sent)/B)*B)
 			sent += n
 			st.releaseAndDrop(int64(n))
