@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 )
@@ -50,24 +51,10 @@ func Self() (cpu, rss float64) {
 		if j := bytes.IndexByte(f, ' '); j >= 0 {
 			f = f[:j]
 		}
-		if pages, ok := parsePages(f); ok {
+		// string(f) of a short field is built on the stack: no allocation.
+		if pages, err := strconv.ParseUint(string(f), 10, 64); err == nil {
 			rss = float64(pages) * float64(os.Getpagesize())
 		}
 	}
 	return cpu, rss
-}
-
-// parsePages is the decimal number b, without the allocation
-// strconv.ParseUint(string(b)) may make.
-func parsePages(b []byte) (n uint64, ok bool) {
-	if len(b) == 0 || len(b) > 19 {
-		return 0, false
-	}
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, true
 }
