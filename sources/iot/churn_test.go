@@ -210,8 +210,12 @@ func TestChurnWallClock(t *testing.T) {
 	t.Parallel()
 	s, rs, st, b, exp := wallChurn(t, "30%/30s", "0.3:40s")
 	devices := map[uint32]bool{}
+	held := map[uint32]bool{} // each device that held a slot at a round's time
 	now := time.Now().UnixNano()
 	for range 120 { // 20 minutes of readings every 10 s
+		for slot := range uint32(10) {
+			held[s.Identity(slot, now)] = true
+		}
 		b.Reset()
 		must(t, st.Fill(b, 1000, now))
 		tb := b.Tables[0]
@@ -228,9 +232,19 @@ func TestChurnWallClock(t *testing.T) {
 		}
 		now += int64(10 * time.Second)
 	}
-	// 20 minutes are 40 intervals of 30 s: 3 devices replaced in each.
-	if n := len(devices); n < 10+3*38 || n > 10+3*41 {
-		t.Fatalf("%d devices reported over 40 churn intervals of 3 replacements, want about %d", n, 10+3*40)
+	// 20 minutes cross 39 or 40 interval starts of 30 s (by where the
+	// wall clock stood in its interval): 3 devices replaced at each.
+	if n := len(held); n != 10+3*39 && n != 10+3*40 {
+		t.Fatalf("%d devices held a slot over 20 minutes of churn intervals of 3 replacements, want %d or %d", n, 10+3*39, 10+3*40)
+	}
+	// A replaced device sends what it buffered while offline, so each
+	// one reported; only a device still holding its slot may not have
+	// yet, being offline since it took the slot.
+	last := now - int64(10*time.Second)
+	for d := range held {
+		if !devices[d] && s.Identity(s.Slot(d), last) != d {
+			t.Errorf("device %d held slot %d and was replaced, but never reported", d, s.Slot(d))
+		}
 	}
 }
 
