@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,8 +36,19 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// run runs soakd with env and args and returns its exit code, stdout and
+// stderr. Unless the test sets the listen address, soakd listens on a
+// free loopback port: the default, :9480, may be taken on the machine
+// running the tests (a soakd someone left running, a parallel test).
 func run(t *testing.T, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
+	if _, set := env["SOAKD_LISTEN"]; !set && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--listen") }) {
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["SOAKD_LISTEN"] = "127.0.0.1:0"
+	}
 	var out, errb bytes.Buffer
 	code := realMain(context.Background(), args, env, &out, &errb)
 	return code, out.String(), errb.String()
