@@ -5,7 +5,8 @@
 # servers every 15 s and redis-server restarted once. It fails when the
 # Go heap, goroutines, open files or target connections grow after the
 # first quarter, and leaves the samples (soak.csv) and charts
-# (soak-memory.svg/.png, soak-counts.svg/.png) in OUT (default soak-out).
+# (soak-memory.svg/.png, soak-counts.svg/.png, soak-cpu.svg/.png: CPU per
+# unit scheduled each minute) in OUT (default soak-out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case ":$PATH:" in *:/usr/local/go/bin:*) ;; *) PATH=/usr/local/go/bin:$PATH ;; esac

@@ -31,6 +31,7 @@ type soakSample struct {
 	heap, rss                   float64 // bytes: Go heap in use (alloc), resident set
 	goroutines, fds             float64
 	pgConns, kvConns, scheduled float64
+	kvScheduled, cpu            float64 // kv's units released; soakd's CPU seconds (user + system)
 }
 
 // TestSoakStability runs the real binary for a while at a high rate into
@@ -42,6 +43,7 @@ type soakSample struct {
 // grow: the last quarter within 10 % of the second. SOAKD_SOAK_DURATION
 // makes it longer (scripts/soak.sh runs it for hours); SOAKD_SOAK_OUT
 // names a directory for the samples (CSV) and their charts (SVG, PNG).
+// soakd's CPU per unit scheduled is reported for the same quarters.
 func TestSoakStability(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the soak test runs minutes")
@@ -172,10 +174,11 @@ func TestSoakStability(t *testing.T) {
 	q := len(samples) / 4
 	early, late := samples[q:2*q], samples[len(samples)-q:]
 	t.Logf("%d samples; second quarter / last quarter: heap (min) %.1f / %.1f MiB, goroutines (max) %.0f / %.0f, fds (max) %.0f / %.0f, "+
-		"connections (max) devops %.0f / %.0f kv %.0f / %.0f, RSS (max) %.1f / %.1f MiB", len(samples),
+		"connections (max) devops %.0f / %.0f kv %.0f / %.0f, RSS (max) %.1f / %.1f MiB, CPU per unit scheduled %.2f / %.2f µs", len(samples),
 		minOf(early, heapOf)/(1<<20), minOf(late, heapOf)/(1<<20), maxOf(early, goroutinesOf), maxOf(late, goroutinesOf),
 		maxOf(early, fdsOf), maxOf(late, fdsOf), maxOf(early, pgConnsOf), maxOf(late, pgConnsOf),
-		maxOf(early, kvConnsOf), maxOf(late, kvConnsOf), maxOf(early, rssOf)/(1<<20), maxOf(late, rssOf)/(1<<20))
+		maxOf(early, kvConnsOf), maxOf(late, kvConnsOf), maxOf(early, rssOf)/(1<<20), maxOf(late, rssOf)/(1<<20),
+		cpuPerUnit(early)*1e6, cpuPerUnit(late)*1e6)
 	// The heap's minimum over a quarter is its live size after a GC: the
 	// garbage between collections depends on the rate, a leak does not.
 	// Counts may wobble by a connection being replaced as it is sampled.
@@ -193,6 +196,18 @@ func TestSoakStability(t *testing.T) {
 	if last.pgConns < 1 || last.pgConns > 4+2 || last.kvConns < 1 || last.kvConns > 4+2 {
 		t.Errorf("connections at the end: devops %.0f, kv %.0f; want 1..WORKERS+2 each", last.pgConns, last.kvConns)
 	}
+}
+
+// cpuPerUnit is soakd's CPU seconds per unit (row or operation) the
+// schedules of both workloads released over the samples. It is reported,
+// not asserted: it moves with whatever else the machine runs.
+func cpuPerUnit(s []soakSample) float64 {
+	a, b := s[0], s[len(s)-1]
+	units := b.scheduled + b.kvScheduled - a.scheduled - a.kvScheduled
+	if units <= 0 {
+		return 0
+	}
+	return (b.cpu - a.cpu) / units
 }
 
 func heapOf(s soakSample) float64       { return s.heap }
@@ -255,13 +270,17 @@ func scrapeSoak(hc *http.Client, base string) (soakSample, bool) {
 			dst = &s.kvConns
 		case `soakd_scheduled_total{workload="devops"}`:
 			dst = &s.scheduled
+		case `soakd_scheduled_total{workload="kv"}`:
+			dst = &s.kvScheduled
+		case "process_cpu_seconds_total":
+			dst = &s.cpu
 		}
 		if dst != nil {
 			*dst = v
 			seen++
 		}
 	}
-	return s, seen == 7
+	return s, seen == 9
 }
 
 // writeSoak writes the samples as soak.csv and charts of memory and of
@@ -272,7 +291,7 @@ func writeSoak(t *testing.T, dir string, samples []soakSample) {
 	}
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
-	_ = w.Write([]string{"seconds", "heap_bytes", "rss_bytes", "goroutines", "open_fds", "pg_connections", "redis_connections", "devops_scheduled"})
+	_ = w.Write([]string{"seconds", "heap_bytes", "rss_bytes", "goroutines", "open_fds", "pg_connections", "redis_connections", "devops_scheduled", "kv_scheduled", "cpu_seconds"})
 	x := make([]float64, len(samples))
 	col := func(f func(soakSample) float64) []float64 {
 		v := make([]float64, len(samples))
@@ -284,7 +303,7 @@ func writeSoak(t *testing.T, dir string, samples []soakSample) {
 	for i, s := range samples {
 		x[i] = s.at.Seconds()
 		_ = w.Write([]string{strconv.FormatFloat(x[i], 'f', 1, 64), fmt.Sprint(s.heap), fmt.Sprint(s.rss), fmt.Sprint(s.goroutines),
-			fmt.Sprint(s.fds), fmt.Sprint(s.pgConns), fmt.Sprint(s.kvConns), fmt.Sprint(s.scheduled)})
+			fmt.Sprint(s.fds), fmt.Sprint(s.pgConns), fmt.Sprint(s.kvConns), fmt.Sprint(s.scheduled), fmt.Sprint(s.kvScheduled), fmt.Sprint(s.cpu)})
 	}
 	w.Flush()
 	files := map[string][]byte{"soak.csv": b.Bytes()}
@@ -295,7 +314,16 @@ func writeSoak(t *testing.T, dir string, samples []soakSample) {
 		X: charts.Axis{Unit: charts.Elapsed}, Y: charts.Axis{ZeroBased: true},
 		Lines: []charts.Line{{Name: "goroutines", X: x, Y: col(goroutinesOf)}, {Name: "open files", X: x, Y: col(fdsOf)},
 			{Name: "PostgreSQL connections", X: x, Y: col(pgConnsOf)}, {Name: "Redis connections", X: x, Y: col(kvConnsOf)}}}
-	for _, c := range []*charts.Chart{mem, counts} {
+	// CPU per unit over each minute (each window's first and last sample).
+	var cx, cy []float64
+	for i := 60; i < len(samples); i += 60 {
+		cx = append(cx, samples[i].at.Seconds())
+		cy = append(cy, cpuPerUnit(samples[i-60:i+1])*1e6)
+	}
+	cpu := &charts.Chart{ID: "soak-cpu", Title: "soakd's CPU per unit scheduled (µs), each minute", Width: 900,
+		X: charts.Axis{Unit: charts.Elapsed}, Y: charts.Axis{ZeroBased: true},
+		Lines: []charts.Line{{Name: "CPU µs per row or operation", X: cx, Y: cy}}}
+	for _, c := range []*charts.Chart{mem, counts, cpu} {
 		files[c.ID+".svg"] = c.SVG()
 		png, err := c.PNG()
 		if err != nil {
