@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/soakd/soakd/charts"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/report"
 )
 
 // soakSample is what the soak test reads of soakd's /metrics each second.
@@ -99,6 +102,21 @@ func TestSoakStability(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("POST /control %s rate=%s: %s", w, rate, resp.Status)
 		}
+	}
+	// The soak starts once both workloads run their run phase: kv loads
+	// its records first, and /control answers 409 until a workload runs,
+	// which on a loaded machine can take longer than the first rate change.
+	waitRun := time.Now().Add(2 * time.Minute)
+	for running := false; !running; {
+		select {
+		case err := <-exited:
+			t.Fatalf("soakd exited before its workloads ran: %v\n%s", err, tail(errb.String(), 3000))
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(waitRun) {
+			t.Fatalf("the workloads did not reach their run phase within 2 minutes\n%s", tail(errb.String(), 3000))
+		}
+		running = soakRunning(hc, base, "devops", "kv")
 	}
 	var samples []soakSample
 	start := time.Now()
@@ -231,6 +249,27 @@ func maxOf(s []soakSample, f func(soakSample) float64) float64 {
 		m = max(m, f(x))
 	}
 	return m
+}
+
+// soakRunning reports whether /status shows each named workload running
+// its run phase.
+func soakRunning(hc *http.Client, base string, names ...string) bool {
+	resp, err := hc.Get(base + "/status")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var st report.Status
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return false
+	}
+	n := 0
+	for _, w := range st.Workloads {
+		if slices.Contains(names, w.Name) && w.State == "running" && w.Phase == "run" {
+			n++
+		}
+	}
+	return n == len(names)
 }
 
 // scrapeSoak reads the soak's sample from /metrics.
