@@ -30,7 +30,7 @@ func TestPasswordsNeverShown(t *testing.T) {
 	port := testserver.FreePort(t)
 	env := map[string]string{
 		"SOAKD_WORKLOADS":  "iot,kv",
-		"SOAKD_IOT_TARGET": fmt.Sprintf("postgres://bench:%s@127.0.0.1:%d/bench?sslmode=disable&connect_timeout=1", pgPass, testserver.FreePort(t)),
+		"SOAKD_IOT_TARGET": fmt.Sprintf("postgres://bench:%s@127.0.0.1:%d/bench?sslmode=disable&connect_timeout=1", pgPass, testserver.ClosedPort(t)),
 		"SOAKD_IOT_RATE":   "100",
 		"SOAKD_KV_TARGET":  "redis://:" + redisPass + "@" + srv.Addr + "/0",
 		"SOAKD_KV_RATE":    "200", "SOAKD_KV_RECORDS": "100",

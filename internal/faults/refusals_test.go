@@ -170,7 +170,7 @@ func TestRedisOOMAndReadOnly(t *testing.T) {
 	}{
 		{"OOM", [][]any{{"CONFIG", "SET", "maxmemory-policy", "noeviction"}, {"CONFIG", "SET", "maxmemory", "1"}},
 			[][]any{{"CONFIG", "SET", "maxmemory", "0"}}},
-		{"READONLY", [][]any{{"REPLICAOF", "127.0.0.1", fmt.Sprint(testserver.FreePort(t))}},
+		{"READONLY", [][]any{{"REPLICAOF", "127.0.0.1", fmt.Sprint(testserver.ClosedPort(t))}},
 			[][]any{{"REPLICAOF", "NO", "ONE"}}},
 	} {
 		before := r.Now(t)

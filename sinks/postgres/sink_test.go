@@ -245,7 +245,7 @@ func TestErrorClasses(t *testing.T) {
 	})
 
 	t.Run("nobody listening", func(t *testing.T) {
-		port := testserver.FreePort(t)
+		port := testserver.ClosedPort(t)
 		s := openSink(t, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), nil, cpu)
 		for i := range 3 {
 			_, err := s.Write(ctx, batch)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -157,10 +156,12 @@ func TestEngineThrottled(t *testing.T) {
 // then writes everything.
 func TestEngineTargetLate(t *testing.T) {
 	tg := prometheusTarget(t, 0)
-	port := testserver.FreePort(t)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	// Reserved, the port refuses connections until the listener comes
+	// up, and no server started meanwhile can take it.
+	port := testserver.ReservePort(t)
+	addr := port.Addr
 	time.AfterFunc(2*time.Second, func() {
-		ln, err := net.Listen("tcp", addr)
+		ln, err := port.Listen()
 		if err != nil {
 			t.Errorf("listen: %v", err)
 			return

@@ -4,6 +4,8 @@ import (
 	"net"
 	"sync"
 	"testing"
+
+	"github.com/soakd/soakd/internal/testserver"
 )
 
 // proxy is a TCP proxy in front of a server that can freeze: frozen, it
@@ -164,15 +166,10 @@ func (p *proxy) copy(dst, src net.Conn) {
 	}
 }
 
-// closedAddr returns a loopback address that refuses connections: a port
-// that was free a moment ago.
+// closedAddr returns a loopback address that refuses connections for as
+// long as the test runs: a reserved port, which no server started
+// meanwhile can take, as it could one that was free a moment ago.
 func closedAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("cannot find a free port: %v", err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return testserver.ReservePort(t).Addr
 }
