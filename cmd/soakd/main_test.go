@@ -296,10 +296,21 @@ func TestSIGTERMGracefulExit(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "--listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "SOAKD_TEST_MAIN=1", "SOAKD_REPORT="+report, "SOAKD_WORKLOADS=seq", "SOAKD_SEQ_RATE=500",
 		"SOAKD_SEQ_BATCH_SIZE=10", "SOAKD_SEQ_TARGET=null://?latency=300ms", "SOAKD_SHUTDOWN_GRACE=3s")
-	var out, errb bytes.Buffer
+	var out bytes.Buffer
+	var errb lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
+	}
+	// soakd logs that it is starting once it handles SIGTERM: a signal
+	// before would kill it, which a fixed wait from the process's start
+	// cannot rule out on a loaded machine. Then the run writes for 1.5 s.
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(errb.String(), "soakd starting"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("soakd did not log that it is starting within a minute\nstderr:\n%s", errb.String())
+		}
 	}
 	time.Sleep(1500 * time.Millisecond)
 	t0 := time.Now()
