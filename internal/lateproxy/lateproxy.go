@@ -18,11 +18,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/soakd/soakd/internal/testserver"
 )
 
 // Proxy refuses connections until Up, then forwards them to its upstream.
 type Proxy struct {
-	addr     string
+	port     *testserver.Reserved
 	upstream string
 
 	mu    sync.Mutex
@@ -32,42 +34,28 @@ type Proxy struct {
 }
 
 // New reserves a free loopback port for a proxy to upstream (host:port)
-// and leaves it closed: a client gets "connection refused" until Up.
-// Everything is closed when the test ends.
+// and leaves it closed: a client gets "connection refused" until Up. The
+// port stays reserved for the test (testserver.ReservePort), listening or
+// not: a port closed again once found free could be taken meanwhile by
+// any server starting on the machine, which the kernel gives a free port
+// of its choosing. Everything is closed when the test ends.
 func New(t testing.TB, upstream string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("lateproxy: cannot reserve a port: %v", err)
-	}
-	p := &Proxy{addr: ln.Addr().String(), upstream: upstream, conns: map[net.Conn]struct{}{}}
-	// Closed at once: the port is known and, nothing listening on it,
-	// connections to it are refused, as to a server not started yet.
-	ln.Close()
+	p := &Proxy{port: testserver.ReservePort(t), upstream: upstream, conns: map[net.Conn]struct{}{}}
 	t.Cleanup(p.close)
 	return p
 }
 
 // Addr is where clients connect (host:port).
-func (p *Proxy) Addr() string { return p.addr }
+func (p *Proxy) Addr() string { return p.port.Addr }
 
 // Up starts listening on the reserved port: connections reach upstream
 // from now on.
 func (p *Proxy) Up(t testing.TB) {
 	t.Helper()
-	var ln net.Listener
-	var err error
-	// The port was free when New closed it; another process could have
-	// taken it meanwhile (ephemeral ports are reused only after wrapping
-	// around, so this is unlikely); a few tries cover a TIME_WAIT.
-	for range 50 {
-		if ln, err = net.Listen("tcp", p.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	ln, err := p.port.Listen()
 	if err != nil {
-		t.Fatalf("lateproxy: cannot listen on %s again: %v", p.addr, err)
+		t.Fatalf("lateproxy: %v", err)
 	}
 	p.mu.Lock()
 	p.ln = ln
@@ -165,7 +153,7 @@ func (p *Proxy) close() {
 // Refused reports whether a connection to the proxy's address is refused
 // now (a check for the test itself: nothing listens before Up).
 func (p *Proxy) Refused() bool {
-	c, err := net.DialTimeout("tcp", p.addr, time.Second)
+	c, err := net.DialTimeout("tcp", p.port.Addr, time.Second)
 	if err == nil {
 		c.Close()
 		return false

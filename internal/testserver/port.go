@@ -1,12 +1,14 @@
 package testserver
 
 import (
+	"context"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Reserved is a loopback port held, until the test ends, by a socket
@@ -16,12 +18,16 @@ import (
 // the machine (another test's, another package's) binds a free port of
 // the kernel's choosing, so a test that wants a refusal there, or that
 // listens there later, fails when that server got it.
+//
+// The socket sets SO_REUSEPORT, which lets Listen bind the port beside
+// it, and nothing else: servers do not set it (Go's listeners set
+// SO_REUSEADDR only), and without it on both sockets the port is taken.
 type Reserved struct {
 	Port int
 	Addr string // 127.0.0.1:Port
 
 	mu sync.Mutex
-	fd int // -1 once handed to a listener or closed
+	fd int // -1 once closed
 }
 
 // ReservePort reserves a free loopback port for the test.
@@ -30,32 +36,35 @@ func ReservePort(t testing.TB) *Reserved {
 	// ForkLock: the socket must not leak into a server started meanwhile
 	// before it is marked close-on-exec.
 	syscall.ForkLock.RLock()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
 	if err == nil {
-		syscall.CloseOnExec(fd)
+		unix.CloseOnExec(fd)
 	}
 	syscall.ForkLock.RUnlock()
 	if err != nil {
 		t.Fatalf("cannot reserve a port: socket: %v", err)
 	}
-	// No SO_REUSEADDR: with it, a listener that sets it (as Go's do) could
-	// bind the port while this socket does not listen.
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		_ = syscall.Close(fd)
-		t.Fatalf("cannot reserve a port: bind: %v", err)
+	fail := func(what string, err error) {
+		_ = unix.Close(fd)
+		t.Fatalf("cannot reserve a port: %s: %v", what, err)
 	}
-	sa, err := syscall.Getsockname(fd)
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+		fail("SO_REUSEPORT", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		fail("bind", err)
+	}
+	sa, err := unix.Getsockname(fd)
 	if err != nil {
-		_ = syscall.Close(fd)
-		t.Fatalf("cannot reserve a port: getsockname: %v", err)
+		fail("getsockname", err)
 	}
-	port := sa.(*syscall.SockaddrInet4).Port
+	port := sa.(*unix.SockaddrInet4).Port
 	r := &Reserved{Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), fd: fd}
 	t.Cleanup(func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.fd >= 0 {
-			_ = syscall.Close(r.fd)
+			_ = unix.Close(r.fd)
 			r.fd = -1
 		}
 	})
@@ -69,21 +78,24 @@ func ClosedPort(t testing.TB) int {
 	return ReservePort(t).Port
 }
 
-// Listen starts listening on the reserved port, with the socket that held
-// it, so no other server can have taken it; it may be called once.
+// Listen listens on the reserved port. The reservation outlives the
+// listener: once it is closed, connections are refused again and the
+// port is still the test's, for another Listen.
 func (r *Reserved) Listen() (net.Listener, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.fd < 0 {
+	closed := r.fd < 0
+	r.mu.Unlock()
+	if closed {
 		return nil, fmt.Errorf("port %d: no longer reserved", r.Port)
 	}
-	if err := syscall.Listen(r.fd, syscall.SOMAXCONN); err != nil {
-		return nil, fmt.Errorf("listen on reserved port %d: %w", r.Port, err)
-	}
-	f := os.NewFile(uintptr(r.fd), r.Addr)
-	r.fd = -1
-	defer f.Close() // FileListener holds a copy
-	ln, err := net.FileListener(f)
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1) }); err != nil {
+			return err
+		}
+		return serr
+	}}
+	ln, err := lc.Listen(context.Background(), "tcp", r.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on reserved port %d: %w", r.Port, err)
 	}
