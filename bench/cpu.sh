@@ -21,6 +21,7 @@
 #
 #   bench/cpu.sh
 #   RATES="1000" RUNS=5 SECS=30 bench/cpu.sh
+#   SLACK=1ms PARTS=rates bench/cpu.sh   soakd with SOAKD_KV_SLACK=1ms
 #   PARTS="idle demo" RUNS=5 bench/cpu.sh
 #
 # go-ycsb paces with -p target=RATE; soakd with SOAKD_KV_RATE=RATE (open
@@ -30,7 +31,8 @@
 # soakd's LOAD=auto probe finds them.
 #
 # Env: PARTS="rates idle demo", RUNS=3, THREADS=16, RATES="1000 10000",
-#      SECS=20, IDLE_SECS=60, DEMO_SECS=30, SOAKD_BIN.
+#      SECS=20, IDLE_SECS=60, DEMO_SECS=30, SOAKD_BIN, SLACK (soakd's
+#      SLACK in the rates part; default: soakd's default, 100us).
 set -uo pipefail
 # shellcheck source=bench/kv-lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/kv-lib.sh"
@@ -40,6 +42,9 @@ THREADS=${THREADS:-16}
 RATES=${RATES:-1000 10000}
 SECS=${SECS:-20}
 IDLE_SECS=${IDLE_SECS:-60}
+SLACK=${SLACK:-}
+slack=()
+[ -n "$SLACK" ] && slack=(SOAKD_KV_SLACK="$SLACK")
 DEMO_SECS=${DEMO_SECS:-30}
 RECORDS=100000
 
@@ -128,7 +133,7 @@ rates_run() {
 		log=$OUT/soakd-$rate-$r.log
 		sum=$OUT/soakd-$rate-$r.json
 		children_cpu c0
-		soakd_run "$log" "$sum" "${kv[@]}" SOAKD_KV_RATE="$rate" SOAKD_KV_WORKERS="$THREADS" \
+		soakd_run "$log" "$sum" "${kv[@]}" "${slack[@]}" SOAKD_KV_RATE="$rate" SOAKD_KV_WORKERS="$THREADS" \
 			SOAKD_KV_DURATION="${SECS}s" SOAKD_KV_DISTRIBUTION=uniform SOAKD_KV_LOAD=auto SOAKD_KV_WATCH_INTERVAL=0 ||
 			log "soakd $rate/s run $r failed (exit $?), see $log"
 		children_cpu c1
@@ -136,7 +141,7 @@ rates_run() {
 		read -r ops d50 d99 < <(jq -r '.workloads[] | select(.phase == "run") |
 			"\(.units) \(.dispatch_seconds.p50 * 1e9 | round / 1000) \(.dispatch_seconds.p99 * 1e9 | round / 1000)"' "$sum" 2>/dev/null || echo "0 0 0")
 		s=$(us_per_op "$cpu" "$ops")
-		echo "figure=cpu_per_op tool=soakd run=$r rate=$rate ops=$ops cpu_s=$cpu us_per_op=$s dispatch_p50_us=$d50 dispatch_p99_us=$d99"
+		echo "figure=cpu_per_op tool=soakd run=$r rate=$rate slack=${SLACK:-default} ops=$ops cpu_s=$cpu us_per_op=$s dispatch_p50_us=$d50 dispatch_p99_us=$d99"
 		res[ycsb,$rate,$r]=$y
 		res[soakd,$rate,$r]="$s $d50 $d99"
 	done

@@ -84,6 +84,7 @@ type Workload struct {
 	BatchSize    int           `env:"BATCH_SIZE" envDefault:"1000" help:"rows per write (series sources)"`
 	Pipeline     int           `env:"PIPELINE" envDefault:"1" help:"operations per round trip (kv source)"`
 	MaxLag       time.Duration `env:"MAX_LAG" envDefault:"1s" help:"scheduled work later than this when a worker gets to it is dropped and counted in soakd_dropped_total"`
+	Slack        time.Duration `env:"SLACK" envDefault:"100us" help:"least time between two wake-ups of the scheduler: each hands over every batch due by then, so a larger slack costs less CPU at high rates and sends up to this much later (soakd_dispatch_delay_seconds shows it); 0 = a wake-up per batch"`
 	Duration     time.Duration `env:"DURATION" envDefault:"0s" help:"length of this workload's run phase (a load phase before it is not included); 0 = no limit"`
 	LoadRate     pace.Rate     `env:"LOAD_RATE" envDefault:"10000" help:"rate of the load phase (kv LOAD=auto: inserting the records the run reads), any RATE grammar; max = as fast as possible"`
 	LoadDuration time.Duration `env:"LOAD_DURATION" envDefault:"0s" help:"bound of the load phase; when it passes, the run starts with the records loaded so far (a warning says how many); 0 = until every record is loaded"`
@@ -406,6 +407,11 @@ func (w *Workload) validate() []error {
 	}
 	if w.MaxLag <= 0 {
 		bad("MAX_LAG", "must be positive (e.g. 1s)")
+	}
+	if w.Slack < 0 || w.Slack > time.Second {
+		bad("SLACK", "%s is out of range [0, 1s]", w.Slack)
+	} else if w.MaxLag > 0 && w.Slack >= w.MaxLag {
+		bad("SLACK", "%s must be less than MAX_LAG (%s): work sent that late would be dropped", w.Slack, w.MaxLag)
 	}
 	if w.Duration < 0 {
 		bad("DURATION", "must not be negative")

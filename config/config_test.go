@@ -91,6 +91,9 @@ func TestConfigMoreErrors(t *testing.T) {
 		"bad shard":         {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_SHARD": "4/4"}, "SOAKD_SEQ_SHARD: "},
 		"bad listen":        {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_LISTEN": "9480"}, "SOAKD_LISTEN: \"9480\" is not host:port"},
 		"negative grace":    {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SHUTDOWN_GRACE": "-1s"}, "SOAKD_SHUTDOWN_GRACE: must not be negative"},
+		"negative slack":    {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_SLACK": "-1us"}, "SOAKD_SEQ_SLACK: -1µs is out of range [0, 1s]"},
+		"slack past lag": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_SLACK": "200ms", "SOAKD_SEQ_MAX_LAG": "200ms"},
+			"SOAKD_SEQ_SLACK: 200ms must be less than MAX_LAG (200ms)"},
 		"above max rate": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000", "SOAKD_SEQ_RATE": "1m:6000"},
 			`SOAKD_SEQ_RATE: "1m:6000" reaches 6000/s, above SOAKD_MAX_RATE=5000`},
 		"load above max rate": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000"},
@@ -181,7 +184,7 @@ func FuzzConfig(f *testing.F) {
 			return
 		}
 		for _, w := range cfg.Workload {
-			if w.Workers < 1 || w.MaxLag <= 0 || (w.Rate.Profile == nil && !w.Rate.Max) {
+			if w.Workers < 1 || w.MaxLag <= 0 || w.Slack < 0 || w.Slack >= w.MaxLag || (w.Rate.Profile == nil && !w.Rate.Max) {
 				t.Fatalf("accepted a bad workload: %+v", w)
 			}
 		}

@@ -110,6 +110,64 @@ func TestRateAccuracyRamp(t *testing.T) {
 	})
 }
 
+// SLACK is the least time between two wake-ups of the scheduler: at
+// 20,000 units/s in batches of 1 (one due every 50 µs), a slack of 0
+// sends each unit at its own instant, the default (100 µs) two at a time,
+// 1 ms twenty at a time, each at most the slack after it was due and none
+// before (on the fake clock, where a worker writes at the instant it is
+// handed a ticket).
+func TestSlackGroupsWakeUps(t *testing.T) {
+	const gap = 50 * time.Microsecond
+	for _, tc := range []struct {
+		slack    string // "" = the default
+		d        time.Duration
+		instants int // distinct instants of acknowledgement: 0.5 s / max(gap, d)
+	}{
+		{"0s", 0, 10000},
+		{"", 100 * time.Microsecond, 5000},
+		{"1ms", time.Millisecond, 500},
+	} {
+		t.Run("slack="+tc.slack, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rs := &recSink{at: make([]time.Time, 0, 10000), len: make([]int, 0, 10000)}
+				p := recPlugins(rs)
+				env := testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "20000", "SOAKD_SEQ_BATCH_SIZE", "1",
+					"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_DURATION", "500ms", "SOAKD_SEQ_TARGET", "rec://")
+				if tc.slack != "" {
+					env["SOAKD_SEQ_SLACK"] = tc.slack
+				}
+				res := runTest(context.Background(), loadTest(t, env, p), p)
+				w := res.sum.Workloads[0]
+				if w.Units != 10000 || w.Dropped != 0 {
+					t.Fatalf("acked %d, dropped %d; want 10000 acked, none dropped", w.Units, w.Dropped)
+				}
+				instants := map[time.Time]bool{}
+				for _, at := range rs.at {
+					instants[at] = true
+				}
+				t.Logf("slack %s: %d units acknowledged at %d distinct instants", tc.d, w.Units, len(instants))
+				if len(instants) != tc.instants {
+					t.Errorf("units acknowledged at %d distinct instants, want %d", len(instants), tc.instants)
+				}
+				// Unit k is due k × 50 µs after the start (to within the
+				// nanoseconds between the phase's start and the schedule's
+				// origin): before then fewer than k units are sent, and by
+				// the slack later at least k.
+				const ε = time.Microsecond
+				for k := 1; k <= 10000; k++ {
+					due := w.Started.Add(time.Duration(k) * gap)
+					if n := rs.countBy(due.Add(-ε)); n >= k {
+						t.Fatalf("%d units sent before unit %d was due: early", n, k)
+					}
+					if n := rs.countBy(due.Add(tc.d + ε)); n < k {
+						t.Fatalf("%d units sent by %s after unit %d was due, want at least %d", n, tc.d, k, k)
+					}
+				}
+			})
+		})
+	}
+}
+
 // BenchmarkEngine measures what the engine itself costs per scheduled
 // unit: the seq source (cheapest possible) into null:// with batch size 1,
 // open loop at a rate no machine reaches (so the scheduler, queue and

@@ -77,14 +77,6 @@ const preciseSpan = 2 * time.Millisecond
 // wait wakes once each maxAlarm and sets it again.
 const maxAlarm = time.Hour
 
-// coalesce is the least time between two wake-ups of the scheduler: at
-// high rates one wake-up hands over every ticket due by then. Each
-// wake-up of the scheduler and of a worker costs tens of microseconds of
-// CPU (more in a virtual machine), so a wake-up per ticket at 100,000
-// tickets/s would take a core; coalescing keeps it near half of one at
-// the price of at most this much extra lateness.
-const coalesce = 100 * time.Microsecond
-
 // schedule emits tickets at the profile's times until the profile ends,
 // the duration passes, every stream ends or ctx is done. Every unit it
 // releases is counted in the phase's scheduler tally before a worker can
@@ -95,6 +87,13 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 	defer timer.Stop()
 	B := float64(r.batchSize)
 	maxLag := r.cfg.MaxLag
+	// slack (SLACK) is the least time between two wake-ups: at high rates
+	// each wake-up hands over every ticket due by then. Each wake-up of
+	// the scheduler and of a worker costs tens of microseconds of CPU
+	// (more in a virtual machine), so a wake-up per ticket at 100,000
+	// tickets/s would take a core; the default, 100 µs, keeps it near half
+	// of one at the price of at most that much extra lateness.
+	slack := r.cfg.Slack
 	st := &p.st.sched
 	sent := 0.0 // units scheduled so far in this phase (always whole)
 	var lastWake time.Duration
@@ -262,10 +261,10 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			continue
 		}
 		if due > now {
-			// Wake no sooner than coalesce after the last wake: at high
+			// Wake no sooner than slack after the last wake: at high
 			// rates each wake hands several tickets over at once, which
 			// costs far less CPU than a wake per ticket.
-			d := max(due-now, lastWake+coalesce-now)
+			d := max(due-now, lastWake+slack-now)
 			if !wait(d) {
 				continue
 			}
