@@ -43,29 +43,44 @@ func lowestOf(i int) (lowest, size int64) {
 // buckets it used: a cut reads and clears only those, where reading or
 // resetting the histogram walks all of its buckets (tens of thousands,
 // and hdrhistogram-go's Distribution allocates a bar for each). At a few
-// samples a second that walk was most of an idle sidecar's CPU. Its
-// counts (about 270 KB) are made on the first sample.
+// samples a second that walk was most of an idle sidecar's CPU.
+//
+// Its counts are made a power of two at a time (a chunk of 1024, 8 KB),
+// on the first sample in it: latencies of one workload span a few powers
+// of two, so a recorder holds tens of KB rather than the histogram's 270
+// KB, and a run's first samples touch that much fresh memory, not all of
+// it (a page fault per 4 KB, and a larger heap to collect).
 type Recorder struct {
-	counts []int64
+	chunks [countsLen / chunkLen]*[chunkLen]int64
 	used   []int32 // indices of the non-zero counts, in the order first used
 	total  int64
 }
+
+// chunkLen is the counts in a chunk: those of one power of two (bucket
+// 0 spans two chunks).
+const chunkLen = subHalfCount
 
 // Record adds n samples of v, clamped to the histogram's range.
 func (r *Recorder) Record(v, n int64) {
 	if n <= 0 {
 		return
 	}
-	if r.counts == nil {
-		r.counts = make([]int64, countsLen)
-	}
 	i := bucketOf(min(max(v, hdrLowest), hdrHighest))
-	if r.counts[i] == 0 {
+	c := r.chunks[i/chunkLen]
+	if c == nil {
+		c = new([chunkLen]int64)
+		r.chunks[i/chunkLen] = c
+	}
+	j := i % chunkLen
+	if c[j] == 0 {
 		r.used = append(r.used, int32(i))
 	}
-	r.counts[i] += n
+	c[j] += n
 	r.total += n
 }
+
+// count is the count at counts index i, which is in use.
+func (r *Recorder) count(i int32) *int64 { return &r.chunks[i/chunkLen][i%chunkLen] }
 
 // Count is the number of samples recorded since the last Cut.
 func (r *Recorder) Count() int64 { return r.total }
@@ -80,7 +95,7 @@ func (r *Recorder) Dist() Dist {
 	d := Dist{b: make([]hdrBucket, len(r.used))}
 	for k, i := range r.used {
 		v, _ := lowestOf(int(i))
-		d.b[k] = hdrBucket{v, r.counts[i]}
+		d.b[k] = hdrBucket{v, *r.count(i)}
 	}
 	return d
 }
@@ -89,10 +104,21 @@ func (r *Recorder) Dist() Dist {
 func (r *Recorder) Cut() Dist {
 	d := r.Dist()
 	for _, i := range r.used {
-		r.counts[i] = 0
+		*r.count(i) = 0
 	}
 	r.used, r.total = r.used[:0], 0
 	return d
+}
+
+// heldBytes is the memory r's counts take.
+func (r *Recorder) heldBytes() int {
+	n := 0
+	for _, c := range r.chunks {
+		if c != nil {
+			n += len(c) * 8
+		}
+	}
+	return n
 }
 
 // Quantiles summarizes d exactly as QuantilesOf summarizes a histogram

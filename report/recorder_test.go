@@ -80,3 +80,34 @@ func TestRecorderCutAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per window of 10 samples, want at most 1", allocs)
 	}
 }
+
+// A recorder holds counts only for the powers of two its samples fell
+// in: an idle sidecar's latencies (100 µs to 2 ms) take 5 chunks, not
+// the histogram's 33, and samples already counted take no more.
+func TestRecorderHoldsOnlyWhatItUsed(t *testing.T) {
+	var r Recorder
+	if n := r.heldBytes(); n != 0 {
+		t.Fatalf("an empty recorder holds %d bytes", n)
+	}
+	for v := 100 * time.Microsecond; v <= 2*time.Millisecond; v += 10 * time.Microsecond {
+		r.Record(int64(v), 1)
+	}
+	// 100 µs to 2 ms lies in the powers of two from 2^16 to 2^20 ns
+	// (65.5 µs to 2.1 ms): five chunks of 1024 counts, 8 KB each.
+	if got, want := r.heldBytes(), 5*chunkLen*8; got != want {
+		t.Fatalf("the recorder holds %d bytes for 100 µs to 2 ms, want %d", got, want)
+	}
+	r.Cut()
+	allocs := testing.AllocsPerRun(10, func() {
+		for v := 100 * time.Microsecond; v <= 2*time.Millisecond; v += 10 * time.Microsecond {
+			r.Record(int64(v), 1)
+		}
+		r.Cut()
+	})
+	if allocs > 1 { // the Dist's buckets
+		t.Fatalf("%v allocations per window over chunks already made, want at most 1", allocs)
+	}
+	if got, want := r.heldBytes(), 5*chunkLen*8; got != want {
+		t.Fatalf("after more windows the recorder holds %d bytes, want %d", got, want)
+	}
+}
