@@ -38,11 +38,12 @@ func lowestOf(i int) (lowest, size int64) {
 	return int64(sub) << uint(b), 1 << uint(b)
 }
 
-// A Recorder collects the latencies of one window at a time, bucket for
-// bucket as a histogram of NewHistogram's would, but remembers which
-// buckets it used: a cut reads and clears only those, where reading or
-// resetting the histogram walks all of its buckets (tens of thousands,
-// and hdrhistogram-go's Distribution allocates a bar for each). At a few
+// A Recorder collects latencies, bucket for bucket as a histogram of
+// NewHistogram's would: those of one window at a time (Cut), or of a
+// whole phase (never cut). It remembers which buckets it used: reading
+// or cutting it walks only those, where reading or resetting the
+// histogram walks all of its buckets (tens of thousands, and
+// hdrhistogram-go's Distribution allocates a bar for each). At a few
 // samples a second that walk was most of an idle sidecar's CPU.
 //
 // Its counts are made a power of two at a time (a chunk of 1024, 8 KB),
@@ -173,4 +174,43 @@ func (d Dist) atPercentile(p float64, total int64) int64 {
 		}
 	}
 	return 0
+}
+
+// Merge is the distribution of d's samples and o's together, as a
+// histogram holding both would give it (its buckets in order, the counts
+// of a bucket in both added).
+func (d Dist) Merge(o Dist) Dist {
+	switch {
+	case len(o.b) == 0:
+		return d
+	case len(d.b) == 0:
+		return o
+	}
+	m := Dist{b: make([]hdrBucket, 0, len(d.b)+len(o.b))}
+	i, j := 0, 0
+	for i < len(d.b) && j < len(o.b) {
+		switch a, b := d.b[i], o.b[j]; {
+		case a.v < b.v:
+			m.b = append(m.b, a)
+			i++
+		case b.v < a.v:
+			m.b = append(m.b, b)
+			j++
+		default:
+			m.b = append(m.b, hdrBucket{a.v, a.n + b.n})
+			i++
+			j++
+		}
+	}
+	m.b = append(m.b, d.b[i:]...)
+	m.b = append(m.b, o.b[j:]...)
+	return m
+}
+
+// ValueAtPercentile is what hdrhistogram-go's ValueAtPercentile gives of
+// a histogram holding d's samples (p from 0 to 100, above 100 read as
+// 100): the highest value of the bucket in which the samples counted
+// from the lowest reach p % of them; 0 when d is empty.
+func (d Dist) ValueAtPercentile(p float64) int64 {
+	return d.atPercentile(min(p, 100), d.Count())
 }

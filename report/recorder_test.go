@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // A Recorder buckets as the library's histogram does: the same samples
@@ -109,5 +111,34 @@ func TestRecorderHoldsOnlyWhatItUsed(t *testing.T) {
 	}
 	if got, want := r.heldBytes(), 5*chunkLen*8; got != want {
 		t.Fatalf("after more windows the recorder holds %d bytes, want %d", got, want)
+	}
+}
+
+// Merging two distributions gives what one histogram holding both
+// samples gives, and a percentile of it what the library reads of that
+// histogram.
+func TestDistMergeAndPercentileMatchHistogram(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, spread := range []float64{1, 1e3, 1e6, 3e12} {
+		for _, samples := range [][2]int{{0, 0}, {0, 3}, {4, 0}, {1, 1}, {50, 7}, {3000, 2000}} {
+			a, b, both := NewHistogram(), NewHistogram(), NewHistogram()
+			for k, h := range []*hdrhistogram.Histogram{a, b} {
+				for i := 0; i < samples[k]; i++ {
+					v, n := 1+int64(rng.ExpFloat64()*spread)%hdrHighest, 1+rng.Int64N(3)
+					_ = h.RecordValues(v, n)
+					_ = both.RecordValues(v, n)
+				}
+			}
+			m := DistOf(a).Merge(DistOf(b))
+			if want := DistOf(both); !reflect.DeepEqual(m.b, want.b) {
+				t.Fatalf("spread %g, %v samples: merged %d buckets, the histogram's %d", spread, samples, len(m.b), len(want.b))
+			}
+			for _, p := range []float64{0, 0.001, 1, 50, 90, 99.9, 100, 150} {
+				if got, want := m.ValueAtPercentile(p), both.ValueAtPercentile(p); got != want {
+					t.Fatalf("spread %g, %v samples: p%g %d, the library's %d", spread, samples, p, got, want)
+				}
+			}
+		}
 	}
 }
