@@ -48,7 +48,7 @@ import (
 // Latency quantiles of one second are read from the difference of the
 // native histogram buckets between two ticks (report.Buckets), so the
 // charts cost no extra histogram; the summary's quantiles still come
-// from the HDR histograms.
+// from the HDR buckets (report.Recorder).
 //
 // A History is created before the run (New) and passed to it among
 // daemon.Deps.Observers; it is read with Snapshot (or served as JSON,
