@@ -12,13 +12,17 @@ RUNS=${RUNS:-3}
 OUT=${OUT:-$PEERS_RUN/logs/soakd-bench-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 
-# build_soakd: soakd from this checkout into $OUT (SOAKD_BIN wins).
+# build_soakd: soakd from this checkout into $OUT (SOAKD_BIN wins),
+# static (CGO_ENABLED=0) as the image ships it: a cgo build is linked
+# dynamically, and each start then spends about 10 ms in the dynamic
+# loader and the C library's locale set-up, which the idle sidecar's
+# whole-process figure counts.
 build_soakd() {
 	if [ -n "${SOAKD_BIN:-}" ]; then
 		echo "$SOAKD_BIN"
 		return
 	fi
-	(cd "$root" && go build -o "$OUT/soakd" ./cmd/soakd) >&2 || die "cannot build soakd"
+	(cd "$root" && CGO_ENABLED=0 go build -o "$OUT/soakd" ./cmd/soakd) >&2 || die "cannot build soakd"
 	echo "$OUT/soakd"
 }
 

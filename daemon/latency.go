@@ -4,8 +4,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/soakd/soakd/report"
 )
 
@@ -63,17 +61,25 @@ type opHist struct {
 // (for the summary) and as Prometheus buckets (for /metrics). Shorter
 // spans (a progress interval, a threshold's window) are window
 // recorders' (window.go).
+//
+// The distribution since the phase began is a report.Recorder never cut:
+// bucket for bucket what an HDR histogram would hold, read the same, but
+// its counts are made only where samples fell, and reading it walks only
+// the buckets used. An HDR histogram made all 270 KB of its counts at
+// the phase's first sample, and each of the summary's reads (minimum,
+// mean, deviation, maximum, quantiles) walked them up to the highest
+// sample, several times over: an idle sidecar's start and end paid both
+// for each of its five distributions.
 type dist struct {
-	total *hdrhistogram.Histogram
+	total report.Recorder
 	prom  report.Buckets
 }
 
-func newDist() *dist { return &dist{total: report.NewHistogram()} }
+func newDist() *dist { return &dist{} }
 
 func (d *dist) record(v time.Duration, n int64) {
 	ns := report.Clamp(v)
-	// Values are clamped to the trackable range, so this cannot fail.
-	_ = d.total.RecordValues(ns, n)
+	d.total.Record(ns, n)
 	d.prom.Record(time.Duration(ns).Seconds(), n)
 }
 
@@ -122,11 +128,11 @@ func (h *phaseHist) quantiles() histQuantiles {
 	var out histQuantiles
 	for op, oh := range h.ops {
 		if oh != nil {
-			out.ops[op] = opQuantiles{report.QuantilesOf(oh.response.total), report.QuantilesOf(oh.service.total)}
+			out.ops[op] = opQuantiles{oh.response.total.Dist().Quantiles(), oh.service.total.Dist().Quantiles()}
 		}
 	}
 	if h.dispatch != nil {
-		out.dispatch = report.QuantilesOf(h.dispatch.total)
+		out.dispatch = h.dispatch.total.Dist().Quantiles()
 	}
 	return out
 }

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/report"
@@ -366,49 +364,35 @@ type Totals struct {
 	Counts  Counts
 	Seconds float64
 	h       *phaseHist
-	scratch *hdrhistogram.Histogram
 }
 
-// Latency is the phase's latency histogram of k since it began (nil
-// without samples). It is valid only during the call CutWindows makes.
-func (t *Totals) Latency(k LatencyKey) *hdrhistogram.Histogram {
+// Latency is the phase's latency distribution of k since it began
+// (empty without samples). It is read only during the call CutWindows
+// makes.
+func (t *Totals) Latency(k LatencyKey) report.Dist {
 	key := distKey{op: opSlot(k.Op), service: k.Service}
 	if k.Op != "" && key.op < 0 {
-		return nil
+		return report.Dist{}
 	}
-	pick := func(oh *opHist) *hdrhistogram.Histogram {
+	pick := func(oh *opHist) report.Dist {
 		if key.service {
-			return oh.service.total
+			return oh.service.total.Dist()
 		}
-		return oh.response.total
+		return oh.response.total.Dist()
 	}
 	if key.op != allOps {
 		if oh := t.h.ops[key.op]; oh != nil {
 			return pick(oh)
 		}
-		return nil
+		return report.Dist{}
 	}
-	var only *hdrhistogram.Histogram
-	n := 0
-	for _, oh := range t.h.ops {
-		if oh != nil && pick(oh).TotalCount() > 0 {
-			only = pick(oh)
-			n++
-		}
-	}
-	if n <= 1 {
-		return only
-	}
-	if t.scratch == nil {
-		t.scratch = report.NewHistogram()
-	}
-	t.scratch.Reset()
+	var d report.Dist
 	for _, oh := range t.h.ops {
 		if oh != nil {
-			t.scratch.Merge(pick(oh))
+			d = d.Merge(pick(oh))
 		}
 	}
-	return t.scratch
+	return d
 }
 
 // CutWindows ends the window in progress of each of ws (windows of p) and

@@ -19,7 +19,7 @@ import (
 // acknowledged (or failed, or was dropped).
 //
 // A recorder keeps one report.Recorder per distribution it was asked for
-// (about 270 KB each, made on the first sample), however many windows it
+// (8 KB per power of two its samples fell in), however many windows it
 // cuts; a window leaves as a report.Dist, which costs only the buckets its
 // samples used, and cutting it reads and clears only those buckets. Thresholds cut windows to judge them; the capacity search
 // would cut one per step:

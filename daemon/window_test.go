@@ -33,7 +33,7 @@ func TestWindowRecorder(t *testing.T) {
 		var phaseRead int64
 		w2 := ps.cutWindows(func(c *counts, h *phaseHist) {
 			phase = *c
-			phaseRead = h.ops[read].response.total.TotalCount()
+			phaseRead = h.ops[read].response.total.Count()
 		}, rec)[0]
 		ps.stopWindow(rec)
 		feed(ps, read, 10, time.Millisecond) // after stopWindow: seen by the phase only

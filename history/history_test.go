@@ -70,6 +70,54 @@ func TestSeriesTiersStayBounded(t *testing.T) {
 	}
 }
 
+// TestSeriesKeepsEachField checks that each field's points come back as
+// they were added, in both tiers, across the recent ring's wrap and the
+// whole tier's merges: fields of different values side by side in
+// memory stay apart.
+func TestSeriesKeepsEachField(t *testing.T) {
+	t.Parallel()
+	const nf = 3
+	s := newSeries(nf)
+	// Field f of sample i is 1000·f + i: every value says where it
+	// belongs. 1000 samples wrap the recent ring (900) and merge the
+	// whole tier once: 720 points of step 1 become 360 of step 2, and
+	// the other 280 samples add 140.
+	n := 1000
+	for i := 0; i < n; i++ {
+		v := make([]float32, nf)
+		for f := range v {
+			v[f] = float32(1000*f + i)
+		}
+		s.add(float64(i), v)
+	}
+	doc := s.snapshot([]string{"a", "b", "c"})
+	r := doc.Recent
+	if len(r.T) != recentPoints {
+		t.Fatalf("recent tier has %d points, want %d", len(r.T), recentPoints)
+	}
+	for i, at := range r.T {
+		for f := 0; f < nf; f++ {
+			if want := float64(1000*f) + at; r.V[f][i] != want {
+				t.Fatalf("recent point %d (t %v) of field %d: %v, want %v", i, at, f, r.V[f][i], want)
+			}
+		}
+	}
+	w := doc.Whole
+	if w.Step != 2 || len(w.T) != 500 {
+		t.Fatalf("whole tier: step %v, %d points; want step 2 and 500 points", w.Step, len(w.T))
+	}
+	for i, at := range w.T {
+		// A point of step 2 from t is samples t and t+1 (t even).
+		for f := 0; f < nf; f++ {
+			lo := float64(1000*f) + at
+			if w.V[f][i] != lo+0.5 || w.Lo[f][i] != lo || w.Hi[f][i] != lo+1 {
+				t.Fatalf("whole point %d (t %v) of field %d: mean %v min %v max %v, want %v %v %v",
+					i, at, f, w.V[f][i], w.Lo[f][i], w.Hi[f][i], lo+0.5, lo, lo+1)
+			}
+		}
+	}
+}
+
 // TestHistoryOfARun samples a real run (seq to null:// at 2000 rows/s)
 // and checks that the history says what the summary says.
 func TestHistoryOfARun(t *testing.T) {

@@ -38,34 +38,50 @@ func lowestOf(i int) (lowest, size int64) {
 	return int64(sub) << uint(b), 1 << uint(b)
 }
 
-// A Recorder collects the latencies of one window at a time, bucket for
-// bucket as a histogram of NewHistogram's would, but remembers which
-// buckets it used: a cut reads and clears only those, where reading or
-// resetting the histogram walks all of its buckets (tens of thousands,
-// and hdrhistogram-go's Distribution allocates a bar for each). At a few
-// samples a second that walk was most of an idle sidecar's CPU. Its
-// counts (about 270 KB) are made on the first sample.
+// A Recorder collects latencies, bucket for bucket as a histogram of
+// NewHistogram's would: those of one window at a time (Cut), or of a
+// whole phase (never cut). It remembers which buckets it used: reading
+// or cutting it walks only those, where reading or resetting the
+// histogram walks all of its buckets (tens of thousands, and
+// hdrhistogram-go's Distribution allocates a bar for each). At a few
+// samples a second that walk was most of an idle sidecar's CPU.
+//
+// Its counts are made a power of two at a time (a chunk of 1024, 8 KB),
+// on the first sample in it: latencies of one workload span a few powers
+// of two, so a recorder holds tens of KB rather than the histogram's 270
+// KB, and a run's first samples touch that much fresh memory, not all of
+// it (a page fault per 4 KB, and a larger heap to collect).
 type Recorder struct {
-	counts []int64
+	chunks [countsLen / chunkLen]*[chunkLen]int64
 	used   []int32 // indices of the non-zero counts, in the order first used
 	total  int64
 }
+
+// chunkLen is the counts in a chunk: those of one power of two (bucket
+// 0 spans two chunks).
+const chunkLen = subHalfCount
 
 // Record adds n samples of v, clamped to the histogram's range.
 func (r *Recorder) Record(v, n int64) {
 	if n <= 0 {
 		return
 	}
-	if r.counts == nil {
-		r.counts = make([]int64, countsLen)
-	}
 	i := bucketOf(min(max(v, hdrLowest), hdrHighest))
-	if r.counts[i] == 0 {
+	c := r.chunks[i/chunkLen]
+	if c == nil {
+		c = new([chunkLen]int64)
+		r.chunks[i/chunkLen] = c
+	}
+	j := i % chunkLen
+	if c[j] == 0 {
 		r.used = append(r.used, int32(i))
 	}
-	r.counts[i] += n
+	c[j] += n
 	r.total += n
 }
+
+// count is the count at counts index i, which is in use.
+func (r *Recorder) count(i int32) *int64 { return &r.chunks[i/chunkLen][i%chunkLen] }
 
 // Count is the number of samples recorded since the last Cut.
 func (r *Recorder) Count() int64 { return r.total }
@@ -80,7 +96,7 @@ func (r *Recorder) Dist() Dist {
 	d := Dist{b: make([]hdrBucket, len(r.used))}
 	for k, i := range r.used {
 		v, _ := lowestOf(int(i))
-		d.b[k] = hdrBucket{v, r.counts[i]}
+		d.b[k] = hdrBucket{v, *r.count(i)}
 	}
 	return d
 }
@@ -89,10 +105,21 @@ func (r *Recorder) Dist() Dist {
 func (r *Recorder) Cut() Dist {
 	d := r.Dist()
 	for _, i := range r.used {
-		r.counts[i] = 0
+		*r.count(i) = 0
 	}
 	r.used, r.total = r.used[:0], 0
 	return d
+}
+
+// heldBytes is the memory r's counts take.
+func (r *Recorder) heldBytes() int {
+	n := 0
+	for _, c := range r.chunks {
+		if c != nil {
+			n += len(c) * 8
+		}
+	}
+	return n
 }
 
 // Quantiles summarizes d exactly as QuantilesOf summarizes a histogram
@@ -147,4 +174,43 @@ func (d Dist) atPercentile(p float64, total int64) int64 {
 		}
 	}
 	return 0
+}
+
+// Merge is the distribution of d's samples and o's together, as a
+// histogram holding both would give it (its buckets in order, the counts
+// of a bucket in both added).
+func (d Dist) Merge(o Dist) Dist {
+	switch {
+	case len(o.b) == 0:
+		return d
+	case len(d.b) == 0:
+		return o
+	}
+	m := Dist{b: make([]hdrBucket, 0, len(d.b)+len(o.b))}
+	i, j := 0, 0
+	for i < len(d.b) && j < len(o.b) {
+		switch a, b := d.b[i], o.b[j]; {
+		case a.v < b.v:
+			m.b = append(m.b, a)
+			i++
+		case b.v < a.v:
+			m.b = append(m.b, b)
+			j++
+		default:
+			m.b = append(m.b, hdrBucket{a.v, a.n + b.n})
+			i++
+			j++
+		}
+	}
+	m.b = append(m.b, d.b[i:]...)
+	m.b = append(m.b, o.b[j:]...)
+	return m
+}
+
+// ValueAtPercentile is what hdrhistogram-go's ValueAtPercentile gives of
+// a histogram holding d's samples (p from 0 to 100, above 100 read as
+// 100): the highest value of the bucket in which the samples counted
+// from the lowest reach p % of them; 0 when d is empty.
+func (d Dist) ValueAtPercentile(p float64) int64 {
+	return d.atPercentile(min(p, 100), d.Count())
 }

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // A Recorder buckets as the library's histogram does: the same samples
@@ -78,5 +80,65 @@ func TestRecorderCutAllocs(t *testing.T) {
 	})
 	if allocs > 1 { // the Dist's buckets
 		t.Fatalf("%v allocations per window of 10 samples, want at most 1", allocs)
+	}
+}
+
+// A recorder holds counts only for the powers of two its samples fell
+// in: an idle sidecar's latencies (100 µs to 2 ms) take 5 chunks, not
+// the histogram's 33, and samples already counted take no more.
+func TestRecorderHoldsOnlyWhatItUsed(t *testing.T) {
+	var r Recorder
+	if n := r.heldBytes(); n != 0 {
+		t.Fatalf("an empty recorder holds %d bytes", n)
+	}
+	for v := 100 * time.Microsecond; v <= 2*time.Millisecond; v += 10 * time.Microsecond {
+		r.Record(int64(v), 1)
+	}
+	// 100 µs to 2 ms lies in the powers of two from 2^16 to 2^20 ns
+	// (65.5 µs to 2.1 ms): five chunks of 1024 counts, 8 KB each.
+	if got, want := r.heldBytes(), 5*chunkLen*8; got != want {
+		t.Fatalf("the recorder holds %d bytes for 100 µs to 2 ms, want %d", got, want)
+	}
+	r.Cut()
+	allocs := testing.AllocsPerRun(10, func() {
+		for v := 100 * time.Microsecond; v <= 2*time.Millisecond; v += 10 * time.Microsecond {
+			r.Record(int64(v), 1)
+		}
+		r.Cut()
+	})
+	if allocs > 1 { // the Dist's buckets
+		t.Fatalf("%v allocations per window over chunks already made, want at most 1", allocs)
+	}
+	if got, want := r.heldBytes(), 5*chunkLen*8; got != want {
+		t.Fatalf("after more windows the recorder holds %d bytes, want %d", got, want)
+	}
+}
+
+// Merging two distributions gives what one histogram holding both
+// samples gives, and a percentile of it what the library reads of that
+// histogram.
+func TestDistMergeAndPercentileMatchHistogram(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, spread := range []float64{1, 1e3, 1e6, 3e12} {
+		for _, samples := range [][2]int{{0, 0}, {0, 3}, {4, 0}, {1, 1}, {50, 7}, {3000, 2000}} {
+			a, b, both := NewHistogram(), NewHistogram(), NewHistogram()
+			for k, h := range []*hdrhistogram.Histogram{a, b} {
+				for i := 0; i < samples[k]; i++ {
+					v, n := 1+int64(rng.ExpFloat64()*spread)%hdrHighest, 1+rng.Int64N(3)
+					_ = h.RecordValues(v, n)
+					_ = both.RecordValues(v, n)
+				}
+			}
+			m := DistOf(a).Merge(DistOf(b))
+			if want := DistOf(both); !reflect.DeepEqual(m.b, want.b) {
+				t.Fatalf("spread %g, %v samples: merged %d buckets, the histogram's %d", spread, samples, len(m.b), len(want.b))
+			}
+			for _, p := range []float64{0, 0.001, 1, 50, 90, 99.9, 100, 150} {
+				if got, want := m.ValueAtPercentile(p), both.ValueAtPercentile(p); got != want {
+					t.Fatalf("spread %g, %v samples: p%g %d, the library's %d", spread, samples, p, got, want)
+				}
+			}
+		}
 	}
 }

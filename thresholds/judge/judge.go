@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/config"
@@ -61,8 +60,8 @@ import (
 // (and start) share a windowRecorder that keeps one histogram per latency
 // distribution the checks need, plus the last k slices of a window as
 // sparse distributions; the early window of a drift check is kept as its
-// one value; the judge merges slices into one scratch histogram to read a
-// window's quantiles.
+// one value; the judge merges a window's slices into one sparse
+// distribution to read its quantiles.
 type judge struct {
 	name   string
 	checks []thresholds.Check
@@ -78,7 +77,6 @@ type judge struct {
 	ps      *daemon.Phase // the run phase, once it began
 	groups  []*windowGroup
 	state   []checkState // per check
-	scratch *hdrhistogram.Histogram
 	results []report.ThresholdResult
 	lastRun time.Duration // of the last whole-run evaluation, since the phase began
 	// Of the target's figures (by targetIndex): which the checks need,
@@ -594,16 +592,16 @@ func (j *judge) measureSlices(t *thresholds.Check, g *windowGroup, slices []slic
 		addCounts(&c, slices[i].Counts)
 	}
 	secs := (slices[len(slices)-1].To - slices[0].From).Seconds()
-	return j.measure(t, &c, secs, func(k daemon.LatencyKey) *hdrhistogram.Histogram {
+	return j.measure(t, &c, secs, func(k daemon.LatencyKey) report.Dist {
 		i := g.keyIndex(k)
 		if i < 0 {
-			return nil
+			return report.Dist{}
 		}
-		h := j.scratchHist()
+		var d report.Dist
 		for _, s := range slices {
-			s.Dists[i].AddTo(h)
+			d = d.Merge(s.Dists[i])
 		}
-		return h
+		return d
 	})
 }
 
@@ -624,17 +622,10 @@ func addCounts(c *daemon.Counts, o daemon.Counts) {
 	}
 }
 
-func (j *judge) scratchHist() *hdrhistogram.Histogram {
-	if j.scratch == nil {
-		j.scratch = report.NewHistogram()
-	}
-	j.scratch.Reset()
-	return j.scratch
-}
-
 // measure is t's metric over counts c and secs seconds, lat giving the
-// latency histogram of a key (nil without samples); false without data.
-func (j *judge) measure(t *thresholds.Check, c *daemon.Counts, secs float64, lat func(daemon.LatencyKey) *hdrhistogram.Histogram) (float64, bool) {
+// latency distribution of a key (empty without samples); false without
+// data.
+func (j *judge) measure(t *thresholds.Check, c *daemon.Counts, secs float64, lat func(daemon.LatencyKey) report.Dist) (float64, bool) {
 	ratio := func(n, of int64) float64 {
 		if of <= 0 {
 			return 0
@@ -643,17 +634,17 @@ func (j *judge) measure(t *thresholds.Check, c *daemon.Counts, secs float64, lat
 	}
 	switch t.Metric {
 	case thresholds.Quantile, thresholds.Max, thresholds.Mean:
-		h := lat(daemon.LatencyKey{Op: t.Op, Service: t.Service})
-		if h == nil || h.TotalCount() == 0 {
+		d := lat(daemon.LatencyKey{Op: t.Op, Service: t.Service})
+		if d.Count() == 0 {
 			return 0, false
 		}
 		switch t.Metric {
 		case thresholds.Max:
-			return float64(h.Max()) / 1e9, true
+			return d.Quantiles().Max, true
 		case thresholds.Mean:
-			return h.Mean() / 1e9, true
+			return d.Quantiles().Mean, true
 		}
-		return float64(h.ValueAtQuantile(t.Q)) / 1e9, true
+		return float64(d.ValueAtPercentile(t.Q)) / 1e9, true
 	case thresholds.Errors:
 		var errs, ok int64
 		for op, n := range c.Ops {
