@@ -25,7 +25,11 @@ type Output struct {
 	Schema *sources.Schema
 	Name   string
 	W      *bufio.Writer
-	f      *os.File // nil for standard output, which is never closed
+	// File is the file W writes to, standard output too when it is one;
+	// nil for any other writer. A writer that gathers its bytes from
+	// several buffers writes them to it directly (writev), after flushing W.
+	File *os.File
+	f    *os.File // nil for standard output, which is never closed
 }
 
 // OpenOutputs opens the output(s) for schemas at path ("-" = stdout):
@@ -39,6 +43,7 @@ func OpenOutputs(path string, f Format, schemas []*sources.Schema, appendMode bo
 		empty := true
 		if name == "-" {
 			o.W = bufio.NewWriterSize(stdout, 1<<20)
+			o.File, _ = stdout.(*os.File)
 		} else {
 			flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 			if appendMode {
@@ -51,7 +56,7 @@ func OpenOutputs(path string, f Format, schemas []*sources.Schema, appendMode bo
 			if st, err := fh.Stat(); err == nil && st.Size() > 0 {
 				empty = false
 			}
-			o.f, o.W = fh, bufio.NewWriterSize(fh, 1<<20)
+			o.f, o.File, o.W = fh, fh, bufio.NewWriterSize(fh, 1<<20)
 		}
 		outs = append(outs, o)
 		if sc != nil && empty {

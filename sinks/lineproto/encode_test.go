@@ -2,6 +2,8 @@ package lineproto
 
 import (
 	"bytes"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -51,5 +53,20 @@ func TestEncoderCachesTagSetsAndSwitchesSchemas(t *testing.T) {
 	var cold Encoder
 	if got := cold.AppendTable(nil, t1); !bytes.Equal(got, e.AppendTable(nil, t1)) {
 		t.Fatalf("cached and fresh encoders differ:\n%s", got)
+	}
+}
+
+// appendInt writes what strconv does, on both sides of each of its
+// digit-by-digit cases.
+func TestAppendIntAsStrconv(t *testing.T) {
+	t.Parallel()
+	vals := []int64{math.MinInt64, math.MaxInt64, -1, -10, -99, -100}
+	for v := int64(0); v <= 10001; v++ {
+		vals = append(vals, v)
+	}
+	for _, v := range vals {
+		if got, want := string(appendInt([]byte("x"), v)), "x"+strconv.FormatInt(v, 10); got != want {
+			t.Fatalf("appendInt(%d) = %q, want %q", v, got, want)
+		}
 	}
 }

@@ -87,7 +87,7 @@ type schemaEnc struct {
 	schema *sources.Schema
 	meas   []byte
 	tagKey [][]byte       // ",key=" escaped
-	field  [][]byte       // "name=" escaped
+	field  [][]byte       // ",name=" escaped: the comma becomes a space before the first field
 	tags   devcache.Cache // escaped tag sets by device
 }
 
@@ -108,7 +108,8 @@ func (e *Encoder) prepare(s *sources.Schema) *schemaEnc {
 		se.tagKey = append(se.tagKey, append(b, '='))
 	}
 	for _, f := range s.Fields {
-		se.field = append(se.field, append(escapeString(f.Name, keyEscapes), '='))
+		b := append([]byte{','}, escapeString(f.Name, keyEscapes)...)
+		se.field = append(se.field, append(b, '='))
 	}
 	e.schemas = append(e.schemas, se)
 	e.cur = se
@@ -157,33 +158,36 @@ func (e *Encoder) AppendRow(dst []byte, t *sources.Table, i int) (out []byte, ok
 	start := len(dst)
 	dst = append(dst, se.meas...)
 	dst = e.appendTags(dst, se, t.Device[i])
-	sep := byte(' ')
-	n := 0
+	first := len(dst) // where the space before the first field goes
 	for f := range s.Fields {
 		if nulls := t.Null[f]; nulls != nil && nulls[i] {
 			continue
 		}
 		switch fd := &s.Fields[f]; fd.Kind {
 		case sources.Int:
-			dst = append(dst, sep)
 			dst = append(dst, se.field[f]...)
-			dst = strconv.AppendInt(dst, t.Ints[f][i], 10)
-			dst = append(dst, 'i')
+			// percentages and other values below 100 without a call
+			switch u := uint64(t.Ints[f][i]); {
+			case u < 10:
+				dst = append(dst, byte('0'+u), 'i')
+			case u < 100:
+				dst = append(dst, digits2[2*u], digits2[2*u+1], 'i')
+			default:
+				dst = append(appendInt(dst, int64(u)), 'i')
+			}
 		default:
 			v := t.Floats[f][i]
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				continue
 			}
-			dst = append(dst, sep)
 			dst = append(dst, se.field[f]...)
 			dst = AppendFloat(dst, v, fd.Decimals)
 		}
-		sep = ','
-		n++
 	}
-	if n == 0 {
+	if len(dst) == first {
 		return dst[:start], false
 	}
+	dst[first] = ' ' // the first field's comma: one copy per field, not a separator and a name
 	dst = append(dst, ' ')
 	if ts := t.Time[i]; !e.lastTsSet || ts != e.lastTs {
 		// rows of one round share their timestamp: format it once
@@ -220,7 +224,7 @@ func AppendFloat(dst []byte, v float64, decimals int) []byte {
 		n = -n
 	}
 	whole, frac := n/p, n%p
-	dst = strconv.AppendInt(dst, whole, 10)
+	dst = appendInt(dst, whole)
 	if frac == 0 {
 		return dst
 	}
@@ -233,7 +237,30 @@ func AppendFloat(dst []byte, v float64, decimals int) []byte {
 	for w := pow10[decimals-1]; w > frac && w > 1; w /= 10 {
 		dst = append(dst, '0')
 	}
-	return strconv.AppendInt(dst, frac, 10)
+	return appendInt(dst, frac)
+}
+
+// digits2 holds "00" to "99".
+const digits2 = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+
+// appendInt appends v in decimal, as strconv.AppendInt(dst, v, 10) does,
+// writing values below 10,000 (percentages, counters, most fractions)
+// digit by digit without strconv's call and copy.
+func appendInt(dst []byte, v int64) []byte {
+	switch u := uint64(v); {
+	case u < 10:
+		return append(dst, byte('0'+u))
+	case u < 100:
+		return append(dst, digits2[2*u], digits2[2*u+1])
+	case u < 1000:
+		hi, lo := u/100, u%100
+		return append(dst, byte('0'+hi), digits2[2*lo], digits2[2*lo+1])
+	case u < 10000:
+		hi, lo := u/100, u%100
+		return append(dst, digits2[2*hi], digits2[2*hi+1], digits2[2*lo], digits2[2*lo+1])
+	}
+	return strconv.AppendInt(dst, v, 10)
 }
 
 type escapeSet uint8

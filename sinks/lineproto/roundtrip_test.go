@@ -196,6 +196,8 @@ func TestRoundTripValues(t *testing.T) {
 	add(1, 1, math.Copysign(0, -1), 0.001, 1, 1)             // d2 null
 	add(0, 2, math.SmallestNonzeroFloat64, 12.345, -1)       // d2 rounds to 12.35 (or .34 by binary repr)
 	add(0, 3, 0.1+0.2, 999_999_999.99, 5)
+	add(1, 4, 2.5, 1.25, 58) // two digits
+	add(0, 5, 3, 2, 100)
 
 	for _, p := range []string{"ns", "us", "ms", "s"} {
 		prec, err := lineproto.ParsePrecision(p)

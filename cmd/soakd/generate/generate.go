@@ -24,7 +24,6 @@
 package generate
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -429,7 +428,7 @@ func isTerminal(w io.Writer) bool {
 
 // openOutputs opens the output(s) (see file.OpenOutputs); OUT "" is
 // standard output.
-func (j *job) openOutputs(stdout io.Writer) ([]*bufio.Writer, func() error, error) {
+func (j *job) openOutputs(stdout io.Writer) ([]*file.Output, func() error, error) {
 	path := j.opts.Out
 	if path == "" {
 		path = "-"
@@ -438,11 +437,9 @@ func (j *job) openOutputs(stdout io.Writer) ([]*bufio.Writer, func() error, erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot create the output: %w", err)
 	}
-	ws := make([]*bufio.Writer, len(outs))
 	j.files = nil
-	for i, out := range outs {
-		ws[i] = out.W
+	for _, out := range outs {
 		j.files = append(j.files, out.Name)
 	}
-	return ws, func() error { return file.CloseOutputs(outs) }, nil
+	return outs, func() error { return file.CloseOutputs(outs) }, nil
 }

@@ -150,6 +150,67 @@ func TestOutputUnchanged(t *testing.T) {
 		if sum := fmt.Sprintf("%x", sha256.Sum256(out)); sum != tc.sum {
 			t.Errorf("%v: sha256 %s, want %s", tc.args, sum, tc.sum)
 		}
+		// A file is written with writev straight from the workers'
+		// pieces, not through a buffer: the same bytes, with one worker
+		// (whose devices' ranges join into one) or several.
+		for _, w := range []string{"1", "3"} {
+			path := filepath.Join(t.TempDir(), "out")
+			gen(t, append(tc.args, "--quiet", "--workers", w, "--out", path)...)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum := fmt.Sprintf("%x", sha256.Sum256(b)); sum != tc.sum {
+				t.Errorf("%v --workers %s --out FILE: sha256 %s, want %s", tc.args, w, sum, tc.sum)
+			}
+		}
+	}
+}
+
+// Files of one table each are written with writev too, after the header
+// OpenOutputs buffered: each file starts with its header, and holds the
+// same lines whatever the number of workers.
+func TestCSVFilesHeaderFirst(t *testing.T) {
+	t.Parallel()
+	var first map[string][]byte
+	for _, w := range []string{"1", "3"} {
+		dir := t.TempDir()
+		gen(t, "--source", "iot", "--scale", "20", "--end", "+2h", "--offline", "0.2:10m", "--format", "csv",
+			"--out", filepath.Join(dir, "t.csv"), "--workers", w, "--quiet")
+		files := map[string][]byte{}
+		for _, m := range []string{"readings", "diagnostics"} {
+			b, err := os.ReadFile(filepath.Join(dir, "t."+m+".csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			head, _, _ := bytes.Cut(b, []byte("\n"))
+			if !bytes.HasPrefix(head, []byte("time,name,")) || bytes.Count(b, []byte("time,")) != 1 {
+				t.Fatalf("--workers %s: t.%s.csv starts %q, or holds its header more than once", w, m, head)
+			}
+			files[m] = b
+		}
+		if first == nil {
+			first = files
+			continue
+		}
+		for m, b := range files {
+			if !bytes.Equal(b, first[m]) {
+				t.Errorf("t.%s.csv differs between 1 and 3 workers", m)
+			}
+		}
+	}
+}
+
+// A failed write ends generate with exit 1 and the error, naming the file.
+func TestWriteErrorExits1(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	var errb bytes.Buffer
+	code := Main(context.Background(), []string{"--scale", "100", "--end", "+1h", "--out", "/dev/full", "--quiet"}, nil, testSources(), io.Discard, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "cannot write /dev/full: write /dev/full: no space left on device") {
+		t.Fatalf("exit %d, stderr %q; want 1 and the write error", code, errb.String())
 	}
 }
 
