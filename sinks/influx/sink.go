@@ -203,7 +203,7 @@ func precisionDuration(p lineproto.Precision) time.Duration {
 }
 
 func (s *Sink) newState() *state {
-	st := &state{enc: lineproto.Encoder{Precision: s.cfg.Precision}}
+	st := &state{enc: lineproto.Encoder{Precision: s.cfg.Precision, SortTags: s.cfg.sortTags()}}
 	st.getBody = st.newBody // one method value per state, not per write
 	return st
 }
