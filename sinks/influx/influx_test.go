@@ -520,7 +520,7 @@ func TestFirstWriteAllocatesOnce(t *testing.T) {
 		allocated := after.TotalAlloc - before.TotalAlloc
 		limit := uint64(lineBytes) * 3 / 2
 		if gz {
-			limit += 2*uint64(zipBytes) + 1<<20 // the compressor's tables and window: under 1 MiB
+			limit += 2*uint64(zipBytes) + 2<<20 // the compressor's state: 1-2 MiB (more under -race)
 		}
 		t.Logf("%s: first write allocated %d bytes for %d bytes of line protocol (%d gzipped)", raw, allocated, lineBytes, zipBytes)
 		if allocated > limit {
