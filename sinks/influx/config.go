@@ -51,11 +51,16 @@ type Product struct {
 	// Idempotent: a point with the same series and timestamp overwrites
 	// (InfluxDB semantics), so resending a batch is harmless.
 	Idempotent bool
+	// SortTags: the server keeps a series' tags sorted by key and sorts
+	// those of every line that are not (InfluxDB), so lines are sent with
+	// their tags sorted. Others keep the schema's order, which for some
+	// (QuestDB, GreptimeDB) is the column order of a table they create.
+	SortTags bool
 }
 
 // Products lists the v1-mode presets (?product=); the first is the default.
 var Products = []Product{
-	{Name: "influxdb", WritePath: "/write", PingPath: "/ping", NeedsDB: true, CreateDB: true, Idempotent: true},
+	{Name: "influxdb", WritePath: "/write", PingPath: "/ping", NeedsDB: true, CreateDB: true, Idempotent: true, SortTags: true},
 	{Name: "cnosdb", WritePath: "/api/v1/write", PingPath: "/api/v1/ping", NeedsDB: true, Idempotent: true},
 	{Name: "tdengine", WritePath: "/influxdb/v1/write", PingPath: "/-/ping", NeedsDB: true, Idempotent: true},
 	{Name: "victoriametrics", WritePath: "/write", PingPath: "/ping"},
@@ -353,6 +358,10 @@ func (c *Config) withSecrets(password, token string) {
 		c.Token = token
 	}
 }
+
+// sortTags reports whether lines go out with their tags sorted by key:
+// to InfluxDB (the v2 API, and v1's influxdb product).
+func (c *Config) sortTags() bool { return c.API == V2 || c.Product.SortTags }
 
 // baseURL is the server's root URL, without credentials.
 func (c *Config) baseURL() string {

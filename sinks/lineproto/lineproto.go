@@ -10,9 +10,11 @@
 package lineproto
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -69,6 +71,12 @@ func (p Precision) divisor() int64 {
 // TagCacheBytes bytes per Encoder; devices beyond it are encoded directly.
 type Encoder struct {
 	Precision Precision
+	// SortTags writes each line's tags sorted by key (bytewise, as
+	// escaped), the order in which InfluxDB keeps them: it sorts the tags
+	// of every line it parses that are not, which costs the server about
+	// a third of its parsing time on TSBS's cpu lines. The zero value
+	// writes them in the schema's order (tsbs_generate_data's).
+	SortTags bool
 
 	scratch []byte
 	cur     *schemaEnc
@@ -87,6 +95,7 @@ type schemaEnc struct {
 	schema *sources.Schema
 	meas   []byte
 	tagKey [][]byte       // ",key=" escaped
+	order  []int          // the tag keys' indices in the order written
 	field  [][]byte       // ",name=" escaped: the comma becomes a space before the first field
 	tags   devcache.Cache // escaped tag sets by device
 }
@@ -107,6 +116,17 @@ func (e *Encoder) prepare(s *sources.Schema) *schemaEnc {
 		b := append([]byte{','}, escapeString(k, keyEscapes)...)
 		se.tagKey = append(se.tagKey, append(b, '='))
 	}
+	for k := range s.TagKeys {
+		se.order = append(se.order, k)
+	}
+	if e.SortTags {
+		// Compare the escaped keys without their ',' and '=': InfluxDB
+		// compares the bytes before '=' as they stand in the line.
+		slices.SortStableFunc(se.order, func(a, b int) int {
+			ka, kb := se.tagKey[a], se.tagKey[b]
+			return bytes.Compare(ka[1:len(ka)-1], kb[1:len(kb)-1])
+		})
+	}
 	for _, f := range s.Fields {
 		b := append([]byte{','}, escapeString(f.Name, keyEscapes)...)
 		se.field = append(se.field, append(b, '='))
@@ -124,7 +144,7 @@ func (e *Encoder) appendTags(dst []byte, se *schemaEnc, dev uint32) []byte {
 	}
 	start := len(dst)
 	s := se.schema
-	for k := range s.TagKeys {
+	for _, k := range se.order {
 		e.scratch = s.Tags.AppendTag(e.scratch[:0], dev, k)
 		mark := len(dst)
 		dst = append(dst, se.tagKey[k]...)
