@@ -23,7 +23,7 @@ const (
 )
 
 // walStart is the WAL position of the sink's first reading: the wal
-// figure is what the server wrote since.
+// figure is what the server generated since.
 type walStart struct {
 	mu  sync.Mutex
 	lsn uint64
@@ -119,7 +119,7 @@ FROM plain, hs, cs`
 // TargetFigures reads the storage of the sink's own tables (kinds table
 // and index; compressed and uncompressed for TimescaleDB hypertables
 // with compression on), of the database (database), and the WAL the
-// server wrote since the sink's first reading (wal, server-wide). It uses
+// server generated since the sink's first reading (wal, server-wide). It uses
 // one connection of the sink's pool, the one kept beyond the workers'.
 // A figure the server refuses (a privilege, a function a fork lacks) is
 // named in Unavailable; only a failure to reach the server is an error.
@@ -191,11 +191,14 @@ func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
 	}
 
 	var lsn string
-	if err := c.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
+	// The insert position, not pg_current_wal_lsn's write position: with
+	// synchronous_commit=off a committed write's WAL may not be written
+	// out yet, and the figure would lag what the server generated.
+	if err := c.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn); err != nil {
 		if rerr := refused("the WAL position", err); rerr != nil {
 			return sinks.TargetFigures{}, rerr
 		}
-		f.Unavailable["storage.wal"] = "the server refuses pg_current_wal_lsn (a standby, or a privilege revoked): " + err.Error()
+		f.Unavailable["storage.wal"] = "the server refuses pg_current_wal_insert_lsn (a standby, or a privilege revoked): " + err.Error()
 	} else if pos, err := parseLSN(lsn); err != nil {
 		f.Unavailable["storage.wal"] = err.Error()
 	} else {

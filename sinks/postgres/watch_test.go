@@ -142,7 +142,7 @@ func TestWatchTimescaleDB(t *testing.T) {
 	})
 }
 
-// TestWatchRefused: a role that may not call pg_current_wal_lsn gets the
+// TestWatchRefused: a role that may not call pg_current_wal_insert_lsn gets the
 // other figures, the WAL named unavailable, and no error.
 func TestWatchRefused(t *testing.T) {
 	srv := testserver.Postgres(t)
@@ -150,7 +150,7 @@ func TestWatchRefused(t *testing.T) {
 	testserver.PGExec(t, db,
 		"CREATE ROLE soak LOGIN",
 		"GRANT ALL ON SCHEMA public TO soak",
-		"REVOKE EXECUTE ON FUNCTION pg_current_wal_lsn() FROM PUBLIC")
+		"REVOKE EXECUTE ON FUNCTION pg_current_wal_insert_lsn() FROM PUBLIC")
 	s := openSink(t, strings.Replace(db, "postgres@", "soak@", 1), nil, cpuSchema("cpu", 3))
 	if err := s.Prepare(t.Context()); err != nil {
 		t.Fatal(err)
