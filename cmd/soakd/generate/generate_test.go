@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/internal/testserver"
@@ -163,6 +164,58 @@ func TestOutputUnchanged(t *testing.T) {
 			if sum := fmt.Sprintf("%x", sha256.Sum256(b)); sum != tc.sum {
 				t.Errorf("%v --workers %s --out FILE: sha256 %s, want %s", tc.args, w, sum, tc.sum)
 			}
+		}
+	}
+}
+
+// Standard output as a pipe whose reader is slower than the generator:
+// the pipe fills, so writev writes part of what it is given, or nothing
+// (EAGAIN) and waits for room, and the rest is written after; the reader
+// gets the same bytes as a file does.
+func TestSlowPipeGetsTheSameBytes(t *testing.T) {
+	t.Parallel()
+	args := []string{"--source", "devops", "--scale", "50", "--end", "2016-01-01T02:00:00Z", "--quiet"}
+	const want = "75d7ee16c95dd8db7e4807d21f0ce9c93f1c49599e4aa652a2b4cc17c5a0cfb8" // TestOutputUnchanged's
+	for _, w := range []string{"1", "3"} {
+		r, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		type read struct {
+			sum string
+			err error
+		}
+		done := make(chan read, 1)
+		go func() {
+			h := sha256.New()
+			buf := make([]byte, 4096)
+			var got read
+			for i := 0; ; i++ {
+				n, err := r.Read(buf)
+				h.Write(buf[:n])
+				if err == io.EOF {
+					break
+				} else if err != nil {
+					got.err = err
+					break
+				}
+				if i%16 == 0 {
+					time.Sleep(time.Millisecond) // let the pipe fill
+				}
+			}
+			got.sum = fmt.Sprintf("%x", h.Sum(nil))
+			done <- got
+		}()
+		var errb bytes.Buffer
+		code := Main(context.Background(), append(args, "--workers", w), nil, testSources(), pw, &errb)
+		pw.Close()
+		got := <-done
+		r.Close()
+		if code != 0 || got.err != nil {
+			t.Fatalf("--workers %s: exit %d, read error %v\n%s", w, code, got.err, errb.String())
+		}
+		if got.sum != want {
+			t.Errorf("--workers %s through a slow pipe: sha256 %s, want %s", w, got.sum, want)
 		}
 	}
 }
