@@ -410,8 +410,10 @@ func (w *Workload) validate() []error {
 	}
 	if w.Slack < 0 || w.Slack > time.Second {
 		bad("SLACK", "%s is out of range [0, 1s]", w.Slack)
-	} else if w.MaxLag > 0 && w.Slack >= w.MaxLag {
-		bad("SLACK", "%s must be less than MAX_LAG (%s): work sent that late would be dropped", w.Slack, w.MaxLag)
+	} else if w.MaxLag > 0 && 2*w.Slack > w.MaxLag {
+		// The slack may make work that late before it is sent; the rest of
+		// MAX_LAG is the target's, so a target that keeps up loses nothing.
+		bad("SLACK", "%s must be at most half of MAX_LAG (%s): work the slack alone made late would be dropped", w.Slack, w.MaxLag)
 	}
 	if w.Duration < 0 {
 		bad("DURATION", "must not be negative")

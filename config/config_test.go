@@ -92,8 +92,8 @@ func TestConfigMoreErrors(t *testing.T) {
 		"bad listen":        {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_LISTEN": "9480"}, "SOAKD_LISTEN: \"9480\" is not host:port"},
 		"negative grace":    {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SHUTDOWN_GRACE": "-1s"}, "SOAKD_SHUTDOWN_GRACE: must not be negative"},
 		"negative slack":    {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_SLACK": "-1us"}, "SOAKD_SEQ_SLACK: -1µs is out of range [0, 1s]"},
-		"slack past lag": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_SLACK": "200ms", "SOAKD_SEQ_MAX_LAG": "200ms"},
-			"SOAKD_SEQ_SLACK: 200ms must be less than MAX_LAG (200ms)"},
+		"slack past lag": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_SLACK": "101ms", "SOAKD_SEQ_MAX_LAG": "200ms"},
+			"SOAKD_SEQ_SLACK: 101ms must be at most half of MAX_LAG (200ms)"},
 		"above max rate": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000", "SOAKD_SEQ_RATE": "1m:6000"},
 			`SOAKD_SEQ_RATE: "1m:6000" reaches 6000/s, above SOAKD_MAX_RATE=5000`},
 		"load above max rate": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000"},
@@ -111,6 +111,15 @@ func TestConfigMoreErrors(t *testing.T) {
 				t.Fatalf("got %v, want containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A slack of half MAX_LAG is the most taken: the other half is the target's.
+func TestSlackUpToHalfOfMaxLag(t *testing.T) {
+	t.Parallel()
+	cfg := loadTest(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_SLACK": "100ms", "SOAKD_SEQ_MAX_LAG": "200ms"}, testPlugins())
+	if got := cfg.Workload[0].Slack; got != 100*time.Millisecond {
+		t.Errorf("Slack = %v, want 100ms", got)
 	}
 }
 
@@ -184,7 +193,7 @@ func FuzzConfig(f *testing.F) {
 			return
 		}
 		for _, w := range cfg.Workload {
-			if w.Workers < 1 || w.MaxLag <= 0 || w.Slack < 0 || w.Slack >= w.MaxLag || (w.Rate.Profile == nil && !w.Rate.Max) {
+			if w.Workers < 1 || w.MaxLag <= 0 || w.Slack < 0 || 2*w.Slack > w.MaxLag || (w.Rate.Profile == nil && !w.Rate.Max) {
 				t.Fatalf("accepted a bad workload: %+v", w)
 			}
 		}
