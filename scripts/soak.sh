@@ -6,10 +6,19 @@
 # Go heap, goroutines, open files or target connections grow after the
 # first quarter, and leaves the samples (soak.csv) and charts
 # (soak-memory.svg/.png, soak-counts.svg/.png, soak-cpu.svg/.png: CPU per
-# unit scheduled each minute) in OUT (default soak-out).
+# unit scheduled each minute) in OUT (default soak-out). soak.csv is
+# written as the samples are taken, so a soak stopped before its end
+# leaves what it measured: CSV=soak-out/soak.csv scripts/soak.sh draws
+# its charts (into OUT, default the file's directory) and logs its figures,
+# the second hour against the last for a run of 2.5 hours or more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case ":$PATH:" in *:/usr/local/go/bin:*) ;; *) PATH=/usr/local/go/bin:$PATH ;; esac
+if [ -n "${CSV:-}" ]; then
+	csv=$(realpath "$CSV")
+	SOAKD_SOAK_CSV=$csv SOAKD_SOAK_OUT=$(realpath -m "${OUT:-$(dirname "$csv")}") \
+		exec go test -count=1 -run '^TestSoakCharts$' -v ./cmd/soakd
+fi
 duration=${DURATION:-4h}
 out=$(realpath -m "${OUT:-soak-out}")
 scripts/install-test-deps.sh

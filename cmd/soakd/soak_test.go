@@ -119,6 +119,11 @@ func TestSoakStability(t *testing.T) {
 		running = soakRunning(hc, base, "devops", "kv")
 	}
 	var samples []soakSample
+	var slog *soakLog
+	if dir := os.Getenv("SOAKD_SOAK_OUT"); dir != "" {
+		slog = openSoakLog(t, dir)
+		defer slog.close()
+	}
 	start := time.Now()
 	restarted := false
 	for tick := 1; time.Since(start) < duration; tick++ {
@@ -130,6 +135,9 @@ func TestSoakStability(t *testing.T) {
 		if s, ok := scrapeSoak(hc, base); ok {
 			s.at = time.Since(start)
 			samples = append(samples, s)
+			if slog != nil {
+				slog.add(t, s)
+			}
 		}
 		switch {
 		case tick%5 == 0: // a new rate for each workload, 50–100 % of the first
@@ -162,7 +170,7 @@ func TestSoakStability(t *testing.T) {
 		t.Fatal("soakd did not exit within 30 s of SIGTERM")
 	}
 	if dir := os.Getenv("SOAKD_SOAK_OUT"); dir != "" {
-		writeSoak(t, dir, samples)
+		writeSoakCharts(t, dir, samples)
 	}
 
 	// Every phase's counts add up after all that.
@@ -191,12 +199,10 @@ func TestSoakStability(t *testing.T) {
 	}
 	q := len(samples) / 4
 	early, late := samples[q:2*q], samples[len(samples)-q:]
-	t.Logf("%d samples; second quarter / last quarter: heap (min) %.1f / %.1f MiB, goroutines (max) %.0f / %.0f, fds (max) %.0f / %.0f, "+
-		"connections (max) devops %.0f / %.0f kv %.0f / %.0f, RSS (max) %.1f / %.1f MiB, CPU per unit scheduled %.2f / %.2f µs", len(samples),
-		minOf(early, heapOf)/(1<<20), minOf(late, heapOf)/(1<<20), maxOf(early, goroutinesOf), maxOf(late, goroutinesOf),
-		maxOf(early, fdsOf), maxOf(late, fdsOf), maxOf(early, pgConnsOf), maxOf(late, pgConnsOf),
-		maxOf(early, kvConnsOf), maxOf(late, kvConnsOf), maxOf(early, rssOf)/(1<<20), maxOf(late, rssOf)/(1<<20),
-		cpuPerUnit(early)*1e6, cpuPerUnit(late)*1e6)
+	logSoak(t, "second quarter / last quarter", early, late)
+	if e, l, ok := soakHours(samples); ok {
+		logSoak(t, "second hour / last hour", e, l)
+	}
 	// The heap's minimum over a quarter is its live size after a GC: the
 	// garbage between collections depends on the rate, a leak does not.
 	// Counts may wobble by a connection being replaced as it is sampled.
@@ -214,6 +220,36 @@ func TestSoakStability(t *testing.T) {
 	if last.pgConns < 1 || last.pgConns > 4+2 || last.kvConns < 1 || last.kvConns > 4+2 {
 		t.Errorf("connections at the end: devops %.0f, kv %.0f; want 1..WORKERS+2 each", last.pgConns, last.kvConns)
 	}
+}
+
+// logSoak logs the figures of two stretches of a soak side by side.
+func logSoak(t *testing.T, what string, early, late []soakSample) {
+	t.Helper()
+	t.Logf("%d samples; %s: heap (min) %.1f / %.1f MiB, goroutines (max) %.0f / %.0f, fds (max) %.0f / %.0f, "+
+		"connections (max) devops %.0f / %.0f kv %.0f / %.0f, RSS (max) %.1f / %.1f MiB, CPU per unit scheduled %.2f / %.2f µs",
+		len(early)+len(late), what,
+		minOf(early, heapOf)/(1<<20), minOf(late, heapOf)/(1<<20), maxOf(early, goroutinesOf), maxOf(late, goroutinesOf),
+		maxOf(early, fdsOf), maxOf(late, fdsOf), maxOf(early, pgConnsOf), maxOf(late, pgConnsOf),
+		maxOf(early, kvConnsOf), maxOf(late, kvConnsOf), maxOf(early, rssOf)/(1<<20), maxOf(late, rssOf)/(1<<20),
+		cpuPerUnit(early)*1e6, cpuPerUnit(late)*1e6)
+}
+
+// soakHours is the second hour of a soak and its last, for a soak of at
+// least two and a half hours (so the two do not overlap by much).
+func soakHours(samples []soakSample) (second, last []soakSample, ok bool) {
+	if len(samples) == 0 || samples[len(samples)-1].at < 150*time.Minute {
+		return nil, nil, false
+	}
+	end := samples[len(samples)-1].at
+	for _, s := range samples {
+		if s.at >= time.Hour && s.at < 2*time.Hour {
+			second = append(second, s)
+		}
+		if s.at >= end-time.Hour {
+			last = append(last, s)
+		}
+	}
+	return second, last, len(second) > 1 && len(last) > 1
 }
 
 // cpuPerUnit is soakd's CPU seconds per unit (row or operation) the
@@ -322,15 +358,135 @@ func scrapeSoak(hc *http.Client, base string) (soakSample, bool) {
 	return s, seen == 9
 }
 
-// writeSoak writes the samples as soak.csv and charts of memory and of
-// counts over time (soak-memory.svg/.png, soak-counts.svg/.png) in dir.
-func writeSoak(t *testing.T, dir string, samples []soakSample) {
+// soakColumns is the header of soak.csv; soakSample.row its rows.
+var soakColumns = []string{"seconds", "heap_bytes", "rss_bytes", "goroutines", "open_fds", "pg_connections",
+	"redis_connections", "devops_scheduled", "kv_scheduled", "cpu_seconds"}
+
+func (s soakSample) row() []string {
+	return []string{strconv.FormatFloat(s.at.Seconds(), 'f', 1, 64), fmt.Sprint(s.heap), fmt.Sprint(s.rss),
+		fmt.Sprint(s.goroutines), fmt.Sprint(s.fds), fmt.Sprint(s.pgConns), fmt.Sprint(s.kvConns),
+		fmt.Sprint(s.scheduled), fmt.Sprint(s.kvScheduled), fmt.Sprint(s.cpu)}
+}
+
+// parseSoakRow is the sample a row of soak.csv holds.
+func parseSoakRow(rec []string) (soakSample, error) {
+	if len(rec) != len(soakColumns) {
+		return soakSample{}, fmt.Errorf("%d fields, want %d", len(rec), len(soakColumns))
+	}
+	var v [10]float64
+	for i, f := range rec {
+		x, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return soakSample{}, fmt.Errorf("%s: %w", soakColumns[i], err)
+		}
+		v[i] = x
+	}
+	return soakSample{at: time.Duration(v[0] * float64(time.Second)), heap: v[1], rss: v[2], goroutines: v[3], fds: v[4],
+		pgConns: v[5], kvConns: v[6], scheduled: v[7], kvScheduled: v[8], cpu: v[9]}, nil
+}
+
+// soakLog appends each sample to soak.csv as it is taken, so a soak that
+// is stopped before its end (a killed job, a machine taken away) leaves
+// what it measured; TestSoakCharts draws the charts of such a file.
+type soakLog struct {
+	f *os.File
+	w *csv.Writer
+}
+
+func openSoakLog(t *testing.T, dir string) *soakLog {
+	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	w := csv.NewWriter(&b)
-	_ = w.Write([]string{"seconds", "heap_bytes", "rss_bytes", "goroutines", "open_fds", "pg_connections", "redis_connections", "devops_scheduled", "kv_scheduled", "cpu_seconds"})
+	f, err := os.Create(filepath.Join(dir, "soak.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &soakLog{f: f, w: csv.NewWriter(f)}
+	l.write(t, soakColumns)
+	return l
+}
+
+func (l *soakLog) add(t *testing.T, s soakSample) { l.write(t, s.row()) }
+
+func (l *soakLog) write(t *testing.T, rec []string) {
+	t.Helper()
+	if err := l.w.Write(rec); err != nil {
+		t.Fatalf("soak.csv: %v", err)
+	}
+	if l.w.Flush(); l.w.Error() != nil {
+		t.Fatalf("soak.csv: %v", l.w.Error())
+	}
+}
+
+func (l *soakLog) close() { _ = l.f.Close() }
+
+// TestSoakCharts draws the charts of a soak.csv (SOAKD_SOAK_CSV), one
+// written by a soak stopped before its end included, into SOAKD_SOAK_OUT
+// (default: the file's directory), and logs its figures. It is skipped
+// without SOAKD_SOAK_CSV.
+func TestSoakCharts(t *testing.T) {
+	path := os.Getenv("SOAKD_SOAK_CSV")
+	if path == "" {
+		t.Skip("SOAKD_SOAK_CSV names the soak.csv to draw")
+	}
+	samples, err := readSoakCSV(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(samples) < 8 {
+		t.Fatalf("%s: %d samples, want at least 8", path, len(samples))
+	}
+	dir := os.Getenv("SOAKD_SOAK_OUT")
+	if dir == "" {
+		dir = filepath.Dir(path)
+	}
+	q := len(samples) / 4
+	logSoak(t, "second quarter / last quarter", samples[q:2*q], samples[len(samples)-q:])
+	if e, l, ok := soakHours(samples); ok {
+		logSoak(t, "second hour / last hour", e, l)
+	}
+	t.Logf("%s: %d samples over %v", path, len(samples), samples[len(samples)-1].at.Round(time.Second))
+	writeSoakCharts(t, dir, samples)
+}
+
+// readSoakCSV reads the samples of a soak.csv; a last line cut short (the
+// soak stopped while writing it) is left out.
+func readSoakCSV(path string) ([]soakSample, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r := csv.NewReader(bytes.NewReader(data))
+	r.FieldsPerRecord = -1
+	recs, err := r.ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(recs) == 0 || !slices.Equal(recs[0], soakColumns) {
+		return nil, fmt.Errorf("%s: want the header %q", path, strings.Join(soakColumns, ","))
+	}
+	var samples []soakSample
+	for i, rec := range recs[1:] {
+		s, err := parseSoakRow(rec)
+		if err != nil {
+			if i == len(recs)-2 && !bytes.HasSuffix(data, []byte("\n")) {
+				break
+			}
+			return nil, fmt.Errorf("%s line %d: %w", path, i+2, err)
+		}
+		samples = append(samples, s)
+	}
+	return samples, nil
+}
+
+// writeSoakCharts writes charts of memory, of counts and of CPU per unit
+// over time (soak-memory.svg/.png, soak-counts.svg/.png,
+// soak-cpu.svg/.png) in dir.
+func writeSoakCharts(t *testing.T, dir string, samples []soakSample) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	x := make([]float64, len(samples))
 	col := func(f func(soakSample) float64) []float64 {
 		v := make([]float64, len(samples))
@@ -341,11 +497,8 @@ func writeSoak(t *testing.T, dir string, samples []soakSample) {
 	}
 	for i, s := range samples {
 		x[i] = s.at.Seconds()
-		_ = w.Write([]string{strconv.FormatFloat(x[i], 'f', 1, 64), fmt.Sprint(s.heap), fmt.Sprint(s.rss), fmt.Sprint(s.goroutines),
-			fmt.Sprint(s.fds), fmt.Sprint(s.pgConns), fmt.Sprint(s.kvConns), fmt.Sprint(s.scheduled), fmt.Sprint(s.kvScheduled), fmt.Sprint(s.cpu)})
 	}
-	w.Flush()
-	files := map[string][]byte{"soak.csv": b.Bytes()}
+	files := map[string][]byte{}
 	mem := &charts.Chart{ID: "soak-memory", Title: "soakd's memory over the soak", Width: 900,
 		X: charts.Axis{Unit: charts.Elapsed}, Y: charts.Axis{Unit: charts.Bytes, ZeroBased: true},
 		Lines: []charts.Line{{Name: "resident set", X: x, Y: col(rssOf)}, {Name: "Go heap in use", X: x, Y: col(heapOf)}}}
@@ -396,4 +549,46 @@ func withParam(t *testing.T, raw, k, v string) string {
 	q.Set(k, v)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// TestSoakCSVKeepsWhatWasMeasured writes samples as a soak does, cuts the
+// last line short as a soak killed mid-write would, and reads back every
+// whole sample.
+func TestSoakCSVKeepsWhatWasMeasured(t *testing.T) {
+	dir := t.TempDir()
+	l := openSoakLog(t, dir)
+	want := []soakSample{
+		{at: 1500 * time.Millisecond, heap: 11 << 20, rss: 53 << 20, goroutines: 31, fds: 33, pgConns: 5, kvConns: 6, scheduled: 20000, kvScheduled: 5000, cpu: 0.25},
+		{at: 2500 * time.Millisecond, heap: 12 << 20, rss: 54 << 20, goroutines: 32, fds: 34, pgConns: 4, kvConns: 5, scheduled: 40000, kvScheduled: 10000, cpu: 0.5},
+		{at: 3 * time.Second, heap: 1, rss: 2, goroutines: 3, fds: 4, pgConns: 5, kvConns: 6, scheduled: 7, kvScheduled: 8, cpu: 9},
+	}
+	for _, s := range want {
+		l.add(t, s)
+	}
+	l.close()
+	path := filepath.Join(dir, "soak.csv")
+	got, err := readSoakCSV(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("read back %+v, want %+v", got, want)
+	}
+	data, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, data[:len(data)-6], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = readSoakCSV(path); err != nil {
+		t.Fatalf("a last line cut short: %v", err)
+	}
+	if !slices.Equal(got, want[:2]) {
+		t.Fatalf("a last line cut short: read back %+v, want the first two", got)
+	}
+	// A damaged line other than the last is an error, not a gap.
+	if err := os.WriteFile(path, bytes.Replace(data, []byte("1.5,"), []byte("x,"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readSoakCSV(path); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("a damaged first sample: err = %v, want one naming line 2", err)
+	}
 }
