@@ -10,6 +10,9 @@
 #          tool right after the other; soakd's dispatch delay (intended
 #          start -> send) p50/p99 at each rate, so a cheaper soakd that
 #          sends later shows. Without go-ycsb only soakd's figures print.
+#          After each, this machine's floor at that rate (bench/wakefloor):
+#          the CPU of one wake-up at a due time, waited for as soakd's
+#          scheduler waits, with nothing else to do, and its lateness.
 #   idle   an idle sidecar's share of a core: RATE=10 for IDLE_SECS (60),
 #          its whole process, start-up and load probe included; and its
 #          steady state, the soakd process's CPU from 5 s after its start
@@ -62,6 +65,10 @@ if part rates; then
 fi
 command -v jq >/dev/null || die "no jq"
 SOAKD=$(build_soakd)
+if part rates; then
+	WAKEFLOOR=$OUT/wakefloor
+	(cd "$root" && go build -o "$WAKEFLOOR" ./bench/wakefloor) || die "cannot build bench/wakefloor"
+fi
 if part rates || part idle; then
 	ensure_redis
 	trap stop_redis EXIT
@@ -144,6 +151,13 @@ rates_run() {
 		echo "figure=cpu_per_op tool=soakd run=$r rate=$rate slack=${SLACK:-default} ops=$ops cpu_s=$cpu us_per_op=$s dispatch_p50_us=$d50 dispatch_p99_us=$d99"
 		res[ycsb,$rate,$r]=$y
 		res[soakd,$rate,$r]="$s $d50 $d99"
+
+		# The machine's floor at this rate: a wake-up per due time as the
+		# scheduler waits, with nothing else to do (bench/wakefloor).
+		read -r w l50 l99 < <("$WAKEFLOOR" -rate "$rate" -duration "${SECS}s" |
+			tr ' ' '\n' | awk -F= '{ v[$1] = $2 } END { print v["cpu_us_per_wakeup"], v["late_p50_us"], v["late_p99_us"] }')
+		echo "figure=wake_floor run=$r rate=$rate cpu_us_per_wakeup=$w late_p50_us=$l50 late_p99_us=$l99"
+		res[floor,$rate,$r]="$w $l50 $l99"
 	done
 }
 
@@ -227,8 +241,6 @@ for ((r = 1; r <= RUNS; r++)); do
 	part demo && demo_run "$r"
 done
 
-# spread: "min / median / max" of the numbers on stdin.
-spread() { sort -g | awk '{ a[NR] = $1 } END { if (NR) printf "%s / %s / %s", a[1], a[int((NR + 1) / 2)], a[NR] }'; }
 # runs KEY: res[KEY,run] of each run, a line each.
 runs() { local r; for ((r = 1; r <= RUNS; r++)); do echo "${res[$1,$r]}"; done; }
 
@@ -242,6 +254,9 @@ if part rates; then
 		echo "| fixed $rate ops/s, ${SECS}s, YCSB A, $THREADS workers: CPU µs/op (go-ycsb $y, soakd / go-ycsb $(ratio "$s" "$y")) | $s | $(col soakd 1 | spread) |"
 		echo "| the same, dispatch delay p50 µs | $(col soakd 2 | median) | $(col soakd 2 | spread) |"
 		echo "| the same, dispatch delay p99 µs | $(col soakd 3 | median) | $(col soakd 3 | spread) |"
+		echo "| this machine's floor at $rate wake-ups/s (bench/wakefloor): CPU µs per wake-up | $(col floor 1 | median) | $(col floor 1 | spread) |"
+		echo "| the same, wake-up lateness p50 µs | $(col floor 2 | median) | $(col floor 2 | spread) |"
+		echo "| the same, wake-up lateness p99 µs | $(col floor 3 | median) | $(col floor 3 | spread) |"
 	done
 fi
 if part idle; then
