@@ -59,7 +59,7 @@ for ((r = 1; r <= RUNS; r++)); do
 done
 
 echo
-echo "| test | redis-benchmark ops/s | soakd ops/s | soakd / redis-benchmark | target | redis-benchmark p99 ms | soakd p99 ms |"
+echo "| test | redis-benchmark ops/s | soakd ops/s | soakd / redis-benchmark (each run's: min / median / max) | target | redis-benchmark p99 ms | soakd p99 ms |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
 for p in 1 16; do
 	for op in set get; do
@@ -67,7 +67,11 @@ for p in 1 16; do
 		sk=$(for ((r = 1; r <= RUNS; r++)); do echo "${res[soakd,$op,$p,$r]% *}"; done | median)
 		rb99=$(for ((r = 1; r <= RUNS; r++)); do echo "${res[rb,$op,$p,$r]#* }"; done | median)
 		sk99=$(for ((r = 1; r <= RUNS; r++)); do echo "${res[soakd,$op,$p,$r]#* }"; done | median)
-		target=0.9
-		echo "| ${op^^} -c 50 -P $p -d 100 | $rb | $sk | $(ratio "$sk" "$rb") | >= $target | $rb99 | $sk99 |"
+		# at pipeline 1 at least as fast; pipelined, where both spend
+		# most of the shared CPU in the server, within 5 %
+		target=1.0
+		[ "$p" = 16 ] && target=0.95
+		each=$(for ((r = 1; r <= RUNS; r++)); do ratio "${res[soakd,$op,$p,$r]% *}" "${res[rb,$op,$p,$r]% *}"; echo; done | spread)
+		echo "| ${op^^} -c 50 -P $p -d 100 | $rb | $sk | $(ratio "$sk" "$rb") ($each) | >= $target | $rb99 | $sk99 |"
 	done
 done

@@ -55,28 +55,43 @@ ycsb_figure() {
 	END { printf "%d %.3f\n", t, p / 1000 }' "$1"
 }
 
+# The server's share of a core during each run: a client that needs
+# less CPU leaves the server more of the 2 cores they share, and once the
+# server takes a whole core (redis-server runs commands on one thread) no
+# client can drive it faster.
+RPID=$(redis_pid)
+[ -n "$RPID" ] || die "no redis-server process_id in INFO"
+
 declare -A res
 for ((r = 1; r <= RUNS; r++)); do
 	for wl in a c; do
 		log=$OUT/ycsb-$wl-$r.log
+		t0=$(pid_ticks "$RPID") n0=$(date +%s%N)
 		timeout "${BENCH_TIMEOUT:-300}" "$YCSB" run redis -P "$props/workload$wl" "${common[@]}" \
 			-p operationcount="$OPS" -p threadcount="$THREADS" >"$log" 2>&1 || log "go-ycsb $wl run $r failed, see $log"
+		srv=$(core_share "$t0" "$(pid_ticks "$RPID")" "$n0" "$(date +%s%N)")
 		read -r ops p99 < <(ycsb_figure "$log" READ)
-		echo "figure=ycsb_$wl tool=go-ycsb run=$r threads=$THREADS ops_per_s=$ops read_p99_ms=$p99"
-		res[ycsb,$wl,$r]="$ops $p99"
+		echo "figure=ycsb_$wl tool=go-ycsb run=$r threads=$THREADS ops_per_s=$ops read_p99_ms=$p99 server_core=$srv"
+		res[ycsb,$wl,$r]="$ops $p99 $srv"
 		for p in 1 16; do
 			log=$OUT/soakd-$wl-P$p-$r.log
 			sum=$OUT/soakd-$wl-P$p-$r.json
+			t0=$(pid_ticks "$RPID")
 			soakd_run "$log" "$sum" SOAKD_KV_TARGET="redis://127.0.0.1:$REDIS_PORT?index=false" \
 				SOAKD_KV_RATE=max SOAKD_KV_WORKERS="$THREADS" SOAKD_KV_PIPELINE=$p SOAKD_KV_DURATION=${SECS}s \
 				SOAKD_KV_WORKLOAD=$wl SOAKD_KV_DISTRIBUTION=uniform SOAKD_KV_RECORDS=$RECORDS \
 				SOAKD_KV_DATA_TYPE=hash SOAKD_KV_FIELDS=10 SOAKD_KV_FIELD_LENGTH=100 \
 				SOAKD_KV_KEY_PREFIX=usertable/ SOAKD_KV_LOAD=auto ||
 				log "soakd $wl P$p run $r failed (exit $?), see $log"
+			# Over the run phase's own seconds (the load probe before it
+			# costs the server next to nothing).
+			t1=$(pid_ticks "$RPID")
+			secs=$(jq -r '.workloads[] | select(.phase == "run") | .seconds' "$sum" 2>/dev/null || echo 0)
+			srv=$(core_share "$t0" "$t1" 0 "$(awk -v s="$secs" 'BEGIN { printf "%.0f", s * 1e9 }')")
 			total=$(jq -r '.workloads[] | select(.phase == "run") | (.units / .seconds | floor)' "$sum" 2>/dev/null || echo 0)
 			read -r _ _ rp99 < <(soakd_figure "$sum" read 2>/dev/null || echo "0 0 0")
-			echo "figure=ycsb_$wl tool=soakd run=$r workers=$THREADS pipeline=$p ops_per_s=$total read_p99_ms=$rp99"
-			res[soakd$p,$wl,$r]="$total $rp99"
+			echo "figure=ycsb_$wl tool=soakd run=$r workers=$THREADS pipeline=$p ops_per_s=$total read_p99_ms=$rp99 server_core=$srv"
+			res[soakd$p,$wl,$r]="$total $rp99 $srv"
 		done
 	done
 done
@@ -84,10 +99,13 @@ n=$(rcli dbsize)
 [ "$n" = $RECORDS ] || log "warning: $n keys after the runs, want $RECORDS (a run inserted or lost records)"
 
 echo
-echo "| workload | go-ycsb ops/s | soakd P1 ops/s | ratio | soakd P16 ops/s | ratio | go-ycsb read p99 ms | soakd P1 read p99 ms | soakd P16 read p99 ms |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| workload | go-ycsb ops/s | soakd P1 ops/s | ratio (each run's: min / median / max) | soakd P16 ops/s | ratio | go-ycsb read p99 ms | soakd P1 read p99 ms | soakd P16 read p99 ms | redis-server's share of a core: go-ycsb, soakd P1, P16 |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for wl in a c; do
-	col() { for ((r = 1; r <= RUNS; r++)); do v=${res[$1,$wl,$r]}; if [ "$2" = 1 ]; then echo "${v% *}"; else echo "${v#* }"; fi; done | median; }
-	y=$(col ycsb 1) s1=$(col soakd1 1) s16=$(col soakd16 1)
-	echo "| ${wl^^} ($THREADS threads) | $y | $s1 | $(ratio "$s1" "$y") | $s16 | $(ratio "$s16" "$y") | $(col ycsb 2) | $(col soakd1 2) | $(col soakd16 2) |"
+	# field N of res[KEY,wl,run] for each run, a line each
+	runs() { for ((r = 1; r <= RUNS; r++)); do echo "${res[$1,$wl,$r]}" | awk -v f="$2" '{ print $f }'; done; }
+	pairs() { for ((r = 1; r <= RUNS; r++)); do ratio "$(echo "${res[$1,$wl,$r]}" | awk '{ print $1 }')" "$(echo "${res[ycsb,$wl,$r]}" | awk '{ print $1 }')"; echo; done; }
+	y=$(runs ycsb 1 | median) s1=$(runs soakd1 1 | median) s16=$(runs soakd16 1 | median)
+	echo "| ${wl^^} ($THREADS threads) | $y | $s1 | $(ratio "$s1" "$y") ($(pairs soakd1 | spread)) | $s16 | $(ratio "$s16" "$y") ($(pairs soakd16 | spread)) |" \
+		"$(runs ycsb 2 | median) | $(runs soakd1 2 | median) | $(runs soakd16 2 | median) | $(runs ycsb 3 | median), $(runs soakd1 3 | median), $(runs soakd16 3 | median) |"
 done
