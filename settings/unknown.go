@@ -45,6 +45,7 @@ var OtherVars = []string{
 	EnvPrefix + "TEST_MAIN",       // cmd/soakd tests: the test binary runs main
 	EnvPrefix + "SOAK_DURATION",   // cmd/soakd soak test
 	EnvPrefix + "SOAK_OUT",        // cmd/soakd soak test
+	EnvPrefix + "SOAK_CSV",        // cmd/soakd soak charts
 	EnvPrefix + "SCREENSHOT",      // web browser test
 	EnvPrefix + "CHARTS_OUT",      // charts test
 	EnvPrefix + "BIN",             // bench scripts: the soakd binary
