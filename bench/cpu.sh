@@ -154,8 +154,10 @@ rates_run() {
 
 		# The machine's floor at this rate: a wake-up per due time as the
 		# scheduler waits, with nothing else to do (bench/wakefloor).
-		read -r w l50 l99 < <("$WAKEFLOOR" -rate "$rate" -duration "${SECS}s" |
-			tr ' ' '\n' | awk -F= '{ v[$1] = $2 } END { print v["cpu_us_per_wakeup"], v["late_p50_us"], v["late_p99_us"] }')
+		# (a command substitution, which the shell waits for: its CPU
+		# must not land in the next run's children_cpu)
+		read -r w l50 l99 <<<"$("$WAKEFLOOR" -rate "$rate" -duration "${SECS}s" |
+			tr ' ' '\n' | awk -F= '{ v[$1] = $2 } END { print v["cpu_us_per_wakeup"], v["late_p50_us"], v["late_p99_us"] }')"
 		echo "figure=wake_floor run=$r rate=$rate cpu_us_per_wakeup=$w late_p50_us=$l50 late_p99_us=$l99"
 		res[floor,$rate,$r]="$w $l50 $l99"
 	done
@@ -245,13 +247,14 @@ done
 runs() { local r; for ((r = 1; r <= RUNS; r++)); do echo "${res[$1,$r]}"; done; }
 
 echo
-echo "| soakd, $RUNS runs | median | min / median / max |"
+echo "| $RUNS runs | median | min / median / max |"
 echo "|---|---:|---:|"
 if part rates; then
 	for rate in $RATES; do
 		col() { for ((r = 1; r <= RUNS; r++)); do echo "${res[$1,$rate,$r]}" | awk -v f="$2" '{ print $f }'; done; }
 		s=$(col soakd 1 | median) y=$(col ycsb 1 | median)
-		echo "| fixed $rate ops/s, ${SECS}s, YCSB A, $THREADS workers: CPU µs/op (go-ycsb $y, soakd / go-ycsb $(ratio "$s" "$y")) | $s | $(col soakd 1 | spread) |"
+		each=$(for ((r = 1; r <= RUNS; r++)); do ratio "$(echo "${res[soakd,$rate,$r]}" | awk '{ print $1 }')" "${res[ycsb,$rate,$r]}"; echo; done | spread)
+		echo "| fixed $rate ops/s, ${SECS}s, YCSB A, $THREADS workers: CPU µs/op (go-ycsb $y, soakd / go-ycsb $(ratio "$s" "$y"), each run's $each) | $s | $(col soakd 1 | spread) |"
 		echo "| the same, dispatch delay p50 µs | $(col soakd 2 | median) | $(col soakd 2 | spread) |"
 		echo "| the same, dispatch delay p99 µs | $(col soakd 3 | median) | $(col soakd 3 | spread) |"
 		echo "| this machine's floor at $rate wake-ups/s (bench/wakefloor): CPU µs per wake-up | $(col floor 1 | median) | $(col floor 1 | spread) |"
