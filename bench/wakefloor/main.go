@@ -26,6 +26,9 @@ import (
 	"github.com/soakd/soakd/internal/clock"
 )
 
+// maxWakeups bounds -rate × -duration (80 MB of latenesses).
+const maxWakeups = 10_000_000
+
 func main() {
 	rate := flag.Int("rate", 1000, "wake-ups per second (1..100000)")
 	dur := flag.Duration("duration", 20*time.Second, "how long to wake (1s..1h)")
@@ -42,6 +45,10 @@ func main() {
 	}
 	defer a.Close()
 	n := int(int64(*rate) * int64(*dur/time.Millisecond) / 1000)
+	if n > maxWakeups {
+		// Every lateness is kept for its percentiles: 8 bytes each.
+		fail("-rate %d × -duration %v is %d wake-ups: want at most %d", *rate, *dur, n, maxWakeups)
+	}
 	interval := time.Second / time.Duration(*rate)
 	late := make([]time.Duration, n)
 	cpu0 := cpuTime()
