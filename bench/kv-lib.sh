@@ -73,10 +73,11 @@ spread() { sort -g | awk '{ a[NR] = $1 } END { if (NR) printf "%s / %s / %s", a[
 # redis_pid: the pid of the redis-server at REDIS_PORT.
 redis_pid() { rcli info server | awk -F: '$1 == "process_id" { sub(/\r/, "", $2); print $2 }'; }
 # pid_ticks PID: the user + system clock ticks PID has used so far.
-pid_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# Nothing once PID has gone.
+pid_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null; }
 # core_share TICKS0 TICKS1 NS0 NS1: the share of a core (0..1) the ticks
 # between TICKS0 and TICKS1 are of the wall time between NS0 and NS1.
 core_share() {
 	awk -v a="$1" -v b="$2" -v s="$3" -v e="$4" -v hz="$(getconf CLK_TCK)" \
-		'BEGIN { if (e > s) printf "%.2f", (b - a) / hz / ((e - s) / 1e9); else print "-" }'
+		'BEGIN { if (a != "" && b != "" && e > s) printf "%.2f", (b - a) / hz / ((e - s) / 1e9); else print "-" }'
 }

@@ -76,18 +76,16 @@ for ((r = 1; r <= RUNS; r++)); do
 		for p in 1 16; do
 			log=$OUT/soakd-$wl-P$p-$r.log
 			sum=$OUT/soakd-$wl-P$p-$r.json
-			t0=$(pid_ticks "$RPID")
+			t0=$(pid_ticks "$RPID") n0=$(date +%s%N)
 			soakd_run "$log" "$sum" SOAKD_KV_TARGET="redis://127.0.0.1:$REDIS_PORT?index=false" \
 				SOAKD_KV_RATE=max SOAKD_KV_WORKERS="$THREADS" SOAKD_KV_PIPELINE=$p SOAKD_KV_DURATION=${SECS}s \
 				SOAKD_KV_WORKLOAD=$wl SOAKD_KV_DISTRIBUTION=uniform SOAKD_KV_RECORDS=$RECORDS \
 				SOAKD_KV_DATA_TYPE=hash SOAKD_KV_FIELDS=10 SOAKD_KV_FIELD_LENGTH=100 \
 				SOAKD_KV_KEY_PREFIX=usertable/ SOAKD_KV_LOAD=auto ||
 				log "soakd $wl P$p run $r failed (exit $?), see $log"
-			# Over the run phase's own seconds (the load probe before it
-			# costs the server next to nothing).
-			t1=$(pid_ticks "$RPID")
-			secs=$(jq -r '.workloads[] | select(.phase == "run") | .seconds' "$sum" 2>/dev/null || echo 0)
-			srv=$(core_share "$t0" "$t1" 0 "$(awk -v s="$secs" 'BEGIN { printf "%.0f", s * 1e9 }')")
+			# Over the process's wall time, as go-ycsb's: start-up and the
+			# load probe included, so a little under the run's own.
+			srv=$(core_share "$t0" "$(pid_ticks "$RPID")" "$n0" "$(date +%s%N)")
 			total=$(jq -r '.workloads[] | select(.phase == "run") | (.units / .seconds | floor)' "$sum" 2>/dev/null || echo 0)
 			read -r _ _ rp99 < <(soakd_figure "$sum" read 2>/dev/null || echo "0 0 0")
 			echo "figure=ycsb_$wl tool=soakd run=$r workers=$THREADS pipeline=$p ops_per_s=$total read_p99_ms=$rp99 server_core=$srv"
