@@ -12,15 +12,17 @@
 # its charts (into OUT, default the file's directory) and logs its figures,
 # the second hour against the last for a run of 2.5 hours or more.
 set -euo pipefail
+# CSV and OUT name paths from where the script is started.
+csv=
+[ -n "${CSV:-}" ] && csv=$(realpath "$CSV")
+out=$(realpath -m "${OUT:-soak-out}")
+[ -n "$csv" ] && [ -z "${OUT:-}" ] && out=$(dirname "$csv")
 cd "$(dirname "$0")/.."
 case ":$PATH:" in *:/usr/local/go/bin:*) ;; *) PATH=/usr/local/go/bin:$PATH ;; esac
-if [ -n "${CSV:-}" ]; then
-	csv=$(realpath "$CSV")
-	SOAKD_SOAK_CSV=$csv SOAKD_SOAK_OUT=$(realpath -m "${OUT:-$(dirname "$csv")}") \
-		exec go test -count=1 -run '^TestSoakCharts$' -v ./cmd/soakd
+if [ -n "$csv" ]; then
+	SOAKD_SOAK_CSV=$csv SOAKD_SOAK_OUT=$out exec go test -count=1 -run '^TestSoakCharts$' -v ./cmd/soakd
 fi
 duration=${DURATION:-4h}
-out=$(realpath -m "${OUT:-soak-out}")
 scripts/install-test-deps.sh
 SOAKD_REQUIRE_SERVERS=1 SOAKD_SOAK_DURATION=$duration SOAKD_SOAK_OUT=$out \
 	go test -count=1 -run '^TestSoakStability$' -timeout 0 -v ./cmd/soakd

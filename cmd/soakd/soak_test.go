@@ -199,9 +199,9 @@ func TestSoakStability(t *testing.T) {
 	}
 	q := len(samples) / 4
 	early, late := samples[q:2*q], samples[len(samples)-q:]
-	logSoak(t, "second quarter / last quarter", early, late)
+	logSoak(t, len(samples), "second quarter / last quarter", early, late)
 	if e, l, ok := soakHours(samples); ok {
-		logSoak(t, "second hour / last hour", e, l)
+		logSoak(t, len(samples), "second hour / last hour", e, l)
 	}
 	// The heap's minimum over a quarter is its live size after a GC: the
 	// garbage between collections depends on the rate, a leak does not.
@@ -223,11 +223,11 @@ func TestSoakStability(t *testing.T) {
 }
 
 // logSoak logs the figures of two stretches of a soak side by side.
-func logSoak(t *testing.T, what string, early, late []soakSample) {
+func logSoak(t *testing.T, total int, what string, early, late []soakSample) {
 	t.Helper()
 	t.Logf("%d samples; %s: heap (min) %.1f / %.1f MiB, goroutines (max) %.0f / %.0f, fds (max) %.0f / %.0f, "+
 		"connections (max) devops %.0f / %.0f kv %.0f / %.0f, RSS (max) %.1f / %.1f MiB, CPU per unit scheduled %.2f / %.2f µs",
-		len(early)+len(late), what,
+		total, what,
 		minOf(early, heapOf)/(1<<20), minOf(late, heapOf)/(1<<20), maxOf(early, goroutinesOf), maxOf(late, goroutinesOf),
 		maxOf(early, fdsOf), maxOf(late, fdsOf), maxOf(early, pgConnsOf), maxOf(late, pgConnsOf),
 		maxOf(early, kvConnsOf), maxOf(late, kvConnsOf), maxOf(early, rssOf)/(1<<20), maxOf(late, rssOf)/(1<<20),
@@ -235,7 +235,7 @@ func logSoak(t *testing.T, what string, early, late []soakSample) {
 }
 
 // soakHours is the second hour of a soak and its last, for a soak of at
-// least two and a half hours (so the two do not overlap by much).
+// least two and a half hours (shorter, the two would mostly overlap).
 func soakHours(samples []soakSample) (second, last []soakSample, ok bool) {
 	if len(samples) == 0 || samples[len(samples)-1].at < 150*time.Minute {
 		return nil, nil, false
@@ -442,9 +442,9 @@ func TestSoakCharts(t *testing.T) {
 		dir = filepath.Dir(path)
 	}
 	q := len(samples) / 4
-	logSoak(t, "second quarter / last quarter", samples[q:2*q], samples[len(samples)-q:])
+	logSoak(t, len(samples), "second quarter / last quarter", samples[q:2*q], samples[len(samples)-q:])
 	if e, l, ok := soakHours(samples); ok {
-		logSoak(t, "second hour / last hour", e, l)
+		logSoak(t, len(samples), "second hour / last hour", e, l)
 	}
 	t.Logf("%s: %d samples over %v", path, len(samples), samples[len(samples)-1].at.Round(time.Second))
 	writeSoakCharts(t, dir, samples)
@@ -466,13 +466,16 @@ func readSoakCSV(path string) ([]soakSample, error) {
 	if len(recs) == 0 || !slices.Equal(recs[0], soakColumns) {
 		return nil, fmt.Errorf("%s: want the header %q", path, strings.Join(soakColumns, ","))
 	}
-	var samples []soakSample
-	for i, rec := range recs[1:] {
+	recs = recs[1:]
+	if len(recs) > 0 && !bytes.HasSuffix(data, []byte("\n")) {
+		// Every row is written with its newline: one without was cut
+		// short, even where what is left of it still parses.
+		recs = recs[:len(recs)-1]
+	}
+	samples := make([]soakSample, 0, len(recs))
+	for i, rec := range recs {
 		s, err := parseSoakRow(rec)
 		if err != nil {
-			if i == len(recs)-2 && !bytes.HasSuffix(data, []byte("\n")) {
-				break
-			}
 			return nil, fmt.Errorf("%s line %d: %w", path, i+2, err)
 		}
 		samples = append(samples, s)
@@ -560,7 +563,7 @@ func TestSoakCSVKeepsWhatWasMeasured(t *testing.T) {
 	want := []soakSample{
 		{at: 1500 * time.Millisecond, heap: 11 << 20, rss: 53 << 20, goroutines: 31, fds: 33, pgConns: 5, kvConns: 6, scheduled: 20000, kvScheduled: 5000, cpu: 0.25},
 		{at: 2500 * time.Millisecond, heap: 12 << 20, rss: 54 << 20, goroutines: 32, fds: 34, pgConns: 4, kvConns: 5, scheduled: 40000, kvScheduled: 10000, cpu: 0.5},
-		{at: 3 * time.Second, heap: 1, rss: 2, goroutines: 3, fds: 4, pgConns: 5, kvConns: 6, scheduled: 7, kvScheduled: 8, cpu: 9},
+		{at: 3 * time.Second, heap: 1, rss: 2, goroutines: 3, fds: 4, pgConns: 5, kvConns: 6, scheduled: 7, kvScheduled: 8, cpu: 1234.5},
 	}
 	for _, s := range want {
 		l.add(t, s)
@@ -575,14 +578,18 @@ func TestSoakCSVKeepsWhatWasMeasured(t *testing.T) {
 		t.Fatalf("read back %+v, want %+v", got, want)
 	}
 	data, _ := os.ReadFile(path)
-	if err := os.WriteFile(path, data[:len(data)-6], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got, err = readSoakCSV(path); err != nil {
-		t.Fatalf("a last line cut short: %v", err)
-	}
-	if !slices.Equal(got, want[:2]) {
-		t.Fatalf("a last line cut short: read back %+v, want the first two", got)
+	// Cut short anywhere: a line that lost its newline only, or one whose
+	// last number lost digits (it still parses), or fields.
+	for _, cut := range []int{1, 2, 6} {
+		if err := os.WriteFile(path, data[:len(data)-cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, err = readSoakCSV(path); err != nil {
+			t.Fatalf("a last line cut %d bytes short: %v", cut, err)
+		}
+		if !slices.Equal(got, want[:2]) {
+			t.Fatalf("a last line cut %d bytes short: read back %+v, want the first two", cut, got)
+		}
 	}
 	// A damaged line other than the last is an error, not a gap.
 	if err := os.WriteFile(path, bytes.Replace(data, []byte("1.5,"), []byte("x,"), 1), 0o644); err != nil {
