@@ -176,10 +176,6 @@ soakd_pid() {
 	done
 }
 
-# proc_ticks PID: the user + system clock ticks PID has used (its
-# threads', exited ones included), empty once it has gone.
-proc_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null; }
-
 # The idle sidecar: its whole process, load probe and start-up included;
 # and its steady state, from 5 s after the start to 5 s before the end
 # (IDLE_SECS above 10), read from /proc.
@@ -196,12 +192,12 @@ idle_run() {
 		sleep 5
 		children_cpu h0
 		pid=$(soakd_pid "$bg")
-		[ -n "$pid" ] && t0=$(proc_ticks "$pid")
+		[ -n "$pid" ] && t0=$(pid_ticks "$pid")
 		children_cpu h1
 		if [ -n "$pid" ]; then
 			sleep $((IDLE_SECS - 10))
 			children_cpu h2
-			t1=$(proc_ticks "$pid")
+			t1=$(pid_ticks "$pid")
 			children_cpu h3
 		fi
 	fi

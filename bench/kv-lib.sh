@@ -72,8 +72,8 @@ spread() { sort -g | awk '{ a[NR] = $1 } END { if (NR) printf "%s / %s / %s", a[
 
 # redis_pid: the pid of the redis-server at REDIS_PORT.
 redis_pid() { rcli info server | awk -F: '$1 == "process_id" { sub(/\r/, "", $2); print $2 }'; }
-# pid_ticks PID: the user + system clock ticks PID has used so far.
-# Nothing once PID has gone.
+# pid_ticks PID: the user + system clock ticks PID has used so far (its
+# threads', exited ones included); nothing once PID has gone.
 pid_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null; }
 # core_share TICKS0 TICKS1 NS0 NS1: the share of a core (0..1) the ticks
 # between TICKS0 and TICKS1 are of the wall time between NS0 and NS1.

@@ -373,7 +373,7 @@ func parseSoakRow(rec []string) (soakSample, error) {
 	if len(rec) != len(soakColumns) {
 		return soakSample{}, fmt.Errorf("%d fields, want %d", len(rec), len(soakColumns))
 	}
-	var v [10]float64
+	v := make([]float64, len(rec))
 	for i, f := range rec {
 		x, err := strconv.ParseFloat(f, 64)
 		if err != nil {
