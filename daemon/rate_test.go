@@ -327,3 +327,55 @@ func BenchmarkDispatchDelay(b *testing.B) {
 		})
 	}
 }
+
+// A rate of 0 (as set, or set through /control) sends nothing, and the
+// phase still ends at its DURATION: the scheduler waited for a control
+// change without end and the run outlived its duration. On the fake clock
+// of testing/synctest.
+func TestRateZeroEndsAtDuration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "0",
+			"SOAKD_SEQ_DURATION", "10s", "SOAKD_SEQ_TARGET", "null://"), p)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan runResult, 1)
+		go func() { done <- runTest(ctx, cfg, p) }()
+		time.Sleep(11 * time.Second)
+		synctest.Wait()
+		var res runResult
+		select {
+		case res = <-done:
+		default:
+			cancel()
+			res = <-done
+			t.Errorf("still running 1s past its 10s DURATION")
+		}
+		if res.err != nil {
+			t.Fatalf("run: %v", res.err)
+		}
+		w := res.sum.Workloads[0]
+		if w.StoppedBy != "DURATION" || w.Seconds != 10 || w.Scheduled != 0 {
+			t.Errorf("stopped by %q after %gs, %d scheduled; want DURATION after 10s, none scheduled",
+				w.StoppedBy, w.Seconds, w.Scheduled)
+		}
+	})
+}
+
+// The same on the real clock, where the scheduler waits on its alarm.
+// The deadline only keeps a scheduler that never stops from hanging the
+// test; the run must end at its 300 ms DURATION, not at the deadline.
+func TestRateZeroEndsAtDurationOnRealClock(t *testing.T) {
+	p := testPlugins()
+	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "0",
+		"SOAKD_SEQ_DURATION", "300ms", "SOAKD_SEQ_TARGET", "null://"), p)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := runTest(ctx, cfg, p)
+	if res.err != nil {
+		t.Fatalf("run: %v", res.err)
+	}
+	if w := res.sum.Workloads[0]; w.StoppedBy != "DURATION" || w.Scheduled != 0 {
+		t.Errorf("stopped by %q after %gs, %d scheduled; want DURATION, none scheduled", w.StoppedBy, w.Seconds, w.Scheduled)
+	}
+}

@@ -221,15 +221,21 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 		}
 		s := r.sched.Load()
 		now := r.since()
-		if s.paused { // profile is never nil here: closed loop has no scheduler
+		// idle waits while nothing is due (a pause, a rate of 0 without
+		// end) for a control change, a stop, or the end of DURATION;
+		// true when the phase is over.
+		idle := func() bool {
 			limit := time.Duration(math.MaxInt64)
 			if duration > 0 {
 				if limit = duration - now; limit <= 0 {
-					return
+					return true
 				}
 			}
-			if wait(limit) {
-				return // duration over while paused
+			return wait(limit)
+		}
+		if s.paused { // profile is never nil here: closed loop has no scheduler
+			if idle() {
+				return
 			}
 			continue
 		}
@@ -240,7 +246,7 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			// left as a partial batch at the end, then stop.
 			end := s.profile.End()
 			if end == 0 {
-				if wait(time.Duration(math.MaxInt64)) {
+				if idle() {
 					return
 				}
 				continue
