@@ -379,3 +379,33 @@ func TestRateZeroEndsAtDurationOnRealClock(t *testing.T) {
 		t.Errorf("stopped by %q after %gs, %d scheduled; want DURATION, none scheduled", w.StoppedBy, w.Seconds, w.Scheduled)
 	}
 }
+
+// A profile runs to its end even when its last stages send nothing: 2 s
+// at 0; up to 100/s and down to 0 in 2 s (100 units), then 2 s at 0 to
+// watch the target recover. The phase ended with its last unit, as soon
+// as it started when there was none.
+func TestStagesAtZeroRunToTheirEnd(t *testing.T) {
+	for _, c := range []struct {
+		rate  string
+		secs  float64
+		units int64
+	}{
+		{"2s:0", 2, 0},
+		{"1s:100,1s:0,2s:0", 4, 100},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			p := testPlugins()
+			cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", c.rate,
+				"SOAKD_SEQ_TARGET", "null://"), p)
+			res := runTest(context.Background(), cfg, p)
+			if res.err != nil {
+				t.Fatalf("run: %v", res.err)
+			}
+			w := res.sum.Workloads[0]
+			if w.StoppedBy != "end of rate profile" || w.Seconds != c.secs || w.Scheduled != c.units || w.Units != c.units {
+				t.Errorf("RATE=%s: stopped by %q after %gs, %d scheduled, %d acknowledged; want the end of the profile after %gs, %d of each",
+					c.rate, w.StoppedBy, w.Seconds, w.Scheduled, w.Units, c.secs, c.units)
+			}
+		})
+	}
+}

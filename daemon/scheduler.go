@@ -253,7 +253,17 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			}
 			units = math.Floor(s.nBase+s.profile.Count(end)) - sent
 			if units < 1 {
-				return
+				// Nothing is left to send, and the profile still runs
+				// to its end: a last stage at 0 (a cool-down to watch
+				// the target recover) lasts as long as it says.
+				left := s.tBase + end - now
+				if duration > 0 {
+					left = min(left, duration-now)
+				}
+				if left <= 0 || wait(left) {
+					return
+				}
+				continue
 			}
 			at = end
 		}
