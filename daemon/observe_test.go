@@ -197,6 +197,39 @@ func TestObserverSteersAndCutsWindows(t *testing.T) {
 	})
 }
 
+// A rate so low that its next unit is centuries away, set after the run
+// started, sends nothing more and ends at DURATION: the next unit's due
+// time, counted from the change, wrapped past the largest duration to a
+// time long past, and the scheduler sent flat out past DURATION.
+func TestTinyRateAfterAChangeSendsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := daemon.Plugins()
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://", "SOAKD_SEQ_RATE", "10",
+			"SOAKD_SEQ_BATCH_SIZE", "1", "SOAKD_SEQ_DURATION", "5s"), p)
+		r := &recorder{runs: make(chan *daemon.Phase, 1)}
+		steered := make(chan error, 1)
+		r.steer = func(w *daemon.Handle) {
+			<-r.runs
+			time.Sleep(1050 * time.Millisecond)
+			steered <- w.SetRate(context.Background(), pace.ConstantRate(1e-12))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		sum, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Observers: []daemon.Observer{r}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-steered; err != nil {
+			t.Fatal(err)
+		}
+		w := sum.Workload("seq", "run")
+		if w.StoppedBy != "DURATION" || w.Scheduled != 10 || w.Seconds != 5 {
+			t.Errorf("10/s for 1 s, then 1e-12/s: stopped by %q after %gs with %d scheduled; want DURATION after 5s, 10 scheduled",
+				w.StoppedBy, w.Seconds, w.Scheduled)
+		}
+	})
+}
+
 // On the real clock, where the scheduler of a low rate waits for its
 // precise alarm rather than on runtime timers: it releases every unit the
 // rate has due, and hears a control request while it waits (here a rate

@@ -409,3 +409,27 @@ func TestStagesAtZeroRunToTheirEnd(t *testing.T) {
 		})
 	}
 }
+
+// A finite profile's last, partial batch is due when its last unit is:
+// 100/s for 3 s in batches of 250 leaves 50 units due by 3 s, which went
+// out at the end of the trailing stage at 0 (8 s), with latency counted
+// from then, or never when DURATION ended first.
+func TestPartialLastBatchSentWhenDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rs := &recSink{at: make([]time.Time, 0, 8), len: make([]int, 0, 8)}
+		p := recPlugins(rs)
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100,3s:100,1ms:0,5s:0",
+			"SOAKD_SEQ_BATCH_SIZE", "250", "SOAKD_SEQ_DURATION", "6s", "SOAKD_SEQ_TARGET", "rec://"), p)
+		res := runTest(context.Background(), cfg, p)
+		if res.err != nil {
+			t.Fatalf("run: %v", res.err)
+		}
+		w := res.sum.Workloads[0]
+		if w.StoppedBy != "DURATION" || w.Scheduled != 300 || w.Units != 300 {
+			t.Errorf("stopped by %q, %d scheduled, %d acknowledged; want DURATION, 300 of each", w.StoppedBy, w.Scheduled, w.Units)
+		}
+		if by := w.Started.Add(3*time.Second + time.Millisecond); rs.countBy(by) != 300 {
+			t.Errorf("%d units acknowledged by 3.001 s (batches %v), want 300", rs.countBy(by), rs.len)
+		}
+	})
+}

@@ -265,9 +265,19 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 				}
 				continue
 			}
+			// The partial batch is due when its last unit is, which
+			// can be well before the end (a last stage at 0).
 			at = end
+			if t, ok := s.profile.At(sent + units - s.nBase); ok {
+				at = min(t, end)
+			}
 		}
+		// A unit centuries away (a tiny rate) is at MaxInt64: due must
+		// saturate, not wrap to a time long past.
 		due := s.tBase + at
+		if at > math.MaxInt64-s.tBase {
+			due = math.MaxInt64
+		}
 		if duration > 0 && due > duration {
 			// Everything due within the duration has been released, even
 			// if the scheduler ran late: the count is the rate's integral.
