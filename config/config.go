@@ -86,7 +86,7 @@ type Workload struct {
 	MaxLag       time.Duration `env:"MAX_LAG" envDefault:"1s" help:"scheduled work later than this when a worker gets to it is dropped and counted in soakd_dropped_total"`
 	Slack        time.Duration `env:"SLACK" envDefault:"100us" help:"least time between two wake-ups of the scheduler: each hands over every batch due by then, so a larger slack costs less CPU at high rates and sends up to this much later (soakd_dispatch_delay_seconds shows it); 0 = a wake-up per batch"`
 	Duration     time.Duration `env:"DURATION" envDefault:"0s" help:"length of this workload's run phase (a load phase before it is not included); 0 = no limit"`
-	LoadRate     pace.Rate     `env:"LOAD_RATE" envDefault:"10000" help:"rate of the load phase (kv LOAD=auto: inserting the records the run reads), any RATE grammar; max = as fast as possible"`
+	LoadRate     pace.Rate     `env:"LOAD_RATE" envDefault:"10000" help:"rate of the load phase (kv LOAD=auto: inserting the records the run reads), any RATE grammar; max = as fast as possible; the default is at most SOAKD_MAX_RATE"`
 	LoadDuration time.Duration `env:"LOAD_DURATION" envDefault:"0s" help:"bound of the load phase; when it passes, the run starts with the records loaded so far (a warning says how many); 0 = until every record is loaded"`
 	Timeout      time.Duration `env:"TIMEOUT" envDefault:"30s" help:"deadline of one write; 0 = none"`
 	StartTimeout time.Duration `env:"START_TIMEOUT" envDefault:"0s" help:"how long to wait for the target to come up at start (connect, schema, probes; retried with backoff while it is unreachable) before the run fails (exit 1); 0 = wait until stopped"`
@@ -205,6 +205,13 @@ func Load(environ map[string]string, srcs *sources.Registry) (*Config, error) {
 			errs = append(errs, err)
 		}
 		errs = append(errs, settings.Problems(settings.Parse(w, wenv, p))...)
+		// The default LOAD_RATE keeps under SOAKD_MAX_RATE, so the cap
+		// does not make every workload set a LOAD_RATE, even those
+		// without a load phase; a LOAD_RATE set above it is an error.
+		if _, set := wenv[p+"LOAD_RATE"]; !set && cfg.MaxRate > 0 && w.LoadRate.Profile != nil &&
+			w.LoadRate.Profile.Peak() > cfg.MaxRate {
+			w.LoadRate = pace.ConstantRate(cfg.MaxRate)
+		}
 		if w.Source == "" && srcs.Lookup(name) != nil {
 			w.Source = name
 		}
@@ -444,6 +451,8 @@ func (w *Workload) validate() []error {
 	}
 	if w.LoadRate.Profile == nil && !w.LoadRate.Max {
 		bad("LOAD_RATE", "no rate set")
+	} else if w.LoadRate.Profile != nil && w.LoadRate.Profile.Peak() <= 0 {
+		bad("LOAD_RATE", "%q never loads a record: the load phase would wait without end", w.LoadRate.String())
 	}
 	errs = append(errs, w.validateWatch()...)
 	return append(errs, w.validateVerify()...)

@@ -96,8 +96,12 @@ func TestConfigMoreErrors(t *testing.T) {
 			"SOAKD_SEQ_SLACK: 101ms must be at most half of MAX_LAG (200ms)"},
 		"above max rate": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000", "SOAKD_SEQ_RATE": "1m:6000"},
 			`SOAKD_SEQ_RATE: "1m:6000" reaches 6000/s, above SOAKD_MAX_RATE=5000`},
-		"load above max rate": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000"},
+		"load above max rate": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000", "SOAKD_SEQ_LOAD_RATE": "10000"},
 			`SOAKD_SEQ_LOAD_RATE: "10000" reaches 10000/s`},
+		"load rate zero": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_LOAD_RATE": "0"},
+			`SOAKD_SEQ_LOAD_RATE: "0" never loads a record`},
+		"load stages at zero": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_LOAD_RATE": "10s:0"},
+			`SOAKD_SEQ_LOAD_RATE: "10s:0" never loads a record`},
 		"uncapped step": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000", "SOAKD_SEQ_RATE": "step:100+100/1s"},
 			`SOAKD_SEQ_RATE: "step:100+100/1s" reaches +Inf/s`},
 		"capped closed loop": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000", "SOAKD_SEQ_RATE": "max"},
@@ -215,5 +219,23 @@ func TestValidateResolvesTargets(t *testing.T) {
 	}
 	if !b.Builtin || b.Sink.Redacted != p.Builtin[sources.Series] {
 		t.Errorf("b: builtin %v, target %q, want the built-in %q", b.Builtin, b.Sink.Redacted, p.Builtin[sources.Series])
+	}
+}
+
+// SOAKD_MAX_RATE below the default LOAD_RATE (10000) caps that default
+// instead of refusing every workload that does not set a LOAD_RATE, even
+// one without a load phase.
+func TestMaxRateCapsTheDefaultLoadRate(t *testing.T) {
+	t.Parallel()
+	p := testPlugins()
+	cfg, err := Load(map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000", "SOAKD_SEQ_RATE": "100"}, p.Sources)
+	if err == nil {
+		err = cfg.Validate(p)
+	}
+	if err != nil {
+		t.Fatalf("MAX_RATE=5000 and no LOAD_RATE: %v", err)
+	}
+	if got := cfg.Workload[0].LoadRate.Profile.Peak(); got != 5000 {
+		t.Errorf("LOAD_RATE %g/s under MAX_RATE=5000, want 5000", got)
 	}
 }

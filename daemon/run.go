@@ -388,16 +388,23 @@ func (w *workload) preload(genCtx, drainCtx context.Context, cfg *config.Config,
 		return err
 	}
 	switch reason {
-	case stopEndOfData, stopEndOfProfile:
+	case stopEndOfData:
 		w.log.Info("load phase done", zap.Duration("took", time.Since(t0)))
-	case stopLoadDuration:
+	case stopLoadDuration, stopEndOfProfile:
+		// A finite LOAD_RATE profile ends like LOAD_DURATION does:
+		// maybe before every record was loaded.
 		st := w.allPhases()[len(w.allPhases())-1].snapshot()
 		total := int64(-1)
 		if s, ok := load.(sources.Sized); ok {
 			total = s.Total()
 		}
-		w.log.Warn("load phase stopped by LOAD_DURATION before every record was loaded; reads of the records not loaded will fail as empty",
-			zap.Int64("loaded", st.acked), zap.Int64("records", total), zap.Duration("load_duration", w.cfg.LoadDuration))
+		by := "LOAD_DURATION"
+		if reason == stopEndOfProfile {
+			by = "the end of LOAD_RATE's profile"
+		}
+		w.log.Warn("load phase stopped by "+by+" before every record was loaded; reads of the records not loaded will fail as empty",
+			zap.Int64("loaded", st.acked), zap.Int64("records", total), zap.Duration("load_duration", w.cfg.LoadDuration),
+			zap.String("load_rate", w.cfg.LoadRate.String()))
 	}
 	return nil
 }

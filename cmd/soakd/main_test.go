@@ -220,6 +220,21 @@ func TestBuiltinKVRecords(t *testing.T) {
 	}
 }
 
+// A finite LOAD_RATE profile that ends before every record is loaded
+// warns as LOAD_DURATION does (the reads of the rest fail as empty); it
+// said "load phase done".
+func TestFiniteLoadRateWarnsWhenShort(t *testing.T) {
+	code, _, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_KV_LOAD_RATE": "1s:200"},
+		"--kv-rate", "100", "--kv-duration", "200ms", "--listen", "off")
+	if code != cli.ExitOK && code != cli.ExitFailed {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if !strings.Contains(errs, "load phase stopped by the end of LOAD_RATE's profile before every record was loaded") ||
+		!regexp.MustCompile(`"loaded":100,"records":1000`).MatchString(errs) || strings.Contains(errs, "load phase done") {
+		t.Errorf("want the warning that 100 of 1000 records were loaded:\n%s", errs)
+	}
+}
+
 // Records of another DATA_TYPE under the workload's KEY_PREFIX are bad
 // configuration: the run exits 2, the message names the variables, and
 // redis receives nothing but the probe's TYPE commands.
