@@ -433,3 +433,23 @@ func TestPartialLastBatchSentWhenDue(t *testing.T) {
 		}
 	})
 }
+
+// A phase whose profile ends before DURATION is stopped by the end of the
+// profile, even when its last writes drain past DURATION (1.5 s each,
+// the last sent at 1 s, DURATION 2 s): what ended it was read after the
+// drain.
+func TestProfileEndBeforeDurationIsTheReason(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1s:10", "SOAKD_SEQ_BATCH_SIZE", "1",
+			"SOAKD_SEQ_DURATION", "2s", "SOAKD_SEQ_TARGET", "null://?latency=1500ms"), p)
+		res := runTest(context.Background(), cfg, p)
+		if res.err != nil {
+			t.Fatalf("run: %v", res.err)
+		}
+		if w := res.sum.Workloads[0]; w.StoppedBy != "end of rate profile" || w.Units != 5 {
+			t.Errorf("stopped by %q after %gs with %d acknowledged; want the end of the rate profile, 5 acknowledged",
+				w.StoppedBy, w.Seconds, w.Units)
+		}
+	})
+}

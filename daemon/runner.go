@@ -225,18 +225,22 @@ func (r *runner) run(genCtx, drainCtx context.Context, name string, src sources.
 			}
 		}()
 	}
+	byDuration := false
 	if !closedLoop {
-		r.schedule(genCtx, p, duration)
+		byDuration = r.schedule(genCtx, p, duration)
 		p.closeQueue()
 	}
 	wg.Wait()
+	if closedLoop {
+		byDuration = duration > 0 && r.since() >= duration
+	}
 	reason := stopEndOfProfile
 	switch {
 	case isClosed(p.exhausted):
 		reason = stopEndOfData
 	case genCtx.Err() != nil:
 		reason = stopCause(genCtx)
-	case duration > 0 && r.since() >= duration:
+	case byDuration:
 		reason = durationName
 	}
 	p.st.end(reason)

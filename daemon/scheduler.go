@@ -80,8 +80,11 @@ const maxAlarm = time.Hour
 // schedule emits tickets at the profile's times until the profile ends,
 // the duration passes, every stream ends or ctx is done. Every unit it
 // releases is counted in the phase's scheduler tally before a worker can
-// see it; a ticket it could not hand over is taken back.
-func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Duration) {
+// see it; a ticket it could not hand over is taken back. byDuration says
+// whether DURATION had passed when it stopped (not the profile's end,
+// even when the writes in flight then drain past DURATION).
+func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Duration) (byDuration bool) {
+	defer func() { byDuration = duration > 0 && r.since() >= duration }()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
