@@ -258,7 +258,11 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	auth := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(auth, "Bearer ")
+	// The scheme is case-insensitive (RFC 9110 §11.1): bearer works too.
+	tok, ok := "", len(auth) > len("Bearer ") && strings.EqualFold(auth[:len("Bearer ")], "Bearer ")
+	if ok {
+		tok = auth[len("Bearer "):]
+	}
 	sum := sha256.Sum256([]byte(tok))
 	// Comparing fixed-size digests in constant time leaks neither the
 	// token nor its length.
@@ -279,6 +283,11 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "give either rate or action, not both", http.StatusBadRequest)
 		return
 	case rate != "":
+		// In a query string + is a space: step:1000+500/30s sent
+		// unencoded arrives as "step:1000 500/30s".
+		if strings.HasPrefix(rate, "step:") {
+			rate = strings.ReplaceAll(rate, " ", "+")
+		}
 		var err error
 		p, err = pace.Parse(rate)
 		if err != nil {
@@ -303,13 +312,23 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-	defer cancel()
+	// Every workload named must be able to take the change before any
+	// does: workload=all answered 409 after changing the first ones.
 	for _, wl := range targets {
 		if st := wl.State(); st == "done" || st == "starting" {
-			http.Error(w, wl.Name()+": workload is not running", http.StatusConflict)
+			http.Error(w, wl.Name()+": workload is not running; nothing was changed", http.StatusConflict)
 			return
 		}
+		if _, paced := wl.TargetRate(); !paced {
+			http.Error(w, wl.Name()+": workload runs closed loop (RATE=max); restart it with a numeric rate to control it; nothing was changed",
+				http.StatusConflict)
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	var done []string
+	for _, wl := range targets {
 		var err error
 		switch act {
 		case 0:
@@ -320,9 +339,15 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 			err = wl.Resume(ctx)
 		}
 		if err != nil {
-			http.Error(w, wl.Name()+": "+err.Error(), http.StatusConflict)
+			// It ended or timed out since the check above.
+			msg := wl.Name() + ": " + err.Error()
+			if len(done) > 0 {
+				msg += "; changed before it: " + strings.Join(done, ", ")
+			}
+			http.Error(w, msg, http.StatusConflict)
 			return
 		}
+		done = append(done, wl.Name())
 		a.metrics.controlled(wl, act)
 		a.log.Info("control", zap.String("workload", wl.Name()), zap.String("rate", rate), zap.String("action", action),
 			zap.String("from", r.RemoteAddr))

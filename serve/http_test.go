@@ -45,9 +45,18 @@ func get(t *testing.T, u string) (int, string) {
 
 func post(t *testing.T, u, token string) (int, string) {
 	t.Helper()
+	if token == "" {
+		return postAuth(t, u, "")
+	}
+	return postAuth(t, u, "Bearer "+token)
+}
+
+// postAuth posts to u with the Authorization header auth.
+func postAuth(t *testing.T, u, auth string) (int, string) {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, u, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -125,6 +134,17 @@ func TestHTTPEndpointsAndControl(t *testing.T) {
 	}
 	if c, b := post(t, base+"/control?rate=3000", "s3cret-token"); c != http.StatusForbidden || !strings.Contains(b, "above SOAKD_MAX_RATE=2000") {
 		t.Errorf("rate above SOAKD_MAX_RATE: %d %s", c, b)
+	}
+	// The scheme is case-insensitive.
+	if c, b := postAuth(t, base+"/control?rate=200", "bearer s3cret-token"); c != 200 {
+		t.Errorf("lower-case scheme: %d %s", c, b)
+	}
+	if c, _ := postAuth(t, base+"/control?rate=200", "Basic s3cret-token"); c != http.StatusUnauthorized {
+		t.Errorf("another scheme: %d, want 401", c)
+	}
+	// A step rate's + sent unencoded is read as a space.
+	if c, b := post(t, base+"/control?rate=step:100+100/1s..1000", "s3cret-token"); c != 200 {
+		t.Fatalf("set a step rate with an unencoded +: %d %s", c, b)
 	}
 	if c, b := post(t, base+"/control?rate=1000", "s3cret-token"); c != 200 {
 		t.Fatalf("set rate: %d %s", c, b)
@@ -363,4 +383,31 @@ func TestListenAddressInUse(t *testing.T) {
 		t.Error("a workload started on a run that could not listen")
 	}
 	api.Close()
+}
+
+// /control?workload=all changes every workload or none: with one of them
+// closed loop, a pause is refused and the other keeps running. It was
+// answered 409 after pausing the first.
+func TestControlAllChangesAllOrNothing(t *testing.T) {
+	p := enginetest.Plugins()
+	l := listen(t)
+	base := "http://" + l.Addr().String()
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "a,b", "SOAKD_A_SOURCE", "seq", "SOAKD_B_SOURCE", "seq",
+		"SOAKD_A_RATE", "100", "SOAKD_B_RATE", "max", "SOAKD_A_TARGET", "null://", "SOAKD_B_TARGET", "null://?latency=1ms",
+		"SOAKD_CONTROL_TOKEN", "s3cret-token"), p)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan runResult, 1)
+	go func() { done <- runTest(ctx, cfg, p, l) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	eventually(t, "a running", func() bool { return status(t, base).State == "running" })
+	c, b := post(t, base+"/control?workload=all&action=pause", "s3cret-token")
+	if c != http.StatusConflict || !strings.Contains(b, "b: workload runs closed loop") || !strings.Contains(b, "nothing was changed") {
+		t.Errorf("pause all with b closed loop: %d %s; want 409 naming b, nothing changed", c, b)
+	}
+	if s := status(t, base); s.Name != "a" || s.State != "running" || s.TargetRate != 100 {
+		t.Errorf("after the refused pause: %s is %s at %v/s; want a running at 100/s", s.Name, s.State, s.TargetRate)
+	}
 }
