@@ -426,3 +426,26 @@ func TestSummaryRates(t *testing.T) {
 		}
 	})
 }
+
+// A workload paused during its load phase is still paused when its run
+// phase begins (the pause was answered ok; the run started at full rate).
+func TestPauseCarriesIntoTheNextPhase(t *testing.T) {
+	pl := testPlugins()
+	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100"), pl)
+	wc := cfg.Workload[0]
+	src, err := wc.NewSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(wc, sources.Series, src, nil, zap.NewNop())
+	r.beginPhase("load", wc.LoadRate, nil)
+	r.applyControl(controlReq{pause: true, reply: make(chan error, 1)}, 0)
+	r.beginPhase("run", wc.Rate, nil)
+	if s := r.sched.Load(); !s.paused || s.rateAt(time.Second) != 0 {
+		t.Errorf("run phase after a pause in the load phase: paused %v, rate %v; want paused", s.paused, s.rateAt(time.Second))
+	}
+	r.applyControl(controlReq{resume: true, reply: make(chan error, 1)}, 0)
+	if s := r.sched.Load(); s.paused || s.rateAt(time.Second) != 100 {
+		t.Errorf("after resume: paused %v, rate %v; want 100/s", s.paused, s.rateAt(time.Second))
+	}
+}

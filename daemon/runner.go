@@ -114,6 +114,11 @@ func (r *runner) beginPhase(name string, rate pace.Rate, starts []sources.Positi
 	s := &schedule{}
 	if !rate.Max {
 		s.profile = r.perShard(rate.Profile)
+		// A workload paused in its load phase stays paused in its run
+		// until resumed: the pause was answered ok.
+		if old := r.sched.Load(); old != nil && old.paused {
+			s.paused = true
+		}
 	}
 	r.sched.Store(s)
 	r.phasesMu.Lock()
