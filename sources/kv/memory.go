@@ -24,6 +24,11 @@ func (c *Config) Check(w sources.Common) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
+	// A shard that owns no record fails at the start of the run; say so
+	// before (config --check, exit 2). A bad SHARD is reported on its own.
+	if sh, err := w.Shard.Checked(); err == nil && ownedCount(uint64(c.Records), sh) == 0 {
+		return sources.Invalid("RECORDS", "%d records cannot be split into %d shards: shard %s owns none", c.Records, sh.Count, sh)
+	}
 	if !w.Builtin {
 		return nil
 	}

@@ -43,3 +43,19 @@ func TestUnitBytes(t *testing.T) {
 		t.Errorf("UnitBytes %d, want %d", got, 64+4*1000)
 	}
 }
+
+// A shard that would own no record is refused by Check, naming RECORDS,
+// so config --check and the start of a run say so (exit 2) instead of
+// the run failing when it builds the source.
+func TestCheckShardOwnsRecords(t *testing.T) {
+	t.Parallel()
+	c := DefaultConfig()
+	c.Records = 2
+	var se *sources.SettingError
+	if err := c.Check(sources.Common{Shard: sources.Shard{Index: 3, Count: 4}}); !errors.As(err, &se) || se.Setting != "RECORDS" {
+		t.Errorf("2 records, shard 3/4: %v, want RECORDS refused", err)
+	}
+	if err := c.Check(sources.Common{Shard: sources.Shard{Index: 1, Count: 2}}); err != nil {
+		t.Errorf("2 records, shard 1/2: %v", err)
+	}
+}
