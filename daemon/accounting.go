@@ -174,6 +174,9 @@ type tally struct {
 
 	// writing is set while the worker is inside Sink.Write (soakd_inflight).
 	writing atomic.Bool
+	// busy is the time the worker spent on its tickets (ns): writes,
+	// failed or not, and the waits between retries.
+	busy atomic.Int64
 	// lag is the lateness of the last ticket the worker took, and lagAt
 	// when it took it (mono), for soakd_schedule_lag_seconds.
 	lag, lagAt atomic.Int64
@@ -228,6 +231,15 @@ func (ps *phaseStats) rateText() string { return *ps.rate.Load() }
 // merged into the histograms in the same pass, so histogram counts agree
 // with the op counts read (see phaseHist).
 func (ps *phaseStats) snapshot() counts { return ps.snapshotThen(nil) }
+
+// busy is the time the phase's workers spent on their tickets, summed.
+func (ps *phaseStats) busy() time.Duration {
+	var d int64
+	for _, t := range ps.workers {
+		d += t.busy.Load()
+	}
+	return time.Duration(d)
+}
 
 // snapshotThen is snapshot, calling then (if not nil) with the histograms
 // before they can change again, so what it reads matches the counts.

@@ -65,3 +65,24 @@ func TestStatusNamesDropBottleneck(t *testing.T) {
 		<-done
 	})
 }
+
+// A worker whose writes all fail is as busy as one whose writes succeed:
+// the same 20 ms a write, rejected every time, at twice what one worker
+// can send, names the workers. Counted from the acknowledged writes'
+// service times, the workers were "busy only 0%" and soakd was blamed.
+func TestDropCauseCountsFailedWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := daemon.Plugins()
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=20ms&fail=1&fail_class=rejected",
+			"SOAKD_SEQ_BATCH_SIZE", "1", "SOAKD_SEQ_WORKERS", "1", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_MAX_LAG", "200ms",
+			"SOAKD_SEQ_DURATION", "5s"), p)
+		sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := sum.Workload("seq", "run")
+		if d := w.DropCause; w.Dropped == 0 || w.Failed == 0 || d == nil || d.Bottleneck != report.LimitWorkers || d.WorkersBusy < 0.9 {
+			t.Errorf("dropped %d, failed %d, cause %+v: want the workers named, busy nearly all the time", w.Dropped, w.Failed, d)
+		}
+	})
+}

@@ -142,6 +142,7 @@ func (r *runner) take(p *phaseRun, w *worker, t ticket) {
 		return
 	}
 	r.execute(w.ctx, p, w, t)
+	w.t.busy.Add(int64(r.since() - now))
 }
 
 // await waits, as an idle worker, for a ticket handed over directly (ok).

@@ -17,9 +17,9 @@ type DropCause struct {
 	// its limit) or "soakd" (workers were often idle yet work was late:
 	// soakd's CPU or scheduling fell behind).
 	Bottleneck string `json:"bottleneck"`
-	// WorkersBusy is the share of the phase the workers spent inside
-	// writes, from the service times: batches × mean service time /
-	// (workers × seconds).
+	// WorkersBusy is the share of the phase the workers spent on their
+	// tickets (writes, failed ones, retries and their waits): busy
+	// seconds / (workers × seconds).
 	WorkersBusy float64 `json:"workers_busy_share"`
 	Diagnosis   string  `json:"diagnosis"`
 }
@@ -30,28 +30,15 @@ type DropCause struct {
 const busyLimitRun = 0.8
 
 // DiagnoseDrops diagnoses a phase that dropped work other than at
-// shutdown, from its entry; nil when it dropped none. readBackOp names
-// the op of the read-back checks, which the verifier runs, not the
-// workers.
-func (ws *WorkloadSummary) DiagnoseDrops(readBackOp string) *DropCause {
+// shutdown, from its entry and busy, the seconds its workers spent on
+// their tickets, summed (writes that failed, timed out or waited to retry
+// included: the service times of the acknowledged ones left those out);
+// nil when it dropped none.
+func (ws *WorkloadSummary) DiagnoseDrops(busy float64) *DropCause {
 	if ws.Dropped-ws.DroppedAtShutdown <= 0 || ws.Seconds <= 0 || ws.Workers <= 0 {
 		return nil
 	}
 	series := ws.Kind == sources.Series.String()
-	busy := 0.0 // seconds the workers spent in writes, summed
-	for _, o := range ws.Ops {
-		if o.Op == readBackOp {
-			continue // read back by the verifier, not by the workers
-		}
-		b := o.Service.Mean * float64(o.Count)
-		if !series && ws.Batch > 1 {
-			// KV ops and queries: one sample per op of a pipeline, each
-			// with the whole pipeline's time (a series write is one
-			// sample per batch).
-			b /= float64(ws.Batch)
-		}
-		busy += b
-	}
 	share := min(busy/(ws.Seconds*float64(ws.Workers)), 1)
 	p := config.Prefix(ws.Name)
 	units := "PIPELINE"
