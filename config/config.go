@@ -7,7 +7,9 @@ import (
 	"maps"
 	"math"
 	"net"
+	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -276,8 +278,20 @@ func (c *Config) Validate(p *Plugins) error {
 		errs = append(errs, cfgErr(EnvPrefix+key, format, args...))
 	}
 	if c.Listen != ListenOff {
-		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		if _, port, err := net.SplitHostPort(c.Listen); err != nil {
 			bad("LISTEN", "%q is not host:port (e.g. :9480 or 127.0.0.1:9480) or off", c.Listen)
+		} else if n, err := strconv.ParseUint(port, 10, 64); err == nil && n > 65535 {
+			bad("LISTEN", "port %s of %q is above 65535", port, c.Listen)
+		}
+	}
+	// The files written at the end: a directory that is not there fails
+	// the run after it ran, and the report with it.
+	for _, f := range []struct{ key, path string }{{"SUMMARY_JSON", c.SummaryJSON}, {"REPORT", c.Report}} {
+		if f.path == "" || f.path == "-" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Dir(f.path)); err != nil || !st.IsDir() {
+			bad(f.key, "cannot write %s: its directory %s does not exist", f.path, filepath.Dir(f.path))
 		}
 	}
 	switch {
