@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
 
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/redis"
@@ -27,8 +30,9 @@ func Is(u *url.URL) bool { return u.Scheme == "redis" && u.Host == Host }
 // the sink, then stops the server; the data is lost.
 type Sink struct {
 	*redis.Sink
-	srv  *miniredis.Miniredis
-	stop sync.Once
+	srv   *miniredis.Miniredis
+	guard *memGuard
+	stop  sync.Once
 }
 
 var (
@@ -49,13 +53,17 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 	if err := srv.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("cannot start the in-process Redis server: %w", err)
 	}
+	// Set once started (the server exists from then on), before the
+	// sink below makes the first connection.
+	g := &memGuard{limit: MaxHeap}
+	srv.Server().SetPreHook(g.hook)
 	at := *u
 	at.Host = srv.Addr()
 	cfg, err := redis.ParseURL(&at)
 	if err == nil {
 		var s *redis.Sink
 		if s, err = redis.New(cfg, o, sinks.RedactURL(u)); err == nil {
-			return &Sink{Sink: s, srv: srv}, nil
+			return &Sink{Sink: s, srv: srv, guard: g}, nil
 		}
 	}
 	srv.Close()
@@ -68,4 +76,45 @@ func (s *Sink) Close(ctx context.Context) error {
 	err := s.Sink.Close(ctx)
 	s.stop.Do(s.srv.Close)
 	return err
+}
+
+// MaxHeap bounds the memory the built-in target may fill: the records a
+// workload loads are bounded by RECORDS (checked at start), but the ones
+// its inserts add grow without end. Past it, commands that write are
+// refused as a Redis server at its maxmemory with noeviction refuses
+// them (OOM, counted as rejected).
+const MaxHeap = 1 << 30
+
+// writes are the commands of the redis sink that add to what the server
+// holds.
+var writes = map[string]bool{"SET": true, "SETRANGE": true, "HSET": true, "HMSET": true, "SADD": true, "ZADD": true, "MSET": true}
+
+// errOOM is Redis's own reply past maxmemory.
+const errOOM = "OOM command not allowed when used memory > 'maxmemory'."
+
+// memGuard refuses writes while the process's heap is over limit, read
+// every guardEvery writes (a read of the runtime's metrics costs about a
+// microsecond).
+type memGuard struct {
+	limit uint64
+	n     atomic.Uint64
+	over  atomic.Bool
+}
+
+const guardEvery = 256
+
+func (g *memGuard) hook(c *server.Peer, cmd string, _ ...string) bool {
+	if !writes[cmd] {
+		return false
+	}
+	if g.n.Add(1)%guardEvery == 1 {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		metrics.Read(s)
+		g.over.Store(s[0].Value.Uint64() > g.limit)
+	}
+	if g.over.Load() {
+		c.WriteError(errOOM)
+		return true
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,5 +134,45 @@ func TestOpenRefusesBadURL(t *testing.T) {
 	u, _ = url.Parse("redis://127.0.0.1:6379")
 	if _, err := Open(context.Background(), u, sinks.Options{}); err == nil {
 		t.Fatal("Open accepted a URL that is not redis://embedded")
+	}
+}
+
+// Past its memory bound the built-in target refuses writes as a Redis
+// server at its maxmemory does (OOM, rejected), and still serves reads:
+// inserts would otherwise grow soakd's memory without end.
+func TestWritesRefusedPastMemoryBound(t *testing.T) {
+	ctx := context.Background()
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix, c.DataType = 50, "demo:", sources.DataTypeString
+	src, err := kv.New(c, 1, sources.Shard{Index: 0, Count: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, URL, sinks.Options{Workers: 1, Shape: src.(sources.Shaped).Shape()})
+	load, _, err := src.(sources.Preloader).Preload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := src.(sources.Batcher).NewBatch()
+	ls, _ := load.Stream(0, 1)
+	b.Reset()
+	_ = ls.Fill(b, 25, 0)
+	if _, err := s.Write(ctx, b); err != nil {
+		t.Fatalf("under the bound: %v", err)
+	}
+	keys := len(s.srv.Keys())
+	s.guard.limit = 1 // the heap is over it at the next read
+	s.guard.n.Store(0)
+	b.Reset()
+	_ = ls.Fill(b, 25, 0)
+	_, err = s.Write(ctx, b)
+	if err == nil || sinks.ClassOf(err) != sinks.Rejected || !strings.Contains(err.Error(), "OOM") {
+		t.Fatalf("past the bound: %v, want an OOM rejection", err)
+	}
+	if n := len(s.srv.Keys()); n != keys {
+		t.Errorf("the server holds %d keys, want the %d written under the bound", n, keys)
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Errorf("Ping past the bound: %v", err)
 	}
 }
