@@ -100,13 +100,7 @@ func TestHTTPEndpointsAndControl(t *testing.T) {
 	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "200", "SOAKD_SEQ_BATCH_SIZE", "10",
 		"SOAKD_SEQ_TARGET", "null://?latency=1ms", "SOAKD_CONTROL_TOKEN", "s3cret-token",
 		"SOAKD_MAX_RATE", "2000", "SOAKD_SEQ_LOAD_RATE", "2000"), p)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan runResult, 1)
-	go func() { done <- runTest(ctx, cfg, p, l) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	startRun(t, cfg, p, l)
 
 	eventually(t, "healthz", func() bool { c, _ := get(t, base+"/healthz"); return c == 200 })
 	eventually(t, "readyz", func() bool { c, _ := get(t, base+"/readyz"); return c == 200 })
@@ -395,13 +389,7 @@ func TestControlAllChangesAllOrNothing(t *testing.T) {
 	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "a,b", "SOAKD_A_SOURCE", "seq", "SOAKD_B_SOURCE", "seq",
 		"SOAKD_A_RATE", "100", "SOAKD_B_RATE", "max", "SOAKD_A_TARGET", "null://", "SOAKD_B_TARGET", "null://?latency=1ms",
 		"SOAKD_CONTROL_TOKEN", "s3cret-token"), p)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan runResult, 1)
-	go func() { done <- runTest(ctx, cfg, p, l) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	startRun(t, cfg, p, l)
 	eventually(t, "a running", func() bool { return status(t, base).State == "running" })
 	c, b := post(t, base+"/control?workload=all&action=pause", "s3cret-token")
 	if c != http.StatusConflict || !strings.Contains(b, "b: workload runs closed loop") || !strings.Contains(b, "nothing was changed") {

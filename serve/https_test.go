@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -28,13 +27,7 @@ func TestHTTPS(t *testing.T) {
 	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "200", "SOAKD_SEQ_BATCH_SIZE", "10",
 		"SOAKD_SEQ_TARGET", "null://", "SOAKD_CONTROL_TOKEN", "tls-token",
 		"SOAKD_TLS_CERT_FILE", certs.ServerCert, "SOAKD_TLS_KEY_FILE", certs.ServerKey), p)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan runResult, 1)
-	go func() { done <- runTest(ctx, cfg, p, l) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	startRun(t, cfg, p, l)
 
 	pem, err := os.ReadFile(certs.CA)
 	if err != nil {

@@ -39,3 +39,15 @@ func (f startedObserver) Opened(*daemon.Handle) error                           
 func (f startedObserver) Started(context.Context, []*daemon.Handle, func(error)) { f() }
 func (f startedObserver) PhaseBegun(*daemon.Handle, *daemon.Phase)               {}
 func (f startedObserver) PhaseEnded(*daemon.Handle, *daemon.Phase, string)       {}
+
+// startRun runs cfg in the background, serving on l, until the test ends.
+func startRun(t *testing.T, cfg *config.Config, p *config.Plugins, l net.Listener) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan runResult, 1)
+	go func() { done <- runTest(ctx, cfg, p, l) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}

@@ -54,13 +54,7 @@ func TestControlAndReadyMetrics(t *testing.T) {
 	base := "http://" + l.Addr().String()
 	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "200", "SOAKD_SEQ_BATCH_SIZE", "10",
 		"SOAKD_SEQ_TARGET", "null://", "SOAKD_CONTROL_TOKEN", "tok"), p)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan runResult, 1)
-	go func() { done <- runTest(ctx, cfg, p, l) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	startRun(t, cfg, p, l)
 	eventually(t, "running", func() bool { s := status(t, base); return s.State == "running" })
 	for _, q := range []string{"rate=300", "rate=400", "action=pause", "action=resume", "rate=bad"} {
 		post(t, base+"/control?"+q, "tok")
