@@ -451,7 +451,7 @@ func (p *parser) value(t *Check, s string, at int) error {
 	case !t.Drift && t.Value < 0:
 		return p.fail(at, "%q must not be negative", s)
 	case t.Kind == Rate && !(t.Value > 0 && t.Value <= 1e12):
-		return p.fail(at, "a rate must be above 0, not %q", s)
+		return p.fail(at, "a rate must be above 0 and at most 1e12/s, not %q", s)
 	}
 	return nil
 }

@@ -129,6 +129,7 @@ func TestParseErrors(t *testing.T) {
 		{"dropped<0.5", []string{`whole number`}},
 		{"achieved>99", []string{`achieved takes a percentage of the target rate (99%) or a rate (5000/s)`}},
 		{"achieved>0/s", []string{`a rate must be above 0`}},
+		{"achieved>1e308/s", []string{`a rate must be above 0 and at most 1e12/s`}},
 		{"errors<NaN%", []string{`"NaN%" is not a value`}},
 		{"errors<0x1p-3%", []string{`is not a value`}},
 		{"p99<50ms@", []string{`column 10 `, `"" is not a window length`}},
