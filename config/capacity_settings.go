@@ -157,7 +157,7 @@ func SettingValues(c *Config, environ map[string]string) []string { return setti
 // rather than a setting (a capacity search sizes it for its highest
 // rate).
 func (w *Workload) BuiltinBatchFor(r pace.Rate) (int, bool) {
-	return builtinBatch(r), w.builtinBatch
+	return builtinBatch(r, w.Shard), w.builtinBatch
 }
 
 // String returns the setting as written.

@@ -63,13 +63,17 @@ type Config struct {
 }
 
 // builtinBatch is BATCH_SIZE for a series workload on the built-in
-// target: small enough that the peak rate makes builtinWrites writes a
-// second (at most the usual 1000 rows). With 1000 rows a write at 1000
+// target: small enough that the peak rate (this process's share of it,
+// with SHARD) makes builtinWrites writes a second (at most the usual 1000
+// rows). With 1000 rows a write at 1000
 // rows/s, one write a second, the per-second rate chart saws between 0
 // and twice the rate; 50 writes a second keep it within a few percent.
-func builtinBatch(r pace.Rate) int {
+func builtinBatch(r pace.Rate, sh sources.Shard) int {
 	const builtinWrites = 50
 	p := r.Peak()
+	if sh.Count > 1 {
+		p /= float64(sh.Count) // this process's share of the rate
+	}
 	if math.IsInf(p, 1) || math.IsNaN(p) {
 		return 1000
 	}
@@ -219,7 +223,7 @@ func Load(environ map[string]string, srcs *sources.Registry) (*Config, error) {
 		}
 		if e := srcs.Lookup(w.Source); e != nil && e.Kind == sources.Series && w.Target == "" {
 			if _, set := wenv[p+"BATCH_SIZE"]; !set {
-				w.BatchSize, w.builtinBatch = builtinBatch(w.Rate), true
+				w.BatchSize, w.builtinBatch = builtinBatch(w.Rate, w.Shard), true
 				w.BuiltinDefaults = append(w.BuiltinDefaults, fmt.Sprintf("%sBATCH_SIZE=%d", p, w.BatchSize))
 			}
 		}

@@ -20,6 +20,7 @@ func TestBuiltinBatchSize(t *testing.T) {
 		{[]string{"SOAKD_SEQ_RATE", "30s:1000,1m:20000"}, 400, true},
 		{[]string{"SOAKD_SEQ_RATE", "1m:20"}, 1, true},
 		{[]string{"SOAKD_SEQ_RATE", "max"}, 1000, true},
+		{[]string{"SOAKD_SEQ_RATE", "20000", "SOAKD_SEQ_SHARD", "1/4"}, 100, true}, // its share: 5000/s
 		{[]string{"SOAKD_SEQ_BATCH_SIZE", "7"}, 7, false},
 		{[]string{"SOAKD_SEQ_TARGET", "null://"}, 1000, false},
 	} {
