@@ -177,6 +177,10 @@ type tally struct {
 	// busy is the time the worker spent on its tickets (ns): writes,
 	// failed or not, and the waits between retries.
 	busy atomic.Int64
+	// started is the phase time the ticket under way began at, plus 1
+	// (0: none), so the busy share of a phase still running counts a
+	// write that has not ended yet (a stalled target).
+	started atomic.Int64
 	// lag is the lateness of the last ticket the worker took, and lagAt
 	// when it took it (mono), for soakd_schedule_lag_seconds.
 	lag, lagAt atomic.Int64
@@ -232,11 +236,15 @@ func (ps *phaseStats) rateText() string { return *ps.rate.Load() }
 // with the op counts read (see phaseHist).
 func (ps *phaseStats) snapshot() counts { return ps.snapshotThen(nil) }
 
-// busy is the time the phase's workers spent on their tickets, summed.
-func (ps *phaseStats) busy() time.Duration {
+// busy is the time the phase's workers spent on their tickets by now
+// (phase time), summed, the tickets under way included.
+func (ps *phaseStats) busy(now time.Duration) time.Duration {
 	var d int64
 	for _, t := range ps.workers {
 		d += t.busy.Load()
+		if s := t.started.Load(); s > 0 {
+			d += max(int64(now)-(s-1), 0)
+		}
 	}
 	return time.Duration(d)
 }

@@ -24,9 +24,18 @@ import (
 // with the settings to raise. Before anything was dropped, nothing is
 // said.
 func TestStatusNamesDropBottleneck(t *testing.T) {
+	for _, latency := range []string{"20ms", "20s"} {
+		t.Run(latency, func(t *testing.T) { statusNamesDropBottleneck(t, latency) })
+	}
+}
+
+// statusNamesDropBottleneck is TestStatusNamesDropBottleneck with writes
+// of latency: at 20 s (a stalled target) the one write under way is the
+// worker's whole time, though it has not ended yet.
+func statusNamesDropBottleneck(t *testing.T, latency string) {
 	synctest.Test(t, func(t *testing.T) {
 		p := daemon.Plugins()
-		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=20ms", "SOAKD_SEQ_BATCH_SIZE", "1",
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency="+latency, "SOAKD_SEQ_BATCH_SIZE", "1",
 			"SOAKD_SEQ_WORKERS", "1", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_MAX_LAG", "200ms", "SOAKD_SEQ_DURATION", "30s"), p)
 		var h http.Handler
 		open := make(chan struct{})

@@ -204,8 +204,8 @@ func TestObserverSteersAndCutsWindows(t *testing.T) {
 func TestTinyRateAfterAChangeSendsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := daemon.Plugins()
-		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://", "SOAKD_SEQ_RATE", "10",
-			"SOAKD_SEQ_BATCH_SIZE", "1", "SOAKD_SEQ_DURATION", "5s"), p)
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=1ms", "SOAKD_SEQ_RATE", "10",
+			"SOAKD_SEQ_BATCH_SIZE", "1", "SOAKD_SEQ_DURATION", "5s"), p) // the writes' latency lets fake time pass while a broken scheduler sends
 		r := &recorder{runs: make(chan *daemon.Phase, 1)}
 		steered := make(chan error, 1)
 		r.steer = func(w *daemon.Handle) {

@@ -112,6 +112,10 @@ func (r *runner) beginPhase(name string, rate pace.Rate, starts []sources.Positi
 	r.startWall.Store(time.Now().UnixNano())
 	r.origin.Store(int64(ps.begin))
 	s := &schedule{}
+	if old := r.sched.Load(); rate.Max && old != nil && old.paused {
+		r.log.Warn("the workload was paused in its load phase; its run phase is closed loop (RATE=max), which cannot pause: it runs",
+			zap.String("phase", name))
+	}
 	if !rate.Max {
 		s.profile = r.perShard(rate.Profile)
 		// A workload paused in its load phase stays paused in its run

@@ -141,7 +141,9 @@ func (r *runner) take(p *phaseRun, w *worker, t ticket) {
 		r.warnDrop()
 		return
 	}
+	w.t.started.Store(int64(now) + 1)
 	r.execute(w.ctx, p, w, t)
+	w.t.started.Store(0)
 	w.t.busy.Add(int64(r.since() - now))
 }
 

@@ -390,7 +390,14 @@ func TestControlAllChangesAllOrNothing(t *testing.T) {
 		"SOAKD_A_RATE", "100", "SOAKD_B_RATE", "max", "SOAKD_A_TARGET", "null://", "SOAKD_B_TARGET", "null://?latency=1ms",
 		"SOAKD_CONTROL_TOKEN", "s3cret-token"), p)
 	startRun(t, cfg, p, l)
-	eventually(t, "a running", func() bool { return status(t, base).State == "running" })
+	eventually(t, "both running", func() bool {
+		_, body := get(t, base+"/status")
+		var st report.Status
+		if json.Unmarshal([]byte(body), &st) != nil || len(st.Workloads) != 2 {
+			return false
+		}
+		return st.Workloads[0].State == "running" && st.Workloads[1].State == "running"
+	})
 	c, b := post(t, base+"/control?workload=all&action=pause", "s3cret-token")
 	if c != http.StatusConflict || !strings.Contains(b, "b: workload runs closed loop") || !strings.Contains(b, "nothing was changed") {
 		t.Errorf("pause all with b closed loop: %d %s; want 409 naming b, nothing changed", c, b)
