@@ -214,8 +214,15 @@ func TestSoakStability(t *testing.T) {
 	grew("Go heap (bytes)", minOf(early, heapOf), minOf(late, heapOf), 1<<20)
 	grew("goroutines", maxOf(early, goroutinesOf), maxOf(late, goroutinesOf), 2)
 	grew("open files", maxOf(early, fdsOf), maxOf(late, fdsOf), 2)
-	grew("PostgreSQL connections", maxOf(early, pgConnsOf), maxOf(late, pgConnsOf), 1)
-	grew("Redis connections", maxOf(early, kvConnsOf), maxOf(late, kvConnsOf), 1)
+	// A connection is opened when a worker needs one, so how many were
+	// open in a quarter follows how long writes took then (2 in a second
+	// quarter of quick writes, 5 in a slow last one, on a loaded
+	// machine): a leak is more than the 4 workers and soakd's other
+	// connections (the target watch, a probe) hold, as at the end below,
+	// not more than the second quarter happened to need.
+	const most = 4 + 2
+	grew("PostgreSQL connections", max(maxOf(early, pgConnsOf), most), maxOf(late, pgConnsOf), 1)
+	grew("Redis connections", max(maxOf(early, kvConnsOf), most), maxOf(late, kvConnsOf), 1)
 	last := samples[len(samples)-1]
 	if last.pgConns < 1 || last.pgConns > 4+2 || last.kvConns < 1 || last.kvConns > 4+2 {
 		t.Errorf("connections at the end: devops %.0f, kv %.0f; want 1..WORKERS+2 each", last.pgConns, last.kvConns)
