@@ -103,11 +103,19 @@ func Run(ctx context.Context, cfg *config.Config, d Deps) (*report.Summary, erro
 	drainCtx, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopDrain()
 	allDone := make(chan struct{})
+	// graceDone: Run waits for this goroutine, which may still log after
+	// the workloads are done (the caller may read the log once Run returns).
+	graceDone := make(chan struct{})
 	go func() {
+		defer close(graceDone)
 		select {
 		case <-genCtx.Done():
 		case <-allDone:
-			return
+			// A stop that ended the workloads is still said, whichever
+			// of the two this select saw first.
+			if genCtx.Err() == nil {
+				return
+			}
 		}
 		if ctx.Err() != nil {
 			stoppedAt.Store(time.Now().UnixNano())
@@ -149,6 +157,7 @@ func Run(ctx context.Context, cfg *config.Config, d Deps) (*report.Summary, erro
 	}
 	runErr := g.Wait()
 	close(allDone)
+	<-graceDone
 	// Whether the run ran its course (to its end or SOAKD_DURATION), read
 	// before stopGen cancels genCtx.
 	end := endingOf(context.Cause(genCtx))
