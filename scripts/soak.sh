@@ -2,7 +2,8 @@
 # A long soak of soakd itself: TestSoakStability (cmd/soakd) for DURATION
 # (default 4h) against a real PostgreSQL and redis-server, with the rate
 # changed through /control every 5 s, every connection killed by the
-# servers every 15 s and redis-server restarted once. It fails when the
+# servers every 15 s, redis-server restarted once and PostgreSQL's tables
+# truncated every 10 minutes (which bounds its disk). It fails when the
 # Go heap, goroutines, open files or target connections grow after the
 # first quarter, and leaves the samples (soak.csv) and charts
 # (soak-memory.svg/.png, soak-counts.svg/.png, soak-cpu.svg/.png: CPU per
