@@ -125,6 +125,7 @@ type counts struct {
 	failed    int64 // units in batches that failed for good
 	dropped   int64 // units never sent: later than MAX_LAG, or still queued when writes were cut at shutdown
 	cut       int64 // of dropped, those cut at shutdown
+	waited    int64 // of dropped, those that waited for a worker while every worker was busy
 	values    int64 // field values acknowledged (series)
 	bytes     int64 // payload bytes sent, failed attempts included
 	ops       [opSlots]opCounts
@@ -151,6 +152,7 @@ func (c *counts) add(o *counts) {
 	c.failed += o.failed
 	c.dropped += o.dropped
 	c.cut += o.cut
+	c.waited += o.waited
 	c.values += o.values
 	c.bytes += o.bytes
 	c.verify.add(&o.verify)
@@ -347,6 +349,18 @@ func (t *tally) drop(n int64, cut bool) {
 	if cut {
 		t.c.cut += n
 	}
+	t.mu.Unlock()
+}
+
+// dropWaited counts n units dropped after waiting for a worker while
+// every worker was busy: the queue stayed full until they were later than
+// MAX_LAG, or they were that late when a worker took them from it. The
+// scheduler queues a ticket only when no worker is idle, so these drops
+// are the workers' (and the target's that holds them), not soakd's.
+func (t *tally) dropWaited(n int64) {
+	t.mu.Lock()
+	t.c.dropped += n
+	t.c.waited += n
 	t.mu.Unlock()
 }
 

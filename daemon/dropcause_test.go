@@ -95,3 +95,32 @@ func TestDropCauseCountsFailedWrites(t *testing.T) {
 		}
 	})
 }
+
+// Work dropped while the target stalls is the target's doing, not
+// soakd's: a 3 s stall in a 20 s run keeps the workers busy only ~15 %
+// of the phase, but every unit dropped waited for a worker while every
+// worker was busy. That once read "soakd itself fell behind (CPU or
+// scheduling)", sending users after soakd's CPU instead of the target.
+func TestDropCauseTargetStall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := daemon.Plugins()
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=1ms&stall=3s@2s",
+			"SOAKD_SEQ_BATCH_SIZE", "1", "SOAKD_SEQ_WORKERS", "2", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_MAX_LAG", "200ms",
+			"SOAKD_SEQ_DURATION", "20s"), p)
+		sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := sum.Workload("seq", "run")
+		d := w.DropCause
+		if w.Dropped == 0 || d == nil {
+			t.Fatalf("dropped %d, cause %+v: want drops during the stall, with a cause", w.Dropped, d)
+		}
+		if d.WorkersBusy > 0.5 {
+			t.Fatalf("workers busy %.0f%% of the phase: want a stall short against the phase", 100*d.WorkersBusy)
+		}
+		if d.Bottleneck != report.LimitWorkers || strings.Contains(d.Diagnosis, "soakd itself fell behind") {
+			t.Errorf("cause %+v: want the workers (waiting on the target) named, not soakd", d)
+		}
+	})
+}

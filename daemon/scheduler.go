@@ -349,7 +349,7 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			p.unstrand()
 		case <-timer.C:
 			sent += units
-			st.drop(int64(units), false)
+			st.dropWaited(int64(units))
 			r.warnDrop()
 		case <-ctx.Done():
 			st.release(-int64(units))

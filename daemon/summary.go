@@ -117,6 +117,6 @@ func (w *workload) phaseSummary(ps *phaseStats) report.WorkloadSummary {
 		}
 		ws.Ops = append(ws.Ops, o)
 	}
-	ws.DropCause = ws.DiagnoseDrops(ps.busy(w.since()).Seconds())
+	ws.DropCause = ws.DiagnoseDrops(ps.busy(w.since()).Seconds(), c.waited)
 	return ws
 }

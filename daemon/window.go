@@ -154,6 +154,7 @@ func (c *counts) sub(o *counts) {
 	c.failed -= o.failed
 	c.dropped -= o.dropped
 	c.cut -= o.cut
+	c.waited -= o.waited
 	c.values -= o.values
 	c.bytes -= o.bytes
 	for op := range c.ops {

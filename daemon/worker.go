@@ -137,7 +137,7 @@ func (r *runner) take(p *phaseRun, w *worker, t ticket) {
 	w.t.lag.Store(int64(lag))
 	w.t.lagAt.Store(int64(mono()))
 	if lag > r.cfg.MaxLag {
-		w.t.drop(int64(t.units), false)
+		w.t.dropWaited(int64(t.units)) // it waited in the queue: no worker was idle
 		r.warnDrop()
 		return
 	}

@@ -30,12 +30,20 @@ type DropCause struct {
 const busyLimitRun = 0.8
 
 // DiagnoseDrops diagnoses a phase that dropped work other than at
-// shutdown, from its entry and busy, the seconds its workers spent on
+// shutdown, from its entry, busy, the seconds its workers spent on
 // their tickets, summed (writes that failed, timed out or waited to retry
-// included: the service times of the acknowledged ones left those out);
-// nil when it dropped none.
-func (ws *WorkloadSummary) DiagnoseDrops(busy float64) *DropCause {
-	if ws.Dropped-ws.DroppedAtShutdown <= 0 || ws.Seconds <= 0 || ws.Workers <= 0 {
+// included: the service times of the acknowledged ones left those out),
+// and waited, the units dropped after waiting for a worker while every
+// worker was busy; nil when it dropped none.
+//
+// The busy share is the whole phase's, so a target that stalls or fails
+// for a few seconds of a long phase leaves it low although every worker
+// was held by it while the work was dropped: when most of the units
+// dropped waited for a busy worker, the workers (and the target behind
+// them) are named, whatever the phase's share.
+func (ws *WorkloadSummary) DiagnoseDrops(busy float64, waited int64) *DropCause {
+	dropped := ws.Dropped - ws.DroppedAtShutdown
+	if dropped <= 0 || ws.Seconds <= 0 || ws.Workers <= 0 {
 		return nil
 	}
 	series := ws.Kind == sources.Series.String()
@@ -51,6 +59,13 @@ func (ws *WorkloadSummary) DiagnoseDrops(busy float64) *DropCause {
 			"the %d workers were busy %.0f%% of the time (dispatch p99 %s): raise %sWORKERS (now %d) or %s%s (now %d); "+
 				"if the target's service time rose, the target is at its limit instead (soakd capacity tells which)",
 			ws.Workers, 100*share, dispatch, p, ws.Workers, p, units, ws.Batch)}
+	}
+	if 2*waited >= dropped {
+		return &DropCause{Bottleneck: LimitWorkers, WorkersBusy: share, Diagnosis: fmt.Sprintf(
+			"%d of the %d units dropped waited for a worker while all %d were busy (busy %.0f%% of the phase on average, dispatch p99 %s): "+
+				"the target held them for a while (slow, stalled or failing: see its service time, the errors and %sRETRIES), "+
+				"or raise %sWORKERS (now %d) or %s%s (now %d)",
+			waited, dropped, ws.Workers, 100*share, dispatch, p, p, ws.Workers, p, units, ws.Batch)}
 	}
 	return &DropCause{Bottleneck: LimitSoakd, WorkersBusy: share, Diagnosis: fmt.Sprintf(
 		"the %d workers were busy only %.0f%% of the time, yet work was sent late (dispatch p99 %s): soakd itself fell behind "+
