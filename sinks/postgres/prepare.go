@@ -62,6 +62,15 @@ func (s *Sink) Prepare(ctx context.Context) (err error) {
 			if err := ddl(ctx, c, stmts[0]); err != nil {
 				return err
 			}
+			if s.cfg.Dialect != KWDB {
+				// A table that was there already (another tool's, another
+				// source's) is checked before soakd turns it into a
+				// hypertable or indexes it: refused untouched, with what
+				// is wrong with it.
+				if err := checkColumns(ctx, c, s.cfg, p); err != nil {
+					return err
+				}
+			}
 			if hyper {
 				if err := ddl(ctx, c, hypertable(s.cfg, p)); err != nil {
 					return err
@@ -90,13 +99,15 @@ func (s *Sink) Prepare(ctx context.Context) (err error) {
 	}
 	if s.cfg.Layout == TSBSLayout && len(plans) > 0 {
 		sc := plans[0].schema
-		if err := checkTableColumns(ctx, c, quote(tsbsTags), append([]string{"id"}, sc.TagKeys...)); err != nil {
+		if _, err := checkTableColumns(ctx, c, quote(tsbsTags), append([]string{"id"}, sc.TagKeys...)); err != nil {
 			return err
 		}
 	}
 	for _, p := range plans {
-		if err := checkColumns(ctx, c, p); err != nil {
-			return err
+		if !s.cfg.Create { // else checked as it was created
+			if err := checkColumns(ctx, c, s.cfg, p); err != nil {
+				return err
+			}
 		}
 		if s.cfg.Dedup && s.cfg.Dialect != Cockroach {
 			if err := checkUnique(ctx, c, p); err != nil {
@@ -170,37 +181,86 @@ func (s *Sink) timescale(ctx context.Context, c *pgx.Conn) (bool, error) {
 	return false, nil
 }
 
-// checkColumns fails when p's table is missing or lacks a column soakd
-// writes: better said once at startup than by every write.
-func checkColumns(ctx context.Context, c *pgx.Conn, p *plan) error {
-	return checkTableColumns(ctx, c, p.table, p.names)
+// checkColumns fails when p's table is missing, lacks a column soakd
+// writes, or has one of another type than soakd writes: better said once
+// at startup than by every write. A column of another type is no less
+// wrong than a missing one: binary COPY of a float8 into a bigint column
+// is taken without a word, and stores garbage.
+func checkColumns(ctx context.Context, c *pgx.Conn, cfg Config, p *plan) error {
+	have, err := checkTableColumns(ctx, c, p.table, p.names)
+	if err != nil {
+		return err
+	}
+	if cfg.Dialect == Cockroach || cfg.Dialect == KWDB {
+		return nil // their catalogs name types otherwise (INT8 is bigint)
+	}
+	var wrong []string
+	for _, n := range p.names {
+		want := columnType(cfg, p, n)
+		got := have[n]
+		if want == "" || strings.EqualFold(got, want) || want == "text" && strings.HasPrefix(got, "character varying") {
+			continue
+		}
+		wrong = append(wrong, fmt.Sprintf("%s is %s, not %s", quote(n), got, want))
+	}
+	if len(wrong) > 0 {
+		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s exists with columns of other types than soakd writes: %s (made by another tool, or for another source's settings? drop it or use another database)",
+			p.table, strings.Join(wrong, ", ")))
+	}
+	return nil
 }
 
-// checkTableColumns fails when table is missing or lacks one of cols.
-func checkTableColumns(ctx context.Context, c *pgx.Conn, table string, cols []string) error {
-	rows, err := c.Query(ctx, `SELECT a.attname FROM pg_catalog.pg_attribute a
+// columnType is the type (as format_type names it) of p's column n in a
+// table soakd creates: the one it writes; "" for a column of another
+// kind.
+func columnType(cfg Config, p *plan, n string) string {
+	if n == timeColumn {
+		return "timestamp with time zone"
+	}
+	if cfg.Layout == TSBSLayout && n == tsbsTagsID {
+		return "integer"
+	}
+	for _, f := range p.schema.Fields {
+		if f.Name == n {
+			if cfg.Layout == TSBSLayout {
+				return "double precision"
+			}
+			return fieldType(cfg.Dialect, f.Kind)
+		}
+	}
+	if cfg.Layout != TSBSLayout && slices.Contains(p.schema.TagKeys, n) {
+		return "text"
+	}
+	return ""
+}
+
+// checkTableColumns fails when table is missing or lacks one of cols;
+// else it returns the table's columns with their types.
+func checkTableColumns(ctx context.Context, c *pgx.Conn, table string, cols []string) (map[string]string, error) {
+	rows, err := c.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a
 		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, table)
 	if err != nil {
-		return classify(fmt.Errorf("cannot read the columns of %s: %w", table, err), false, false)
+		return nil, classify(fmt.Errorf("cannot read the columns of %s: %w", table, err), false, false)
 	}
-	have, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return classify(fmt.Errorf("cannot read the columns of %s: %w", table, err), false, false)
+	have := map[string]string{}
+	var name, typ string
+	if _, err := pgx.ForEachRow(rows, []any{&name, &typ}, func() error { have[name] = typ; return nil }); err != nil {
+		return nil, classify(fmt.Errorf("cannot read the columns of %s: %w", table, err), false, false)
 	}
 	if len(have) == 0 {
-		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s does not exist (create=false, or created in another schema than the search_path's first: see schema=)", table))
+		return nil, sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s does not exist (create=false, or created in another schema than the search_path's first: see schema=)", table))
 	}
 	var missing []string
 	for _, name := range cols {
-		if !slices.Contains(have, name) {
+		if _, ok := have[name]; !ok {
 			missing = append(missing, quote(name))
 		}
 	}
 	if len(missing) > 0 {
-		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s exists but lacks columns %s (made by another tool, or with another layout? drop it or use another database)",
+		return nil, sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s exists but lacks columns %s (made by another tool, or with another layout? drop it or use another database)",
 			table, strings.Join(missing, ", ")))
 	}
-	return nil
+	return have, nil
 }
 
 // checkUnique fails when dedup is on but p's table has no unique index
