@@ -247,3 +247,31 @@ func TestStopWhileCheckingLoadedRecords(t *testing.T) {
 		}
 	})
 }
+
+// prepRefuser is a target that connects but whose Prepare is refused, as
+// a table of another shape is.
+type prepRefuser struct{ lateSink }
+
+func (prepRefuser) Prepare(context.Context) error {
+	return sinks.NewError(sinks.Rejected, false, errors.New(`table "cpu" exists but lacks columns "hostname"`))
+}
+
+// A refusal at the prepare step is no matter of credentials: the target
+// took them at connect. The error once ended "(check the target URL's
+// database and user, and the credentials: ... SOAKD_SEQ_PASSWORD ...)"
+// after a schema conflict, sending users after their password.
+func TestSetupPrepareRefusalNoCredentialsHint(t *testing.T) {
+	s := prepRefuser{lateSink{pings: new(atomic.Int64)}}
+	p := daemon.Plugins(sinks.Entry{Schemes: []string{"late"}, Kinds: []sources.Kind{sources.Series},
+		Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return s, nil }})
+	cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "late://u:hunter2@db/x", "SOAKD_DURATION", "30s"), p)
+	_, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p})
+	var ce *settings.Error
+	if !errors.As(err, &ce) || ce.Key != "SOAKD_SEQ_TARGET" || !strings.Contains(ce.Error(), `refused "prepare"`) ||
+		!strings.Contains(ce.Error(), "lacks columns") {
+		t.Fatalf("Run: %v, want a configuration error naming SOAKD_SEQ_TARGET with the answer at prepare", err)
+	}
+	if strings.Contains(ce.Error(), "credentials") || strings.Contains(ce.Error(), "PASSWORD") {
+		t.Errorf("Run: %v: a refusal at prepare must not point at the credentials", err)
+	}
+}

@@ -261,6 +261,10 @@ func (w *Target) refused(step, text string, tlsRefused bool) error {
 		hint = "" // the text already names the settings that hold the password
 	case w.cfg.Sink.URL != nil && w.cfg.Sink.URL.Scheme == "file":
 		hint = "" // a path, not a server: the text names it and the OS error
+	case step != StepConnect:
+		// Connected: the credentials were taken. What the target
+		// holds, or what the user may do, is at fault: the text says.
+		hint = " (the target was reached: check what it already holds where this workload writes, and what the target URL's user may do there)"
 	}
 	return &settings.Error{Key: p + "TARGET", Err: fmt.Errorf("%s refused %q: %s%s", w.cfg.Sink.Redacted, step, text, hint)}
 }
