@@ -174,3 +174,26 @@ func TestSweepPlanByIndex(t *testing.T) {
 		t.Errorf("time left %s, want 8s: the runs kept half the planned pace", left)
 	}
 }
+
+// A DURATION axis of 0 (no limit, in a run) does not make an endless
+// point: its runs last SOAKD_SWEEP_DURATION, as a point's without the
+// axis do. Bug caught: the point ran until a signal, the plan saying
+// "at most 0s".
+func TestSweepDurationAxisZeroIsBounded(t *testing.T) {
+	t.Parallel()
+	p := enginetest.Plugins()
+	env := enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://", "SOAKD_SWEEP_REPEATS", "1",
+		"SOAKD_SWEEP_DURATION", "5s", "SOAKD_SWEEP_GRID", "DURATION=0,2s")
+	cfg := enginetest.Load(t, env, p)
+	r := &Result{Unit: "rows", BatchName: "BATCH_SIZE", Settings: cfg.Sweep}
+	plan, err := r.plan(cfg, env, p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != 2 || plan[0].wc.Duration != 5*time.Second || plan[1].wc.Duration != 2*time.Second {
+		t.Fatalf("%d points, durations %v, %v; want 5s (SWEEP_DURATION) and 2s", len(plan), plan[0].wc.Duration, plan[1].wc.Duration)
+	}
+	if lo, hi, all := planTime(plan, 1); lo != 2*time.Second || hi != 5*time.Second || all != 7*time.Second {
+		t.Errorf("point times %s to %s, %s in all; want 2s to 5s, 7s", lo, hi, all)
+	}
+}

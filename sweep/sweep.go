@@ -330,7 +330,10 @@ func (r *Result) plan(cfg *config.Config, environ map[string]string, p *config.P
 		if !axes["RATE"] {
 			wc.Rate = pace.Rate{Max: true}
 		}
-		if !axes["DURATION"] {
+		if !axes["DURATION"] || wc.Duration <= 0 {
+			// A DURATION axis sets the point's own length, but 0 (no
+			// limit) would run an endless source forever: every run
+			// lasts at most SOAKD_SWEEP_DURATION then.
 			wc.Duration = sc.Duration
 		}
 		wc.ResetFirst = sc.Reset
