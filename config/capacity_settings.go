@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,8 +136,19 @@ func (cc *CapacityConfig) validate(c *Config) []error {
 	}
 	if cc.Out == "" {
 		bad("OUT", "must name where the report goes")
+	} else if dir, ok := outDir(cc.Out); !ok {
+		bad("OUT", "cannot write the report %s.md: its directory %s does not exist", cc.Out, dir)
 	}
 	return errs
+}
+
+// outDir is the directory a report's files (OUT.md, OUT.csv, ...) go to,
+// and whether it exists: checked before a search or sweep runs for
+// hours, not when its report is written at the end.
+func outDir(out string) (string, bool) {
+	dir := filepath.Dir(out)
+	st, err := os.Stat(dir)
+	return dir, err == nil && st.IsDir()
 }
 
 // Searched returns the searched workload's configuration, or nil.

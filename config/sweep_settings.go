@@ -76,6 +76,8 @@ func (c *Config) CheckSweep() error {
 	}
 	if sc.Out == "" {
 		bad("OUT", "must name where the report goes")
+	} else if dir, ok := outDir(sc.Out); !ok {
+		bad("OUT", "cannot write the report %s.md: its directory %s does not exist", sc.Out, dir)
 	}
 	return errors.Join(errs...)
 }

@@ -179,3 +179,26 @@ func TestSweepPoints(t *testing.T) {
 		t.Errorf("GRID with BATCH: %v", err)
 	}
 }
+
+// A report's directory that does not exist is a configuration error of
+// the sweep and the capacity search, found before they run (as it is for
+// SOAKD_SUMMARY_JSON and SOAKD_REPORT), not once every point has run.
+func TestReportOutDirChecked(t *testing.T) {
+	t.Parallel()
+	p := testPlugins()
+	missing := t.TempDir() + "/missing/rep"
+	for _, c := range []struct {
+		key   string
+		check func(*Config) error
+	}{{"SOAKD_SWEEP_OUT", (*Config).CheckSweep}, {"SOAKD_CAPACITY_OUT", (*Config).CheckCapacity}} {
+		env := map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://", c.key: missing}
+		err := c.check(loadTest(t, env, p))
+		if err == nil || !strings.Contains(err.Error(), c.key+": cannot write the report "+missing+".md: its directory") {
+			t.Errorf("%s=%s: error %v, want one naming the directory", c.key, missing, err)
+		}
+		env[c.key] = t.TempDir() + "/rep"
+		if err := c.check(loadTest(t, env, p)); err != nil {
+			t.Errorf("%s in an existing directory: %v", c.key, err)
+		}
+	}
+}
