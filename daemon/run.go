@@ -307,6 +307,9 @@ func (w *workload) runPhases(genCtx, drainCtx context.Context, cfg *config.Confi
 		}
 	}
 	if genCtx.Err() != nil {
+		// Ready, but stopped before its run phase began: its entry
+		// (no phase ran) still says what stopped it.
+		w.ready.Stopped(stopCause(genCtx))
 		return nil
 	}
 	_, err = w.run(genCtx, drainCtx, "run", w.src, w.cfg.Rate, w.cfg.Duration, stopDuration)

@@ -275,3 +275,35 @@ func TestSetupPrepareRefusalNoCredentialsHint(t *testing.T) {
 		t.Errorf("Run: %v: a refusal at prepare must not point at the credentials", err)
 	}
 }
+
+// cancelSink is a target whose Ping answers, then stops the run (a signal
+// that comes as the workload finishes its setup).
+type cancelSink struct{ cancel context.CancelFunc }
+
+func (s cancelSink) Ping(context.Context) error                           { s.cancel(); return nil }
+func (cancelSink) Write(_ context.Context, b *sources.Batch) (int, error) { return b.Len(), nil }
+func (cancelSink) Close(context.Context) error                            { return nil }
+
+// A workload whose target became ready but whose run phase never began
+// (the run stopped in between: a signal, SOAKD_DURATION=1ns) still says
+// what stopped it. Bug caught: its entry had stopped_by "" and the text
+// summary no "stopped by" line.
+func TestStopAfterSetupSaysWhy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		p := daemon.Plugins(sinks.Entry{Schemes: []string{"cancel"}, Kinds: []sources.Kind{sources.Series},
+			Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return cancelSink{cancel}, nil }})
+		cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "cancel://db/x"), p)
+		res := runServed(ctx, cfg, p)
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		if err := res.sum.Failed(); err != nil {
+			t.Errorf("Failed() = %v after a stop", err)
+		}
+		if w := res.sum.Workloads[0]; !w.Prepared || w.StoppedBy != "signal" {
+			t.Errorf("entry: prepared %v, stopped by %q; want prepared, stopped by signal", w.Prepared, w.StoppedBy)
+		}
+	})
+}
