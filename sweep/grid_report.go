@@ -36,6 +36,7 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 			fmt.Fprintf(out, "** (median of %s, min %.0f, max %.0f).\n\n", runs(len(p.Rates)), p.Min, p.Max)
 		}
 	}
+	r.writeStopped(out)
 	fmt.Fprint(out, "## Environment\n\n| | |\n|---|---|\n")
 	for _, row := range r.Environment.Rows() {
 		fmt.Fprintf(out, "| %s | %s |\n", row[0], row[1])

@@ -197,3 +197,33 @@ func TestSweepDurationAxisZeroIsBounded(t *testing.T) {
 		t.Errorf("point times %s to %s, %s in all; want 2s to 5s, 7s", lo, hi, all)
 	}
 }
+
+// A sweep stopped before every point ran (Ctrl-C) says so in its report,
+// and which run the stop cut short, for the grid and the WORKERS × BATCH
+// reports alike. Bug caught: the markdown read as a whole sweep, the
+// cut-short run's point possibly marked best; only the JSON's outcome
+// told.
+func TestSweepReportSaysStopped(t *testing.T) {
+	for _, grid := range []bool{false, true} {
+		r := &Result{Unit: "rows", BatchName: "BATCH_SIZE", Settings: config.SweepConfig{Repeats: 2, Duration: 2 * time.Second},
+			Outcome: "stopped before every point ran", CutShort: "point WORKERS=2, run 1 of 2, after 980.00ms of at most 2s"}
+		pt := Point{Workers: 2, Batch: 20, Median: 100, Min: 100, Max: 100, Rates: []float64{100}}
+		if grid {
+			r.Axes = []Axis{{Name: "WORKERS", Values: []string{"1", "2"}, Numeric: true}}
+			pt.AxisValues, pt.at = []string{"2"}, []int{1}
+		}
+		r.Points = []Point{pt}
+		r.mark()
+		var md bytes.Buffer
+		r.WriteMarkdown(&md)
+		if want := "**Partial: stopped before every point ran.** The report holds the runs made; the last one was cut short (point WORKERS=2, run 1 of 2, after 980.00ms of at most 2s)."; !strings.Contains(md.String(), want) {
+			t.Errorf("grid %v: markdown without\n%s\n---- got:\n%s", grid, want, md.String())
+		}
+		r.Outcome, r.CutShort = "done", ""
+		md.Reset()
+		r.WriteMarkdown(&md)
+		if strings.Contains(md.String(), "Partial") {
+			t.Errorf("grid %v: a whole sweep called partial:\n%s", grid, md.String())
+		}
+	}
+}

@@ -28,6 +28,7 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 				p.Workers, r.BatchName, p.Batch, p.Median, r.Unit, runs(len(p.Rates)), p.Min, p.Max)
 		}
 	}
+	r.writeStopped(out)
 	fmt.Fprint(out, "## Environment\n\n| | |\n|---|---|\n")
 	for _, row := range r.Environment.Rows() {
 		fmt.Fprintf(out, "| %s | %s |\n", row[0], row[1])
@@ -47,6 +48,19 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 	}
 	r.writeLeftOut(out)
 	r.writeUSL(out, fmt.Sprintf("%s %d", r.BatchName, r.USL.batch()))
+}
+
+// writeStopped says, in a sweep stopped before every point ran, that the
+// report holds only the runs made, and which run was cut short.
+func (r *Result) writeStopped(out io.Writer) {
+	if r.Outcome == "" || r.Outcome == "done" {
+		return
+	}
+	fmt.Fprintf(out, "**Partial: %s.** The report holds the runs made", r.Outcome)
+	if r.CutShort != "" {
+		fmt.Fprintf(out, "; the last one was cut short (%s)", r.CutShort)
+	}
+	fmt.Fprint(out, ".\n\n")
 }
 
 // batch is the fit's batch size; 0 without a fit.

@@ -151,6 +151,10 @@ type Result struct {
 	NotReset []string `json:"not_reset,omitempty"`
 	USL      *USL     `json:"usl,omitempty"`
 	Outcome  string   `json:"outcome"`
+	// CutShort names the run a stop (SIGINT/SIGTERM) ended early, which
+	// the report keeps with its point: the point, the run and how long
+	// it ran; "" when none was.
+	CutShort string `json:"cut_short,omitempty"`
 }
 
 // Grid says whether r is a sweep over SOAKD_SWEEP_GRID.
@@ -256,6 +260,10 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 				return res, err
 			}
 			ws := sum.Workload(wc.Name, "run")
+			if ws != nil && ctx.Err() != nil && ws.StoppedBy == "signal" {
+				res.CutShort = fmt.Sprintf("point %s, run %d of %d, after %s of at most %s", label, r+1, sc.Repeats,
+					pace.FormatSeconds(ws.Seconds), runTime(pl))
+			}
 			if ws == nil || ws.Seconds <= 0 || ws.Failure != nil {
 				reason := "no run phase"
 				if ws != nil && ws.Failure != nil {

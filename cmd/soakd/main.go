@@ -479,6 +479,7 @@ func sweepCmd(ctx context.Context, args []string, environ map[string]string, std
 		log.Error("sweep failed", zap.Error(err))
 		return cli.ExitFailed
 	case res.Outcome != "done":
+		log.Error("sweep " + res.Outcome + ": the report holds the runs made")
 		return cli.ExitFailed
 	}
 	return cli.ExitOK
