@@ -188,8 +188,16 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 		fmt.Fprintf(stdout, "soakd %s (%s %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return cli.ExitOK
 	case "help":
-		fmt.Fprint(stdout, usage+cli.EnvFileUsage)
-		return cli.ExitOK
+		switch {
+		case len(args) == 0:
+			fmt.Fprint(stdout, usage+cli.EnvFileUsage)
+			return cli.ExitOK
+		case len(args) == 1 && slices.Contains([]string{"run", "capacity", "sweep", "config", "generate", "verify"}, args[0]):
+			// soakd help sweep is soakd sweep --help, as in git and go.
+			return realMain(ctx, []string{args[0], "--help"}, environ, stdout, stderr)
+		}
+		fmt.Fprintf(stderr, "soakd: no help for %q\n\n%s", strings.Join(args, " "), usage)
+		return cli.ExitConfig
 	}
 	fmt.Fprintf(stderr, "soakd: unknown command %q\n\n%s", cmd, usage)
 	return cli.ExitConfig

@@ -605,3 +605,18 @@ func TestTargetStdoutHoldsOnlyData(t *testing.T) {
 		t.Errorf("stderr lacks the summary:\n%s", errb.String())
 	}
 }
+
+// soakd help COMMAND is COMMAND's usage, as soakd COMMAND --help is (git
+// and go answer it so); help for what is no command is an error. Bug
+// caught: every topic, sweep or bogus, printed the general usage, exit 0.
+func TestHelpCommand(t *testing.T) {
+	t.Parallel()
+	code, out, _ := run(t, nil, "sweep", "--help")
+	hcode, hout, _ := run(t, nil, "help", "sweep")
+	if code != 0 || hcode != 0 || hout != out {
+		t.Errorf("help sweep: exit %d, %q; want sweep --help's: exit %d, %q", hcode, hout, code, out)
+	}
+	if code, _, errs := run(t, nil, "help", "bogus"); code != 2 || !strings.Contains(errs, `no help for "bogus"`) {
+		t.Errorf("help bogus: exit %d, %q; want 2, saying there is no such help", code, errs)
+	}
+}
