@@ -516,7 +516,11 @@ func configCmd(args []string, environ map[string]string, stdout, stderr io.Write
 		printSinkParams(stdout, p.Sinks)
 		return cli.ExitOK
 	}
-	cfg, _, err := loadConfig(c, f, p, nil)
+	var check func(*config.Config) error
+	if f.Cmd["check"] {
+		check = func(cfg *config.Config) error { return checkCommands(cfg, f.Env, p) }
+	}
+	cfg, _, err := loadConfig(c, f, p, check)
 	if f.Cmd["check"] {
 		if err != nil {
 			return c.Refuse(stderr, err)
@@ -530,6 +534,37 @@ func configCmd(args []string, environ map[string]string, stdout, stderr io.Write
 		return c.Refuse(stderr, err)
 	}
 	return cli.ExitOK
+}
+
+// checkCommands checks, for config --check, the settings of capacity
+// and sweep when any of theirs is set (a recipe: --env-file
+// examples/kwdb-tsbs.env), as soakd capacity and soakd sweep would before
+// they start, grid points included; the defaults of a command not meant
+// (CAPACITY_START above a run's MAX_RATE) are not held against a run.
+func checkCommands(cfg *config.Config, env map[string]string, p *config.Plugins) error {
+	set := func(prefix string) bool {
+		for k := range env {
+			if strings.HasPrefix(k, config.EnvPrefix+prefix) {
+				return true
+			}
+		}
+		return false
+	}
+	var errs []error
+	if set("CAPACITY_") {
+		errs = append(errs, cfg.CheckCapacity())
+	}
+	if set("SWEEP_") {
+		err := cfg.CheckSweep()
+		if err == nil && cfg.Validate(p) == nil {
+			// Each point is the run's settings with its axes' values:
+			// read only once they are valid, or each point would repeat
+			// the run's own problems.
+			_, err = cfg.SweepPoints(env, p)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // printSinkParams lists each sink's schemes and URL parameters.

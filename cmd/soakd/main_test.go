@@ -620,3 +620,32 @@ func TestHelpCommand(t *testing.T) {
 		t.Errorf("help bogus: exit %d, %q; want 2, saying there is no such help", code, errs)
 	}
 }
+
+// config --check validates what soakd sweep and soakd capacity would
+// refuse when their settings are set (a recipe checked with --env-file
+// before it runs), grid points included; a run's settings alone are not
+// held to the capacity search's defaults. Bug caught: a sweep recipe with
+// REPEATS=0, or a grid point WORKERS=0, was "configuration ok", then soakd
+// sweep refused it (exit 2).
+func TestConfigCheckSweepAndCapacity(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"SOAKD_WORKLOADS": "iot", "SOAKD_SWEEP_REPEATS": "0"}, "SOAKD_SWEEP_REPEATS: 0 is out of range"},
+		{map[string]string{"SOAKD_WORKLOADS": "iot", "SOAKD_SWEEP_GRID": "WORKERS=0,2"}, "SOAKD_SWEEP_GRID: WORKERS=0: 0 is out of range"},
+		{map[string]string{"SOAKD_WORKLOADS": "iot", "SOAKD_CAPACITY_HOLD": "1ms"}, "SOAKD_CAPACITY_HOLD: 1ms: want at least 1s"},
+		{map[string]string{"SOAKD_WORKLOADS": "iot", "SOAKD_SWEEP_GRID": "WORKERS=1,2 BATCH_SIZE=10,100"}, ""},
+		{map[string]string{"SOAKD_WORKLOADS": "iot", "SOAKD_MAX_RATE": "500", "SOAKD_IOT_RATE": "100"}, ""},
+	} {
+		code, out, errs := run(t, tc.env, "config", "--check")
+		if tc.want == "" {
+			if code != 0 || !strings.Contains(out, "configuration ok") {
+				t.Errorf("%v: exit %d, %q %q; want ok", tc.env, code, out, errs)
+			}
+		} else if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 saying %q", tc.env, code, errs, tc.want)
+		}
+	}
+}
