@@ -86,8 +86,8 @@ func TestCapacityFindsModelledKnee(t *testing.T) {
 				var b strings.Builder
 				res.WriteMarkdown(&b)
 				t.Logf("%s\nsearch took %v", b.String(), time.Since(t0))
-				if !res.Found || res.Knee < tc.model*0.95 || res.Knee > tc.model*1.05 {
-					t.Errorf("knee %v (found %v), want within 5%% of %v", res.Knee, res.Found, tc.model)
+				if !res.Found || res.Stopped || res.Knee < tc.model*0.95 || res.Knee > tc.model*1.05 {
+					t.Errorf("knee %v (found %v, stopped %v), want within 5%% of %v", res.Knee, res.Found, res.Stopped, tc.model)
 				}
 				if d := time.Since(t0); d > 3*time.Minute {
 					t.Errorf("the search took %v, want under 3 minutes", d)
@@ -119,8 +119,15 @@ func TestCapacityPartialOnStop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Steps) != 2 || !res.Found || res.Knee != 15000 || res.Outcome != "stopped before the search ended" {
-			t.Fatalf("partial result: %d steps, knee %v found %v, %q", len(res.Steps), res.Knee, res.Found, res.Outcome)
+		if len(res.Steps) != 2 || !res.Found || res.Knee != 15000 || res.Outcome != "stopped before the search ended" || !res.Stopped {
+			t.Fatalf("partial result: %d steps, knee %v found %v stopped %v, %q", len(res.Steps), res.Knee, res.Found, res.Stopped, res.Outcome)
+		}
+		// A lower bound, never headlined as the knee: a reader would size
+		// the target by where the search was cut off.
+		var md strings.Builder
+		res.WriteMarkdown(&md)
+		if strings.Contains(md.String(), "Knee:") || !strings.Contains(md.String(), "**The knee is at least 15,000 units/s**") {
+			t.Errorf("report of a stopped search:\n%s", md.String())
 		}
 		if updates != 3 { // after each step, and at the end
 			t.Errorf("onUpdate called %d times, want 3", updates)

@@ -144,7 +144,7 @@ func (s *searcher) search(ctx context.Context, ws []*daemon.Handle, stop func(er
 	defer stop(daemon.Finish(doneReason))
 	p := s.waitRunPhase(ctx)
 	if p == nil {
-		s.finish(0, false, "stopped before the run phase began")
+		s.finish(0, false, true, "stopped before the run phase began")
 		return
 	}
 	servers := serverVersions(ws)
@@ -154,20 +154,22 @@ func (s *searcher) search(ctx context.Context, ws []*daemon.Handle, stop func(er
 	win := p.StartWindow(daemon.LatencyKey{Op: s.cc.SLOOp}, daemon.LatencyKey{Op: s.cc.SLOOp, Service: true}, daemon.LatencyKey{Dispatch: true})
 	defer win.Stop()
 	if !s.setRate(ctx, s.cc.Start) || !backoff.Sleep(ctx, s.cc.Warmup) {
-		s.finish(0, false, "stopped during the warm-up")
+		s.finish(0, false, true, "stopped during the warm-up")
 		return
 	}
+	stopped := false
 	knee, found, outcome := search(s.cc, s.limit(), func(r float64, kind string) (bool, bool) {
 		st, ok := s.runStep(ctx, p, win, r, kind)
 		if ok && st.Pass {
 			s.setKnee(r)
 		}
+		stopped = stopped || !ok
 		return st.Pass, ok
 	})
 	s.mu.Lock()
 	s.res.LimitedBy, s.res.Advice = s.limitedBy(knee, found)
 	s.mu.Unlock()
-	s.finish(knee, found, outcome)
+	s.finish(knee, found, stopped, outcome)
 }
 
 // limitedBy names what bounds the knee: the bottleneck of the lowest
@@ -491,9 +493,9 @@ func (s *searcher) setKnee(r float64) {
 	s.mu.Unlock()
 }
 
-func (s *searcher) finish(knee float64, found bool, outcome string) {
+func (s *searcher) finish(knee float64, found, stopped bool, outcome string) {
 	s.mu.Lock()
-	s.res.Knee, s.res.Found, s.res.Outcome = knee, found, outcome
+	s.res.Knee, s.res.Found, s.res.Stopped, s.res.Outcome = knee, found, stopped, outcome
 	s.step = 0
 	s.mu.Unlock()
 	s.notify()
@@ -595,7 +597,7 @@ func (s *searcher) runEngine(ctx context.Context, cfg *config.Config, d daemon.D
 	<-s.done
 	res := s.result()
 	if res.Outcome == "" {
-		res.Outcome = "stopped before the search ended"
+		res.Outcome, res.Stopped = "stopped before the search ended", true
 	}
 	return sum, &res, err
 }

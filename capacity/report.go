@@ -18,6 +18,11 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 	cc := r.Settings
 	fmt.Fprintf(out, "# Capacity of workload %s\n\n", r.Workload)
 	switch {
+	case r.Found && r.Stopped:
+		// A lower bound: read as "Knee:", a stopped search would size the
+		// target by where it was cut off.
+		fmt.Fprintf(out, "**The knee is at least %s units/s**, the highest rate whose response p99 stayed within %s so far",
+			pace.FormatRate(r.Knee), cc.SLOP99)
 	case r.Found && !r.TargetCapacity():
 		// Not the target's capacity: saying "knee" would have a reader
 		// size the target from soakd's own limit.

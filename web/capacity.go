@@ -125,6 +125,8 @@ func capacityTargetCharts(steps []capacity.Step) []charts.Chart {
 func CapacityPanel(r *capacity.Result) Panel {
 	note := "searching…"
 	switch {
+	case r.Outcome != "" && r.Found && r.Stopped:
+		note = fmt.Sprintf("the knee is at least %s units/s: %s", pace.FormatRate(r.Knee), r.Outcome)
 	case r.Outcome != "" && r.Found && !r.TargetCapacity():
 		// soakd's own limit: not to be read as the target's knee.
 		note = fmt.Sprintf("no knee of the target: soakd limited the search at %s units/s: %s", pace.FormatRate(r.Knee), r.Advice)

@@ -147,6 +147,30 @@ func TestCapacityBadSettings(t *testing.T) {
 	}
 }
 
+// A search stopped before it ended (here by SOAKD_DURATION, as by a
+// signal) gives only a lower bound of the knee: the report and the JSON
+// say so and soakd exits 1, so that a CI reading the exit code does not
+// take where the search was cut off for the target's knee (it printed
+// "Knee: …" and exited 0).
+func TestCapacityStoppedIsALowerBound(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "cap")
+	code, stdout, stderr := run(t, map[string]string{"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "seq", "SOAKD_W_TARGET": "null://",
+		"SOAKD_W_BATCH_SIZE": "10", "SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_DURATION": "7s",
+		"SOAKD_CAPACITY_START": "1000", "SOAKD_CAPACITY_WARMUP": "1s", "SOAKD_CAPACITY_SETTLE": "1s", "SOAKD_CAPACITY_HOLD": "1s",
+		"SOAKD_CAPACITY_OUT": out}, "capacity")
+	if code != cli.ExitFailed || !strings.Contains(stderr, "stopped before the search ended: the knee is at least") {
+		t.Errorf("exit %d, want 1 saying the knee is a lower bound\n%s", code, tail(stderr, 2000))
+	}
+	if strings.Contains(stdout, "**Knee:") || !strings.Contains(stdout, "**The knee is at least ") {
+		t.Errorf("the report headlines a knee it did not find:\n%s", stdout)
+	}
+	res := readJSON[capacity.Result](t, out+".json")
+	if !res.Stopped || !res.Found {
+		t.Errorf("JSON: stopped %v found %v, want both", res.Stopped, res.Found)
+	}
+}
+
 // soakd sweep against a real PostgreSQL: every point runs, bigger batches
 // write faster (the expected shape), the report files are written, and
 // the USL fit's peak is inside the measured range or the report says the

@@ -45,6 +45,7 @@ import (
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/live"
+	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/progress"
 	"github.com/soakd/soakd/readback"
 	"github.com/soakd/soakd/record"
@@ -379,6 +380,10 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		case runErr != nil:
 		case !capRes.Found:
 			runErr = errors.New("capacity: " + capRes.Outcome)
+		case capRes.Stopped:
+			// Only a lower bound: a CI reading exit 0 as a knee found
+			// would take where the search was cut off for the target's.
+			runErr = fmt.Errorf("capacity: %s: the knee is at least %s units/s", capRes.Outcome, pace.FormatRate(capRes.Knee))
 		case !capRes.TargetCapacity():
 			// The highest rate met is soakd's own limit: no knee of the
 			// target was found, whatever a CI reading the exit code hopes.
