@@ -536,7 +536,7 @@ func (s *searcher) live() (step int, target, knee float64) {
 // lists its settings, secrets hidden. cfg is not changed: the search runs
 // on a copy whose searched workload runs open loop from START.
 func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d daemon.Deps, o Options) (*report.Summary, *Result, error) {
-	if err := cfg.CheckCapacity(); err != nil {
+	if err := cfg.CheckCapacity(d.Plugins); err != nil {
 		return nil, nil, err
 	}
 	s := newSearcher(cfg, environ, d, o.OnUpdate)

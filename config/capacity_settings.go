@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/pace"
+	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/thresholds"
 )
 
@@ -95,8 +96,37 @@ func (r Ratio) MarshalText() ([]byte, error) {
 }
 
 // CheckCapacity reports every problem of the capacity settings (soakd
-// capacity), each naming its variable.
-func (c *Config) CheckCapacity() error { return errors.Join(c.Capacity.validate(c)...) }
+// capacity), each naming its variable. With p, a first step that would
+// hold less than one of the searched workload's batches is one too.
+func (c *Config) CheckCapacity(p *Plugins) error {
+	errs := c.Capacity.validate(c)
+	if w := c.Capacity.Searched(c); w != nil && p != nil && len(errs) == 0 {
+		if e := p.Sources.Lookup(w.Source); e != nil {
+			errs = append(errs, c.Capacity.checkFirstStep(w, e.Kind))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkFirstStep fails when the first step, START (this process's share)
+// for HOLD, is due less than one batch of w: nothing would be
+// acknowledged in its judged part, and the search would end there saying
+// the target does not meet the SLO at all.
+func (cc *CapacityConfig) checkFirstStep(w *Workload, k sources.Kind) error {
+	units, name := w.Pipeline, "PIPELINE"
+	if k == sources.Series {
+		units, name = w.BatchSize, "BATCH_SIZE"
+	}
+	share := cc.Start
+	if n := w.Shard.Count; n > 1 {
+		share /= float64(n)
+	}
+	if due := share * cc.Hold.Seconds(); due < float64(units) {
+		return cfgErr(EnvPrefix+"CAPACITY_START", "%s/s for CAPACITY_HOLD %v is %s units, less than one batch of %s%s=%d: a step would acknowledge nothing; raise CAPACITY_START or CAPACITY_HOLD, or lower %s%s",
+			pace.FormatRate(cc.Start), cc.Hold, pace.FormatRate(due), Prefix(w.Name), name, units, Prefix(w.Name), name)
+	}
+	return nil
+}
 
 // validate checks the capacity settings against the configuration.
 func (cc *CapacityConfig) validate(c *Config) []error {

@@ -190,7 +190,7 @@ func TestReportOutDirChecked(t *testing.T) {
 	for _, c := range []struct {
 		key   string
 		check func(*Config) error
-	}{{"SOAKD_SWEEP_OUT", (*Config).CheckSweep}, {"SOAKD_CAPACITY_OUT", (*Config).CheckCapacity}} {
+	}{{"SOAKD_SWEEP_OUT", (*Config).CheckSweep}, {"SOAKD_CAPACITY_OUT", func(c *Config) error { return c.CheckCapacity(p) }}} {
 		env := map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://", c.key: missing}
 		err := c.check(loadTest(t, env, p))
 		if err == nil || !strings.Contains(err.Error(), c.key+": cannot write the report "+missing+".md: its directory") {

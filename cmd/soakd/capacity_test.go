@@ -147,6 +147,28 @@ func TestCapacityBadSettings(t *testing.T) {
 	}
 }
 
+// A first step due less than one batch (START 100/s for HOLD 1s, in
+// batches of 1,000) acknowledges nothing, and the search ended there with
+// "the target does not meet the SLO even at CAPACITY_START" and a
+// bottleneck of soakd: a configuration error naming START, HOLD and
+// BATCH_SIZE before anything runs, in config --check too; a HOLD that
+// holds one batch passes.
+func TestCapacityFirstStepHoldsABatch(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "seq", "SOAKD_W_TARGET": "null://", "SOAKD_LISTEN": "off",
+		"SOAKD_CAPACITY_START": "100", "SOAKD_CAPACITY_HOLD": "1s"}
+	for _, cmd := range [][]string{{"capacity"}, {"config", "--check"}} {
+		code, _, stderr := run(t, env, cmd...)
+		if code != cli.ExitConfig || !strings.Contains(stderr, "SOAKD_CAPACITY_START: 100/s for CAPACITY_HOLD 1s is 100 units, less than one batch of SOAKD_W_BATCH_SIZE=1000") {
+			t.Errorf("soakd %v: exit %d, want 2 naming START, HOLD and BATCH_SIZE\n%s", cmd, code, stderr)
+		}
+	}
+	env["SOAKD_CAPACITY_HOLD"] = "10s"
+	if code, out, stderr := run(t, env, "config", "--check"); code != cli.ExitOK || !strings.Contains(out, "configuration ok") {
+		t.Errorf("START 100/s for HOLD 10s in batches of 1000: exit %d, want ok\n%s", code, stderr)
+	}
+}
+
 // A search stopped before it ended (here by SOAKD_DURATION, as by a
 // signal) gives only a lower bound of the knee: the report and the JSON
 // say so and soakd exits 1, so that a CI reading the exit code does not

@@ -276,7 +276,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	var check func(*config.Config) error
 	name := "run"
 	if search {
-		check = (*config.Config).CheckCapacity
+		check = func(c *config.Config) error { return c.CheckCapacity(plugins.All()) }
 		name = "capacity"
 	}
 	f, p, cfg, unk, code, ok := loadCmd(name, args, environ, stdout, stderr, check)
@@ -557,7 +557,7 @@ func checkCommands(cfg *config.Config, env map[string]string, p *config.Plugins)
 	}
 	var errs []error
 	if set("CAPACITY_") {
-		errs = append(errs, cfg.CheckCapacity())
+		errs = append(errs, cfg.CheckCapacity(p))
 	}
 	if set("SWEEP_") {
 		err := cfg.CheckSweep()
