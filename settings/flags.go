@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -38,8 +39,17 @@ func ParseFlags(args []string, environ map[string]string, prefix string, isBool 
 			return c, nil
 		case name == "":
 			return c, fmt.Errorf("bad flag %q", a)
-		case !hasValue && slices.Contains(switches, name):
-			c.Cmd[name] = true
+		case slices.Contains(switches, name):
+			// --check, or --check=true/false as Go's flag package takes.
+			on := true
+			if hasValue {
+				b, err := strconv.ParseBool(value)
+				if err != nil {
+					return c, fmt.Errorf("--%s=%s: want true or false", name, value)
+				}
+				on = b
+			}
+			c.Cmd[name] = on
 			continue
 		}
 		if !hasValue {
