@@ -147,6 +147,13 @@ func (cc *CapacityConfig) validate(c *Config) []error {
 	if c.MaxRate > 0 && cc.Start > c.MaxRate {
 		bad("START", "%g is above SOAKD_MAX_RATE %g", cc.Start, c.MaxRate)
 	}
+	if cc.Start > 0 && (cc.Step.Add > 0 || cc.Step.Factor > 1) && cc.Step.Next(cc.Start) < cc.Start*1.001 {
+		// +0.000001 at 1,000/s, or x1.0000001, would climb for days (or,
+		// below the rate's precision, not at all) before the target
+		// felt a difference.
+		bad("STEP", "%s adds less than 0.1%% to CAPACITY_START %s/s: the climb would take thousands of steps; want at least x1.001 or +%s",
+			cc.Step.text, pace.FormatRate(cc.Start), pace.FormatRate(cc.Start*0.001))
+	}
 	if cc.Hold < time.Second {
 		bad("HOLD", "%v: want at least 1s", cc.Hold)
 	}

@@ -147,6 +147,19 @@ func TestCapacityBadSettings(t *testing.T) {
 	}
 }
 
+// A step too small to climb (a millionth of START, or x1.0000000001:
+// days of steps, or none at all below the rate's precision) is refused;
+// 0.1 % of START is taken.
+func TestCapacityStepTooSmall(t *testing.T) {
+	t.Parallel()
+	for step, ok := range map[string]bool{"x1.0000000001": false, "+1e-9": false, "+0.5": false, "x1.001": true, "+1": true} {
+		code, _, stderr := run(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_CAPACITY_STEP": step}, "config", "--check")
+		if ok != (code == cli.ExitOK) || !ok && !strings.Contains(stderr, "SOAKD_CAPACITY_STEP: "+step+" adds less than 0.1% to CAPACITY_START 1,000/s") {
+			t.Errorf("STEP=%s: exit %d, want ok %v\n%s", step, code, ok, stderr)
+		}
+	}
+}
+
 // A first step due less than one batch (START 100/s for HOLD 1s, in
 // batches of 1,000) acknowledges nothing, and the search ended there with
 // "the target does not meet the SLO even at CAPACITY_START" and a
