@@ -88,6 +88,8 @@ func TestAuth(t *testing.T) {
 		{"v2 user info as token", "influx://admin:s3cret@%s?bucket=a6", sinks.Options{}},
 		// Not an admin: CREATE DATABASE is refused, the database exists.
 		{"v1 writer", "influx1://writer:w-pass@%s?db=shared", sinks.Options{}},
+		// A writer may not read the retention policies: not checked.
+		{"v1 writer rp", "influx1://writer:w-pass@%s?db=shared&rp=autogen", sinks.Options{}},
 		{"v2 writer", "influx://%s?bucket=shared", sinks.Options{Token: "writer:w-pass"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

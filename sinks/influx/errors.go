@@ -53,12 +53,20 @@ const maxMessage = 1024
 // same values), so a batch whose fate is unknown (5xx, timeouts, broken
 // connections) may be resent when idempotent is true. 429 and 503 say the
 // request was not processed, so they are always safe to resend.
+//
+// InfluxDB 1.x answers a write to a retention policy the database lacks
+// (?rp=, or the bucket's DB/RP, named wrong or dropped mid-run) with 500
+// "retention policy not found": a refusal that resending cannot change,
+// so rejected and not retried.
 func classifyStatus(code int, h http.Header, body errBody, points int, idempotent bool) error {
 	se := &StatusError{StatusCode: code, Message: body.msg, Points: points}
 	if code >= 400 && code < 500 {
 		se.Partial, se.Dropped = parsePartial(body, points)
 	}
 	class, retry := sinks.ClassifyHTTPStatus(code, idempotent)
+	if code == http.StatusInternalServerError && strings.HasPrefix(body.msg, "retention policy not found") {
+		class, retry = sinks.Rejected, false
+	}
 	return &sinks.Error{Class: class, Retry: retry, RetryAfter: sinks.RetryAfter(h, time.Now()), Err: se}
 }
 

@@ -2,6 +2,7 @@ package influx
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/sinks"
 )
@@ -51,13 +54,131 @@ func (s *Sink) ping(ctx context.Context) (string, error) {
 // Prepare creates the database (v1: CREATE DATABASE through InfluxQL
 // /query, for InfluxDB) or the bucket (v2: InfluxDB 2.x buckets API;
 // InfluxDB 1.8 through /query; 3.x creates databases on the first write)
-// unless ?create=false, and for a query workload starts watching the
+// unless ?create=false, checks on InfluxDB 1.x that what the writes name
+// exists (checkStore), and for a query workload starts watching the
 // data's time range. It is idempotent.
 func (s *Sink) Prepare(ctx context.Context) error {
 	if err := s.prepareStore(ctx); err != nil {
 		return err
 	}
+	if err := s.checkStore(ctx); err != nil {
+		return err
+	}
 	return s.StartRangeWatch(ctx)
+}
+
+// checkStore refuses, on InfluxDB 1.x, a retention policy the writes name
+// (?rp=, or the bucket's DB/RP) that the database does not have: every
+// write would be answered 500 "retention policy not found". Servers other
+// than InfluxDB 1.x are not asked.
+func (s *Sink) checkStore(ctx context.Context) error {
+	db, rp := s.cfg.DB, s.cfg.RP
+	if s.cfg.API == V2 {
+		db, rp, _ = strings.Cut(s.cfg.Bucket, "/")
+	} else if !s.cfg.Product.CreateDB {
+		return nil // not InfluxDB
+	}
+	if rp == "" {
+		return nil
+	}
+	if ok, err := s.isInfluxDB1(ctx); err != nil || !ok {
+		return err
+	}
+	return s.checkRetentionPolicy(ctx, db, rp)
+}
+
+// isInfluxDB1 reports whether the target is InfluxDB 1.x: its ping says
+// version 1, or says none (1.x built from source says "unknown") and the
+// server has no 2.x buckets API.
+func (s *Sink) isInfluxDB1(ctx context.Context) (bool, error) {
+	ver, err := s.ping(ctx)
+	if err != nil {
+		return false, err
+	}
+	switch majorVersion(ver) {
+	case 1:
+		return true, nil
+	case 0:
+		resp, err := s.do(ctx, http.MethodGet, "/api/v2/buckets?limit=1", "", nil)
+		if err == nil {
+			resp.Body.Close()
+			return false, nil
+		}
+		var se *StatusError
+		if errors.As(err, &se) {
+			return se.StatusCode == http.StatusNotFound, nil
+		}
+		return false, err
+	}
+	return false, nil
+}
+
+// checkRetentionPolicy refuses a retention policy db lacks. A user who may
+// not read the database (SHOW RETENTION POLICIES needs READ; a user
+// granted WRITE only) cannot tell: then the writes' answers will.
+func (s *Sink) checkRetentionPolicy(ctx context.Context, db, rp string) error {
+	stmt := "SHOW RETENTION POLICIES ON " + quoteIdent(db)
+	rows, err := s.showQuery(ctx, stmt)
+	if err != nil {
+		var se *StatusError
+		if errors.As(err, &se) && se.StatusCode == http.StatusForbidden {
+			s.log.Info("cannot check the retention policy: the user may not read the database", zap.String("rp", rp), zap.String("database", db), zap.Error(err))
+			return nil
+		}
+		return err
+	}
+	var names []string
+	for _, v := range rows {
+		if len(v) > 0 {
+			name, _ := v[0].(string)
+			if name == rp {
+				return nil
+			}
+			names = append(names, strconv.Quote(name))
+		}
+	}
+	param := "rp="
+	if s.cfg.API == V2 {
+		param = "bucket=DB/RP"
+	}
+	return sinks.NewError(sinks.Rejected, false, fmt.Errorf("retention policy %q not found on database %q (it has %s): create it (CREATE RETENTION POLICY), or fix the target URL's %s",
+		rp, db, cmp.Or(strings.Join(names, ", "), "none"), param))
+}
+
+// showQuery runs an InfluxQL SHOW statement through GET /query and
+// returns the values of its first series; the statement's error is
+// rejected.
+func (s *Sink) showQuery(ctx context.Context, stmt string) ([][]any, error) {
+	var out struct {
+		Error   string `json:"error"`
+		Results []struct {
+			Error  string `json:"error"`
+			Series []struct {
+				Values [][]any `json:"values"`
+			} `json:"series"`
+		} `json:"results"`
+	}
+	resp, err := s.do(ctx, http.MethodGet, "/query?"+url.Values{"q": {stmt}}.Encode(), "", nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s on %s: %w", stmt, s.cfg.String(), err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&out); err != nil {
+		return nil, sinks.ClassifyHTTPTransport(ctx, fmt.Errorf("cannot read the answer to %s from %s: %w", stmt, s.cfg.String(), err), true)
+	}
+	var rows [][]any
+	for _, r := range out.Results {
+		if r.Error != "" {
+			out.Error = r.Error
+		}
+		for _, ser := range r.Series {
+			rows = append(rows, ser.Values...)
+		}
+	}
+	if out.Error != "" {
+		return nil, sinks.NewError(sinks.Rejected, false, fmt.Errorf("%s on %s: %s", stmt, s.cfg.String(), out.Error))
+	}
+	return rows, nil
 }
 
 // prepareStore creates the database or bucket.
