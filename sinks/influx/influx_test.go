@@ -396,11 +396,12 @@ func TestRejected(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
 	log := zap.New(core)
 
-	// create=false and no database: 404.
+	// create=false and no database: refused at prepare (TestMissingDatabase);
+	// written to anyway (as when the database is dropped mid-run): 404.
 	schemas := []*sources.Schema{cpuSchema("cpu")}
 	s := openSink(t, fmt.Sprintf("influx1://%s?db=missing&create=false", srv.Addr), sinks.Options{Schemas: schemas, Logger: log})
-	if err := s.Prepare(ctx); err != nil {
-		t.Fatalf("Prepare with create=false: %v", err)
+	if err := s.Prepare(ctx); sinks.ClassOf(err) != sinks.Rejected {
+		t.Fatalf("Prepare with create=false and no database = %v, want rejected", err)
 	}
 	b := sources.NewSeriesBatch(schemas)
 	g := &gen{devices: 3, start: time.Now().Add(-time.Hour), step: time.Second}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,10 +68,12 @@ func (s *Sink) Prepare(ctx context.Context) error {
 	return s.StartRangeWatch(ctx)
 }
 
-// checkStore refuses, on InfluxDB 1.x, a retention policy the writes name
-// (?rp=, or the bucket's DB/RP) that the database does not have: every
-// write would be answered 500 "retention policy not found". Servers other
-// than InfluxDB 1.x are not asked.
+// checkStore refuses, on InfluxDB 1.x, what the writes name and the
+// server lacks: with ?create=false a database that does not exist (every
+// write would be answered 404 "database not found"), and a retention
+// policy (?rp=, or the bucket's DB/RP) that the database does not have
+// (500 "retention policy not found"). Servers other than InfluxDB 1.x
+// are not asked.
 func (s *Sink) checkStore(ctx context.Context) error {
 	db, rp := s.cfg.DB, s.cfg.RP
 	if s.cfg.API == V2 {
@@ -78,13 +81,41 @@ func (s *Sink) checkStore(ctx context.Context) error {
 	} else if !s.cfg.Product.CreateDB {
 		return nil // not InfluxDB
 	}
-	if rp == "" {
-		return nil
+	if s.cfg.Create && rp == "" {
+		return nil // createDatabase made sure the database exists
 	}
 	if ok, err := s.isInfluxDB1(ctx); err != nil || !ok {
 		return err
 	}
+	if !s.cfg.Create {
+		if err := s.checkDatabase(ctx, db); err != nil {
+			return err
+		}
+	}
+	if rp == "" {
+		return nil
+	}
 	return s.checkRetentionPolicy(ctx, db, rp)
+}
+
+// checkDatabase refuses a database SHOW DATABASES does not list. InfluxDB
+// lists to a user who is not an admin the databases it may read or
+// write: one it does not list is one the user cannot write to either.
+func (s *Sink) checkDatabase(ctx context.Context, db string) error {
+	names, err := s.databases(ctx)
+	if err != nil || slices.Contains(names, db) {
+		return err
+	}
+	param := "db="
+	if s.cfg.API == V2 {
+		param = "bucket="
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	return sinks.NewError(sinks.Rejected, false, fmt.Errorf("database %q not found among those the target URL's user may read or write (%s): create it, leave out create=false to have soakd create it, or fix the target URL's %s",
+		db, cmp.Or(strings.Join(quoted, ", "), "none"), param))
 }
 
 // isInfluxDB1 reports whether the target is InfluxDB 1.x: its ping says
@@ -250,31 +281,25 @@ func (s *Sink) createDatabase(ctx context.Context, db string) error {
 }
 
 func (s *Sink) databaseExists(ctx context.Context, db string) (bool, error) {
-	var out struct {
-		Results []struct {
-			Series []struct {
-				Values [][]any `json:"values"`
-			} `json:"series"`
-		} `json:"results"`
-	}
-	resp, err := s.do(ctx, http.MethodGet, "/query?"+url.Values{"q": {"SHOW DATABASES"}}.Encode(), "", nil)
+	names, err := s.databases(ctx)
+	return slices.Contains(names, db), err
+}
+
+// databases are the databases SHOW DATABASES lists.
+func (s *Sink) databases(ctx context.Context) ([]string, error) {
+	rows, err := s.showQuery(ctx, "SHOW DATABASES")
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&out); err != nil {
-		return false, err
-	}
-	for _, r := range out.Results {
-		for _, ser := range r.Series {
-			for _, v := range ser.Values {
-				if len(v) > 0 && v[0] == db {
-					return true, nil
-				}
+	var names []string
+	for _, v := range rows {
+		if len(v) > 0 {
+			if name, ok := v[0].(string); ok {
+				names = append(names, name)
 			}
 		}
 	}
-	return false, nil
+	return names, nil
 }
 
 // influxQL runs one InfluxQL statement through POST /query and returns

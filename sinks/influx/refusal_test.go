@@ -94,3 +94,37 @@ func TestMissingRetentionPolicy(t *testing.T) {
 		t.Error("a write to a dropped retention policy is marked retryable")
 	}
 }
+
+// With create=false a database that does not exist is refused at prepare,
+// naming it, through both APIs (1.8's v2 API: bucket=DB or DB/RP): a
+// configuration error (exit 2), not a run whose every write InfluxDB
+// answers 404 "database not found". An existing database passes.
+func TestMissingDatabase(t *testing.T) {
+	srv := testserver.Influx(t)
+	srv.InfluxExec(t, "", "CREATE DATABASE present")
+	ctx := context.Background()
+	schemas := []*sources.Schema{cpuSchema("cpu")}
+	for _, raw := range []string{
+		"influx1://%s?db=soak&create=false",
+		"influx1://%s?db=soak&rp=autogen&create=false",
+		"influx://%s?bucket=soak/autogen&create=false",
+		"influx://%s?bucket=soak&create=false",
+	} {
+		target := fmt.Sprintf(raw, srv.Addr)
+		s := openSink(t, target, sinks.Options{Schemas: schemas})
+		err := s.Prepare(ctx)
+		if sinks.ClassOf(err) != sinks.Rejected || !strings.Contains(err.Error(), `database "soak" not found`) || !strings.Contains(err.Error(), `"present"`) {
+			t.Errorf("Prepare(%s) = %v, want rejected naming the database and those there are", target, err)
+		}
+	}
+	for _, raw := range []string{"influx1://%s?db=present&create=false", "influx://%s?bucket=present/autogen&create=false"} {
+		s := openSink(t, fmt.Sprintf(raw, srv.Addr), sinks.Options{Schemas: schemas})
+		if err := s.Prepare(ctx); err != nil {
+			t.Errorf("Prepare(%s) of an existing database: %v", raw, err)
+		}
+	}
+	err := refusedAtSetup(t, fmt.Sprintf("influx://%s?bucket=soak/autogen&create=false", srv.Addr))
+	if !strings.Contains(err.Error(), `database "soak" not found`) {
+		t.Errorf("the configuration error does not name the database: %v", err)
+	}
+}
