@@ -102,6 +102,16 @@ func (s *Sink) Prepare(ctx context.Context) (err error) {
 		if _, err := checkTableColumns(ctx, c, quote(tsbsTags), append([]string{"id"}, sc.TagKeys...)); err != nil {
 			return err
 		}
+		if s.q == nil {
+			// Writers look tags up, and insert those of new devices
+			// (RETURNING id, from its serial sequence).
+			if err := s.checkPrivileges(ctx, c, quote(tsbsTags), "SELECT", "INSERT"); err != nil {
+				return err
+			}
+			if err := s.checkSequence(ctx, c, quote(tsbsTags)); err != nil {
+				return err
+			}
+		}
 	}
 	for _, p := range plans {
 		if !s.cfg.Create { // else checked as it was created
@@ -114,8 +124,109 @@ func (s *Sink) Prepare(ctx context.Context) (err error) {
 				return err
 			}
 		}
+		if err := s.checkPrivileges(ctx, c, p.table, s.tablePrivileges(p)...); err != nil {
+			return err
+		}
+	}
+	if s.q == nil && s.cfg.Dedup && s.cfg.Method == Copy && len(plans) > 0 {
+		// dedup=true's COPY goes through a temporary staging table.
+		var user, db string
+		var ok bool
+		err := c.QueryRow(ctx, "SELECT current_user, current_database(), has_database_privilege(current_database(), 'TEMPORARY')").Scan(&user, &db, &ok)
+		answered, err := s.privilegeAnswer(err, "the TEMPORARY privilege on the database")
+		if err != nil {
+			return err
+		}
+		if answered && !ok {
+			return sinks.NewError(sinks.Rejected, false, fmt.Errorf("user %s lacks the TEMPORARY privilege on database %s, which dedup=true with insert=copy needs to stage its rows in a temporary table (permission denied): GRANT TEMPORARY ON DATABASE %s TO %s, or use insert=unnest",
+				quote(user), quote(db), quote(db), quote(user)))
+		}
 	}
 	return nil
+}
+
+// tablePrivileges are the privileges the sink's workload needs on p's
+// table: a query workload SELECT; writes INSERT, whatever the method
+// (COPY ... FROM needs INSERT too), and SELECT with dedup=true's COPY,
+// whose staging table is made LIKE the table.
+func (s *Sink) tablePrivileges(p *plan) []string {
+	switch {
+	case s.q != nil:
+		return []string{"SELECT"}
+	case p.stage != "":
+		return []string{"INSERT", "SELECT"}
+	}
+	return []string{"INSERT"}
+}
+
+// checkPrivileges fails when the target URL's user lacks one of privs on
+// table (has_table_privilege): every write would be refused "permission
+// denied", better said once at startup. A server without the function
+// is not asked.
+func (s *Sink) checkPrivileges(ctx context.Context, c *pgx.Conn, table string, privs ...string) error {
+	var user string
+	var missing []string
+	for _, priv := range privs {
+		var ok bool
+		err := c.QueryRow(ctx, "SELECT current_user, has_table_privilege($1, $2)", table, priv).Scan(&user, &ok)
+		answered, err := s.privilegeAnswer(err, "the privileges on "+table)
+		if err != nil || !answered {
+			return err
+		}
+		if !ok {
+			missing = append(missing, priv)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	what := strings.Join(missing, " and ")
+	return sinks.NewError(sinks.Rejected, false, fmt.Errorf("user %s lacks the %s privilege on table %s, which soakd needs to %s (permission denied): GRANT %s ON %s TO %s, or connect as another user",
+		quote(user), what, table, s.doesTo(), strings.Join(missing, ", "), table, quote(user)))
+}
+
+// doesTo says what the sink does to its tables, for checkPrivileges.
+func (s *Sink) doesTo() string {
+	switch {
+	case s.q != nil:
+		return "query it"
+	case s.cfg.Dedup && s.cfg.Method == Copy:
+		return "write to it (dedup=true with insert=copy: COPY into a staging table made LIKE it, then INSERT)"
+	}
+	return "write to it (insert=" + s.cfg.Method.String() + ")"
+}
+
+// checkSequence fails when the user may not take ids from the serial
+// sequence of table's id column (USAGE), which inserting a row needs.
+func (s *Sink) checkSequence(ctx context.Context, c *pgx.Conn, table string) error {
+	var user string
+	var seq *string
+	var ok *bool
+	err := c.QueryRow(ctx, `SELECT current_user, q.seq, has_sequence_privilege(q.seq, 'USAGE')
+		FROM (SELECT pg_get_serial_sequence($1, 'id') AS seq) q`, table).Scan(&user, &seq, &ok)
+	if answered, err := s.privilegeAnswer(err, "the privileges on the sequence of "+table+".id"); err != nil || !answered {
+		return err
+	}
+	if seq == nil || ok == nil || *ok {
+		return nil // no sequence: ids come otherwise
+	}
+	return sinks.NewError(sinks.Rejected, false, fmt.Errorf("user %s lacks the USAGE privilege on sequence %s, which inserting into %s takes ids from (permission denied): GRANT USAGE ON SEQUENCE %s TO %s, or connect as another user",
+		quote(user), *seq, table, *seq, quote(user)))
+}
+
+// privilegeAnswer classifies the error of a privilege lookup. answered
+// is false when the server lacks the function: then nothing is refused,
+// and the writes' answers tell.
+func (s *Sink) privilegeAnswer(err error, what string) (answered bool, _ error) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42883" || pgErr.Code == "0A000") { // undefined_function, feature_not_supported
+		s.log.Info("cannot check "+what+": the server cannot say", zap.String("target", s.target), zap.Error(err))
+		return false, nil
+	}
+	if err != nil {
+		return false, classify(fmt.Errorf("cannot read %s: %w", what, err), false, false)
+	}
+	return true, nil
 }
 
 // ddl runs one DDL statement. Concurrent CREATE ... IF NOT EXISTS from
