@@ -21,6 +21,7 @@ type worker struct {
 	dispatch time.Duration  // the current batch's intended start → first send
 	used     []StreamSpan   // what the current batch was filled from
 	phase    *Phase         // what the workload's followers see of ps, when it has any
+	freeAt   time.Duration  // when this worker's last ticket ended (since the origin)
 
 	// An open-loop worker's own bell, on which it waits while idle (nil
 	// where there is none: it waits on the queue), and the ticket the
@@ -137,14 +138,24 @@ func (r *runner) take(p *phaseRun, w *worker, t ticket) {
 	w.t.lag.Store(int64(lag))
 	w.t.lagAt.Store(int64(mono()))
 	if lag > r.cfg.MaxLag {
-		w.t.dropWaited(int64(t.units)) // it waited in the queue: no worker was idle
+		if w.freeAt > t.due+r.cfg.MaxLag {
+			// This worker was still on its last ticket when t went
+			// stale: t waited for busy workers (the scheduler queues a
+			// ticket only when none is idle).
+			w.t.dropWaited(int64(t.units))
+		} else {
+			// The worker was free in time and got to t late, or t was
+			// handed to it as it idled: soakd itself was late.
+			w.t.drop(int64(t.units), false)
+		}
 		r.warnDrop()
 		return
 	}
 	w.t.started.Store(int64(now) + 1)
 	r.execute(w.ctx, p, w, t)
 	w.t.started.Store(0)
-	w.t.busy.Add(int64(r.since() - now))
+	w.freeAt = r.since()
+	w.t.busy.Add(int64(w.freeAt - now))
 }
 
 // await waits, as an idle worker, for a ticket handed over directly (ok).
