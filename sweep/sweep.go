@@ -536,7 +536,10 @@ func (pw *pointWatch) stop() (memory, cores *float64) {
 		m := pw.mem
 		memory = &m
 	}
-	if pw.cpuCount == 2 && pw.cpu1 >= pw.cpu0 {
+	// Over less than a second (a point shorter than that: the watch's
+	// reading at a run's end may follow its first by milliseconds), a
+	// counter's few ticks are no rate.
+	if pw.cpuCount == 2 && pw.cpu1 >= pw.cpu0 && pw.cpu1At.Sub(pw.cpu0At) >= time.Second {
 		c := (pw.cpu1 - pw.cpu0) / pw.cpu1At.Sub(pw.cpu0At).Seconds()
 		if finite(c) {
 			cores = &c

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
@@ -231,13 +232,21 @@ func TestProcessWatchInARun(t *testing.T) {
 // A sink reading cut by the run's end takes the process's reading with
 // it no more: the process is read whatever became of the sink's, so a
 // run shorter than the sink's slowest answer still has the target's RSS.
-// Bug caught: a cut sink reading discarding the whole reading.
+// The last reading, at the run's end, is not cut: it waits its
+// lastReadingTimeout (under the 10 s interval), and a target that does not
+// answer then has failed it. Bugs caught: a cut sink reading discarding
+// the whole reading; one counted as the target's failure; a last reading
+// that waits the whole interval.
 func TestProcessReadWhenTheSinkReadingIsCut(t *testing.T) {
 	needProc(t)
 	synctest.Test(t, func(t *testing.T) {
 		s := &watchedSink{block: true}
-		tw, _, _, sum := run(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "watched://", "SOAKD_SEQ_RATE", "100",
+		t0 := time.Now()
+		tw, _, logs, sum := run(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "watched://", "SOAKD_SEQ_RATE", "100",
 			"SOAKD_SEQ_DURATION", "2s", "SOAKD_SEQ_WATCH_INTERVAL", "10s", "SOAKD_SEQ_WATCH_PROCESS", strconv.Itoa(os.Getpid())), plugins(s))
+		if d := time.Since(t0); d > 2*time.Second+lastReadingTimeout+500*time.Millisecond {
+			t.Errorf("the run took %v, want its 2 s and the last reading's %v at most", d, lastReadingTimeout)
+		}
 		if err := sum.Failed(); err != nil {
 			t.Fatalf("the run failed: %v", err)
 		}
@@ -245,8 +254,11 @@ func TestProcessReadWhenTheSinkReadingIsCut(t *testing.T) {
 		if rss, ok := st.Memory[processRSS]; !ok || rss.Last <= 0 {
 			t.Errorf("status %+v: want the process's RSS though the sink's reading was cut", st)
 		}
-		if st.Errors != 0 {
-			t.Errorf("%d errors: a reading cut by the run's end is not the target's failure", st.Errors)
+		if st.Readings != 2 || st.Errors != 1 || !strings.Contains(st.LastError, "deadline") {
+			t.Errorf("%d readings, %d errors (%q): want the cut one not counted, the last one failed at its deadline", st.Readings, st.Errors, st.LastError)
+		}
+		if n := count(logs, "cannot take the last reading of the target's own figures"); n != 1 {
+			t.Errorf("the failed last reading logged %d times, want once", n)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package targetwatch
 import (
 	"maps"
 	"math"
+	"time"
 
 	"github.com/soakd/soakd/sinks"
 )
@@ -19,7 +20,7 @@ type Status struct {
 
 // Figure is one figure over the run: its first reading, its last, its
 // peak, and its growth per hour, linear over the run ((last - first) ÷
-// hours between them; absent until two readings apart).
+// hours between them; absent until two readings a second apart or more).
 type Figure struct {
 	First         float64  `json:"first"`
 	Last          float64  `json:"last"`
@@ -29,7 +30,8 @@ type Figure struct {
 
 // CPU is the target's CPU time (user + system) over the run: from the
 // target itself, or from its process (From); Cores is how many cores it
-// kept busy on average between the first reading and the last.
+// kept busy on average between the first reading and the last (absent
+// until they are a second apart or more).
 type CPU struct {
 	First float64  `json:"first"`
 	Last  float64  `json:"last"`
@@ -71,8 +73,8 @@ func (w *watch) status() Status {
 	}
 	if st.cpu != nil {
 		s.CPU = &CPU{First: st.cpu.first, Last: st.cpu.last, From: st.cpuFrom}
-		if secs := st.cpu.lastAt.Sub(st.cpu.firstAt).Seconds(); secs > 0 {
-			s.CPU.Cores = finite((st.cpu.last - st.cpu.first) / secs)
+		if span := st.cpu.lastAt.Sub(st.cpu.firstAt); span >= minSpan {
+			s.CPU.Cores = finite((st.cpu.last - st.cpu.first) / span.Seconds())
 		}
 	}
 	for name, dst := range map[string]**Figure{sinks.StatKeys: &s.Keys, sinks.StatEvictions: &s.Evictions,
@@ -96,11 +98,19 @@ func (w *watch) status() Status {
 
 func (f *figure) status() Figure {
 	s := Figure{First: f.first, Last: f.last, Peak: f.peak}
-	if h := f.lastAt.Sub(f.firstAt).Hours(); h > 0 {
-		s.GrowthPerHour = finite((f.last - f.first) / h)
+	if span := f.lastAt.Sub(f.firstAt); span >= minSpan {
+		s.GrowthPerHour = finite((f.last - f.first) / span.Hours())
 	}
 	return s
 }
+
+// minSpan is the least time between a figure's first reading and its last
+// over which a rate is given (growth per hour, cores): readings every
+// WATCH_INTERVAL are at least that far apart, but the last one, taken at
+// the workload's end, may follow the first by less (a run phase shorter
+// than a second), and a counter's last few ticks over a few milliseconds
+// are no rate.
+const minSpan = time.Second
 
 // finite is &v, or nil for a value JSON cannot hold.
 func finite(v float64) *float64 {

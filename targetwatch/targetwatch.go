@@ -10,8 +10,11 @@
 // A Watcher is a daemon.Observer, a daemon.StatusAdder and a
 // daemon.Finisher. Each workload is read from a goroutine of its own,
 // from its first phase until it finishes or the run stops scheduling,
-// never from the engine's; what it keeps is bounded (the first reading,
-// the last and the peak of each figure, no history).
+// and once more at its end (its run phase ended, or the run is over),
+// before the summary is built and the sinks close, so that the figures
+// the run ends with are its end's; never from the engine's goroutines.
+// What it keeps is bounded (the first reading, the last and the peak of
+// each figure, no history).
 package targetwatch
 
 import (
@@ -90,7 +93,7 @@ func (tw *Watcher) Opened(h *daemon.Handle) error {
 }
 
 // Started starts a goroutine per watched workload; each reads from its
-// workload's first phase until the workload finishes or ctx ends.
+// workload's first phase until the workload ends (see watch.run).
 func (tw *Watcher) Started(ctx context.Context, _ []*daemon.Handle, _ func(error)) {
 	ctx, stop := context.WithCancel(ctx)
 	tw.mu.Lock()
@@ -112,19 +115,38 @@ func (tw *Watcher) PhaseBegun(h *daemon.Handle, _ *daemon.Phase) {
 	}
 }
 
-// PhaseEnded does nothing: the watch goes on across phases.
-func (tw *Watcher) PhaseEnded(*daemon.Handle, *daemon.Phase, string) {}
+// PhaseEnded makes h's watch take its last reading once h's run phase,
+// its last, has ended (its writes acknowledged): the figures it ends with
+// are the end's, however far the next interval was. The watch goes on
+// across a load phase's end.
+func (tw *Watcher) PhaseEnded(h *daemon.Handle, p *daemon.Phase, _ string) {
+	if p.Name() != "run" {
+		return
+	}
+	if w := tw.watchOf(h.Name()); w != nil {
+		w.end()
+	}
+}
 
-// Finished stops the watch goroutines and waits for them, before the
-// engine closes the sinks they read through. What they read stays in
-// /status and the metrics until the next run opens.
+// Finished makes every watch that has not taken its last reading yet
+// take it (its workload ended without a run phase, or never began one)
+// and waits for the watch goroutines, before the engine builds the summary and
+// closes the sinks they read through; a last reading waits for its target
+// lastReadingTimeout at most. What they read stays in /status and the
+// metrics until the next run opens.
 func (tw *Watcher) Finished(bool) {
 	tw.mu.Lock()
 	stop := tw.stop
 	tw.stop = nil
+	ws := tw.watches
 	tw.mu.Unlock()
 	if stop != nil {
 		stop()
+	}
+	for _, w := range ws {
+		if w != nil {
+			w.end()
+		}
 	}
 	tw.wg.Wait()
 }

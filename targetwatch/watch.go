@@ -53,6 +53,8 @@ type watch struct {
 
 	begun     chan struct{} // closed when the workload's first phase begins
 	beginOnce sync.Once
+	ended     chan struct{} // closed when the workload's run phase has ended, or the run is over
+	endOnce   sync.Once
 
 	// said is what the Watcher logged already, so that a figure missing
 	// at every reading is logged once, over every run it serves (a
@@ -111,7 +113,7 @@ func newWatch(h *daemon.Handle, log *zap.Logger, said *logthrottle.Once) *watch 
 		return nil
 	}
 	w := &watch{h: h, log: log, interval: cfg.WatchInterval, scrub: cfg.Scrubber(), begun: make(chan struct{}),
-		said: said, target: cfg.Target}
+		ended: make(chan struct{}), said: said, target: cfg.Target}
 	w.st.memory, w.st.storage, w.st.stats, w.st.unavailable = map[string]*figure{}, map[string]*figure{}, map[string]*figure{}, map[string]string{}
 	switch h.Kind() {
 	case sources.Series:
@@ -147,37 +149,70 @@ func (w *watch) reads() bool { return w.figures != nil || w.proc != nil }
 // begin lets the watch's goroutine take its first reading.
 func (w *watch) begin() { w.beginOnce.Do(func() { close(w.begun) }) }
 
-// run reads the target every interval, from the workload's first phase
-// until it finishes or ctx ends.
+// end makes the watch's goroutine take its last reading and return.
+func (w *watch) end() { w.endOnce.Do(func() { close(w.ended) }) }
+
+// lastReadingTimeout bounds the reading taken at the workload's end (or
+// its WATCH_INTERVAL, when shorter): the engine waits for it before it
+// builds the summary and closes the sinks, so a target that does not
+// answer then holds the shutdown this long at most.
+const lastReadingTimeout = 5 * time.Second
+
+// run reads the target every interval from the workload's first phase,
+// and once more at its end (its run phase has ended, it has finished, or
+// the run is over), so that the figures the summary and the report end
+// with are the end's, not those of the last interval that came round. The
+// readings in between are cut when ctx ends (the run stops scheduling:
+// writes in flight may still land); the last is taken once the workload
+// is done, bounded by lastReadingTimeout, not by ctx.
 func (w *watch) run(ctx context.Context) {
 	select {
 	case <-w.begun:
-	case <-ctx.Done():
-		return
+	case <-w.ended:
+		if !isClosed(w.begun) {
+			return // no phase began: no target set up to read
+		}
 	}
 	t := time.NewTicker(w.interval)
 	defer t.Stop()
-	for !w.h.Finished() {
-		w.read(ctx)
+wait:
+	for !isClosed(w.ended) && !w.h.Finished() {
+		w.read(ctx, w.interval, false)
 		select {
 		case <-t.C:
+		case <-w.ended:
+			break wait
 		case <-ctx.Done():
-			return
+			// Stopped: the workload drains its writes in flight, and
+			// ends (PhaseEnded) or the run does (Finished) after.
+			<-w.ended
+			break wait
 		}
+	}
+	w.read(context.WithoutCancel(ctx), min(w.interval, lastReadingTimeout), true)
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 
-// read takes one reading: the sink's figures, the process's, and what the
-// workload had acknowledged then.
-func (w *watch) read(ctx context.Context) {
+// read takes one reading: the sink's figures, within timeout, the
+// process's, and what the workload had acknowledged then; last says it is
+// the reading taken at the workload's end.
+func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 	at := time.Now()
 	var f sinks.TargetFigures
 	var sinkErr error
 	sinkRead := false
 	if w.figures != nil {
 		// A reading that takes longer than the interval would pile up
-		// behind the next one.
-		rctx, cancel := context.WithTimeout(ctx, w.interval)
+		// behind the next one; the last holds the run's end.
+		rctx, cancel := context.WithTimeout(ctx, timeout)
 		f, sinkErr = w.figures.TargetFigures(rctx)
 		cancel()
 		if sinkErr != nil && ctx.Err() != nil {
@@ -192,7 +227,7 @@ func (w *watch) read(ctx context.Context) {
 			sinkErr = nil
 		} else {
 			sinkRead = sinkErr == nil
-			w.logSink(sinkErr)
+			w.logSink(sinkErr, last)
 		}
 	}
 	var pr procReading
@@ -286,9 +321,13 @@ func addKinds(figs map[string]*figure, read map[string]float64, at time.Time) {
 
 // logSink logs the first of a run of failed readings, and the reading
 // that ends it: a target down for an hour is two lines, not one per
-// interval.
-func (w *watch) logSink(err error) {
+// interval. last says err is of the reading at the workload's end.
+func (w *watch) logSink(err error, last bool) {
 	switch {
+	case err != nil && !w.failing && last:
+		w.failing = true
+		w.log.Warn("cannot take the last reading of the target's own figures, at the workload's end: its figures are those of the reading before",
+			zap.String("error", w.scrub(err.Error())), zap.Duration("waited", min(w.interval, lastReadingTimeout)))
 	case err != nil && !w.failing:
 		w.failing = true
 		w.log.Warn("cannot read the target's own figures; the run goes on, and this is not logged again until a reading succeeds",
