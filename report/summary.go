@@ -170,17 +170,41 @@ func (s *Summary) Failed() error {
 		}
 	}
 	for _, w := range s.Workloads {
-		var failed []string
-		for _, t := range w.Thresholds {
-			if !t.OK {
-				failed = append(failed, t.Threshold)
-			}
-		}
-		if len(failed) > 0 {
+		if failed := w.FailedThresholds(); len(failed) > 0 {
 			return fmt.Errorf("workload %s: %d of %d thresholds failed: %s", w.Name, len(failed), len(w.Thresholds), strings.Join(failed, ", "))
 		}
 	}
 	return nil
+}
+
+// FailedThresholds are the thresholds of the entry that failed, as
+// written without spaces, in the order of THRESHOLDS.
+func (ws *WorkloadSummary) FailedThresholds() []string {
+	var failed []string
+	for _, t := range ws.Thresholds {
+		if !t.OK {
+			failed = append(failed, t.Threshold)
+		}
+	}
+	return failed
+}
+
+// ThresholdStop is the stopped_by of a phase that a failed threshold
+// marked ! (threshold, as written without spaces) of workload stopped.
+func ThresholdStop(threshold, workload string) string {
+	return fmt.Sprintf("threshold %s of workload %s failed", threshold, workload)
+}
+
+// StoppedByThreshold is the threshold marked ! whose failure stopped the
+// phase before its end (its stopped_by is ThresholdStop's), or "": a
+// phase that ran its course, or one another workload's threshold stopped.
+func (ws *WorkloadSummary) StoppedByThreshold() string {
+	for _, t := range ws.Thresholds {
+		if t.Abort && !t.OK && ws.StoppedBy == ThresholdStop(t.Threshold, ws.Name) {
+			return t.Threshold
+		}
+	}
+	return ""
 }
 
 // Workload returns the summary of workload name's phase (run or load), or

@@ -37,6 +37,7 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 		}
 	}
 	r.writeStopped(out)
+	r.writeThresholds(out)
 	fmt.Fprint(out, "## Environment\n\n| | |\n|---|---|\n")
 	for _, row := range r.Environment.Rows() {
 		fmt.Fprintf(out, "| %s | %s |\n", row[0], row[1])
@@ -61,6 +62,9 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 				return *p.TargetMemoryBytes, true
 			})
 		}
+		if r.Judged() {
+			r.writeCells(out, "thresholds", func(_ int, p Point) string { return thresholdCell(p) })
+		}
 	}
 	fmt.Fprint(out, "\n## Points\n\n|")
 	align := "|"
@@ -75,8 +79,9 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 		align += "---:|---:|---:|"
 	}
 	head, tcAlign := tc.MarkdownHeader()
-	fmt.Fprint(out, " p99 | failed | |"+head)
-	fmt.Fprintf(out, "\n%s---:|---:|---|%s\n", align, tcAlign)
+	th, thAlign := r.thresholdHeader()
+	fmt.Fprint(out, " p99 | failed |"+th+" |"+head)
+	fmt.Fprintf(out, "\n%s---:|---:|%s---|%s\n", align, thAlign, tcAlign)
 	for _, p := range r.Points {
 		fmt.Fprint(out, "|")
 		for _, v := range p.AxisValues {
@@ -86,7 +91,8 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 		if r.Values {
 			fmt.Fprintf(out, " %.0f | %.0f | %.0f |", p.ValueMedian, p.ValueMin, p.ValueMax)
 		}
-		fmt.Fprintf(out, " %s | %d | %s |%s\n", pace.FormatSeconds(p.P99), p.Failed, notes(p), tc.MarkdownCells(p.TargetMemoryBytes, p.TargetCPUCores))
+		fmt.Fprintf(out, " %s | %d |%s %s |%s\n", pace.FormatSeconds(p.P99), p.Failed, r.thresholdCells(p), notes(p),
+			tc.MarkdownCells(p.TargetMemoryBytes, p.TargetCPUCores))
 	}
 	r.writeLeftOut(out)
 	if u := r.USL; u != nil {
@@ -105,13 +111,33 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 // (the target's memory unread) a dash. Cells are keyed by value index:
 // two values may show alike.
 func (r *Result) writeTable(out io.Writer, title string, format func(float64) string, top bool, figure func(Point) (float64, bool)) {
-	rows, cols := r.Axes[0], r.Axes[1]
 	high, hv := -1, 0.0
 	for i, p := range r.Points {
 		if v, ok := figure(p); top && ok && !p.LeftOut && (high < 0 || v > hv) {
 			high, hv = i, v
 		}
 	}
+	r.writeCells(out, title, func(i int, p Point) string {
+		cell := "–"
+		if v, ok := figure(p); ok {
+			cell = format(v)
+		}
+		if i == high {
+			cell = "**" + cell + "**"
+		}
+		if p.LeftOut {
+			cell += " (" + leftOutNote(p) + ")"
+		}
+		return cell
+	})
+}
+
+// writeCells writes a two-axis grid as a table of cell(i, p) for each
+// point p, the i-th: the first axis's values are the rows, the second's
+// the columns; a point that did not run is empty. Cells are keyed by
+// value index: two values may show alike.
+func (r *Result) writeCells(out io.Writer, title string, cell func(int, Point) string) {
+	rows, cols := r.Axes[0], r.Axes[1]
 	fmt.Fprintf(out, "\n## %s\n\n| %s \\ %s |", title, rows.Name, cols.Name)
 	for _, c := range cols.Values {
 		fmt.Fprintf(out, " %s |", c)
@@ -120,22 +146,13 @@ func (r *Result) writeTable(out io.Writer, title string, format func(float64) st
 	for ri, rv := range rows.Values {
 		fmt.Fprintf(out, "| %s |", rv)
 		for ci := range cols.Values {
-			cell := ""
+			c := ""
 			for i, p := range r.Points {
 				if at := r.index(p); at[0] == ri && at[1] == ci {
-					cell = "–"
-					if v, ok := figure(p); ok {
-						cell = format(v)
-					}
-					if i == high {
-						cell = "**" + cell + "**"
-					}
-					if p.LeftOut {
-						cell += " (" + failedNote(p) + ")"
-					}
+					c = cell(i, p)
 				}
 			}
-			fmt.Fprintf(out, " %s |", cell)
+			fmt.Fprintf(out, " %s |", c)
 		}
 		fmt.Fprint(out, "\n")
 	}
@@ -164,6 +181,7 @@ func (r *Result) writeGridCSV(out io.Writer) error {
 		head = append(head, "values_median", "values_min", "values_max")
 	}
 	head = append(head, "point_p99_seconds", "best", "throughput_falls")
+	head = append(head, r.thresholdCSVHeader()...)
 	_ = w.Write(append(head, tc.CSVHeader()...))
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
@@ -187,6 +205,7 @@ func (r *Result) writeGridCSV(out io.Writer) error {
 				row = append(row, f(p.ValueMedian), f(p.ValueMin), f(p.ValueMax))
 			}
 			row = append(row, f(p.P99), strconv.FormatBool(p.Best), strconv.FormatBool(p.Falls))
+			row = append(row, r.thresholdCSVCells(c)...)
 			_ = w.Write(append(row, tc.CSVCells(p.TargetMemoryBytes, p.TargetCPUCores)...))
 		}
 	}
@@ -203,19 +222,108 @@ func at(v []float64, i int) float64 {
 }
 
 // notes are a point's marks in the long table: best, slower than with
-// fewer workers, or the share of its units that failed.
+// fewer workers, or why it was left out.
 func notes(p Point) string {
 	var note []string
 	if p.Best {
 		note = append(note, "best")
 	}
+	if p.BestPassing {
+		note = append(note, "best passing the thresholds")
+	}
 	if p.Falls {
 		note = append(note, "slower than with fewer workers")
 	}
 	if p.LeftOut {
-		note = append(note, failedNote(p))
+		note = append(note, leftOutNote(p))
 	}
 	return strings.Join(note, ", ")
+}
+
+// leftOutNote says why a point was left out: the share of its units that
+// failed, runs a threshold marked ! cut short, or both.
+func leftOutNote(p Point) string {
+	var note []string
+	if p.FailedShare > MaxFailedShare {
+		note = append(note, failedNote(p))
+	}
+	if p.CutShortRuns > 0 {
+		note = append(note, fmt.Sprintf("%d of %s cut short", p.CutShortRuns, runs(len(p.Rates))))
+	}
+	return strings.Join(note, ", ")
+}
+
+// thresholdCell says whether the point passed its THRESHOLDS: in how many
+// of its runs, and those that failed; a dash for a point without any.
+func thresholdCell(p Point) string {
+	switch {
+	case p.ThresholdsPassed == nil:
+		return "–"
+	case p.ThresholdsMet():
+		return fmt.Sprintf("✓ %d of %s", *p.ThresholdsPassed, runs(len(p.Rates)))
+	}
+	return fmt.Sprintf("✗ %s; %d of %s passed", strings.Join(p.FailedThresholds, ", "), *p.ThresholdsPassed, runs(len(p.Rates)))
+}
+
+// thresholdHeader is the long table's thresholds column, header and
+// alignment, each with its leading separator; none when no point was
+// judged against THRESHOLDS.
+func (r *Result) thresholdHeader() (head, align string) {
+	if !r.Judged() {
+		return "", ""
+	}
+	return " thresholds |", "---|"
+}
+
+// thresholdCells is the point's thresholds cell, as thresholdHeader.
+func (r *Result) thresholdCells(p Point) string {
+	if !r.Judged() {
+		return ""
+	}
+	return " " + thresholdCell(p) + " |"
+}
+
+// thresholdCSVHeader are the CSV's columns of a run's THRESHOLDS: those
+// that failed (none: it passed every one) and what cut it short; none
+// when no point was judged.
+func (r *Result) thresholdCSVHeader() []string {
+	if !r.Judged() {
+		return nil
+	}
+	return []string{"failed_thresholds", "cut_short"}
+}
+
+// thresholdCSVCells are the run's cells under thresholdCSVHeader.
+func (r *Result) thresholdCSVCells(c RunCounts) []string {
+	if !r.Judged() {
+		return nil
+	}
+	return []string{strings.Join(c.FailedThresholds, " "), c.CutShort}
+}
+
+// writeThresholds says, of a sweep judged against THRESHOLDS, how many
+// points passed every one in each of their runs, and the best of them
+// when the best point is not.
+func (r *Result) writeThresholds(out io.Writer) {
+	met, judged := r.ThresholdsMet()
+	if judged == 0 {
+		return
+	}
+	if met == 0 {
+		fmt.Fprintf(out, "**Thresholds: no point passed every threshold in each of its runs** (%d judged).\n\n", judged)
+		return
+	}
+	fmt.Fprintf(out, "**Thresholds: %d of %d points passed every threshold in each of their runs.**", met, judged)
+	for _, p := range r.Points {
+		if p.BestPassing {
+			fmt.Fprintf(out, " The best of them: %s, %.0f %s/s", r.label(p), p.Median, r.Unit)
+			if r.Values && r.Grid() {
+				fmt.Fprintf(out, ", %.0f values/s", p.ValueMedian)
+			}
+			fmt.Fprintf(out, " (median of %s, min %.0f, max %.0f).", runs(len(p.Rates)), p.Min, p.Max)
+		}
+	}
+	fmt.Fprint(out, "\n\n")
 }
 
 // failedNote says the share of a point's units that failed.
@@ -254,9 +362,12 @@ func (r *Result) resetNote() string {
 // writeLeftOut says why the points marked "failed" were left out, and
 // why each point's units failed: its runs' last error.
 func (r *Result) writeLeftOut(out io.Writer) {
-	if slices.ContainsFunc(r.Points, func(p Point) bool { return p.LeftOut }) {
+	if slices.ContainsFunc(r.Points, func(p Point) bool { return p.FailedShare > MaxFailedShare }) {
 		fmt.Fprintf(out, "\nPoints marked %% failed had more than %g%% of their scheduled units fail: they are left out of the best, of the comparison with fewer workers and of the USL fit, as their rates measure failing as much as writing.\n",
 			MaxFailedShare*100)
+	}
+	if slices.ContainsFunc(r.Points, func(p Point) bool { return p.CutShortRuns > 0 }) {
+		fmt.Fprint(out, "\nPoints marked cut short had runs that a failed threshold marked `!` stopped before their end: their rates are over the time those runs lasted, not a whole run's, so they are left out of the best, of the comparison with fewer workers and of the USL fit.\n")
 	}
 	head := false
 	for _, p := range r.Points {

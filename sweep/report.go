@@ -29,6 +29,7 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 		}
 	}
 	r.writeStopped(out)
+	r.writeThresholds(out)
 	fmt.Fprint(out, "## Environment\n\n| | |\n|---|---|\n")
 	for _, row := range r.Environment.Rows() {
 		fmt.Fprintf(out, "| %s | %s |\n", row[0], row[1])
@@ -39,11 +40,12 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 	}
 	tc := r.targetColumns()
 	head, align := tc.MarkdownHeader()
-	fmt.Fprintf(out, "\n## Points (%s/s)\n\n| workers | %s | median | min | max | p99 | failed | |%s", r.Unit, r.BatchName, head)
-	fmt.Fprintf(out, "\n|---:|---:|---:|---:|---:|---:|---:|---|%s\n", align)
+	th, thAlign := r.thresholdHeader()
+	fmt.Fprintf(out, "\n## Points (%s/s)\n\n| workers | %s | median | min | max | p99 | failed |%s |%s", r.Unit, r.BatchName, th, head)
+	fmt.Fprintf(out, "\n|---:|---:|---:|---:|---:|---:|---:|%s---|%s\n", thAlign, align)
 	for _, p := range r.Points {
-		fmt.Fprintf(out, "| %d | %d | %.0f | %.0f | %.0f | %s | %d | %s |", p.Workers, p.Batch, p.Median, p.Min, p.Max,
-			pace.FormatSeconds(p.P99), p.Failed, notes(p))
+		fmt.Fprintf(out, "| %d | %d | %.0f | %.0f | %.0f | %s | %d |%s %s |", p.Workers, p.Batch, p.Median, p.Min, p.Max,
+			pace.FormatSeconds(p.P99), p.Failed, r.thresholdCells(p), notes(p))
 		fmt.Fprintf(out, "%s\n", tc.MarkdownCells(p.TargetMemoryBytes, p.TargetCPUCores))
 	}
 	r.writeLeftOut(out)
@@ -98,12 +100,18 @@ func (r *Result) WriteCSV(out io.Writer) error {
 	w := csv.NewWriter(out)
 	tc := r.targetColumns()
 	head := []string{"workers", strings.ToLower(r.BatchName), "run", "units_per_second", "median", "min", "max", "p99_seconds", "best", "throughput_falls"}
+	head = append(head, r.thresholdCSVHeader()...)
 	_ = w.Write(append(head, tc.CSVHeader()...))
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	for _, p := range r.Points {
 		for i, x := range p.Rates {
 			row := []string{strconv.Itoa(p.Workers), strconv.Itoa(p.Batch), strconv.Itoa(i + 1), f(x), f(p.Median), f(p.Min), f(p.Max),
 				f(p.P99), strconv.FormatBool(p.Best), strconv.FormatBool(p.Falls)}
+			var c RunCounts
+			if i < len(p.Runs) {
+				c = p.Runs[i]
+			}
+			row = append(row, r.thresholdCSVCells(c)...)
 			// The target's figures are the point's, on each of its
 			// runs' rows.
 			_ = w.Write(append(row, tc.CSVCells(p.TargetMemoryBytes, p.TargetCPUCores)...))

@@ -71,6 +71,21 @@ type Point struct {
 	// fast as much as writing.
 	FailedShare float64 `json:"failed_share,omitempty"`
 	LeftOut     bool    `json:"left_out,omitempty"`
+	// ThresholdsPassed is how many of the point's runs passed every one
+	// of the workload's THRESHOLDS; nil when it has none.
+	// FailedThresholds are those that failed in any run, each once, as
+	// the run summary gives them (p99<50ms, errors<5%@1m!).
+	ThresholdsPassed *int     `json:"thresholds_passed_runs,omitempty"`
+	FailedThresholds []string `json:"failed_thresholds,omitempty"`
+	// CutShortRuns is how many of the point's runs a failed threshold
+	// marked ! stopped before their end (their CutShort says which):
+	// their rates are over the time they ran, so the point is left out
+	// (LeftOut) as one that failed too much is.
+	CutShortRuns int `json:"cut_short_runs,omitempty"`
+	// BestPassing is set on the point ranked highest of those that
+	// passed every threshold in each of their runs (and are not left
+	// out), when that is not the best point: the best failed them.
+	BestPassing bool `json:"best_passing_thresholds,omitempty"`
 
 	// at are the point's value indexes on the grid's axes: two values
 	// may show alike, their indexes never are.
@@ -95,6 +110,14 @@ type RunCounts struct {
 	// LastError is the run's last write error, "class: text" (secrets
 	// scrubbed, as in the summary), when units failed.
 	LastError string `json:"last_error,omitempty"`
+	// FailedThresholds are the run's thresholds that failed, as its
+	// summary gives them.
+	FailedThresholds []string `json:"failed_thresholds,omitempty"`
+	// CutShort says what stopped the run before its end, as its summary's
+	// stopped_by does: a failed threshold marked ! ("threshold
+	// p99<50ms! of workload w failed"), or a signal (then also the
+	// result's CutShort); "" for a run that ran its course.
+	CutShort string `json:"cut_short,omitempty"`
 }
 
 // Axis is one axis of a grid sweep: a setting of the workload and the
@@ -260,9 +283,11 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 				return res, err
 			}
 			ws := sum.Workload(wc.Name, "run")
+			cut := ""
 			if ws != nil && ctx.Err() != nil && ws.StoppedBy == "signal" {
 				res.CutShort = fmt.Sprintf("point %s, run %d of %d, after %s of at most %s", label, r+1, sc.Repeats,
 					pace.FormatSeconds(ws.Seconds), runTime(pl))
+				cut = ws.StoppedBy
 			}
 			if ws == nil || ws.Seconds <= 0 || ws.Failure != nil {
 				reason := "no run phase"
@@ -291,6 +316,20 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 				rc.LastError = ws.LastError.Class + ": " + ws.LastError.Text
 				failed = fmt.Sprintf(", %d failed (last error %s)", ws.Failed, rc.LastError)
 			}
+			if len(wc.Checks) > 0 {
+				rc.FailedThresholds = ws.FailedThresholds()
+				if t := ws.StoppedByThreshold(); t != "" {
+					// Not a whole run: the point says so and is left out.
+					cut = ws.StoppedBy
+					pt.CutShortRuns++
+					failed += fmt.Sprintf(", cut short by %s after %s of at most %s", t, pace.FormatSeconds(ws.Seconds), runTime(pl))
+				}
+				if len(rc.FailedThresholds) > 0 {
+					failed += ", thresholds failed: " + strings.Join(rc.FailedThresholds, ", ")
+				}
+				pt.judged(rc.FailedThresholds)
+			}
+			rc.CutShort = cut
 			pt.Runs = append(pt.Runs, rc)
 			// The time left is the planned time of the runs left, at the
 			// pace the runs so far kept to theirs: setup, load phases and
@@ -583,6 +622,15 @@ func (r *Result) mark() {
 	if best >= 0 {
 		r.Points[best].Best = true
 	}
+	passing := -1
+	for i, p := range r.Points {
+		if !p.LeftOut && p.ThresholdsMet() && (passing < 0 || rank(p) > rank(r.Points[passing])) {
+			passing = i
+		}
+	}
+	if passing >= 0 && passing != best {
+		r.Points[passing].BestPassing = true
+	}
 }
 
 // Rank is the figure points are ranked and fitted by: values/s in a grid
@@ -606,7 +654,8 @@ func (r *Result) RankUnit() string {
 }
 
 // failedShare sets the share of the point's scheduled units that failed
-// and whether that leaves it out.
+// and whether the point is left out: for that share, or for runs a
+// threshold marked ! cut short, whose rates are not a whole run's.
 func (p *Point) failedShare() {
 	var failed, scheduled int64
 	for _, c := range p.Runs {
@@ -616,7 +665,48 @@ func (p *Point) failedShare() {
 	if scheduled > 0 {
 		p.FailedShare = float64(failed) / float64(scheduled)
 	}
-	p.LeftOut = p.FailedShare > MaxFailedShare
+	p.LeftOut = p.FailedShare > MaxFailedShare || p.CutShortRuns > 0
+}
+
+// judged counts a run of the point judged against its THRESHOLDS, of
+// which failed failed.
+func (p *Point) judged(failed []string) {
+	if p.ThresholdsPassed == nil {
+		p.ThresholdsPassed = new(int)
+	}
+	if len(failed) == 0 {
+		*p.ThresholdsPassed++
+	}
+	for _, t := range failed {
+		if !slices.Contains(p.FailedThresholds, t) {
+			p.FailedThresholds = append(p.FailedThresholds, t)
+		}
+	}
+}
+
+// ThresholdsMet says whether the point passed every threshold in each of
+// its runs; false too for a point without THRESHOLDS.
+func (p *Point) ThresholdsMet() bool {
+	return p.ThresholdsPassed != nil && *p.ThresholdsPassed == len(p.Rates)
+}
+
+// Judged says whether any point was judged against THRESHOLDS.
+func (r *Result) Judged() bool {
+	return slices.ContainsFunc(r.Points, func(p Point) bool { return p.ThresholdsPassed != nil })
+}
+
+// ThresholdsMet counts the points judged against THRESHOLDS and those
+// that passed every one in each of their runs.
+func (r *Result) ThresholdsMet() (met, judged int) {
+	for i := range r.Points {
+		if r.Points[i].ThresholdsPassed != nil {
+			judged++
+			if r.Points[i].ThresholdsMet() {
+				met++
+			}
+		}
+	}
+	return met, judged
 }
 
 // index is the point's value index on each axis: as planned, or, for a

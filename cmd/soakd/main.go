@@ -150,7 +150,9 @@ fastest); without it, over WORKERS x BATCH_SIZE (PIPELINE for KV).
 Every point is checked before the first runs.
 The workload's settings are a run's (soakd config lists them).
 
-Exit codes: 0 done, 1 the sweep failed, 2 invalid configuration.
+Exit codes: 0 done, 1 the sweep failed, was stopped before every point ran,
+or no point passed every threshold (SOAKD_<W>_THRESHOLDS) in each of its
+runs, 2 invalid configuration.
 `
 
 func realMain(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
@@ -493,6 +495,14 @@ func sweepCmd(ctx context.Context, args []string, environ map[string]string, std
 		return cli.ExitFailed
 	case res.Outcome != "done":
 		log.Error("sweep " + res.Outcome + ": the report holds the runs made")
+		return cli.ExitFailed
+	}
+	// Points failing THRESHOLDS are what a sweep compares, as it does
+	// their rates: the sweep did its job. One where none passed found no
+	// setting that meets them, as a capacity search where no step met
+	// the SLO: exit 1, and a one-point sweep exits as its run would.
+	if met, judged := res.ThresholdsMet(); judged > 0 && met == 0 {
+		log.Error(fmt.Sprintf("sweep: no point passed every threshold in each of its runs (%d judged): see the report", judged))
 		return cli.ExitFailed
 	}
 	return cli.ExitOK

@@ -536,7 +536,7 @@ func (j *judge) abortLocked() error {
 		if failed {
 			j.aborted = true
 			j.log.Error("threshold failed: stopping the run (the threshold ends with !)", zap.String("threshold", t.Text))
-			return daemon.Fail(fmt.Sprintf("threshold %s of workload %s failed", t.Text, j.name))
+			return daemon.Fail(report.ThresholdStop(t.Text, j.name))
 		}
 	}
 	return nil
