@@ -365,10 +365,14 @@ func (t *tally) dropWaited(n int64) {
 }
 
 // releaseAndDrop counts n units as scheduled and dropped at once (the
-// scheduler's bulk drop when it is behind).
-func (t *tally) releaseAndDrop(n int64) {
+// scheduler's bulk drop when it is behind); waited says they came due
+// while the scheduler was held by a full queue (see dropWaited).
+func (t *tally) releaseAndDrop(n int64, waited bool) {
 	t.mu.Lock()
 	t.c.scheduled += n
 	t.c.dropped += n
+	if waited {
+		t.c.waited += n
+	}
 	t.mu.Unlock()
 }

@@ -124,3 +124,31 @@ func TestDropCauseTargetStall(t *testing.T) {
 		}
 	})
 }
+
+// The same on the real clock at a rate where tickets come due closer
+// together than a timer wakes: the scheduler, held by the full queue
+// through the stall, drops the ticket it held when the timer fires and,
+// on its next loop, in bulk what came due meanwhile. Counted as soakd's
+// lateness, those bulk drops (two thirds of the stall's) named soakd
+// although the target held every worker.
+func TestDropCauseTargetStallAtHighRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 6 s on the real clock")
+	}
+	p := daemon.Plugins()
+	cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=1ms&stall=2s@1s",
+		"SOAKD_SEQ_BATCH_SIZE", "1", "SOAKD_SEQ_WORKERS", "32", "SOAKD_SEQ_RATE", "3000", "SOAKD_SEQ_MAX_LAG", "1s",
+		"SOAKD_SEQ_DURATION", "6s"), p)
+	sum, err := daemon.Run(context.Background(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sum.Workload("seq", "run")
+	d := w.DropCause
+	if w.Dropped < 1000 || d == nil {
+		t.Fatalf("dropped %d, cause %+v: want the stall's drops, with a cause", w.Dropped, d)
+	}
+	if d.Bottleneck != report.LimitWorkers {
+		t.Errorf("dropped %d, cause %+v: want the workers (held by the target) named", w.Dropped, d)
+	}
+}

@@ -100,6 +100,7 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 	st := &p.st.sched
 	sent := 0.0 // units scheduled so far in this phase (always whole)
 	var lastWake time.Duration
+	heldOnTime := false // see held below
 	defer r.pending.Store(-1)
 
 	// wait sleeps for d; false when the schedule must be re-planned
@@ -289,6 +290,12 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			}
 			continue
 		}
+		// held: the last ticket was dropped because the queue stayed
+		// full, and the scheduler woke on time to drop it. Tickets that
+		// came due meanwhile and are late now were held by the busy
+		// workers too, not by a scheduler that fell behind.
+		held := heldOnTime
+		heldOnTime = false
 		if due > now {
 			// Wake no sooner than slack after the last wake: at high
 			// rates each wake hands several tickets over at once, which
@@ -313,7 +320,7 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			cutoff := math.Floor(s.nBase + s.profile.Count(edge-s.tBase))
 			n := math.Max(units, math.Floor((cutoff-sent)/B)*B)
 			sent += n
-			st.releaseAndDrop(int64(n))
+			st.releaseAndDrop(int64(n), held)
 			r.warnDrop()
 			continue
 		}
@@ -351,6 +358,7 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			sent += units
 			st.dropWaited(int64(units))
 			r.warnDrop()
+			heldOnTime = r.since()-(due+maxLag) <= heldTolerance(maxLag)
 		case <-ctx.Done():
 			st.release(-int64(units))
 			return
@@ -444,4 +452,14 @@ func (r *runner) warnDrop() {
 			"work later than MAX_LAG is counted in soakd_dropped_total (logged once)",
 			zap.Duration("max_lag", r.cfg.MaxLag), zap.Int("workers", r.cfg.Workers))
 	})
+}
+
+// heldTolerance is how late the scheduler may wake from its wait on a full
+// queue and still have been held by the queue, not by its own lateness
+// (its CPU, a starved process): a runtime timer's usual lateness, or a
+// twentieth of MAX_LAG when that is more. Work that came due within it is
+// dropped in bulk when the scheduler loops, at high rates most of a
+// target's stall.
+func heldTolerance(maxLag time.Duration) time.Duration {
+	return max(2*time.Millisecond, maxLag/20)
 }
