@@ -10,6 +10,9 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/enginetest"
 	"github.com/soakd/soakd/internal/testserver"
 )
@@ -104,4 +107,36 @@ func TestWatchGivesNoRateOverLessThanASecond(t *testing.T) {
 			t.Errorf("cpu %+v, want the end's without cores", st.CPU)
 		}
 	})
+}
+
+// A run stopped before its end (a signal) closes its sinks by the end of
+// SHUTDOWN_GRACE, so the last reading is taken as it stops, within the
+// grace: against a target whose readings never answer, the run still
+// returns within the grace of the stop; against one that answers, the
+// figures it ends with are those read at the stop. Bug caught: the last
+// reading waited for the writes in flight, then up to 5 s more, so a
+// stop against a hung target took SHUTDOWN_GRACE + 5 s.
+func TestStoppedRunsLastReadingWithinTheGrace(t *testing.T) {
+	for _, block := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			const grace = time.Second
+			s := &watchedSink{block: block}
+			p := plugins(s)
+			cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "watched://", "SOAKD_SEQ_RATE", "100",
+				"SOAKD_SEQ_WATCH_INTERVAL", "10s", "SOAKD_SHUTDOWN_GRACE", grace.String()), p)
+			tw := New(zap.NewNop(), Options{Grace: grace})
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(3*time.Second, cancel) // SIGTERM
+			t0 := time.Now()
+			if _, err := daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Observers: []daemon.Observer{tw}}); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(t0); took > 3*time.Second+grace {
+				t.Errorf("blocking target %v: stopped at 3 s with a grace of %v, Run returned after %v", block, grace, took)
+			}
+			if st := statusOf(t, tw, "seq"); !block && (st.Readings != 2 || st.LastAt == nil || st.LastAt.Sub(t0) != 3*time.Second) {
+				t.Errorf("readings %d, the last at %v: want 2, the last as the run stopped at 3 s", st.Readings, st.LastAt)
+			}
+		})
+	}
 }

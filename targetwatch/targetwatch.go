@@ -20,6 +20,7 @@ package targetwatch
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -35,12 +36,18 @@ type Options struct {
 	// soakd_target_storage_bytes_per_value: the registry the run's
 	// /metrics serves.
 	Metrics prometheus.Registerer
+	// Grace is the run's SHUTDOWN_GRACE: a run stopped before its end
+	// (a signal, SOAKD_DURATION) closes its sinks by then, so each
+	// workload's last reading is taken as it stops, within Grace (none
+	// when it is 0).
+	Grace time.Duration
 }
 
 // Watcher watches the targets of a run's workloads. One Watcher may serve
 // runs one after another: each run's workloads replace the last run's.
 type Watcher struct {
-	log *zap.Logger
+	log   *zap.Logger
+	grace time.Duration // Options.Grace
 
 	mu sync.Mutex
 	// watches are the workloads of the run (opened, or started), in
@@ -68,7 +75,7 @@ const saidMax = 256
 // o.Metrics when set (a registry that has them already keeps the first,
 // with a warning).
 func New(log *zap.Logger, o Options) *Watcher {
-	w := &Watcher{log: log, byName: map[string]*watch{}, said: logthrottle.NewOnce(saidMax)}
+	w := &Watcher{log: log, byName: map[string]*watch{}, said: logthrottle.NewOnce(saidMax), grace: o.Grace}
 	if o.Metrics != nil {
 		if err := o.Metrics.Register(&collector{w: w}); err != nil {
 			log.Warn("cannot export the targets' own figures", zap.Error(err))
@@ -81,7 +88,7 @@ func New(log *zap.Logger, o Options) *Watcher {
 // whose name was opened before begins a new run: the last run's watches
 // are dropped.
 func (tw *Watcher) Opened(h *daemon.Handle) error {
-	w := newWatch(h, tw.log.With(zap.String("workload", h.Name())), tw.said)
+	w := newWatch(h, tw.log.With(zap.String("workload", h.Name())), tw.said, tw.grace)
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
 	if _, seen := tw.byName[h.Name()]; seen {

@@ -40,6 +40,7 @@ type watch struct {
 	h        *daemon.Handle
 	log      *zap.Logger
 	interval time.Duration
+	grace    time.Duration // the run's SHUTDOWN_GRACE: bounds the last reading of a stopped run
 	scrub    func(string) string
 	// figures reads the target through its sink; nil when the sink
 	// cannot (and noFigures says why).
@@ -107,13 +108,13 @@ func (f *figure) add(v float64, at time.Time) *figure {
 }
 
 // newWatch sets up h's watch, nil when its WATCH_INTERVAL is 0.
-func newWatch(h *daemon.Handle, log *zap.Logger, said *logthrottle.Once) *watch {
+func newWatch(h *daemon.Handle, log *zap.Logger, said *logthrottle.Once, grace time.Duration) *watch {
 	cfg := h.Config()
 	if cfg.WatchInterval <= 0 {
 		return nil
 	}
 	w := &watch{h: h, log: log, interval: cfg.WatchInterval, scrub: cfg.Scrubber(), begun: make(chan struct{}),
-		ended: make(chan struct{}), said: said, target: cfg.Target}
+		ended: make(chan struct{}), said: said, target: cfg.Target, grace: grace}
 	w.st.memory, w.st.storage, w.st.stats, w.st.unavailable = map[string]*figure{}, map[string]*figure{}, map[string]*figure{}, map[string]string{}
 	switch h.Kind() {
 	case sources.Series:
@@ -183,10 +184,17 @@ wait:
 		case <-w.ended:
 			break wait
 		case <-ctx.Done():
-			// Stopped: the workload drains its writes in flight, and
-			// ends (PhaseEnded) or the run does (Finished) after.
-			<-w.ended
-			break wait
+			if isClosed(w.ended) {
+				break wait // it ended first: the run stops as it is over
+			}
+			// Stopped before its end: the run closes its sinks by the end
+			// of SHUTDOWN_GRACE, so the last reading is taken now, within
+			// it, as the writes in flight drain (none with no grace: the
+			// sinks close at once).
+			if w.grace > 0 {
+				w.read(context.WithoutCancel(ctx), min(w.interval, lastReadingTimeout, w.grace), true)
+			}
+			return
 		}
 	}
 	w.read(context.WithoutCancel(ctx), min(w.interval, lastReadingTimeout), true)

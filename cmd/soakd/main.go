@@ -329,7 +329,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	// second, and takes its last sample before the bar its last frame.
 	// The judges read the targets' figures from their watch, for the
 	// target. thresholds.
-	tw := targetwatch.New(log, targetwatch.Options{Metrics: reg})
+	tw := targetwatch.New(log, targetwatch.Options{Metrics: reg, Grace: cfg.ShutdownGrace})
 	// The console and the report chart the target's memory and storage
 	// beside soakd's own, from the same readings.
 	hist.WatchTarget(tw)
@@ -477,7 +477,7 @@ func sweepCmd(ctx context.Context, args []string, environ map[string]string, std
 	}
 	// The target watch reads each point's target, for the report's
 	// target columns and the judge's target.* thresholds.
-	tw := targetwatch.New(log, targetwatch.Options{})
+	tw := targetwatch.New(log, targetwatch.Options{Grace: cfg.ShutdownGrace})
 	res, err := sweep.Run(ctx, cfg, f.Env, daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
 		Observers: []daemon.Observer{judge.New(log, judge.Options{Target: tw}), readback.New(log), tw, churn.New()}}, sweep.Options{Target: tw})
 	if res != nil && len(res.Points) > 0 {
