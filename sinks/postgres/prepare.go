@@ -168,7 +168,7 @@ func (s *Sink) checkPrivileges(ctx context.Context, c *pgx.Conn, table string, p
 	var missing []string
 	for _, priv := range privs {
 		var ok bool
-		err := c.QueryRow(ctx, "SELECT current_user, has_table_privilege($1, $2)", table, priv).Scan(&user, &ok)
+		err := c.QueryRow(ctx, "SELECT current_user, has_table_privilege($1::text, $2::text)", table, priv).Scan(&user, &ok)
 		answered, err := s.privilegeAnswer(err, "the privileges on "+table)
 		if err != nil || !answered {
 			return err
@@ -197,20 +197,21 @@ func (s *Sink) doesTo() string {
 }
 
 // checkSequence fails when the user may not take ids from the serial
-// sequence of table's id column (USAGE), which inserting a row needs.
+// sequence of table's id column (USAGE or UPDATE: nextval takes either),
+// which inserting a row needs.
 func (s *Sink) checkSequence(ctx context.Context, c *pgx.Conn, table string) error {
 	var user string
 	var seq *string
 	var ok *bool
-	err := c.QueryRow(ctx, `SELECT current_user, q.seq, has_sequence_privilege(q.seq, 'USAGE')
-		FROM (SELECT pg_get_serial_sequence($1, 'id') AS seq) q`, table).Scan(&user, &seq, &ok)
+	err := c.QueryRow(ctx, `SELECT current_user, q.seq, has_sequence_privilege(q.seq, 'USAGE, UPDATE')
+		FROM (SELECT pg_get_serial_sequence($1::text, 'id') AS seq) q`, table).Scan(&user, &seq, &ok)
 	if answered, err := s.privilegeAnswer(err, "the privileges on the sequence of "+table+".id"); err != nil || !answered {
 		return err
 	}
 	if seq == nil || ok == nil || *ok {
 		return nil // no sequence: ids come otherwise
 	}
-	return sinks.NewError(sinks.Rejected, false, fmt.Errorf("user %s lacks the USAGE privilege on sequence %s, which inserting into %s takes ids from (permission denied): GRANT USAGE ON SEQUENCE %s TO %s, or connect as another user",
+	return sinks.NewError(sinks.Rejected, false, fmt.Errorf("user %s lacks the USAGE (or UPDATE) privilege on sequence %s, which inserting into %s takes ids from (permission denied): GRANT USAGE ON SEQUENCE %s TO %s, or connect as another user",
 		quote(user), *seq, table, *seq, quote(user)))
 }
 

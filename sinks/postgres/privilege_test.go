@@ -80,7 +80,11 @@ func TestPrivileges(t *testing.T) {
 	asTSBS := withParams(strings.Replace(tsbs, "postgres@", "writer@", 1), "create", "false", "layout", "tsbs")
 	refused(asTSBS, `user "writer" lacks the SELECT privilege on table "tags"`, cpu)
 	testserver.PGExec(t, tsbs, "GRANT SELECT ON tags TO writer")
-	refused(asTSBS, `user "writer" lacks the USAGE privilege on sequence public.tags_id_seq`, cpu)
+	refused(asTSBS, `user "writer" lacks the USAGE (or UPDATE) privilege on sequence public.tags_id_seq`, cpu)
+	// nextval takes UPDATE as well as USAGE: either is enough.
+	testserver.PGExec(t, tsbs, "GRANT UPDATE ON SEQUENCE tags_id_seq TO writer")
+	writes(asTSBS, cpu)
+	testserver.PGExec(t, tsbs, "REVOKE UPDATE ON SEQUENCE tags_id_seq FROM writer")
 	testserver.PGExec(t, tsbs, "GRANT USAGE ON SEQUENCE tags_id_seq TO writer")
 	writes(asTSBS, cpu)
 
