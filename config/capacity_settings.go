@@ -95,6 +95,23 @@ func (r Ratio) MarshalText() ([]byte, error) {
 	return strconv.AppendFloat(nil, float64(r), 'g', -1, 64), nil
 }
 
+// maxClimb is how many steps from CAPACITY_START to CAPACITY_MAX a STEP
+// under 0.1 % of START may take.
+const maxClimb = 1000
+
+// climbSteps counts the steps from START to MAX, up to maxClimb + 1.
+func climbSteps(cc *CapacityConfig) int {
+	n := 0
+	for r := cc.Start; r < cc.Max && n <= maxClimb; n++ {
+		next := cc.Step.Next(r)
+		if next <= r {
+			return maxClimb + 1 // below the rate's precision: no climb at all
+		}
+		r = next
+	}
+	return n
+}
+
 // CheckCapacity reports every problem of the capacity settings (soakd
 // capacity), each naming its variable. With p, a first step that would
 // hold less than one of the searched workload's batches is one too.
@@ -109,7 +126,7 @@ func (c *Config) CheckCapacity(p *Plugins) error {
 }
 
 // checkFirstStep fails when the first step, START (this process's share)
-// for HOLD, is due less than one batch of w: nothing would be
+// for HOLD, is due less than two batches of w: nothing would be
 // acknowledged in its judged part, and the search would end there saying
 // the target does not meet the SLO at all.
 func (cc *CapacityConfig) checkFirstStep(w *Workload, k sources.Kind) error {
@@ -117,13 +134,16 @@ func (cc *CapacityConfig) checkFirstStep(w *Workload, k sources.Kind) error {
 	if k == sources.Series {
 		units, name = w.BatchSize, "BATCH_SIZE"
 	}
-	share := cc.Start
+	share, whose := cc.Start, ""
 	if n := w.Shard.Count; n > 1 {
 		share /= float64(n)
+		whose = fmt.Sprintf(" (this shard's %s/s)", pace.FormatRate(share))
 	}
-	if due := share * cc.Hold.Seconds(); due < float64(units) {
-		return cfgErr(EnvPrefix+"CAPACITY_START", "%s/s for CAPACITY_HOLD %v is %s units, less than one batch of %s%s=%d: a step would acknowledge nothing; raise CAPACITY_START or CAPACITY_HOLD, or lower %s%s",
-			pace.FormatRate(cc.Start), cc.Hold, pace.FormatRate(due), Prefix(w.Name), name, units, Prefix(w.Name), name)
+	// Two batches: one alone may come due, or be acknowledged, just
+	// outside the judged part.
+	if due := share * cc.Hold.Seconds(); due < 2*float64(units) {
+		return cfgErr(EnvPrefix+"CAPACITY_START", "%s/s%s for CAPACITY_HOLD %v is %s units, less than two batches of %s%s=%d: a step could acknowledge nothing; raise CAPACITY_START or CAPACITY_HOLD, or lower %s%s",
+			pace.FormatRate(cc.Start), whose, cc.Hold, pace.FormatRate(due), Prefix(w.Name), name, units, Prefix(w.Name), name)
 	}
 	return nil
 }
@@ -147,12 +167,13 @@ func (cc *CapacityConfig) validate(c *Config) []error {
 	if c.MaxRate > 0 && cc.Start > c.MaxRate {
 		bad("START", "%g is above SOAKD_MAX_RATE %g", cc.Start, c.MaxRate)
 	}
-	if cc.Start > 0 && (cc.Step.Add > 0 || cc.Step.Factor > 1) && cc.Step.Next(cc.Start) < cc.Start*1.001 {
+	if cc.Start > 0 && cc.Max >= cc.Start && (cc.Step.Add > 0 || cc.Step.Factor > 1) && cc.Step.Next(cc.Start) < cc.Start*1.001 &&
+		climbSteps(cc) > maxClimb {
 		// +0.000001 at 1,000/s, or x1.0000001, would climb for days (or,
 		// below the rate's precision, not at all) before the target
-		// felt a difference.
-		bad("STEP", "%s adds less than 0.1%% to CAPACITY_START %s/s: the climb would take thousands of steps; want at least x1.001 or +%s",
-			cc.Step.text, pace.FormatRate(cc.Start), pace.FormatRate(cc.Start*0.001))
+		// felt a difference. A small step to a MAX close by is a choice.
+		bad("STEP", "%s adds less than 0.1%% to CAPACITY_START %s/s, and the climb to CAPACITY_MAX %s/s would take more than %d steps; want at least x1.001 or +%s, or a lower MAX",
+			cc.Step.text, pace.FormatRate(cc.Start), pace.FormatRate(cc.Max), maxClimb, pace.FormatRate(cc.Start*0.001))
 	}
 	if cc.Hold < time.Second {
 		bad("HOLD", "%v: want at least 1s", cc.Hold)

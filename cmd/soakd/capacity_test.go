@@ -147,38 +147,49 @@ func TestCapacityBadSettings(t *testing.T) {
 	}
 }
 
-// A step too small to climb (a millionth of START, or x1.0000000001:
-// days of steps, or none at all below the rate's precision) is refused;
-// 0.1 % of START is taken.
+// A step too small to climb to MAX (a millionth of START, or
+// x1.0000000001: days of steps, or none at all below the rate's
+// precision) is refused; 0.1 % of START is taken, and so is a smaller
+// step to a MAX close by (+50 from 100,000 to 101,000: 20 steps).
 func TestCapacityStepTooSmall(t *testing.T) {
 	t.Parallel()
-	for step, ok := range map[string]bool{"x1.0000000001": false, "+1e-9": false, "+0.5": false, "x1.001": true, "+1": true} {
-		code, _, stderr := run(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_CAPACITY_STEP": step}, "config", "--check")
-		if ok != (code == cli.ExitOK) || !ok && !strings.Contains(stderr, "SOAKD_CAPACITY_STEP: "+step+" adds less than 0.1% to CAPACITY_START 1,000/s") {
-			t.Errorf("STEP=%s: exit %d, want ok %v\n%s", step, code, ok, stderr)
+	for _, tc := range []struct {
+		step, start, max string
+		ok               bool
+	}{
+		{"x1.0000000001", "1000", "", false}, {"+1e-9", "1000", "", false}, {"+0.5", "1000", "", false},
+		{"x1.001", "1000", "", true}, {"+1", "1000", "", true}, {"+50", "100000", "101000", true}, {"+50", "100000", "200000", false},
+	} {
+		env := map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_CAPACITY_STEP": tc.step, "SOAKD_CAPACITY_START": tc.start}
+		if tc.max != "" {
+			env["SOAKD_CAPACITY_MAX"] = tc.max
+		}
+		code, _, stderr := run(t, env, "config", "--check")
+		if tc.ok != (code == cli.ExitOK) || !tc.ok && !strings.Contains(stderr, "SOAKD_CAPACITY_STEP: "+tc.step+" adds less than 0.1% to CAPACITY_START") {
+			t.Errorf("STEP=%s from %s to %q: exit %d, want ok %v\n%s", tc.step, tc.start, tc.max, code, tc.ok, stderr)
 		}
 	}
 }
 
-// A first step due less than one batch (START 100/s for HOLD 1s, in
-// batches of 1,000) acknowledges nothing, and the search ended there with
-// "the target does not meet the SLO even at CAPACITY_START" and a
+// A first step due less than two batches (START 100/s for HOLD 1s, in
+// batches of 1,000) may acknowledge nothing, and the search ended there
+// with "the target does not meet the SLO even at CAPACITY_START" and a
 // bottleneck of soakd: a configuration error naming START, HOLD and
 // BATCH_SIZE before anything runs, in config --check too; a HOLD that
-// holds one batch passes.
+// holds two batches passes.
 func TestCapacityFirstStepHoldsABatch(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "seq", "SOAKD_W_TARGET": "null://", "SOAKD_LISTEN": "off",
 		"SOAKD_CAPACITY_START": "100", "SOAKD_CAPACITY_HOLD": "1s"}
 	for _, cmd := range [][]string{{"capacity"}, {"config", "--check"}} {
 		code, _, stderr := run(t, env, cmd...)
-		if code != cli.ExitConfig || !strings.Contains(stderr, "SOAKD_CAPACITY_START: 100/s for CAPACITY_HOLD 1s is 100 units, less than one batch of SOAKD_W_BATCH_SIZE=1000") {
+		if code != cli.ExitConfig || !strings.Contains(stderr, "SOAKD_CAPACITY_START: 100/s for CAPACITY_HOLD 1s is 100 units, less than two batches of SOAKD_W_BATCH_SIZE=1000") {
 			t.Errorf("soakd %v: exit %d, want 2 naming START, HOLD and BATCH_SIZE\n%s", cmd, code, stderr)
 		}
 	}
-	env["SOAKD_CAPACITY_HOLD"] = "10s"
+	env["SOAKD_CAPACITY_HOLD"] = "20s"
 	if code, out, stderr := run(t, env, "config", "--check"); code != cli.ExitOK || !strings.Contains(out, "configuration ok") {
-		t.Errorf("START 100/s for HOLD 10s in batches of 1000: exit %d, want ok\n%s", code, stderr)
+		t.Errorf("START 100/s for HOLD 20s in batches of 1000: exit %d, want ok\n%s", code, stderr)
 	}
 }
 
