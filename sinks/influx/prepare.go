@@ -103,6 +103,10 @@ func (s *Sink) checkStore(ctx context.Context) error {
 // write: one it does not list is one the user cannot write to either.
 func (s *Sink) checkDatabase(ctx context.Context, db string) error {
 	names, err := s.databases(ctx)
+	if errors.Is(err, errNotListed) {
+		s.log.Info("cannot check that the database exists: the server lists none", zap.String("database", db), zap.Error(err))
+		return nil
+	}
 	if err != nil || slices.Contains(names, db) {
 		return err
 	}
@@ -150,6 +154,10 @@ func (s *Sink) isInfluxDB1(ctx context.Context) (bool, error) {
 func (s *Sink) checkRetentionPolicy(ctx context.Context, db, rp string) error {
 	stmt := "SHOW RETENTION POLICIES ON " + quoteIdent(db)
 	rows, err := s.showQuery(ctx, stmt)
+	if errors.Is(err, errNotListed) {
+		s.log.Info("cannot check the retention policy: the server lists none", zap.String("rp", rp), zap.String("database", db), zap.Error(err))
+		return nil
+	}
 	if err != nil {
 		var se *StatusError
 		if errors.As(err, &se) && se.StatusCode == http.StatusForbidden {
@@ -190,6 +198,10 @@ func (s *Sink) showQuery(ctx context.Context, stmt string) ([][]any, error) {
 		} `json:"results"`
 	}
 	resp, err := s.do(ctx, http.MethodGet, "/query?"+url.Values{"q": {stmt}}.Encode(), "", nil)
+	var se *StatusError
+	if errors.As(err, &se) && (se.StatusCode == http.StatusNotFound || se.StatusCode == http.StatusMethodNotAllowed) {
+		return nil, fmt.Errorf("%s on %s: %w (%w)", stmt, s.cfg.String(), errNotListed, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s on %s: %w", stmt, s.cfg.String(), err)
 	}
@@ -198,10 +210,12 @@ func (s *Sink) showQuery(ctx context.Context, stmt string) ([][]any, error) {
 		return nil, sinks.ClassifyHTTPTransport(ctx, fmt.Errorf("cannot read the answer to %s from %s: %w", stmt, s.cfg.String(), err), true)
 	}
 	var rows [][]any
+	series := 0
 	for _, r := range out.Results {
 		if r.Error != "" {
 			out.Error = r.Error
 		}
+		series += len(r.Series)
 		for _, ser := range r.Series {
 			rows = append(rows, ser.Values...)
 		}
@@ -209,8 +223,19 @@ func (s *Sink) showQuery(ctx context.Context, stmt string) ([][]any, error) {
 	if out.Error != "" {
 		return nil, sinks.NewError(sinks.Rejected, false, fmt.Errorf("%s on %s: %s", stmt, s.cfg.String(), out.Error))
 	}
+	if series == 0 {
+		// InfluxDB answers a SHOW with its series, if empty; a
+		// front end that only takes writes (Telegraf's influxdb_listener)
+		// answers {"results":[]}.
+		return nil, fmt.Errorf("%s on %s: %w", stmt, s.cfg.String(), errNotListed)
+	}
 	return rows, nil
 }
+
+// errNotListed is a SHOW the server does not answer as InfluxDB does (no
+// /query, or no series at all): a front end that takes writes only, which
+// cannot say what it lacks.
+var errNotListed = errors.New("the server lists nothing")
 
 // prepareStore creates the database or bucket.
 func (s *Sink) prepareStore(ctx context.Context) error {

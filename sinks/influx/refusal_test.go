@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +129,37 @@ func TestMissingDatabase(t *testing.T) {
 	err := refusedAtSetup(t, fmt.Sprintf("influx://%s?bucket=soak/autogen&create=false", srv.Addr))
 	if !strings.Contains(err.Error(), `database "soak" not found`) {
 		t.Errorf("the configuration error does not name the database: %v", err)
+	}
+}
+
+// A front end that takes InfluxDB 1.x writes but lists nothing (Telegraf's
+// influxdb_listener answers /query with {"results":[]}; a relay serves no
+// /query at all) cannot say whether the database or retention policy is
+// there: Prepare lets the writes tell, and refuses nothing. Bug caught:
+// "database not found … (none)" and "retention policy not found (it has
+// none)" for a target that takes the writes.
+func TestWriteOnlyFrontEndNotRefused(t *testing.T) {
+	for name, query := range map[string]http.HandlerFunc{
+		"empty results": func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"results":[]}`) },
+		"no /query":     http.NotFound,
+	} {
+		t.Run(name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.HandleFunc("/ping", func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("X-Influxdb-Version", "1.8.10")
+				w.WriteHeader(http.StatusNoContent)
+			})
+			mux.HandleFunc("/query", query)
+			mux.HandleFunc("/write", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			host := strings.TrimPrefix(srv.URL, "http://")
+			for _, raw := range []string{"influx1://%s?db=soak&create=false", "influx1://%s?db=soak&rp=hour&create=false", "influx://%s?bucket=soak/hour&create=false"} {
+				s := openSink(t, fmt.Sprintf(raw, host), sinks.Options{Schemas: []*sources.Schema{cpuSchema("cpu")}})
+				if err := s.Prepare(context.Background()); err != nil {
+					t.Errorf("Prepare(%s) against a front end that lists nothing: %v", raw, err)
+				}
+			}
+		})
 	}
 }
