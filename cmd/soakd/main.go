@@ -192,7 +192,8 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 		return cli.ExitOK
 	case "help":
 		switch {
-		case len(args) == 0:
+		case len(args) == 0, len(args) == 1 && slices.Contains([]string{"help", "version"}, args[0]):
+			// The general usage says what help and version do.
 			fmt.Fprint(stdout, usage+cli.EnvFileUsage)
 			return cli.ExitOK
 		case len(args) == 1 && slices.Contains([]string{"run", "capacity", "sweep", "config", "generate", "verify"}, args[0]):

@@ -619,6 +619,14 @@ func TestHelpCommand(t *testing.T) {
 	if code, _, errs := run(t, nil, "help", "bogus"); code != 2 || !strings.Contains(errs, `no help for "bogus"`) {
 		t.Errorf("help bogus: exit %d, %q; want 2, saying there is no such help", code, errs)
 	}
+	// help and version have no usage of their own: the general one says
+	// what they do.
+	_, general, _ := run(t, nil, "help")
+	for _, topic := range []string{"help", "version"} {
+		if code, out, errs := run(t, nil, "help", topic); code != 0 || out != general {
+			t.Errorf("help %s: exit %d, %q; want the general usage, exit 0", topic, code, errs)
+		}
+	}
 }
 
 // config --check validates what soakd sweep and soakd capacity would
