@@ -85,8 +85,9 @@ type Result struct {
 	Advice    string `json:"advice,omitempty"`
 	// Outcome says how the search ended, in words.
 	Outcome string `json:"outcome"`
-	// Stopped says the search was stopped (a signal, SOAKD_DURATION)
-	// before it ended: Knee is only a lower bound of the knee.
+	// Stopped says the search was stopped before it ended (a signal,
+	// SOAKD_DURATION, the searched workload's data running out): Knee is
+	// only a lower bound of the knee.
 	Stopped bool `json:"stopped,omitempty"`
 }
 
