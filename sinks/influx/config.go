@@ -213,9 +213,9 @@ func ParseURL(u *url.URL) (Config, error) {
 	if err != nil {
 		return c, err
 	}
-	q, err := url.ParseQuery(u.RawQuery)
+	q, err := urlparam.ParseQuery(u.RawQuery)
 	if err != nil {
-		return c, fmt.Errorf("query string: %w", err)
+		return c, err
 	}
 	p := Params.Read(q)
 	p.CheckRepeated()

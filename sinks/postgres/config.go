@@ -212,9 +212,9 @@ func ParseURL(u *url.URL) (Config, string, error) {
 	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
 		schemeErr = fmt.Errorf("scheme %q: want postgres:// or postgresql://", u.Scheme)
 	}
-	q, err := url.ParseQuery(u.RawQuery)
+	q, err := urlparam.ParseQuery(u.RawQuery)
 	if err != nil {
-		return c, "", fmt.Errorf("invalid query string: %w", err)
+		return c, "", err
 	}
 	p := Params.Read(q)
 	p.Add(schemeErr)

@@ -137,9 +137,9 @@ func ParseURL(u *url.URL) (Config, error) {
 	if u.Opaque != "" {
 		return c, fmt.Errorf("want %s://HOST:PORT/PATH", u.Scheme)
 	}
-	q, err := url.ParseQuery(u.RawQuery)
+	q, err := urlparam.ParseQuery(u.RawQuery)
 	if err != nil {
-		return c, fmt.Errorf("query string: %w", err)
+		return c, err
 	}
 	p := Params.Bind(q)
 	hostParams(u, p, &c)

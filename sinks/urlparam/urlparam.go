@@ -586,3 +586,18 @@ func (p *Query) Enum(name string) string { return p.get(p.param(name, Enum)).(st
 // Value returns a parameter parsed by its Parse (nil when absent without
 // a default, or malformed without one).
 func (p *Query) Value(name string) any { return p.get(p.param(name, 0)) }
+
+// ParseQuery parses a URL's raw query as url.ParseQuery does, but its
+// error never quotes the malformed escape: it may sit in a secret (a
+// password= or token= value), which errors must not show.
+func ParseQuery(raw string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
+	var esc url.EscapeError
+	if errors.As(err, &esc) {
+		return q, errors.New("invalid query string: a percent sign not followed by two hexadecimal digits (a literal one is written percent-encoded)")
+	}
+	if err != nil {
+		return q, fmt.Errorf("invalid query string: %w", err)
+	}
+	return q, nil
+}

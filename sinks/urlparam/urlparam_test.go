@@ -176,3 +176,18 @@ func TestDocs(t *testing.T) {
 		}
 	}
 }
+
+// A malformed escape is refused without quoting it: it may sit in a
+// secret. url.ParseQuery's error quotes it ("invalid URL escape "%zz""),
+// which showed three characters of a password in soakd's error.
+func TestParseQueryHidesTheEscape(t *testing.T) {
+	for _, raw := range []string{"password=ab%zzcd", "token=%", "p=%4"} {
+		_, err := urlparam.ParseQuery(raw)
+		if err == nil || strings.Contains(err.Error(), "%") || !strings.Contains(err.Error(), "percent sign not followed by two hexadecimal digits") {
+			t.Errorf("ParseQuery(%q): %v; want an error that says what is wrong, quoting none of it", raw, err)
+		}
+	}
+	if q, err := urlparam.ParseQuery("a=1&p=x%25y"); err != nil || q.Get("p") != "x%y" {
+		t.Errorf("ParseQuery of a valid query: %v, %v", q, err)
+	}
+}
