@@ -213,10 +213,11 @@ func SecretParam(k string) bool {
 }
 
 // redactErr drops the URL text that url.Parse puts in its errors (it may
-// hold a password) and keeps the reason.
+// hold a password) and keeps the reason, without the escape a malformed
+// one quotes.
 func redactErr(err error) error {
 	if ue, ok := err.(*url.Error); ok {
-		return ue.Err
+		err = ue.Err
 	}
-	return err
+	return urlparam.HideEscape(err)
 }

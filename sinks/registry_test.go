@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/soakd/soakd/sinks/urlparam"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -113,6 +114,21 @@ func TestClassOf(t *testing.T) {
 	} {
 		if got := ClassOf(err); got != want {
 			t.Errorf("ClassOf(%v) = %s, want %s", err, got, want)
+		}
+	}
+}
+
+// A malformed escape in the URL (here in the password) is refused without
+// quoting it: url.Parse's "invalid URL escape "%zz"" showed part of the
+// password.
+func TestParseHidesAMalformedEscape(t *testing.T) {
+	for _, raw := range []string{"redis://:sec%zzret@127.0.0.1:6379/0", "influx1://u:se%4xret@h:8086?db=x", "postgres://u:pw@h/db?password=a%zzb"} {
+		_, err := Parse(raw)
+		if err == nil {
+			_, err = urlparam.ParseQuery(strings.SplitN(raw, "?", 2)[1])
+		}
+		if err == nil || strings.Contains(err.Error(), "zz") || strings.Contains(err.Error(), "4x") || !strings.Contains(err.Error(), "percent sign") {
+			t.Errorf("%s: %v; want the malformed escape said, not quoted", Redact(raw), err)
 		}
 	}
 }

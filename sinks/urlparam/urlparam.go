@@ -592,12 +592,21 @@ func (p *Query) Value(name string) any { return p.get(p.param(name, 0)) }
 // password= or token= value), which errors must not show.
 func ParseQuery(raw string) (url.Values, error) {
 	q, err := url.ParseQuery(raw)
-	var esc url.EscapeError
-	if errors.As(err, &esc) {
-		return q, errors.New("invalid query string: a percent sign not followed by two hexadecimal digits (a literal one is written percent-encoded)")
-	}
 	if err != nil {
-		return q, fmt.Errorf("invalid query string: %w", err)
+		return q, fmt.Errorf("invalid query string: %w", HideEscape(err))
 	}
 	return q, nil
+}
+
+// ErrMalformedEscape is url.EscapeError without the escape it quotes.
+var ErrMalformedEscape = errors.New("a percent sign not followed by two hexadecimal digits (a literal one is written percent-encoded)")
+
+// HideEscape returns ErrMalformedEscape for a url.EscapeError, which
+// quotes the malformed escape (part of a password, perhaps), else err.
+func HideEscape(err error) error {
+	var esc url.EscapeError
+	if errors.As(err, &esc) {
+		return ErrMalformedEscape
+	}
+	return err
 }
