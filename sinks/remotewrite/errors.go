@@ -69,6 +69,13 @@ func isOutOfOrder(msg string) bool {
 	return false
 }
 
+// isTooOld reports whether a 500 answer is Prometheus' "too old sample"
+// (storage.ErrTooOldSample, which older write handlers answer with 500),
+// the whole answer rather than a part of another message.
+func isTooOld(msg string) bool {
+	return strings.EqualFold(strings.TrimSpace(msg), "too old sample")
+}
+
 // classifyStatus turns a non-2xx answer into a classified error, as
 // Remote-Write 1.0 tells senders to: 4xx is not retried (the same
 // request would be refused again), except 429 (throttled: retried after
@@ -78,8 +85,14 @@ func isOutOfOrder(msg string) bool {
 func classifyStatus(code int, h http.Header, msg string, samples int, idempotent bool) error {
 	se := &StatusError{StatusCode: code, Message: msg, Samples: samples, Written: -1}
 	class, retry := sinks.ClassifyHTTPStatus(code, idempotent)
-	if se.OutOfOrder = code == http.StatusBadRequest && isOutOfOrder(msg); se.OutOfOrder {
-		class = sinks.OutOfOrder
+	// Prometheus releases with an out-of-order window but before their
+	// write handler named storage.ErrTooOldSample (2.42, Debian's, among
+	// them) answer a sample older than the window with 500, not 400:
+	// the request was rolled back and would be refused again, so it is
+	// out_of_order and not resent, as the 400s are.
+	if se.OutOfOrder = (code == http.StatusBadRequest && isOutOfOrder(msg)) ||
+		(code == http.StatusInternalServerError && isTooOld(msg)); se.OutOfOrder {
+		class, retry = sinks.OutOfOrder, false
 	}
 	if code == http.StatusUnauthorized || code == http.StatusForbidden {
 		se.Message = sinks.AuthFailed + ": " + msg

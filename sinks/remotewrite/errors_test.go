@@ -67,6 +67,9 @@ func TestClassify(t *testing.T) {
 		{name: "out of order", status: 400, body: "out of order sample\n", class: sinks.OutOfOrder, ooo: true},
 		{name: "duplicate", status: 400, body: "duplicate sample for timestamp", class: sinks.OutOfOrder, ooo: true},
 		{name: "too old", status: 400, body: "out of bounds", class: sinks.OutOfOrder, ooo: true},
+		// Prometheus 2.42 with an out-of-order window: older than it.
+		{name: "too old for the window", status: 500, body: "too old sample\n", class: sinks.OutOfOrder, ooo: true},
+		{name: "server error naming a sample", status: 500, body: "too old sample store", class: sinks.Server, retry: true},
 		{name: "auth", status: 401, body: "no", class: sinks.Rejected, wantInMessage: sinks.AuthFailed},
 		{name: "throttled", status: 429, body: "slow down", after: "7", class: sinks.Server, retry: true, wantAfter: 7 * time.Second},
 		{name: "starting", status: 503, class: sinks.Server, retry: true},
