@@ -1,10 +1,16 @@
 package targetwatch
 
 import (
+	"context"
+	"fmt"
+	"math"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/sinks"
 )
 
 // The judges' figures: memory is one kind, the first of MemoryKinds the
@@ -55,4 +61,41 @@ func TestFigures(t *testing.T) {
 	if v, _, ok := tw.StoragePerValue("w"); !ok || v != 2.5 {
 		t.Errorf("storage per value %v %v", v, ok)
 	}
+}
+
+// cpuSink's readings give the CPU times in cpu, one a reading.
+type cpuSink struct{ cpu []float64 }
+
+func (s *cpuSink) TargetFigures(context.Context) (sinks.TargetFigures, error) {
+	v := s.cpu[0]
+	s.cpu = s.cpu[1:]
+	return sinks.TargetFigures{CPUSeconds: v, HasCPU: true}, nil
+}
+
+// A target that restarts mid-run starts its CPU time again from 0: the
+// cores are the CPU time used before the restart plus after it, over the
+// time between the first reading and the last, never negative. Bug
+// caught: a VictoriaMetrics restarted mid-run summed up as "cpu: 0.8s →
+// 0.2s (the target's own), -0.02 cores".
+func TestCPUCoresOverARestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &watch{log: zap.NewNop(), scrub: func(s string) string { return s }, interval: time.Second,
+			figures: &cpuSink{cpu: []float64{10, 14, 1, 3}}} // restarted before the third reading
+		w.st.memory, w.st.storage, w.st.stats, w.st.unavailable = map[string]*figure{}, map[string]*figure{}, map[string]*figure{}, map[string]string{}
+		for i := range 4 {
+			if i > 0 {
+				time.Sleep(time.Second)
+			}
+			w.read(context.Background(), time.Second, i == 3)
+		}
+		c := w.status().CPU
+		// 4 s used before the restart, 1 + 2 after, over 3 s.
+		if c == nil || c.First != 10 || c.Last != 3 || c.Cores == nil || math.Abs(*c.Cores-7.0/3) > 1e-9 {
+			cores := "none"
+			if c != nil && c.Cores != nil {
+				cores = fmt.Sprint(*c.Cores)
+			}
+			t.Fatalf("cpu %+v, %s cores, want 10 → 3 with 7/3 cores", c, cores)
+		}
+	})
 }

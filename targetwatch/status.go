@@ -74,7 +74,7 @@ func (w *watch) status() Status {
 	if st.cpu != nil {
 		s.CPU = &CPU{First: st.cpu.first, Last: st.cpu.last, From: st.cpuFrom}
 		if span := st.cpu.lastAt.Sub(st.cpu.firstAt); span >= minSpan {
-			s.CPU.Cores = finite((st.cpu.last - st.cpu.first) / span.Seconds())
+			s.CPU.Cores = finite(st.cpuUsed / span.Seconds())
 		}
 	}
 	for name, dst := range map[string]**Figure{sinks.StatKeys: &s.Keys, sinks.StatEvictions: &s.Evictions,

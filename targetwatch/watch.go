@@ -80,6 +80,11 @@ type state struct {
 	storageTotal     *figure            // storage summed over kinds (notSummed aside)
 	cpu              *figure
 	cpuFrom          string // target or process
+	// cpuUsed is the CPU time used between cpu's first reading and its
+	// last: the sum of the increases between readings, a reading below
+	// the one before (the target restarted, its counter from 0) adding
+	// itself, as Prometheus' rate() reads a counter reset.
+	cpuUsed float64
 	// perValue is storageTotal's last ÷ acknowledged, the values or
 	// records acknowledged when it was read; hasPerValue says whether
 	// there is one.
@@ -299,9 +304,9 @@ func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 	// The target's own CPU time when it gives one, else its process's.
 	switch {
 	case sinkRead && f.HasCPU:
-		st.cpu, st.cpuFrom = st.cpu.add(f.CPUSeconds, at), "target"
+		st.addCPU(f.CPUSeconds, at, "target")
 	case pr.ok:
-		st.cpu, st.cpuFrom = st.cpu.add(pr.p.CPUSeconds, at), "process"
+		st.addCPU(pr.p.CPUSeconds, at, "process")
 	case st.cpu != nil && (sinkRead || w.figures == nil):
 		st.cpu.current = false
 	}
@@ -312,6 +317,18 @@ func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 			}
 		}
 	}
+}
+
+// addCPU adds a reading of the CPU time, from the target or its process.
+func (st *state) addCPU(v float64, at time.Time, from string) {
+	if st.cpu != nil {
+		d := v - st.cpu.last
+		if d < 0 {
+			d = v // a restart: its counter started again from 0
+		}
+		st.cpuUsed += d
+	}
+	st.cpu, st.cpuFrom = st.cpu.add(v, at), from
 }
 
 // addKinds adds a reading's figures by kind to figs; a kind the reading
