@@ -275,6 +275,15 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	// A parameter given twice is refused rather than read as its first:
+	// workload=a&workload=b paused a alone and answered ok.
+	for _, k := range []string{"workload", "rate", "action"} {
+		if len(r.Form[k]) > 1 {
+			http.Error(w, fmt.Sprintf("%s given %d times (%s): give it once (workload=all changes every workload)",
+				k, len(r.Form[k]), strings.Join(r.Form[k], ", ")), http.StatusBadRequest)
+			return
+		}
+	}
 	var p pace.Rate
 	act := -1 // in controlActions
 	rate, action := r.Form.Get("rate"), r.Form.Get("action")

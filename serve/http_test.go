@@ -406,3 +406,44 @@ func TestControlAllChangesAllOrNothing(t *testing.T) {
 		t.Errorf("after the refused pause: %s is %s at %v/s; want a running at 100/s", s.Name, s.State, s.TargetRate)
 	}
 }
+
+// A /control parameter given twice is refused, nothing changed: it was
+// read as its first, so workload=a&workload=b paused a alone and
+// answered {"ok":true}, and rate=300&rate=500 set 300.
+func TestControlRefusesRepeatedParameters(t *testing.T) {
+	p := enginetest.Plugins()
+	l := listen(t)
+	base := "http://" + l.Addr().String()
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "a,b", "SOAKD_A_SOURCE", "seq", "SOAKD_B_SOURCE", "seq",
+		"SOAKD_A_RATE", "100", "SOAKD_B_RATE", "100", "SOAKD_A_TARGET", "null://", "SOAKD_B_TARGET", "null://",
+		"SOAKD_CONTROL_TOKEN", "s3cret-token"), p)
+	startRun(t, cfg, p, l)
+	states := func() map[string]report.StatusWorkload {
+		_, body := get(t, base+"/status")
+		var st report.Status
+		if json.Unmarshal([]byte(body), &st) != nil {
+			return nil
+		}
+		m := map[string]report.StatusWorkload{}
+		for _, w := range st.Workloads {
+			m[w.Name] = w
+		}
+		return m
+	}
+	eventually(t, "both running", func() bool {
+		m := states()
+		return m["a"].State == "running" && m["b"].State == "running"
+	})
+	for _, q := range []string{"workload=a&workload=b&action=pause", "workload=a&rate=300&rate=500",
+		"workload=a&action=pause&action=resume"} {
+		c, b := post(t, base+"/control?"+q, "s3cret-token")
+		if c != http.StatusBadRequest || !strings.Contains(b, "give it once") {
+			t.Errorf("%s: %d %s; want 400 saying to give it once", q, c, b)
+		}
+	}
+	for name, w := range states() {
+		if w.State != "running" || w.TargetRate != 100 {
+			t.Errorf("%s is %s at %v/s after the refused changes; want running at 100/s", name, w.State, w.TargetRate)
+		}
+	}
+}
