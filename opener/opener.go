@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -84,7 +85,15 @@ func Sink(ctx context.Context, p *config.Plugins, w *config.Workload, kind sourc
 		Password: password, Token: token, Shape: shape, Churn: churn,
 	})
 	if err != nil {
-		return nil, Scrubbed(w, fmt.Errorf("%sTARGET: %w", config.Prefix(w.Name), err))
+		if w.Builtin {
+			// The in-process target, not a setting: it could not start.
+			return nil, Scrubbed(w, fmt.Errorf("%sTARGET: %w", config.Prefix(w.Name), err))
+		}
+		// Opening does no I/O: what it refuses is the configuration
+		// (credentials given two ways, a password without a user, a
+		// schema the target cannot name), exit 2 as at the config check,
+		// not a run that failed.
+		return nil, Scrubbed(w, &settings.Error{Key: config.Prefix(w.Name) + "TARGET", Err: err})
 	}
 	return sink, nil
 }

@@ -657,3 +657,23 @@ func TestConfigCheckSweepAndCapacity(t *testing.T) {
 		}
 	}
 }
+
+// A target URL that opens with credentials given two ways, or a password
+// without a user, is invalid configuration, as the README says: exit 2,
+// nothing run, the problem named with its variable and no secret. It
+// failed the run instead (exit 1, "run failed").
+func TestSinkOpenRefusalExits2(t *testing.T) {
+	for _, env := range []map[string]string{
+		{"SOAKD_A_TARGET": "prom+http://user:pw-Secret-1@127.0.0.1:1/api/v1/write", "SOAKD_A_TOKEN": "tok-Secret-2"},
+		{"SOAKD_A_TARGET": "prom+http://:pw-Secret-1@127.0.0.1:1/api/v1/write"},
+	} {
+		env["SOAKD_WORKLOADS"], env["SOAKD_A_SOURCE"], env["SOAKD_A_DURATION"] = "a", "seq", "2s"
+		code, out, errs := run(t, env)
+		if code != cli.ExitConfig || !strings.Contains(errs, "invalid configuration") || !strings.Contains(errs, "SOAKD_A_TARGET: ") {
+			t.Errorf("%s: exit %d, want 2 naming SOAKD_A_TARGET; stderr:\n%s", env["SOAKD_A_TARGET"], code, errs)
+		}
+		if out != "" || strings.Contains(errs, "Secret-") {
+			t.Errorf("nothing should run and no secret show; stdout:\n%s\nstderr:\n%s", out, errs)
+		}
+	}
+}
