@@ -69,6 +69,14 @@ func (a *httpAPI) handler(reg *prometheus.Registry, ui http.Handler) http.Handle
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.HandleFunc("GET /status", a.status)
 	mux.HandleFunc("POST /control", a.control)
+	// The read endpoints answer another method 405 naming GET, rather
+	// than the console's 404 (POST /status was "404 page not found").
+	for _, path := range []string{"/metrics", "/healthz", "/readyz", "/status"} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, r.URL.Path+" takes GET", http.StatusMethodNotAllowed)
+		})
+	}
 	// Any other method: 405 naming POST, rather than the console's page
 	// (a curl without -X POST must learn why nothing changed).
 	mux.HandleFunc("/control", func(w http.ResponseWriter, _ *http.Request) {

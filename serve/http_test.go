@@ -18,9 +18,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/enginetest"
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/web"
 )
 
 func listen(t *testing.T) net.Listener {
@@ -354,6 +356,30 @@ func TestControlOtherMethods(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest("POST", "/control?workload=seq&rate=5", nil))
 	if rec.Code == http.StatusMethodNotAllowed {
 		t.Errorf("POST /control: 405")
+	}
+}
+
+// The read endpoints answer another method 405 with Allow: GET, HEAD, as
+// the console's page does, and HEAD as GET. POST /status was answered by
+// the console's "404 page not found", as if there were no such endpoint.
+func TestReadEndpointsOtherMethods(t *testing.T) {
+	t.Parallel()
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq"), enginetest.Plugins())
+	ui := web.NewConsole(web.ConsoleOptions{History: history.New(), Version: "test"})
+	h := New(Options{Config: cfg, Registry: prometheus.NewRegistry(), UI: ui}).Handler()
+	for _, path := range []string{"/metrics", "/healthz", "/readyz", "/status", "/history"} {
+		for _, m := range []string{"POST", "PUT", "DELETE"} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(m, path, nil))
+			if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
+				t.Errorf("%s %s: %d, Allow %q; want 405 and Allow: GET, HEAD", m, path, rec.Code, rec.Header().Get("Allow"))
+			}
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("HEAD", path, nil))
+		if rec.Code == http.StatusMethodNotAllowed || rec.Code == http.StatusNotFound {
+			t.Errorf("HEAD %s: %d", path, rec.Code)
+		}
 	}
 }
 

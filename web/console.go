@@ -52,6 +52,10 @@ func NewConsole(o ConsoleOptions) http.Handler {
 	}
 	out := http.NewServeMux()
 	out.Handle("GET /history", o.History)
+	out.HandleFunc("/history", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "/history takes GET", http.StatusMethodNotAllowed)
+	})
 	out.Handle("/", secure(mux))
 	return out
 }
