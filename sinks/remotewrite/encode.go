@@ -43,8 +43,8 @@ const TagCacheBytes = 1 << 20
 // the device's tags (and the URL's constant labels), one sample per row
 // with the row's time in milliseconds. A null value sends no sample.
 // Each row's samples go in a TimeSeries entry of their own, as Prometheus'
-// own remote-write client sends them, so a device's samples stay in time
-// order. An Encoder is not safe for concurrent use; give each worker one.
+// own remote-write client sends them, rows in time order (rowOrder), so a
+// device's samples are in time order. An Encoder is not safe for concurrent use; give each worker one.
 type Encoder struct {
 	// Labels are constant labels of every series.
 	Labels []Label
@@ -53,6 +53,7 @@ type Encoder struct {
 	budget  devcache.Budget
 	dev     []byte // the current row's device labels
 	scratch []byte
+	order   []int32 // rowOrder's
 }
 
 // schemaEnc is what an Encoder keeps per schema.
@@ -247,7 +248,9 @@ func (e *Encoder) AppendTable(dst []byte, t *sources.Table) ([]byte, int) {
 	}
 	se := e.schemaEnc(t.Schema)
 	samples := 0
-	for i := range t.Len() {
+	e.order = rowOrder(t, e.order)
+	for _, row := range e.order {
+		i := int(row)
 		e.deviceLabels(se, t.Device[i])
 		split := 2 + int(binary.LittleEndian.Uint16(e.dev))
 		pre, post := e.dev[2:split], e.dev[split:]

@@ -62,6 +62,7 @@ type EncoderV2 struct {
 	devRefs []refSpan
 	vals    []byte // the current device's tag values
 	scratch []byte
+	order   []int32 // rowOrder's
 }
 
 // refSpan is where a device's label refs are in EncoderV2.refs: those of
@@ -221,7 +222,9 @@ func (e *EncoderV2) AppendTable(t *sources.Table) int {
 	se := e.schemaEnc(t.Schema)
 	samples := 0
 	dst := e.series
-	for i := range t.Len() {
+	e.order = rowOrder(t, e.order)
+	for _, row := range e.order {
+		i := int(row)
 		sp := e.deviceRefs(se, t.Device[i])
 		pre, post := e.refs[sp.start:sp.mid], e.refs[sp.mid:sp.end]
 		ts := uint64(Millis(t.Time[i]))
