@@ -373,6 +373,12 @@ func (j *job) run(ctx context.Context, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
 		return cli.ExitFailed
 	}
+	// What opening wrote ahead of the rows (a CSV header per table) is
+	// still in the outputs' buffers: part of the bytes written.
+	var header int64
+	for _, out := range outs {
+		header += int64(out.W.Buffered())
+	}
 	var bar *progressbar.ProgressBar
 	if !o.Quiet && (o.Progress == "on" || o.Progress == "auto" && isTerminal(stderr)) {
 		bar = progressbar.NewOptions64(j.rows,
@@ -393,6 +399,7 @@ func (j *job) run(ctx context.Context, stdout, stderr io.Writer) int {
 	} else {
 		s, err = j.copyStream(ctx, outs, bar)
 	}
+	s.bytes += header
 	if cerr := closeAll(); err == nil {
 		err = cerr
 	}
