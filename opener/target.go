@@ -253,7 +253,7 @@ func (w *Target) Await(ctx context.Context, step string, limit time.Duration, fn
 // client certificate.
 func (w *Target) refused(step, text string, tlsRefused bool) error {
 	p := config.Prefix(w.cfg.Name)
-	hint := fmt.Sprintf(" (check the target URL's database and user, and the credentials: the URL's, %sPASSWORD or %sTOKEN, or their _FILE)", p, p)
+	hint := fmt.Sprintf(" (check the target URL's database, or its path for an HTTP target, and user, and the credentials: the URL's, %sPASSWORD or %sTOKEN, or their _FILE)", p, p)
 	switch {
 	case tlsRefused:
 		hint = " (a TLS certificate does not verify: fix the CA or certificate files the target URL names, or the host it connects to)"
