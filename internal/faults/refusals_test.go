@@ -97,12 +97,17 @@ func TestPostgresMaxConnections(t *testing.T) {
 			c.Close(t.Context())
 		}
 	}()
-	// Take every slot, ending soakd's sessions as they hold them.
+	// Take every slot, ending soakd's sessions as they hold them. A
+	// terminated backend leaves pg_stat_activity before it frees its
+	// slot, which soakd's reconnect can then take: every slot is taken
+	// only once a round finds none free and soakd holding none.
 	deadline := time.Now().Add(10 * time.Second)
-	for full := false; !full && time.Now().Before(deadline); {
+	full := false
+	for !full && time.Now().Before(deadline) {
 		if _, err := admin.Exec(t.Context(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'soakd-w'`); err != nil {
 			t.Fatal(err)
 		}
+		before := len(hogs)
 		for {
 			c, err := pgx.Connect(t.Context(), fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", srv.Addr))
 			if err != nil {
@@ -117,7 +122,13 @@ func TestPostgresMaxConnections(t *testing.T) {
 		if err := admin.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'soakd-w'`).Scan(&soakd); err != nil {
 			t.Fatal(err)
 		}
-		full = soakd == 0
+		full = soakd == 0 && len(hogs) == before
+		if !full {
+			time.Sleep(100 * time.Millisecond) // the terminated backends exit
+		}
+	}
+	if !full {
+		t.Fatalf("could not take every slot from soakd within 10 s (%d taken)", len(hogs))
 	}
 	c := holdRun(r, t, 3*time.Second)
 	if c.Errors["server"] == 0 {
