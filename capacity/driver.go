@@ -190,11 +190,7 @@ func (s *searcher) limitedBy(knee float64, found bool) (string, string) {
 		return "", ""
 	}
 	wc := s.w.Config()
-	units := "PIPELINE"
-	size := wc.Pipeline
-	if s.w.Kind() == sources.Series {
-		units, size = "BATCH_SIZE", wc.BatchSize
-	}
+	size, units := wc.BatchUnits(s.w.Kind())
 	p := config.Prefix(wc.Name)
 	switch at.Bottleneck {
 	case report.LimitWorkers:
@@ -407,18 +403,7 @@ func (s *searcher) judge(idx int, kind string, r float64, ws *daemon.WindowStats
 	if n := s.w.Config().Shard.Count; n > 1 {
 		target /= float64(n) // this process runs its share
 	}
-	return judgeWindow(s.cc, idx, kind, r, target, s.batchUnits(), ws)
-}
-
-// batchUnits is how many units the searched workload sends at once:
-// BATCH_SIZE rows of a series workload, PIPELINE operations or queries
-// otherwise.
-func (s *searcher) batchUnits() int {
-	wc := s.w.Config()
-	if s.w.Kind() == sources.Series {
-		return wc.BatchSize
-	}
-	return wc.Pipeline
+	return judgeWindow(s.cc, idx, kind, r, target, s.w.BatchSize(), ws)
 }
 
 // judgeWindow judges a step's window ws at rate r (target: this process's

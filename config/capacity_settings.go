@@ -130,10 +130,7 @@ func (c *Config) CheckCapacity(p *Plugins) error {
 // acknowledged in its judged part, and the search would end there saying
 // the target does not meet the SLO at all.
 func (cc *CapacityConfig) checkFirstStep(w *Workload, k sources.Kind) error {
-	units, name := w.Pipeline, "PIPELINE"
-	if k == sources.Series {
-		units, name = w.BatchSize, "BATCH_SIZE"
-	}
+	units, name := w.BatchUnits(k)
 	share, whose := cc.Start, ""
 	if n := w.Shard.Count; n > 1 {
 		share /= float64(n)
@@ -200,9 +197,10 @@ func (cc *CapacityConfig) validate(c *Config) []error {
 	return errs
 }
 
-// outDir is the directory a report's files (OUT.md, OUT.csv, ...) go to,
-// and whether it exists: checked before a search or sweep runs for
-// hours, not when its report is written at the end.
+// outDir is the directory a file written at the end (a summary, or a
+// report's OUT.md, OUT.csv, ...) goes to, and whether it exists: checked
+// before a run, a search or a sweep goes on for hours, not when the file
+// is written at its end.
 func outDir(out string) (string, bool) {
 	dir := filepath.Dir(out)
 	st, err := os.Stat(dir)

@@ -7,9 +7,7 @@ import (
 	"maps"
 	"math"
 	"net"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -135,6 +133,16 @@ type Workload struct {
 	ResetFirst bool `env:"-"`
 	// Checks are the parsed THRESHOLDS, set by Validate.
 	Checks []thresholds.Check `env:"-"`
+}
+
+// BatchUnits is how many units w sends in one write to a source of kind
+// k, and the setting that says so: BATCH_SIZE rows of a series source,
+// PIPELINE operations or queries otherwise.
+func (w *Workload) BatchUnits(k sources.Kind) (n int, setting string) {
+	if k == sources.Series {
+		return w.BatchSize, "BATCH_SIZE"
+	}
+	return w.Pipeline, "PIPELINE"
 }
 
 // Common is what w's source reads of its settings beyond its own.
@@ -294,8 +302,8 @@ func (c *Config) Validate(p *Plugins) error {
 		if f.path == "" || f.path == "-" {
 			continue
 		}
-		if st, err := os.Stat(filepath.Dir(f.path)); err != nil || !st.IsDir() {
-			bad(f.key, "cannot write %s: its directory %s does not exist", f.path, filepath.Dir(f.path))
+		if dir, ok := outDir(f.path); !ok {
+			bad(f.key, "cannot write %s: its directory %s does not exist", f.path, dir)
 		}
 	}
 	switch {

@@ -195,7 +195,8 @@ func openWorkloads(ctx context.Context, cfg *config.Config, d Deps) ([]*workload
 			return fail(fmt.Errorf("%sVERIFY: set, but no Verifier among Deps.Observers reads back", config.Prefix(wc.Name)))
 		}
 		log := d.Logger.With(zap.String("workload", wc.Name))
-		sink, err := opener.Sink(ctx, d.Plugins, wc, e.Kind, src, wc.Workers, batchSize(wc, e.Kind), log)
+		batch, _ := wc.BatchUnits(e.Kind)
+		sink, err := opener.Sink(ctx, d.Plugins, wc, e.Kind, src, wc.Workers, batch, log)
 		if err != nil {
 			return fail(err)
 		}
@@ -229,13 +230,6 @@ func openWorkloads(ctx context.Context, cfg *config.Config, d Deps) ([]*workload
 			zap.String("rate", rate), zap.Int("workers", wc.Workers), zap.Int("batch", w.batchSize))
 	}
 	return wls, nil
-}
-
-func batchSize(w *config.Workload, k sources.Kind) int {
-	if k != sources.Series {
-		return w.Pipeline
-	}
-	return w.BatchSize
 }
 
 // closeSinks closes sinks in reverse open order, each with a deadline:

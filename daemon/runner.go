@@ -73,14 +73,11 @@ type errorNote struct {
 func newRunner(cfg *config.Workload, kind sources.Kind, src sources.Source, sink sinks.Sink, log *zap.Logger) *runner {
 	r := &runner{
 		name: cfg.Name, cfg: cfg, kind: kind, src: src, sink: sink, log: log,
-		batchSize: cfg.BatchSize,
-		ctl:       make(chan controlReq, 1),
-		errLog:    logthrottle.New(10 * time.Second),
-		scrub:     cfg.Scrubber(),
+		ctl:    make(chan controlReq, 1),
+		errLog: logthrottle.New(10 * time.Second),
+		scrub:  cfg.Scrubber(),
 	}
-	if kind != sources.Series {
-		r.batchSize = cfg.Pipeline
-	}
+	r.batchSize, _ = cfg.BatchUnits(kind)
 	r.ops = opsFor(kind, src)
 	r.conns, _ = sink.(sinks.ConnCounter)
 	r.sched.Store(&schedule{})

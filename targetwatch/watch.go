@@ -240,7 +240,7 @@ func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 			sinkErr = nil
 		} else {
 			sinkRead = sinkErr == nil
-			w.logSink(sinkErr, last)
+			w.logSink(sinkErr, timeout, last)
 		}
 	}
 	var pr procReading
@@ -346,13 +346,14 @@ func addKinds(figs map[string]*figure, read map[string]float64, at time.Time) {
 
 // logSink logs the first of a run of failed readings, and the reading
 // that ends it: a target down for an hour is two lines, not one per
-// interval. last says err is of the reading at the workload's end.
-func (w *watch) logSink(err error, last bool) {
+// interval. last says err is of the reading at the workload's end, which
+// waited at most timeout.
+func (w *watch) logSink(err error, timeout time.Duration, last bool) {
 	switch {
 	case err != nil && !w.failing && last:
 		w.failing = true
 		w.log.Warn("cannot take the last reading of the target's own figures, at the workload's end: its figures are those of the reading before",
-			zap.String("error", w.scrub(err.Error())), zap.Duration("waited", min(w.interval, lastReadingTimeout)))
+			zap.String("error", w.scrub(err.Error())), zap.Duration("waited", timeout))
 	case err != nil && !w.failing:
 		w.failing = true
 		w.log.Warn("cannot read the target's own figures; the run goes on, and this is not logged again until a reading succeeds",

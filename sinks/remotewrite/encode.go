@@ -44,7 +44,8 @@ const TagCacheBytes = 1 << 20
 // with the row's time in milliseconds. A null value sends no sample.
 // Each row's samples go in a TimeSeries entry of their own, as Prometheus'
 // own remote-write client sends them, rows in time order (rowOrder), so a
-// device's samples are in time order. An Encoder is not safe for concurrent use; give each worker one.
+// device's samples are in time order. An Encoder is not safe for
+// concurrent use; give each worker one.
 type Encoder struct {
 	// Labels are constant labels of every series.
 	Labels []Label

@@ -1,6 +1,7 @@
 package remotewrite
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/soakd/soakd/sources"
@@ -25,15 +26,6 @@ func rowOrder(t *sources.Table, order []int32) []int32 {
 	if slices.IsSorted(t.Time[:n]) {
 		return order
 	}
-	slices.SortStableFunc(order, func(a, b int32) int {
-		ta, tb := t.Time[a], t.Time[b]
-		switch {
-		case ta < tb:
-			return -1
-		case ta > tb:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(t.Time[a], t.Time[b]) })
 	return order
 }
