@@ -61,5 +61,46 @@ func (w *Workload) Scrubber() func(string) string {
 		pairs = append(pairs, s, "xxxxx")
 	}
 	r := strings.NewReplacer(pairs...)
-	return func(s string) string { return explain(r.Replace(s)) }
+	keep := w.shownAsIs()
+	return func(s string) string { return explain(scrubOutside(s, r, keep)) }
+}
+
+// shownAsIs is what a message may quote of w that is not a secret, though
+// a secret may be part of it: the redacted target URL, and its scheme.
+// A password such as "postgres" is hidden wherever else it appears, but
+// not there: "xxxxx://" would garble the message and point at the
+// password.
+func (w *Workload) shownAsIs() []string {
+	var keep []string
+	if w.Sink.URL != nil {
+		keep = append(keep, w.Sink.Redacted, w.Sink.URL.Scheme+"://")
+	}
+	return keep
+}
+
+// scrubOutside replaces with r every part of s outside the occurrences of
+// keep (the earliest first, the longest of those at the same place).
+func scrubOutside(s string, r *strings.Replacer, keep []string) string {
+	var b strings.Builder
+	for {
+		at, n := -1, 0
+		for _, k := range keep {
+			if k == "" {
+				continue
+			}
+			if i := strings.Index(s, k); i >= 0 && (at < 0 || i < at || i == at && len(k) > n) {
+				at, n = i, len(k)
+			}
+		}
+		if at < 0 {
+			if b.Len() == 0 {
+				return r.Replace(s)
+			}
+			b.WriteString(r.Replace(s))
+			return b.String()
+		}
+		b.WriteString(r.Replace(s[:at]))
+		b.WriteString(s[at : at+n])
+		s = s[at+n:]
+	}
 }
