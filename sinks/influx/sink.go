@@ -46,6 +46,8 @@ type Sink struct {
 	sinks.QueryState
 
 	bucket bucketID // TargetFigures: the v2 bucket's id on InfluxDB 2.x
+
+	lost lostDatabase // the database created again when it goes missing
 }
 
 // state is what one Write needs: the encoder (with its per-schema names
@@ -275,7 +277,9 @@ func (s *Sink) writeV1(ctx context.Context, st *state) error {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return nil
 	}
-	return classifyStatus(resp.StatusCode, resp.Header, readError(resp), lines(st.buf), s.cfg.Idempotent)
+	eb := readError(resp)
+	err = classifyStatus(resp.StatusCode, resp.Header, eb, lines(st.buf), s.cfg.Idempotent)
+	return s.onMissing(ctx, resp.StatusCode, eb.msg, err)
 }
 
 func (s *Sink) writeV2(ctx context.Context, st *state) error {
@@ -305,7 +309,8 @@ func (s *Sink) writeV2(ctx context.Context, st *state) error {
 			msg = he.Code
 		}
 		eb := errBody{msg: truncate(msg), tail: msg[max(0, len(msg)-64):], unparsed: strings.Count(msg, "unable to parse")}
-		return classifyStatus(he.StatusCode, he.Header, eb, lines(st.buf), s.cfg.Idempotent)
+		err := classifyStatus(he.StatusCode, he.Header, eb, lines(st.buf), s.cfg.Idempotent)
+		return s.onMissing(ctx, he.StatusCode, msg, err)
 	}
 	return sinks.ClassifyHTTPTransport(ctx, he, s.cfg.Idempotent)
 }
