@@ -219,7 +219,7 @@ func (w *Target) Await(ctx context.Context, step string, limit time.Duration, fn
 		began := w.began
 		w.mu.Unlock()
 		if class == sinks.Rejected {
-			return w.refused(step, text, sinks.TLSRefused(err))
+			return w.refused(step, text, err)
 		}
 		_, after := sinks.Retryable(err)
 		delay := backoff.Delay(setupBackoff, attempt, after)
@@ -248,14 +248,15 @@ func (w *Target) Await(ctx context.Context, step string, limit time.Duration, fn
 
 // refused is the configuration error of a target that answered a setup
 // step with a refusal.
-// tlsRefused tells that the refusal is of a TLS certificate: the text
-// names the URL parameter of the CA file (sslrootcert, ca) or of the
-// client certificate.
-func (w *Target) refused(step, text string, tlsRefused bool) error {
+// A refusal of a TLS certificate gets a hint naming the URL's certificate
+// files; a TLS mismatch's text already says what to change.
+func (w *Target) refused(step, text string, err error) error {
 	p := config.Prefix(w.cfg.Name)
 	hint := fmt.Sprintf(" (check the target URL's database, or its path for an HTTP target, and user, and the credentials: the URL's, %sPASSWORD or %sTOKEN, or their _FILE)", p, p)
 	switch {
-	case tlsRefused:
+	case sinks.IsTLSMismatch(err):
+		hint = ""
+	case sinks.TLSRefused(err):
 		hint = " (a TLS certificate does not verify: fix the CA or certificate files the target URL names, or the host it connects to)"
 	case strings.Contains(text, sinks.AuthFailed):
 		hint = "" // the text already names the settings that hold the password

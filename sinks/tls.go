@@ -209,3 +209,17 @@ func LoadClientTLS(on, insecure bool, files TLSFiles) (*tls.Config, error) {
 	}
 	return tc, nil
 }
+
+// TLSMismatch is a target that speaks the other side of TLS than its URL
+// says: TLS on for a plain-text server, or off for a TLS-only one. Waiting
+// cannot help; Err's text says what to change in the URL.
+type TLSMismatch struct{ Err error }
+
+func (e *TLSMismatch) Error() string { return e.Err.Error() }
+func (e *TLSMismatch) Unwrap() error { return e.Err }
+
+// IsTLSMismatch reports whether err is, or wraps, a *TLSMismatch.
+func IsTLSMismatch(err error) bool {
+	var m *TLSMismatch
+	return errors.As(err, &m)
+}

@@ -3,7 +3,9 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -57,6 +59,12 @@ func classify(err error, connLost, dedup bool) error {
 	if errors.As(err, &se) {
 		return err
 	}
+	if refusedTLS(err) {
+		// The server said it takes no TLS (sslmode=require or verify-*):
+		// it will say so again.
+		return sinks.NewError(sinks.Rejected, false, &sinks.TLSMismatch{Err: fmt.Errorf(
+			"the server does not take TLS connections: use sslmode=disable or prefer in the target URL, or turn ssl on in the server: %w", err)})
+	}
 	if sinks.TLSRefused(err) {
 		// A certificate that did not verify (or a client certificate the
 		// server refused) will be refused again: a configuration error,
@@ -87,4 +95,25 @@ func classify(err error, connLost, dedup bool) error {
 func isNetwork(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || sinks.ClassOf(err) == sinks.Connection
+}
+
+// refusedTLS says whether every connection attempt err tells of was the
+// server's refusal of TLS: with sslmode=prefer a refusal is followed by
+// an attempt in plain text, whose own failure is what matters.
+func refusedTLS(err error) bool {
+	const refused = "server refused TLS connection"
+	if !strings.Contains(err.Error(), refused) {
+		return false
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		if j, ok := ce.Unwrap().(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				if !strings.Contains(e.Error(), refused) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

@@ -150,3 +150,28 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// A server without TLS refuses sslmode=require's request for it: a
+// configuration error naming sslmode, not a target to wait for. With
+// sslmode=prefer the refusal is followed by a plain-text attempt, whose
+// own failure (here a database that does not exist) is what the error
+// tells. Bug caught: sslmode=require against it retried as "connection"
+// until START_TIMEOUT.
+func TestTLSRequiredOfAServerWithout(t *testing.T) {
+	srv := testserver.Postgres(t)
+	base := "postgres://postgres@" + srv.Addr
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+
+	err := openSink(t, base+"/postgres?sslmode=require", nil).Ping(ctx)
+	if sinks.ClassOf(err) != sinks.Rejected || !sinks.IsTLSMismatch(err) || !strings.Contains(err.Error(), "sslmode=disable or prefer") {
+		t.Errorf("sslmode=require against a server without TLS: %v; want a rejected TLS mismatch naming sslmode", err)
+	}
+	err = openSink(t, base+"/nosuchdb?sslmode=prefer", nil).Ping(ctx)
+	if err == nil || sinks.IsTLSMismatch(err) || !strings.Contains(err.Error(), "nosuchdb") {
+		t.Errorf("sslmode=prefer, a database that does not exist: %v; want the database's error, not a TLS mismatch", err)
+	}
+	if err := openSink(t, base+"/postgres?sslmode=prefer", nil).Ping(ctx); err != nil {
+		t.Errorf("sslmode=prefer: %v", err)
+	}
+}

@@ -38,11 +38,14 @@ var (
 // Sink executes KV batches as Redis pipelines, one round trip per batch
 // (two when the batch has scans: the index lookup, then the reads).
 type Sink struct {
-	cfg     Config
-	dt      sources.DataType
-	c       client
-	cluster *goredis.ClusterClient
-	single  *goredis.Client
+	cfg Config
+	// answered: a ping was answered, so the server speaks the URL's
+	// protocol, and a failed ping needs no probe (mismatched).
+	answered atomic.Bool
+	dt       sources.DataType
+	c        client
+	cluster  *goredis.ClusterClient
+	single   *goredis.Client
 	// own holds the connection options of single-server mode, where each
 	// call owns a RESP connection (respConn) dialled with dial; nil in the
 	// other modes. rto and wto are its read and write timeouts.
@@ -827,9 +830,11 @@ func (s *Sink) Ping(ctx context.Context) error {
 		var rerr goredis.Error
 		if !errors.As(err, &rerr) {
 			c.broken = true
+			return s.mismatched(ctx, s.failed(ctx, 1, err))
 		}
 		return s.failed(ctx, 1, err)
 	}
+	s.answered.Store(true)
 	return nil
 }
 

@@ -103,3 +103,43 @@ func TestTLS(t *testing.T) {
 		}
 	}
 }
+
+// A URL on the other side of TLS than the server is a configuration
+// error naming the scheme to use, not a target to wait for: rediss:// to
+// a plain-text server (whose TLS handshake never gets an answer) and
+// redis:// to a TLS-only one (whose commands are cut). With TLS on both
+// sides, or off on both, nothing is said of TLS. Bug caught: both waited
+// until START_TIMEOUT, the first as "timeout".
+func TestTLSOnTheOtherSideThanTheServer(t *testing.T) {
+	plain := testserver.Redis(t)
+	certs := testserver.NewCerts(t, "")
+	secure := testserver.RedisTLS(t, certs, false)
+	const short = "dial_timeout=1s&read_timeout=1s"
+	shape := sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: "tls:"}}
+	ping := func(raw string) error {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		return open(t, raw, shape).Ping(ctx)
+	}
+	for _, tc := range []struct{ raw, want string }{
+		{"rediss://" + plain.Addr + "/0?" + short, "answers in plain text, not TLS: use redis://"},
+		{"redis://" + secure.Addr + "/0?" + short, "speaks TLS: use rediss://"},
+	} {
+		err := ping(tc.raw)
+		if sinks.ClassOf(err) != sinks.Rejected || !sinks.IsTLSMismatch(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Ping(%s) = %v; want a rejected TLS mismatch saying %q", tc.raw, err, tc.want)
+		}
+	}
+	if err := ping("redis://" + plain.Addr + "/0"); err != nil {
+		t.Errorf("plain text to plain text: %v", err)
+	}
+	if err := ping("rediss://" + secure.Addr + "/0?skip_verify=true&" + short); err != nil {
+		t.Errorf("TLS to TLS: %v", err)
+	}
+	// A server that is down is waited for, as before.
+	down := plain.Addr
+	plain.StopKeep()
+	if err := ping("rediss://" + down + "/0?" + short); err == nil || sinks.IsTLSMismatch(err) || sinks.ClassOf(err) == sinks.Rejected {
+		t.Errorf("rediss:// to a server that is down: %v; want a connection error to wait out", err)
+	}
+}

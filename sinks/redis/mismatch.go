@@ -1,0 +1,91 @@
+package redis
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/soakd/soakd/sinks"
+)
+
+// probeTimeout bounds a probe of the server's protocol.
+const probeTimeout = 2 * time.Second
+
+// tlsMismatch is why a ping that the server never answered as Redis does
+// failed, when the server speaks the other side of TLS than the URL: a
+// rediss:// URL to a plain-text server waits for a TLS handshake that
+// never comes (Redis takes the hello as the start of a command), and a
+// redis:// URL to a TLS-only server has its commands cut. Either would be
+// waited for until START_TIMEOUT; the probe, one connection to the first
+// address, names the mismatch instead. nil when there is none to name (a
+// server down, or one that is neither).
+func tlsMismatch(ctx context.Context, cfg *Config) error {
+	if cfg.Mode == Sentinel || len(cfg.Addrs) == 0 {
+		return nil // the sentinels' TLS may differ from the servers'
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	addr := cfg.Addrs[0]
+	if cfg.TLS {
+		if answersPlainText(ctx, addr) {
+			return fmt.Errorf("the server at %s answers in plain text, not TLS: use redis:// rather than rediss:// (or the server's tls-port)", addr)
+		}
+		return nil
+	}
+	if speaksTLS(ctx, addr) {
+		return fmt.Errorf("the server at %s speaks TLS: use rediss:// rather than redis:// (with ca= when its certificate is not signed by a trusted authority)", addr)
+	}
+	return nil
+}
+
+// answersPlainText says whether addr answers an inline PING with a RESP
+// reply: +PONG, or an error such as -NOAUTH.
+func answersPlainText(ctx context.Context, addr string) bool {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	b, err := bufio.NewReader(c).ReadByte()
+	return err == nil && (b == '+' || b == '-')
+}
+
+// speaksTLS says whether addr completes a TLS handshake (its certificate
+// not checked: only the protocol is asked).
+func speaksTLS(ctx context.Context, addr string) bool {
+	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // a probe of the protocol; nothing is sent
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		// A server that wants a client certificate refuses the
+		// handshake with an alert: TLS all the same.
+		var ae tls.AlertError
+		return errors.As(err, &ae)
+	}
+	_ = c.Close()
+	return true
+}
+
+// mismatched wraps err, a failed ping, in the configuration error of a
+// TLS mismatch when the probe finds one: before the server first
+// answered, as soakd waits for it at start.
+func (s *Sink) mismatched(ctx context.Context, err error) error {
+	if s.answered.Load() || errors.Is(ctx.Err(), context.Canceled) {
+		return err // it spoke the URL's protocol before, or stopped: no probe
+	}
+	m := tlsMismatch(context.WithoutCancel(ctx), &s.cfg)
+	if m == nil {
+		return err
+	}
+	return sinks.NewError(sinks.Rejected, false, &sinks.TLSMismatch{Err: fmt.Errorf("%w (%v)", m, err)})
+}
