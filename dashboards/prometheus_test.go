@@ -68,11 +68,12 @@ var mustFill = map[string]bool{
 // clause is.
 var firing = map[string]bool{"SoakdErrorRatioHigh": true, "SoakdDroppingWork": true, "SoakdResponseP99AboveSLO": true}
 
-// A real Prometheus scrapes a real soakd run with four workloads: device
+// A real Prometheus scrapes a real soakd run with five workloads: device
 // rows into PostgreSQL, the same source's samples into a second
-// Prometheus by remote write, YCSB operations on Redis, and a target that
-// fails a tenth of its writes and is too slow for its rate (so latency
-// grows and work is dropped). Every panel, annotation and variable query
+// Prometheus and into VictoriaMetrics (whose count of the samples it
+// discards the Target row shows) by remote write, YCSB operations on
+// Redis, and a target that fails a tenth of its writes and is too slow
+// for its rate (so latency grows and work is dropped). Every panel, annotation and variable query
 // of every dashboard then gives a non-empty result through Prometheus'
 // HTTP API; every panel that shows the PostgreSQL workload shows the
 // remote-write one too (a panel whose figures the remote-write sink does
@@ -86,6 +87,7 @@ func TestPanelsOnRealPrometheus(t *testing.T) {
 	pg := testserver.Postgres(t)
 	rd := testserver.Redis(t)
 	rw := testserver.PrometheusReceiver(t, 0)
+	vm := testserver.VictoriaMetrics(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +95,7 @@ func TestPanelsOnRealPrometheus(t *testing.T) {
 	base := "http://" + l.Addr().String()
 	prom := testserver.Prometheus(t, time.Second, l.Addr().String())
 	env := map[string]string{
-		"SOAKD_WORKLOADS": "iot,rw,kv,bad", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_LOG_LEVEL": "error",
+		"SOAKD_WORKLOADS": "iot,rw,vm,kv,bad", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_LOG_LEVEL": "error",
 		"SOAKD_CONTROL_TOKEN": "tok",
 		// The healthy workloads ask little of a shared 2-core machine and
 		// wait long before dropping, so that a neighbour's load does not
@@ -103,6 +105,8 @@ func TestPanelsOnRealPrometheus(t *testing.T) {
 		"SOAKD_IOT_MAX_LAG": "10s", "SOAKD_KV_MAX_LAG": "10s",
 		"SOAKD_RW_SOURCE": "devops", "SOAKD_RW_TARGET": "prom+" + rw.URL + "/api/v1/write", "SOAKD_RW_RATE": "500",
 		"SOAKD_RW_BATCH_SIZE": "50", "SOAKD_RW_WORKERS": "2", "SOAKD_RW_VERIFY": "0.05", "SOAKD_RW_MAX_LAG": "10s",
+		"SOAKD_VM_SOURCE": "devops", "SOAKD_VM_TARGET": "prom+" + vm.URL + "/api/v1/write", "SOAKD_VM_RATE": "200",
+		"SOAKD_VM_BATCH_SIZE": "50", "SOAKD_VM_WORKERS": "1", "SOAKD_VM_MAX_LAG": "10s", "SOAKD_VM_WATCH_INTERVAL": "1s",
 		"SOAKD_KV_TARGET": rd.URL, "SOAKD_KV_RATE": "1000", "SOAKD_KV_RECORDS": "1000", "SOAKD_KV_LOAD_RATE": "max",
 		"SOAKD_KV_WORKERS": "2",
 		// The targets' own figures every second, so that the Target row's

@@ -382,6 +382,7 @@ var notSummed = map[string]parser.ItemType{
 	"soakd_target_evictions_total":            parser.MAX,
 	"soakd_target_memory_fragmentation_ratio": parser.MAX,
 	"soakd_target_active_series":              parser.MAX,
+	"soakd_target_discarded_total":            parser.MAX,
 }
 
 // Every selector of every panel and annotation is aggregated with an

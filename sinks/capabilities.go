@@ -163,8 +163,14 @@ const (
 	// memory as active (Prometheus' head series, VictoriaMetrics' series
 	// written in the current hour).
 	StatActiveSeries = "active_series"
+	// StatDiscarded is the number of rows or samples the target answered
+	// as written but did not store, since it started: a counter
+	// (VictoriaMetrics' vm_rows_ignored_total, whatever the reason: a
+	// timestamp older than its retention or more than two days ahead, a
+	// label too long). Writes it discards are acknowledged without a word.
+	StatDiscarded = "discarded"
 )
 
 // Stats are the names of TargetFigures.Stats, in the order reports list
 // them.
-var Stats = []string{StatKeys, StatEvictions, StatFragmentation, StatActiveSeries}
+var Stats = []string{StatKeys, StatEvictions, StatFragmentation, StatActiveSeries, StatDiscarded}

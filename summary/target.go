@@ -81,10 +81,15 @@ func writeTarget(out io.Writer, t *targetwatch.Summary) {
 		{"evictions", t.Evictions, "%.0f"},
 		{"memory fragmentation ratio", t.MemoryFragmentationRatio, "%.2f"},
 		{"active series", t.ActiveSeries, "%.0f"},
+		{"discarded (answered as written, not stored)", t.Discarded, "%.0f"},
 	} {
 		if f := st.f; f != nil {
 			fmt.Fprintf(out, "  %s: "+st.form+" → "+st.form+", peak "+st.form+"%s\n", st.name, f.First, f.Last, f.Peak, growthOf(f.GrowthPerHour, st.form))
 		}
+	}
+	if f := t.Discarded; f != nil && f.Last > f.First {
+		fmt.Fprintf(out, "  WARNING: the target discarded %.0f values it answered as written during the run (other writers' included): "+
+			"acknowledged overstates what it holds; check START and CLOCK against its retention\n", f.Last-f.First)
 	}
 	if len(t.Unavailable) > 0 {
 		fmt.Fprintf(out, "  not read: %s\n", strings.Join(slices.Sorted(maps.Keys(t.Unavailable)), ", "))

@@ -39,11 +39,13 @@ type Summary struct {
 	// Keys, Evictions, MemoryFragmentationRatio and ActiveSeries are the
 	// target's figures that are not bytes (sinks.Stats), where its sink
 	// reads them: each its first, last and peak reading and growth per
-	// hour. Evictions counts from the target's start, not the run's.
+	// hour. Evictions and Discarded count from the target's start, not
+	// the run's.
 	Keys                     *Figure `json:"keys,omitempty"`
 	Evictions                *Figure `json:"evictions,omitempty"`
 	MemoryFragmentationRatio *Figure `json:"memory_fragmentation_ratio,omitempty"`
 	ActiveSeries             *Figure `json:"active_series,omitempty"`
+	Discarded                *Figure `json:"discarded,omitempty"`
 	// StoragePerValue is StorageTotal's last reading ÷ Acknowledged, the
 	// values (series) or records (KV) acknowledged then, as Counted says.
 	StoragePerValue *float64 `json:"storage_bytes_per_value,omitempty"`

@@ -92,6 +92,9 @@ type state struct {
 	hasPerValue            bool
 	unavailable            map[string]string
 	pid                    int // the process watched now, 0 = none
+	// saidDiscarded: the target's discarding of acknowledged writes was
+	// logged (once a run).
+	saidDiscarded bool
 }
 
 // figure is one figure over the run: its first, last and peak readings.
@@ -267,6 +270,7 @@ func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 		addKinds(st.memory, f.Memory, at)
 		addKinds(st.storage, f.Storage, at)
 		addKinds(st.stats, f.Stats, at)
+		w.sayDiscarded(st)
 		if len(f.Storage) > 0 {
 			var total float64
 			for k, v := range f.Storage {
@@ -317,6 +321,21 @@ func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 			}
 		}
 	}
+}
+
+// sayDiscarded warns, once a run, that the target's count of what it
+// answered as written but did not store rose since the first reading:
+// soakd counts those writes as acknowledged, and nothing else tells.
+func (w *watch) sayDiscarded(st *state) {
+	d := st.stats[sinks.StatDiscarded]
+	if d == nil || st.saidDiscarded || d.last <= d.first {
+		return
+	}
+	st.saidDiscarded = true
+	w.log.Warn("the target discards values it answers as written: acknowledged counts overstate what it holds "+
+		"(VictoriaMetrics: a timestamp older than its -retentionPeriod, from a START long ago, or more than 2 days ahead, from a simulated CLOCK; "+
+		"its vm_rows_ignored_total, which counts other writers' rows too)",
+		zap.Float64("discarded", d.last-d.first), zap.String("since", d.firstAt.UTC().Format(time.RFC3339)))
 }
 
 // addCPU adds a reading of the CPU time, from the target or its process.

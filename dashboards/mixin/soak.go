@@ -144,11 +144,13 @@ func Soak() (dashboard.Dashboard, error) {
 		"short", 12,
 		q(fmt.Sprintf("max by (%s) (%s)", s.by, s.vec("soakd_target_keys")), "{{workload}} keys"),
 		q(fmt.Sprintf("max by (%s) (%s)", s.by, s.vec("soakd_target_active_series")), "{{workload}} active series")))
-	b.WithPanel(rightAxis(timeSeries("Target evictions and memory fragmentation",
+	b.WithPanel(rightAxis(timeSeries("Target evictions, discarded values and memory fragmentation",
 		"Keys the target evicts per second to stay under its memory limit (Redis evicted_keys: a KV workload's reads then miss), "+
+			"values it answered as written but discards (VictoriaMetrics vm_rows_ignored_total: timestamps outside its retention; acknowledged, not held), "+
 			"and its memory fragmentation ratio on the right (Redis mem_fragmentation_ratio: the RSS over what the allocator holds).",
 		"short", 12,
 		q(fmt.Sprintf("max by (%s) (rate(%s[%s]))", s.by, s.vec("soakd_target_evictions_total"), s.win), "{{workload}} evictions/s"),
+		q(fmt.Sprintf("max by (%s) (rate(%s[%s]))", s.by, s.vec("soakd_target_discarded_total"), s.win), "{{workload}} discarded/s"),
 		q(fmt.Sprintf("max by (%s) (%s)", s.by, s.vec("soakd_target_memory_fragmentation_ratio")), "{{workload}} fragmentation")),
 		"fragmentation$", "short"))
 

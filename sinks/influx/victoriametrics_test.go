@@ -111,3 +111,49 @@ func TestVictoriaMetrics(t *testing.T) {
 		t.Errorf("VictoriaMetrics reads \\\\ as an escaped backslash, so it rejects x\\,y: got %v", err)
 	}
 }
+
+// VictoriaMetrics answers rows stamped outside its retention (here, a
+// month ahead: the test server keeps 100 years back) 204 and does not
+// store them: TargetFigures gives its count of such values (discarded),
+// which rises by exactly the values of those rows and not by those of
+// rows it stores. Bug caught: a store that held nothing of an
+// acknowledged run (a START long ago, a simulated clock run ahead) and
+// said so nowhere.
+func TestVictoriaMetricsDiscarded(t *testing.T) {
+	addr := testserver.VictoriaMetrics(t).Addr
+	schemas := []*sources.Schema{cpuSchema("ahead")} // three fields
+	s := openSink(t, fmt.Sprintf("influx1://%s?product=victoriametrics", addr), sinks.Options{Schemas: schemas})
+	ctx := context.Background()
+	discarded := func() float64 {
+		t.Helper()
+		f, err := s.TargetFigures(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, ok := f.Stats[sinks.StatDiscarded]
+		if !ok {
+			t.Fatalf("no discarded figure: %v", f.Stats)
+		}
+		return v
+	}
+	before := discarded()
+	b := sources.NewSeriesBatch(schemas)
+	(&gen{devices: 10, start: time.Now().Add(30 * 24 * time.Hour), step: time.Second}).fill(b, 100)
+	if _, err := s.Write(ctx, b); err != nil {
+		t.Fatalf("write of rows a month ahead: %v (VictoriaMetrics answers them as written)", err)
+	}
+	(&gen{devices: 10, start: time.Now().Add(-time.Minute), step: time.Second}).fill(b, 100)
+	if _, err := s.Write(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	const want = 100 * 3
+	var got float64
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if got = discarded() - before; got >= want {
+			break
+		}
+	}
+	if got != want {
+		t.Errorf("discarded rose by %v, want the %d values of the rows ahead", got, want)
+	}
+}

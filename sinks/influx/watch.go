@@ -32,6 +32,9 @@ var metricKinds = []struct{ metric, kind string }{
 const (
 	cpuMetric   = "process_cpu_seconds_total"
 	shardMetric = "storage_shard_disk_size" // InfluxDB 2.x, by bucket id
+	// ignoredMetric is VictoriaMetrics' count of the rows it took but did
+	// not store, by reason (small_timestamp: older than its retention).
+	ignoredMetric = "vm_rows_ignored_total"
 )
 
 // bucketID is the id of the sink's bucket on InfluxDB 2.x, looked up once.
@@ -43,8 +46,10 @@ type bucketID struct {
 // TargetFigures reads the target's figures over HTTP with the sink's
 // credentials, on the sink's transport:
 //
-//   - /metrics: memory (heap_inuse, sys, rss), CPU time, and on InfluxDB
-//     2.x the disk size of the shards of the sink's bucket (shard);
+//   - /metrics: memory (heap_inuse, sys, rss), CPU time, on InfluxDB
+//     2.x the disk size of the shards of the sink's bucket (shard), and
+//     on VictoriaMetrics the rows it discarded (answered as written, not
+//     stored: vm_rows_ignored_total);
 //   - /debug/vars on InfluxDB 1.x (influx1:// of product influxdb, or
 //     influx:// to 1.8): memory (heap_inuse, sys from memstats) and the
 //     diskBytes of the shards of the sink's database (shard).
@@ -66,6 +71,9 @@ func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
 			f.CPUSeconds, f.HasCPU = v, true
 		} else {
 			f.Unavailable["cpu"] = "/metrics has no " + cpuMetric
+		}
+		if m.hasIgnored {
+			f.Stats = map[string]float64{sinks.StatDiscarded: m.ignored}
 		}
 	case refusedStatus(err):
 		f.Unavailable["cpu"] = "the server refuses /metrics: " + err.Error()
@@ -116,6 +124,10 @@ func refusedStatus(err error) bool {
 type metrics struct {
 	values map[string]float64
 	shards map[string]float64
+	// ignored is the sum of ignoredMetric over its reasons; hasIgnored
+	// says the server has it (VictoriaMetrics).
+	ignored    float64
+	hasIgnored bool
 }
 
 func (s *Sink) readMetrics(ctx context.Context) (metrics, error) {
@@ -135,11 +147,15 @@ func (s *Sink) readMetrics(ctx context.Context) (metrics, error) {
 // metricKinds, cpuMetric and shardMetric; it skips everything else.
 func parseMetrics(r io.Reader) (metrics, error) {
 	m := metrics{values: map[string]float64{}}
-	wanted := map[string]bool{cpuMetric: true, shardMetric: true}
+	wanted := map[string]bool{cpuMetric: true, shardMetric: true, ignoredMetric: true}
 	for _, mk := range metricKinds {
 		wanted[mk.metric] = true
 	}
 	err := promtext.Scan(r, func(name string) bool { return wanted[name] }, func(s promtext.Sample) {
+		if s.Name == ignoredMetric {
+			m.ignored, m.hasIgnored = m.ignored+s.Value, true
+			return
+		}
 		if s.Name == shardMetric {
 			if m.shards == nil {
 				m.shards = map[string]float64{}

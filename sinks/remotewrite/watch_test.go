@@ -190,3 +190,37 @@ func TestWatchRefused(t *testing.T) {
 	}
 	srv.CloseClientConnections()
 }
+
+// VictoriaMetrics takes samples stamped outside its retention (here, a
+// month ahead) with 204 and stores none of them: the figures' discarded
+// count rises by exactly their number, and not for samples it stores.
+// Prometheus refuses such samples (400), so it gives no such figure.
+func TestWatchDiscarded(t *testing.T) {
+	tg := victoriaTarget(t)
+	schemas := []*sources.Schema{cpuSchema("ahead")} // three fields
+	s := openSink(t, tg.write, sinks.Options{Schemas: schemas})
+	before, ok := sinktest.TargetFigures(t, s).Stats[sinks.StatDiscarded]
+	if !ok {
+		t.Fatal("no discarded figure of VictoriaMetrics")
+	}
+	b := sources.NewSeriesBatch(schemas)
+	(&gen{devices: 10, start: time.Now().Add(30 * 24 * time.Hour), step: time.Second}).fill(b, 100)
+	if _, err := s.Write(context.Background(), b); err != nil {
+		t.Fatalf("write of samples a month ahead: %v (VictoriaMetrics answers them as written)", err)
+	}
+	(&gen{devices: 10, start: time.Now().Add(-time.Minute), step: time.Second}).fill(b, 100)
+	if _, err := s.Write(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	// Every 7th row's usage.system is null: no sample.
+	want := float64(100*3 - (100+6)/7)
+	var got float64
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if got = sinktest.TargetFigures(t, s).Stats[sinks.StatDiscarded] - before; got >= want {
+			break
+		}
+	}
+	if got != want {
+		t.Errorf("discarded rose by %v, want the %v samples ahead", got, want)
+	}
+}
