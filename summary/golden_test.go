@@ -117,7 +117,8 @@ func TestTextGoldenTarget(t *testing.T) {
 	for _, l := range strings.SplitAfter(out.String(), "\n") {
 		if !strings.HasPrefix(l, "target (") && !strings.HasPrefix(l, "  memory ") && !strings.HasPrefix(l, "  storage ") &&
 			!strings.HasPrefix(l, "  cpu: ") && !strings.HasPrefix(l, "  keys: ") && !strings.HasPrefix(l, "  evictions: ") &&
-			!strings.HasPrefix(l, "  memory fragmentation ratio: ") && !strings.HasPrefix(l, "  not read: ") && !strings.HasPrefix(l, "  last failed reading: ") {
+			!strings.HasPrefix(l, "  memory fragmentation ratio: ") && !strings.HasPrefix(l, "  not read: ") && !strings.HasPrefix(l, "  last failed reading: ") &&
+			!strings.HasPrefix(l, "  WARNING: the target evicted ") {
 			kept = append(kept, l)
 		}
 	}

@@ -87,6 +87,10 @@ func writeTarget(out io.Writer, t *targetwatch.Summary) {
 			fmt.Fprintf(out, "  %s: "+st.form+" → "+st.form+", peak "+st.form+"%s\n", st.name, f.First, f.Last, f.Peak, growthOf(f.GrowthPerHour, st.form))
 		}
 	}
+	if f := t.Evictions; f != nil && f.Last > f.First {
+		fmt.Fprintf(out, "  WARNING: the target evicted %.0f keys during the run (other clients' included): "+
+			"records acknowledged are gone; raise its maxmemory or lower RECORDS\n", f.Last-f.First)
+	}
 	if f := t.Discarded; f != nil && f.Last > f.First {
 		fmt.Fprintf(out, "  WARNING: the target discarded %.0f values it answered as written during the run (other writers' included): "+
 			"acknowledged overstates what it holds; check START and CLOCK against its retention\n", f.Last-f.First)

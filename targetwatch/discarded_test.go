@@ -13,9 +13,11 @@ import (
 	"github.com/soakd/soakd/sources"
 )
 
-// discardingSink acknowledges every write, and its target's count of the
-// values it discarded is start, plus what it was written when discard.
+// discardingSink acknowledges every write, and its target's count stat
+// of what it lost (discarded values, evicted keys) is start, plus what it
+// was written when discard.
 type discardingSink struct {
+	stat    string
 	start   float64
 	discard bool
 
@@ -36,42 +38,51 @@ func (s *discardingSink) Close(context.Context) error { return nil }
 func (s *discardingSink) TargetFigures(context.Context) (sinks.TargetFigures, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return sinks.TargetFigures{Stats: map[string]float64{sinks.StatDiscarded: s.start + s.values}}, nil
+	return sinks.TargetFigures{Stats: map[string]float64{s.stat: s.start + s.values}}, nil
 }
 
-// A target that discards what it answers as written is said once a run,
-// in the log and the summary's figures (its count since the target
-// started, the run's part of it from the first reading); one whose count
-// stays (others discarded before the run) is not. Bug caught: a store
-// that held nothing of an acknowledged run said so nowhere.
-func TestTargetDiscardingWritesIsSaid(t *testing.T) {
-	for _, discard := range []bool{true, false} {
-		synctest.Test(t, func(t *testing.T) {
-			s := &discardingSink{start: 500, discard: discard}
-			p := enginetest.Plugins(sinks.Entry{Schemes: []string{"discarding"}, Kinds: []sources.Kind{sources.Series, sources.KV},
-				Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return s, nil }})
-			tw, _, logs, _ := run(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "discarding://x", "SOAKD_SEQ_RATE", "100",
-				"SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_DURATION", "5s", "SOAKD_SEQ_WATCH_INTERVAL", "1s"), p)
-			said := logs.FilterMessageSnippet("the target discards values it answers as written")
-			f := statusOf(t, tw, "seq").Discarded
-			if f == nil {
-				t.Fatal("no discarded figure in the status")
-			}
-			if !discard {
-				if said.Len() != 0 || f.First != 500 || f.Last != 500 {
-					t.Errorf("a count that stayed at 500: said %d times, figure %+v", said.Len(), *f)
+// A target that discards what it answers as written, or evicts what it
+// holds, is said once a run, in the log and the summary's figures (its
+// count since the target started, the run's part of it from the first
+// reading); one whose count stays (others' losses before the run) is
+// not. Bug caught: a store that held nothing of an acknowledged run said
+// so nowhere.
+func TestTargetLosingWritesIsSaid(t *testing.T) {
+	for _, tc := range []struct {
+		stat, said, names string
+		figure            func(Status) *Figure
+	}{
+		{sinks.StatDiscarded, "the target discards values it answers as written", "retention", func(s Status) *Figure { return s.Discarded }},
+		{sinks.StatEvictions, "the target evicts keys", "maxmemory", func(s Status) *Figure { return s.Evictions }},
+	} {
+		for _, discard := range []bool{true, false} {
+			synctest.Test(t, func(t *testing.T) {
+				s := &discardingSink{stat: tc.stat, start: 500, discard: discard}
+				p := enginetest.Plugins(sinks.Entry{Schemes: []string{"discarding"}, Kinds: []sources.Kind{sources.Series, sources.KV},
+					Open: func(context.Context, *url.URL, sinks.Options) (sinks.Sink, error) { return s, nil }})
+				tw, _, logs, _ := run(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "discarding://x", "SOAKD_SEQ_RATE", "100",
+					"SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_DURATION", "5s", "SOAKD_SEQ_WATCH_INTERVAL", "1s"), p)
+				said := logs.FilterMessageSnippet(tc.said)
+				f := tc.figure(statusOf(t, tw, "seq"))
+				if f == nil {
+					t.Fatalf("no %s figure in the status", tc.stat)
 				}
-				return
-			}
-			if said.Len() != 1 {
-				t.Errorf("said %d times over a run of 5 readings or more, want once", said.Len())
-			}
-			if f.First != 500 || f.Last != 500+s.values || s.values < 400 {
-				t.Errorf("figure %+v, want from 500 to 500 + the %v rows written", *f, s.values)
-			}
-			if e := said.All(); len(e) == 1 && !strings.Contains(e[0].Message, "retention") {
-				t.Errorf("the warning does not name what to check: %q", e[0].Message)
-			}
-		})
+				if !discard {
+					if said.Len() != 0 || f.First != 500 || f.Last != 500 {
+						t.Errorf("%s stayed at 500: said %d times, figure %+v", tc.stat, said.Len(), *f)
+					}
+					return
+				}
+				if said.Len() != 1 {
+					t.Errorf("%s: said %d times over a run of 5 readings or more, want once", tc.stat, said.Len())
+				}
+				if f.First != 500 || f.Last != 500+s.values || s.values < 400 {
+					t.Errorf("%s: figure %+v, want from 500 to 500 + the %v rows written", tc.stat, *f, s.values)
+				}
+				if e := said.All(); len(e) == 1 && !strings.Contains(e[0].Message, tc.names) {
+					t.Errorf("%s: the warning does not name %s: %q", tc.stat, tc.names, e[0].Message)
+				}
+			})
+		}
 	}
 }

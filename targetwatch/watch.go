@@ -92,9 +92,8 @@ type state struct {
 	hasPerValue            bool
 	unavailable            map[string]string
 	pid                    int // the process watched now, 0 = none
-	// saidDiscarded: the target's discarding of acknowledged writes was
-	// logged (once a run).
-	saidDiscarded bool
+	// saidLoss: bit i set once lossWarnings[i] was logged (once a run).
+	saidLoss uint8
 }
 
 // figure is one figure over the run: its first, last and peak readings.
@@ -270,7 +269,7 @@ func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 		addKinds(st.memory, f.Memory, at)
 		addKinds(st.storage, f.Storage, at)
 		addKinds(st.stats, f.Stats, at)
-		w.sayDiscarded(st)
+		w.sayLosses(st)
 		if len(f.Storage) > 0 {
 			var total float64
 			for k, v := range f.Storage {
@@ -323,19 +322,30 @@ func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 	}
 }
 
-// sayDiscarded warns, once a run, that the target's count of what it
-// answered as written but did not store rose since the first reading:
-// soakd counts those writes as acknowledged, and nothing else tells.
-func (w *watch) sayDiscarded(st *state) {
-	d := st.stats[sinks.StatDiscarded]
-	if d == nil || st.saidDiscarded || d.last <= d.first {
-		return
+// lossWarnings are the target's counts of what it acknowledged and no
+// longer holds, and what soakd says, once a run, when one rises since
+// the first reading: soakd counts those writes as acknowledged, and
+// nothing else tells (a KV workload's reads of evicted keys fail as
+// empty, but a load alone reads nothing).
+var lossWarnings = []struct{ stat, msg string }{
+	{sinks.StatDiscarded, "the target discards values it answers as written: acknowledged counts overstate what it holds " +
+		"(VictoriaMetrics: a timestamp older than its -retentionPeriod, from a START long ago, or more than 2 days ahead, from a simulated CLOCK; " +
+		"its vm_rows_ignored_total, which counts other writers' rows too)"},
+	{sinks.StatEvictions, "the target evicts keys to stay under its memory limit: records acknowledged are gone, and reads of them fail as empty " +
+		"(Redis: maxmemory with an eviction policy; raise maxmemory, set maxmemory-policy noeviction to have writes refused instead, or lower RECORDS)"},
+}
+
+// sayLosses warns of each of lossWarnings' counts that rose since the
+// first reading, once a run.
+func (w *watch) sayLosses(st *state) {
+	for i, lw := range lossWarnings {
+		f := st.stats[lw.stat]
+		if f == nil || st.saidLoss&(1<<i) != 0 || f.last <= f.first {
+			continue
+		}
+		st.saidLoss |= 1 << i
+		w.log.Warn(lw.msg, zap.Float64(lw.stat, f.last-f.first), zap.String("since", f.firstAt.UTC().Format(time.RFC3339)))
 	}
-	st.saidDiscarded = true
-	w.log.Warn("the target discards values it answers as written: acknowledged counts overstate what it holds "+
-		"(VictoriaMetrics: a timestamp older than its -retentionPeriod, from a START long ago, or more than 2 days ahead, from a simulated CLOCK; "+
-		"its vm_rows_ignored_total, which counts other writers' rows too)",
-		zap.Float64("discarded", d.last-d.first), zap.String("since", d.firstAt.UTC().Format(time.RFC3339)))
 }
 
 // addCPU adds a reading of the CPU time, from the target or its process.
