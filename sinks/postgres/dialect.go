@@ -67,7 +67,7 @@ type plan struct {
 
 	mu       sync.Mutex
 	inserts  map[int]stmt // rows -> statement
-	onConfli string       // " ON CONFLICT DO NOTHING" or ""
+	onConfli string       // " ON CONFLICT (device, time) DO NOTHING" or ""
 }
 
 // stmt is a named prepared statement.
@@ -166,9 +166,12 @@ func newPlan(id int, c Config, s *sources.Schema) (*plan, error) {
 	colList := strings.Join(p.cols, ", ")
 
 	// KWDB deduplicates by (primary tags, timestamp) on its own and has
-	// no ON CONFLICT for time-series tables.
+	// no ON CONFLICT for time-series tables. The conflict is named: a bare
+	// ON CONFLICT DO NOTHING would also skip, without a word, rows that
+	// another unique index or exclusion constraint refuses, and the
+	// batch would count them as stored.
 	if c.Dedup && c.Dialect != KWDB {
-		p.onConfli = " ON CONFLICT DO NOTHING"
+		p.onConfli = " ON CONFLICT (" + p.device + ", " + quote(timeColumn) + ") DO NOTHING"
 	}
 	p.copySQL = "COPY " + p.table + " (" + colList + ") FROM STDIN BINARY"
 
@@ -198,7 +201,7 @@ func newPlan(id int, c Config, s *sources.Schema) (*plan, error) {
 		// of DELETE (autovacuum never visits temporary tables).
 		p.stageCreate = "CREATE TEMPORARY TABLE IF NOT EXISTS " + p.stage + " (LIKE " + p.table + " INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
 		p.stageCopy = "COPY " + p.stage + " (" + colList + ") FROM STDIN BINARY"
-		p.stageMerge = "INSERT INTO " + p.table + " (" + colList + ") SELECT " + colList + " FROM " + p.stage + " ON CONFLICT DO NOTHING"
+		p.stageMerge = "INSERT INTO " + p.table + " (" + colList + ") SELECT " + colList + " FROM " + p.stage + p.onConfli
 	}
 	return p, nil
 }

@@ -147,13 +147,14 @@ func (s *Sink) Prepare(ctx context.Context) (err error) {
 
 // tablePrivileges are the privileges the sink's workload needs on p's
 // table: a query workload SELECT; writes INSERT, whatever the method
-// (COPY ... FROM needs INSERT too), and SELECT with dedup=true's COPY,
-// whose staging table is made LIKE the table.
+// (COPY ... FROM needs INSERT too), and SELECT with dedup=true, whose ON
+// CONFLICT names the (device, time) key (PostgreSQL reads it with SELECT)
+// and, with COPY, whose staging table is made LIKE the table.
 func (s *Sink) tablePrivileges(p *plan) []string {
 	switch {
 	case s.q != nil:
 		return []string{"SELECT"}
-	case p.stage != "":
+	case p.onConfli != "":
 		return []string{"INSERT", "SELECT"}
 	}
 	return []string{"INSERT"}
@@ -191,7 +192,9 @@ func (s *Sink) doesTo() string {
 	case s.q != nil:
 		return "query it"
 	case s.cfg.Dedup && s.cfg.Method == Copy:
-		return "write to it (dedup=true with insert=copy: COPY into a staging table made LIKE it, then INSERT)"
+		return "write to it (dedup=true with insert=copy: COPY into a staging table made LIKE it, then INSERT ... ON CONFLICT (device, time))"
+	case s.cfg.Dedup && s.cfg.Dialect != KWDB:
+		return "write to it (dedup=true: INSERT ... ON CONFLICT (device, time), whose key is read with SELECT)"
 	}
 	return "write to it (insert=" + s.cfg.Method.String() + ")"
 }

@@ -122,3 +122,40 @@ func TestSchemaParams(t *testing.T) {
 		t.Errorf("a prefixed name over 63 bytes: %v", err)
 	}
 }
+
+// With dedup=true a row another unique index refuses is an error, not a
+// row skipped as a duplicate: the conflict soakd skips is named, (device,
+// time). Every insert method: a batch of 4 devices × 5 times into a table
+// with a unique index on time alone. Bug caught: ON CONFLICT DO NOTHING
+// without a target acknowledged the batch of 20 and stored 5.
+func TestDedupSkipsOnlyItsOwnConflict(t *testing.T) {
+	srv := testserver.Postgres(t)
+	ctx := t.Context()
+	for _, method := range []string{"copy", "insert", "unnest"} {
+		t.Run(method, func(t *testing.T) {
+			db := newDB(t, srv, "dedup_own_"+method)
+			cpu := cpuSchema("cpu", 4)
+			s := openSink(t, withParams(db, "dedup", "true", "insert", method), nil, cpu)
+			if err := s.Prepare(ctx); err != nil {
+				t.Fatal(err)
+			}
+			c := connect(t, db)
+			if _, err := c.Exec(ctx, "CREATE UNIQUE INDEX cpu_time_only ON cpu (time)"); err != nil {
+				t.Fatal(err)
+			}
+			b := sources.NewSeriesBatch([]*sources.Schema{cpu})
+			fill(b.Tables[0], 4, 0, 20, testBase, false)
+			_, err := s.Write(ctx, b)
+			n := count(t, c, "cpu")
+			if err == nil {
+				t.Fatalf("a batch of 20 rows acknowledged, %d stored: rows the other index refused were skipped as duplicates", n)
+			}
+			if !strings.Contains(err.Error(), "cpu_time_only") && !strings.Contains(err.Error(), "23505") {
+				t.Errorf("error %v does not name the index or the unique violation", err)
+			}
+			if n != 0 {
+				t.Errorf("%d rows stored of a batch that failed", n)
+			}
+		})
+	}
+}
