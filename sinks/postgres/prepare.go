@@ -267,13 +267,27 @@ func firstLine(q string) string {
 func (s *Sink) timescale(ctx context.Context, c *pgx.Conn) (bool, error) {
 	var installed, available, preloaded bool
 	err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'timescaledb'),
-		EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'timescaledb'),
-		current_setting('shared_preload_libraries') ~ '(^|[ ,])timescaledb([ ,]|$)'`).Scan(&installed, &available, &preloaded)
+		EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'timescaledb')`).Scan(&installed, &available)
 	if err != nil {
 		return false, classify(fmt.Errorf("cannot look for the timescaledb extension: %w", err), false, false)
 	}
 	if installed {
 		return true, nil
+	}
+	if available {
+		// Only a superuser or a member of pg_read_all_settings may read
+		// it: a user who may not, and finds the extension not installed,
+		// cannot tell whether CREATE EXTENSION would work.
+		err := c.QueryRow(ctx, `SELECT current_setting('shared_preload_libraries') ~ '(^|[ ,])timescaledb([ ,]|$)'`).Scan(&preloaded)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+			s.log.Warn("dialect=timescaledb but the timescaledb extension is not installed in the database, and the target URL's user may not read shared_preload_libraries to see whether it can be: using plain tables; CREATE EXTENSION timescaledb as a superuser, or GRANT pg_read_all_settings to the user",
+				zap.String("target", s.target))
+			return false, nil
+		}
+		if err != nil {
+			return false, classify(fmt.Errorf("cannot look for the timescaledb extension: %w", err), false, false)
+		}
 	}
 	if available && !preloaded {
 		// CREATE EXTENSION would fail, and TimescaleDB's loader ends the

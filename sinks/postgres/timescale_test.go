@@ -3,11 +3,14 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sources"
@@ -189,6 +192,35 @@ func TestTimescaleDB(t *testing.T) {
 			}
 		})
 	}
+
+	// A user who owns the database but is no superuser, nor may read
+	// shared_preload_libraries: with the extension installed by a
+	// superuser it gets hypertables; without it, plain tables and a
+	// warning naming what to do, not a refusal. Bug caught: prepare read
+	// the setting first and refused the target ("must be superuser or
+	// have privileges of pg_read_all_settings").
+	t.Run("ordinary user", func(t *testing.T) {
+		testserver.PGExec(t, srv.URL, "CREATE ROLE tsowner LOGIN", "CREATE DATABASE ts_owned OWNER tsowner", "CREATE DATABASE ts_bare OWNER tsowner")
+		owned, bare := strings.Replace(srv.URL, "/postgres?", "/ts_owned?", 1), strings.Replace(srv.URL, "/postgres?", "/ts_bare?", 1)
+		testserver.PGExec(t, owned, "CREATE EXTENSION timescaledb")
+		as := func(db string) string {
+			return withParams(strings.Replace(db, "postgres@", "tsowner@", 1), "dialect", "timescaledb", "chunk_interval", "1h")
+		}
+		cpu := cpuSchema("cpu", 3)
+		if err := openSink(t, as(owned), nil, cpu).Prepare(ctx); err != nil {
+			t.Fatalf("Prepare with the extension installed: %v", err)
+		}
+		if hyper, _, _ := hypertableInfo(t, connect(t, owned), "cpu"); !hyper {
+			t.Error("cpu is no hypertable")
+		}
+		core, logs := observer.New(zap.WarnLevel)
+		if err := openSink(t, as(bare), zap.New(core), cpu).Prepare(ctx); err != nil {
+			t.Fatalf("Prepare without the extension: %v", err)
+		}
+		if logs.FilterMessageSnippet("pg_read_all_settings").Len() != 1 {
+			t.Errorf("the warning of plain tables does not say what to do: %v", logs.All())
+		}
+	})
 }
 
 // TestEngineTimescaleDB runs the iot source, with its default late (5 %
