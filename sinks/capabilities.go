@@ -163,11 +163,13 @@ const (
 	// memory as active (Prometheus' head series, VictoriaMetrics' series
 	// written in the current hour).
 	StatActiveSeries = "active_series"
-	// StatDiscarded is the number of rows or samples the target answered
-	// as written but did not store, since it started: a counter
+	// StatDiscarded is the number of values (samples) the target
+	// answered as written but did not store, since it started: a counter
 	// (VictoriaMetrics' vm_rows_ignored_total, whatever the reason: a
-	// timestamp older than its retention or more than two days ahead, a
-	// label too long). Writes it discards are acknowledged without a word.
+	// timestamp older than its retention or more than two days ahead, too
+	// many labels; and vm_rows_invalid_total, lines it could not parse).
+	// Writes it discards are acknowledged without a word. A sink may give
+	// the count by reason too, as StatDiscarded.REASON (AddDiscarded).
 	StatDiscarded = "discarded"
 )
 

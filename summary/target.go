@@ -92,8 +92,8 @@ func writeTarget(out io.Writer, t *targetwatch.Summary) {
 			"records acknowledged are gone; raise its maxmemory or lower RECORDS\n", f.Last-f.First)
 	}
 	if f := t.Discarded; f != nil && f.Last > f.First {
-		fmt.Fprintf(out, "  WARNING: the target discarded %.0f values it answered as written during the run (other writers' included): "+
-			"acknowledged overstates what it holds; check START and CLOCK against its retention\n", f.Last-f.First)
+		fmt.Fprintf(out, "  WARNING: the target discarded %.0f values it answered as written during the run (other writers' included)%s: "+
+			"acknowledged overstates what it holds%s\n", f.Last-f.First, byReason(t.DiscardedBy), discardHint(t.DiscardedBy))
 	}
 	if len(t.Unavailable) > 0 {
 		fmt.Fprintf(out, "  not read: %s\n", strings.Join(slices.Sorted(maps.Keys(t.Unavailable)), ", "))
@@ -135,4 +135,38 @@ func writeChurn(out io.Writer, extra map[string]any) {
 	}
 	fmt.Fprintf(out, "churn (%s): %d devices at a time, %d replaced: %d devices and %d series (device × field) created\n",
 		c.Setting, c.Devices, c.Replaced, c.DevicesCreated, c.SeriesCreated)
+}
+
+// byReason is " (by reason: R N, ...)" of a target's discarded values,
+// or nothing without reasons.
+func byReason(by map[string]float64) string {
+	if len(by) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(by))
+	for _, r := range slices.Sorted(maps.Keys(by)) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", r, by[r]))
+	}
+	return " (by reason: " + strings.Join(parts, ", ") + ")"
+}
+
+// discardHint says what to check for the reasons a target discarded
+// values (VictoriaMetrics' names).
+func discardHint(by map[string]float64) string {
+	var hints []string
+	for r := range by {
+		switch {
+		case strings.HasSuffix(r, "_timestamp"):
+			hints = append(hints, "START and CLOCK against its retention")
+		case strings.HasPrefix(r, "invalid_"):
+			hints = append(hints, "the target URL's path (it could not parse what it was sent)")
+		case strings.Contains(r, "label"):
+			hints = append(hints, "its limits on labels (-maxLabelsPerTimeseries, -maxLabelValueLen) against the source's tags")
+		}
+	}
+	if len(hints) == 0 {
+		return ""
+	}
+	slices.Sort(hints)
+	return "; check " + strings.Join(slices.Compact(hints), ", and ")
 }

@@ -38,7 +38,13 @@ func (s *discardingSink) Close(context.Context) error { return nil }
 func (s *discardingSink) TargetFigures(context.Context) (sinks.TargetFigures, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return sinks.TargetFigures{Stats: map[string]float64{s.stat: s.start + s.values}}, nil
+	stats := map[string]float64{s.stat: s.start + s.values}
+	if s.stat == sinks.StatDiscarded {
+		// By reason: one that rises with the writes, one that stays.
+		stats[sinks.StatDiscarded+".small_timestamp"] = s.start - 7 + s.values
+		stats[sinks.StatDiscarded+".too_many_labels"] = 7
+	}
+	return sinks.TargetFigures{Stats: stats}, nil
 }
 
 // A target that discards what it answers as written, or evicts what it
@@ -81,6 +87,10 @@ func TestTargetLosingWritesIsSaid(t *testing.T) {
 				}
 				if e := said.All(); len(e) == 1 && !strings.Contains(e[0].Message, tc.names) {
 					t.Errorf("%s: the warning does not name %s: %q", tc.stat, tc.names, e[0].Message)
+				}
+				if by := statusOf(t, tw, "seq").DiscardedBy; tc.stat == sinks.StatDiscarded &&
+					(len(by) != 1 || by["small_timestamp"] != f.Last-f.First) {
+					t.Errorf("discarded by reason %v, want small_timestamp's rise alone, %v", by, f.Last-f.First)
 				}
 			})
 		}

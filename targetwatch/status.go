@@ -84,6 +84,7 @@ func (w *watch) status() Status {
 			*dst = &v
 		}
 	}
+	s.DiscardedBy = st.discardedBy()
 	if st.hasPerValue {
 		s.StoragePerValue, s.Acknowledged = finite(st.perValue), finite(st.acknowledged)
 	}

@@ -46,6 +46,10 @@ type Summary struct {
 	MemoryFragmentationRatio *Figure `json:"memory_fragmentation_ratio,omitempty"`
 	ActiveSeries             *Figure `json:"active_series,omitempty"`
 	Discarded                *Figure `json:"discarded,omitempty"`
+	// DiscardedBy is the rise of Discarded over the run by the target's
+	// reason, those that rose (VictoriaMetrics: small_timestamp,
+	// too_many_labels, invalid_TYPE, ...).
+	DiscardedBy map[string]float64 `json:"discarded_by_reason,omitempty"`
 	// StoragePerValue is StorageTotal's last reading ÷ Acknowledged, the
 	// values (series) or records (KV) acknowledged then, as Counted says.
 	StoragePerValue *float64 `json:"storage_bytes_per_value,omitempty"`

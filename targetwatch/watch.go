@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -329,14 +330,15 @@ func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 // empty, but a load alone reads nothing).
 var lossWarnings = []struct{ stat, msg string }{
 	{sinks.StatDiscarded, "the target discards values it answers as written: acknowledged counts overstate what it holds " +
-		"(VictoriaMetrics: a timestamp older than its -retentionPeriod, from a START long ago, or more than 2 days ahead, from a simulated CLOCK; " +
-		"its vm_rows_ignored_total, which counts other writers' rows too)"},
+		"(its own count, other writers' values too; by_reason says why, e.g. VictoriaMetrics' small_timestamp or big_timestamp: " +
+		"older than its -retentionPeriod, from a START long ago, or more than 2 days ahead, from a simulated CLOCK; too_many_labels: " +
+		"-maxLabelsPerTimeseries; invalid_TYPE: lines it could not parse, sent to the wrong path)"},
 	{sinks.StatEvictions, "the target evicts keys to stay under its memory limit: records acknowledged are gone, and reads of them fail as empty " +
 		"(Redis: maxmemory with an eviction policy; raise maxmemory, set maxmemory-policy noeviction to have writes refused instead, or lower RECORDS)"},
 }
 
 // sayLosses warns of each of lossWarnings' counts that rose since the
-// first reading, once a run.
+// first reading, once a run, with the reasons the target gives.
 func (w *watch) sayLosses(st *state) {
 	for i, lw := range lossWarnings {
 		f := st.stats[lw.stat]
@@ -344,8 +346,29 @@ func (w *watch) sayLosses(st *state) {
 			continue
 		}
 		st.saidLoss |= 1 << i
-		w.log.Warn(lw.msg, zap.Float64(lw.stat, f.last-f.first), zap.String("since", f.firstAt.UTC().Format(time.RFC3339)))
+		fields := []zap.Field{zap.Float64(lw.stat, f.last-f.first), zap.String("since", f.firstAt.UTC().Format(time.RFC3339))}
+		if lw.stat == sinks.StatDiscarded {
+			fields = append(fields, zap.Any("by_reason", st.discardedBy()))
+		}
+		w.log.Warn(lw.msg, fields...)
 	}
+}
+
+// discardedBy is the rise of the target's discarded count since the
+// first reading by its reason, those that rose; nil when none did.
+func (st *state) discardedBy() map[string]float64 {
+	var by map[string]float64
+	for k, f := range st.stats {
+		reason, ok := strings.CutPrefix(k, sinks.StatDiscarded+".")
+		if !ok || f.last <= f.first {
+			continue
+		}
+		if by == nil {
+			by = map[string]float64{}
+		}
+		by[reason] = f.last - f.first
+	}
+	return by
 }
 
 // addCPU adds a reading of the CPU time, from the target or its process.

@@ -156,4 +156,11 @@ func TestVictoriaMetricsDiscarded(t *testing.T) {
 	if got != want {
 		t.Errorf("discarded rose by %v, want the %d values of the rows ahead", got, want)
 	}
+	f, err := s.TargetFigures(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := f.Stats[sinks.StatDiscarded+".big_timestamp"]; r != want {
+		t.Errorf("discarded for big_timestamp: %v, want %d (by reason: %v)", r, want, f.Stats)
+	}
 }

@@ -32,9 +32,6 @@ var metricKinds = []struct{ metric, kind string }{
 const (
 	cpuMetric   = "process_cpu_seconds_total"
 	shardMetric = "storage_shard_disk_size" // InfluxDB 2.x, by bucket id
-	// ignoredMetric is VictoriaMetrics' count of the rows it took but did
-	// not store, by reason (small_timestamp: older than its retention).
-	ignoredMetric = "vm_rows_ignored_total"
 )
 
 // bucketID is the id of the sink's bucket on InfluxDB 2.x, looked up once.
@@ -48,8 +45,8 @@ type bucketID struct {
 //
 //   - /metrics: memory (heap_inuse, sys, rss), CPU time, on InfluxDB
 //     2.x the disk size of the shards of the sink's bucket (shard), and
-//     on VictoriaMetrics the rows it discarded (answered as written, not
-//     stored: vm_rows_ignored_total);
+//     on VictoriaMetrics the values it discarded (answered as written,
+//     not stored: vm_rows_ignored_total, vm_rows_invalid_total);
 //   - /debug/vars on InfluxDB 1.x (influx1:// of product influxdb, or
 //     influx:// to 1.8): memory (heap_inuse, sys from memstats) and the
 //     diskBytes of the shards of the sink's database (shard).
@@ -72,8 +69,8 @@ func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
 		} else {
 			f.Unavailable["cpu"] = "/metrics has no " + cpuMetric
 		}
-		if m.hasIgnored {
-			f.Stats = map[string]float64{sinks.StatDiscarded: m.ignored}
+		if len(m.discarded) > 0 {
+			f.Stats = m.discarded
 		}
 	case refusedStatus(err):
 		f.Unavailable["cpu"] = "the server refuses /metrics: " + err.Error()
@@ -124,10 +121,9 @@ func refusedStatus(err error) bool {
 type metrics struct {
 	values map[string]float64
 	shards map[string]float64
-	// ignored is the sum of ignoredMetric over its reasons; hasIgnored
-	// says the server has it (VictoriaMetrics).
-	ignored    float64
-	hasIgnored bool
+	// discarded is what VictoriaMetrics took but did not store
+	// (sinks.AddDiscarded); nil from a server without those counts.
+	discarded map[string]float64
 }
 
 func (s *Sink) readMetrics(ctx context.Context) (metrics, error) {
@@ -147,13 +143,16 @@ func (s *Sink) readMetrics(ctx context.Context) (metrics, error) {
 // metricKinds, cpuMetric and shardMetric; it skips everything else.
 func parseMetrics(r io.Reader) (metrics, error) {
 	m := metrics{values: map[string]float64{}}
-	wanted := map[string]bool{cpuMetric: true, shardMetric: true, ignoredMetric: true}
+	wanted := map[string]bool{cpuMetric: true, shardMetric: true}
 	for _, mk := range metricKinds {
 		wanted[mk.metric] = true
 	}
-	err := promtext.Scan(r, func(name string) bool { return wanted[name] }, func(s promtext.Sample) {
-		if s.Name == ignoredMetric {
-			m.ignored, m.hasIgnored = m.ignored+s.Value, true
+	err := promtext.Scan(r, func(name string) bool { return wanted[name] || sinks.IsDiscardedMetric(name) }, func(s promtext.Sample) {
+		if sinks.IsDiscardedMetric(s.Name) {
+			if m.discarded == nil {
+				m.discarded = map[string]float64{}
+			}
+			sinks.AddDiscarded(m.discarded, s.Name, s.Labels, s.Value)
 			return
 		}
 		if s.Name == shardMetric {

@@ -53,14 +53,10 @@ const (
 	vmHourSeries   = "storage/hour_metric_ids"
 )
 
-// vmIgnored is VictoriaMetrics' count of the rows it took but did not
-// store, by reason (small_timestamp: older than its retention, ...).
-const vmIgnored = "vm_rows_ignored_total"
-
 // TargetFigures reads the server's own /metrics (metrics_path) with the
 // sink's credentials and headers: memory (rss, heap_inuse), CPU time,
-// the active series, the rows VictoriaMetrics discarded (answered as
-// written, not stored), and the storage of the whole server — Prometheus' blocks (and wal and
+// the active series, the values VictoriaMetrics discarded (answered as
+// written, not stored; by reason too), and the storage of the whole server — Prometheus' blocks (and wal and
 // head_chunks where it exports them), or VictoriaMetrics' data and
 // index. A server that refuses
 // /metrics (401, 403, 404) leaves every figure in Unavailable; only a
@@ -87,14 +83,14 @@ func (s *Sink) TargetFigures(ctx context.Context) (sinks.TargetFigures, error) {
 	}
 	vm := false
 	err = promtext.Scan(io.LimitReader(resp.Body, maxFigures), func(name string) bool {
-		return name == cpuMetric || name == vmDataSize || name == promHeadSeries || name == vmCacheEntries || name == vmIgnored ||
+		return name == cpuMetric || name == vmDataSize || name == promHeadSeries || name == vmCacheEntries || sinks.IsDiscardedMetric(name) ||
 			memoryMetrics[name] != "" || storageMetrics[name] != ""
 	}, func(m promtext.Sample) {
 		switch {
 		case m.Name == promHeadSeries:
 			f.Stats[sinks.StatActiveSeries] = m.Value
-		case m.Name == vmIgnored:
-			f.Stats[sinks.StatDiscarded] += m.Value
+		case sinks.IsDiscardedMetric(m.Name):
+			sinks.AddDiscarded(f.Stats, m.Name, m.Labels, m.Value)
 		case m.Name == vmCacheEntries:
 			if m.Labels["type"] == vmHourSeries {
 				f.Stats[sinks.StatActiveSeries] = m.Value

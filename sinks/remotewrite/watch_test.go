@@ -223,4 +223,27 @@ func TestWatchDiscarded(t *testing.T) {
 	if got != want {
 		t.Errorf("discarded rose by %v, want the %v samples ahead", got, want)
 	}
+	f := sinktest.TargetFigures(t, s)
+	if r := f.Stats[sinks.StatDiscarded+".big_timestamp"]; r != want {
+		t.Errorf("discarded for big_timestamp: %v, want %v (by reason: %v)", r, want, f.Stats)
+	}
+
+	// Sent to the wrong path (VictoriaMetrics' JSON-lines import), the
+	// requests are answered 204 and not one line parses: discarded as
+	// invalid_vmimport.
+	wrong := openSink(t, strings.Replace(tg.write, "/api/v1/write", "/api/v1/import", 1), sinks.Options{Schemas: schemas})
+	before = f.Stats[sinks.StatDiscarded]
+	(&gen{devices: 10, start: time.Now().Add(-time.Minute), step: time.Second}).fill(b, 100)
+	if _, err := wrong.Write(context.Background(), b); err != nil {
+		t.Fatalf("write to the import path: %v (VictoriaMetrics answers it 204)", err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if f = sinktest.TargetFigures(t, s); f.Stats[sinks.StatDiscarded] > before {
+			break
+		}
+	}
+	if f.Stats[sinks.StatDiscarded] <= before || f.Stats[sinks.StatDiscarded+".invalid_vmimport"] <= 0 {
+		t.Errorf("a request sent to the import path: discarded %v → %v, by reason %v; want a rise, as invalid_vmimport",
+			before, f.Stats[sinks.StatDiscarded], f.Stats)
+	}
 }

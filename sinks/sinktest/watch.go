@@ -63,15 +63,29 @@ func checkFigures(t *testing.T, f sinks.TargetFigures) {
 			t.Errorf("%s is unavailable (%s) but has kinds %v", what, why, m)
 		}
 	}
+	byReason := map[string]float64{}
 	for name, v := range f.Stats {
-		if !slices.Contains(sinks.Stats, name) {
+		stat, reason, split := strings.Cut(name, ".")
+		if !slices.Contains(sinks.Stats, stat) {
 			t.Errorf("stat %q is none of %v", name, sinks.Stats)
+		}
+		if split {
+			// STAT.REASON: a part of STAT, whose parts add up to it.
+			if !kindRE.MatchString(reason) {
+				t.Errorf("stat %q: reason %q is not snake_case", name, reason)
+			}
+			byReason[stat] += v
 		}
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			t.Errorf("stat %s = %v", name, v)
 		}
 		if why, ok := f.Unavailable[name]; ok {
 			t.Errorf("stat %s is both read (%v) and unavailable (%s)", name, v, why)
+		}
+	}
+	for stat, sum := range byReason {
+		if total, ok := f.Stats[stat]; !ok || math.Abs(total-sum) > 1e-9*max(total, 1) {
+			t.Errorf("stat %s is %v (given: %t), but its reasons add up to %v", stat, total, ok, sum)
 		}
 	}
 	if f.CPUSeconds < 0 || math.IsNaN(f.CPUSeconds) || math.IsInf(f.CPUSeconds, 0) || (!f.HasCPU && f.CPUSeconds != 0) {
