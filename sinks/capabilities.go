@@ -60,6 +60,15 @@ type Prober interface {
 	Present(ctx context.Context, b *sources.Batch) (int, error)
 }
 
+// Settler is implemented by sinks whose target makes what it acknowledged
+// readable only some seconds later (VictoriaMetrics makes rows searchable
+// as it flushes them, every few seconds): soakd verify calls Settle
+// before reading a finished run back, so the run's last rows are not
+// taken for lost. An error says the newest rows may not be readable yet.
+type Settler interface {
+	Settle(ctx context.Context) error
+}
+
 // SeriesReader is implemented by series sinks that can read rows back
 // (VERIFY, package readback). The read-back checker calls it from one
 // goroutine per workload while Write runs in others; soakd verify calls
