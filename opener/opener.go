@@ -13,6 +13,7 @@ package opener
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -95,7 +96,32 @@ func Sink(ctx context.Context, p *config.Plugins, w *config.Workload, kind sourc
 		// not a run that failed.
 		return nil, Scrubbed(w, &settings.Error{Key: config.Prefix(w.Name) + "TARGET", Err: err})
 	}
+	if err := checkResolution(w, src, sink); err != nil {
+		_ = sink.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
 	return sink, nil
+}
+
+// checkResolution refuses a source whose readings of one device are
+// closer together (INTERVAL) than the times the target keeps apart
+// (InfluxDB's precision=s, remote write's milliseconds, PostgreSQL's
+// microseconds): the target would store a device's readings at one time,
+// keeping one of them, though it acknowledged every one.
+func checkResolution(w *config.Workload, src sources.Source, sink sinks.Sink) error {
+	sp, ok := src.(sources.Spaced)
+	r, ok2 := sink.(interface{ Resolution() time.Duration })
+	if !ok || !ok2 {
+		return nil
+	}
+	iv, res := sp.Interval(), r.Resolution()
+	if res <= 0 || iv >= res {
+		return nil
+	}
+	p := config.Prefix(w.Name)
+	return &settings.Error{Key: p + "INTERVAL", Err: fmt.Errorf(
+		"%s is finer than the times the target %s keeps (%s): a device's readings would share a time and the target would keep one of them, though it acknowledged every one; set %sINTERVAL to %s or more, or have the target keep finer times (influx: precision=)",
+		iv, w.Sink.Redacted, res, p, res)}
 }
 
 // scrubbedError is an error whose text has w's secrets hidden; errors.Is

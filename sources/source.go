@@ -1,6 +1,9 @@
 package sources
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // ErrDone is returned by Stream.Fill when the stream has no more units (a
 // finite data set has been generated to its end). Units appended by that
@@ -66,6 +69,13 @@ type KVShape struct {
 	// names its own keys (e.g. a scan index) with it and cleans up under
 	// it.
 	KeyPrefix string
+}
+
+// Spaced is implemented by series sources whose rows of one device are a
+// fixed time apart (their INTERVAL): a target that keeps times more
+// coarsely would take a device's readings as one.
+type Spaced interface {
+	Interval() time.Duration
 }
 
 // Shaped is implemented by KV sources. The engine hands Shape to the

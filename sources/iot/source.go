@@ -190,6 +190,9 @@ func (s *Source) Kind() sources.Kind { return sources.Series }
 // Schemas lists the source's tables.
 func (s *Source) Schemas() []*sources.Schema { return s.sch }
 
+// Interval is the time between two readings of one device (INTERVAL).
+func (s *Source) Interval() time.Duration { return s.cfg.Interval }
+
 // Devices is the number of devices in this shard.
 func (s *Source) Devices() int { return s.devices }
 

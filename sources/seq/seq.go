@@ -91,6 +91,9 @@ func (s *Source) Kind() sources.Kind { return sources.Series }
 // Schemas is the one table, seq.
 func (s *Source) Schemas() []*sources.Schema { return []*sources.Schema{s.schema} }
 
+// Interval is the time between two rows of one device (INTERVAL).
+func (s *Source) Interval() time.Duration { return s.cfg.Interval }
+
 // Total counts this shard's rows of a finite data set (0 when endless).
 func (s *Source) Total() int64 {
 	var n int64
