@@ -37,6 +37,11 @@ func (s *Sink) Prepare(ctx context.Context) (err error) {
 	defer conn.Release()
 	c := conn.Conn()
 	plans := *s.plans.Load()
+	if s.q == nil && s.cfg.Dialect != KWDB {
+		if err := s.checkWritable(ctx, c); err != nil {
+			return err
+		}
+	}
 	if s.cfg.Create {
 		for _, q := range preamble(s.cfg) {
 			if err := ddl(ctx, c, q); err != nil {
@@ -231,6 +236,26 @@ func (s *Sink) privilegeAnswer(err error, what string) (answered bool, _ error) 
 		return false, classify(fmt.Errorf("cannot read %s: %w", what, err), false, false)
 	}
 	return true, nil
+}
+
+// checkWritable fails when the session takes no writes: a standby, or a
+// user or database whose default_transaction_read_only is on. Every
+// write would be refused "cannot execute ... in a read-only
+// transaction", better said once at startup.
+func (s *Sink) checkWritable(ctx context.Context, c *pgx.Conn) error {
+	var readOnly string
+	err := c.QueryRow(ctx, "SELECT current_setting('transaction_read_only')").Scan(&readOnly)
+	if answered, err := s.privilegeAnswer(err, "whether the session may write"); err != nil || !answered {
+		return err
+	}
+	if readOnly != "on" {
+		return nil
+	}
+	var standby bool
+	if err := c.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&standby); err == nil && standby {
+		return sinks.NewError(sinks.Rejected, false, errors.New("the server is a standby (in recovery) and takes no writes: connect to the primary (or give the target URL target_session_attrs=read-write with every host)"))
+	}
+	return sinks.NewError(sinks.Rejected, false, errors.New("the session takes no writes: transaction_read_only is on (default_transaction_read_only set for the target URL's user or database): ALTER ROLE ... SET default_transaction_read_only = off, or connect as another user"))
 }
 
 // ddl runs one DDL statement. Concurrent CREATE ... IF NOT EXISTS from

@@ -106,3 +106,26 @@ func TestPrivileges(t *testing.T) {
 		t.Fatalf("run as a user who may only SELECT: %v, want a configuration error naming SOAKD_W_TARGET and the privilege", res.err)
 	}
 }
+
+// A user whose sessions take no writes (default_transaction_read_only)
+// is refused at prepare, saying so: a configuration error, whether soakd
+// creates the tables or not. Bug caught: with create=false every COPY
+// failed "read-only transaction" for the whole run, exit 1.
+func TestReadOnlySessionRefused(t *testing.T) {
+	srv := testserver.Postgres(t)
+	ctx := t.Context()
+	db := newDB(t, srv, "readonly")
+	cpu := cpuSchema("cpu", 3)
+	if err := openSink(t, db, nil, cpu).Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testserver.PGExec(t, db, "CREATE ROLE ro LOGIN", "GRANT SELECT, INSERT ON cpu TO ro",
+		"ALTER ROLE ro SET default_transaction_read_only = on")
+	for _, create := range []string{"false", "true"} {
+		raw := withParams(strings.Replace(db, "postgres@", "ro@", 1), "create", create)
+		err := openSink(t, raw, nil, cpu).Prepare(ctx)
+		if c, retry := classOf(t, err); c != sinks.Rejected || retry || !strings.Contains(err.Error(), "transaction_read_only is on") {
+			t.Errorf("Prepare(create=%s) as a read-only user: %v; want rejected, saying the session takes no writes", create, err)
+		}
+	}
+}
