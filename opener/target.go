@@ -254,7 +254,7 @@ func (w *Target) refused(step, text string, err error) error {
 	p := config.Prefix(w.cfg.Name)
 	hint := fmt.Sprintf(" (check the target URL's database, or its path for an HTTP target, and user, and the credentials: the URL's, %sPASSWORD or %sTOKEN, or their _FILE)", p, p)
 	switch {
-	case sinks.IsTLSMismatch(err):
+	case sinks.IsProtocolMismatch(err):
 		hint = ""
 	case sinks.TLSRefused(err):
 		hint = " (a TLS certificate does not verify: fix the CA or certificate files the target URL names, or the host it connects to)"

@@ -210,16 +210,17 @@ func LoadClientTLS(on, insecure bool, files TLSFiles) (*tls.Config, error) {
 	return tc, nil
 }
 
-// TLSMismatch is a target that speaks the other side of TLS than its URL
-// says: TLS on for a plain-text server, or off for a TLS-only one. Waiting
-// cannot help; Err's text says what to change in the URL.
-type TLSMismatch struct{ Err error }
+// ProtocolMismatch is a target that speaks another protocol than its URL
+// says: TLS on for a plain-text server, or off for a TLS-only one, or
+// another protocol altogether (HTTP at a Redis URL). Waiting cannot help;
+// Err's text says what to change in the URL.
+type ProtocolMismatch struct{ Err error }
 
-func (e *TLSMismatch) Error() string { return e.Err.Error() }
-func (e *TLSMismatch) Unwrap() error { return e.Err }
+func (e *ProtocolMismatch) Error() string { return e.Err.Error() }
+func (e *ProtocolMismatch) Unwrap() error { return e.Err }
 
-// IsTLSMismatch reports whether err is, or wraps, a *TLSMismatch.
-func IsTLSMismatch(err error) bool {
-	var m *TLSMismatch
+// IsProtocolMismatch reports whether err is, or wraps, a *ProtocolMismatch.
+func IsProtocolMismatch(err error) bool {
+	var m *ProtocolMismatch
 	return errors.As(err, &m)
 }

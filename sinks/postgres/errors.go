@@ -62,7 +62,7 @@ func classify(err error, connLost, dedup bool) error {
 	if refusedTLS(err) {
 		// The server said it takes no TLS (sslmode=require or verify-*):
 		// it will say so again.
-		return sinks.NewError(sinks.Rejected, false, &sinks.TLSMismatch{Err: fmt.Errorf(
+		return sinks.NewError(sinks.Rejected, false, &sinks.ProtocolMismatch{Err: fmt.Errorf(
 			"the server does not take TLS connections: use sslmode=disable or prefer in the target URL, or turn ssl on in the server: %w", err)})
 	}
 	if sinks.TLSRefused(err) {

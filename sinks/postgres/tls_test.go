@@ -164,11 +164,11 @@ func TestTLSRequiredOfAServerWithout(t *testing.T) {
 	defer cancel()
 
 	err := openSink(t, base+"/postgres?sslmode=require", nil).Ping(ctx)
-	if sinks.ClassOf(err) != sinks.Rejected || !sinks.IsTLSMismatch(err) || !strings.Contains(err.Error(), "sslmode=disable or prefer") {
+	if sinks.ClassOf(err) != sinks.Rejected || !sinks.IsProtocolMismatch(err) || !strings.Contains(err.Error(), "sslmode=disable or prefer") {
 		t.Errorf("sslmode=require against a server without TLS: %v; want a rejected TLS mismatch naming sslmode", err)
 	}
 	err = openSink(t, base+"/nosuchdb?sslmode=prefer", nil).Ping(ctx)
-	if err == nil || sinks.IsTLSMismatch(err) || !strings.Contains(err.Error(), "nosuchdb") {
+	if err == nil || sinks.IsProtocolMismatch(err) || !strings.Contains(err.Error(), "nosuchdb") {
 		t.Errorf("sslmode=prefer, a database that does not exist: %v; want the database's error, not a TLS mismatch", err)
 	}
 	if err := openSink(t, base+"/postgres?sslmode=prefer", nil).Ping(ctx); err != nil {

@@ -1,11 +1,12 @@
 package redis
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"time"
 
@@ -15,15 +16,16 @@ import (
 // probeTimeout bounds a probe of the server's protocol.
 const probeTimeout = 2 * time.Second
 
-// tlsMismatch is why a ping that the server never answered as Redis does
-// failed, when the server speaks the other side of TLS than the URL: a
+// mismatch is why a ping that the server never answered as Redis does
+// failed, when the server speaks another protocol than the URL: a
 // rediss:// URL to a plain-text server waits for a TLS handshake that
-// never comes (Redis takes the hello as the start of a command), and a
-// redis:// URL to a TLS-only server has its commands cut. Either would be
+// never comes (Redis takes the hello as the start of a command), a
+// redis:// URL to a TLS-only one has its commands cut, and one to an HTTP
+// server (a wrong port) gets an answer that is no RESP. Each would be
 // waited for until START_TIMEOUT; the probe, one connection to the first
 // address, names the mismatch instead. nil when there is none to name (a
-// server down, or one that is neither).
-func tlsMismatch(ctx context.Context, cfg *Config) error {
+// server down, or one that is none of these).
+func mismatch(ctx context.Context, cfg *Config) error {
 	if cfg.Mode == Sentinel || len(cfg.Addrs) == 0 {
 		return nil // the sentinels' TLS may differ from the servers'
 	}
@@ -31,7 +33,7 @@ func tlsMismatch(ctx context.Context, cfg *Config) error {
 	defer cancel()
 	addr := cfg.Addrs[0]
 	if cfg.TLS {
-		if answersPlainText(ctx, addr) {
+		if b := plainAnswer(ctx, addr); len(b) > 0 && (b[0] == '+' || b[0] == '-') {
 			return fmt.Errorf("the server at %s answers in plain text, not TLS: use redis:// rather than rediss:// (or the server's tls-port)", addr)
 		}
 		return nil
@@ -39,26 +41,31 @@ func tlsMismatch(ctx context.Context, cfg *Config) error {
 	if speaksTLS(ctx, addr) {
 		return fmt.Errorf("the server at %s speaks TLS: use rediss:// rather than redis:// (with ca= when its certificate is not signed by a trusted authority)", addr)
 	}
+	if b := plainAnswer(ctx, addr); bytes.HasPrefix(b, []byte("HTTP/")) {
+		return fmt.Errorf("the server at %s speaks HTTP, not Redis: check the target URL's host and port", addr)
+	}
 	return nil
 }
 
-// answersPlainText says whether addr answers an inline PING with a RESP
-// reply: +PONG, or an error such as -NOAUTH.
-func answersPlainText(ctx context.Context, addr string) bool {
+// plainAnswer is the first bytes addr answers an inline PING with: a
+// RESP reply (+PONG, or an error such as -NOAUTH) from Redis, "HTTP/"
+// from a web server; nil without an answer.
+func plainAnswer(ctx context.Context, addr string) []byte {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return false
+		return nil
 	}
 	defer c.Close()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	}
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return false
+	if _, err := c.Write([]byte("PING\r\n\r\n")); err != nil {
+		return nil
 	}
-	b, err := bufio.NewReader(c).ReadByte()
-	return err == nil && (b == '+' || b == '-')
+	b := make([]byte, 5)
+	n, _ := io.ReadFull(c, b)
+	return b[:n]
 }
 
 // speaksTLS says whether addr completes a TLS handshake (its certificate
@@ -77,15 +84,15 @@ func speaksTLS(ctx context.Context, addr string) bool {
 }
 
 // mismatched wraps err, a failed ping, in the configuration error of a
-// TLS mismatch when the probe finds one: before the server first
+// protocol mismatch when the probe finds one: before the server first
 // answered, as soakd waits for it at start.
 func (s *Sink) mismatched(ctx context.Context, err error) error {
 	if s.answered.Load() || errors.Is(ctx.Err(), context.Canceled) {
 		return err // it spoke the URL's protocol before, or stopped: no probe
 	}
-	m := tlsMismatch(context.WithoutCancel(ctx), &s.cfg)
+	m := mismatch(context.WithoutCancel(ctx), &s.cfg)
 	if m == nil {
 		return err
 	}
-	return sinks.NewError(sinks.Rejected, false, &sinks.TLSMismatch{Err: fmt.Errorf("%w (%v)", m, err)})
+	return sinks.NewError(sinks.Rejected, false, &sinks.ProtocolMismatch{Err: fmt.Errorf("%w (%v)", m, err)})
 }

@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -104,16 +106,19 @@ func TestTLS(t *testing.T) {
 	}
 }
 
-// A URL on the other side of TLS than the server is a configuration
-// error naming the scheme to use, not a target to wait for: rediss:// to
-// a plain-text server (whose TLS handshake never gets an answer) and
-// redis:// to a TLS-only one (whose commands are cut). With TLS on both
-// sides, or off on both, nothing is said of TLS. Bug caught: both waited
-// until START_TIMEOUT, the first as "timeout".
-func TestTLSOnTheOtherSideThanTheServer(t *testing.T) {
+// A URL to a server of another protocol is a configuration error naming
+// what to change, not a target to wait for: rediss:// to a plain-text
+// server (whose TLS handshake never gets an answer), redis:// to a
+// TLS-only one (whose commands are cut), and redis:// to an HTTP server
+// (a wrong port). With TLS on both sides, or off on both, nothing is said
+// of TLS. Bug caught: each waited until START_TIMEOUT, the first as
+// "timeout".
+func TestProtocolOtherThanTheURLs(t *testing.T) {
 	plain := testserver.Redis(t)
 	certs := testserver.NewCerts(t, "")
 	secure := testserver.RedisTLS(t, certs, false)
+	web := httptest.NewServer(http.NotFoundHandler())
+	defer web.Close()
 	const short = "dial_timeout=1s&read_timeout=1s"
 	shape := sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: "tls:"}}
 	ping := func(raw string) error {
@@ -124,10 +129,11 @@ func TestTLSOnTheOtherSideThanTheServer(t *testing.T) {
 	for _, tc := range []struct{ raw, want string }{
 		{"rediss://" + plain.Addr + "/0?" + short, "answers in plain text, not TLS: use redis://"},
 		{"redis://" + secure.Addr + "/0?" + short, "speaks TLS: use rediss://"},
+		{"redis://" + strings.TrimPrefix(web.URL, "http://") + "/0?" + short, "speaks HTTP, not Redis"},
 	} {
 		err := ping(tc.raw)
-		if sinks.ClassOf(err) != sinks.Rejected || !sinks.IsTLSMismatch(err) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Ping(%s) = %v; want a rejected TLS mismatch saying %q", tc.raw, err, tc.want)
+		if sinks.ClassOf(err) != sinks.Rejected || !sinks.IsProtocolMismatch(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Ping(%s) = %v; want a rejected protocol mismatch saying %q", tc.raw, err, tc.want)
 		}
 	}
 	if err := ping("redis://" + plain.Addr + "/0"); err != nil {
@@ -139,7 +145,7 @@ func TestTLSOnTheOtherSideThanTheServer(t *testing.T) {
 	// A server that is down is waited for, as before.
 	down := plain.Addr
 	plain.StopKeep()
-	if err := ping("rediss://" + down + "/0?" + short); err == nil || sinks.IsTLSMismatch(err) || sinks.ClassOf(err) == sinks.Rejected {
+	if err := ping("rediss://" + down + "/0?" + short); err == nil || sinks.IsProtocolMismatch(err) || sinks.ClassOf(err) == sinks.Rejected {
 		t.Errorf("rediss:// to a server that is down: %v; want a connection error to wait out", err)
 	}
 }
