@@ -299,6 +299,15 @@ func (w *workload) runPhases(genCtx, drainCtx context.Context, cfg *config.Confi
 		if err := w.preload(genCtx, drainCtx, cfg, load); err != nil {
 			return err
 		}
+		if st := w.allPhases()[len(w.allPhases())-1].snapshot(); st.acked == 0 && st.failed > 0 && genCtx.Err() == nil {
+			// The target refused every insert (a user without the
+			// command, a replica, a key of another type): the run would
+			// read records that are not there, and bury the load's
+			// reason under its own.
+			w.log.Error("every insert of the load phase failed: the run phase is not run, as it would read records that are not there",
+				zap.Int64("failed", st.failed), zap.String("last_error", w.lastError().Text))
+			return nil
+		}
 	}
 	if genCtx.Err() != nil {
 		// Ready, but stopped before its run phase began: its entry

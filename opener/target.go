@@ -249,7 +249,7 @@ func (w *Target) Await(ctx context.Context, step string, limit time.Duration, fn
 // refused is the configuration error of a target that answered a setup
 // step with a refusal.
 // A refusal of a TLS certificate gets a hint naming the URL's certificate
-// files; a TLS mismatch's text already says what to change.
+// files; a protocol mismatch's text already says what to change.
 func (w *Target) refused(step, text string, err error) error {
 	p := config.Prefix(w.cfg.Name)
 	hint := fmt.Sprintf(" (check the target URL's database, or its path for an HTTP target, and user, and the credentials: the URL's, %sPASSWORD or %sTOKEN, or their _FILE)", p, p)

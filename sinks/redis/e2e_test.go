@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -226,5 +227,32 @@ func TestDaemonStallShowsInResponseLatency(t *testing.T) {
 	}
 	if read.Service.Max < 0.8 {
 		t.Errorf("service max %.3fs: the reads in flight during the stall should have waited ~1s", read.Service.Max)
+	}
+}
+
+// A load phase whose every insert the target refuses (a user whose ACL
+// lacks HSET) ends the workload there: no run phase reads records that
+// are not there, and the summary's failure is the load's, with its
+// reason. Bug caught: the run phase ran its whole DURATION and the
+// summary's last error was a read's "empty", NOPERM nowhere in it.
+func TestDaemonLoadRefusedEndsTheWorkload(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	if err := a.Do(context.Background(), "ACL", "SETUSER", "nohset", "on", ">pw", "~*", "&*", "+@all", "-hset").Err(); err != nil {
+		t.Fatal(err)
+	}
+	target := strings.Replace(srv.URL, "redis://", "redis://nohset:pw@", 1)
+	sum := runDaemonSummary(t, context.Background(), zaptest.NewLogger(t), "TARGET", target+"?index=false", "RECORDS", "500",
+		"WORKLOAD", "c", "RATE", "1000", "DURATION", "5s", "DATA_TYPE", "hash", "KEY_PREFIX", "refused:", "RETRIES", "0")
+	load := runPhase(t, sum, "load")
+	if load.Units != 0 || load.Failed != 500 {
+		t.Fatalf("load phase: acknowledged %d, failed %d; want 0 and 500", load.Units, load.Failed)
+	}
+	if w := sum.Workload("kv", "run"); w != nil {
+		t.Errorf("a run phase ran after a load whose every insert was refused: %+v", *w)
+	}
+	f := sum.Workloads[len(sum.Workloads)-1].Failure
+	if f == nil || !strings.Contains(f.LastError, "NOPERM") {
+		t.Errorf("the workload's failure %+v does not give the load's reason (NOPERM)", f)
 	}
 }
