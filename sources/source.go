@@ -69,6 +69,9 @@ type KVShape struct {
 	// names its own keys (e.g. a scan index) with it and cleans up under
 	// it.
 	KeyPrefix string
+	// Scans says the workload scans records in key order (YCSB E): a
+	// sink that keeps a scan index for that must keep it.
+	Scans bool
 }
 
 // Spaced is implemented by series sources whose rows of one device are a

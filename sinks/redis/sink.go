@@ -83,7 +83,11 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(cfg, o, sinks.RedactURL(u))
+	s, err := New(cfg, o, sinks.RedactURL(u))
+	if err != nil {
+		return nil, err // not a nil *Sink in a non-nil Sink
+	}
+	return s, nil
 }
 
 // New builds a sink for a parsed URL. where names the target in error
@@ -98,6 +102,11 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 		return nil, fmt.Errorf("BUG: redis sink: data type %q", dt)
 	}
 	prefix := o.Shape.KeyPrefix
+	if o.Shape.Scans && !cfg.Index {
+		// Scans walk the index: without it each would find nothing, and
+		// count as an operation done.
+		return nil, errors.New("index=false, but the workload scans (its WORKLOAD has scan), and scans walk the index: leave index= out, or choose a WORKLOAD without scans")
+	}
 	if cfg.Cleanup && prefix == "" {
 		return nil, errors.New("cleanup=true needs a KEY_PREFIX, so it deletes only this workload's keys")
 	}

@@ -1,12 +1,15 @@
 package redis
 
 import (
+	"context"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/sinktest"
+	"github.com/soakd/soakd/sources"
 )
 
 func TestParseURL(t *testing.T) {
@@ -109,4 +112,32 @@ func FuzzParseURL(f *testing.F) {
 		}
 	}, "redis://h:1/0", "rediss://u:p@h?cleanup=true", "redis-cluster://a:1,b:2?addr=c", "redis-sentinel://s/m/1",
 		"redis://embedded", "redis://h?read_timeout=1s&pool_size=3", "redis-cluster://:0,", "redis://[::1]:6379/1")
+}
+
+// A workload that scans cannot do without the scan index: index=false
+// with it is refused at open, naming both; without scans, or with the
+// index, the sink opens. Bug caught: every scan found nothing and counted
+// as done (2,997 scans acknowledged, errors: none).
+func TestScansNeedTheIndex(t *testing.T) {
+	for _, tc := range []struct {
+		raw   string
+		scans bool
+		ok    bool
+	}{
+		{"redis://127.0.0.1:1/0?index=false", true, false},
+		{"redis://127.0.0.1:1/0?index=false", false, true},
+		{"redis://127.0.0.1:1/0", true, true},
+	} {
+		u, err := url.Parse(tc.raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(context.Background(), u, sinks.Options{Workers: 1, Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: "p:", Scans: tc.scans}})
+		if s != nil {
+			_ = s.Close(context.Background())
+		}
+		if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "index=false, but the workload scans") {
+			t.Errorf("Open(%s) with scans %v: %v, want ok %v", tc.raw, tc.scans, err, tc.ok)
+		}
+	}
 }

@@ -89,7 +89,7 @@ func newSource(c Config, seed uint64, shard sources.Shard) (*Source, error) {
 		dist:    c.dist(),
 		owned:   owned,
 		prefix:  []byte(c.KeyPrefix),
-		shape:   sources.KVShape{DataType: dt, KeyPrefix: c.KeyPrefix},
+		shape:   sources.KVShape{DataType: dt, KeyPrefix: c.KeyPrefix, Scans: c.Workload.Has(sources.OpScan)},
 		inserts: c.Workload.Has(sources.OpInsert) && c.Workload.Name != "load",
 	}
 	acc := 0.0
