@@ -95,7 +95,11 @@ func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
 		return nil, err
 	}
 	c, _ := ParseURL(u)
-	return New(c, o.Schemas)
+	s, err := New(c, o.Schemas)
+	if err != nil {
+		return nil, err // not a nil *Sink in a non-nil Sink
+	}
+	return s, nil
 }
 
 // New returns a sink writing tables of schemas as c says.

@@ -136,7 +136,11 @@ func parse(u *url.URL, o sinks.Options) (Config, *pgxpool.Config, error) {
 // Open is the registry's OpenFunc: it parses u and builds the connection
 // pool without connecting (Prepare and the first Write connect).
 func Open(_ context.Context, u *url.URL, o sinks.Options) (sinks.Sink, error) {
-	return New(u, o)
+	s, err := New(u, o)
+	if err != nil {
+		return nil, err // not a nil *Sink in a non-nil Sink
+	}
+	return s, nil
 }
 
 // New is Open with the concrete type.
