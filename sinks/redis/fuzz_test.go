@@ -139,7 +139,7 @@ func FuzzServerReply(f *testing.F) {
 		src := sourcesByKey[string(dt)+wl]
 		if src == nil {
 			c := kv.DefaultConfig()
-			c.Records, c.Fields, c.FieldLength, c.DataType, c.KeyPrefix = 50, 3, 8, dt, "f:"
+			c.Records, c.Fields, c.FieldLength, c.DataType, c.KeyPrefix = 50, 3, 16, dt, "f:"
 			w, err := kv.ParseWorkload(wl)
 			if err != nil {
 				t.Fatal(err)

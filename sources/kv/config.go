@@ -92,8 +92,14 @@ func (c Config) Validate() error {
 	if c.Fields >= 1 && c.FieldLength >= 1 && c.Fields*c.FieldLength > maxRecordBytes {
 		bad("FIELD_LENGTH", "FIELDS x FIELD_LENGTH = %d bytes per record: want at most %d", c.Fields*c.FieldLength, maxRecordBytes)
 	}
-	if _, err := sources.ParseDataType(string(c.DataType)); err != nil {
+	if dt, err := sources.ParseDataType(string(c.DataType)); err != nil {
 		bad("DATA_TYPE", "%v", err)
+	} else if (dt == sources.DataTypeSet || dt == sources.DataTypeZSet) && c.FieldLength >= 1 && c.FieldLength < minTagged {
+		// A set holds each member once: values too short to carry their
+		// field's tag can be equal, and a record would hold fewer than
+		// FIELDS of them (VERIFY would blame the target).
+		bad("FIELD_LENGTH", "%d with DATA_TYPE=%s: want at least %d bytes, so that a record's values are distinct members (each carries its field's tag)",
+			c.FieldLength, dt, minTagged)
 	}
 	if len(c.KeyPrefix) > maxPrefix {
 		bad("KEY_PREFIX", "%d bytes: want at most %d", len(c.KeyPrefix), maxPrefix)

@@ -185,6 +185,15 @@ func TestShape(t *testing.T) {
 			t.Errorf("WORKLOAD=%s: Shape() = %+v, want %+v", w, got, want)
 		}
 	}
+	// A workload that scans says so: the sink keeps its index for it.
+	c.Workload, _ = ParseWorkload("e")
+	src, err := New(c, 1, whole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := src.(sources.Shaped).Shape(); !got.Scans {
+		t.Errorf("WORKLOAD=e: Shape() = %+v, want Scans", got)
+	}
 }
 
 func TestValidate(t *testing.T) {
@@ -229,6 +238,19 @@ func TestValidate(t *testing.T) {
 		var se *sources.SettingError
 		if _, err := New(DefaultConfig(), 1, sh); !errors.As(err, &se) || se.Setting != "SHARD" {
 			t.Errorf("shard %+v: error %v, want one naming SHARD", sh, err)
+		}
+	}
+	// A set or sorted set holds each member once: values too short to
+	// carry their field's tag could be equal.
+	for _, tc := range []struct {
+		dt     sources.DataType
+		length int
+		ok     bool
+	}{{"set", 1, false}, {"zset", minTagged - 1, false}, {"zset", minTagged, true}, {"hash", 1, true}, {"string", 1, true}} {
+		c := DefaultConfig()
+		c.DataType, c.FieldLength = tc.dt, tc.length
+		if err := c.Validate(); (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "FIELD_LENGTH") {
+			t.Errorf("DATA_TYPE=%s FIELD_LENGTH=%d: %v, want ok %v", tc.dt, tc.length, err, tc.ok)
 		}
 	}
 	small := DefaultConfig()
