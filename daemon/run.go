@@ -347,7 +347,8 @@ func (w *workload) resetTarget(ctx context.Context) error {
 }
 
 // probe decides whether the KV load phase runs (LOAD=auto: when records
-// are missing; LOAD=on: always) and checks, through the sink's probe,
+// are missing; LOAD=on: always; LOAD=off: never) and checks, through the
+// sink's probe,
 // that the target holds no records of another DATA_TYPE. It returns the
 // load source, or nil when there is no load phase. The probe is a setup
 // step: waited for while the target is down.
@@ -359,9 +360,6 @@ func (w *workload) probe(ctx context.Context) (sources.Source, error) {
 	load, probe, err := pl.Preload()
 	if err != nil {
 		return nil, fmt.Errorf("workload %s: cannot build the load phase: %w", w.name, err)
-	}
-	if load == nil {
-		return nil, nil
 	}
 	pr, ok := w.sink.(sinks.Prober)
 	if !ok || probe == nil {
@@ -376,6 +374,9 @@ func (w *workload) probe(ctx context.Context) (sources.Source, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if load == nil {
+		return nil, nil // LOAD=off: the probe checked the records' type only
 	}
 	if al, ok := w.src.(sources.AlwaysLoader); ok && al.AlwaysLoad() {
 		w.log.Info("LOAD=on: loading every record", zap.Int("probed", len(b.Ops)), zap.Int("present", n))

@@ -95,7 +95,8 @@ type Shaped interface {
 // is missing.
 type Preloader interface {
 	// Preload returns the load source and the probe filler, or a nil load
-	// source when no load phase is configured.
+	// source when no load phase is configured (whose probe, when given,
+	// still checks what the target holds).
 	Preload() (load Source, probe func(b *Batch), err error)
 }
 

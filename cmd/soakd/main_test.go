@@ -237,7 +237,8 @@ func TestFiniteLoadRateWarnsWhenShort(t *testing.T) {
 
 // Records of another DATA_TYPE under the workload's KEY_PREFIX are bad
 // configuration: the run exits 2, the message names the variables, and
-// redis receives nothing but the probe's TYPE commands.
+// redis receives nothing but the probe's TYPE commands; with LOAD=off as
+// well as LOAD=auto.
 func TestDataTypeMismatchExits2(t *testing.T) {
 	srv := testserver.Redis(t)
 	env := map[string]string{"SOAKD_WORKLOADS": "kv", "SOAKD_LISTEN": "off", "SOAKD_KV_TARGET": srv.URL,
@@ -281,6 +282,17 @@ func TestDataTypeMismatchExits2(t *testing.T) {
 	}
 	if after["type"] == before["type"] {
 		t.Error("the string run did not probe the records' type")
+	}
+
+	// With LOAD=off too: no load, but the records' type is probed.
+	// Bug caught: every operation failed WRONGTYPE for the whole run,
+	// exit 1, with no word of DATA_TYPE.
+	env["SOAKD_KV_LOAD"] = "off"
+	if code, _, errs := run(t, env); code != cli.ExitConfig || !strings.Contains(errs, "SOAKD_KV_DATA_TYPE: ") {
+		t.Errorf("LOAD=off: exit %d, want 2 naming SOAKD_KV_DATA_TYPE\n%s", code, errs)
+	}
+	if n, _ := a.DBSize(ctx).Result(); n != keys {
+		t.Errorf("DBSIZE %d after the LOAD=off string run, was %d", n, keys)
 	}
 }
 

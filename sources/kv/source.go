@@ -355,7 +355,9 @@ const probeSamples = 1000
 // returns nil.)
 func (s *Source) Preload() (sources.Source, func(b *sources.Batch), error) {
 	if s.cfg.Load == LoadOff {
-		return nil, nil, nil
+		// No load, but the probe still checks that the records there
+		// are of this DATA_TYPE.
+		return nil, s.probe, nil
 	}
 	return &LoadSource{s}, s.probe, nil
 }
