@@ -296,6 +296,22 @@ func TestPresentChecksType(t *testing.T) {
 	if strings.Contains(err.Error(), "set DATA_TYPE") || strings.Contains(err.Error(), "cleanup") {
 		t.Fatalf("a list under no prefix: %v", err)
 	}
+
+	// The scan index's key of another type: every insert would fail on
+	// it though its record is stored. Refused naming KEY_PREFIX; with
+	// index=false it is not the sink's. Bug caught: a load counted 2,000
+	// inserts failed that had all been stored.
+	c.Records, c.KeyPrefix = 3, "ix:"
+	src = source(t, c)
+	_, probe, _ = src.Preload()
+	b = src.NewBatch()
+	probe(b)
+	if err := a.Set(ctx, "ix:_indices", "hello", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sinktest.ProbeRefused(t, open(t, srv.URL, sinks.Options{Shape: src.Shape()}), b, "KEY_PREFIX",
+		`the scan index key "ix:_indices"`, "holds a string", "index=false")
+	sinktest.Probe(t, open(t, srv.URL+"?index=false", sinks.Options{Shape: src.Shape()}), b, 0)
 }
 
 func TestWorkloadKeysAndMisses(t *testing.T) {

@@ -731,12 +731,25 @@ func (s *Sink) Present(ctx context.Context, b *sources.Batch) (int, error) {
 	if len(c.used) == 0 {
 		return 0, nil
 	}
+	records := len(c.used)
+	if s.cfg.Index {
+		// Every insert also adds to the scan index: a key of another
+		// type there would fail each, though its record was stored.
+		s.add(c, kType, 0, smallReply).strs[0] = s.index
+	}
 	if err := s.exec(ctx, c); err != nil {
 		return 0, err
 	}
+	if s.cfg.Index {
+		if t := string(c.used[records].got); t != "none" && t != "zset" {
+			return 0, sources.Invalid("KEY_PREFIX", "the scan index key %q on %s holds a %s, not a sorted set, so every insert would fail with WRONGTYPE on it "+
+				"(its record stored all the same); use another KEY_PREFIX, delete the key, or give the TARGET URL index=false when the workload does not scan",
+				s.index, s.where, t)
+		}
+	}
 	n := 0
 	var other map[string]int
-	for _, sl := range c.used {
+	for _, sl := range c.used[:records] {
 		switch t := sl.got; string(t) {
 		case string(s.dt):
 			n++
@@ -749,7 +762,7 @@ func (s *Sink) Present(ctx context.Context, b *sources.Batch) (int, error) {
 		}
 	}
 	if other != nil {
-		return 0, s.typeMismatch(other, len(c.used))
+		return 0, s.typeMismatch(other, records)
 	}
 	return n, nil
 }
