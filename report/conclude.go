@@ -44,6 +44,7 @@ func Conclude(entries []WorkloadSummary, s Setup) {
 		last.LastError = errorSummary(s.WriteError)
 	case s.SetupError.Text != "":
 		last.LastError = errorSummary(s.SetupError)
+		last.LastError.Setup = true
 	}
 	switch {
 	case s.Fatal:

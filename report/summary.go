@@ -122,6 +122,9 @@ type ErrorSummary struct {
 	Class string    `json:"class"`
 	First time.Time `json:"first"`
 	Last  time.Time `json:"last"`
+	// Setup says the error is of the wait for the target before the
+	// first phase (connect, prepare, probe), not of a write.
+	Setup bool `json:"setup,omitempty"`
 }
 
 // Failure explains a failed workload: why, the last error, how many

@@ -69,7 +69,11 @@ func WriteText(out io.Writer, s *report.Summary) {
 			fmt.Fprintf(out, "errors (failed attempts): %s\n", strings.Join(errs, ", "))
 		}
 		if e := w.LastError; e != nil {
-			fmt.Fprintf(out, "last error (%s, %s): %s\n", e.Class, e.Last.Format(time.RFC3339), e.Text)
+			what := "last error"
+			if e.Setup {
+				what = "last setup error (waiting for the target)"
+			}
+			fmt.Fprintf(out, "%s (%s, %s): %s\n", what, e.Class, e.Last.Format(time.RFC3339), e.Text)
 		}
 		if v := w.Verify; v != nil && v.Fraction > 0 {
 			fmt.Fprintf(out, "verify (%g of acknowledged %s read back): checked %d, missing %d, mismatch %d, duplicate %d; skipped %d\n",

@@ -31,3 +31,21 @@ func TestErrorsNoneNeverBesideFailure(t *testing.T) {
 		}
 	}
 }
+
+// A last error of the wait for the target, beside "errors: none" after a
+// target that came up late, says it is the setup's; a write's is a last
+// error. Bug caught: "errors: none" followed by "last error (connection
+// ...)", which read as a contradiction.
+func TestLastSetupErrorSaysSo(t *testing.T) {
+	for _, setup := range []bool{true, false} {
+		w := report.WorkloadSummary{Phase: "run", LastError: &report.ErrorSummary{Text: "connection refused", Class: "connection", Setup: setup}}
+		if !setup {
+			w.Errors = map[string]int64{"connection": 1}
+		}
+		var out bytes.Buffer
+		WriteText(&out, &report.Summary{Workloads: []report.WorkloadSummary{w}})
+		if got := strings.Contains(out.String(), "last setup error (waiting for the target) (connection, "); got != setup {
+			t.Errorf("setup %v: says it is the setup's: %v\n%s", setup, got, out.String())
+		}
+	}
+}
