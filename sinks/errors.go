@@ -157,3 +157,8 @@ func (e *UnitsError) FailedUnits() []int { return e.Units }
 // its credentials, so that soakd can add which settings hold them (the
 // URL's password, PASSWORD, PASSWORD_FILE) wherever the error is shown.
 const AuthFailed = "authentication failed"
+
+// TooLarge is added to the message of a request the server refused as
+// too large (HTTP 413): every batch of that size will be, and the
+// setting to change is soakd's.
+const TooLarge = "the request is larger than the server takes: lower BATCH_SIZE"

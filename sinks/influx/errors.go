@@ -32,6 +32,11 @@ func (e *StatusError) Error() string {
 	if e.Partial {
 		return fmt.Sprintf("partial write: %d of %d points not stored (HTTP %d): %s", e.Dropped, e.Points, e.StatusCode, e.Message)
 	}
+	if e.StatusCode == http.StatusRequestEntityTooLarge {
+		// Every batch of that size will be refused: the setting to
+		// change is soakd's.
+		return fmt.Sprintf("HTTP %d: %s (%s, or compress it: gzip=)", e.StatusCode, e.Message, sinks.TooLarge)
+	}
 	return fmt.Sprintf("HTTP %d: %s", e.StatusCode, e.Message)
 }
 

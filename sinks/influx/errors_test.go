@@ -93,6 +93,11 @@ func TestClassifyStatus(t *testing.T) {
 			if tc.msg != "" && !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("error %q lacks the server's message", err)
 			}
+			// Too large: every batch of that size will be; the error
+			// names soakd's setting.
+			if names := strings.Contains(err.Error(), "lower BATCH_SIZE"); names != (tc.code == 413) {
+				t.Errorf("error %q names BATCH_SIZE: %v", err, names)
+			}
 		})
 	}
 }

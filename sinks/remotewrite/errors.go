@@ -43,6 +43,11 @@ func (e *StatusError) Error() string {
 	if e.OutOfOrder {
 		return fmt.Sprintf("HTTP %d, samples refused for their time%s: %s", e.StatusCode, w, e.Message)
 	}
+	if e.StatusCode == http.StatusRequestEntityTooLarge {
+		// Every batch of that size will be refused: the setting to
+		// change is soakd's.
+		return fmt.Sprintf("HTTP %d%s: %s (%s)", e.StatusCode, w, e.Message, sinks.TooLarge)
+	}
 	return fmt.Sprintf("HTTP %d%s: %s", e.StatusCode, w, e.Message)
 }
 

@@ -71,6 +71,7 @@ func TestClassify(t *testing.T) {
 		{name: "too old for the window", status: 500, body: "too old sample\n", class: sinks.OutOfOrder, ooo: true},
 		{name: "server error naming a sample", status: 500, body: "too old sample store", class: sinks.Server, retry: true},
 		{name: "auth", status: 401, body: "no", class: sinks.Rejected, wantInMessage: sinks.AuthFailed},
+		{name: "too large", status: 413, body: "request too large", class: sinks.Rejected, wantInMessage: "request too large (" + sinks.TooLarge + ")"},
 		{name: "throttled", status: 429, body: "slow down", after: "7", class: sinks.Server, retry: true, wantAfter: 7 * time.Second},
 		{name: "starting", status: 503, class: sinks.Server, retry: true},
 		{name: "server error", status: 500, body: "boom", class: sinks.Server, retry: true},
