@@ -90,7 +90,12 @@ func (s *Sink) ReadSeries(ctx context.Context, qs []sinks.SeriesQuery, out []*so
 			return err
 		}
 		if len(results) != len(pending) {
-			return sinks.NewError(sinks.Other, false, fmt.Errorf("%d statements got %d results", len(pending), len(results)))
+			// InfluxDB answers each statement of a query: a server that
+			// does not (VictoriaMetrics' /query) only takes the line
+			// protocol, and cannot be read back in InfluxQL.
+			return sinks.NewError(sinks.Other, false, fmt.Errorf("%d InfluxQL statements got %d results from %s: the server does not answer InfluxQL as InfluxDB does "+
+				"(another product taking InfluxDB's writes, such as VictoriaMetrics: give the target URL its product=, and read it back another way)",
+				len(pending), len(results), s.cfg.String()))
 		}
 		next := pending[:0]
 		for k, i := range pending {

@@ -164,3 +164,19 @@ func TestVictoriaMetricsDiscarded(t *testing.T) {
 		t.Errorf("discarded for big_timestamp: %v, want %d (by reason: %v)", r, want, f.Stats)
 	}
 }
+
+// Read back through InfluxQL from a server that takes InfluxDB's writes
+// but does not answer InfluxQL as InfluxDB does (VictoriaMetrics, the
+// URL without product=): the error says so and names product=. Bug
+// caught: "2 statements got 1 results".
+func TestReadBackFromAnotherProductSaysSo(t *testing.T) {
+	addr := testserver.VictoriaMetrics(t).Addr
+	schemas := []*sources.Schema{cpuSchema("cpu"), cpuSchema("mem")}
+	s := openSink(t, fmt.Sprintf("influx1://%s?db=x", addr), sinks.Options{Schemas: schemas})
+	qs := []sinks.SeriesQuery{{Schema: schemas[0], Device: 0, From: 0, To: time.Now().UnixNano()}, {Schema: schemas[1], Device: 0, From: 0, To: time.Now().UnixNano()}}
+	out := []*sources.Table{sources.NewTable(schemas[0]), sources.NewTable(schemas[1])}
+	err := s.ReadSeries(context.Background(), qs, out)
+	if err == nil || !strings.Contains(err.Error(), "does not answer InfluxQL as InfluxDB does") || !strings.Contains(err.Error(), "product=") {
+		t.Fatalf("ReadSeries from VictoriaMetrics as InfluxDB: %v, want an error saying the server does not answer InfluxQL, naming product=", err)
+	}
+}
