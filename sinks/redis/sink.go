@@ -102,10 +102,8 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 		return nil, fmt.Errorf("BUG: redis sink: data type %q", dt)
 	}
 	prefix := o.Shape.KeyPrefix
-	if o.Shape.Scans && !cfg.Index {
-		// Scans walk the index: without it each would find nothing, and
-		// count as an operation done.
-		return nil, errors.New("index=false, but the workload scans (its WORKLOAD has scan), and scans walk the index: leave index= out, or choose a WORKLOAD without scans")
+	if err := checkIndex(cfg, o.Shape); err != nil {
+		return nil, err
 	}
 	if cfg.Cleanup && prefix == "" {
 		return nil, errors.New("cleanup=true needs a KEY_PREFIX, so it deletes only this workload's keys")

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -250,6 +251,26 @@ func Check(u *url.URL, _ sources.Kind) error {
 	}
 	_, err = c.tlsConfig()
 	return err
+}
+
+// CheckShape refuses, without I/O, a record shape the URL cannot serve:
+// a workload that scans, with index=false.
+func CheckShape(u *url.URL, _ sources.Kind, shape sources.KVShape) error {
+	c, err := ParseURL(u)
+	if err != nil {
+		return err
+	}
+	return checkIndex(c, shape)
+}
+
+// checkIndex refuses index=false for a workload that scans: scans walk
+// the index, and without it each would find nothing and count as an
+// operation done.
+func checkIndex(c Config, shape sources.KVShape) error {
+	if shape.Scans && !c.Index {
+		return errors.New("index=false, but the workload scans (its WORKLOAD has scan), and scans walk the index: leave index= out, or choose a WORKLOAD without scans")
+	}
+	return nil
 }
 
 // tlsConfig is the client's TLS configuration (nil without TLS), with

@@ -115,7 +115,7 @@ func FuzzParseURL(f *testing.F) {
 }
 
 // A workload that scans cannot do without the scan index: index=false
-// with it is refused at open, naming both; without scans, or with the
+// with it is refused at open and by the configuration check, naming both; without scans, or with the
 // index, the sink opens. Bug caught: every scan found nothing and counted
 // as done (2,997 scans acknowledged, errors: none).
 func TestScansNeedTheIndex(t *testing.T) {
@@ -138,6 +138,10 @@ func TestScansNeedTheIndex(t *testing.T) {
 		}
 		if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "index=false, but the workload scans") {
 			t.Errorf("Open(%s) with scans %v: %v, want ok %v", tc.raw, tc.scans, err, tc.ok)
+		}
+		// config --check says the same, without I/O.
+		if err := CheckShape(u, sources.KV, sources.KVShape{DataType: sources.DataTypeHash, Scans: tc.scans}); (err == nil) != tc.ok {
+			t.Errorf("CheckShape(%s) with scans %v: %v, want ok %v", tc.raw, tc.scans, err, tc.ok)
 		}
 	}
 }

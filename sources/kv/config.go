@@ -34,7 +34,7 @@ type Config struct {
 // configuration can show it to the sink (sources.Shaped).
 func (c Config) Shape() sources.KVShape {
 	dt, _ := sources.ParseDataType(string(c.DataType))
-	return sources.KVShape{DataType: dt, KeyPrefix: c.KeyPrefix}
+	return sources.KVShape{DataType: dt, KeyPrefix: c.KeyPrefix, Scans: c.Workload.Has(sources.OpScan)}
 }
 
 // Limits that keep one record and one batch's arenas within the batch's

@@ -32,7 +32,8 @@ func All() *config.Plugins {
 	r.Add(sinks.Entry{Schemes: []string{"influx", "influxs", "influx1"}, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: influx.Open, Check: influx.Check, Params: &influx.Params})
 	r.Add(sinks.Entry{Schemes: remotewrite.Schemes, Kinds: []sources.Kind{sources.Series, sources.Queries}, Open: remotewrite.Open, Check: remotewrite.Check,
 		CheckQueries: remotewrite.CheckQueries, Params: &remotewrite.Params})
-	r.Add(sinks.Entry{Schemes: redis.Schemes, Kinds: []sources.Kind{sources.KV}, Open: openRedis, Check: redis.Check, Params: &redis.Params})
+	r.Add(sinks.Entry{Schemes: redis.Schemes, Kinds: []sources.Kind{sources.KV}, Open: openRedis, Check: redis.Check, CheckShape: redis.CheckShape,
+		Params: &redis.Params})
 
 	srcs := sources.NewRegistry()
 	srcs.Add(sources.Register(sources.Spec[iot.Config]{
