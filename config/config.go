@@ -358,6 +358,7 @@ func (c *Config) Validate(p *Plugins) error {
 		}
 		errs = append(errs, w.validateThresholds(kind, e != nil, c.Duration)...)
 	}
+	errs = append(errs, c.checkSharedKeys()...)
 	return errors.Join(errs...)
 }
 

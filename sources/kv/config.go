@@ -37,6 +37,15 @@ func (c Config) Shape() sources.KVShape {
 	return sources.KVShape{DataType: dt, KeyPrefix: c.KeyPrefix, Scans: c.Workload.Has(sources.OpScan)}
 }
 
+// KeySpace is where the records live and what they are, for the check
+// that two workloads on one target do not write each other's keys: the
+// key prefix, the records' shape, and whether the workload inserts new
+// records beyond those it loads.
+func (c Config) KeySpace() (prefix, records string, inserts bool) {
+	return c.KeyPrefix, fmt.Sprintf("DATA_TYPE=%s FIELDS=%d FIELD_LENGTH=%d", c.Shape().DataType, c.Fields, c.FieldLength),
+		c.Workload.Has(sources.OpInsert) && c.Workload.Name != "load"
+}
+
 // Limits that keep one record and one batch's arenas within the batch's
 // uint32 offsets and field index int16.
 const (
