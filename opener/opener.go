@@ -120,7 +120,7 @@ func checkResolution(w *config.Workload, src sources.Source, sink sinks.Sink) er
 	}
 	p := config.Prefix(w.Name)
 	return &settings.Error{Key: p + "INTERVAL", Err: fmt.Errorf(
-		"%s is finer than the times the target %s keeps (%s): a device's readings would share a time and the target would keep one of them, though it acknowledged every one; set %sINTERVAL to %s or more, or have the target keep finer times (influx: precision=)",
+		"%s is finer than the times the target %s keeps (%s): a device's readings would share a time and the target would keep one of them, though it acknowledged every one; set %sINTERVAL to %s or more, or have the target keep finer times (influx and file: precision=)",
 		iv, w.Sink.Redacted, res, p, res)}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"os"
 	"os/exec"
@@ -573,6 +574,34 @@ func TestFileTargetThatCannotBeOpened(t *testing.T) {
 	if code != cli.ExitConfig || !strings.Contains(errs, "cannot open "+path) || !strings.Contains(errs, "no such file or directory") ||
 		strings.Contains(errs, "schema") || strings.Contains(errs, "credentials") {
 		t.Errorf("exit %d, want 2 and cannot open %s: no such file or directory; stdout %q stderr:\n%s", code, path, out, errs)
+	}
+}
+
+// A file target writing line protocol at precision=s cannot hold two
+// readings of a device 500 ms apart: they would be written at one second,
+// and a loader (influx -import, tsbs_load_influx) keeps one of them. The
+// run is refused naming SOAKD_W_INTERVAL, before the file is created;
+// csv, whose times are RFC 3339 nanoseconds, takes the same INTERVAL.
+func TestFileTargetIntervalFinerThanPrecision(t *testing.T) {
+	dir := t.TempDir()
+	lp := filepath.Join(dir, "out.lp")
+	env := map[string]string{"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "devops", "SOAKD_LISTEN": "off",
+		"SOAKD_W_INTERVAL": "500ms", "SOAKD_W_SCALE": "2", "SOAKD_W_START": "2026-01-01T00:00:00Z", "SOAKD_W_END": "+5s", "SOAKD_W_RATE": "max"}
+	env["SOAKD_W_TARGET"] = "file://" + lp + "?precision=s"
+	code, _, errs := run(t, env)
+	if code != cli.ExitConfig || !strings.Contains(errs, "SOAKD_W_INTERVAL: 500ms is finer than") || !strings.Contains(errs, "(1s)") {
+		t.Errorf("INTERVAL=500ms into precision=s: exit %d, want 2 naming SOAKD_W_INTERVAL and 1s; stderr:\n%s", code, errs)
+	}
+	if _, err := os.Stat(lp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused run left %s (%v)", lp, err)
+	}
+	env["SOAKD_W_TARGET"] = "file://" + filepath.Join(dir, "out.csv") + "?format=csv"
+	if code, _, errs := run(t, env); code != 0 {
+		t.Errorf("INTERVAL=500ms into csv: exit %d, want 0; stderr:\n%s", code, errs)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "out.csv"))
+	if err != nil || bytes.Count(b, []byte("\n")) != 1+2*10 {
+		t.Errorf("csv of 2 hosts over 5 s every 500 ms: %d lines (%v), want a header and 20 rows", bytes.Count(b, []byte("\n")), err)
 	}
 }
 

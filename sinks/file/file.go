@@ -26,6 +26,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/lineproto"
@@ -136,6 +137,10 @@ type encState struct {
 
 // Stdout is where "-" writes; tests replace it.
 var Stdout io.Writer = os.Stdout
+
+// Resolution is the unit of the times the sink writes (see
+// Format.Resolution): opening a workload refuses an INTERVAL finer than it.
+func (s *Sink) Resolution() time.Duration { return s.cfg.Format.Resolution(s.cfg.Precision) }
 
 // Prepare creates the file(s), writing CSV headers.
 func (s *Sink) Prepare(context.Context) error {

@@ -45,6 +45,17 @@ func (f Format) String() string { return [...]string{"influx", "csv", "pgcopy"}[
 // Ext is the usual file name extension of the format.
 func (f Format) Ext() string { return [...]string{".influx", ".csv", ".pgcopy"}[f] }
 
+// Resolution is the unit of the times the format writes with precision
+// p: line protocol's precision, CSV's and COPY's RFC 3339 nanoseconds.
+// Two readings of a device closer than it are written at one time, and a
+// loader keeps one of them.
+func (f Format) Resolution(p lineproto.Precision) time.Duration {
+	if f == Influx {
+		return p.Duration()
+	}
+	return time.Nanosecond
+}
+
 // PerTable reports whether the format holds one table per file: CSV and
 // COPY data have one set of columns, so a source with several
 // measurements writes one file per measurement.

@@ -45,7 +45,7 @@ func (s *Sink) Readable() error {
 }
 
 // Resolution is the precision rows are written with.
-func (s *Sink) Resolution() time.Duration { return precisionDuration(s.cfg.Precision) }
+func (s *Sink) Resolution() time.Duration { return s.cfg.Precision.Duration() }
 
 // database is where InfluxQL finds the rows: db= and rp= (v1), or the
 // bucket as DB/RP (v2).

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 	"github.com/klauspost/compress/gzip"
@@ -183,25 +182,13 @@ func New(cfg Config, o sinks.Options) *Sink {
 	opts := influxdb2.DefaultOptions().
 		SetHTTPClient(s.hc).
 		SetApplicationName(userAgent).
-		SetPrecision(precisionDuration(cfg.Precision)).
+		SetPrecision(cfg.Precision.Duration()).
 		SetLogLevel(0) // errors only; the sink logs what matters itself
 	s.client = influxdb2.NewClientWithOptions(cfg.baseURL(), strings.TrimPrefix(s.auth, "Token "), opts)
 	// The client's write URL: API URL + write?org=&bucket=&precision=.
 	q := url.Values{"org": {cfg.Org}, "bucket": {cfg.Bucket}, "precision": {cfg.Precision.String()}}
 	s.v2WriteURL = s.client.HTTPService().ServerAPIURL() + "write?" + q.Encode()
 	return s
-}
-
-func precisionDuration(p lineproto.Precision) time.Duration {
-	switch p {
-	case lineproto.Microsecond:
-		return time.Microsecond
-	case lineproto.Millisecond:
-		return time.Millisecond
-	case lineproto.Second:
-		return time.Second
-	}
-	return time.Nanosecond
 }
 
 func (s *Sink) newState() *state {

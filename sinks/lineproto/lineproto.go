@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/soakd/soakd/sinks/devcache"
@@ -55,6 +56,12 @@ func ParsePrecision(s string) (Precision, error) {
 // String returns the name InfluxDB's /write API takes.
 func (p Precision) String() string {
 	return [...]string{"ns", "us", "ms", "s"}[p]
+}
+
+// Duration is the unit of the timestamps written: two times closer than it
+// are written as one.
+func (p Precision) Duration() time.Duration {
+	return time.Duration(p.divisor())
 }
 
 func (p Precision) divisor() int64 {

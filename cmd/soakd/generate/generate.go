@@ -301,6 +301,14 @@ func (st *setup) load(c settings.CommandLine) (*job, error) {
 		check(err)
 		return nil, errors.Join(errs...)
 	}
+	if sp, ok := j.src.(sources.Spaced); ok {
+		// As at opening a workload's sink (opener.checkResolution): a
+		// loader would keep one of a device's readings at each time.
+		if iv, res := sp.Interval(), j.format.Resolution(j.precision); iv < res {
+			return nil, cfgErr("INTERVAL", "%s is finer than the times format %s keeps at precision %s (%s): a device's readings would share a time and a loader would keep one of them; set %sINTERVAL to %s or more, or a finer %sPRECISION",
+				iv, j.format, j.precision, res, prefix, res, prefix)
+		}
+	}
 	sized, ok := j.src.(sources.Sized)
 	if !ok {
 		return nil, fmt.Errorf("BUG: source %s passed its finite check but has no known number of rows", st.source)

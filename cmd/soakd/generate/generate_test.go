@@ -59,6 +59,8 @@ func TestBadSettingsExit2(t *testing.T) {
 		{nil, []string{"--quiet=maybe"}, []string{"SOAKD_GEN_QUIET: "}},
 		{nil, []string{"--shard", "3/2"}, []string{"SOAKD_GEN_SHARD: "}},
 		{nil, []string{"--interval", "10s", "--offline", "0.1:1s"}, []string{"SOAKD_GEN_OFFLINE: "}},
+		{nil, []string{"--precision", "s", "--interval", "500ms", "--end", "+2s"}, []string{"SOAKD_GEN_INTERVAL: 500ms is finer than the times format influx keeps at precision s (1s)"}},
+		{nil, []string{"--precision", "ms", "--interval", "100us", "--end", "+2ms"}, []string{"SOAKD_GEN_INTERVAL: "}},
 		{nil, []string{"--no-such-flag", "1"}, []string{"unknown flag --no-such-flag"}},
 		{nil, []string{"--rate", "5"}, []string{"unknown flag --rate"}}, // a run's setting, not a data set's
 		{nil, []string{"--source", "seq", "--scale", "5"}, []string{"unknown flag --scale", "SOAKD_GEN_ROWS: "}},
