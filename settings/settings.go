@@ -14,7 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caarlos0/env/v11"
 )
@@ -112,7 +114,11 @@ func nameErrors(err error, v any, prefix string, environ map[string]string) []er
 			if key == "" {
 				key = prefix + pe.Name
 			}
-			out = append(out, &Error{Key: key, Err: pe.Err})
+			err := pe.Err
+			if v, set := environ[key]; set {
+				err = plainError(pe.Type, v, err)
+			}
+			out = append(out, &Error{Key: key, Err: err})
 		case errors.As(e, &fe):
 			out = append(out, &Error{Key: fe.Key, Err: fmt.Errorf("cannot read file %q: %w", fe.Filename, fe.Err)})
 		default:
@@ -120,6 +126,25 @@ func nameErrors(err error, v any, prefix string, environ map[string]string) []er
 		}
 	}
 	return out
+}
+
+// plainError says what a value of type t looks like where the parser's
+// own error (strconv's "parsing "x": invalid syntax", time's "missing unit
+// in duration") names a Go function, not the setting's grammar.
+func plainError(t reflect.Type, v string, err error) error {
+	var num *strconv.NumError
+	switch {
+	case t == reflect.TypeOf(time.Duration(0)):
+		return fmt.Errorf("%q is not a duration (want a number with a unit: 500ms, 10s, 1m30s, 2h)", v)
+	case t.Kind() == reflect.Bool && errors.As(err, &num):
+		return fmt.Errorf("%q is not a boolean (want true or false, 1 or 0)", v)
+	case (t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32) && errors.As(err, &num):
+		if errors.Is(num.Err, strconv.ErrRange) {
+			return fmt.Errorf("%q is out of range", v)
+		}
+		return fmt.Errorf("%q is not a number (want e.g. 0.5, 10 or 1e-3)", v)
+	}
+	return err
 }
 
 // flagName turns SOAKD_IOT_BATCH_SIZE into iot-batch-size.

@@ -40,3 +40,33 @@ func TestParse(t *testing.T) {
 		t.Errorf("Of:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A value a duration, boolean or number setting cannot parse is named with
+// what the setting takes, not with the Go parser that refused it
+// (strconv.ParseFloat: parsing "x": invalid syntax).
+func TestParseErrorsSayWhatTheSettingTakes(t *testing.T) {
+	t.Parallel()
+	type opts struct {
+		Every time.Duration `env:"EVERY" help:"period"`
+		Quiet bool          `env:"QUIET" help:"no output"`
+		Share float64       `env:"SHARE" help:"fraction"`
+	}
+	var o opts
+	err := Parse(&o, map[string]string{"SOAKD_X_EVERY": "5", "SOAKD_X_QUIET": "maybe", "SOAKD_X_SHARE": "half"}, "SOAKD_X_")
+	for _, want := range []string{
+		`SOAKD_X_EVERY: "5" is not a duration (want a number with a unit: 500ms, 10s, 1m30s, 2h)`,
+		`SOAKD_X_QUIET: "maybe" is not a boolean (want true or false, 1 or 0)`,
+		`SOAKD_X_SHARE: "half" is not a number (want e.g. 0.5, 10 or 1e-3)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v\nwant %s", err, want)
+		}
+	}
+	if err != nil && (strings.Contains(err.Error(), "strconv") || strings.Contains(err.Error(), "time:")) {
+		t.Errorf("error names the Go parser: %v", err)
+	}
+	err = Parse(&o, map[string]string{"SOAKD_X_SHARE": "1e999"}, "SOAKD_X_")
+	if err == nil || !strings.Contains(err.Error(), `SOAKD_X_SHARE: "1e999" is out of range`) {
+		t.Errorf("SHARE=1e999: %v", err)
+	}
+}
