@@ -297,6 +297,11 @@ func nameParams(p *urlparam.Query, c *Config) {
 		case !p.Given("schema"):
 		case strings.HasPrefix(strings.ToLower(s), "pg_"):
 			p.Addf("schema %q: names starting with pg_ are reserved for the system", s)
+		case s == "information_schema":
+			// A superuser may create tables there, among the SQL standard's
+			// views of the catalog. Quoted, as soakd writes it, another case
+			// ("Information_Schema") is another schema.
+			p.Addf("schema %q: the system's schema of catalog views; give a schema of your own", s)
 		default:
 			c.Schema = s
 		}

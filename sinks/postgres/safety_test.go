@@ -96,6 +96,7 @@ func TestSchemaParams(t *testing.T) {
 	for _, tc := range []struct{ raw, want string }{
 		{"postgres://h/db?schema=", "schema"},
 		{"postgres://h/db?schema=pg_catalog", "reserved"},
+		{"postgres://h/db?schema=information_schema", "catalog views"},
 		{"postgres://h/db?schema=" + strings.Repeat("s", 64), "schema"},
 		{"postgres://h/db?dialect=kwdb&schema=x", "ts_database"},
 		{"postgres://h/db?table_prefix=", "table_prefix"},
