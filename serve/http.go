@@ -88,7 +88,11 @@ func (a *httpAPI) handler(reg *prometheus.Registry, ui http.Handler) http.Handle
 	}
 	if a.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		// Not pprof.Cmdline: soakd's flags hold secrets (--control-token,
+		// a target URL's password) and pprof takes no token.
+		mux.HandleFunc("/debug/pprof/cmdline", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "soakd's command line may hold secrets and is not served; soakd config lists the settings with secrets hidden", http.StatusForbidden)
+		})
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

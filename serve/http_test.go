@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -471,5 +472,26 @@ func TestControlRefusesRepeatedParameters(t *testing.T) {
 		if w.State != "running" || w.TargetRate != 100 {
 			t.Errorf("%s is %s at %v/s after the refused changes; want running at 100/s", name, w.State, w.TargetRate)
 		}
+	}
+}
+
+// With SOAKD_PPROF, /debug/pprof serves profiles but not the command
+// line, whose flags may hold the control token and a target's password:
+// pprof takes no token. It answered them to anyone.
+func TestPprofKeepsTheCommandLine(t *testing.T) {
+	t.Parallel()
+	env := enginetest.Env("SOAKD_WORKLOADS", "seq")
+	env["SOAKD_PPROF"] = "true"
+	cfg := enginetest.Load(t, env, enginetest.Plugins())
+	h := New(Options{Config: cfg, Registry: prometheus.NewRegistry()}).Handler()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/debug/pprof/cmdline", nil))
+	if rec.Code != http.StatusForbidden || strings.Contains(rec.Body.String(), os.Args[0]) {
+		t.Errorf("/debug/pprof/cmdline: %d %q; want 403 without the command line", rec.Code, rec.Body.String())
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/debug/pprof/goroutine?debug=1", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "goroutine profile:") {
+		t.Errorf("/debug/pprof/goroutine: %d, want the profile", rec.Code)
 	}
 }
