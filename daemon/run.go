@@ -117,6 +117,9 @@ func Run(ctx context.Context, cfg *config.Config, d Deps) (*report.Summary, erro
 				return
 			}
 		}
+		for _, w := range wls {
+			w.stopping.Store(true)
+		}
 		if ctx.Err() != nil {
 			stoppedAt.Store(time.Now().UnixNano())
 			log.Info("stopping: no new work is scheduled; writes in flight may finish", zap.Duration("shutdown_grace", cfg.ShutdownGrace))

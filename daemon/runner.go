@@ -46,6 +46,7 @@ type runner struct {
 	pending  atomic.Int64                // due (ns since origin) of the ticket the scheduler waits to enqueue; -1 = none
 	dropOnce sync.Once
 	finished atomic.Bool
+	stopping atomic.Bool // the run stopped scheduling (a signal, SOAKD_DURATION) and drains
 
 	cur      atomic.Pointer[phaseStats] // the phase running now
 	phasesMu sync.Mutex

@@ -37,7 +37,8 @@ func (h *Handle) Lag() time.Duration { return h.w.lagNow() }
 func (h *Handle) BatchSize() int { return h.w.batchSize }
 
 // State is the workload's state as /status names it: starting, running,
-// paused or done.
+// paused, stopping (the run stopped scheduling and drains its writes in
+// flight) or done.
 func (h *Handle) State() string { return h.w.state() }
 
 // Waiting is what the workload waits for while starting, as /status
@@ -83,6 +84,9 @@ func (w *workload) state() string {
 	switch {
 	case w.finished.Load():
 		return "done"
+	case w.stopping.Load():
+		// No new work is scheduled; writes in flight may finish.
+		return "stopping"
 	case !w.started():
 		return "starting"
 	case w.sched.Load().paused:

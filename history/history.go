@@ -465,7 +465,7 @@ type Workload struct {
 	Unit    string `json:"unit"`
 	Workers int    `json:"workers"`
 	Batch   int    `json:"batch"`
-	State   string `json:"state"` // starting, running, paused, done
+	State   string `json:"state"` // starting, running, paused, stopping, done
 	// Waiting is what the workload waits for while starting, as in
 	// /status.
 	Waiting *report.StatusWaiting `json:"waiting,omitempty"`

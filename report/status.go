@@ -17,7 +17,7 @@ type StatusWorkload struct {
 	Source     string  `json:"source"`
 	Target     string  `json:"target"`
 	Phase      string  `json:"phase"`
-	State      string  `json:"state"` // starting, running, paused, done
+	State      string  `json:"state"` // starting, running, paused, stopping, done
 	Rate       string  `json:"rate"`
 	TargetRate float64 `json:"target_rate"`
 	Achieved   float64 `json:"achieved_rate"` // over the last 10 s

@@ -190,11 +190,17 @@ func consoleURL(scheme string, addr net.Addr) string {
 }
 
 // readyz is 200 when every workload's target is prepared and answers;
-// otherwise 503 with, per workload not ready, why: the target (secrets
+// 503 once soakd is stopping; otherwise 503 with, per workload not ready, why: the target (secrets
 // redacted), the setup step waited for, the last error and the next retry.
 func (a *httpAPI) readyz(w http.ResponseWriter, _ *http.Request) {
 	var notReady []string
 	for _, wl := range a.workloads() {
+		if wl.State() == "stopping" {
+			// A terminating pod takes no more traffic: its target's
+			// readiness is no longer checked (pingLoop has ended).
+			http.Error(w, "not ready: soakd is stopping", http.StatusServiceUnavailable)
+			return
+		}
 		if msg := wl.NotReady(); msg != "" {
 			notReady = append(notReady, msg)
 		}
@@ -336,7 +342,11 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 	// Every workload named must be able to take the change before any
 	// does: workload=all answered 409 after changing the first ones.
 	for _, wl := range targets {
-		if st := wl.State(); st == "done" || st == "starting" {
+		switch wl.State() {
+		case "stopping":
+			http.Error(w, "soakd is stopping: no new work is scheduled; nothing was changed", http.StatusConflict)
+			return
+		case "done", "starting":
 			http.Error(w, wl.Name()+": workload is not running; nothing was changed", http.StatusConflict)
 			return
 		}

@@ -495,3 +495,88 @@ func TestPprofKeepsTheCommandLine(t *testing.T) {
 		t.Errorf("/debug/pprof/goroutine: %d, want the profile", rec.Code)
 	}
 }
+
+// From the stop (a signal, SOAKD_DURATION) until the writes in flight end,
+// soakd schedules nothing, and says so: /status's state is stopping with
+// target rate 0, soakd_target_rate is 0, /readyz is 503 (a terminating
+// pod takes no traffic) and /control answers 409 at once. Each said the
+// run was live: state running at rate 20, ready, and a pause that waited
+// 5 s to answer "context deadline exceeded". A workload that ended at its
+// DURATION while another runs has soakd_target_rate 0 too, not its last
+// rate.
+func TestStoppingSaysSo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := enginetest.Plugins()
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "slow,short",
+			"SOAKD_SLOW_SOURCE", "seq", "SOAKD_SLOW_TARGET", "null://?latency=20s", "SOAKD_SLOW_RATE", "20", "SOAKD_SLOW_BATCH_SIZE", "10",
+			"SOAKD_SHORT_SOURCE", "seq", "SOAKD_SHORT_TARGET", "null://?latency=1ms", "SOAKD_SHORT_RATE", "200", "SOAKD_SHORT_DURATION", "2s",
+			"SOAKD_SHUTDOWN_GRACE", "60s", "SOAKD_CONTROL_TOKEN", "tok"), p)
+		var h http.Handler
+		open := make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			api := New(Options{Config: cfg, Registry: prometheus.NewRegistry()})
+			h = api.Handler()
+			_, _ = daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+				Observers: []daemon.Observer{api, startedObserver(func() { close(open) })}})
+		}()
+		<-open
+		do := func(method, path string) (int, string) {
+			req := httptest.NewRequest(method, path, nil)
+			req.Header.Set("Authorization", "Bearer tok")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec.Code, rec.Body.String()
+		}
+		state := func() map[string]report.StatusWorkload {
+			_, body := do("GET", "/status")
+			var st report.Status
+			if err := json.Unmarshal([]byte(body), &st); err != nil {
+				t.Fatal(err)
+			}
+			m := map[string]report.StatusWorkload{}
+			for _, w := range st.Workloads {
+				m[w.Name] = w
+			}
+			return m
+		}
+		rateMetric := func(w string) string {
+			_, body := do("GET", "/metrics")
+			for line := range strings.Lines(body) {
+				if strings.HasPrefix(line, `soakd_target_rate{workload="`+w+`"} `) {
+					return strings.TrimSpace(strings.TrimPrefix(line, `soakd_target_rate{workload="`+w+`"} `))
+				}
+			}
+			return "absent"
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		st := state()
+		if st["slow"].State != "running" || st["short"].State != "done" || rateMetric("slow") != "20" || rateMetric("short") != "0" {
+			t.Errorf("before the stop: slow %s, short %s; soakd_target_rate slow %s short %s; want running and done, 20 and 0",
+				st["slow"].State, st["short"].State, rateMetric("slow"), rateMetric("short"))
+		}
+		if code, body := do("GET", "/readyz"); code != http.StatusOK {
+			t.Errorf("/readyz before the stop: %d %s", code, body)
+		}
+		cancel() // as SIGTERM does; slow's writes take 20 s
+		time.Sleep(time.Second)
+		synctest.Wait()
+		st = state()
+		if st["slow"].State != "stopping" || st["slow"].TargetRate != 0 || rateMetric("slow") != "0" {
+			t.Errorf("while draining: state %s, target_rate %v, soakd_target_rate %s; want stopping, 0, 0",
+				st["slow"].State, st["slow"].TargetRate, rateMetric("slow"))
+		}
+		if code, body := do("GET", "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "stopping") {
+			t.Errorf("/readyz while draining: %d %s; want 503 saying soakd is stopping", code, body)
+		}
+		start := time.Now()
+		if code, body := do("POST", "/control?workload=slow&action=pause"); code != http.StatusConflict || !strings.Contains(body, "soakd is stopping") ||
+			time.Since(start) != 0 {
+			t.Errorf("/control while draining: %d %q after %v; want 409 saying soakd is stopping, at once", code, body, time.Since(start))
+		}
+		<-done
+	})
+}
