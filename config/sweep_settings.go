@@ -74,6 +74,11 @@ func (c *Config) CheckSweep() error {
 	if sc.Duration < time.Second {
 		bad("DURATION", "%v: want at least 1s", sc.Duration)
 	}
+	if c.MaxRate > 0 && !sc.Grid.Has("RATE") {
+		// Each point runs closed loop (RATE=max), which a cap cannot
+		// bound, as a run's RATE=max is refused under it.
+		errs = append(errs, cfgErr(EnvPrefix+"MAX_RATE", "%g caps every rate, and a sweep runs each point closed loop; sweep rates instead (SOAKD_SWEEP_GRID=RATE=1000,5000 ...), or unset SOAKD_MAX_RATE", c.MaxRate))
+	}
 	if sc.Out == "" {
 		bad("OUT", "must name where the report goes")
 	} else if dir, ok := outDir(sc.Out); !ok {
@@ -180,6 +185,11 @@ func (g Grid) String() string {
 		s[i] = a.Name + "=" + strings.Join(a.Values, sep)
 	}
 	return strings.Join(s, " ")
+}
+
+// Has reports whether the grid has an axis named name (RATE).
+func (g Grid) Has(name string) bool {
+	return slices.ContainsFunc(g, func(a GridAxis) bool { return a.Name == name })
 }
 
 // Points is the number of points of the grid.

@@ -202,3 +202,18 @@ func TestReportOutDirChecked(t *testing.T) {
 		}
 	}
 }
+
+// SOAKD_MAX_RATE caps every rate, and a sweep without a RATE axis runs
+// each point closed loop: refused, naming SOAKD_MAX_RATE, as a run's
+// RATE=max is. It ran 186,113 rows/s under a cap of 1,000. With a RATE
+// axis the points' rates are checked against the cap as a run's are.
+func TestSweepUnderMaxRate(t *testing.T) {
+	cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_MAX_RATE", "1000", "SOAKD_SEQ_RATE", "500", "SOAKD_SWEEP_WORKERS", "2"), testPlugins())
+	if err := cfg.CheckSweep(); err == nil || !strings.Contains(err.Error(), "SOAKD_MAX_RATE: 1000 caps every rate, and a sweep runs each point closed loop") {
+		t.Errorf("closed-loop sweep under SOAKD_MAX_RATE: %v", err)
+	}
+	cfg = loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_MAX_RATE", "1000", "SOAKD_SEQ_RATE", "500", "SOAKD_SWEEP_GRID", "RATE=500,900"), testPlugins())
+	if err := cfg.CheckSweep(); err != nil {
+		t.Errorf("a RATE axis under SOAKD_MAX_RATE: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ package sweep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -203,6 +204,13 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 		return nil, err
 	}
 	sc := cfg.Sweep
+	if cfg.Duration > 0 {
+		// SOAKD_DURATION bounds the process, as in a run or a capacity
+		// search: each point's own run is bounded by SWEEP_DURATION.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, cfg.Duration, errDuration)
+		defer cancel()
+	}
 	orig := sc.Swept(cfg)
 	e := d.Plugins.Sources.Lookup(orig.Source)
 	kv := e != nil && e.Kind != sources.Series // KV and queries: PIPELINE units per batch
@@ -358,9 +366,15 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 	res.Outcome = "done"
 	if ctx.Err() != nil {
 		res.Outcome = "stopped before every point ran"
+		if context.Cause(ctx) == errDuration {
+			res.Outcome += fmt.Sprintf(" (%sDURATION=%s passed)", config.EnvPrefix, cfg.Duration)
+		}
 	}
 	return res, nil
 }
+
+// errDuration ends a sweep at SOAKD_DURATION.
+var errDuration = errors.New("SOAKD_DURATION passed")
 
 // plan builds every point to run, in order: WORKERS × BATCH_SIZE
 // (PIPELINE), batch varying slowest, or SOAKD_SWEEP_GRID's points, each

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -176,6 +177,29 @@ func TestSweepThresholdCutsRunsShort(t *testing.T) {
 			if !strings.Contains(md, want) {
 				t.Errorf("markdown without %q:\n%s", want, md)
 			}
+		}
+	})
+}
+
+// SOAKD_DURATION bounds a sweep as it bounds a run: 2 points × 2 runs of
+// 2 s stop at 3 s, the report saying so. Each run's own DURATION was set
+// to 0, and the sweep ran all 8 s.
+func TestSweepStopsAtSoakdDuration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := enginetest.Plugins()
+		env := enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=1ms", "SOAKD_DURATION", "3s",
+			"SOAKD_SWEEP_WORKERS", "1,2", "SOAKD_SWEEP_BATCH", "10", "SOAKD_SWEEP_REPEATS", "2", "SOAKD_SWEEP_DURATION", "2s")
+		cfg := enginetest.Load(t, env, p)
+		start := time.Now()
+		res, err := Run(context.Background(), cfg, env, daemon.Deps{Logger: zap.NewNop(), Plugins: p}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > 3*time.Second+100*time.Millisecond {
+			t.Errorf("the sweep took %v, past SOAKD_DURATION=3s", took)
+		}
+		if res.Outcome != "stopped before every point ran (SOAKD_DURATION=3s passed)" || len(res.Points) != 1 {
+			t.Errorf("outcome %q, %d points; want stopped by SOAKD_DURATION after the first", res.Outcome, len(res.Points))
 		}
 	})
 }
