@@ -127,12 +127,17 @@ var (
 // each value a value of it, is checked when the points are built
 // (SweepPoints).
 func (g *Grid) UnmarshalText(b []byte) error {
+	// A grid that does not parse is left empty: its first axes alone
+	// would be checked as points and refused again.
 	*g = nil
+	var axes Grid
 	points := 1
 	for n, f := range strings.Fields(string(b)) {
 		name, list, ok := strings.Cut(f, "=")
 		if !ok || name == "" || list == "" {
-			return fmt.Errorf("%q: want axes NAME=v1,v2 separated by spaces, e.g. SCALE=1000,10000 COLUMNS=10,100", sinks.Redact(f))
+			// By its place, not its text: a word split off a value at a
+			// space may be part of a password.
+			return fmt.Errorf("axis %d is not NAME=v1,v2: want axes NAME=v1,v2 separated by spaces, e.g. SCALE=1000,10000 COLUMNS=10,100 (a value holds no space)", n+1)
 		}
 		if !wordName.MatchString(name) {
 			return fmt.Errorf("axis %d is not NAME=v1,v2: what comes before its = is no setting's name (axes are separated by spaces, a value holds none)", n+1)
@@ -143,7 +148,7 @@ func (g *Grid) UnmarshalText(b []byte) error {
 		if !gridName.MatchString(name) {
 			return fmt.Errorf("axis %q: a setting's name in upper case, letters, digits and _, e.g. BATCH_SIZE", name)
 		}
-		if slices.ContainsFunc(*g, func(a GridAxis) bool { return a.Name == name }) {
+		if slices.ContainsFunc(axes, func(a GridAxis) bool { return a.Name == name }) {
 			return fmt.Errorf("axis %s is given twice", name)
 		}
 		ax := GridAxis{Name: name}
@@ -164,8 +169,9 @@ func (g *Grid) UnmarshalText(b []byte) error {
 		if points > MaxGridPoints {
 			return fmt.Errorf("more than %d points: each is a run of SOAKD_SWEEP_DURATION at least", MaxGridPoints)
 		}
-		*g = append(*g, ax)
+		axes = append(axes, ax)
 	}
+	*g = axes
 	return nil
 }
 

@@ -203,6 +203,25 @@ func TestReportOutDirChecked(t *testing.T) {
 	}
 }
 
+// A grid whose value holds a space (an unencoded password) splits there:
+// the word after it is refused by its place, never quoted. It was
+// `"horse": want axes ...` out of postgres://bench:correct horse battery@db1.
+func TestGridSplitPasswordNotQuoted(t *testing.T) {
+	var g Grid
+	err := g.UnmarshalText([]byte("TARGET=postgres://bench:correct horse battery@db1:5432/bench,postgres://bench:x@db2/bench"))
+	if err == nil || !strings.Contains(err.Error(), "axis 2 is not NAME=v1,v2") {
+		t.Fatalf("error %v, want axis 2 named by its place", err)
+	}
+	for _, secret := range []string{"correct", "horse", "battery"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("error %q shows %q", err, secret)
+		}
+	}
+	if len(g) != 0 {
+		t.Errorf("a grid that does not parse kept %d axes, which were then checked as points", len(g))
+	}
+}
+
 // SOAKD_MAX_RATE caps every rate, and a sweep without a RATE axis runs
 // each point closed loop: refused, naming SOAKD_MAX_RATE, as a run's
 // RATE=max is. It ran 186,113 rows/s under a cap of 1,000. With a RATE
