@@ -156,9 +156,13 @@ func (cc *CapacityConfig) validate(c *Config) []error {
 		bad("WORKLOAD", "%q is not one of SOAKD_WORKLOADS (%s)", cc.Workload, strings.Join(c.Workloads, ", "))
 	}
 	if !(cc.Start > 0) || cc.Start > pace.MaxRate {
-		bad("START", "%g: want a rate above 0", cc.Start)
+		bad("START", "%g: want a rate above 0 and at most %g units/s", cc.Start, pace.MaxRate)
 	}
-	if cc.Max < cc.Start {
+	switch {
+	case !(cc.Max > 0) || cc.Max > pace.MaxRate:
+		// NaN passed the comparison below and searched "at NaN/s".
+		bad("MAX", "%g: want a rate above 0 and at most %g units/s", cc.Max, pace.MaxRate)
+	case cc.Max < cc.Start:
 		bad("MAX", "%g is below CAPACITY_START %g", cc.Max, cc.Start)
 	}
 	if c.MaxRate > 0 && cc.Start > c.MaxRate {

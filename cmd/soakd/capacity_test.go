@@ -147,6 +147,23 @@ func TestCapacityBadSettings(t *testing.T) {
 	}
 }
 
+// CAPACITY_MAX NaN, or above the highest rate a run takes, is refused
+// naming it: NaN passed the check against START, the search ran steps
+// "at NaN/s" and left its JSON report empty (NaN is no JSON number);
+// 1e12 searched at rates no run accepts.
+func TestCapacityMaxOutOfRange(t *testing.T) {
+	t.Parallel()
+	for _, max := range []string{"NaN", "1e12", "0", "-5"} {
+		// DURATION and OUT bound a search that would run, and where its
+		// report would go.
+		code, _, stderr := run(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_CAPACITY_MAX": max, "SOAKD_DURATION": "2s",
+			"SOAKD_CAPACITY_OUT": filepath.Join(t.TempDir(), "capacity")}, "capacity")
+		if code != cli.ExitConfig || !strings.Contains(stderr, "SOAKD_CAPACITY_MAX: ") || !strings.Contains(stderr, "at most 1e+09 units/s") {
+			t.Errorf("CAPACITY_MAX=%s: exit %d, want 2 naming SOAKD_CAPACITY_MAX and its range; stderr:\n%s", max, code, stderr)
+		}
+	}
+}
+
 // A step too small to climb to MAX (a millionth of START, or
 // x1.0000000001: days of steps, or none at all below the rate's
 // precision) is refused; 0.1 % of START is taken, and so is a smaller

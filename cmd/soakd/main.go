@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -509,16 +510,15 @@ func sweepCmd(ctx context.Context, args []string, environ map[string]string, std
 	return cli.ExitOK
 }
 
+// writeFile writes what write makes to path, or leaves path as it was
+// when write fails: a report that cannot be made is not left empty or
+// half written.
 func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return f.Close()
+	return os.WriteFile(path, b.Bytes(), 0o666)
 }
 
 func configCmd(args []string, environ map[string]string, stdout, stderr io.Writer) int {
