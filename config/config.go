@@ -171,12 +171,14 @@ func (w *Workload) Secret() (password, token string) {
 	return password, token
 }
 
-// EffectiveControlToken returns the control token (the file variant wins).
+// EffectiveControlToken returns the control token (the file variant
+// wins), without surrounding white space: HTTP drops it from the header
+// that carries the token, so a token ending in a space could never match.
 func (c *Config) EffectiveControlToken() string {
 	if c.ControlTokenFile != "" {
-		return strings.TrimRight(c.ControlTokenFile, "\r\n")
+		return strings.TrimSpace(c.ControlTokenFile)
 	}
-	return c.ControlToken
+	return strings.TrimSpace(c.ControlToken)
 }
 
 // cfgErr is a problem with the setting key.
@@ -197,6 +199,11 @@ func Load(environ map[string]string, srcs *sources.Registry) (*Config, error) {
 	var errs []error
 	cfg := &Config{}
 	errs = append(errs, settings.Problems(settings.Parse(cfg, environ, EnvPrefix))...)
+	if f := environ[EnvPrefix+"CONTROL_TOKEN_FILE"]; f != "" && strings.TrimSpace(cfg.ControlTokenFile) == "" {
+		// Blank, it disabled /control (or fell back to CONTROL_TOKEN
+		// when empty) without a word.
+		errs = append(errs, cfgErr(EnvPrefix+"CONTROL_TOKEN_FILE", "%s holds no token (it is empty or blank)", f))
+	}
 	seen := map[string]bool{}
 	for _, raw := range cfg.Workloads {
 		name := strings.TrimSpace(raw)

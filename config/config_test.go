@@ -147,6 +147,36 @@ func TestSecretsFromFiles(t *testing.T) {
 	}
 }
 
+// A control token file's surrounding white space is no part of the token
+// (HTTP drops it from the header that carries it: " tok \n" made every
+// request 401), and a blank or empty file is a configuration error naming
+// SOAKD_CONTROL_TOKEN_FILE: "\n" disabled /control though
+// SOAKD_CONTROL_TOKEN was set, an empty file fell back to it, both without
+// a word.
+func TestControlTokenFileBlank(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	p := testPlugins()
+	cfg := loadTest(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_CONTROL_TOKEN_FILE": write("spaced", " tok \r\n")}, p)
+	if got := cfg.EffectiveControlToken(); got != "tok" {
+		t.Errorf("token from \" tok \\r\\n\" = %q, want tok", got)
+	}
+	for _, text := range []string{"", "\n", " \t\r\n"} {
+		f := write("blank", text)
+		_, err := Load(map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_CONTROL_TOKEN_FILE": f, "SOAKD_CONTROL_TOKEN": "tok2"}, p.Sources)
+		if err == nil || !strings.Contains(err.Error(), "SOAKD_CONTROL_TOKEN_FILE: "+f+" holds no token") {
+			t.Errorf("token file %q: %v, want a configuration error naming SOAKD_CONTROL_TOKEN_FILE", text, err)
+		}
+	}
+}
+
 func TestSettingsAndUnknownVars(t *testing.T) {
 	t.Parallel()
 	p := testPlugins()

@@ -262,6 +262,10 @@ func (a *httpAPI) status(w http.ResponseWriter, _ *http.Request) {
 	_ = enc.Encode(st)
 }
 
+// ControlLogMessage is the message of the log line each /control change
+// writes, with its caller: the audit trail, which the log never samples.
+const ControlLogMessage = "control"
+
 // control changes a workload at run time:
 //
 //	POST /control?workload=iot&rate=5000        new rate profile, from now
@@ -312,7 +316,7 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 	case rate != "":
 		// In a query string + is a space: step:1000+500/30s sent
 		// unencoded arrives as "step:1000 500/30s".
-		if strings.HasPrefix(rate, "step:") {
+		if strings.HasPrefix(strings.ToLower(rate), "step:") { // pace.Parse takes any case
 			rate = strings.ReplaceAll(rate, " ", "+")
 		}
 		var err error
@@ -380,7 +384,7 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 		}
 		done = append(done, wl.Name())
 		a.metrics.controlled(wl, act)
-		a.log.Info("control", zap.String("workload", wl.Name()), zap.String("rate", rate), zap.String("action", action),
+		a.log.Info(ControlLogMessage, zap.String("workload", wl.Name()), zap.String("rate", rate), zap.String("action", action),
 			zap.String("from", r.RemoteAddr))
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -143,6 +143,10 @@ func TestHTTPEndpointsAndControl(t *testing.T) {
 	if c, b := post(t, base+"/control?rate=step:100+100/1s..1000", "s3cret-token"); c != 200 {
 		t.Fatalf("set a step rate with an unencoded +: %d %s", c, b)
 	}
+	// In any case, as the rate grammar takes it (STEP: was a 400).
+	if c, b := post(t, base+"/control?rate=STEP:100+100/1s..1000", "s3cret-token"); c != 200 {
+		t.Fatalf("set a STEP: rate with an unencoded +: %d %s", c, b)
+	}
 	if c, b := post(t, base+"/control?rate=1000", "s3cret-token"); c != 200 {
 		t.Fatalf("set rate: %d %s", c, b)
 	}

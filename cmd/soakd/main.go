@@ -641,6 +641,24 @@ func newLogger(cfg *config.Config, out io.Writer, tty bool) (*zap.Logger, error)
 		enc = zapcore.NewJSONEncoder(ec)
 	}
 	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(out)), lvl)
-	core = zapcore.NewSamplerWithOptions(core, 1e9, 20, 100)
-	return zap.New(core), nil
+	return zap.New(auditCore{Core: zapcore.NewSamplerWithOptions(core, 1e9, 20, 100), all: core}), nil
+}
+
+// auditCore samples every message (a flood of one error is cut to 20 a
+// second, then one in 100) but the audit trail of /control: every change
+// is logged with its caller, however many come in a second.
+type auditCore struct {
+	zapcore.Core              // sampled
+	all          zapcore.Core // not sampled
+}
+
+func (c auditCore) With(f []zapcore.Field) zapcore.Core {
+	return auditCore{Core: c.Core.With(f), all: c.all.With(f)}
+}
+
+func (c auditCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if e.Message == serve.ControlLogMessage {
+		return c.all.Check(e, ce)
+	}
+	return c.Core.Check(e, ce)
 }
