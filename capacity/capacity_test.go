@@ -139,7 +139,9 @@ func TestCapacityPartialOnStop(t *testing.T) {
 // median service time rose (even with every worker busy waiting on it),
 // soakd when its CPU was saturated, the workers when all were busy while
 // the service time stayed flat, and soakd when it sent late with workers
-// idle.
+// idle. A target that answered nothing while every worker waited on it
+// (it hangs, and TIMEOUT is longer than HOLD) is the target: it was
+// blamed on the workers, "raise SOAKD_KV_WORKERS".
 func TestCapacityDiagnose(t *testing.T) {
 	ms := func(v float64) float64 { return v / 1000 }
 	for _, tc := range []struct {
@@ -153,6 +155,8 @@ func TestCapacityDiagnose(t *testing.T) {
 			ms(11), report.LimitTarget, "median service time rose from 11.00ms to 120.00ms"},
 		{"target failing", Step{Response: report.Quantiles{Count: 1}, Service: report.Quantiles{Count: 1, P50: ms(10), P99: ms(12)}, ErrorRatio: 0.05, WorkersBusy: 1},
 			ms(10), report.LimitTarget, "failed 5%"},
+		{"target hanging", Step{Dispatch: report.Quantiles{P99: 0.3}, WorkersBusy: 1, CPU: 0.02},
+			ms(1), report.LimitTarget, "answered no write during the step"},
 		{"one busy worker", Step{Service: report.Quantiles{Count: 1, P50: ms(20), P99: ms(28)}, Dispatch: report.Quantiles{P99: 0.3}, WorkersBusy: 0.97, CPU: 0.05},
 			ms(20), report.LimitWorkers, "all 1 workers were busy 97%"},
 		{"soakd CPU", Step{Service: report.Quantiles{Count: 1, P50: ms(1), P99: ms(2)}, WorkersBusy: 0.9, CPU: 0.95},

@@ -163,6 +163,12 @@ func diagnose(st *Step, baseService float64, workers int, sloErrors config.Ratio
 	switch {
 	case st.ErrorRatio > 0 && st.Response.Count == 0:
 		return report.LimitTarget, "the target failed every request"
+	case st.Service.Count == 0 && st.Response.Count == 0 && st.WorkersBusy > 0:
+		// Writes sent and none answered, not even with an error (a
+		// target that hangs, TIMEOUT longer than HOLD): the workers were
+		// busy waiting on the target.
+		return report.LimitTarget, fmt.Sprintf("the target answered no write during the step while the workers waited on it (busy %.0f%% of the time)",
+			100*st.WorkersBusy)
 	case st.Service.Count > 0 && baseService > 0 && st.Service.P50 > serviceRise*baseService:
 		return report.LimitTarget, fmt.Sprintf("the target's median service time rose from %s to %s (p99 %s)",
 			pace.FormatSeconds(baseService), pace.FormatSeconds(st.Service.P50), pace.FormatSeconds(svc))
