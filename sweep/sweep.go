@@ -273,7 +273,7 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 			// Before the point's first run, whose reset only empties
 			// tables: one made for another shape goes.
 			if err := reshape(ctx, d.Plugins, &wc); err != nil {
-				return res, fmt.Errorf("sweep point %s: %w", label, err)
+				return res.failed(fmt.Errorf("sweep point %s: %w", label, err))
 			}
 		}
 		var p99s []float64
@@ -288,7 +288,7 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 			sum, err := daemon.Run(ctx, &one, dd)
 			if err != nil {
 				tw.stop()
-				return res, err
+				return res.failed(fmt.Errorf("sweep point %s: %w", label, err))
 			}
 			ws := sum.Workload(wc.Name, "run")
 			cut := ""
@@ -303,7 +303,7 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 					reason = ws.Failure.Reason
 				}
 				tw.stop()
-				return res, fmt.Errorf("sweep point %s: %s", label, reason)
+				return res.failed(fmt.Errorf("sweep point %s: %s", label, reason))
 			}
 			rate := ws.UnitRate
 			pt.Rates = append(pt.Rates, rate)
@@ -371,6 +371,16 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 		}
 	}
 	return res, nil
+}
+
+// failed ends a sweep that cannot go on: the points run so far are
+// ranked as in a whole sweep, and the report says it failed and why.
+// (It read as a whole sweep of fewer points, its JSON outcome empty.)
+func (r *Result) failed(err error) (*Result, error) {
+	r.mark()
+	r.USL = r.fitUSL()
+	r.Outcome = "failed: " + err.Error()
+	return r, err
 }
 
 // errDuration ends a sweep at SOAKD_DURATION.

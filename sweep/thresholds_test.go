@@ -203,3 +203,32 @@ func TestSweepStopsAtSoakdDuration(t *testing.T) {
 		}
 	})
 }
+
+// A sweep that cannot go on (a point whose every write failed) returns its
+// error with a report that says so: outcome "failed: ..." in the JSON and
+// "Partial: failed" in the markdown, the points run so far ranked. Both
+// read as a whole sweep of fewer points (an empty outcome, no best).
+func TestSweepFailedPointSaysSo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := enginetest.Plugins()
+		env := enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SWEEP_REPEATS", "1", "SOAKD_SWEEP_DURATION", "1s",
+			// Every write takes 1 ms: failing at once, closed loop, a
+			// worker would never let the fake clock advance.
+			"SOAKD_SWEEP_GRID", "TARGET=null://?latency=1ms|null://?latency=1ms&fail=1&fail_class=rejected")
+		cfg := enginetest.Load(t, env, p)
+		res, err := Run(context.Background(), cfg, env, daemon.Deps{Logger: zap.NewNop(), Plugins: p}, Options{})
+		if err == nil || res == nil {
+			t.Fatalf("Run = %v, %v; want the failed point's error and a result", res, err)
+		}
+		if !strings.HasPrefix(res.Outcome, "failed: sweep point TARGET=null://?latency=1ms&fail=1&fail_class=rejected: no write succeeded") ||
+			len(res.Points) != 1 || !res.Points[0].Best {
+			t.Errorf("outcome %q, %d points, first best %v; want failed naming the point, the first point ranked best",
+				res.Outcome, len(res.Points), len(res.Points) > 0 && res.Points[0].Best)
+		}
+		var md bytes.Buffer
+		res.WriteMarkdown(&md)
+		if !strings.Contains(md.String(), "**Partial: failed: sweep point") {
+			t.Errorf("markdown does not say the sweep failed:\n%s", md.String())
+		}
+	})
+}
