@@ -70,3 +70,27 @@ func TestParseErrorsSayWhatTheSettingTakes(t *testing.T) {
 		t.Errorf("SHARE=1e999: %v", err)
 	}
 }
+
+// A setting's name in lower case, or with - or . for _, is an unknown
+// variable with the setting it was meant to be as the hint: it was
+// ignored without a word (soakd_iot_rate=7 in an env file left the rate
+// at its default). Other variables are not soakd's.
+func TestMisspelledNamesAreUnknown(t *testing.T) {
+	t.Parallel()
+	known := []Setting{{Key: "SOAKD_IOT_RATE"}, {Key: "SOAKD_IOT_WORKERS"}}
+	env := map[string]string{"soakd_iot_rate": "7", "SOAKD-IOT-WORKERS": "3", "SOAKD.IOT.RATE": "5", "soakd_iot_rat": "1",
+		"SOAKD_IOT_RATE": "9", "HOME": "/", "path": "/bin", "soak-test": "x"}
+	unk := UnknownVars(env, known)
+	if strings.Join(unk, " ") != "SOAKD-IOT-WORKERS SOAKD.IOT.RATE soakd_iot_rat soakd_iot_rate" {
+		t.Fatalf("unknown %v", unk)
+	}
+	var got []string
+	for _, err := range UnknownVarErrors(unk, known, nil) {
+		got = append(got, err.Error())
+	}
+	for i, want := range []string{"SOAKD_IOT_WORKERS", "SOAKD_IOT_RATE", "SOAKD_IOT_RATE", "SOAKD_IOT_RATE"} {
+		if !strings.Contains(got[i], unk[i]+": unknown variable (did you mean "+want+"?)") {
+			t.Errorf("%s: %q, want a hint of %s", unk[i], got[i], want)
+		}
+	}
+}

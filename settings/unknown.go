@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // UnknownVars returns the SOAKD_* variables in environ that are no setting
@@ -19,6 +20,12 @@ func UnknownVars(environ map[string]string, settings []Setting) []string {
 	}
 	var out []string
 	for k := range environ {
+		// soakd_iot_rate or SOAKD-IOT-RATE is a setting misspelled, as
+		// SOAKD_IOT_RAT is: it was ignored without a word.
+		if n := normalName(k); n != k && strings.HasPrefix(n, EnvPrefix) {
+			out = append(out, k)
+			continue
+		}
 		if !strings.HasPrefix(k, EnvPrefix) || known[k] || slices.Contains(OtherVars, k) ||
 			strings.HasPrefix(k, EnvPrefix+"SERVICE_") || strings.HasPrefix(k, EnvPrefix+"PORT") {
 			continue
@@ -27,6 +34,17 @@ func UnknownVars(environ map[string]string, settings []Setting) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// normalName is k in upper case with - and . as _: the name of the
+// setting a variable so spelled was meant to be.
+func normalName(k string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '.' {
+			return '_'
+		}
+		return unicode.ToUpper(r)
+	}, k)
 }
 
 // AllowUnknownVar turns unknown SOAKD_* variables from errors back into
@@ -65,7 +83,10 @@ func UnknownVarErrors(unk []string, settings []Setting, hint func(key string) st
 	var errs []error
 	for _, k := range unk {
 		h := ""
-		if best, d := closestSetting(k, settings); best != "" && d <= MaxTypo(k) {
+		n := normalName(k)
+		if n != k && slices.ContainsFunc(settings, func(s Setting) bool { return s.Key == n }) {
+			h = " (did you mean " + n + "?)"
+		} else if best, d := closestSetting(n, settings); best != "" && d <= MaxTypo(n) {
 			h = " (did you mean " + best + "?)"
 		} else if hint != nil {
 			h = hint(k)
