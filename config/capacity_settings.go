@@ -179,8 +179,11 @@ func (cc *CapacityConfig) validate(c *Config) []error {
 	if cc.Hold < time.Second {
 		bad("HOLD", "%v: want at least 1s", cc.Hold)
 	}
-	if cc.Settle < 0 || cc.Warmup < 0 {
-		bad("SETTLE", "SETTLE and WARMUP must not be negative")
+	if cc.Settle < 0 {
+		bad("SETTLE", "%s must not be negative", cc.Settle)
+	}
+	if cc.Warmup < 0 {
+		bad("WARMUP", "%s must not be negative", cc.Warmup)
 	}
 	if cc.SLOP99 <= 0 {
 		bad("SLO_P99", "must be positive (e.g. 50ms)")
@@ -193,12 +196,26 @@ func (cc *CapacityConfig) validate(c *Config) []error {
 			bad("SLO_OP", "%q is not an op (write, read, update, insert, scan, rmw)", cc.SLOOp)
 		}
 	}
-	if cc.Out == "" {
-		bad("OUT", "must name where the report goes")
-	} else if dir, ok := outDir(cc.Out); !ok {
-		bad("OUT", "cannot write the report %s.md: its directory %s does not exist", cc.Out, dir)
+	if err := reportPrefix(cc.Out); err != nil {
+		bad("OUT", "%w", err)
 	}
 	return errs
+}
+
+// reportPrefix checks OUT, the prefix of a report's files (OUT.md,
+// OUT.csv, OUT-rate.svg, ...): a file name in a directory that exists.
+// "reports/" named hidden files reports/.md, reports/-batch.svg.
+func reportPrefix(out string) error {
+	switch {
+	case out == "":
+		return errors.New("must name where the report goes")
+	case strings.HasSuffix(out, "/") || filepath.Base(out) == "." || filepath.Base(out) == "..":
+		return fmt.Errorf("%s is a directory: give the report's file name too, e.g. %s", out, filepath.Join(out, "report"))
+	}
+	if dir, ok := outDir(out); !ok {
+		return fmt.Errorf("cannot write the report %s.md: its directory %s does not exist", out, dir)
+	}
+	return nil
 }
 
 // outDir is the directory a file written at the end (a summary, or a

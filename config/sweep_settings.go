@@ -79,10 +79,8 @@ func (c *Config) CheckSweep() error {
 		// bound, as a run's RATE=max is refused under it.
 		errs = append(errs, cfgErr(EnvPrefix+"MAX_RATE", "%g caps every rate, and a sweep runs each point closed loop; sweep rates instead (SOAKD_SWEEP_GRID=RATE=1000,5000 ...), or unset SOAKD_MAX_RATE", c.MaxRate))
 	}
-	if sc.Out == "" {
-		bad("OUT", "must name where the report goes")
-	} else if dir, ok := outDir(sc.Out); !ok {
-		bad("OUT", "cannot write the report %s.md: its directory %s does not exist", sc.Out, dir)
+	if err := reportPrefix(sc.Out); err != nil {
+		bad("OUT", "%w", err)
 	}
 	return errors.Join(errs...)
 }

@@ -200,6 +200,24 @@ func TestReportOutDirChecked(t *testing.T) {
 		if err := c.check(loadTest(t, env, p)); err != nil {
 			t.Errorf("%s in an existing directory: %v", c.key, err)
 		}
+		// A directory alone named hidden files in it: dir/.md, dir/-batch.svg.
+		dir := t.TempDir()
+		for _, out := range []string{dir + "/", dir + "/."} {
+			env[c.key] = out
+			if err := c.check(loadTest(t, env, p)); err == nil || !strings.Contains(err.Error(), c.key+": "+out+" is a directory: give the report's file name too") {
+				t.Errorf("%s=%s: %v, want it refused as a directory", c.key, out, err)
+			}
+		}
+	}
+}
+
+// A negative CAPACITY_WARMUP is named as itself, not as SETTLE.
+func TestCapacityWarmupNegative(t *testing.T) {
+	p := testPlugins()
+	cfg := loadTest(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://", "SOAKD_CAPACITY_WARMUP": "-1s"}, p)
+	err := cfg.CheckCapacity(p)
+	if err == nil || !strings.Contains(err.Error(), "SOAKD_CAPACITY_WARMUP: -1s must not be negative") || strings.Contains(err.Error(), "SETTLE") {
+		t.Errorf("WARMUP=-1s: %v", err)
 	}
 }
 
