@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
@@ -439,13 +440,63 @@ func TestPauseCarriesIntoTheNextPhase(t *testing.T) {
 	}
 	r := newRunner(wc, sources.Series, src, nil, zap.NewNop())
 	r.beginPhase("load", wc.LoadRate, nil)
-	r.applyControl(controlReq{pause: true, reply: make(chan error, 1)}, 0)
+	r.applyControl(controlReq{pause: true, reply: make(chan error, 1)}, 0, new(tally), false)
 	r.beginPhase("run", wc.Rate, nil)
 	if s := r.sched.Load(); !s.paused || s.rateAt(time.Second) != 0 {
 		t.Errorf("run phase after a pause in the load phase: paused %v, rate %v; want paused", s.paused, s.rateAt(time.Second))
 	}
-	r.applyControl(controlReq{resume: true, reply: make(chan error, 1)}, 0)
+	r.applyControl(controlReq{resume: true, reply: make(chan error, 1)}, 0, new(tally), false)
 	if s := r.sched.Load(); s.paused || s.rateAt(time.Second) != 100 {
 		t.Errorf("after resume: paused %v, rate %v; want 100/s", s.paused, s.rateAt(time.Second))
 	}
+}
+
+// A rate changed while every worker is busy (a ticket waiting for one, a
+// backlog under MAX_LAG) counts the batches the old rate had due and not
+// sent as scheduled and dropped: the new rate plans from the change, and
+// they are never sent. They vanished from the books, so a capacity
+// search's step at 40,000/s that achieved 25,600/s said 0 % dropped.
+func TestRateChangeCountsTheBacklogDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		// One worker takes 10 units per 100 ms (100/s) of the 1,000/s due.
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "10",
+			"SOAKD_SEQ_WORKERS", "1", "SOAKD_SEQ_DURATION", "4s", "SOAKD_SEQ_MAX_LAG", "1m",
+			"SOAKD_SEQ_TARGET", "null://?latency=100ms"), p)
+		var wl *Handle
+		open := make(chan struct{})
+		done := make(chan runResult, 1)
+		go func() {
+			d := Deps{Logger: zap.NewNop(), Plugins: p, Version: "test",
+				Observers: []Observer{onStarted(func(hs []*Handle) { wl = hs[0]; close(open) })}}
+			sum, err := Run(context.Background(), cfg, d)
+			done <- runResult{sum: sum, err: err}
+		}()
+		<-open
+		time.Sleep(2 * time.Second)
+		r, err := pace.Parse("100")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wl.SetRate(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		c := wl.w.cur.Load().snapshot()
+		// 2,000 units were due by the change, whole batches of 10.
+		// The queue holds 64 tickets (640 units), sent late; the rest
+		// not sent by then are dropped.
+		if c.scheduled < 1990 || c.scheduled != c.acked+c.failed+c.dropped+c.inflight() || c.dropped < 1000 {
+			t.Errorf("after the change at 2 s: scheduled %d = acked %d + failed %d + dropped %d + in flight %d; want the 2,000 units due scheduled, those neither sent nor queued dropped",
+				c.scheduled, c.acked, c.failed, c.dropped, c.inflight())
+		}
+		res := <-done
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		w := res.sum.Workloads[0]
+		if w.Scheduled < 2000 || w.Scheduled != w.Units+w.Dropped+w.Failed {
+			t.Errorf("scheduled %d, acked %d, dropped %d: want at least the 2,000 due before the change, adding up", w.Scheduled, w.Units, w.Dropped)
+		}
+		t.Logf("scheduled %d = acked %d + dropped %d", w.Scheduled, w.Units, w.Dropped)
+	})
 }

@@ -156,6 +156,7 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 		defer func() { p.st.schedCPU.Store(int64(cpu.Total())) }()
 	}
 	var ctlReq *controlReq
+	ctlHeld := false // ctlReq came while a ticket waited for a busy worker
 	// woken says whether something other than the time woke the
 	// scheduler (on an alarm, which hears nothing but its kicks).
 	woken := func() bool {
@@ -217,8 +218,8 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 	}
 	for {
 		if ctlReq != nil {
-			r.applyControl(*ctlReq, sent)
-			ctlReq = nil
+			sent += r.applyControl(*ctlReq, sent, st, ctlHeld)
+			ctlReq, ctlHeld = nil, false
 		}
 		if ctx.Err() != nil || isClosed(p.exhausted) {
 			return
@@ -328,17 +329,23 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 		st.release(int64(units))
 		tk := ticket{due: due, units: int(units)}
 		// Control is heard here too: at high rates the scheduler may
-		// never wait long enough to hear it in wait.
+		// never wait long enough to hear it in wait. It is applied once
+		// this ticket, due now, is handed over.
 		select {
 		case c := <-r.ctl:
-			st.release(-int64(units))
 			ctlReq = &c
-			r.pending.Store(-1)
-			continue
 		default:
 		}
 		if p.offer(tk) {
 			sent += units
+			r.pending.Store(-1)
+			continue
+		}
+		if ctlReq != nil {
+			// Every worker is busy: the change does not wait for one,
+			// and the ticket, due and not sent, is dropped with it.
+			st.release(-int64(units))
+			ctlHeld = true
 			r.pending.Store(-1)
 			continue
 		}
@@ -367,7 +374,7 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			return
 		case c := <-r.ctl:
 			st.release(-int64(units))
-			ctlReq = &c
+			ctlReq, ctlHeld = &c, true
 		}
 		cpu.Start()
 		timer.Stop()
@@ -377,9 +384,16 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 
 // applyControl changes the plan. sent is the count already scheduled, so
 // a new profile starts from now without a burst or a gap.
-func (r *runner) applyControl(c controlReq, sent float64) {
+//
+// A new rate plans from the units sent so far. Whole batches the old plan
+// had due by now that were not sent (a ticket waiting for a busy worker)
+// are counted scheduled and dropped (in st; held says the scheduler was
+// held by a full queue, see dropWaited): the new plan does not send them,
+// and a change of rate left them neither scheduled nor dropped. It
+// returns how many units it counted so.
+func (r *runner) applyControl(c controlReq, sent float64, st *tally, held bool) (dropped float64) {
 	if c.state != nil && !c.state.CompareAndSwap(0, 1) {
-		return // its sender gave up
+		return 0 // its sender gave up
 	}
 	old := r.sched.Load()
 	now := r.since()
@@ -393,7 +407,13 @@ func (r *runner) applyControl(c controlReq, sent float64) {
 			err = errors.New("rate max (closed loop) cannot be set at run time")
 			break
 		}
-		next = schedule{profile: r.perShard(c.rate.Profile), tBase: now, nBase: sent, paused: old.paused, pausedAt: now}
+		B := float64(r.batchSize)
+		if due := math.Floor((old.planned(now)-sent)/B) * B; due > 0 {
+			dropped = due
+			st.releaseAndDrop(int64(due), held)
+			r.warnDrop()
+		}
+		next = schedule{profile: r.perShard(c.rate.Profile), tBase: now, nBase: sent + dropped, paused: old.paused, pausedAt: now}
 	case c.pause:
 		if !old.paused {
 			next.paused, next.pausedAt = true, now
@@ -414,6 +434,7 @@ func (r *runner) applyControl(c controlReq, sent float64) {
 		}
 	}
 	c.reply <- err
+	return dropped
 }
 
 // control asks the scheduler for a change and waits for its answer.
