@@ -146,7 +146,7 @@ func (g *Grid) UnmarshalText(b []byte) error {
 		if !gridName.MatchString(name) {
 			return fmt.Errorf("axis %q: a setting's name in upper case, letters, digits and _, e.g. BATCH_SIZE", name)
 		}
-		if slices.ContainsFunc(axes, func(a GridAxis) bool { return a.Name == name }) {
+		if axes.Has(name) {
 			return fmt.Errorf("axis %s is given twice", name)
 		}
 		ax := GridAxis{Name: name}

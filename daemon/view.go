@@ -22,10 +22,15 @@ func (h *Handle) Planned() (at time.Duration, units float64, open bool) {
 	return at, s.planned(at), s.profile != nil
 }
 
-// TargetRate is the schedule's target rate now; paced is false when the
+// TargetRate is the schedule's target rate now (0 once the workload is done
+// or the run stopping: nothing more is scheduled); paced is false when the
 // workload runs at max (closed loop), where the rate means nothing.
 func (h *Handle) TargetRate() (rate float64, paced bool) {
 	s := h.w.sched.Load()
+	if h.w.finished.Load() || h.w.stopping.Load() {
+		// Nothing more is scheduled: not the last rate asked for.
+		return 0, s.profile != nil
+	}
 	return s.rateAt(h.w.since()), s.profile != nil
 }
 

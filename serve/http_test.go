@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/enginetest"
@@ -283,6 +284,25 @@ func TestPrometheusScrapesNativeHistograms(t *testing.T) {
 	}
 }
 
+// runServed runs cfg with its HTTP API and returns the API's handler once
+// the run has started, the cancel that stops the run (as SIGTERM does),
+// and a channel closed when Run has returned.
+func runServed(cfg *config.Config, p *config.Plugins) (http.Handler, context.CancelFunc, <-chan struct{}) {
+	var h http.Handler
+	open := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		api := New(Options{Config: cfg, Registry: prometheus.NewRegistry()})
+		h = api.Handler()
+		_, _ = daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
+			Observers: []daemon.Observer{api, startedObserver(func() { close(open) })}})
+	}()
+	<-open
+	return h, cancel, done
+}
+
 // /status reports the phase running now: after a KV load phase (inserts)
 // the run's latency shows read and update only, and both phases' counts
 // are listed, each adding up.
@@ -291,18 +311,7 @@ func TestStatusShowsCurrentPhase(t *testing.T) {
 		p := enginetest.Plugins()
 		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "kv", "SOAKD_KV_TARGET", "null://?latency=1ms", "SOAKD_KV_RECORDS", "2000",
 			"SOAKD_KV_LOAD_RATE", "1000", "SOAKD_KV_RATE", "500", "SOAKD_KV_DURATION", "30s", "SOAKD_PROGRESS_INTERVAL", "5s"), p)
-		var h http.Handler
-		open := make(chan struct{})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			api := New(Options{Config: cfg, Registry: prometheus.NewRegistry()})
-			h = api.Handler()
-			_, _ = daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
-				Observers: []daemon.Observer{api, startedObserver(func() { close(open) })}})
-		}()
-		<-open
+		h, cancel, done := runServed(cfg, p)
 		get := func() report.StatusWorkload {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
@@ -515,18 +524,7 @@ func TestStoppingSaysSo(t *testing.T) {
 			"SOAKD_SLOW_SOURCE", "seq", "SOAKD_SLOW_TARGET", "null://?latency=20s", "SOAKD_SLOW_RATE", "20", "SOAKD_SLOW_BATCH_SIZE", "10",
 			"SOAKD_SHORT_SOURCE", "seq", "SOAKD_SHORT_TARGET", "null://?latency=1ms", "SOAKD_SHORT_RATE", "200", "SOAKD_SHORT_DURATION", "2s",
 			"SOAKD_SHUTDOWN_GRACE", "60s", "SOAKD_CONTROL_TOKEN", "tok"), p)
-		var h http.Handler
-		open := make(chan struct{})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			api := New(Options{Config: cfg, Registry: prometheus.NewRegistry()})
-			h = api.Handler()
-			_, _ = daemon.Run(ctx, cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p,
-				Observers: []daemon.Observer{api, startedObserver(func() { close(open) })}})
-		}()
-		<-open
+		h, cancel, done := runServed(cfg, p)
 		do := func(method, path string) (int, string) {
 			req := httptest.NewRequest(method, path, nil)
 			req.Header.Set("Authorization", "Bearer tok")

@@ -210,12 +210,8 @@ func (m *Metrics) collect(ch chan<- prometheus.Metric, w *daemon.Handle, control
 	var rate, lag float64
 	inflight := 0
 	if p := w.Phase(); p != nil {
-		// As /status: a workload done or stopping schedules nothing, so
-		// its target is 0 (it kept the last rate asked for ever after).
-		if st := w.State(); st == "running" || st == "paused" {
-			rate, _ = w.TargetRate()
-			lag = w.Lag().Seconds()
-		}
+		rate, _ = w.TargetRate()
+		lag = w.Lag().Seconds()
 		inflight = p.Writing()
 	}
 	gauge(m.targetRate, rate)

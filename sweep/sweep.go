@@ -361,25 +361,30 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 		pt.failedShare()
 		res.Points = append(res.Points, pt)
 	}
-	res.mark()
-	res.USL = res.fitUSL()
-	res.Outcome = "done"
+	outcome := "done"
 	if ctx.Err() != nil {
-		res.Outcome = "stopped before every point ran"
+		outcome = "stopped before every point ran"
 		if context.Cause(ctx) == errDuration {
-			res.Outcome += fmt.Sprintf(" (%sDURATION=%s passed)", config.EnvPrefix, cfg.Duration)
+			outcome += fmt.Sprintf(" (%sDURATION=%s passed)", config.EnvPrefix, cfg.Duration)
 		}
 	}
+	res.finish(outcome)
 	return res, nil
+}
+
+// finish ranks the points run and fits the USL to them, and says how the
+// sweep ended.
+func (r *Result) finish(outcome string) {
+	r.mark()
+	r.USL = r.fitUSL()
+	r.Outcome = outcome
 }
 
 // failed ends a sweep that cannot go on: the points run so far are
 // ranked as in a whole sweep, and the report says it failed and why.
 // (It read as a whole sweep of fewer points, its JSON outcome empty.)
 func (r *Result) failed(err error) (*Result, error) {
-	r.mark()
-	r.USL = r.fitUSL()
-	r.Outcome = "failed: " + err.Error()
+	r.finish("failed: " + err.Error())
 	return r, err
 }
 
