@@ -456,6 +456,61 @@ func TestPauseCarriesIntoTheNextPhase(t *testing.T) {
 // sent as scheduled and dropped: the new rate plans from the change, and
 // they are never sent. They vanished from the books, so a capacity
 // search's step at 40,000/s that achieved 25,600/s said 0 % dropped.
+// A control request heard while a wake-up's batches are due and the
+// workers are free to take them (SLACK holds the scheduler back half a
+// second here) hands them over first: nothing is dropped, and the count
+// scheduled is the rates' integral. The requests once dropped what was
+// due, failing dropped=0 and blaming soakd for falling behind.
+func TestControlWithIdleWorkersDropsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testPlugins()
+		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "1",
+			"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_SLACK", "500ms", "SOAKD_SEQ_DURATION", "4s",
+			"SOAKD_SEQ_TARGET", "null://?latency=1ms"), p)
+		var wl *Handle
+		open := make(chan struct{})
+		done := make(chan runResult, 1)
+		go func() {
+			d := Deps{Logger: zap.NewNop(), Plugins: p, Version: "test",
+				Observers: []Observer{onStarted(func(hs []*Handle) { wl = hs[0]; close(open) })}}
+			sum, err := Run(context.Background(), cfg, d)
+			done <- runResult{sum: sum, err: err}
+		}()
+		<-open
+		rate := func(s string) pace.Rate {
+			r, err := pace.Parse(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		ctx := context.Background()
+		start := time.Now() // the fake clock: the run starts now
+		step := func(at time.Duration, what string, f func() error) {
+			time.Sleep(time.Until(start.Add(at)))
+			if err := f(); err != nil {
+				t.Fatalf("%s at %v: %v", what, at, err)
+			}
+		}
+		// 100/s to 1.5 s (the same rate set again at 1.2 s), paused
+		// from 1.5 s to 1.8 s with the rate set to 200 meanwhile, then
+		// 200/s to 4 s: 150 + 440 units.
+		step(1200*time.Millisecond, "rate 100", func() error { return wl.SetRate(ctx, rate("100")) })
+		step(1500*time.Millisecond, "pause", func() error { return wl.Pause(ctx) })
+		step(1600*time.Millisecond, "rate 200", func() error { return wl.SetRate(ctx, rate("200")) })
+		step(1800*time.Millisecond, "resume", func() error { return wl.Resume(ctx) })
+		res := <-done
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		w := res.sum.Workloads[0]
+		if w.Dropped != 0 || w.Scheduled != 590 || w.Units != 590 {
+			t.Errorf("scheduled %d = acked %d + failed %d + dropped %d; want 590 scheduled and acknowledged, none dropped",
+				w.Scheduled, w.Units, w.Failed, w.Dropped)
+		}
+	})
+}
+
 func TestRateChangeCountsTheBacklogDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := testPlugins()

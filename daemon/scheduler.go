@@ -157,9 +157,19 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 	}
 	var ctlReq *controlReq
 	ctlHeld := false // ctlReq came while a ticket waited for a busy worker
+	// ctlDue is the units the plan had due when ctlReq was heard (NaN
+	// until then). Workers free to take them get them before the change
+	// applies, as they would have had the request come a moment later:
+	// only a backlog the busy workers hold is dropped with it. The count
+	// is fixed when the request is heard, so a scheduler that never
+	// catches up still applies it.
+	ctlDue := math.NaN()
 	// woken says whether something other than the time woke the
 	// scheduler (on an alarm, which hears nothing but its kicks).
 	woken := func() bool {
+		if ctlReq != nil {
+			return true // one waiting to apply: hear no other yet
+		}
 		select {
 		case c := <-r.ctl:
 			ctlReq = &c
@@ -203,6 +213,9 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 				clock.SleepUntil(until)
 				return true
 			}
+			if ctlReq != nil {
+				return false // one waiting to apply: hear no other yet
+			}
 			timer.Reset(left - preciseSpan)
 			select {
 			case <-timer.C:
@@ -218,8 +231,20 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 	}
 	for {
 		if ctlReq != nil {
-			sent += r.applyControl(*ctlReq, sent, st, ctlHeld)
-			ctlReq, ctlHeld = nil, false
+			s := r.sched.Load()
+			if math.IsNaN(ctlDue) {
+				e := r.since()
+				if duration > 0 {
+					e = min(e, duration)
+				}
+				ctlDue = s.planned(e)
+			}
+			handOverFirst := !ctlHeld && s.profile != nil && !s.paused && ctlDue-sent >= B &&
+				ctx.Err() == nil && !isClosed(p.exhausted)
+			if !handOverFirst {
+				sent += r.applyControl(*ctlReq, sent, st, ctlHeld)
+				ctlReq, ctlHeld, ctlDue = nil, false, math.NaN()
+			}
 		}
 		if ctx.Err() != nil || isClosed(p.exhausted) {
 			return
@@ -331,10 +356,12 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 		// Control is heard here too: at high rates the scheduler may
 		// never wait long enough to hear it in wait. It is applied once
 		// this ticket, due now, is handed over.
-		select {
-		case c := <-r.ctl:
-			ctlReq = &c
-		default:
+		if ctlReq == nil {
+			select {
+			case c := <-r.ctl:
+				ctlReq = &c
+			default:
+			}
 		}
 		if p.offer(tk) {
 			sent += units
