@@ -189,18 +189,29 @@ func consoleURL(scheme string, addr net.Addr) string {
 	return scheme + "://" + net.JoinHostPort(host, port) + "/"
 }
 
+// stopping says whether soakd is stopping: a workload still running
+// says so (one that ended before the stop stays done).
+func (a *httpAPI) stopping() bool {
+	for _, wl := range a.workloads() {
+		if wl.State() == "stopping" {
+			return true
+		}
+	}
+	return false
+}
+
 // readyz is 200 when every workload's target is prepared and answers;
 // 503 once soakd is stopping; otherwise 503 with, per workload not ready, why: the target (secrets
 // redacted), the setup step waited for, the last error and the next retry.
 func (a *httpAPI) readyz(w http.ResponseWriter, _ *http.Request) {
+	if a.stopping() {
+		// A terminating pod takes no more traffic: its target's
+		// readiness is no longer checked (pingLoop has ended).
+		http.Error(w, "not ready: soakd is stopping", http.StatusServiceUnavailable)
+		return
+	}
 	var notReady []string
 	for _, wl := range a.workloads() {
-		if wl.State() == "stopping" {
-			// A terminating pod takes no more traffic: its target's
-			// readiness is no longer checked (pingLoop has ended).
-			http.Error(w, "not ready: soakd is stopping", http.StatusServiceUnavailable)
-			return
-		}
 		if msg := wl.NotReady(); msg != "" {
 			notReady = append(notReady, msg)
 		}
@@ -343,13 +354,16 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	// Stopping is soakd's, not one workload's: a workload that ended
+	// before the stop stays done, and naming it answered "not running".
+	if a.stopping() {
+		http.Error(w, "soakd is stopping: no new work is scheduled; nothing was changed", http.StatusConflict)
+		return
+	}
 	// Every workload named must be able to take the change before any
 	// does: workload=all answered 409 after changing the first ones.
 	for _, wl := range targets {
 		switch wl.State() {
-		case "stopping":
-			http.Error(w, "soakd is stopping: no new work is scheduled; nothing was changed", http.StatusConflict)
-			return
 		case "done", "starting":
 			http.Error(w, wl.Name()+": workload is not running; nothing was changed", http.StatusConflict)
 			return

@@ -579,6 +579,13 @@ func TestStoppingSaysSo(t *testing.T) {
 			time.Since(start) != 0 {
 			t.Errorf("/control while draining: %d %q after %v; want 409 saying soakd is stopping, at once", code, body, time.Since(start))
 		}
+		// The workload that ended before the stop, alone or first of
+		// all: soakd is stopping, not "short is not running".
+		for _, path := range []string{"/control?workload=short&rate=5", "/control?workload=all&action=pause"} {
+			if code, body := do("POST", path); code != http.StatusConflict || !strings.Contains(body, "soakd is stopping") {
+				t.Errorf("%s while draining: %d %q; want 409 saying soakd is stopping", path, code, body)
+			}
+		}
 		<-done
 	})
 }
