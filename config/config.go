@@ -311,6 +311,8 @@ func (c *Config) Validate(p *Plugins) error {
 		}
 		if dir, ok := outDir(f.path); !ok {
 			bad(f.key, "cannot write %s: its directory %s does not exist", f.path, dir)
+		} else if isDir(f.path) {
+			bad(f.key, "%s is a directory: name a file, e.g. %s", f.path, path.Join(f.path, outName[f.key]))
 		}
 	}
 	switch {
@@ -680,3 +682,7 @@ func next(s string, i int) int {
 	}
 	return i + 1 + j
 }
+
+// outName is the file a directory given as SUMMARY_JSON or REPORT is
+// told to name instead.
+var outName = map[string]string{"SUMMARY_JSON": "summary.json", "REPORT": "report.html"}

@@ -93,6 +93,8 @@ func TestConfigMoreErrors(t *testing.T) {
 		"listen port":       {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_LISTEN": "127.0.0.1:99999"}, `SOAKD_LISTEN: port 99999 of "127.0.0.1:99999" is above 65535`},
 		"summary dir":       {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SUMMARY_JSON": "/nonexistent/x.json"}, "SOAKD_SUMMARY_JSON: cannot write /nonexistent/x.json: its directory /nonexistent does not exist"},
 		"report dir":        {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_REPORT": "/nonexistent/r.html"}, "SOAKD_REPORT: cannot write"},
+		"summary is dir":    {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SUMMARY_JSON": "/tmp"}, "SOAKD_SUMMARY_JSON: /tmp is a directory: name a file, e.g. /tmp/summary.json"},
+		"report is dir":     {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_REPORT": "/tmp/"}, "SOAKD_REPORT: /tmp/ is a directory: name a file, e.g. /tmp/report.html"},
 		"negative grace":    {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SHUTDOWN_GRACE": "-1s"}, "SOAKD_SHUTDOWN_GRACE: must not be negative"},
 		"negative slack":    {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_SLACK": "-1us"}, "SOAKD_SEQ_SLACK: -1µs is out of range [0, 1s]"},
 		"slack past lag": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_SLACK": "101ms", "SOAKD_SEQ_MAX_LAG": "200ms"},
