@@ -63,8 +63,8 @@ const maxDuration = 100000 * time.Hour
 
 // Parse parses the rate grammar described in the package comment.
 func Parse(s string) (Rate, error) {
-	r := Rate{text: s}
 	t := strings.TrimSpace(s)
+	r := Rate{text: t} // shown in the summary, /status and the console as given, less the blanks around it
 	switch {
 	case t == "":
 		return Rate{}, errors.New("empty rate: want max, a number, stages like 30s:1000,5m:20000, or step:START+STEP/EVERY[..MAX]")

@@ -262,3 +262,18 @@ func TestPeak(t *testing.T) {
 		}
 	}
 }
+
+// A rate's text is what the summary, /status and the console show: a
+// rate given with blanks around it (a /control form's " 500 ") showed
+// as "rate  500 ,".
+func TestRateTextTrimmed(t *testing.T) {
+	for in, want := range map[string]string{" 500 ": "500", "\t30s:1000,5m:2000 ": "30s:1000,5m:2000", " max": "max"} {
+		r, err := Parse(in)
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if r.String() != want {
+			t.Errorf("Parse(%q).String() = %q, want %q", in, r.String(), want)
+		}
+	}
+}
