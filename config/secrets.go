@@ -43,14 +43,7 @@ func (w *Workload) Scrubber() func(string) string {
 	}
 	// A target that refused the credentials: name where they come from,
 	// which the sink cannot know.
-	p := Prefix(w.Name)
-	hint := fmt.Sprintf(" (the password: in %sTARGET's URL, %sPASSWORD or %sPASSWORD_FILE)", p, p, p)
-	explain := func(s string) string {
-		if strings.Contains(s, sinks.AuthFailed) && !strings.Contains(s, hint) {
-			return s + hint
-		}
-		return s
-	}
+	explain := w.authHint()
 	if len(secrets) == 0 {
 		return explain
 	}
@@ -102,5 +95,36 @@ func scrubOutside(s string, r *strings.Replacer, keep []string) string {
 		b.WriteString(r.Replace(s[:at]))
 		b.WriteString(s[at : at+n])
 		s = s[at+n:]
+	}
+}
+
+// authHint returns a function that adds to a message saying the target
+// refused the credentials where the ones it was given come from: the
+// password's settings, the token's when only a token was given (a
+// bearer token refused was blamed on a password never set), and a
+// sentinel's own URL parameters when the sentinels refused them.
+func (w *Workload) authHint() func(string) string {
+	p := Prefix(w.Name)
+	password, token := w.Secret()
+	if u := w.Sink.URL; u != nil && password == "" {
+		password, _ = u.User.Password()
+	}
+	hint := fmt.Sprintf(" (the password: in %sTARGET's URL, %sPASSWORD or %sPASSWORD_FILE)", p, p, p)
+	switch {
+	case token != "" && password == "":
+		hint = fmt.Sprintf(" (the token: %sTOKEN or %sTOKEN_FILE)", p, p)
+	case token != "":
+		hint = fmt.Sprintf(" (the credentials: the password in %sTARGET's URL, %sPASSWORD or %sPASSWORD_FILE; the token in %sTOKEN or %sTOKEN_FILE)", p, p, p, p, p)
+	}
+	sentinelHint := fmt.Sprintf(" (the sentinels' credentials: sentinel_username and sentinel_password in %sTARGET's URL; the server's: %sTARGET's URL, %sPASSWORD or %sPASSWORD_FILE)", p, p, p, p)
+	sentinel := w.Sink.URL != nil && w.Sink.URL.Scheme == "redis-sentinel"
+	return func(s string) string {
+		if !strings.Contains(s, sinks.AuthFailed) || strings.Contains(s, hint) || strings.Contains(s, sentinelHint) {
+			return s
+		}
+		if sentinel && strings.Contains(s, "sentinels") {
+			return s + sentinelHint
+		}
+		return s + hint
 	}
 }

@@ -42,3 +42,37 @@ func TestScrubberWithAPasswordInsideTheSchemeOrHost(t *testing.T) {
 		t.Errorf("scrub(%q) = %q", in, got)
 	}
 }
+
+// A refusal of the credentials names where the ones given come from: a
+// bearer token refused was blamed on the password settings, and a
+// sentinel's refusal on the server's password.
+func TestScrubberAuthHintNamesTheCredentialsGiven(t *testing.T) {
+	target := func(u string) sinks.Target {
+		tg, err := sinks.ParseTarget(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tg
+	}
+	msg := "HTTP 401: " + sinks.AuthFailed + ": unauthorized"
+	for name, tc := range map[string]struct {
+		w         *Workload
+		msg       string
+		want, not string
+	}{
+		"token": {&Workload{Name: "iot", Sink: target("prom+http://127.0.0.1:1/api/v1/write"), Token: "t0k"}, msg,
+			"(the token: SOAKD_IOT_TOKEN or SOAKD_IOT_TOKEN_FILE)", "PASSWORD"},
+		"password": {&Workload{Name: "iot", Sink: target("postgres://u@127.0.0.1:1/db"), Password: "pw"}, msg,
+			"(the password: in SOAKD_IOT_TARGET's URL, SOAKD_IOT_PASSWORD or SOAKD_IOT_PASSWORD_FILE)", "TOKEN"},
+		"both": {&Workload{Name: "iot", Sink: target("influx://u:pw@127.0.0.1:1?db=x"), Token: "t0k"}, msg,
+			"the password in SOAKD_IOT_TARGET's URL, SOAKD_IOT_PASSWORD or SOAKD_IOT_PASSWORD_FILE; the token in SOAKD_IOT_TOKEN or SOAKD_IOT_TOKEN_FILE", ""},
+		"sentinel": {&Workload{Name: "kv", Sink: target("redis-sentinel://127.0.0.1:1/m?sentinel_password=sp"), Password: "pw"},
+			sinks.AuthFailed + ": redis: all sentinels specified in configuration are unreachable: WRONGPASS",
+			"(the sentinels' credentials: sentinel_username and sentinel_password in SOAKD_KV_TARGET's URL;", ""},
+	} {
+		got := tc.w.Scrubber()(tc.msg)
+		if !strings.Contains(got, tc.want) || (tc.not != "" && strings.Contains(got, tc.not)) {
+			t.Errorf("%s: %q; want it to contain %q and not %q", name, got, tc.want, tc.not)
+		}
+	}
+}
