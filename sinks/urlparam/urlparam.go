@@ -606,7 +606,19 @@ var ErrMalformedEscape = errors.New("a percent sign not followed by two hexadeci
 func HideEscape(err error) error {
 	var esc url.EscapeError
 	if errors.As(err, &esc) {
+		if len(esc) == 3 && isHex(esc[1]) && isHex(esc[2]) {
+			// A well-formed escape url.Parse refuses: one in the host.
+			return ErrEscapeInHost
+		}
 		return ErrMalformedEscape
 	}
 	return err
+}
+
+// ErrEscapeInHost is url.EscapeError for a well-formed escape in the
+// host, which url.Parse refuses, without the escape it quotes.
+var ErrEscapeInHost = errors.New("the host is percent-encoded: write a host name or address as it is (a Unix socket path is not a target)")
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }

@@ -191,3 +191,20 @@ func TestParseQueryHidesTheEscape(t *testing.T) {
 		t.Errorf("ParseQuery of a valid query: %v, %v", q, err)
 	}
 }
+
+// A well-formed escape in the host, which url.Parse refuses, was called a
+// malformed escape ("a percent sign not followed by two hexadecimal
+// digits"), which sent the user looking for a typo that is not there.
+func TestHideEscapeTellsTheHostFromAMalformedEscape(t *testing.T) {
+	for in, want := range map[string]error{
+		"redis://%2Ftmp%2Fr.sock/0": urlparam.ErrEscapeInHost,
+		"redis://my%2Dhost/0":       urlparam.ErrEscapeInHost,
+		"redis://:sec%zzret@h/0":    urlparam.ErrMalformedEscape,
+		"redis://h%z/0":             urlparam.ErrMalformedEscape,
+	} {
+		_, err := url.Parse(in)
+		if got := urlparam.HideEscape(err); got != want {
+			t.Errorf("HideEscape(url.Parse(%q)) = %v, want %v", in, got, want)
+		}
+	}
+}
