@@ -204,6 +204,11 @@ func Load(environ map[string]string, srcs *sources.Registry) (*Config, error) {
 		// when empty) without a word.
 		errs = append(errs, cfgErr(EnvPrefix+"CONTROL_TOKEN_FILE", "%s holds no token (it is empty or blank)", f))
 	}
+	if cfg.ControlToken != "" && strings.TrimSpace(cfg.ControlToken) == "" {
+		// Blanks only: it disabled /control without a word, as a blank
+		// file did. Empty is the way to say so.
+		errs = append(errs, cfgErr(EnvPrefix+"CONTROL_TOKEN", "is blank: set a token, or leave it empty to keep /control disabled"))
+	}
 	seen := map[string]bool{}
 	for _, raw := range cfg.Workloads {
 		name := strings.TrimSpace(raw)

@@ -177,6 +177,14 @@ func TestControlTokenFileBlank(t *testing.T) {
 			t.Errorf("token file %q: %v, want a configuration error naming SOAKD_CONTROL_TOKEN_FILE", text, err)
 		}
 	}
+	// The same of the token itself: blanks only disabled /control.
+	if _, err := Load(map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_CONTROL_TOKEN": " \t "}, p.Sources); err == nil ||
+		!strings.Contains(err.Error(), "SOAKD_CONTROL_TOKEN: is blank") {
+		t.Errorf("a blank SOAKD_CONTROL_TOKEN: %v, want a configuration error naming it", err)
+	}
+	if _, err := Load(map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_CONTROL_TOKEN": ""}, p.Sources); err != nil {
+		t.Errorf("an empty SOAKD_CONTROL_TOKEN (control disabled): %v", err)
+	}
 }
 
 func TestSettingsAndUnknownVars(t *testing.T) {
