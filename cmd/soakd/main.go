@@ -353,10 +353,14 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	}
 	if sum != nil {
 		summary.WriteText(stdout, sum)
+		// A file that cannot be written fails the run, after the other
+		// is written: the report of a run is not lost to its summary's
+		// path, nor the summary to the report's.
+		writeFailed := false
 		if cfg.SummaryJSON != "" {
 			if err := summary.WriteJSONFile(cfg.SummaryJSON, sum); err != nil {
-				log.Error("cannot write the summary", zap.Error(err))
-				return cli.ExitFailed
+				log.Error("cannot write the summary", zap.String("setting", config.EnvPrefix+"SUMMARY_JSON"), zap.Error(err))
+				writeFailed = true
 			}
 		}
 		if cfg.Report != "" {
@@ -366,10 +370,14 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 				d.StoppedBy = "stopped by a signal"
 			}
 			if err := web.WriteReport(cfg.Report, d); err != nil {
-				log.Error("cannot write the report", zap.Error(err))
-				return cli.ExitFailed
+				log.Error("cannot write the report", zap.String("setting", config.EnvPrefix+"REPORT"), zap.Error(err))
+				writeFailed = true
+			} else {
+				log.Info("report written", zap.String("file", cfg.Report))
 			}
-			log.Info("report written", zap.String("file", cfg.Report))
+		}
+		if writeFailed {
+			return cli.ExitFailed
 		}
 		if runErr == nil {
 			runErr = sum.Failed()

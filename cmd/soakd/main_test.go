@@ -187,6 +187,21 @@ func TestRunWritesSummary(t *testing.T) {
 	}
 }
 
+// A summary that cannot be written (/dev/full: its directory exists, so
+// the configuration passes) fails the run naming SOAKD_SUMMARY_JSON, and
+// the report is still written: it was lost with the summary.
+func TestSummaryWriteFailureKeepsTheReport(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "r.html")
+	code, _, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "seq"},
+		"--seq-rate", "max", "--seq-rows", "100", "--listen", "off", "--summary-json", "/dev/full", "--report", report)
+	if code != cli.ExitFailed || !strings.Contains(errs, "cannot write the summary") || !strings.Contains(errs, "SOAKD_SUMMARY_JSON") {
+		t.Errorf("exit %d, want %d with the summary's failure naming SOAKD_SUMMARY_JSON:\n%s", code, cli.ExitFailed, errs)
+	}
+	if st, err := os.Stat(report); err != nil || st.Size() == 0 {
+		t.Errorf("the report was not written: %v", err)
+	}
+}
+
 // With no target a kv workload runs against the built-in in-process
 // Redis server: the log names redis://embedded and every operation of
 // the load and the run succeeds.
