@@ -146,8 +146,11 @@ func load(c *cli.Command, f settings.CommandLine, p *config.Plugins) ([]*job, op
 	cfg, parseErr := config.Load(env, p.Sources)
 	err := cfg.Check(p, parseErr)
 	err = errors.Join(err, settings.Parse(&opts, f.Env, config.EnvPrefix))
-	if opts.Examples < 0 || opts.Ranges < 0 {
-		err = errors.Join(err, &settings.Error{Key: config.EnvPrefix + "VERIFY_EXAMPLES", Err: errors.New("want 0 or more")})
+	if opts.Examples < 0 {
+		err = errors.Join(err, &settings.Error{Key: config.EnvPrefix + "VERIFY_EXAMPLES", Err: fmt.Errorf("%d: want 0 or more", opts.Examples)})
+	}
+	if opts.Ranges < 0 {
+		err = errors.Join(err, &settings.Error{Key: config.EnvPrefix + "VERIFY_RANGES", Err: fmt.Errorf("%d: want 0 or more", opts.Ranges)})
 	}
 	// As soakd run: a SOAKD_* variable that is no setting is an error
 	// unless SOAKD_ALLOW_UNKNOWN; generate's SOAKD_GEN_* may share the

@@ -177,6 +177,8 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown flag and bad setting", map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://"},
 			[]string{"--no-such", "1", "--verify-examples", "-1", "--seq-devices", "0"},
 			[]string{"unknown flag --no-such", "SOAKD_VERIFY_EXAMPLES", "SOAKD_SEQ_DEVICES"}},
+		{"negative ranges", map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://", "SOAKD_VERIFY_RANGES": "-1"}, nil,
+			[]string{"SOAKD_VERIFY_RANGES: -1: want 0 or more"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, _ := soakVerify(t, tc.env, tc.args...)
@@ -185,6 +187,9 @@ func TestConfigErrors(t *testing.T) {
 			}
 			for _, w := range tc.want {
 				hasLine(t, out, w)
+			}
+			if tc.name == "negative ranges" && strings.Contains(out, "SOAKD_VERIFY_EXAMPLES") {
+				t.Errorf("SOAKD_VERIFY_EXAMPLES named for a negative SOAKD_VERIFY_RANGES:\n%s", out)
 			}
 		})
 	}
