@@ -175,6 +175,14 @@ func load(c *cli.Command, f settings.CommandLine, p *config.Plugins) ([]*job, op
 			continue
 		}
 		j := &job{w: w, entry: p.Sources.Lookup(w.Source)}
+		if sum == nil && j.entry.Kind == sources.Series {
+			// Without the run's record every row of the data set is taken
+			// as acknowledged: an endless one has no last row.
+			if err := endless(w); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
 		if sum != nil {
 			j.summary = env[config.EnvPrefix+"SUMMARY_JSON"]
 			for _, e := range sum.Workloads {
@@ -191,6 +199,19 @@ func load(c *cli.Command, f settings.CommandLine, p *config.Plugins) ([]*job, op
 		jobs = append(jobs, j)
 	}
 	return jobs, opts, errors.Join(errs...)
+}
+
+// endless returns nil when w's settings make a finite data set, and
+// otherwise an error naming each setting that makes it endless (END,
+// ROWS, CLOCK), for a verify without the run's summary.
+func endless(w *config.Workload) error {
+	if w.SourceSettings == nil {
+		return nil
+	}
+	return errors.Join(config.PrefixSettingErrors(sources.RenameSettings(w.SourceSettings.Finite(), func(setting string, cause error) error {
+		return &sources.SettingError{Setting: setting,
+			Err: fmt.Errorf("%w (without the run's summary, --summary-json, soakd verify reads back a finite data set only)", cause)}
+	}), config.Prefix(w.Name))...)
 }
 
 // keepsNothing reports whether u names one of the built-in targets (the

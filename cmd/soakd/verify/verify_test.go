@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/readback"
 	"github.com/soakd/soakd/record"
 	"github.com/soakd/soakd/report"
@@ -235,6 +237,41 @@ func TestBuiltinTargetNothingToReadBack(t *testing.T) {
 			hasLine(t, out, "SOAKD_"+strings.ToUpper(tc.workload)+"_TARGET: "+tc.target+" is a built-in target, which keeps nothing: there is nothing to read back")
 			if strings.Contains(out, "lost") {
 				t.Errorf("reports lost units:\n%s", out)
+			}
+		})
+	}
+}
+
+// Without a summary every row of the data set is taken as acknowledged:
+// an endless one is a configuration error (exit 2) naming the setting
+// that would end it, found before any target is read (here one that
+// refuses connections).
+func TestEndlessWithoutSummary(t *testing.T) {
+	target := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/db?sslmode=disable&connect_timeout=1", testserver.ClosedPort(t))
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"devops without END", map[string]string{"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": target},
+			[]string{"SOAKD_CPU_END: not set, so the data set is endless"}},
+		{"devops on the wall clock", map[string]string{"SOAKD_WORKLOADS": "cpu", "SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": target,
+			"SOAKD_CPU_END": "+1h", "SOAKD_CPU_CLOCK": "wall"},
+			[]string{"SOAKD_CPU_CLOCK: wall stamps rows"}},
+		{"seq without ROWS", map[string]string{"SOAKD_WORKLOADS": "s", "SOAKD_S_SOURCE": "seq", "SOAKD_S_TARGET": target},
+			[]string{"SOAKD_S_ROWS: 0 makes the data set endless"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, _ := soakVerify(t, tc.env)
+			if code != 2 {
+				t.Errorf("exit %d, want 2", code)
+			}
+			for _, w := range tc.want {
+				hasLine(t, out, w)
+			}
+			hasLine(t, out, "without the run's summary, --summary-json, soakd verify reads back a finite data set only")
+			if strings.Contains(out, "cannot verify") {
+				t.Errorf("the target was read:\n%s", out)
 			}
 		})
 	}
