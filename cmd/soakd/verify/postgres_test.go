@@ -1,14 +1,20 @@
 package verify
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/internal/testserver"
+	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/sources"
 )
 
 // timescale returns the server settings that preload TimescaleDB when
@@ -214,5 +220,61 @@ func TestPostgresWrittenTwice(t *testing.T) {
 			}
 			hasLine(t, out, "duplicated: cpu host_0 2026-01-01T00:00:00Z .. 2026-01-01T00:59:50Z (360 rows)")
 		})
+	}
+}
+
+// A signal stops soakd verify while it replays a device: here a stream
+// the summary says started far into an endless seq data set, whose one
+// device is replayed up to there, row by row, for ever. It exits 1 and
+// says the workload was not verified.
+func TestStoppedMidReplay(t *testing.T) {
+	srv := testserver.Postgres(t)
+	db := srv.CreateDatabase(t, "spin")
+	b, err := json.Marshal(report.Summary{Workloads: []report.WorkloadSummary{{
+		Name: "s", Phase: "run", Source: "seq", Target: db, Kind: "series",
+		Verify: &report.VerifySummary{Settings: map[string]string{"SOURCE": "seq", "DEVICES": "1"},
+			Streams: []report.StreamRecord{{Part: 0, Start: sources.Position{Round: 1 << 60}}}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "run.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	type result struct {
+		code int
+		out  string
+	}
+	done := make(chan result, 1)
+	go func() {
+		var out bytes.Buffer
+		code := Main(ctx, []string{"--summary-json", path}, withDefaults(nil), plugins.All(), &out, &out)
+		done <- result{code, out.String()}
+	}()
+	// verify pings the target, then replays, holding its connection:
+	// once that shows idle after the ping, the replay has begun (the
+	// pause only makes it surer that the stop falls in the replay, not
+	// before it, where it stopped verify already).
+	for testserver.PGCount(t, srv.URL, "SELECT count(*) FROM pg_stat_activity WHERE datname = 'spin' AND state = 'idle' AND query = '-- ping'") == 0 {
+		select {
+		case r := <-done:
+			t.Fatalf("verify ended before the stop: exit %d\n%s", r.code, r.out)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	select {
+	case r := <-done:
+		t.Logf("soakd verify: exit %d\n%s", r.code, r.out)
+		if r.code != 1 {
+			t.Errorf("exit %d, want 1", r.code)
+		}
+		hasLine(t, r.out, "workload s: not verified: stopped by a signal")
+	case <-time.After(2 * time.Minute):
+		t.Fatal("soakd verify goes on replaying after the stop")
 	}
 }

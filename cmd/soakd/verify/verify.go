@@ -91,8 +91,15 @@ func Main(ctx context.Context, args []string, environ map[string]string, p *conf
 	}
 	rep := &Report{}
 	code = cli.ExitOK
-	for _, j := range jobs {
+	for i, j := range jobs {
 		wr, err := j.run(ctx, p)
+		if err != nil && ctx.Err() != nil {
+			for _, j := range jobs[i:] {
+				fmt.Fprintf(stderr, "soakd: workload %s: not verified: stopped by a signal\n", j.w.Name)
+			}
+			code = cli.ExitFailed
+			break
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "soakd: workload %s: cannot verify: %s\n", j.w.Name, j.scrub(err.Error()))
 			code = cli.ExitFailed
