@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -276,5 +277,43 @@ func TestStoppedMidReplay(t *testing.T) {
 		hasLine(t, r.out, "workload s: not verified: stopped by a signal")
 	case <-time.After(2 * time.Minute):
 		t.Fatal("soakd verify goes on replaying after the stop")
+	}
+}
+
+// A run with a query workload beside the ingest one: the query workload
+// wrote nothing, so verify says it skips it and checks the other (exit
+// 0), with the run's summary or without.
+func TestQueryWorkloadSkipped(t *testing.T) {
+	srv := testserver.Postgres(t)
+	db := srv.CreateDatabase(t, "mixed")
+	env := map[string]string{
+		"SOAKD_WORKLOADS":  "cpu,q",
+		"SOAKD_CPU_SOURCE": "devops", "SOAKD_CPU_TARGET": db, "SOAKD_CPU_SCALE": "2",
+		"SOAKD_CPU_START": "2026-01-01T00:00:00Z", "SOAKD_CPU_END": "+10m", "SOAKD_CPU_RATE": "max",
+		"SOAKD_Q_SOURCE": "devops-queries", "SOAKD_Q_SCALE": "2", "SOAKD_Q_TARGET": db,
+		"SOAKD_Q_RATE": "20", "SOAKD_Q_DURATION": "2s", "SOAKD_Q_QUERIES": "lastpoint",
+	}
+	sum, path := soakRun(t, env, nil)
+	if run := phase(t, sum, "cpu", "run"); run.Units != 2*60 {
+		t.Fatalf("run acknowledged %d rows, want %d", run.Units, 2*60)
+	}
+	for name, args := range map[string][]string{"summary": {"--summary-json", path}, "no summary": nil} {
+		t.Run(name, func(t *testing.T) {
+			venv := map[string]string{"SOAKD_CPU_TARGET": db}
+			if args == nil {
+				venv = env
+			}
+			code, out, rep := soakVerify(t, venv, args...)
+			if code != 0 {
+				t.Errorf("exit %d, want 0", code)
+			}
+			if got, want := countsOf(only(t, rep)), (counts{acked: 120, stored: 120}); got != want {
+				t.Errorf("%+v, want %+v", got, want)
+			}
+			hasLine(t, out, "== verify workload q: skipped: source devops-queries runs queries, which write nothing to verify")
+			if strings.Contains(out, "cannot verify") {
+				t.Errorf("verify tried the query workload:\n%s", out)
+			}
+		})
 	}
 }

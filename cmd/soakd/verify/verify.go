@@ -92,9 +92,16 @@ func Main(ctx context.Context, args []string, environ map[string]string, p *conf
 	rep := &Report{}
 	code = cli.ExitOK
 	for i, j := range jobs {
+		if j.entry.Kind == sources.Queries {
+			fmt.Fprintf(stdout, "\n== verify workload %s: skipped: source %s runs queries, which write nothing to verify\n", j.w.Name, j.w.Source)
+			continue
+		}
 		wr, err := j.run(ctx, p)
 		if err != nil && ctx.Err() != nil {
 			for _, j := range jobs[i:] {
+				if j.entry.Kind == sources.Queries {
+					continue
+				}
 				fmt.Fprintf(stderr, "soakd: workload %s: not verified: stopped by a signal\n", j.w.Name)
 			}
 			code = cli.ExitFailed
@@ -168,6 +175,11 @@ func load(c *cli.Command, f settings.CommandLine, p *config.Plugins) ([]*job, op
 	var errs []error
 	var jobs []*job
 	for _, w := range cfg.Workload {
+		if e := p.Sources.Lookup(w.Source); e != nil && e.Kind == sources.Queries {
+			// A query workload writes nothing: Main says it is skipped.
+			jobs = append(jobs, &job{w: w, entry: e})
+			continue
+		}
 		if w.Builtin {
 			errs = append(errs, &settings.Error{Key: config.Prefix(w.Name) + "TARGET",
 				Err: errors.New("not set: a run without a TARGET wrote to a built-in target, which kept nothing to verify")})
