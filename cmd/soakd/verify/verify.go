@@ -265,20 +265,24 @@ func readSummary(path string) (*report.Summary, error) {
 }
 
 // withSummary returns env with the summary's workloads, targets and data
-// settings added where env does not set them.
+// settings added where env does not set them. A workload without a
+// record of what it wrote (a summary of an older soakd) is among them,
+// for load to name.
 func withSummary(env map[string]string, s *report.Summary) map[string]string {
 	out := map[string]string{}
 	var names []string
 	for _, w := range s.Workloads {
-		if w.Verify == nil {
-			continue
-		}
 		if !slices.Contains(names, w.Name) {
 			names = append(names, w.Name)
 		}
 		p := config.Prefix(w.Name)
-		for k, v := range w.Verify.Settings {
-			out[p+k] = v
+		if w.Source != "" {
+			out[p+"SOURCE"] = w.Source
+		}
+		if w.Verify != nil {
+			for k, v := range w.Verify.Settings {
+				out[p+k] = v
+			}
 		}
 		if w.Target != "" {
 			out[p+"TARGET"] = unredact(w.Target)

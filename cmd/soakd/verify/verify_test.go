@@ -167,6 +167,13 @@ func TestConfigErrors(t *testing.T) {
 	if err := os.WriteFile(notJSON, []byte("hello"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A summary with no record of what its workload wrote, as an older
+	// soakd wrote them.
+	noRecord := filepath.Join(dir, "old.json")
+	if err := os.WriteFile(noRecord, []byte(fmt.Sprintf(`{"workloads":[{"name":"cpu","phase":"run","source":"devops","target":"postgres://postgres@127.0.0.1:%d/db"}]}`,
+		testserver.ClosedPort(t))), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		env  map[string]string
@@ -176,6 +183,8 @@ func TestConfigErrors(t *testing.T) {
 		{"built-in target", map[string]string{"SOAKD_WORKLOADS": "seq"}, nil, []string{"SOAKD_SEQ_TARGET: not set"}},
 		{"no summary file", nil, []string{"--summary-json", filepath.Join(dir, "none.json")}, []string{"SOAKD_SUMMARY_JSON: "}},
 		{"not a summary", nil, []string{"--summary-json", notJSON}, []string{"SOAKD_SUMMARY_JSON: ", "is not a soakd summary"}},
+		{"no record in the summary", nil, []string{"--summary-json", noRecord},
+			[]string{"SOAKD_SUMMARY_JSON: the summary has no record of workload cpu (a run of an older soakd, or another run)"}},
 		{"unknown flag and bad setting", map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://"},
 			[]string{"--no-such", "1", "--verify-examples", "-1", "--seq-devices", "0"},
 			[]string{"unknown flag --no-such", "SOAKD_VERIFY_EXAMPLES", "SOAKD_SEQ_DEVICES"}},
@@ -189,6 +198,9 @@ func TestConfigErrors(t *testing.T) {
 			}
 			for _, w := range tc.want {
 				hasLine(t, out, w)
+			}
+			if tc.name == "no record in the summary" && (strings.Contains(out, "SOAKD_IOT_") || strings.Contains(out, "SOAKD_KV_")) {
+				t.Errorf("workloads not in the summary named:\n%s", out)
 			}
 			if tc.name == "negative ranges" && strings.Contains(out, "SOAKD_VERIFY_EXAMPLES") {
 				t.Errorf("SOAKD_VERIFY_EXAMPLES named for a negative SOAKD_VERIFY_RANGES:\n%s", out)
