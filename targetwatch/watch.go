@@ -271,13 +271,18 @@ func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 		addKinds(st.storage, f.Storage, at)
 		addKinds(st.stats, f.Stats, at)
 		w.sayLosses(st)
-		if len(f.Storage) > 0 {
-			var total float64
-			for k, v := range f.Storage {
-				if !notSummed[k] {
-					total += v
-				}
+		// A total only of the kinds summed: a reading with none of them
+		// (the table and index sizes refused, the database's and the
+		// WAL's read) has no total, not one of 0 B.
+		var total float64
+		summed := false
+		for k, v := range f.Storage {
+			if !notSummed[k] {
+				total += v
+				summed = true
 			}
+		}
+		if summed {
 			st.storageTotal = st.storageTotal.add(total, at)
 			st.acknowledged = acked
 			st.perValue, st.hasPerValue = total/acked, w.counted != "" && acked > 0

@@ -149,3 +149,73 @@ func TestThresholdsRemoteWrite(t *testing.T) {
 		}
 	}
 }
+
+// A PostgreSQL role refused pg_table_size and pg_indexes_size reads the
+// database's size and the WAL, which are not summed: the watch has no
+// storage total and no storage per value, and target.storage checks are
+// "not available" (and fail the run) instead of passing on a total of
+// 0 B. Bug caught: "storage total: 0 B → 0 B; 0.0 bytes per value" and
+// "✓ target.storage_per_value<1B" with storage.table and storage.index
+// listed as not read.
+func TestTargetStorageThresholdsWithSizesRefused(t *testing.T) {
+	srv := testserver.Postgres(t)
+	db := srv.CreateDatabase(t, "sizesrefused")
+	testserver.PGExec(t, db,
+		"CREATE ROLE sizes LOGIN",
+		"GRANT ALL ON SCHEMA public TO sizes",
+		"REVOKE EXECUTE ON FUNCTION pg_table_size(regclass), pg_indexes_size(regclass) FROM PUBLIC")
+	const checks = "target.storage_per_value<1B, target.storage<1KiB"
+	env := map[string]string{"SOAKD_WORKLOADS": "iot", "SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0",
+		"SOAKD_IOT_SOURCE": "devops", "SOAKD_IOT_SCALE": "5", "SOAKD_IOT_TARGET": strings.Replace(db, "postgres@", "sizes@", 1),
+		"SOAKD_IOT_RATE": "500", "SOAKD_IOT_BATCH_SIZE": "50", "SOAKD_IOT_DURATION": "3s", "SOAKD_IOT_WATCH_INTERVAL": "1s",
+		"SOAKD_IOT_THRESHOLDS": checks}
+	js := filepath.Join(t.TempDir(), "sum.json")
+	code, out, errs := run(t, env, "--summary-json", js)
+	if code != cli.ExitFailed {
+		t.Fatalf("exit %d, want %d: checks with no figure to judge fail\n%s\n%s", code, cli.ExitFailed, out, errs)
+	}
+	s := readJSON[struct {
+		Workloads []struct {
+			Phase      string `json:"phase"`
+			Thresholds []struct {
+				Threshold string   `json:"threshold"`
+				OK        bool     `json:"ok"`
+				Value     *float64 `json:"value"`
+				Note      string   `json:"note"`
+			} `json:"thresholds"`
+			TargetFigures *struct {
+				Storage         map[string]any `json:"storage_bytes"`
+				StorageTotal    any            `json:"storage_total_bytes"`
+				StoragePerValue *float64       `json:"storage_bytes_per_value"`
+				Unavailable     map[string]any `json:"unavailable"`
+			} `json:"target_figures"`
+		} `json:"workloads"`
+	}](t, js)
+	var judged, watched int
+	for _, w := range s.Workloads {
+		for _, th := range w.Thresholds {
+			judged++
+			if th.OK || th.Value != nil || !strings.HasPrefix(th.Note, "not available") {
+				t.Errorf("%s: ok %v, value %v, note %q: want not available", th.Threshold, th.OK, th.Value, th.Note)
+			}
+		}
+		if f := w.TargetFigures; f != nil {
+			watched++
+			if _, ok := f.Unavailable["storage.table"]; !ok {
+				t.Errorf("storage.table not named unavailable: %+v", f.Unavailable)
+			}
+			if _, ok := f.Storage["database"]; !ok {
+				t.Errorf("no database size read: %+v (the role should read it)", f.Storage)
+			}
+			if f.StorageTotal != nil || f.StoragePerValue != nil {
+				t.Errorf("storage total %v, per value %v: want none without table or index", f.StorageTotal, f.StoragePerValue)
+			}
+		}
+	}
+	if judged != 2 || watched == 0 {
+		t.Fatalf("%d checks judged, %d entries with target figures\n%s", judged, watched, out)
+	}
+	if strings.Contains(out, "storage total") || strings.Contains(out, "✓ target.storage") {
+		t.Errorf("summary:\n%s", out)
+	}
+}
