@@ -24,7 +24,6 @@ func startInfluxAuth(t *testing.T) string {
 	t.Helper()
 	srv := testserver.Influx(t, testserver.InfluxAuth())
 	addr := srv.Addr
-	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
 	// With no user yet, InfluxDB accepts creating the first admin.
 	for _, q := range []string{
 		`CREATE USER admin WITH PASSWORD 's3cret' WITH ALL PRIVILEGES`,
@@ -32,32 +31,40 @@ func startInfluxAuth(t *testing.T) string {
 		`CREATE USER writer WITH PASSWORD 'w-pass'`,
 		`GRANT WRITE ON shared TO writer`,
 	} {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/query", strings.NewReader(url.Values{"q": {q}}.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.SetBasicAuth("admin", "s3cret")
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		// InfluxDB sends the 200 before it runs the statement, and aborts
-		// the statement when the client goes away: read the whole answer,
-		// which also carries the statement's error.
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		var out struct {
-			Error   string `json:"error"`
-			Results []struct {
-				Error string `json:"error"`
-			} `json:"results"`
-		}
-		if err == nil {
-			err = json.Unmarshal(body, &out)
-		}
-		if err != nil || resp.StatusCode != 200 || out.Error != "" || len(out.Results) != 1 || out.Results[0].Error != "" {
-			t.Fatalf("%s: HTTP %d %s (%v)", q, resp.StatusCode, body, err)
-		}
+		influxAdminQuery(t, addr, q)
 	}
 	return addr
+}
+
+// influxAdminQuery runs the InfluxQL statement q as startInfluxAuth's
+// admin on the InfluxDB at addr; the test fails if it fails.
+func influxAdminQuery(t *testing.T, addr, q string) {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/query", strings.NewReader(url.Values{"q": {q}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth("admin", "s3cret")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	// InfluxDB sends the 200 before it runs the statement, and aborts
+	// the statement when the client goes away: read the whole answer,
+	// which also carries the statement's error.
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var out struct {
+		Error   string `json:"error"`
+		Results []struct {
+			Error string `json:"error"`
+		} `json:"results"`
+	}
+	if err == nil {
+		err = json.Unmarshal(body, &out)
+	}
+	if err != nil || resp.StatusCode != 200 || out.Error != "" || len(out.Results) != 1 || out.Results[0].Error != "" {
+		t.Fatalf("%s: HTTP %d %s (%v)", q, resp.StatusCode, body, err)
+	}
 }
 
 func TestAuth(t *testing.T) {
@@ -113,6 +120,10 @@ func TestAuth(t *testing.T) {
 			if sinks.ClassOf(err) != sinks.Rejected || !errors.As(err, &se) || se.StatusCode != tc.status {
 				t.Fatalf("write = %v, want rejected with HTTP %d", err, tc.status)
 			}
+			// What soakd adds the password's settings to.
+			if !strings.Contains(err.Error(), sinks.AuthFailed) {
+				t.Errorf("write = %v, want it to say %s", err, sinks.AuthFailed)
+			}
 			if strings.Contains(err.Error(), "nope") || strings.Contains(err.Error(), "s3cret") {
 				t.Errorf("error shows a password: %v", err)
 			}
@@ -124,6 +135,18 @@ func TestAuth(t *testing.T) {
 	err := write("influx1://writer:w-pass@%s?db=a1&create=false", sinks.Options{})
 	if sinks.ClassOf(err) != sinks.Rejected || !strings.Contains(err.Error(), `database "a1" not found`) || !strings.Contains(err.Error(), `"shared"`) {
 		t.Errorf("write as a writer elsewhere = %v, want refused at prepare naming the database", err)
+	}
+	// A user whose credentials are taken but who may only read the
+	// database: every write is answered 403, the user's rights at fault,
+	// not the password.
+	for _, q := range []string{`CREATE DATABASE readonly`, `GRANT READ ON readonly TO writer`} {
+		influxAdminQuery(t, addr, q)
+	}
+	err = write("influx1://writer:w-pass@%s?db=readonly&create=false", sinks.Options{})
+	var se *StatusError
+	if sinks.ClassOf(err) != sinks.Rejected || !errors.As(err, &se) || se.StatusCode != http.StatusForbidden ||
+		strings.Contains(err.Error(), sinks.AuthFailed) {
+		t.Errorf("write as a reader = %v, want rejected with HTTP 403, not an authentication failure", err)
 	}
 	// Creating a database the user may not create, and which does not
 	// exist, fails Prepare as rejected with the server's reason.

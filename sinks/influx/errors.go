@@ -63,6 +63,12 @@ const maxMessage = 1024
 // (?rp=, or the bucket's DB/RP, named wrong or dropped mid-run) with 500
 // "retention policy not found": a refusal that resending cannot change,
 // so rejected and not retried.
+//
+// 401 is credentials refused (InfluxDB 1.x "authorization failed", 2.x
+// "unauthorized access"): its message says authentication failed, so that
+// soakd names where the password comes from. 403 is not: the credentials
+// were taken, and the user may not do this (1.x "not authorized to write
+// to database"), which its own message says.
 func classifyStatus(code int, h http.Header, body errBody, points int, idempotent bool) error {
 	se := &StatusError{StatusCode: code, Message: body.msg, Points: points}
 	if code >= 400 && code < 500 {
@@ -71,6 +77,9 @@ func classifyStatus(code int, h http.Header, body errBody, points int, idempoten
 	class, retry := sinks.ClassifyHTTPStatus(code, idempotent)
 	if code == http.StatusInternalServerError && strings.HasPrefix(body.msg, "retention policy not found") {
 		class, retry = sinks.Rejected, false
+	}
+	if code == http.StatusUnauthorized {
+		se.Message = sinks.AuthFailed + ": " + se.Message
 	}
 	return &sinks.Error{Class: class, Retry: retry, RetryAfter: sinks.RetryAfter(h, time.Now()), Err: se}
 }
