@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/soakd/soakd/sinks"
@@ -93,6 +94,27 @@ func (s *Sink) mismatched(ctx context.Context, err error) error {
 	m := mismatch(context.WithoutCancel(ctx), &s.cfg)
 	if m == nil {
 		return err
+	}
+	return sinks.NewError(sinks.Rejected, false, &sinks.ProtocolMismatch{Err: fmt.Errorf("%w (%v)", m, err)})
+}
+
+// modeMismatch is the configuration error of a redis-cluster:// or
+// redis-sentinel:// URL whose server is a single Redis, as its answer to
+// the ping says: a cluster client's CLUSTER SLOTS gets "cluster support
+// disabled", a sentinel client's SENTINEL "unknown command". Without it
+// the server's answer read as a refusal of the database or the
+// credentials. nil when err says neither.
+func (s *Sink) modeMismatch(err error) error {
+	msg := strings.ToLower(err.Error())
+	addrs := strings.Join(s.cfg.Addrs, ", ")
+	var m error
+	switch {
+	case s.cfg.Mode == Cluster && strings.Contains(msg, "cluster support disabled"):
+		m = fmt.Errorf("the server at %s is a single Redis, not a Redis Cluster (its cluster support is disabled): use redis:// rather than redis-cluster://", addrs)
+	case s.cfg.Mode == Sentinel && strings.Contains(msg, "unknown command") && strings.Contains(msg, "sentinel"):
+		m = fmt.Errorf("the server at %s is a single Redis, not a sentinel: use redis:// with its address rather than redis-sentinel://", addrs)
+	default:
+		return nil
 	}
 	return sinks.NewError(sinks.Rejected, false, &sinks.ProtocolMismatch{Err: fmt.Errorf("%w (%v)", m, err)})
 }

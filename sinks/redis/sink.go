@@ -847,6 +847,9 @@ func (s *Sink) Ping(ctx context.Context) error {
 		err = s.c.Ping(ctx).Err()
 	}
 	if err != nil {
+		if m := s.modeMismatch(err); m != nil {
+			return m
+		}
 		var rerr goredis.Error
 		if !errors.As(err, &rerr) {
 			c.broken = true

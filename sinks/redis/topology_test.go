@@ -220,3 +220,27 @@ func TestSentinel(t *testing.T) {
 		t.Fatalf("ping of an unknown master through %s succeeded", u)
 	}
 }
+
+// A redis-cluster:// or redis-sentinel:// URL to a single Redis is a
+// configuration error saying what the server is and to use redis://,
+// not the server's "cluster support disabled" or "unknown command
+// 'sentinel'" read as a refusal of the database or the credentials.
+func TestSingleRedisAsClusterOrSentinel(t *testing.T) {
+	plain := testserver.Redis(t)
+	shape := sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: "mode:"}}
+	for _, tc := range []struct{ raw, want string }{
+		{"redis-cluster://" + plain.Addr, "is a single Redis, not a Redis Cluster (its cluster support is disabled): use redis:// rather than redis-cluster://"},
+		{"redis-sentinel://" + plain.Addr + "/mymaster/0", "is a single Redis, not a sentinel: use redis://"},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		err := open(t, tc.raw, shape).Ping(ctx)
+		cancel()
+		if sinks.ClassOf(err) != sinks.Rejected || !sinks.IsProtocolMismatch(err) || !strings.Contains(err.Error(), tc.want) ||
+			!strings.Contains(err.Error(), plain.Addr) {
+			t.Errorf("Ping(%s) = %v; want a rejected protocol mismatch naming %s and saying %q", tc.raw, err, plain.Addr, tc.want)
+		}
+	}
+	if err := open(t, "redis://"+plain.Addr+"/0", shape).Ping(t.Context()); err != nil {
+		t.Errorf("redis:// to the same server: %v", err)
+	}
+}
