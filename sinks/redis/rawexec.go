@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -65,6 +66,12 @@ func (s *Sink) handshake(ctx context.Context, rc *respConn) error {
 		if !errors.As(err, &rerr) {
 			return err
 		}
+		if !helloUnsupported(string(rerr)) {
+			// The server's reason to refuse the connection (max number
+			// of clients reached, WRONGPASS, NOAUTH, LOADING): it may
+			// have closed it already, and is the error to show.
+			return err
+		}
 		if o.Password != "" {
 			auth := []any{"AUTH", o.Password}
 			if o.Username != "" {
@@ -106,6 +113,24 @@ func (s *Sink) handshake(ctx context.Context, rc *respConn) error {
 		}
 	}
 	return first
+}
+
+// helloUnsupported reports whether msg, an error reply to HELLO, says
+// the server does not know HELLO (Redis before 6: "unknown command"; a
+// server of another family: "unsupported", "not supported", its own
+// syntax) or not the protocol version asked (NOPROTO): then the
+// connection is set up without it, with AUTH alone.
+func helloUnsupported(msg string) bool {
+	if strings.HasPrefix(msg, "NOPROTO") {
+		return true
+	}
+	m := strings.ToLower(msg)
+	for _, s := range []string{"unknown command", "unsupported", "not supported", "wrong number of arguments", "syntax error"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // send connects c if needed and writes the commands of c.rc.wbuf, with

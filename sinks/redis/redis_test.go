@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -498,6 +499,46 @@ func TestErrorClasses(t *testing.T) {
 	acl := open(t, "redis://default:s3cret@"+srv.Addr, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash}})
 	if err := acl.Ping(ctx); err != nil {
 		t.Fatalf("ping with user:password in the URL: %v", err)
+	}
+}
+
+// A server at its maxclients answers a new connection with "max number
+// of clients reached" and closes it: that is the error, a server error
+// worth retrying, with a password or without. Bug caught: the reply was
+// taken for a server without HELLO, so the write after it failed with
+// "connection reset by peer" or "broken pipe", the reason never shown.
+func TestMaxClientsReached(t *testing.T) {
+	for _, pw := range []string{"", "s3cret"} {
+		t.Run(map[bool]string{true: "password", false: "no password"}[pw != ""], func(t *testing.T) {
+			args := []string{"--maxclients", "1"}
+			if pw != "" {
+				args = append(args, "--requirepass", pw)
+			}
+			srv := testserver.Redis(t, args...)
+			// The one client the server takes, held to the test's end.
+			held, err := net.Dial("tcp", srv.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			if _, err := held.Write([]byte("PING\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 64)
+			if n, err := held.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "+PONG") && !strings.HasPrefix(string(buf[:n]), "-NOAUTH") {
+				t.Fatalf("the held connection: %q, %v", buf[:n], err)
+			}
+			_, b := insertBatch(t)
+			s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: "mc:"}, Password: pw})
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			for name, err := range map[string]error{"ping": s.Ping(ctx), "write": func() error { _, err := s.Write(ctx, b); return err }()} {
+				retry, _ := sinks.Retryable(err)
+				if err == nil || !strings.Contains(err.Error(), "max number of clients reached") || errClass(t, err) != sinks.Server || !retry {
+					t.Errorf("%s at maxclients: %v, want a server error saying max number of clients reached, retried", name, err)
+				}
+			}
+		})
 	}
 }
 
