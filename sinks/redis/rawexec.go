@@ -117,15 +117,15 @@ func (s *Sink) handshake(ctx context.Context, rc *respConn) error {
 
 // helloUnsupported reports whether msg, an error reply to HELLO, says
 // the server does not know HELLO (Redis before 6: "unknown command"; a
-// server of another family: "unsupported", "not supported", its own
-// syntax) or not the protocol version asked (NOPROTO): then the
+// server of another family: "unknown", "unsupported", "not support(ed)",
+// its own syntax) or not the protocol version asked (NOPROTO): then the
 // connection is set up without it, with AUTH alone.
 func helloUnsupported(msg string) bool {
 	if strings.HasPrefix(msg, "NOPROTO") {
 		return true
 	}
 	m := strings.ToLower(msg)
-	for _, s := range []string{"unknown command", "unsupported", "not supported", "wrong number of arguments", "syntax error"} {
+	for _, s := range []string{"unknown", "unsupported", "not support", "wrong number of arguments", "syntax error"} {
 		if strings.Contains(m, s) {
 			return true
 		}
