@@ -43,53 +43,9 @@ func (s *Sink) Prepare(ctx context.Context) (err error) {
 		}
 	}
 	if s.cfg.Create {
-		for _, q := range preamble(s.cfg) {
-			if err := ddl(ctx, c, q); err != nil {
-				return err
-			}
+		if err := s.create(ctx, c, plans); err != nil {
+			return err
 		}
-		hyper := false
-		if s.cfg.Dialect == TimescaleDB && len(plans) > 0 {
-			hyper, err = s.timescale(ctx, c)
-			if err != nil {
-				return err
-			}
-		}
-		if s.cfg.Layout == TSBSLayout && len(plans) > 0 {
-			for _, q := range tsbsTagsDDL(plans[0].schema) {
-				if err := ddl(ctx, c, q); err != nil {
-					return err
-				}
-			}
-		}
-		for _, p := range plans {
-			stmts := createTable(s.cfg, p)
-			if err := ddl(ctx, c, stmts[0]); err != nil {
-				return err
-			}
-			if s.cfg.Dialect != KWDB {
-				// A table that was there already (another tool's, another
-				// source's) is checked before soakd turns it into a
-				// hypertable or indexes it: refused untouched, with what
-				// is wrong with it.
-				if err := checkColumns(ctx, c, s.cfg, p); err != nil {
-					return err
-				}
-			}
-			if hyper {
-				if err := ddl(ctx, c, hypertable(s.cfg, p)); err != nil {
-					return err
-				}
-			}
-			for _, q := range stmts[1:] {
-				if err := ddl(ctx, c, q); err != nil {
-					return err
-				}
-			}
-		}
-		s.log.Info("tables ready", zap.String("target", s.target), zap.Stringer("dialect", s.cfg.Dialect),
-			zap.Stringer("layout", s.cfg.Layout), zap.Int("tables", len(plans)), zap.Bool("hypertables", hyper),
-			zap.Bool("dedup", s.cfg.Dedup))
 	}
 	if s.cfg.Dialect == KWDB {
 		// KWDB's catalog differs; a missing table shows on the first write.

@@ -223,6 +223,40 @@ func TestTimescaleDB(t *testing.T) {
 	})
 }
 
+// TestTimescaleDBWithoutCreateRights: hypertables that exist, and a
+// writer with only INSERT on them and no CREATE privilege anywhere:
+// create=true prepares (nothing is missing) and the rows arrive in the
+// hypertables' chunks. Bug caught: CREATE TABLE IF NOT EXISTS of the
+// existing tables was refused ("permission denied for schema public").
+func TestTimescaleDBWithoutCreateRights(t *testing.T) {
+	srv := testserver.TimescaleDB(t)
+	ctx := t.Context()
+	db := newDB(t, srv, "ts_nocreate")
+	cpu, trucks := cpuSchema("cpu", 3), mixedSchema("trucks", 4)
+	params := []string{"dialect", "timescaledb", "chunk_interval", "1h"}
+	if err := openSink(t, withParams(db, params...), nil, cpu, trucks).Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testserver.PGExec(t, db, "REVOKE CREATE ON DATABASE ts_nocreate FROM PUBLIC", "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+		"CREATE ROLE tswriter LOGIN", "GRANT INSERT ON cpu, trucks TO tswriter")
+	s := openSink(t, withParams(strings.Replace(db, "postgres@", "tswriter@", 1), params...), nil, cpu, trucks)
+	if err := s.Prepare(ctx); err != nil {
+		t.Fatalf("Prepare as a writer of existing hypertables: %v", err)
+	}
+	b := sources.NewSeriesBatch([]*sources.Schema{cpu, trucks})
+	fill(b.Tables[0], 3, 0, 3*360*2, testBase, false) // two hours
+	fill(b.Tables[1], 4, 0, 40, testBase, false)
+	if _, err := s.Write(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, db)
+	sameRows(t, "cpu", readRows(t, c, cpu), expectRows(b.Tables[0]))
+	sameRows(t, "trucks", readRows(t, c, trucks), expectRows(b.Tables[1]))
+	if n := chunksWithRows(t, c, "cpu"); n != 2 {
+		t.Errorf("%d chunks of cpu hold rows, want 2", n)
+	}
+}
+
 // TestEngineTimescaleDB runs the iot source, with its default late (5 %
 // up to a minute) and missing (1 %) readings, through the engine into
 // TimescaleDB hypertables with 10-minute chunks: every row of the data
