@@ -56,9 +56,11 @@ func (s *Sink) create(ctx context.Context, c *pgx.Conn, plans []*plan) error {
 			return err
 		}
 	}
+	hypertables := 0
 	for _, p := range plans {
 		stmts := createTable(s.cfg, p)
-		if _, err := s.createMissingTable(ctx, c, s.cfg.TablePrefix+p.schema.Measurement, stmts[0]); err != nil {
+		existed, err := s.createMissingTable(ctx, c, s.cfg.TablePrefix+p.schema.Measurement, stmts[0])
+		if err != nil {
 			return err
 		}
 		// A table that was there already (another tool's, another
@@ -68,8 +70,12 @@ func (s *Sink) create(ctx context.Context, c *pgx.Conn, plans []*plan) error {
 			return err
 		}
 		if hyper {
-			if err := s.makeHypertable(ctx, c, p); err != nil {
+			made, err := s.makeHypertable(ctx, c, p, existed)
+			if err != nil {
 				return err
+			}
+			if made {
+				hypertables++
 			}
 		}
 		if err := s.createIndexes(ctx, c, p.table, stmts[1:]); err != nil {
@@ -77,7 +83,7 @@ func (s *Sink) create(ctx context.Context, c *pgx.Conn, plans []*plan) error {
 		}
 	}
 	s.log.Info("tables ready", zap.String("target", s.target), zap.Stringer("dialect", s.cfg.Dialect),
-		zap.Stringer("layout", s.cfg.Layout), zap.Int("tables", len(plans)), zap.Bool("hypertables", hyper),
+		zap.Stringer("layout", s.cfg.Layout), zap.Int("tables", len(plans)), zap.Int("hypertables", hypertables),
 		zap.Bool("dedup", s.cfg.Dedup))
 	return nil
 }
@@ -222,18 +228,42 @@ func ddlIndexName(q string) string {
 
 // makeHypertable makes p's table a hypertable, unless it is one already
 // (then there is nothing to do, as create_hypertable's if_not_exists
-// would say).
-func (s *Sink) makeHypertable(ctx context.Context, c *pgx.Conn, p *plan) error {
+// would say), and reports whether it is one. A table that existed as a
+// plain table with rows (made by a run before the extension was
+// installed) stays one, with a warning: TimescaleDB makes only an empty
+// table a hypertable, unless told to migrate its rows, which soakd
+// leaves to the table's owner. So does an existing table the user may
+// not make a hypertable (neither its owner nor the extension's).
+func (s *Sink) makeHypertable(ctx context.Context, c *pgx.Conn, p *plan, existed bool) (bool, error) {
 	var hyper bool
 	err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM timescaledb_information.hypertables h
 		JOIN pg_catalog.pg_namespace n ON n.nspname = h.hypertable_schema
 		JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = h.hypertable_name
 		WHERE c.oid = to_regclass($1::text))`, p.table).Scan(&hyper)
 	if err != nil {
-		return classify(fmt.Errorf("cannot tell whether %s is a hypertable: %w", p.table, err), false, false)
+		return false, classify(fmt.Errorf("cannot tell whether %s is a hypertable: %w", p.table, err), false, false)
 	}
 	if hyper {
-		return nil
+		return true, nil
 	}
-	return ddl(ctx, c, hypertable(s.cfg, p))
+	migrate := strings.Replace(hypertable(s.cfg, p), "if_not_exists => TRUE)", "migrate_data => TRUE)", 1)
+	if existed {
+		var rows bool
+		err := c.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+p.table+")").Scan(&rows)
+		if err != nil && !denied(err) { // denied: create_hypertable answers
+			return false, classify(fmt.Errorf("cannot tell whether %s holds rows: %w", p.table, err), false, false)
+		}
+		if rows {
+			s.log.Warn("dialect=timescaledb but table "+p.table+" exists as a plain table with rows, not a hypertable (made before the timescaledb extension was installed in the database?), and TimescaleDB makes only an empty table a hypertable: writing into it as a plain table; for hypertables give a fresh schema= or table_prefix=, or migrate its rows as its owner: "+migrate,
+				zap.String("target", s.target))
+			return false, nil
+		}
+	}
+	err = ddl(ctx, c, hypertable(s.cfg, p))
+	if existed && denied(err) {
+		s.log.Warn("dialect=timescaledb but table "+p.table+" exists as a plain table, not a hypertable, and the target URL's user may not make it one (not its owner): writing into it as a plain table; its owner may run "+migrate,
+			zap.String("target", s.target), zap.Error(err))
+		return false, nil
+	}
+	return err == nil, err
 }

@@ -262,7 +262,7 @@ func (s *Sink) timescale(ctx context.Context, c *pgx.Conn) (bool, error) {
 		err := c.QueryRow(ctx, `SELECT current_setting('shared_preload_libraries') ~ '(^|[ ,])timescaledb([ ,]|$)'`).Scan(&preloaded)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "42501" {
-			s.log.Warn("dialect=timescaledb but the timescaledb extension is not installed in the database, and the target URL's user may not read shared_preload_libraries to see whether it can be: using plain tables; CREATE EXTENSION timescaledb as a superuser, or GRANT pg_read_all_settings to the user",
+			s.log.Warn("dialect=timescaledb but the timescaledb extension is not installed in the database, and the target URL's user may not read shared_preload_libraries to see whether it can be: using plain tables; CREATE EXTENSION timescaledb as a superuser or the database owner (it is a trusted extension), or GRANT pg_read_all_settings to the user (tables soakd fills meanwhile stay plain tables)",
 				zap.String("target", s.target))
 			return false, nil
 		}

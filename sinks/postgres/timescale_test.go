@@ -257,6 +257,108 @@ func TestTimescaleDBWithoutCreateRights(t *testing.T) {
 	}
 }
 
+// TestTimescaleDBInstalledLater follows soakd's own advice: a database
+// owner who is no superuser, in a database without the extension, gets
+// plain tables and a warning saying to CREATE EXTENSION timescaledb as a
+// superuser or the database owner. The owner does so (timescaledb is a
+// trusted extension) and the same URL runs again: the table that holds
+// rows stays a plain table and takes the new rows, with a warning saying
+// how to get a hypertable (whose statement then migrates it); the empty
+// one becomes a hypertable. An empty plain table that the user may write
+// into but not make a hypertable is written into as it is, with a
+// warning. Bug caught: the second run was refused at prepare, exit 2
+// (create_hypertable: table "cpu" is not empty).
+func TestTimescaleDBInstalledLater(t *testing.T) {
+	srv := testserver.TimescaleDB(t)
+	ctx := t.Context()
+	testserver.PGExec(t, srv.URL, "CREATE ROLE tslater LOGIN", "CREATE DATABASE ts_later OWNER tslater")
+	db := strings.Replace(srv.Database("ts_later"), "postgres@", "tslater@", 1)
+	raw := withParams(db, "dialect", "timescaledb", "chunk_interval", "1h")
+	cpu, trucks := cpuSchema("cpu", 3), mixedSchema("trucks", 4)
+
+	core, logs := observer.New(zap.WarnLevel)
+	s := openSink(t, raw, zap.New(core), cpu, trucks)
+	if err := s.Prepare(ctx); err != nil {
+		t.Fatalf("Prepare without the extension: %v", err)
+	}
+	if logs.FilterMessageSnippet("CREATE EXTENSION timescaledb as a superuser or the database owner").Len() != 1 {
+		t.Errorf("the warning of plain tables does not say who may install the extension: %v", logs.All())
+	}
+	first := sources.NewSeriesBatch([]*sources.Schema{cpu, trucks})
+	fill(first.Tables[0], 3, 0, 30, testBase, false) // trucks stays empty
+	if _, err := s.Write(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+
+	testserver.PGExec(t, db, "CREATE EXTENSION timescaledb") // as the database owner
+	core, logs = observer.New(zap.WarnLevel)
+	s = openSink(t, raw, zap.New(core), cpu, trucks)
+	if err := s.Prepare(ctx); err != nil {
+		t.Fatalf("Prepare once the extension is installed: %v", err)
+	}
+	warned := logs.FilterMessageSnippet(`table "cpu" exists as a plain table with rows, not a hypertable`)
+	if warned.Len() != 1 || !strings.Contains(warned.All()[0].Message, "schema= or table_prefix=") ||
+		!strings.Contains(warned.All()[0].Message, "migrate_data => TRUE") {
+		t.Errorf("no warning that cpu stays a plain table, saying how to get a hypertable: %v", logs.All())
+	}
+	if n := logs.Len(); n != 1 {
+		t.Errorf("%d warnings, want 1: %v", n, logs.All())
+	}
+	second := sources.NewSeriesBatch([]*sources.Schema{cpu, trucks})
+	fill(second.Tables[0], 3, 30, 30, testBase, false)
+	fill(second.Tables[1], 4, 0, 40, testBase, false)
+	if _, err := s.Write(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, db)
+	all := sources.NewSeriesBatch([]*sources.Schema{cpu})
+	fill(all.Tables[0], 3, 0, 60, testBase, false)
+	sameRows(t, "cpu", readRows(t, c, cpu), expectRows(all.Tables[0]))
+	sameRows(t, "trucks", readRows(t, c, trucks), expectRows(second.Tables[1]))
+	if hyper, _, _ := hypertableInfo(t, c, "cpu"); hyper {
+		t.Error("cpu, which held rows, became a hypertable")
+	}
+	if hyper, interval, _ := hypertableInfo(t, c, "trucks"); !hyper || interval != time.Hour {
+		t.Errorf("trucks, empty: hypertable %v, chunk interval %v; want a hypertable with 1h chunks", hyper, interval)
+	}
+	// The statement the warning gives migrates cpu's rows.
+	if warned.Len() == 1 {
+		_, migrate, _ := strings.Cut(warned.All()[0].Message, "migrate its rows as its owner: ")
+		testserver.PGExec(t, db, migrate)
+		if hyper, interval, _ := hypertableInfo(t, c, "cpu"); !hyper || interval != time.Hour {
+			t.Errorf("after %s: hypertable %v, chunk interval %v; want a hypertable with 1h chunks", migrate, hyper, interval)
+		}
+		sameRows(t, "cpu", readRows(t, c, cpu), expectRows(all.Tables[0]))
+	}
+
+	// An empty plain table that a writer may write into but not make a
+	// hypertable (neither the table's owner nor the extension's): written
+	// into as it is, with a warning.
+	other := mixedSchema("other", 4)
+	su := srv.Database("ts_later")
+	if err := openSink(t, withParams(su, "dialect", "postgres"), nil, other).Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testserver.PGExec(t, su, "CREATE ROLE tsplain LOGIN", "GRANT INSERT ON other TO tsplain")
+	core, logs = observer.New(zap.WarnLevel)
+	s = openSink(t, withParams(strings.Replace(su, "postgres@", "tsplain@", 1), "dialect", "timescaledb"), zap.New(core), other)
+	if err := s.Prepare(ctx); err != nil {
+		t.Fatalf("Prepare as a writer of a plain table: %v", err)
+	}
+	if logs.FilterMessageSnippet(`table "other" exists as a plain table, not a hypertable, and the target URL's user may not make it one`).Len() != 1 {
+		t.Errorf("no warning that other stays a plain table: %v", logs.All())
+	}
+	third := sources.NewSeriesBatch([]*sources.Schema{other})
+	fill(third.Tables[0], 4, 0, 40, testBase, false)
+	if _, err := s.Write(ctx, third); err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, "other", readRows(t, connect(t, su), other), expectRows(third.Tables[0]))
+	if hyper, _, _ := hypertableInfo(t, c, "other"); hyper {
+		t.Error("other became a hypertable")
+	}
+}
+
 // TestEngineTimescaleDB runs the iot source, with its default late (5 %
 // up to a minute) and missing (1 %) readings, through the engine into
 // TimescaleDB hypertables with 10-minute chunks: every row of the data
