@@ -183,6 +183,10 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 	case "config":
 		return configCmd(args, environ, stdout, stderr)
 	case "generate":
+		// Interrupted, generate says so and which files are incomplete
+		// rather than dying with them half written.
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
 		return generate.Main(ctx, args, environ, plugins.All().Sources, stdout, stderr)
 	case "verify":
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

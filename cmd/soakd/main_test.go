@@ -733,3 +733,43 @@ func TestSinkOpenRefusalExits2(t *testing.T) {
 		}
 	}
 }
+
+// generate interrupted by SIGINT or SIGTERM stops as it does when its
+// context ends: it says it was interrupted and which file is incomplete,
+// exit 1. Bug caught: the signal killed it silently (exit 130), leaving a
+// truncated file that looked like a data set.
+func TestGenerateInterruptedSaysTheFileIsIncomplete(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "x.influx")
+			cmd := exec.Command(os.Args[0], "generate", "--scale", "1000", "--end", "+2400h", "--workers", "1", "--quiet", "--out", path)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SOAKD_TEST_MAIN=1", "SOAKD_LISTEN=off"}
+			var errb lockedBuffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Once rows reach the file generate is under way, its signal
+			// handling in place: the data set takes far longer to write.
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+				if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					_ = cmd.Process.Kill()
+					_ = cmd.Wait()
+					t.Fatalf("nothing written within a minute\nstderr:\n%s", errb.String())
+				}
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			errs := errb.String()
+			if code := cmd.ProcessState.ExitCode(); code != cli.ExitFailed || !strings.Contains(errs, "interrupted") ||
+				!strings.Contains(errs, "incomplete") || !strings.Contains(errs, path) {
+				t.Errorf("exit %d (%v), want 1 saying it was interrupted and %s is incomplete; stderr:\n%s", code, cmd.ProcessState, path, errs)
+			}
+		})
+	}
+}

@@ -337,7 +337,8 @@ defaults of a data file. The settings with --source %s:
 
 const usageTail = `
 soakd generate --source NAME --help lists the settings of another source.
-Exit codes: 0 done, 1 failed (cannot write), 2 invalid settings.
+Exit codes: 0 done, 1 failed (cannot write, or interrupted: the files
+written are incomplete), 2 invalid settings.
 `
 
 // usage writes the help: every setting, as soakd config lists a run's.
@@ -416,6 +417,11 @@ func (j *job) run(ctx context.Context, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd generate: %v\n", err)
+		if o.Out != "" {
+			// What was written stays, short of the data set: say so
+			// rather than leave a truncated file that looks whole.
+			fmt.Fprintf(stderr, "soakd generate: incomplete, not the whole data set: %s\n", strings.Join(j.files, ", "))
+		}
 		return cli.ExitFailed
 	}
 	if s.rows != j.rows {
