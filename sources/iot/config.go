@@ -21,6 +21,10 @@ const MaxColumns = 1000
 // keeping timestamp arithmetic far from int64 overflow.
 const maxSpan = 366 * 24 * time.Hour
 
+// maxTime is the last time int64 nanoseconds since 1970 hold, that of a
+// row's timestamp: 2262-04-11T23:47:16.854775807Z.
+var maxTime = time.Unix(0, math.MaxInt64).UTC()
+
 // Config holds the settings of an iot workload. Tags are for
 // caarlos0/env/v11 without a prefix; the engine adds SOAKD_<W>_. Every
 // custom type parses with UnmarshalText and prints back with MarshalText.
@@ -87,6 +91,17 @@ func (c Config) Validate() error {
 	}
 	if c.End.Set && c.End.Rel < 0 {
 		bad("END", "%s: want a positive +DURATION", c.End)
+	}
+	if c.End.Set && c.End.Rel > 0 {
+		// Timestamps are int64 nanoseconds: an END past the last of them
+		// would wrap the last rows round to 1677.
+		from, what := c.Start.T, "START "+c.Start.String()
+		if c.Start.Now || c.Clock == Wall {
+			from, what = time.Now(), "now"
+		}
+		if from.After(maxTime.Add(-c.End.Rel)) {
+			bad("END", "%s after %s is past %s, the last time a row can carry: shorten END or start earlier", c.End, what, maxTime.Format(time.RFC3339))
+		}
 	}
 	if c.End.Set && c.Clock == Simulated && c.Interval > 0 {
 		if c.End.Rel > 0 && c.End.Rel < c.Interval {
@@ -254,6 +269,9 @@ func (s *Start) UnmarshalText(b []byte) error {
 		return nil
 	}
 	t, err := parseTime(v)
+	if errors.Is(err, errYearRange) {
+		return fmt.Errorf("%q: %w", v, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%q: want now or an RFC3339 time like 2026-01-01T00:00:00Z", v)
 	}
@@ -295,6 +313,9 @@ func (e *End) UnmarshalText(b []byte) error {
 		return nil
 	}
 	t, err := parseTime(v)
+	if errors.Is(err, errYearRange) {
+		return fmt.Errorf("%q: %w", v, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%q: want empty (endless), an RFC3339 time like 2026-01-02T00:00:00Z or +DURATION", v)
 	}
@@ -323,13 +344,17 @@ func (e End) resolve(start time.Time) time.Time {
 	return e.T
 }
 
+// errYearRange is parseTime's error for a valid RFC3339 time whose year
+// int64 nanoseconds cannot hold.
+var errYearRange = errors.New("is out of range: want a year from 1678 to 2261 (timestamps are int64 nanoseconds)")
+
 func parseTime(v string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
 		return time.Time{}, err
 	}
 	if y := t.Year(); y < 1678 || y > 2261 { // int64 nanoseconds
-		return time.Time{}, fmt.Errorf("year %d out of range", y)
+		return time.Time{}, fmt.Errorf("year %d %w", y, errYearRange)
 	}
 	return t.UTC(), nil
 }

@@ -294,3 +294,37 @@ func FuzzKnobs(f *testing.F) {
 		}
 	})
 }
+
+// Timestamps are int64 nanoseconds, which end in April 2262: an END past
+// that is refused naming END, and a START or END in a year out of range
+// says so. Bug caught: START 2261-10-01 with END +8000h wrote a last row
+// at 1677-11-17, and START 2262-01-01 was refused as no RFC3339 time.
+func TestTimesPast2262AreRefused(t *testing.T) {
+	t.Parallel()
+	var se *sources.SettingError
+	for _, tc := range []struct{ start, end string }{
+		{"2261-10-01T00:00:00Z", "+8000h"},
+		{"2261-12-31T00:00:00Z", "+2500h"}, // past 2262-04-11 by 3 days
+		{"now", "+2500000h"},               // 285 years after any START=now
+	} {
+		c := DefaultConfig()
+		c.Interval = 2000 * time.Hour / 10
+		must(t, c.Start.UnmarshalText([]byte(tc.start)))
+		must(t, c.End.UnmarshalText([]byte(tc.end)))
+		if err := c.Validate(); !errors.As(err, &se) || se.Setting != "END" || !strings.Contains(err.Error(), "2262-04-11") {
+			t.Errorf("START %s END %s: %v, want an END error naming the last time", tc.start, tc.end, err)
+		}
+	}
+	c := DefaultConfig()
+	must(t, c.Start.UnmarshalText([]byte("2261-10-01T00:00:00Z")))
+	must(t, c.End.UnmarshalText([]byte("+4000h")))
+	must(t, c.Validate())
+
+	var s Start
+	var e End
+	for _, err := range []error{s.UnmarshalText([]byte("2262-01-01T00:00:00Z")), e.UnmarshalText([]byte("1600-01-01T00:00:00Z"))} {
+		if err == nil || !strings.Contains(err.Error(), "out of range") || strings.Contains(err.Error(), "want now or") {
+			t.Errorf("got %v, want the year out of range", err)
+		}
+	}
+}

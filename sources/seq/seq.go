@@ -9,6 +9,7 @@ package seq
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -31,9 +32,18 @@ func (c Config) Validate() error {
 		return sources.Invalid("ROWS", "must not be negative")
 	case c.Interval <= 0:
 		return sources.Invalid("INTERVAL", "must be positive")
+	case c.Rows > 0 && lastRound(c) > (math.MaxInt64-epoch)/int64(c.Interval):
+		// Timestamps are int64 nanoseconds: past 2262 they would wrap
+		// round to 1677.
+		return sources.Invalid("INTERVAL", "%s: %d rows of %d devices, one row per device every INTERVAL from %s, would run past %s, the last time a row can carry: shorten INTERVAL or ROWS",
+			c.Interval, c.Rows, c.Devices, time.Unix(0, epoch).UTC().Format(time.RFC3339), time.Unix(0, math.MaxInt64).UTC().Format(time.RFC3339))
 	}
 	return nil
 }
+
+// lastRound is the round of a finite data set's last row (DEVICES and
+// ROWS valid).
+func lastRound(c Config) int64 { return (c.Rows - 1) / int64(c.Devices) }
 
 // Finite returns nil when the settings make a finite data set (ROWS set),
 // otherwise a *sources.SettingError naming ROWS.

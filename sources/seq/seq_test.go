@@ -3,6 +3,7 @@ package seq
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/soakd/soakd/sources"
 )
@@ -63,6 +64,28 @@ func TestValidate(t *testing.T) {
 	}
 	if err := (Config{Devices: 1, Rows: -1, Interval: 1}).Validate(); !errors.As(err, &se) || se.Setting != "ROWS" {
 		t.Fatalf("got %v, want a ROWS setting error", err)
+	}
+}
+
+// Timestamps are int64 nanoseconds from 2026 on: a data set whose last
+// round would pass April 2262 is refused naming INTERVAL. Bug caught: 240
+// rows a leap year apart wrapped round to 1677.
+func TestValidateTimesPast2262(t *testing.T) {
+	t.Parallel()
+	var se *sources.SettingError
+	year := 8784 * time.Hour
+	if err := (Config{Devices: 1, Rows: 240, Interval: year}).Validate(); !errors.As(err, &se) || se.Setting != "INTERVAL" {
+		t.Fatalf("got %v, want an INTERVAL setting error", err)
+	}
+	if err := (Config{Devices: 10, Rows: 2400, Interval: year}).Validate(); !errors.As(err, &se) || se.Setting != "INTERVAL" {
+		t.Fatalf("10 devices: got %v, want an INTERVAL setting error", err)
+	}
+	// The last of 236 rounds is in 2261, and an endless data set has no
+	// last round.
+	for _, c := range []Config{{Devices: 1, Rows: 236, Interval: year}, {Devices: 10, Rows: 2360, Interval: year}, {Devices: 1, Interval: year}} {
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: %v", c, err)
+		}
 	}
 }
 
