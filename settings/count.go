@@ -27,6 +27,31 @@ const countHint = "want a whole number like 1000000, 1e6, 1_000_000 or 1M"
 // a syntax error. Lower-case m is refused: it reads as milli as often as
 // mega.
 func ParseCount(s string) (int64, error) {
+	n, err := parseCount(s, false)
+	if err != nil {
+		return 0, err
+	}
+	return n.Int64(), nil
+}
+
+// ParseUintCount parses a count as ParseCount does into a uint64 (SEED):
+// its whole range, 0 to 18446744073709551615, and no negative number.
+func ParseUintCount(s string) (uint64, error) {
+	n, err := parseCount(s, true)
+	if err != nil {
+		return 0, err
+	}
+	return n.Uint64(), nil
+}
+
+// parseCount is ParseCount and ParseUintCount: the count s, which fits in
+// an int64, or with unsigned in a uint64 and not negative.
+func parseCount(s string, unsigned bool) (*big.Int, error) {
+	max := new(big.Int).SetInt64(math.MaxInt64)
+	if unsigned {
+		max.SetUint64(math.MaxUint64)
+	}
+	overflow := func() error { return fmt.Errorf("%q overflows a count (at most %s)", s, max) }
 	t := strings.TrimSpace(s)
 	mult, unit := int64(1), ""
 	if n := len(t); n > 0 {
@@ -38,7 +63,7 @@ func ParseCount(s string) (int64, error) {
 		case 'G':
 			mult, unit = 1e9, "G"
 		case 'm':
-			return 0, fmt.Errorf("%q: lower-case m is ambiguous: write M for a million (%sM)", s, t[:n-1])
+			return nil, fmt.Errorf("%q: lower-case m is ambiguous: write M for a million (%sM)", s, t[:n-1])
 		}
 		t = t[:len(t)-len(unit)]
 	}
@@ -46,39 +71,40 @@ func ParseCount(s string) (int64, error) {
 		// As in Go literals: a _ only between two digits.
 		for i := range len(t) {
 			if t[i] == '_' && (i == 0 || i == len(t)-1 || !isDigit(t[i-1]) || !isDigit(t[i+1])) {
-				return 0, fmt.Errorf("%q is not a count (%s)", s, countHint)
+				return nil, fmt.Errorf("%q is not a count (%s)", s, countHint)
 			}
 		}
 		t = strings.ReplaceAll(t, "_", "")
 	}
 	m := decimal.FindStringSubmatch(t)
 	if m == nil {
-		return 0, fmt.Errorf("%q is not a count (%s)", s, countHint)
-	}
-	if v, err := strconv.ParseInt(t, 10, 64); err == nil && unit == "" {
-		return v, nil
+		return nil, fmt.Errorf("%q is not a count (%s)", s, countHint)
 	}
 	// An exponent this large overflows whatever the digits; checking first
 	// keeps big.Rat from building a number of millions of digits.
 	if m[3] != "" {
 		if e, err := strconv.Atoi(m[3]); err != nil || e > 40 {
-			return 0, fmt.Errorf("%q overflows a count (at most %d)", s, int64(math.MaxInt64))
+			return nil, overflow()
 		} else if e < -40 {
-			return 0, fmt.Errorf("%q is not a whole number (%s)", s, countHint)
+			return nil, fmt.Errorf("%q is not a whole number (%s)", s, countHint)
 		}
 	}
 	r, ok := new(big.Rat).SetString(t)
 	if !ok {
-		return 0, fmt.Errorf("%q is not a count (%s)", s, countHint)
+		return nil, fmt.Errorf("%q is not a count (%s)", s, countHint)
 	}
 	r.Mul(r, new(big.Rat).SetInt64(mult))
 	if !r.IsInt() {
-		return 0, fmt.Errorf("%q is not a whole number (%s)", s, countHint)
+		return nil, fmt.Errorf("%q is not a whole number (%s)", s, countHint)
 	}
-	if !r.Num().IsInt64() {
-		return 0, fmt.Errorf("%q overflows a count (at most %d)", s, int64(math.MaxInt64))
+	n := r.Num()
+	if unsigned && n.Sign() < 0 {
+		return nil, fmt.Errorf("%q is negative (want 0 or more)", s)
 	}
-	return r.Num().Int64(), nil
+	if n.Cmp(max) > 0 || n.Cmp(big.NewInt(math.MinInt64)) < 0 {
+		return nil, overflow()
+	}
+	return n, nil
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
@@ -87,7 +113,8 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 // environment, the prefix, and counts read by ParseCount.
 func envOptions(environ map[string]string, prefix string) env.Options {
 	return env.Options{Environment: environ, Prefix: prefix, FuncMap: map[reflect.Type]env.ParserFunc{
-		reflect.TypeOf(int64(0)): func(v string) (any, error) { return ParseCount(v) },
+		reflect.TypeOf(int64(0)):  func(v string) (any, error) { return ParseCount(v) },
+		reflect.TypeOf(uint64(0)): func(v string) (any, error) { return ParseUintCount(v) },
 		reflect.TypeOf(int(0)): func(v string) (any, error) {
 			n, err := ParseCount(v)
 			if err == nil && int64(int(n)) != n {

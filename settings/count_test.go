@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -28,6 +29,29 @@ func TestParseCount(t *testing.T) {
 	}
 }
 
+// A uint64 setting (SEED) takes counts as the other whole-number
+// settings do, over its whole range. Bug caught: SEED=1e6, 1_000 or 1M
+// were refused with strconv.ParseUint's raw error.
+func TestUintCountSetting(t *testing.T) {
+	t.Parallel()
+	type opts struct {
+		Seed uint64 `env:"SEED" envDefault:"1" help:"seed"`
+	}
+	for in, want := range map[string]uint64{"1e6": 1e6, "1_000": 1000, "1M": 1e6, "42": 42, "18446744073709551615": math.MaxUint64, "1.8e19": 18e18} {
+		var o opts
+		if err := Parse(&o, map[string]string{"SOAKD_GEN_SEED": in}, "SOAKD_GEN_"); err != nil || o.Seed != want {
+			t.Errorf("SEED=%s: %d, %v; want %d", in, o.Seed, err, want)
+		}
+	}
+	for in, want := range map[string]string{"-1": "negative", "1e20": "overflows a count (at most 18446744073709551615)", "x": "not a count", "1.5": "not a whole number"} {
+		var o opts
+		err := Parse(&o, map[string]string{"SOAKD_GEN_SEED": in}, "SOAKD_GEN_")
+		if err == nil || !strings.Contains(err.Error(), "SOAKD_GEN_SEED: ") || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "strconv") {
+			t.Errorf("SEED=%s: %v; want an error naming SOAKD_GEN_SEED with %q", in, err, want)
+		}
+	}
+}
+
 func FuzzParseCount(f *testing.F) {
 	for _, s := range []string{"1e6", "1_000_000", "1M", "2.5k", "1.5", "1e-3", "1e19", "1e999999999", "1m", "-0",
 		"9223372036854775807", "9223372036854775808", ".5k", "5.", "1_0.0_1e1_0", "0x1p3", "+1"} {
@@ -48,6 +72,10 @@ func FuzzParseCount(f *testing.F) {
 		}
 		if m, err := ParseCount(strings.ReplaceAll(s, "_", "")); err != nil || m != n {
 			t.Fatalf("ParseCount(%q) = %d but without _ %d, %v", s, n, m, err)
+		}
+		// A uint64 setting reads every count that is not negative alike.
+		if u, err := ParseUintCount(s); n >= 0 && (err != nil || u != uint64(n)) || n < 0 && err == nil {
+			t.Fatalf("ParseCount(%q) = %d but ParseUintCount %d, %v", s, n, u, err)
 		}
 	})
 }

@@ -143,6 +143,10 @@ func plainError(t reflect.Type, v string, err error) error {
 			return fmt.Errorf("%q is out of range", v)
 		}
 		return fmt.Errorf("%q is not a number (want e.g. 0.5, 10 or 1e-3)", v)
+	case (reflect.Int <= t.Kind() && t.Kind() <= reflect.Uint64) && errors.As(err, &num):
+		// An integer no count parser reads (counts are int, int64 and
+		// uint64).
+		return fmt.Errorf("%q is not a whole number in range (%s)", v, countHint)
 	}
 	return err
 }
