@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -319,6 +320,16 @@ func (st *setup) load(c settings.CommandLine) (*job, error) {
 		return nil, cfgErr("OUT", "format %s writes one file per measurement and %s has %d: give a file (e.g. --out data%s)",
 			j.format, st.source, len(j.src.Schemas()), j.format.Ext())
 	}
+	if o.Out != "" && o.Out != "-" && isDir(o.Out) {
+		// A directory alone: csv and pgcopy of several measurements named
+		// hidden files in it (DIR/.cpu, DIR/.mem, ...), one table failed.
+		eg := filepath.Join(o.Out, "data"+j.format.Ext())
+		if j.multi {
+			return nil, cfgErr("OUT", "%s is a directory: give a file name in it too, e.g. --out %s, which writes one file per measurement: %s, ...",
+				o.Out, eg, file.TableFile(eg, j.src.Schemas()[0].Measurement))
+		}
+		return nil, cfgErr("OUT", "%s is a directory: give a file name in it too, e.g. --out %s", o.Out, eg)
+	}
 	return j, nil
 }
 
@@ -440,6 +451,16 @@ func (j *job) run(ctx context.Context, stdout, stderr io.Writer) int {
 			s.rows, s.values, s.bytes, secs, float64(s.rows)/secs, float64(s.values)/secs, dest)
 	}
 	return cli.ExitOK
+}
+
+// isDir reports whether path names a directory: one that exists, or a
+// path ending in / (or . or ..).
+func isDir(path string) bool {
+	if strings.HasSuffix(path, "/") || slices.Contains([]string{".", ".."}, filepath.Base(path)) {
+		return true
+	}
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 func isTerminal(w io.Writer) bool {

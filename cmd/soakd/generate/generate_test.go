@@ -612,3 +612,26 @@ func TestSummaryBytesAreTheOutputs(t *testing.T) {
 		}
 	}
 }
+
+// An OUT that is a directory is refused naming SOAKD_GEN_OUT, exit 2,
+// with a file name in it to give instead, and nothing is written. Bug
+// caught: csv and pgcopy of several measurements wrote hidden files
+// DIR/.cpu, DIR/.diskio, ... and exited 0; one table failed at opening.
+func TestOutDirectoryIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ source, format, out string }{
+		{"devops-full", "pgcopy", "/"}, {"devops", "csv", "/"}, {"devops", "pgcopy", ""}, {"devops", "influx", "/."},
+	} {
+		dir := t.TempDir()
+		out := dir + tc.out
+		var errb bytes.Buffer
+		code := Main(context.Background(), []string{"--source", tc.source, "--format", tc.format, "--scale", "1", "--end", "+1m", "--out", out, "--quiet"},
+			nil, testSources(), io.Discard, &errb)
+		if code != 2 || !strings.Contains(errb.String(), "SOAKD_GEN_OUT: "+out+" is a directory: give a file name in it too, e.g. --out "+filepath.Join(dir, "data.")) {
+			t.Errorf("%+v: exit %d, stderr %q; want 2 and OUT refused as a directory", tc, code, errb.String())
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+			t.Errorf("%+v: wrote %v", tc, ents)
+		}
+	}
+}
