@@ -31,6 +31,10 @@ const ListenOff = "off"
 // EnvPrefix starts every soakd environment variable.
 const EnvPrefix = settings.EnvPrefix
 
+// MaxWorkers bounds a workload's WORKERS and generate's: each is a
+// goroutine with its own buffers, and more would only exhaust memory.
+const MaxWorkers = 100000
+
 // Config is soakd's whole configuration, read from SOAKD_* environment
 // variables (each also a flag, see Flags). Workload settings are read from
 // SOAKD_<W>_* for each name W in Workloads.
@@ -444,8 +448,8 @@ func (w *Workload) validate() []error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, cfgErr(p+key, format, args...))
 	}
-	if w.Workers < 1 || w.Workers > 100000 {
-		bad("WORKERS", "%d is out of range [1, 100000]", w.Workers)
+	if w.Workers < 1 || w.Workers > MaxWorkers {
+		bad("WORKERS", "%d is out of range [1, %d]", w.Workers, MaxWorkers)
 	}
 	if w.BatchSize < 1 || w.BatchSize > 10_000_000 {
 		bad("BATCH_SIZE", "%d is out of range [1, 10000000]", w.BatchSize)

@@ -67,7 +67,7 @@ type options struct {
 	Format    string `env:"FORMAT" envDefault:"influx" help:"influx (line protocol), csv or pgcopy (PostgreSQL COPY text)"`
 	Precision string `env:"PRECISION" envDefault:"ns" help:"influx timestamp precision: ns, us, ms or s"`
 	Out       string `env:"OUT" help:"output file; empty = standard output; csv/pgcopy of several measurements write one file each (out.csv: out.cpu.csv, ...)"`
-	Workers   int    `env:"WORKERS" envDefault:"0" help:"goroutines generating in parallel; 0 = one per core; the output does not depend on it"`
+	Workers   int    `env:"WORKERS" envDefault:"0" help:"goroutines generating in parallel, up to 100000; 0 = one per core; the output does not depend on it"`
 	Progress  string `env:"PROGRESS" envDefault:"auto" help:"progress bar on stderr: auto (when stderr is a terminal), on or off"`
 	Quiet     bool   `env:"QUIET" envDefault:"false" help:"no progress bar and no summary on stderr"`
 }
@@ -285,8 +285,8 @@ func (st *setup) load(c settings.CommandLine) (*job, error) {
 	if j.precision, err = lineproto.ParsePrecision(o.Precision); err != nil {
 		errs = append(errs, cfgErr("PRECISION", "%w", err))
 	}
-	if o.Workers < 0 {
-		errs = append(errs, cfgErr("WORKERS", "%d: want 0 (one per core) or more", o.Workers))
+	if o.Workers < 0 || o.Workers > config.MaxWorkers {
+		errs = append(errs, cfgErr("WORKERS", "%d is out of range: want 0 (one per core) to %d", o.Workers, config.MaxWorkers))
 	}
 	if o.Workers == 0 {
 		o.Workers = runtime.GOMAXPROCS(0)

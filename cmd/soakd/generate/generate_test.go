@@ -55,6 +55,8 @@ func TestBadSettingsExit2(t *testing.T) {
 		{nil, []string{"--format", "parquet"}, []string{"SOAKD_GEN_FORMAT: "}},
 		{nil, []string{"--precision", "h"}, []string{"SOAKD_GEN_PRECISION: "}},
 		{nil, []string{"--workers", "-1"}, []string{"SOAKD_GEN_WORKERS: "}},
+		// a run's bound: beyond it, memory ran out (--workers 5e6)
+		{nil, []string{"--workers", "100001", "--scale", "1", "--end", "+10s"}, []string{"SOAKD_GEN_WORKERS: 100001 is out of range: want 0 (one per core) to 100000"}},
 		{nil, []string{"--progress", "sometimes"}, []string{"SOAKD_GEN_PROGRESS: "}},
 		{nil, []string{"--quiet=maybe"}, []string{"SOAKD_GEN_QUIET: "}},
 		{nil, []string{"--shard", "3/2"}, []string{"SOAKD_GEN_SHARD: "}},
