@@ -121,10 +121,11 @@ failed, 2 invalid configuration.
 `
 
 const configUsage = `Usage: soakd config [--check] [setting flags]
-       soakd config --sinks
+       soakd config --sinks [--check]
 
 Lists every setting with its env var, flag, default and current value; --check only validates them.
---sinks lists the URL parameters of every sink (TARGET): type, default and help.
+--sinks lists the URL parameters of every sink (TARGET): type, default and help; with --check
+it then validates the settings too (exit 2 on a problem).
 `
 
 const capacityUsage = `Usage: soakd capacity [flags]
@@ -542,7 +543,12 @@ func configCmd(args []string, environ map[string]string, stdout, stderr io.Write
 	p := plugins.All()
 	if f.Cmd["sinks"] {
 		printSinkParams(stdout, p.Sinks)
-		return cli.ExitOK
+		if !f.Cmd["check"] {
+			return cli.ExitOK
+		}
+		// With --check the configuration is checked too, as --check
+		// alone does: listing the sinks does not make it valid.
+		fmt.Fprintln(stdout)
 	}
 	var check func(*config.Config) error
 	if f.Cmd["check"] {
