@@ -118,7 +118,11 @@ func nameErrors(err error, v any, prefix string, environ map[string]string) []er
 			if v, set := environ[key]; set {
 				err = plainError(pe.Type, v, err)
 			}
-			out = append(out, &Error{Key: key, Err: err})
+			// A value with several problems (QUERIES=bogus1,bogus2) is
+			// one line each, every one naming the variable.
+			for _, p := range Problems(err) {
+				out = append(out, &Error{Key: key, Err: p})
+			}
 		case errors.As(e, &fe):
 			out = append(out, &Error{Key: fe.Key, Err: fmt.Errorf("cannot read file %q: %w", fe.Filename, fe.Err)})
 		default:

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -91,6 +92,37 @@ func TestMisspelledNamesAreUnknown(t *testing.T) {
 	for i, want := range []string{"SOAKD_IOT_WORKERS", "SOAKD_IOT_RATE", "SOAKD_IOT_RATE", "SOAKD_IOT_RATE"} {
 		if !strings.Contains(got[i], unk[i]+": unknown variable (did you mean "+want+"?)") {
 			t.Errorf("%s: %q, want a hint of %s", unk[i], got[i], want)
+		}
+	}
+}
+
+// twoProblems is a setting whose value can have several problems at once.
+type twoProblems struct{}
+
+func (*twoProblems) UnmarshalText(b []byte) error {
+	var errs []error
+	for _, p := range strings.Split(string(b), ",") {
+		errs = append(errs, fmt.Errorf("unknown item %q", p))
+	}
+	return errors.Join(errs...)
+}
+
+// Each problem of a value that has several is a problem of its own,
+// naming the variable. Bug caught: QUERIES=bogus1,bogus2 printed the
+// second problem on a line of its own with no variable, flush left.
+func TestEveryProblemOfAValueNamesTheVariable(t *testing.T) {
+	t.Parallel()
+	var o struct {
+		Items twoProblems `env:"ITEMS" help:"items"`
+	}
+	got := Problems(Parse(&o, map[string]string{"SOAKD_X_ITEMS": "a,b"}, "SOAKD_X_"))
+	want := []string{`SOAKD_X_ITEMS: unknown item "a"`, `SOAKD_X_ITEMS: unknown item "b"`}
+	if len(got) != len(want) {
+		t.Fatalf("problems %q, want %q", got, want)
+	}
+	for i, e := range got {
+		if e.Error() != want[i] {
+			t.Errorf("problem %d: %q, want %q", i, e, want[i])
 		}
 	}
 }

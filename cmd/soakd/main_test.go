@@ -773,3 +773,21 @@ func TestGenerateInterruptedSaysTheFileIsIncomplete(t *testing.T) {
 		})
 	}
 }
+
+// Every problem of QUERIES is a line of the report naming it, indented as
+// the others. Bug caught: the second unknown query type was printed flush
+// left with no variable.
+func TestEveryQueriesProblemNamesQueries(t *testing.T) {
+	t.Parallel()
+	code, _, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "q", "SOAKD_Q_SOURCE": "iot-queries", "SOAKD_Q_QUERIES": "bogus1,bogus2"}, "config", "--check")
+	var lines []string
+	for _, l := range strings.Split(errs, "\n") {
+		if strings.Contains(l, "bogus") {
+			lines = append(lines, l)
+		}
+	}
+	if code != cli.ExitConfig || len(lines) != 2 || !strings.HasPrefix(lines[0], `  SOAKD_Q_QUERIES: unknown query type "bogus1"`) ||
+		!strings.HasPrefix(lines[1], `  SOAKD_Q_QUERIES: unknown query type "bogus2"`) {
+		t.Errorf("exit %d, want 2 and a line naming SOAKD_Q_QUERIES per unknown type; stderr:\n%s", code, errs)
+	}
+}
