@@ -343,8 +343,12 @@ func (c *Config) Validate(p *Plugins) error {
 	if c.Progress < 0 {
 		bad("PROGRESS_INTERVAL", "must not be negative")
 	}
-	if c.MaxRate < 0 || math.IsNaN(c.MaxRate) {
-		bad("MAX_RATE", "must not be negative")
+	maxRateOK := !math.IsNaN(c.MaxRate) && !math.IsInf(c.MaxRate, 0)
+	switch {
+	case !maxRateOK:
+		bad("MAX_RATE", "%g is no rate: want a finite number of units/s, or 0 for no cap", c.MaxRate)
+	case c.MaxRate < 0:
+		bad("MAX_RATE", "%g must not be negative: want a number of units/s, or 0 for no cap", c.MaxRate)
 	}
 	var lvl zapcore.Level
 	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
@@ -354,7 +358,7 @@ func (c *Config) Validate(p *Plugins) error {
 		bad("LOG_FORMAT", "%q is not one of auto, json, console", c.LogFormat)
 	}
 	for _, w := range c.Workload {
-		if c.MaxRate > 0 {
+		if c.MaxRate > 0 && maxRateOK {
 			for _, r := range []struct {
 				key  string
 				rate pace.Rate

@@ -109,6 +109,12 @@ func TestConfigMoreErrors(t *testing.T) {
 			`SOAKD_SEQ_LOAD_RATE: "10s:0" never loads a record`},
 		"uncapped step": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000", "SOAKD_SEQ_RATE": "step:100+100/1s"},
 			`SOAKD_SEQ_RATE: "step:100+100/1s" reaches +Inf/s`},
+		// Bug caught: NaN was said to be negative, +Inf was taken and then
+		// said not to cap RATE=max.
+		"max rate NaN":      {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "NaN"}, "SOAKD_MAX_RATE: NaN is no rate: want a finite number"},
+		"max rate +Inf":     {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "+Inf", "SOAKD_SEQ_RATE": "max"}, "SOAKD_MAX_RATE: +Inf is no rate: want a finite number"},
+		"max rate -Inf":     {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "-Inf"}, "SOAKD_MAX_RATE: -Inf is no rate: want a finite number"},
+		"negative max rate": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "-5"}, "SOAKD_MAX_RATE: -5 must not be negative"},
 		"capped closed loop": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "5000", "SOAKD_SEQ_RATE": "max"},
 			`SOAKD_SEQ_RATE: "max" runs closed loop, which SOAKD_MAX_RATE=5000 cannot cap`},
 	} {
@@ -120,6 +126,18 @@ func TestConfigMoreErrors(t *testing.T) {
 				t.Fatalf("got %v, want containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// MAX_RATE=+Inf is refused once, as itself, not again through each
+// workload's rate it was said not to cap.
+func TestInfiniteMaxRateIsOneProblem(t *testing.T) {
+	t.Parallel()
+	p := testPlugins()
+	cfg, err := Load(map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_MAX_RATE": "+Inf", "SOAKD_SEQ_RATE": "max"}, p.Sources)
+	err = cfg.Check(p, err)
+	if err == nil || !strings.Contains(err.Error(), "SOAKD_MAX_RATE: +Inf is no rate") || strings.Contains(err.Error(), "cannot cap") {
+		t.Errorf("got %v, want MAX_RATE refused as no rate, alone", err)
 	}
 }
 
