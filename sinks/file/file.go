@@ -25,6 +25,8 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,6 +74,8 @@ func ParseURL(u *url.URL) (Config, error) {
 	p := Params.Read(u.Query())
 	if c.Path == "" {
 		p.Add(errors.New("file URL has no path (want file:///path/to/file or - for standard output)"))
+	} else if c.Path != "-" && (strings.HasSuffix(c.Path, "/") || path.Base(c.Path) == "." || path.Base(c.Path) == "..") {
+		p.Add(dirError(c.Path))
 	}
 	p.CheckUnknown("")
 	c.Format, _ = p.Value("format").(Format)
@@ -85,8 +89,22 @@ func Check(u *url.URL, kind sources.Kind) error {
 	if kind == sources.KV {
 		return errors.New("the file sink writes series data, not key-value operations")
 	}
-	_, err := ParseURL(u)
-	return err
+	c, err := ParseURL(u)
+	if err != nil {
+		return err
+	}
+	// A directory that exists, named without its final /: a format of
+	// one file per measurement wrote hidden files in it (DIR/.cpu, ...).
+	if st, err := os.Stat(c.Path); c.Path != "-" && err == nil && st.IsDir() {
+		return dirError(c.Path)
+	}
+	return nil
+}
+
+// dirError is the error of a file URL whose path names a directory.
+func dirError(dir string) error {
+	return fmt.Errorf("file URL path %s is a directory: name a file in it, e.g. file://%s (a format of one file per measurement then writes %s, ...)",
+		dir, path.Join(dir, "data.csv"), TableFile(path.Join(dir, "data.csv"), "cpu"))
 }
 
 // Open is the registry's OpenFunc. It does no I/O: files are created by

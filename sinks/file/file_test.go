@@ -157,6 +157,11 @@ func TestURLs(t *testing.T) {
 		"file:///tmp/x?gzip=1":              "unknown parameter",
 		"file:///tmp/x?append=maybe":        "append",
 		"file://":                           "no path",
+		// A directory: a format of one file per measurement wrote
+		// hidden files in it (DIR/.cpu, ...).
+		"file:///tmp/?format=csv": "/tmp/ is a directory: name a file in it, e.g. file:///tmp/data.csv",
+		"file:///tmp":             "/tmp is a directory",
+		"file:///tmp/x/..":        "is a directory",
 	} {
 		u, err := sinks.Parse(raw)
 		if err != nil {
