@@ -71,16 +71,8 @@ func TestScheduleKeepsClockDuringStall(t *testing.T) {
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "10",
 			"SOAKD_SEQ_WORKERS", "2", "SOAKD_SEQ_DURATION", "20s", "SOAKD_SEQ_MAX_LAG", "500ms",
 			"SOAKD_SEQ_TARGET", "null://?latency=1ms&stall=10s@5s"), p)
-		var wl *workload
-		open := make(chan struct{})
-		done := make(chan runResult, 1)
-		go func() {
-			d := Deps{Logger: zap.NewNop(), Plugins: p, Version: "test",
-				Observers: []Observer{onStarted(func(hs []*Handle) { wl = hs[0].w; close(open) })}}
-			sum, err := Run(context.Background(), cfg, d)
-			done <- runResult{sum: sum, err: err}
-		}()
-		<-open
+		h, done := runStarted(cfg, p)
+		wl := h.w
 		for range 40 {
 			time.Sleep(500 * time.Millisecond)
 			synctest.Wait()
@@ -467,16 +459,7 @@ func TestControlWithIdleWorkersDropsNothing(t *testing.T) {
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_BATCH_SIZE", "1",
 			"SOAKD_SEQ_WORKERS", "4", "SOAKD_SEQ_SLACK", "500ms", "SOAKD_SEQ_DURATION", "4s",
 			"SOAKD_SEQ_TARGET", "null://?latency=1ms"), p)
-		var wl *Handle
-		open := make(chan struct{})
-		done := make(chan runResult, 1)
-		go func() {
-			d := Deps{Logger: zap.NewNop(), Plugins: p, Version: "test",
-				Observers: []Observer{onStarted(func(hs []*Handle) { wl = hs[0]; close(open) })}}
-			sum, err := Run(context.Background(), cfg, d)
-			done <- runResult{sum: sum, err: err}
-		}()
-		<-open
+		wl, done := runStarted(cfg, p)
 		rate := func(s string) pace.Rate {
 			r, err := pace.Parse(s)
 			if err != nil {
@@ -518,16 +501,7 @@ func TestRateChangeCountsTheBacklogDropped(t *testing.T) {
 		cfg := loadTest(t, testEnv("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_RATE", "1000", "SOAKD_SEQ_BATCH_SIZE", "10",
 			"SOAKD_SEQ_WORKERS", "1", "SOAKD_SEQ_DURATION", "4s", "SOAKD_SEQ_MAX_LAG", "1m",
 			"SOAKD_SEQ_TARGET", "null://?latency=100ms"), p)
-		var wl *Handle
-		open := make(chan struct{})
-		done := make(chan runResult, 1)
-		go func() {
-			d := Deps{Logger: zap.NewNop(), Plugins: p, Version: "test",
-				Observers: []Observer{onStarted(func(hs []*Handle) { wl = hs[0]; close(open) })}}
-			sum, err := Run(context.Background(), cfg, d)
-			done <- runResult{sum: sum, err: err}
-		}()
-		<-open
+		wl, done := runStarted(cfg, p)
 		time.Sleep(2 * time.Second)
 		r, err := pace.Parse("100")
 		if err != nil {

@@ -62,6 +62,23 @@ type runResult struct {
 	err error
 }
 
+// runStarted starts cfg running and returns its first workload once it
+// is open, and where the run's result arrives (tests steer the workload
+// meanwhile).
+func runStarted(cfg *config.Config, p *config.Plugins) (*Handle, <-chan runResult) {
+	var wl *Handle
+	open := make(chan struct{})
+	done := make(chan runResult, 1)
+	go func() {
+		d := Deps{Logger: zap.NewNop(), Plugins: p, Version: "test",
+			Observers: []Observer{onStarted(func(hs []*Handle) { wl = hs[0]; close(open) })}}
+		sum, err := Run(context.Background(), cfg, d)
+		done <- runResult{sum: sum, err: err}
+	}()
+	<-open
+	return wl, done
+}
+
 // runTest runs cfg to its end. (The tests that read /metrics or /status
 // run serve too: they are external tests, served_test.go.)
 func runTest(ctx context.Context, cfg *config.Config, p *config.Plugins) runResult {
