@@ -432,12 +432,12 @@ func TestPauseCarriesIntoTheNextPhase(t *testing.T) {
 	}
 	r := newRunner(wc, sources.Series, src, nil, zap.NewNop())
 	r.beginPhase("load", wc.LoadRate, nil)
-	r.applyControl(controlReq{pause: true, reply: make(chan error, 1)}, 0, new(tally), false)
+	r.applyControl(controlReq{pause: true, reply: make(chan error, 1)}, 0, new(tally), false, r.since())
 	r.beginPhase("run", wc.Rate, nil)
 	if s := r.sched.Load(); !s.paused || s.rateAt(time.Second) != 0 {
 		t.Errorf("run phase after a pause in the load phase: paused %v, rate %v; want paused", s.paused, s.rateAt(time.Second))
 	}
-	r.applyControl(controlReq{resume: true, reply: make(chan error, 1)}, 0, new(tally), false)
+	r.applyControl(controlReq{resume: true, reply: make(chan error, 1)}, 0, new(tally), false, r.since())
 	if s := r.sched.Load(); s.paused || s.rateAt(time.Second) != 100 {
 		t.Errorf("after resume: paused %v, rate %v; want 100/s", s.paused, s.rateAt(time.Second))
 	}

@@ -162,14 +162,14 @@ func TestAbandonedControlNotApplied(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("control with no scheduler, its sender gone: %v, want context.Canceled", err)
 	}
-	r.applyControl(<-r.ctl, 0, new(tally), false) // the next phase's scheduler finds it
+	r.applyControl(<-r.ctl, 0, new(tally), false, r.since()) // the next phase's scheduler finds it
 	if r.sched.Load().paused {
 		t.Fatal("a pause reported as failed paused the workload later")
 	}
 
 	// A request taken in time is applied and answered.
 	go func() { done <- r.control(context.Background(), controlReq{pause: true}) }()
-	r.applyControl(<-r.ctl, 0, new(tally), false)
+	r.applyControl(<-r.ctl, 0, new(tally), false, r.since())
 	if err := <-done; err != nil || !r.sched.Load().paused {
 		t.Fatalf("control taken by the scheduler: %v, paused %v; want it applied", err, r.sched.Load().paused)
 	}

@@ -164,6 +164,14 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 	// is fixed when the request is heard, so a scheduler that never
 	// catches up still applies it.
 	ctlDue := math.NaN()
+	var ctlAt time.Duration // when ctlReq was heard: the change applies from then
+	// A request taken and not yet applied is applied on the way out, so
+	// its sender never waits for an answer that does not come.
+	defer func() {
+		if ctlReq != nil {
+			r.applyControl(*ctlReq, sent, st, ctlHeld, r.since())
+		}
+	}()
 	// woken says whether something other than the time woke the
 	// scheduler (on an alarm, which hears nothing but its kicks).
 	woken := func() bool {
@@ -233,7 +241,8 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 		if ctlReq != nil {
 			s := r.sched.Load()
 			if math.IsNaN(ctlDue) {
-				e := r.since()
+				ctlAt = r.since()
+				e := ctlAt
 				if duration > 0 {
 					e = min(e, duration)
 				}
@@ -242,12 +251,12 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 			handOverFirst := !ctlHeld && s.profile != nil && !s.paused && ctlDue-sent >= B &&
 				ctx.Err() == nil && !isClosed(p.exhausted)
 			if !handOverFirst {
-				sent += r.applyControl(*ctlReq, sent, st, ctlHeld)
+				sent += r.applyControl(*ctlReq, sent, st, ctlHeld, ctlAt)
 				ctlReq, ctlHeld, ctlDue = nil, false, math.NaN()
 			}
 		}
 		if ctx.Err() != nil || isClosed(p.exhausted) {
-			return
+			return // a request still waiting is applied on the way out
 		}
 		s := r.sched.Load()
 		now := r.since()
@@ -409,21 +418,23 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 	}
 }
 
-// applyControl changes the plan. sent is the count already scheduled, so
-// a new profile starts from now without a burst or a gap.
+// applyControl changes the plan from at, when the request was heard (the
+// units the old plan had due by then were handed over, or are dropped
+// when every worker was busy: held). sent is the count already scheduled, so
+// a new profile starts from at without a burst or a gap.
 //
 // A new rate plans from the units sent so far. Whole batches the old plan
-// had due by now that were not sent (a ticket waiting for a busy worker)
+// had due by at that were not sent (a ticket waiting for a busy worker)
 // are counted scheduled and dropped (in st; held says the scheduler was
 // held by a full queue, see dropWaited): the new plan does not send them,
 // and a change of rate left them neither scheduled nor dropped. It
 // returns how many units it counted so.
-func (r *runner) applyControl(c controlReq, sent float64, st *tally, held bool) (dropped float64) {
+func (r *runner) applyControl(c controlReq, sent float64, st *tally, held bool, at time.Duration) (dropped float64) {
 	if c.state != nil && !c.state.CompareAndSwap(0, 1) {
 		return 0 // its sender gave up
 	}
 	old := r.sched.Load()
-	now := r.since()
+	now := at
 	next := *old
 	var err error
 	switch {
