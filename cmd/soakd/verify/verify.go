@@ -96,6 +96,10 @@ func Main(ctx context.Context, args []string, environ map[string]string, p *conf
 			fmt.Fprintf(stdout, "\n== verify workload %s: skipped: source %s runs queries, which write nothing to verify\n", j.w.Name, j.w.Source)
 			continue
 		}
+		if j.skip != "" {
+			fmt.Fprintf(stdout, "\n== verify workload %s: skipped: %s\n", j.w.Name, j.skip)
+			continue
+		}
 		wr, err := j.run(ctx, p)
 		if err != nil && ctx.Err() != nil {
 			for _, j := range jobs[i:] {
@@ -137,6 +141,7 @@ type job struct {
 	entry   *sources.Entry
 	phases  []report.WorkloadSummary // the run's entries for the workload (none without a summary)
 	summary string                   // the summary file, or ""
+	skip    string                   // why the workload has nothing to verify, or ""
 }
 
 // scrub hides the workload's secrets in s, as soakd run does in its
@@ -209,7 +214,11 @@ func load(c *cli.Command, f settings.CommandLine, p *config.Plugins) ([]*job, op
 					j.phases = append(j.phases, e)
 				}
 			}
-			if len(j.phases) == 0 {
+			if len(j.phases) == 0 && neverStarted(sum, w.Name) {
+				// soakd reports a workload whose target never became
+				// ready with zeros and no record: it wrote nothing.
+				j.skip = "it never started (its target was never ready), so it wrote nothing"
+			} else if len(j.phases) == 0 {
 				errs = append(errs, &settings.Error{Key: config.EnvPrefix + "SUMMARY_JSON",
 					Err: fmt.Errorf("the summary has no record of workload %s (a run of an older soakd, or another run)", w.Name)})
 				continue
@@ -262,6 +271,21 @@ func readSummary(path string) (*report.Summary, error) {
 		return nil, fmt.Errorf("%s has no workloads", path)
 	}
 	return &s, nil
+}
+
+// neverStarted says whether the summary's every entry for workload name
+// scheduled nothing: a workload that never started.
+func neverStarted(s *report.Summary, name string) bool {
+	seen := false
+	for _, e := range s.Workloads {
+		if e.Name == name {
+			if e.Scheduled > 0 || e.Units > 0 {
+				return false
+			}
+			seen = true
+		}
+	}
+	return seen
 }
 
 // withSummary returns env with the summary's workloads, targets and data

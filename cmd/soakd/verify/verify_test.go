@@ -170,7 +170,7 @@ func TestConfigErrors(t *testing.T) {
 	// A summary with no record of what its workload wrote, as an older
 	// soakd wrote them.
 	noRecord := filepath.Join(dir, "old.json")
-	if err := os.WriteFile(noRecord, []byte(fmt.Sprintf(`{"workloads":[{"name":"cpu","phase":"run","source":"devops","target":"postgres://postgres@127.0.0.1:%d/db"}]}`,
+	if err := os.WriteFile(noRecord, []byte(fmt.Sprintf(`{"workloads":[{"name":"cpu","phase":"run","source":"devops","target":"postgres://postgres@127.0.0.1:%d/db","scheduled_units":100,"units":100}]}`,
 		testserver.ClosedPort(t))), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -287,4 +287,23 @@ func TestEndlessWithoutSummary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A workload whose target never became ready is in its run's summary
+// with zeros and no record of what it wrote, as soakd reports it: it
+// wrote nothing, so verify skips it (exit 0) rather than refusing the
+// summary as one of an older soakd, which also left the others
+// unverified.
+func TestNeverStartedWorkloadSkipped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.json")
+	sum := fmt.Sprintf(`{"workloads":[{"name":"kv","phase":"run","source":"kv","target":"redis://127.0.0.1:%d/0","scheduled_units":0,"units":0}]}`,
+		testserver.ClosedPort(t))
+	if err := os.WriteFile(path, []byte(sum), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := soakVerify(t, nil, "--summary-json", path)
+	if code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+	hasLine(t, out, "== verify workload kv: skipped: it never started (its target was never ready), so it wrote nothing")
 }
