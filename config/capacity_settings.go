@@ -222,16 +222,15 @@ func reportPrefix(out string) error {
 // report's OUT.md, OUT.csv, ...) goes to, and whether it exists: checked
 // before a run, a search or a sweep goes on for hours, not when the file
 // is written at its end.
+func outDir(out string) (string, bool) {
+	dir := filepath.Dir(out)
+	return dir, isDir(dir)
+}
+
 // isDir says whether p names a directory that exists.
 func isDir(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
-}
-
-func outDir(out string) (string, bool) {
-	dir := filepath.Dir(out)
-	st, err := os.Stat(dir)
-	return dir, err == nil && st.IsDir()
 }
 
 // Searched returns the searched workload's configuration, or nil.
