@@ -418,23 +418,22 @@ func (r *runner) schedule(ctx context.Context, p *phaseRun, duration time.Durati
 	}
 }
 
-// applyControl changes the plan from at, when the request was heard (the
+// applyControl changes the plan from now, when the request was heard (the
 // units the old plan had due by then were handed over, or are dropped
 // when every worker was busy: held). sent is the count already scheduled, so
-// a new profile starts from at without a burst or a gap.
+// a new profile starts from now without a burst or a gap.
 //
 // A new rate plans from the units sent so far. Whole batches the old plan
-// had due by at that were not sent (a ticket waiting for a busy worker)
+// had due by now that were not sent (a ticket waiting for a busy worker)
 // are counted scheduled and dropped (in st; held says the scheduler was
 // held by a full queue, see dropWaited): the new plan does not send them,
 // and a change of rate left them neither scheduled nor dropped. It
 // returns how many units it counted so.
-func (r *runner) applyControl(c controlReq, sent float64, st *tally, held bool, at time.Duration) (dropped float64) {
+func (r *runner) applyControl(c controlReq, sent float64, st *tally, held bool, now time.Duration) (dropped float64) {
 	if c.state != nil && !c.state.CompareAndSwap(0, 1) {
 		return 0 // its sender gave up
 	}
 	old := r.sched.Load()
-	now := at
 	next := *old
 	var err error
 	switch {
