@@ -122,7 +122,8 @@ func Run(ctx context.Context, cfg *config.Config, d Deps) (*report.Summary, erro
 		}
 		if ctx.Err() != nil {
 			stoppedAt.Store(time.Now().UnixNano())
-			log.Info("stopping: no new work is scheduled; writes in flight may finish", zap.Duration("shutdown_grace", cfg.ShutdownGrace))
+			log.Info("stopping: no new work is scheduled; writes in flight may finish", zap.Duration("shutdown_grace", cfg.ShutdownGrace),
+				zap.String("cause", context.Cause(ctx).Error()))
 		}
 		t := time.NewTimer(cfg.ShutdownGrace)
 		defer t.Stop()

@@ -26,7 +26,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -186,11 +185,11 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 	case "generate":
 		// Interrupted, generate says so and which files are incomplete
 		// rather than dying with them half written.
-		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		ctx, stop := signal.NotifyContext(ctx, stopSignals()...)
 		defer stop()
 		return generate.Main(ctx, args, environ, plugins.All().Sources, stdout, stderr)
 	case "verify":
-		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		ctx, stop := signal.NotifyContext(ctx, stopSignals()...)
 		defer stop()
 		return verify.Main(ctx, args, environ, plugins.All(), stdout, stderr)
 	case "version":
@@ -310,7 +309,7 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	if len(unk) > 0 { // SOAKD_ALLOW_UNKNOWN is set, or loadConfig had refused them
 		log.Warn("ignoring unknown SOAKD_ variables (typo, or a workload not in SOAKD_WORKLOADS?)", zap.Strings("vars", unk))
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, stopSignals()...)
 	defer stop()
 	log.Info("soakd starting", zap.String("version", buildVersion()), zap.Strings("workloads", cfg.Workloads))
 	hist := history.New()
@@ -485,7 +484,7 @@ func sweepCmd(ctx context.Context, args []string, environ map[string]string, std
 		return cli.ExitConfig
 	}
 	defer func() { _ = log.Sync() }()
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, stopSignals()...)
 	defer stop()
 	if dataOnStdout(cfg) {
 		stdout = stderr // as in runCmd

@@ -333,10 +333,36 @@ func commandCalls(t *testing.T, a *goredis.Client) map[string]int64 {
 }
 
 // SIGTERM during a run: scheduling stops, writes in flight finish within
-// SHUTDOWN_GRACE, the summary is printed and soakd exits 0.
+// SHUTDOWN_GRACE, the summary is printed and soakd exits 0. SIGHUP (a
+// terminal or SSH session that closed) stops it the same way, with the
+// summary and report written; under nohup, which ignores SIGHUP, it goes
+// on until SIGTERM.
 func TestSIGTERMGracefulExit(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sigs      []syscall.Signal
+		ignoreHUP bool
+		cause     string
+	}{
+		{"SIGTERM", []syscall.Signal{syscall.SIGTERM}, false, "terminated signal received"},
+		{"SIGHUP", []syscall.Signal{syscall.SIGHUP}, false, "hangup signal received"},
+		{"SIGHUP under nohup", []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM}, true, "terminated signal received"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gracefulExit(t, tc.sigs, tc.ignoreHUP, tc.cause)
+		})
+	}
+}
+
+// gracefulExit runs soakd, sends it sigs in turn once it writes and
+// checks that it stopped gracefully, for cause.
+func gracefulExit(t *testing.T, sigs []syscall.Signal, ignoreHUP bool, cause string) {
 	report := filepath.Join(t.TempDir(), "run.html")
 	cmd := exec.Command(os.Args[0], "--listen", "127.0.0.1:0")
+	if ignoreHUP {
+		// As nohup does: SIGHUP ignored from the start, through exec.
+		cmd = exec.Command("/bin/sh", "-c", `trap '' HUP; exec "$0" "$@"`, os.Args[0], "--listen", "127.0.0.1:0")
+	}
 	cmd.Env = append(os.Environ(), "SOAKD_TEST_MAIN=1", "SOAKD_REPORT="+report, "SOAKD_WORKLOADS=seq", "SOAKD_SEQ_RATE=500",
 		"SOAKD_SEQ_BATCH_SIZE=10", "SOAKD_SEQ_TARGET=null://?latency=300ms", "SOAKD_SHUTDOWN_GRACE=3s")
 	var out bytes.Buffer
@@ -356,9 +382,15 @@ func TestSIGTERMGracefulExit(t *testing.T) {
 		}
 	}
 	time.Sleep(1500 * time.Millisecond)
-	t0 := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	var t0 time.Time
+	for i, sig := range sigs {
+		if i > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		t0 = time.Now()
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
 	}
 	err := cmd.Wait()
 	took := time.Since(t0)
@@ -369,17 +401,17 @@ func TestSIGTERMGracefulExit(t *testing.T) {
 	// that went on scheduling would never exit. 3× the grace tells the two
 	// apart on a loaded machine.
 	if took > 3*3*time.Second {
-		t.Errorf("took %v to exit after SIGTERM with a 3s grace", took)
+		t.Errorf("took %v to exit after %v with a 3s grace", took, sigs[len(sigs)-1])
 	}
 	if !strings.Contains(out.String(), "loaded ") || !strings.Contains(out.String(), "errors: none") {
 		t.Errorf("summary missing or with errors:\n%s\nstderr:\n%s", out.String(), errb.String())
 	}
-	if !strings.Contains(errb.String(), "stopping") {
-		t.Errorf("the log should say it is stopping:\n%s", errb.String())
+	if !strings.Contains(errb.String(), "stopping") || !strings.Contains(errb.String(), cause) {
+		t.Errorf("the log should say it is stopping, for %q:\n%s", cause, errb.String())
 	}
-	// SOAKD_REPORT: the report is written on SIGTERM too.
+	// SOAKD_REPORT: the report is written on a stop signal too.
 	if b, err := os.ReadFile(report); err != nil || !strings.Contains(string(b), "stopped by a signal") {
-		t.Errorf("no report after SIGTERM: %v", err)
+		t.Errorf("no report after %v: %v", sigs[len(sigs)-1], err)
 	}
 }
 
