@@ -5,6 +5,7 @@ import (
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -32,6 +33,13 @@ func summarize(version string, started time.Time, cfg *config.Config, wls []*wor
 				Rate: w.cfg.Rate.String(), Workers: w.cfg.Workers, Batch: w.batchSize, UnitName: report.UnitName(w.kind),
 				Errors: report.ErrorsByClass(nil), Prepared: setup.Prepared, StoppedBy: waitStopped,
 			})
+		}
+		if n, ok := w.sink.(sinks.Noter); ok {
+			if notes := n.Notes(); len(notes) > 0 {
+				for i := range entries {
+					entries[i].Notes = notes
+				}
+			}
 		}
 		last := &entries[len(entries)-1]
 		last.Extra = summaryFields(observers, w.name)

@@ -40,6 +40,10 @@ type WorkloadSummary struct {
 	Rate    string `json:"rate"`
 	Workers int    `json:"workers"`
 	Batch   int    `json:"batch"`
+	// Notes say what the target made of the workload's settings that
+	// its figures depend on (sinks.Noter): a dialect=timescaledb target
+	// that got plain tables.
+	Notes []string `json:"notes,omitempty"`
 	// Started is when the phase started (the origin of its schedule).
 	Started time.Time `json:"started"`
 	Seconds float64   `json:"seconds"`

@@ -22,6 +22,7 @@ import (
 //   - ConnCounter: counts its open connections, for soakd_target_connections.
 //   - Querier: runs a query workload's queries alone, for tests that compare targets.
 //   - TargetWatcher: reads the target's own memory, storage, CPU, keys and series, for soakd_target_*.
+//   - Noter: what the target made of the settings, for the summary (notes.go).
 
 // Preparer is implemented by sinks that create their schema (tables,
 // databases, buckets) before the first write. The engine calls Prepare

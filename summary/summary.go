@@ -32,6 +32,9 @@ func WriteText(out io.Writer, s *report.Summary) {
 		}
 		fmt.Fprintf(out, "\n== workload %s%s: source %s -> %s, rate %s, %d workers, batch %d\n",
 			w.Name, phase, w.Source, w.Target, w.Rate, w.Workers, w.Batch)
+		for _, n := range w.Notes {
+			fmt.Fprintf(out, "note: %s\n", n)
+		}
 		fmt.Fprintf(out, "%s %d %s in %.1fsec with %d workers (mean rate %.2f %s/sec)\n",
 			verb, w.Units, w.UnitName, w.Seconds, w.Workers, w.UnitRate, w.UnitName)
 		if w.Values > 0 {

@@ -117,3 +117,36 @@ func TestMixedRun(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+// TestSummaryNotesPlainTables: dialect=timescaledb against a PostgreSQL
+// that does not preload TimescaleDB gets plain tables, and the summary
+// says so beside its figures, not only the log: a run read from its
+// summary (or its report) must not pass for one into hypertables.
+func TestSummaryNotesPlainTables(t *testing.T) {
+	srv := testserver.Postgres(t)
+	target := withParams(newDB(t, srv, "notes"), "dialect", "timescaledb")
+	env := map[string]string{
+		"SOAKD_WORKLOADS": "ingest", "SOAKD_PROGRESS_INTERVAL": "0",
+		"SOAKD_INGEST_SOURCE": "devops", "SOAKD_INGEST_SCALE": "5", "SOAKD_INGEST_TARGET": target,
+		"SOAKD_INGEST_RATE": "500", "SOAKD_INGEST_BATCH_SIZE": "50", "SOAKD_INGEST_DURATION": "1s",
+	}
+	p := enginePlugins()
+	cfg, err := config.Load(env, p.Sources)
+	if err := cfg.Check(p, err); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := daemon.Run(t.Context(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "dialect=timescaledb, but plain tables, not hypertables: the server does not preload timescaledb (shared_preload_libraries)"
+	w := sum.Workload("ingest", "run")
+	if w == nil || w.Units == 0 || len(w.Notes) != 1 || w.Notes[0] != want {
+		t.Fatalf("summary notes: %+v, want [%s]", w, want)
+	}
+	var text bytes.Buffer
+	summary.WriteText(&text, sum)
+	if !strings.Contains(text.String(), "\nnote: "+want+"\n") {
+		t.Errorf("summary text lacks the note:\n%s", text.String())
+	}
+}

@@ -47,6 +47,10 @@ type Sink struct {
 
 	wal walStart // TargetFigures' first WAL position
 
+	// Notes say in the summary what the log warned of: a
+	// dialect=timescaledb target that got plain tables.
+	sinks.NoteSet
+
 	closeOnce sync.Once
 }
 
@@ -55,6 +59,7 @@ var (
 	_ sinks.Preparer = (*Sink)(nil)
 	_ sinks.Pinger   = (*Sink)(nil)
 	_ sinks.Querier  = (*Sink)(nil)
+	_ sinks.Noter    = (*Sink)(nil)
 )
 
 // writer is the reusable state of one Write.

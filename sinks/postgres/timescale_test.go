@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -284,6 +285,8 @@ func TestTimescaleDBInstalledLater(t *testing.T) {
 	if logs.FilterMessageSnippet("CREATE EXTENSION timescaledb as a superuser or the database owner").Len() != 1 {
 		t.Errorf("the warning of plain tables does not say who may install the extension: %v", logs.All())
 	}
+	// The summary says so too.
+	wantNotes(t, s, plainTables+"the timescaledb extension is not installed in the database, and the target URL's user may not read shared_preload_libraries to see whether it can be (see the log)")
 	first := sources.NewSeriesBatch([]*sources.Schema{cpu, trucks})
 	fill(first.Tables[0], 3, 0, 30, testBase, false) // trucks stays empty
 	if _, err := s.Write(ctx, first); err != nil {
@@ -304,6 +307,7 @@ func TestTimescaleDBInstalledLater(t *testing.T) {
 	if n := logs.Len(); n != 1 {
 		t.Errorf("%d warnings, want 1: %v", n, logs.All())
 	}
+	wantNotes(t, s, `dialect=timescaledb, but table "cpu" is a plain table, not a hypertable: it held rows before (see the log)`)
 	second := sources.NewSeriesBatch([]*sources.Schema{cpu, trucks})
 	fill(second.Tables[0], 3, 30, 30, testBase, false)
 	fill(second.Tables[1], 4, 0, 40, testBase, false)
@@ -348,6 +352,7 @@ func TestTimescaleDBInstalledLater(t *testing.T) {
 	if logs.FilterMessageSnippet(`table "other" exists as a plain table, not a hypertable, and the target URL's user may not make it one`).Len() != 1 {
 		t.Errorf("no warning that other stays a plain table: %v", logs.All())
 	}
+	wantNotes(t, s, `dialect=timescaledb, but table "other" is a plain table, not a hypertable: the target URL's user may not make it one (see the log)`)
 	third := sources.NewSeriesBatch([]*sources.Schema{other})
 	fill(third.Tables[0], 4, 0, 40, testBase, false)
 	if _, err := s.Write(ctx, third); err != nil {
@@ -356,6 +361,14 @@ func TestTimescaleDBInstalledLater(t *testing.T) {
 	sameRows(t, "other", readRows(t, connect(t, su), other), expectRows(third.Tables[0]))
 	if hyper, _, _ := hypertableInfo(t, c, "other"); hyper {
 		t.Error("other became a hypertable")
+	}
+}
+
+// wantNotes fails t unless s's notes for the summary are want.
+func wantNotes(t *testing.T, s *Sink, want ...string) {
+	t.Helper()
+	if got := s.Notes(); !slices.Equal(got, want) {
+		t.Errorf("notes for the summary:\n%q\nwant\n%q", got, want)
 	}
 }
 
