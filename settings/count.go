@@ -51,8 +51,17 @@ func parseCount(s string, unsigned bool) (*big.Int, error) {
 	if unsigned {
 		max.SetUint64(math.MaxUint64)
 	}
-	overflow := func() error { return fmt.Errorf("%q overflows a count (at most %s)", s, max) }
 	t := strings.TrimSpace(s)
+	negative := strings.HasPrefix(t, "-")
+	overflow := func() error {
+		switch {
+		case negative && unsigned:
+			return fmt.Errorf("%q is negative (want 0 or more)", s)
+		case negative:
+			return fmt.Errorf("%q overflows a count (at least %d)", s, int64(math.MinInt64))
+		}
+		return fmt.Errorf("%q overflows a count (at most %s)", s, max)
+	}
 	mult, unit := int64(1), ""
 	if n := len(t); n > 0 {
 		switch t[n-1] {

@@ -19,6 +19,8 @@ func TestParseCount(t *testing.T) {
 	for in, want := range map[string]string{
 		"1.5": "not a whole number", "1e-3": "not a whole number", "1.0001k": "not a whole number",
 		"1e19": "overflows", "9223372036854775808": "overflows", "1e999999999": "overflows", "10000000000G": "overflows",
+		// Below the smallest count the error gives that bound, not the largest.
+		"-9223372036854775809": "overflows a count (at least -9223372036854775808)", "-1e50": "overflows a count (at least -9223372036854775808)",
 		"1m": "lower-case m is ambiguous: write M for a million (1M)",
 		"":   "not a count", "x": "not a count", "0x10": "not a count", "1__0": "not a count", "_1": "not a count",
 		"1_": "not a count", "Inf": "not a count", "NaN": "not a count", "1/2": "not a count", "1e": "not a count",
@@ -43,7 +45,7 @@ func TestUintCountSetting(t *testing.T) {
 			t.Errorf("SEED=%s: %d, %v; want %d", in, o.Seed, err, want)
 		}
 	}
-	for in, want := range map[string]string{"-1": "negative", "1e20": "overflows a count (at most 18446744073709551615)", "x": "not a count", "1.5": "not a whole number"} {
+	for in, want := range map[string]string{"-1": "negative", "-1e50": "is negative", "-1e20": "is negative", "1e20": "overflows a count (at most 18446744073709551615)", "x": "not a count", "1.5": "not a whole number"} {
 		var o opts
 		err := Parse(&o, map[string]string{"SOAKD_GEN_SEED": in}, "SOAKD_GEN_")
 		if err == nil || !strings.Contains(err.Error(), "SOAKD_GEN_SEED: ") || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "strconv") {
