@@ -17,15 +17,15 @@ type Noter interface {
 // run, and a sink adds each at most once.
 const maxNotes = 8
 
-// NoteSet is the notes of a sink, for embedding: Add keeps each text
+// NoteSet is the notes of a sink, for embedding: AddNote keeps each text
 // once, the first maxNotes of them. Its zero value is ready.
 type NoteSet struct {
 	mu    sync.Mutex
 	notes []string
 }
 
-// Add records note unless it is there already or the set is full.
-func (n *NoteSet) Add(note string) {
+// AddNote records note unless it is there already or the set is full.
+func (n *NoteSet) AddNote(note string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if len(n.notes) < maxNotes && !slices.Contains(n.notes, note) {

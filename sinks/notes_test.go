@@ -14,14 +14,14 @@ func TestNoteSet(t *testing.T) {
 	if got := n.Notes(); got != nil {
 		t.Errorf("empty set: %q", got)
 	}
-	n.Add("a")
-	n.Add("b")
-	n.Add("a")
+	n.AddNote("a")
+	n.AddNote("b")
+	n.AddNote("a")
 	if got := n.Notes(); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("notes %q, want [a b]", got)
 	}
 	for i := range 2 * maxNotes {
-		n.Add(fmt.Sprint(i))
+		n.AddNote(fmt.Sprint(i))
 	}
 	got := n.Notes()
 	if len(got) != maxNotes || got[0] != "a" || got[2] != "0" {

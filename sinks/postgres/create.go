@@ -254,7 +254,7 @@ func (s *Sink) makeHypertable(ctx context.Context, c *pgx.Conn, p *plan, existed
 			return false, classify(fmt.Errorf("cannot tell whether %s holds rows: %w", p.table, err), false, false)
 		}
 		if rows {
-			s.Add("dialect=timescaledb, but table " + p.table + " is a plain table, not a hypertable: it held rows before (see the log)")
+			s.AddNote("dialect=timescaledb, but table " + p.table + " is a plain table, not a hypertable: it held rows before (see the log)")
 			s.log.Warn("dialect=timescaledb but table "+p.table+" exists as a plain table with rows, not a hypertable (made before the timescaledb extension was installed in the database?), and TimescaleDB makes only an empty table a hypertable: writing into it as a plain table; for hypertables give a fresh schema= or table_prefix=, or migrate its rows as its owner: "+migrate,
 				zap.String("target", s.target))
 			return false, nil
@@ -262,7 +262,7 @@ func (s *Sink) makeHypertable(ctx context.Context, c *pgx.Conn, p *plan, existed
 	}
 	err = ddl(ctx, c, hypertable(s.cfg, p))
 	if existed && denied(err) {
-		s.Add("dialect=timescaledb, but table " + p.table + " is a plain table, not a hypertable: the target URL's user may not make it one (see the log)")
+		s.AddNote("dialect=timescaledb, but table " + p.table + " is a plain table, not a hypertable: the target URL's user may not make it one (see the log)")
 		s.log.Warn("dialect=timescaledb but table "+p.table+" exists as a plain table, not a hypertable, and the target URL's user may not make it one (not its owner): writing into it as a plain table; its owner may run "+migrate,
 			zap.String("target", s.target), zap.Error(err))
 		return false, nil

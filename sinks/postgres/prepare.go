@@ -266,7 +266,7 @@ func (s *Sink) timescale(ctx context.Context, c *pgx.Conn) (bool, error) {
 		err := c.QueryRow(ctx, `SELECT current_setting('shared_preload_libraries') ~ '(^|[ ,])timescaledb([ ,]|$)'`).Scan(&preloaded)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "42501" {
-			s.Add(plainTables + "the timescaledb extension is not installed in the database, and the target URL's user may not read shared_preload_libraries to see whether it can be (see the log)")
+			s.AddNote(plainTables + "the timescaledb extension is not installed in the database, and the target URL's user may not read shared_preload_libraries to see whether it can be (see the log)")
 			s.log.Warn("dialect=timescaledb but the timescaledb extension is not installed in the database, and the target URL's user may not read shared_preload_libraries to see whether it can be: using plain tables; CREATE EXTENSION timescaledb as a superuser or the database owner (it is a trusted extension), or GRANT pg_read_all_settings to the user (tables soakd fills meanwhile stay plain tables)",
 				zap.String("target", s.target))
 			return false, nil
@@ -278,7 +278,7 @@ func (s *Sink) timescale(ctx context.Context, c *pgx.Conn) (bool, error) {
 	if available && !preloaded {
 		// CREATE EXTENSION would fail, and TimescaleDB's loader ends the
 		// session with it.
-		s.Add(plainTables + "the server does not preload timescaledb (shared_preload_libraries)")
+		s.AddNote(plainTables + "the server does not preload timescaledb (shared_preload_libraries)")
 		s.log.Warn("dialect=timescaledb but the server does not preload timescaledb (shared_preload_libraries): using plain tables",
 			zap.String("target", s.target))
 		return false, nil
@@ -287,13 +287,13 @@ func (s *Sink) timescale(ctx context.Context, c *pgx.Conn) (bool, error) {
 		if _, err := c.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS timescaledb"); err == nil {
 			return true, nil
 		} else {
-			s.Add(plainTables + "the timescaledb extension cannot be created (see the log)")
+			s.AddNote(plainTables + "the timescaledb extension cannot be created (see the log)")
 			s.log.Warn("dialect=timescaledb but the timescaledb extension cannot be created: using plain tables",
 				zap.String("target", s.target), zap.Error(err))
 			return false, nil
 		}
 	}
-	s.Add(plainTables + "the server has no timescaledb extension")
+	s.AddNote(plainTables + "the server has no timescaledb extension")
 	s.log.Warn("dialect=timescaledb but the server has no timescaledb extension: using plain tables",
 		zap.String("target", s.target))
 	return false, nil
