@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -135,6 +136,11 @@ func TestSoakStability(t *testing.T) {
 	emptyEvery := int(min(10*time.Minute, duration/3) / time.Second)
 	emptied := 0
 	for tick := 1; time.Since(start) < duration; tick++ {
+		// A machine that stalled (out of memory, a paused VM) skips the
+		// ticks it missed, as a time.Ticker does: taken in a burst, they
+		// would sample the same second hundreds of times and send a
+		// storm of rate changes and reconnects no soak is meant to see.
+		tick = max(tick, int(time.Since(start)/time.Second))
 		select {
 		case err := <-exited:
 			t.Fatalf("soakd exited during the soak: %v\n%s", err, tail(errb.String(), 3000))
@@ -529,6 +535,34 @@ func readSoakCSV(path string) ([]soakSample, error) {
 	return samples, nil
 }
 
+// sampleGap says whether no sample was taken for a while (the machine
+// stalled) before samples[i]: the charts' lines break there rather than
+// join the two sides.
+func sampleGap(samples []soakSample, i int) bool {
+	return i > 0 && samples[i].at-samples[i-1].at > 10*time.Second
+}
+
+// cpuMinutes is the CPU per unit scheduled over each minute (each
+// window's first and last sample, in µs) at the window's end. Windows
+// are by time: samples taken in a burst after a stall would otherwise
+// make a "minute" of a fraction of a second. No window spans a gap in
+// the samples: there the line breaks (a NaN).
+func cpuMinutes(samples []soakSample) (x, y []float64) {
+	for i, j := 1, 0; i < len(samples); i++ {
+		if sampleGap(samples, i) {
+			x, y = append(x, samples[i].at.Seconds()), append(y, math.NaN())
+			j = i
+			continue
+		}
+		if samples[i].at-samples[j].at >= time.Minute {
+			x = append(x, samples[i].at.Seconds())
+			y = append(y, cpuPerUnit(samples[j:i+1])*1e6)
+			j = i
+		}
+	}
+	return x, y
+}
+
 // writeSoakCharts writes charts of memory, of counts and of CPU per unit
 // over time (soak-memory.svg/.png, soak-counts.svg/.png,
 // soak-cpu.svg/.png) in dir.
@@ -536,16 +570,23 @@ func writeSoakCharts(t *testing.T, dir string, samples []soakSample) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	x := make([]float64, len(samples))
+	broken := func(i int) bool { return sampleGap(samples, i) }
+	var x []float64
 	col := func(f func(soakSample) float64) []float64 {
-		v := make([]float64, len(samples))
+		var v []float64
 		for i, s := range samples {
-			v[i] = f(s)
+			if broken(i) {
+				v = append(v, math.NaN())
+			}
+			v = append(v, f(s))
 		}
 		return v
 	}
 	for i, s := range samples {
-		x[i] = s.at.Seconds()
+		if broken(i) {
+			x = append(x, (samples[i-1].at.Seconds()+s.at.Seconds())/2)
+		}
+		x = append(x, s.at.Seconds())
 	}
 	files := map[string][]byte{}
 	mem := &charts.Chart{ID: "soak-memory", Title: "soakd's memory over the soak", Width: 900,
@@ -555,12 +596,7 @@ func writeSoakCharts(t *testing.T, dir string, samples []soakSample) {
 		X: charts.Axis{Unit: charts.Elapsed}, Y: charts.Axis{ZeroBased: true},
 		Lines: []charts.Line{{Name: "goroutines", X: x, Y: col(goroutinesOf)}, {Name: "open files", X: x, Y: col(fdsOf)},
 			{Name: "PostgreSQL connections", X: x, Y: col(pgConnsOf)}, {Name: "Redis connections", X: x, Y: col(kvConnsOf)}}}
-	// CPU per unit over each minute (each window's first and last sample).
-	var cx, cy []float64
-	for i := 60; i < len(samples); i += 60 {
-		cx = append(cx, samples[i].at.Seconds())
-		cy = append(cy, cpuPerUnit(samples[i-60:i+1])*1e6)
-	}
+	cx, cy := cpuMinutes(samples)
 	cpu := &charts.Chart{ID: "soak-cpu", Title: "soakd's CPU per unit scheduled (µs), each minute", Width: 900,
 		X: charts.Axis{Unit: charts.Elapsed}, Y: charts.Axis{ZeroBased: true},
 		Lines: []charts.Line{{Name: "CPU µs per row or operation", X: cx, Y: cy}}}
@@ -598,6 +634,44 @@ func withParam(t *testing.T, raw, k, v string) string {
 	q.Set(k, v)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// A soak whose machine stalled for ten minutes, then took the missed
+// samples in a burst (as soakd's soak did before it skipped them): each
+// point of the CPU chart still stands for a minute, none spans the gap,
+// and the line breaks there.
+func TestSoakCPUMinutesAcrossAStall(t *testing.T) {
+	var samples []soakSample
+	add := func(at time.Duration) {
+		// 10,000 units and 0.1 s of CPU a second: 10 µs per unit.
+		samples = append(samples, soakSample{at: at, scheduled: at.Seconds() * 8000, kvScheduled: at.Seconds() * 2000, cpu: at.Seconds() / 10})
+	}
+	for s := 0; s <= 180; s++ {
+		add(time.Duration(s) * time.Second)
+	}
+	for i := range 600 { // the burst: 600 samples in 0.6 s after 10 minutes
+		add(780*time.Second + time.Duration(i)*time.Millisecond)
+	}
+	for s := 781; s <= 960; s++ {
+		add(time.Duration(s) * time.Second)
+	}
+	x, y := cpuMinutes(samples)
+	gaps := 0
+	for i := range x {
+		if math.IsNaN(y[i]) {
+			gaps++
+			continue
+		}
+		if math.Abs(y[i]-10) > 0.01 {
+			t.Errorf("at %.1fs: %.2f µs per unit, want 10", x[i], y[i])
+		}
+		if i > 0 && !math.IsNaN(y[i-1]) && x[i]-x[i-1] < 60 {
+			t.Errorf("a window of %.1fs, ending at %.1fs", x[i]-x[i-1], x[i])
+		}
+	}
+	if gaps != 1 || len(x) != 3+1+3 {
+		t.Errorf("%d points (%v), %d gaps; want 3 minutes, a gap and 3 minutes", len(x), x, gaps)
+	}
 }
 
 // TestSoakCSVKeepsWhatWasMeasured writes samples as a soak does, cuts the
