@@ -284,7 +284,14 @@ func (s *Sink) timescale(ctx context.Context, c *pgx.Conn) (bool, error) {
 		return false, nil
 	}
 	if available {
-		if _, err := c.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS timescaledb"); err == nil {
+		// Two sinks preparing at once on a database without the
+		// extension (two workloads on one target, a fleet of soakd
+		// processes) both find it missing and both create it: the one
+		// that loses is answered a unique violation once the other has
+		// committed, and would make plain tables beside the other's
+		// hypertables. ddl runs it once more, and IF NOT EXISTS then
+		// finds the extension there.
+		if err := ddl(ctx, c, "CREATE EXTENSION IF NOT EXISTS timescaledb"); err == nil {
 			return true, nil
 		} else {
 			s.AddNote(plainTables + "the timescaledb extension cannot be created (see the log)")

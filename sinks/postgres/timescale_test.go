@@ -224,6 +224,49 @@ func TestTimescaleDB(t *testing.T) {
 	})
 }
 
+// TestTimescaleDBExtensionCreatedAtOnce: sinks preparing at once on a
+// database without the extension (workloads sharing a target, soakd
+// processes started together) all get hypertables. Bug caught: those
+// that lost the race to CREATE EXTENSION were answered a unique
+// violation, warned "cannot be created: using plain tables" and made
+// their tables plain ones beside the winner's hypertables.
+func TestTimescaleDBExtensionCreatedAtOnce(t *testing.T) {
+	srv := testserver.TimescaleDB(t)
+	ctx := t.Context()
+	const atOnce = 4
+	for round := range 3 {
+		db := newDB(t, srv, fmt.Sprintf("ts_at_once_%d", round))
+		core, logs := observer.New(zap.WarnLevel)
+		ss := make([]*Sink, atOnce)
+		for i := range ss {
+			ss[i] = openSink(t, withParams(db, "dialect", "timescaledb", "table_prefix", fmt.Sprintf("w%d_", i)), zap.New(core), cpuSchema("cpu", 3))
+		}
+		start := make(chan struct{})
+		errs := make(chan error, atOnce)
+		for _, s := range ss {
+			go func() {
+				<-start
+				errs <- s.Prepare(ctx)
+			}()
+		}
+		close(start)
+		for range ss {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: Prepare: %v", round, err)
+			}
+		}
+		c := connect(t, db)
+		for i := range ss {
+			if hyper, _, _ := hypertableInfo(t, c, fmt.Sprintf("w%d_cpu", i)); !hyper {
+				t.Errorf("round %d: w%d_cpu is a plain table, not a hypertable", round, i)
+			}
+		}
+		if logs.Len() != 0 {
+			t.Errorf("round %d: warnings: %v", round, logs.All())
+		}
+	}
+}
+
 // TestTimescaleDBWithoutCreateRights: hypertables that exist, and a
 // writer with only INSERT on them and no CREATE privilege anywhere:
 // create=true prepares (nothing is missing) and the rows arrive in the
