@@ -106,15 +106,28 @@ func scrubOutside(s string, r *strings.Replacer, keep []string) string {
 func (w *Workload) authHint() func(string) string {
 	p := Prefix(w.Name)
 	password, token := w.Secret()
-	if u := w.Sink.URL; u != nil && password == "" {
-		password, _ = u.User.Password()
+	tokenFrom := fmt.Sprintf("%sTOKEN or %sTOKEN_FILE", p, p)
+	if u := w.Sink.URL; u != nil {
+		if password == "" {
+			password, _ = u.User.Password()
+		}
+		// A URL parameter (InfluxDB's token= and p=) is what the sink
+		// sends, before the settings: a refused token= was blamed on a
+		// password never given.
+		q := u.Query()
+		if password == "" {
+			password = q.Get("p")
+		}
+		if t := q.Get("token"); t != "" {
+			token, tokenFrom = t, fmt.Sprintf("%sTARGET's URL (token=)", p)
+		}
 	}
 	hint := fmt.Sprintf(" (the password: in %sTARGET's URL, %sPASSWORD or %sPASSWORD_FILE)", p, p, p)
 	switch {
 	case token != "" && password == "":
-		hint = fmt.Sprintf(" (the token: %sTOKEN or %sTOKEN_FILE)", p, p)
+		hint = fmt.Sprintf(" (the token: %s)", tokenFrom)
 	case token != "":
-		hint = fmt.Sprintf(" (the credentials: the password in %sTARGET's URL, %sPASSWORD or %sPASSWORD_FILE; the token in %sTOKEN or %sTOKEN_FILE)", p, p, p, p, p)
+		hint = fmt.Sprintf(" (the credentials: the password in %sTARGET's URL, %sPASSWORD or %sPASSWORD_FILE; the token in %s)", p, p, p, tokenFrom)
 	}
 	sentinelHint := fmt.Sprintf(" (the sentinels' credentials: sentinel_username and sentinel_password in %sTARGET's URL; the server's: %sTARGET's URL, %sPASSWORD or %sPASSWORD_FILE)", p, p, p, p)
 	sentinel := w.Sink.URL != nil && w.Sink.URL.Scheme == "redis-sentinel"

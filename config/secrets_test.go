@@ -64,6 +64,14 @@ func TestScrubberAuthHintNamesTheCredentialsGiven(t *testing.T) {
 			"(the token: SOAKD_IOT_TOKEN or SOAKD_IOT_TOKEN_FILE)", "PASSWORD"},
 		"password": {&Workload{Name: "iot", Sink: target("postgres://u@127.0.0.1:1/db"), Password: "pw"}, msg,
 			"(the password: in SOAKD_IOT_TARGET's URL, SOAKD_IOT_PASSWORD or SOAKD_IOT_PASSWORD_FILE)", "TOKEN"},
+		// InfluxDB's token= in the URL is the token sent, and no
+		// password was given: it was blamed on the password settings.
+		"token in the URL": {&Workload{Name: "iot", Sink: target("influx://127.0.0.1:1?bucket=b&token=admin:wrong")}, msg,
+			"(the token: SOAKD_IOT_TARGET's URL (token=))", "PASSWORD"},
+		"token in the URL, another in TOKEN": {&Workload{Name: "iot", Sink: target("influx1://127.0.0.1:1?db=x&auth=token&token=t1"), Token: "t2"}, msg,
+			"(the token: SOAKD_IOT_TARGET's URL (token=))", "SOAKD_IOT_TOKEN"},
+		"password in p=": {&Workload{Name: "iot", Sink: target("influx1://127.0.0.1:1?db=x&u=bob&p=pw"), Token: "t0k"}, msg,
+			"the password in SOAKD_IOT_TARGET's URL", ""},
 		"both": {&Workload{Name: "iot", Sink: target("influx://u:pw@127.0.0.1:1?db=x"), Token: "t0k"}, msg,
 			"the password in SOAKD_IOT_TARGET's URL, SOAKD_IOT_PASSWORD or SOAKD_IOT_PASSWORD_FILE; the token in SOAKD_IOT_TOKEN or SOAKD_IOT_TOKEN_FILE", ""},
 		"sentinel": {&Workload{Name: "kv", Sink: target("redis-sentinel://127.0.0.1:1/m?sentinel_password=sp"), Password: "pw"},
