@@ -62,6 +62,12 @@ func ClassifyHTTPTransport(ctx context.Context, err error, idempotent bool) erro
 		return NewError(Rejected, false, ExplainTLS(err, "ca", "", "cert and key"))
 	case errors.As(err, &rhe):
 		return NewError(Rejected, false, fmt.Errorf("TLS handshake failed; does the server speak TLS? %w", err))
+	case errors.Is(err, http.ErrSchemeMismatch):
+		// net/http says so in place of the RecordHeaderError above when
+		// the answer starts "HTTP/". Resending cannot help: taken for a
+		// broken connection, a target URL of https to a plain-HTTP
+		// server was retried until START_TIMEOUT, by default for ever.
+		return NewError(Rejected, false, fmt.Errorf("%w: the server speaks plain HTTP, not TLS; give the target URL a scheme without TLS (prom+http://, influx://, influx1:// without tls=true)", err))
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		return NewError(Timeout, idempotent, err)
 	case errors.As(err, &oe) && oe.Op == "dial" || errors.Is(err, syscall.ECONNREFUSED):

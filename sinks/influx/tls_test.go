@@ -92,6 +92,23 @@ func TestTLS(t *testing.T) {
 	}
 }
 
+// An influxs:// URL (or tls=true) to an InfluxDB that speaks plain HTTP
+// is refused at once, naming the scheme to give: it was taken for a
+// broken connection and waited for until START_TIMEOUT, by default for
+// ever.
+func TestTLSToPlainHTTP(t *testing.T) {
+	srv := testserver.Influx(t)
+	ctx := t.Context()
+	for _, raw := range []string{"influxs://" + srv.Addr + "?bucket=x", "influx1://" + srv.Addr + "?db=x&tls=true"} {
+		s := openSink(t, raw, sinks.Options{Schemas: []*sources.Schema{cpuSchema("cpu")}, Workers: 1})
+		err := s.Ping(ctx)
+		retry, _ := sinks.Retryable(err)
+		if sinks.ClassOf(err) != sinks.Rejected || retry || !strings.Contains(err.Error(), "plain HTTP") || !strings.Contains(err.Error(), "influx://") {
+			t.Errorf("%s: class %s, retry %v: %v; want rejected, not resent, saying the server speaks plain HTTP", raw, sinks.ClassOf(err), retry, err)
+		}
+	}
+}
+
 // countTLS is SELECT count(usage_user) FROM cpu over the sink's own
 // transport (which trusts the test's CA).
 func countTLS(t *testing.T, tr http.RoundTripper, base, db string) int64 {

@@ -57,3 +57,24 @@ func TestTLSBasicAuth(t *testing.T) {
 		t.Errorf("unknown CA: %v", err)
 	}
 }
+
+// A prom+https:// URL to a server that speaks plain HTTP is refused at
+// once, as a configuration error naming the scheme to give. Bug caught:
+// net/http's "server gave HTTP response to HTTPS client" was taken for a
+// broken connection and retried, so soakd waited for the target until
+// START_TIMEOUT, by default for ever.
+func TestHTTPSToPlainHTTP(t *testing.T) {
+	srv := testserver.PrometheusReceiver(t, 0)
+	schemas := []*sources.Schema{cpuSchema("cpu")}
+	s := openSink(t, "prom+https://"+srv.Addr+"/api/v1/write", sinks.Options{Schemas: schemas})
+	ctx := t.Context()
+	b := sources.NewSeriesBatch(schemas)
+	(&gen{devices: 3, start: time.Now().Add(-time.Hour).Truncate(time.Second), step: time.Second}).fill(b, 30)
+	_, werr := s.Write(ctx, b)
+	for what, err := range map[string]error{"Ping": s.Ping(ctx), "Write": werr} {
+		retry, _ := sinks.Retryable(err)
+		if sinks.ClassOf(err) != sinks.Rejected || retry || !strings.Contains(err.Error(), "plain HTTP") || !strings.Contains(err.Error(), "prom+http://") {
+			t.Errorf("%s: class %s, retry %v: %v; want rejected, not resent, saying the server speaks plain HTTP", what, sinks.ClassOf(err), retry, err)
+		}
+	}
+}
