@@ -234,7 +234,9 @@ func Load(environ map[string]string, srcs *sources.Registry) (*Config, error) {
 		if err != nil {
 			errs = append(errs, err)
 		}
-		errs = append(errs, settings.Problems(settings.Parse(w, wenv, p))...)
+		problems := settings.Problems(settings.Parse(w, wenv, p))
+		errs = append(errs, problems...)
+		errs = append(errs, emptySecretFiles(wenv, p, w, problems)...)
 		// The default LOAD_RATE keeps under SOAKD_MAX_RATE, so the cap
 		// does not make every workload set a LOAD_RATE, even those
 		// without a load phase; a LOAD_RATE set above it is an error.
@@ -272,6 +274,32 @@ func Load(environ map[string]string, srcs *sources.Registry) (*Config, error) {
 		errs = append(errs, cfgErr(EnvPrefix+"WORKLOADS", "no workload to run"))
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// emptySecretFiles reports a PASSWORD_FILE or TOKEN_FILE of w (prefix p)
+// that names a file holding nothing (a secret mounted empty, a key
+// missing from it): the workload went on without the credential, without
+// a word, and a target that asks for one refused it blaming the
+// password. A file that could not be read is among problems already.
+func emptySecretFiles(env map[string]string, p string, w *Workload, problems []error) []error {
+	unread := map[string]bool{}
+	for _, e := range problems {
+		var se *settings.Error
+		if errors.As(e, &se) {
+			unread[se.Key] = true
+		}
+	}
+	var errs []error
+	for _, f := range []struct{ key, what, content string }{
+		{p + "PASSWORD_FILE", "password", w.PasswordFile},
+		{p + "TOKEN_FILE", "token", w.TokenFile},
+	} {
+		// The same trimming as Secret's: what is left is what is sent.
+		if name := env[f.key]; name != "" && !unread[f.key] && strings.TrimRight(f.content, "\r\n") == "" {
+			errs = append(errs, cfgErr(f.key, "%s holds no %s (it is empty)", name, f.what))
+		}
+	}
+	return errs
 }
 
 // Check loads nothing: it runs Validate and drops the problems of settings

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,6 +165,34 @@ func TestSecretsFromFiles(t *testing.T) {
 	}
 	if cfg.EffectiveControlToken() != "s3cret" {
 		t.Errorf("control token from file = %q", cfg.EffectiveControlToken())
+	}
+}
+
+// A workload's PASSWORD_FILE or TOKEN_FILE that holds nothing (a secret
+// mounted empty) is a configuration error naming it: the workload went on
+// without the credential, and a target that asks for one answered 401,
+// blamed on the password.
+func TestSecretFileEmpty(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := testPlugins()
+	for i, text := range []string{"", "\n", "\r\n"} {
+		f := filepath.Join(dir, fmt.Sprintf("empty%d", i))
+		if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"SOAKD_SEQ_PASSWORD_FILE", "SOAKD_SEQ_TOKEN_FILE"} {
+			_, err := Load(map[string]string{"SOAKD_WORKLOADS": "seq", key: f}, p.Sources)
+			if err == nil || !strings.Contains(err.Error(), key+": "+f+" holds no") {
+				t.Errorf("%s holding %q: %v, want a configuration error naming it", key, text, err)
+			}
+		}
+	}
+	// A file that cannot be read is said once, as such.
+	absent := filepath.Join(dir, "absent")
+	_, err := Load(map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TOKEN_FILE": absent}, p.Sources)
+	if err == nil || strings.Contains(err.Error(), "holds no") || !strings.Contains(err.Error(), "cannot read file") {
+		t.Errorf("an unreadable token file: %v", err)
 	}
 }
 

@@ -513,12 +513,16 @@ func TestBuiltinTargetRefusesHugeDataSet(t *testing.T) {
 // SOAKD_ALLOW_UNKNOWN makes it a warning. Variables of the other commands,
 // of Kubernetes and of soakd's tests stay known.
 func TestUnknownVariables(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	base := map[string]string{"SOAKD_WORKLOADS": "iot,kv", "SOAKD_LISTEN": "off",
 		"SOAKD_IOT_TARGET": "null://", "SOAKD_KV_TARGET": "null://",
 		// known, though no setting of soakd run:
 		"SOAKD_GEN_SCALE": "3", "SOAKD_VERIFY_EXAMPLES": "2", "SOAKD_REQUIRE_SERVERS": "1",
 		"SOAKD_SHARED_SERVERS": "1", "SOAKD_SERVICE_HOST": "10.0.0.1", "SOAKD_PORT": "tcp://10.0.0.1:9480",
-		"SOAKD_IOT_PASSWORD_FILE": "/dev/null", "SOAKD_TLS_CERT_FILE": "",
+		"SOAKD_IOT_PASSWORD_FILE": pw, "SOAKD_TLS_CERT_FILE": "",
 	}
 	with := func(kv ...string) map[string]string {
 		env := maps.Clone(base)
