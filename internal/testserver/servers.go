@@ -529,9 +529,9 @@ func httpReady(hc *http.Client, url, user, password string) func(ctx context.Con
 	}
 }
 
-// VictoriaMetrics starts a single-node victoria-metrics on a free port.
-// Its URL is http://127.0.0.1:PORT.
-func VictoriaMetrics(t testing.TB) *Server {
+// VictoriaMetrics starts a single-node victoria-metrics on a free port,
+// with flags added to its command line. Its URL is http://127.0.0.1:PORT.
+func VictoriaMetrics(t testing.TB, flags ...string) *Server {
 	t.Helper()
 	bin := FindBinary("victoria-metrics", GoBinDirs()...)
 	if bin == "" {
@@ -542,8 +542,8 @@ func VictoriaMetrics(t testing.TB) *Server {
 		c := Command{
 			Name: "victoria-metrics",
 			Path: bin,
-			Args: []string{"-httpListenAddr=" + addr, "-storageDataPath=" + filepath.Join(dir, "data"), "-retentionPeriod=100y",
-				"-loggerLevel=ERROR"},
+			Args: append([]string{"-httpListenAddr=" + addr, "-storageDataPath=" + filepath.Join(dir, "data"), "-retentionPeriod=100y",
+				"-loggerLevel=ERROR"}, flags...),
 			Dir:   dir,
 			Ready: HTTPReady("http://" + addr + "/health"),
 		}

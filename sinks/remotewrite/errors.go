@@ -43,7 +43,7 @@ func (e *StatusError) Error() string {
 	if e.OutOfOrder {
 		return fmt.Sprintf("HTTP %d, samples refused for their time%s: %s", e.StatusCode, w, e.Message)
 	}
-	if e.StatusCode == http.StatusRequestEntityTooLarge {
+	if e.tooLarge() {
 		// Every batch of that size will be refused: the setting to
 		// change is soakd's.
 		return fmt.Sprintf("HTTP %d%s: %s (%s)", e.StatusCode, w, e.Message, sinks.TooLarge)
@@ -52,6 +52,15 @@ func (e *StatusError) Error() string {
 }
 
 const maxMessage = 1024
+
+// tooLarge reports whether the target refused the request for its size:
+// 413, or VictoriaMetrics' 400 "too big data size exceeding
+// -maxInsertRequestSize", which named only its own flag, not soakd's
+// BATCH_SIZE.
+func (e *StatusError) tooLarge() bool {
+	return e.StatusCode == http.StatusRequestEntityTooLarge ||
+		e.StatusCode == http.StatusBadRequest && strings.Contains(e.Message, "exceeding -maxInsertRequestSize")
+}
 
 // outOfOrderMessages are how targets say that they refuse samples for
 // their time: Prometheus' TSDB errors (storage.ErrOutOfOrderSample,

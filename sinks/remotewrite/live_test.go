@@ -231,3 +231,30 @@ func TestProtocol2OnV1Servers(t *testing.T) {
 		})
 	}
 }
+
+// A VictoriaMetrics that refuses a request for its size
+// (-maxInsertRequestSize) answers 400, not 413: the error says to lower
+// BATCH_SIZE, as a 413 does, and the batch is not resent. Bug caught: it
+// named only the server's flag, not the setting of soakd's to change.
+func TestVictoriaMetricsRequestTooLarge(t *testing.T) {
+	srv := testserver.VictoriaMetrics(t, "-maxInsertRequestSize=2000")
+	schemas := []*sources.Schema{cpuSchema("cpu")}
+	s := openSink(t, "prom+http://"+srv.Addr+"/api/v1/write", sinks.Options{Schemas: schemas, Workers: 1})
+	ctx := t.Context()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	g := &gen{devices: 10, start: time.Now().Add(-time.Hour).Truncate(time.Second), step: time.Second}
+	b := sources.NewSeriesBatch(schemas)
+	g.fill(b, 1000)
+	_, err := s.Write(ctx, b)
+	retry, _ := sinks.Retryable(err)
+	if sinks.ClassOf(err) != sinks.Rejected || retry || !strings.Contains(err.Error(), sinks.TooLarge) {
+		t.Errorf("class %s, retry %v: %v; want rejected, not resent, saying %q", sinks.ClassOf(err), retry, err, sinks.TooLarge)
+	}
+	small := sources.NewSeriesBatch(schemas)
+	g.fill(small, 2)
+	if _, err := s.Write(ctx, small); err != nil {
+		t.Errorf("a batch under the limit: %v", err)
+	}
+}
