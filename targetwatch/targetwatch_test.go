@@ -36,6 +36,9 @@ type watchedSink struct {
 	fail map[int]bool // 1-based readings that fail
 	// block makes every reading wait until its context ends.
 	block bool
+	// headOnly makes the summed storage 0 B, the values held in the WAL
+	// (which is not summed), as Prometheus before its first block.
+	headOnly bool
 
 	mu    sync.Mutex
 	calls int
@@ -74,6 +77,10 @@ func (s *watchedSink) TargetFigures(ctx context.Context) (sinks.TargetFigures, e
 		Stats: map[string]float64{sinks.StatKeys: 100 * float64(n), sinks.StatEvictions: 3 * float64(n),
 			sinks.StatFragmentation: used / 1000},
 		Unavailable: map[string]string{"wal": "permission denied for pg_ls_waldir", sinks.StatActiveSeries: "no head series"},
+	}
+	if s.headOnly {
+		f.Storage = map[string]float64{"blocks": 0, "head_chunks": 0, "wal": 4096 * float64(n)}
+		delete(f.Unavailable, "wal")
 	}
 	s.read = append(s.read, reading{at: time.Now(), figures: f})
 	return f, nil
@@ -292,6 +299,35 @@ soakd_target_storage_bytes_per_value{workload="seq"} %g
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+// A Prometheus before its first block holds what it was sent in its head
+// (memory) and WAL, so the summed storage reads 0 B: there is no storage
+// per value then, rather than 0 B a value (which passed any
+// target.storage_per_value threshold), in /status, the metrics and the
+// figure the thresholds read.
+func TestWatchGivesNoStoragePerValueOfNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &watchedSink{headOnly: true}
+		tw, reg, _, sum := run(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "watched://", "SOAKD_SEQ_RATE", "100",
+			"SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_DURATION", "5s", "SOAKD_SEQ_WATCH_INTERVAL", "1s"), plugins(s))
+		if w := sum.Workload("seq", "run"); w == nil || w.Values == 0 {
+			t.Fatalf("run phase %+v, want values written", w)
+		}
+		st := statusOf(t, tw, "seq")
+		if st.StorageTotal == nil || st.StorageTotal.Last != 0 {
+			t.Errorf("storage total %+v, want 0 B read", st.StorageTotal)
+		}
+		if st.StoragePerValue != nil {
+			t.Errorf("storage per value %v of a total of 0 B", *st.StoragePerValue)
+		}
+		if v, _, ok := tw.StoragePerValue("seq"); ok {
+			t.Errorf("StoragePerValue = %v for the thresholds, of a total of 0 B", v)
+		}
+		if n, err := testutil.GatherAndCount(reg, "soakd_target_storage_bytes_per_value"); err != nil || n != 0 {
+			t.Errorf("soakd_target_storage_bytes_per_value: %d series (%v), want none", n, err)
+		}
+	})
+}
 
 // A target that never answers costs the run nothing: each reading is cut
 // at the interval, the run ends when its DURATION says, and Finished

@@ -285,7 +285,11 @@ func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 		if summed {
 			st.storageTotal = st.storageTotal.add(total, at)
 			st.acknowledged = acked
-			st.perValue, st.hasPerValue = total/acked, w.counted != "" && acked > 0
+			// A total of 0 B under values acknowledged is no figure per
+			// value: the target holds them where the summed kinds do not
+			// count (Prometheus in its head and WAL until it cuts a block),
+			// and "0 B a value" would pass any threshold on it.
+			st.perValue, st.hasPerValue = total/acked, w.counted != "" && acked > 0 && total > 0
 		} else if st.storageTotal != nil {
 			st.storageTotal.current, st.hasPerValue = false, false
 		}
