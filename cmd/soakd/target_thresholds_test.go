@@ -112,8 +112,13 @@ func TestTargetMemoryThresholdsRedis(t *testing.T) {
 // into a real VictoriaMetrics judges latency, errors and the target's
 // memory and storage (read from its own /metrics), each with a value;
 // a memory ceiling below what the server holds fails the run.
+// VictoriaMetrics counts what it stores once it has flushed it (every
+// 5 s by default): flushed each second over an 8 s run, its storage is
+// read within the run, as it is over a soak. A run too short for that has
+// no storage per value (a storage of 0 B gave 0 B a value, which passed
+// any storage_per_value check).
 func TestThresholdsRemoteWrite(t *testing.T) {
-	srv := testserver.VictoriaMetrics(t)
+	srv := testserver.VictoriaMetrics(t, "-inmemoryDataFlushInterval=1s")
 	for _, tc := range []struct {
 		thresholds string
 		code       int
@@ -123,7 +128,7 @@ func TestThresholdsRemoteWrite(t *testing.T) {
 	} {
 		env := map[string]string{"SOAKD_WORKLOADS": "rw", "SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0",
 			"SOAKD_RW_SOURCE": "devops", "SOAKD_RW_TARGET": "prom+" + srv.URL + "/api/v1/write", "SOAKD_RW_RATE": "1000",
-			"SOAKD_RW_BATCH_SIZE": "100", "SOAKD_RW_DURATION": "4s", "SOAKD_RW_WATCH_INTERVAL": "1s",
+			"SOAKD_RW_BATCH_SIZE": "100", "SOAKD_RW_DURATION": "8s", "SOAKD_RW_WATCH_INTERVAL": "1s",
 			"SOAKD_RW_THRESHOLDS": tc.thresholds}
 		js := filepath.Join(t.TempDir(), "sum.json")
 		code, out, errs := run(t, env, "--summary-json", js)
