@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -260,6 +261,10 @@ func (c *Config) SweepPoints(environ map[string]string, p *Plugins) ([]SweepPoin
 		return nil, cfgErr(EnvPrefix+"SWEEP_WORKLOAD", "%q is not one of SOAKD_WORKLOADS (%s)", sc.Workload, strings.Join(c.Workloads, ", "))
 	}
 	known := settings.Of(&Workload{}, "")
+	workloadKeys := map[string]bool{}
+	for _, s := range known {
+		workloadKeys[s.Key] = true
+	}
 	if base.SourceSettings != nil {
 		known = append(known, settings.Of(base.SourceSettings.Fields(), "")...)
 	}
@@ -347,7 +352,95 @@ func (c *Config) SweepPoints(environ map[string]string, p *Plugins) ([]SweepPoin
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	if err := sameValues(sc.Grid, points, shownAxes, byName, workloadKeys); err != nil {
+		return nil, err
+	}
 	return points, nil
+}
+
+// sameValues refuses an axis two of whose values, written differently,
+// are the same setting once parsed (WORKERS=100,1e2, DURATION=1m,60s,
+// RATE=1000,1k): each would be a point of its own, run and reported
+// twice as if the grid had compared two settings. Values as written are
+// compared by Grid.UnmarshalText; this compares them as their setting
+// reads them, in the points where the other axes take their first value.
+// keys says which names are the engine's settings (fields of Workload);
+// the others are the source's.
+func sameValues(g Grid, points []SweepPoint, shown [][]string, byName map[string]settings.Setting, keys map[string]bool) error {
+	var errs []error
+	stride := 1
+	for a := len(g) - 1; a >= 0; a-- {
+		var parsed []reflect.Value
+		for j := range g[a].Values {
+			w := points[j*stride].Workload
+			var v reflect.Value
+			if keys[g[a].Name] {
+				v = reflect.ValueOf(w).Elem()
+			} else if w.SourceSettings != nil {
+				v = reflect.Indirect(reflect.ValueOf(w.SourceSettings.Fields()))
+			}
+			if v.Kind() == reflect.Struct {
+				v = v.FieldByName(byName[g[a].Name].Field)
+			}
+			parsed = append(parsed, v)
+		}
+		for j := range parsed {
+			for k := range j {
+				if parsed[j].IsValid() && parsed[k].IsValid() && sameSetting(parsed[k], parsed[j]) {
+					errs = append(errs, cfgErr(gridKey, "axis %s: %s and %s are the same value once read: each of their points would run twice; give it once",
+						g[a].Name, shown[a][k], shown[a][j]))
+				}
+			}
+		}
+		stride *= len(g[a].Values)
+	}
+	slices.Reverse(errs) // in the grid's order
+	return errors.Join(errs...)
+}
+
+// sameSetting compares two parsed values of one setting by what they
+// mean: the exported fields of a struct only, so that the text a value
+// keeps to be shown as written (pace.Rate's: 1k and 1000) does not
+// count; a struct with no exported field is compared whole.
+func sameSetting(a, b reflect.Value) bool {
+	if a.Type() != b.Type() {
+		return false
+	}
+	switch a.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		return sameSetting(a.Elem(), b.Elem())
+	case reflect.Struct:
+		t, exported := a.Type(), false
+		for i := range t.NumField() {
+			if !t.Field(i).IsExported() {
+				continue
+			}
+			exported = true
+			if !sameSetting(a.Field(i), b.Field(i)) {
+				return false
+			}
+		}
+		if exported {
+			return true
+		}
+	case reflect.Slice, reflect.Array:
+		if a.Len() != b.Len() {
+			return false
+		}
+		for i := range a.Len() {
+			if !sameSetting(a.Index(i), b.Index(i)) {
+				return false
+			}
+		}
+		return true
+	}
+	if !a.CanInterface() || !b.CanInterface() {
+		return false // reached through an unexported field: cannot tell
+	}
+	return reflect.DeepEqual(a.Interface(), b.Interface())
 }
 
 // closest names the setting nearest name, or lists them all when none is

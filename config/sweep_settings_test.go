@@ -180,6 +180,40 @@ func TestSweepPoints(t *testing.T) {
 	}
 }
 
+// Two values of an axis written differently but read as one setting
+// (100 and 1e2, 1m and 60s, 1000 and 1k) are refused, naming the axis and
+// both values: each of their points would otherwise run twice, reported
+// as two settings. Values that only show the same (URLs differing in
+// their password) and values that differ stay points of their own.
+func TestSweepPointsSameValueTwice(t *testing.T) {
+	t.Parallel()
+	p := testPlugins()
+	for grid, want := range map[string][]string{
+		"WORKERS=100,1e2":                   {"SOAKD_SWEEP_GRID: axis WORKERS: 100 and 1e2 are the same value once read"},
+		"DEVICES=5,50 WORKERS=1,2,01":       {"axis WORKERS: 1 and 01 are the same value once read"},
+		"DURATION=1m,2m,60s DEVICES=10,1e1": {"axis DURATION: 1m and 60s are the same", "axis DEVICES: 10 and 1e1 are the same"},
+		"RATE=1000,max,1k,MAX":              {"axis RATE: 1000 and 1k are the same", "axis RATE: max and MAX are the same"},
+		"WORKERS=2|2.0e0":                   {"axis WORKERS: 2 and 2.0e0 are the same"},
+	} {
+		env := map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://", "SOAKD_SWEEP_GRID": grid}
+		pts, err := loadTest(t, env, p).SweepPoints(env, p)
+		for _, w := range want {
+			if err == nil || pts != nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %d points, error %v; want %q", grid, len(pts), err, w)
+			}
+		}
+		if err != nil && strings.Count(err.Error(), "\n")+1 != len(want) {
+			t.Errorf("%s: %v; want %d errors", grid, err, len(want))
+		}
+	}
+	for _, grid := range []string{"TARGET=null://u:pw1@h,null://u:pw2@h", "RATE=1000,1001,max DURATION=1m,61s", "DEVICES=1,10,100"} {
+		env := map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_TARGET": "null://", "SOAKD_SWEEP_GRID": grid}
+		if pts, err := loadTest(t, env, p).SweepPoints(env, p); err != nil || len(pts) == 0 {
+			t.Errorf("%s: %d points, %v", grid, len(pts), err)
+		}
+	}
+}
+
 // A report's directory that does not exist is a configuration error of
 // the sweep and the capacity search, found before they run (as it is for
 // SOAKD_SUMMARY_JSON and SOAKD_REPORT), not once every point has run.
