@@ -234,6 +234,39 @@ func TestCapacityStoppedIsALowerBound(t *testing.T) {
 	}
 }
 
+// A summary (SOAKD_SUMMARY_JSON) or a run report (SOAKD_REPORT) that
+// cannot be written (/dev/full: its directory exists, so the settings
+// pass) fails the search after its own report is written: the search's
+// steps and knee were lost with them, neither printed nor in OUT.*.
+func TestCapacitySummaryWriteFailureKeepsItsReport(t *testing.T) {
+	t.Parallel()
+	for _, setting := range []string{"SOAKD_SUMMARY_JSON", "SOAKD_REPORT"} {
+		t.Run(setting, func(t *testing.T) {
+			t.Parallel()
+			out := filepath.Join(t.TempDir(), "cap")
+			code, stdout, stderr := run(t, map[string]string{"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "seq", "SOAKD_W_TARGET": "null://",
+				"SOAKD_W_BATCH_SIZE": "10", "SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", setting: "/dev/full",
+				"SOAKD_CAPACITY_START": "1000", "SOAKD_CAPACITY_MAX": "1000", "SOAKD_CAPACITY_WARMUP": "0s", "SOAKD_CAPACITY_SETTLE": "0s",
+				"SOAKD_CAPACITY_HOLD": "1s", "SOAKD_CAPACITY_OUT": out}, "capacity")
+			if code != cli.ExitFailed || !strings.Contains(stderr, setting) {
+				t.Errorf("exit %d, want 1 naming %s\n%s", code, setting, tail(stderr, 2000))
+			}
+			if !strings.Contains(stdout, "# Capacity of workload w") {
+				t.Errorf("no capacity report on stdout:\n%s", tail(stdout, 2000))
+			}
+			res := readJSON[capacity.Result](t, out+".json")
+			if len(res.Steps) == 0 || res.Steps[0].Target != 1000 {
+				t.Errorf("JSON report: %d steps, %s", len(res.Steps), res.Outcome)
+			}
+			for _, ext := range []string{".md", ".csv"} {
+				if st, err := os.Stat(out + ext); err != nil || st.Size() == 0 {
+					t.Errorf("%s not written: %v", out+ext, err)
+				}
+			}
+		})
+	}
+}
+
 // soakd sweep against a real PostgreSQL: every point runs, bigger batches
 // write faster (the expected shape), the report files are written, and
 // the USL fit's peak is inside the measured range or the report says the

@@ -355,12 +355,13 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 		// reports go with the logs, to stderr.
 		stdout = stderr
 	}
+	// A file that cannot be written fails the run, after the others are
+	// written: the report of a run is not lost to its summary's path, nor
+	// the summary to the report's, nor a capacity search's report (its
+	// knee, after every step it ran) to either.
+	writeFailed := false
 	if sum != nil {
 		summary.WriteText(stdout, sum)
-		// A file that cannot be written fails the run, after the other
-		// is written: the report of a run is not lost to its summary's
-		// path, nor the summary to the report's.
-		writeFailed := false
 		if cfg.SummaryJSON != "" {
 			if err := summary.WriteJSONFile(cfg.SummaryJSON, sum); err != nil {
 				log.Error("cannot write the summary", zap.String("setting", config.EnvPrefix+"SUMMARY_JSON"), zap.Error(err))
@@ -380,18 +381,20 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 				log.Info("report written", zap.String("file", cfg.Report))
 			}
 		}
-		if writeFailed {
-			return cli.ExitFailed
-		}
 		if runErr == nil {
 			runErr = sum.Failed()
 		}
 	}
 	if capRes != nil {
 		if err := writeCapacityReport(capRes, cfg.Capacity.Out, stdout); err != nil {
-			log.Error("cannot write the capacity report", zap.Error(err))
-			return cli.ExitFailed
+			log.Error("cannot write the capacity report", zap.String("setting", config.EnvPrefix+"CAPACITY_OUT"), zap.Error(err))
+			writeFailed = true
 		}
+	}
+	if writeFailed {
+		return cli.ExitFailed
+	}
+	if capRes != nil {
 		switch {
 		case runErr != nil:
 		case !capRes.Found:
