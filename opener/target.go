@@ -25,6 +25,11 @@ import (
 	"github.com/soakd/soakd/sources"
 )
 
+// NotReadyMessage is the warning logged, throttled, while a workload waits
+// for a target that is not up yet: a caller that silences a run's log
+// (soakd sweep) keeps it, or the wait would pass without a word.
+const NotReadyMessage = "target not ready; retrying"
+
 // Target is a workload's readiness and the story of its setup: what
 // /readyz, /status and the summary say of it. Init it before use.
 type Target struct {
@@ -236,7 +241,7 @@ func (w *Target) Await(ctx context.Context, step string, limit time.Duration, fn
 		w.next = now.Add(delay)
 		w.mu.Unlock()
 		if n, ok := w.errLog.Allow("setup"); ok {
-			w.log.Warn("target not ready; retrying", zap.String("target", w.cfg.Sink.Redacted), zap.String("step", step),
+			w.log.Warn(NotReadyMessage, zap.String("target", w.cfg.Sink.Redacted), zap.String("step", step),
 				zap.String("class", string(class)), zap.String("error", text), zap.Int("attempt", attempt+1),
 				zap.Duration("next_retry_in", delay.Round(time.Millisecond)), zap.Int("suppressed_since_last", n))
 		}

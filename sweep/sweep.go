@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/daemon"
@@ -284,7 +285,7 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 			wc := wc
 			one.Workload, one.Listen, one.Duration = []*config.Workload{&wc}, config.ListenOff, 0
 			dd := d
-			dd.Logger = zap.NewNop()
+			dd.Logger = notReadyOnly(d.Logger, label, r+1)
 			sum, err := daemon.Run(ctx, &one, dd)
 			if err != nil {
 				tw.stop()
@@ -299,8 +300,17 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 			}
 			if ws == nil || ws.Seconds <= 0 || ws.Failure != nil {
 				reason := "no run phase"
-				if ws != nil && ws.Failure != nil {
+				switch {
+				case ws != nil && ws.Failure != nil:
 					reason = ws.Failure.Reason
+				case ws != nil && !ws.Prepared:
+					// Stopped while waiting for a target that never came
+					// up (START_TIMEOUT 0 waits until then): say so, and
+					// why, not that the point had no run phase.
+					reason = "stopped while waiting for the target, which never became ready"
+					if e := ws.LastError; e != nil {
+						reason += " (last error: " + e.Text + ")"
+					}
 				}
 				tw.stop()
 				return res.failed(fmt.Errorf("sweep point %s: %s", label, reason))
@@ -1080,4 +1090,26 @@ func solve3(m [3][4]float64) ([3]float64, bool) {
 		}
 	}
 	return [3]float64{m[0][3] / m[0][0], m[1][3] / m[1][1], m[2][3] / m[2][2]}, true
+}
+
+// notReadyOnly is a run's logger in a sweep: its log is silent (each
+// run would repeat the sweep's own warnings), except that its target is
+// not ready yet, which log says with the point and run waiting. Without
+// it a sweep whose target is down (START_TIMEOUT 0: wait until it comes
+// up) waited without a word until stopped.
+func notReadyOnly(log *zap.Logger, point string, run int) *zap.Logger {
+	l := log.With(zap.String("point", point), zap.Int("run", run))
+	return zap.New(notReadyCore{l.Core()})
+}
+
+// notReadyCore passes on only opener.NotReadyMessage.
+type notReadyCore struct{ zapcore.Core }
+
+func (c notReadyCore) With(f []zapcore.Field) zapcore.Core { return notReadyCore{c.Core.With(f)} }
+
+func (c notReadyCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if e.Message != opener.NotReadyMessage {
+		return ce
+	}
+	return c.Core.Check(e, ce)
 }
