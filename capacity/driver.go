@@ -51,9 +51,15 @@ type searcher struct {
 	target float64 // its rate
 }
 
-// Opened checks that SLO_OP names an op the searched workload issues.
+// Opened takes the searched workload's rate (/control may not change
+// it: each step is judged at the rate the search set) and checks that
+// SLO_OP names an op it issues.
 func (s *searcher) Opened(w *daemon.Handle) error {
-	if w.Name() != s.name || s.cc.SLOOp == "" {
+	if w.Name() != s.name {
+		return nil
+	}
+	w.Steer("soakd capacity, which sets each step's rate")
+	if s.cc.SLOOp == "" {
 		return nil
 	}
 	if ops := issuedOps(w); !slices.Contains(ops, s.cc.SLOOp) {

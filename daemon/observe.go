@@ -158,6 +158,20 @@ func (h *Handle) SetRate(ctx context.Context, rate pace.Rate) error {
 	return h.w.control(ctx, controlReq{rate: &rate})
 }
 
+// Steer gives the workload's rate to the caller, by naming it (soakd
+// capacity, which sets each step's rate): from then on /control refuses
+// to change, pause or resume it, as such a change would be judged as the
+// caller's own. Call it from Opened, before /control serves.
+func (h *Handle) Steer(by string) { h.w.steeredBy.Store(&by) }
+
+// SteeredBy names who Steer gave the workload's rate to, or "".
+func (h *Handle) SteeredBy() string {
+	if by := h.w.steeredBy.Load(); by != nil {
+		return *by
+	}
+	return ""
+}
+
 // Pause stops scheduling until Resume; work in flight goes on.
 func (h *Handle) Pause(ctx context.Context) error { return h.w.control(ctx, controlReq{pause: true}) }
 

@@ -38,6 +38,9 @@ type workload struct {
 	*runner
 	entry *sources.Entry
 	ready opener.Target // its wait for its target, and its readiness
+	// steeredBy names the observer its rate is given to (Handle.Steer),
+	// nil when none: /control then leaves it alone.
+	steeredBy atomic.Pointer[string]
 }
 
 // errHardStop is the cause of a stop by SOAKD_DURATION.

@@ -368,6 +368,12 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, wl.Name()+": workload is not running; nothing was changed", http.StatusConflict)
 			return
 		}
+		if by := wl.SteeredBy(); by != "" {
+			// A capacity search judges each step at the rate it set: a
+			// change from here made its steps fail and blamed the target.
+			http.Error(w, wl.Name()+": its rate is steered by "+by+"; nothing was changed", http.StatusConflict)
+			return
+		}
 		if _, paced := wl.TargetRate(); !paced {
 			http.Error(w, wl.Name()+": workload runs closed loop (RATE=max); restart it with a numeric rate to control it; nothing was changed",
 				http.StatusConflict)

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +15,7 @@ import (
 	"github.com/soakd/soakd/capacity"
 	"github.com/soakd/soakd/cmd/soakd/cli"
 	"github.com/soakd/soakd/internal/detserver"
+	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/report"
 )
 
@@ -194,5 +198,56 @@ func TestRunDropsWorkNamesBottleneck(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "dropped work: bottleneck workers: ") {
 		t.Errorf("the text summary does not say why work was dropped:\n%s", stdout)
+	}
+}
+
+// While soakd capacity searches, /control may not change the searched
+// workload's rate, nor pause or resume it: each step is judged at the
+// rate the search set, and a change made there (a dashboard's, a
+// script's) made the steps fail and blamed the target. It answers 409
+// saying why, and the workloads held at their RATE stay controllable.
+func TestCapacityControlLeavesTheSearchedRate(t *testing.T) {
+	t.Parallel()
+	port := testserver.FreePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	env := map[string]string{"SOAKD_WORKLOADS": "w,held", "SOAKD_W_SOURCE": "seq", "SOAKD_W_TARGET": "null://", "SOAKD_W_BATCH_SIZE": "10",
+		"SOAKD_HELD_SOURCE": "seq", "SOAKD_HELD_TARGET": "null://", "SOAKD_HELD_RATE": "100", "SOAKD_HELD_BATCH_SIZE": "10",
+		"SOAKD_LISTEN": fmt.Sprintf("127.0.0.1:%d", port), "SOAKD_CONTROL_TOKEN": "cap-token", "SOAKD_PROGRESS_INTERVAL": "0",
+		// A warm-up the test ends: the search is under way meanwhile.
+		"SOAKD_CAPACITY_WARMUP": "10m", "SOAKD_CAPACITY_HOLD": "1s", "SOAKD_CAPACITY_OUT": filepath.Join(t.TempDir(), "cap")}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var stdout, stderr lockedBuffer
+	go func() { done <- realMain(ctx, []string{"capacity"}, env, &stdout, &stderr) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	control := func(query string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/control?"+query, nil)
+		req.Header.Set("Authorization", "Bearer cap-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	// Both run once held takes a rate: /control answers then.
+	for code, body := control("workload=held&rate=200"); code != http.StatusOK; code, body = control("workload=held&rate=200") {
+		select {
+		case c := <-done:
+			done <- c
+			t.Fatalf("soakd ended (exit %d) before its workloads ran; /control said %d %s\n%s", c, code, body, tail(stderr.String(), 3000))
+		default:
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, q := range []string{"workload=w&rate=50", "workload=w&action=pause", "workload=w&action=resume", "workload=all&action=pause"} {
+		if code, body := control(q); code != http.StatusConflict || !strings.Contains(body, "w: its rate is steered by soakd capacity") ||
+			!strings.Contains(body, "nothing was changed") {
+			t.Errorf("POST /control?%s: %d %s; want 409 saying soakd capacity steers w", q, code, body)
+		}
 	}
 }
