@@ -306,6 +306,14 @@ func emptySecretFiles(env map[string]string, p string, w *Workload, problems []e
 // that already failed to parse (their zero values would only repeat them),
 // so a user sees each problem once.
 func (c *Config) Check(p *Plugins, parseErr error) error {
+	return errors.Join(append(settings.Problems(parseErr), settings.Problems(Unparsed(c.Validate(p), parseErr))...)...)
+}
+
+// Unparsed is err's problems less those of a setting parseErr says could
+// not be read: such a setting holds its zero value, and a check of it
+// (CAPACITY_START=1k read as 0, "0: want a rate above 0") would only
+// repeat the parse error, misleadingly.
+func Unparsed(err, parseErr error) error {
 	failed := map[string]bool{}
 	for _, e := range settings.Problems(parseErr) {
 		var ce *settings.Error
@@ -313,8 +321,8 @@ func (c *Config) Check(p *Plugins, parseErr error) error {
 			failed[ce.Key] = true
 		}
 	}
-	errs := settings.Problems(parseErr)
-	for _, e := range settings.Problems(c.Validate(p)) {
+	var errs []error
+	for _, e := range settings.Problems(err) {
 		var ce *settings.Error
 		if errors.As(e, &ce) && failed[ce.Key] {
 			continue

@@ -147,6 +147,38 @@ func TestCapacityBadSettings(t *testing.T) {
 	}
 }
 
+// A capacity or sweep setting that does not parse is one problem, said
+// once: it was also checked as the zero value it was left at, and
+// CAPACITY_START=1k got "0: want a rate above 0" beside "is not a
+// number", SWEEP_REPEATS=three "0 is out of range", in soakd capacity,
+// soakd sweep and config --check alike.
+func TestCapacityAndSweepUnreadSettingSaidOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd  []string
+		env  map[string]string
+		keys []string
+	}{
+		{[]string{"capacity"}, map[string]string{"SOAKD_CAPACITY_START": "1k", "SOAKD_CAPACITY_MAX": "abc"}, []string{"SOAKD_CAPACITY_START", "SOAKD_CAPACITY_MAX"}},
+		{[]string{"config", "--check"}, map[string]string{"SOAKD_CAPACITY_START": "1k", "SOAKD_CAPACITY_HOLD": "30"}, []string{"SOAKD_CAPACITY_START", "SOAKD_CAPACITY_HOLD"}},
+		{[]string{"sweep"}, map[string]string{"SOAKD_SWEEP_REPEATS": "three", "SOAKD_SWEEP_DURATION": "10x"}, []string{"SOAKD_SWEEP_REPEATS", "SOAKD_SWEEP_DURATION"}},
+	} {
+		env := map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_LISTEN": "off"}
+		for k, v := range tc.env {
+			env[k] = v
+		}
+		code, _, stderr := run(t, env, tc.cmd...)
+		if code != cli.ExitConfig {
+			t.Errorf("soakd %v with %v: exit %d, want 2\n%s", tc.cmd, tc.env, code, stderr)
+		}
+		for _, k := range tc.keys {
+			if n := strings.Count(stderr, k+": "); n != 1 {
+				t.Errorf("soakd %v: %s named %d times, want once (its parse error):\n%s", tc.cmd, k, n, stderr)
+			}
+		}
+	}
+}
+
 // CAPACITY_MAX NaN, or above the highest rate a run takes, is refused
 // naming it: NaN passed the check against START, the search ran steps
 // "at NaN/s" and left its JSON report empty (NaN is no JSON number);

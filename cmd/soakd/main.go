@@ -253,7 +253,9 @@ func loadConfig(c *cli.Command, f settings.CommandLine, p *config.Plugins, check
 	cfg, parseErr := config.Load(f.Env, p.Sources)
 	err := cfg.Check(p, parseErr)
 	if check != nil {
-		err = errors.Join(err, check(cfg))
+		// As Check does: a capacity or sweep setting that did not parse
+		// is not checked again as its zero value.
+		err = errors.Join(err, config.Unparsed(check(cfg), parseErr))
 	}
 	unk, err := c.Check(f, runScope(f, cfg, p), err)
 	return cfg, unk, err
