@@ -135,6 +135,32 @@ func TestCapacityPartialOnStop(t *testing.T) {
 	})
 }
 
+// Stopped before its first step ended (here in the warm-up), the search
+// judged nothing: the report says so, not that no step met the SLO,
+// which reads as the target failing it.
+func TestCapacityStoppedBeforeAnyStep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := enginetest.Plugins()
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://", "SOAKD_SEQ_BATCH_SIZE", "50",
+			"SOAKD_CAPACITY_START", "1000", "SOAKD_CAPACITY_HOLD", "10s", "SOAKD_CAPACITY_WARMUP", "1m"), p)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(20*time.Second, cancel) // during the warm-up
+		_, res, err := Run(ctx, cfg, nil, daemon.Deps{Logger: zap.NewNop(), Plugins: p}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Steps) != 0 || res.Found || !res.Stopped || res.Outcome != "stopped during the warm-up" {
+			t.Fatalf("result: %d steps, found %v, stopped %v, %q", len(res.Steps), res.Found, res.Stopped, res.Outcome)
+		}
+		var md strings.Builder
+		res.WriteMarkdown(&md)
+		if strings.Contains(md.String(), "no step met the SLO") ||
+			!strings.Contains(md.String(), "**No knee: no step was judged** (the SLO: response p99 ≤ 100ms, errors ≤ 0.1%, achieved ≥ 95% of target, dropped ≤ 0.1%). Stopped during the warm-up.") {
+			t.Errorf("report of a search stopped in its warm-up:\n%s", md.String())
+		}
+	})
+}
+
 // Each failing step is blamed on what limited it: the target when its
 // median service time rose (even with every worker busy waiting on it),
 // soakd when its CPU was saturated, the workers when all were busy while

@@ -30,6 +30,10 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 			map[string]string{report.LimitWorkers: "workers", report.LimitSoakd: "own CPU or scheduling"}[r.LimitedBy], pace.FormatRate(r.Knee), cc.SLOP99)
 	case r.Found:
 		fmt.Fprintf(out, "**Knee: %s units/s**: the highest rate whose response p99 stayed within %s", pace.FormatRate(r.Knee), cc.SLOP99)
+	case len(r.Steps) == 0:
+		// Stopped during the warm-up, or before the run phase began:
+		// "no step met the SLO" read as the target failing it.
+		fmt.Fprintf(out, "**No knee: no step was judged** (the SLO: response p99 ≤ %s", cc.SLOP99)
 	default:
 		fmt.Fprintf(out, "**No knee**: no step met the SLO (response p99 ≤ %s", cc.SLOP99)
 	}
