@@ -161,6 +161,30 @@ func TestCapacityStoppedBeforeAnyStep(t *testing.T) {
 	})
 }
 
+// Under SHARD a step's target rate is the total over the processes and
+// its achieved rate this process's: the report says so, or a passing step
+// of 1,000/s achieving 500/s reads as half its target missed.
+func TestCapacityShardSaysWhoseRates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := enginetest.Plugins()
+		cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://", "SOAKD_SEQ_BATCH_SIZE", "10",
+			"SOAKD_SEQ_SHARD", "1/2", "SOAKD_CAPACITY_START", "1000", "SOAKD_CAPACITY_MAX", "1000", "SOAKD_CAPACITY_HOLD", "10s",
+			"SOAKD_CAPACITY_WARMUP", "0s", "SOAKD_CAPACITY_SETTLE", "1s"), p)
+		_, res, err := Run(context.Background(), cfg, nil, daemon.Deps{Logger: zap.NewNop(), Plugins: p}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Shards != 2 || len(res.Steps) != 1 || !res.Steps[0].Pass || res.Steps[0].Target != 1000 || res.Steps[0].Achieved > 600 {
+			t.Fatalf("shards %d, steps %+v", res.Shards, res.Steps)
+		}
+		var md strings.Builder
+		res.WriteMarkdown(&md)
+		if !strings.Contains(md.String(), "Under SHARD (2 processes), target/s is the rate of all 2 together and achieved/s this process's alone") {
+			t.Errorf("the report does not say whose rates the steps show:\n%s", md.String())
+		}
+	})
+}
+
 // Each failing step is blamed on what limited it: the target when its
 // median service time rose (even with every worker busy waiting on it),
 // soakd when its CPU was saturated, the workers when all were busy while

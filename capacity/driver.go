@@ -564,7 +564,7 @@ func newSearcher(cfg *config.Config, environ map[string]string, d daemon.Deps, o
 	return &searcher{cc: cfg.Capacity, name: name, max: cfg.MaxRate, onUpdate: onUpdate,
 		log: d.Logger.With(zap.String("workload", name)), done: make(chan struct{}), run: make(chan *daemon.Phase, 1),
 		res: Result{Workload: name, Settings: cfg.Capacity, Environment: sysinfo.Collect(d.Version),
-			Run: config.SettingValues(cfg, environ)}}
+			Run: config.SettingValues(cfg, environ), Shards: cfg.Capacity.Searched(cfg).Shard.Count}}
 }
 
 // runEngine runs the engine on a copy of cfg made for the search, with s

@@ -71,6 +71,11 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 	if tc.Any() {
 		fmt.Fprint(out, " The target's memory is the target watch's latest reading at the step's end, its CPU the cores it used over the judged part.")
 	}
+	if r.Shards > 1 {
+		// Otherwise a passing step reads as half its target achieved.
+		fmt.Fprintf(out, " Under SHARD (%d processes), target/s is the rate of all %d together and achieved/s this process's alone: a step is judged against its share, target/s ÷ %d.",
+			r.Shards, r.Shards, r.Shards)
+	}
 	head, align := tc.MarkdownHeader()
 	fmt.Fprintf(out, "\n\n| # | kind | target/s | drain | achieved/s | p50 | p99 | service p99 | dispatch p99 | workers all busy | errors | dropped | verdict |%s", head)
 	fmt.Fprintf(out, "\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|%s\n", align)

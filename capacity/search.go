@@ -85,6 +85,10 @@ type Result struct {
 	Advice    string `json:"advice,omitempty"`
 	// Outcome says how the search ended, in words.
 	Outcome string `json:"outcome"`
+	// Shards is the searched workload's SHARD count N: a step's Target
+	// is the rate over the N processes, its Achieved this process's,
+	// judged against Target/N.
+	Shards int `json:"shards,omitempty"`
 	// Stopped says the search was stopped before it ended (a signal,
 	// SOAKD_DURATION, the searched workload's data running out): Knee is
 	// only a lower bound of the knee.
