@@ -367,7 +367,7 @@ func (r *Result) writeLeftOut(out io.Writer) {
 			MaxFailedShare*100)
 	}
 	if slices.ContainsFunc(r.Points, func(p Point) bool { return p.CutShortRuns > 0 }) {
-		fmt.Fprint(out, "\nPoints marked cut short had runs that a failed threshold marked `!` stopped before their end: their rates are over the time those runs lasted, not a whole run's, so they are left out of the best, of the comparison with fewer workers and of the USL fit.\n")
+		fmt.Fprint(out, "\nPoints marked cut short had runs that a failed threshold marked `!`, or the sweep's stop, ended before their end: their rates are over the time those runs lasted, not a whole run's, so they are left out of the best, of the comparison with fewer workers and of the USL fit.\n")
 	}
 	head := false
 	for _, p := range r.Points {

@@ -80,7 +80,8 @@ type Point struct {
 	ThresholdsPassed *int     `json:"thresholds_passed_runs,omitempty"`
 	FailedThresholds []string `json:"failed_thresholds,omitempty"`
 	// CutShortRuns is how many of the point's runs a failed threshold
-	// marked ! stopped before their end (their CutShort says which):
+	// marked !, or a stop of the sweep (SIGINT, SIGTERM, SOAKD_DURATION),
+	// ended before their end (their CutShort says which):
 	// their rates are over the time they ran, so the point is left out
 	// (LeftOut) as one that failed too much is.
 	CutShortRuns int `json:"cut_short_runs,omitempty"`
@@ -297,6 +298,10 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 				res.CutShort = fmt.Sprintf("point %s, run %d of %d, after %s of at most %s", label, r+1, sc.Repeats,
 					pace.FormatSeconds(ws.Seconds), runTime(pl))
 				cut = ws.StoppedBy
+				// Its rate is over the part it ran, as a run a threshold
+				// cut short: the point is left out of the best (it was
+				// marked best on a run stopped half-way).
+				pt.CutShortRuns++
 			}
 			if ws == nil || ws.Seconds <= 0 || ws.Failure != nil {
 				reason := "no run phase"

@@ -171,7 +171,7 @@ func TestSweepThresholdCutsRunsShort(t *testing.T) {
 		}
 		for _, want := range []string{
 			"| ✗ p99<35ms!; 0 of 2 runs passed | 2 of 2 runs cut short |",
-			"Points marked cut short had runs that a failed threshold marked `!` stopped before their end",
+			"Points marked cut short had runs that a failed threshold marked `!`, or the sweep's stop, ended before their end",
 			"**Best: 1 workers",
 		} {
 			if !strings.Contains(md, want) {
