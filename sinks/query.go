@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/soakd/soakd/sources"
 )
 
@@ -95,6 +97,18 @@ func ChurnRange(churn *sources.QueryChurn, device func(ctx context.Context, d ui
 	}
 }
 
+// MissingData wraps what a query sink's read of the data's range finds
+// in place of data when the target lacks what the target URL names (a
+// database that does not exist, a label= that no series carries), so
+// that the watch tells it from a target that merely holds no data yet.
+// err should name the setting at fault.
+func MissingData(err error) error { return &missingError{err} }
+
+type missingError struct{ err error }
+
+func (e *missingError) Error() string { return e.err.Error() }
+func (e *missingError) Unwrap() error { return e.err }
+
 // RangeWatch keeps a query sink's view of the time range of the data it
 // queries: a goroutine asks the target (fetch) every period, so that
 // queries place their windows in the data written so far without waiting
@@ -110,6 +124,11 @@ type RangeWatch struct {
 	done    chan struct{}
 	stopped bool
 	lastErr error
+	// missing is what the last read found in place of data
+	// (MissingData), nil when it found data or none yet.
+	missing error
+	// seen is set once a read has found data.
+	seen atomic.Bool
 }
 
 // NewRangeWatch returns a watch that calls fetch every period once
@@ -128,14 +147,37 @@ func (w *RangeWatch) Range() sources.DataRange { return *w.cur.Load() }
 // last seen stays.
 func (w *RangeWatch) Refresh(ctx context.Context) error {
 	r, err := w.fetch(ctx)
+	var missing *missingError
+	if errors.As(err, &missing) {
+		// The read worked and found nothing to query: no data yet, and
+		// why none will come unless something creates it.
+		r, err = sources.DataRange{}, nil
+	}
 	w.mu.Lock()
 	w.lastErr = err
+	if err == nil {
+		w.missing = nil
+		if missing != nil {
+			w.missing = missing
+		}
+	}
 	w.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	if r.Known {
+		w.seen.Store(true)
+	}
 	w.cur.Store(&r)
 	return nil
+}
+
+// Missing is what the last read found in place of data (an error of
+// MissingData), nil when it found data or merely none yet.
+func (w *RangeWatch) Missing() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.missing
 }
 
 // Err is the error of the last refresh, if it failed.
@@ -241,12 +283,28 @@ var errNotQueries = errors.New("this sink was not opened for a query workload")
 type QueryState struct {
 	watch  *RangeWatch
 	render RenderFunc
+	// log and place are for the warnings that the data queried is not
+	// there (SetDataPlace).
+	log   *zap.Logger
+	place string
+	// started: StartRangeWatch read the range; told: the run's end
+	// warned of no data.
+	started, told atomic.Bool
 }
 
 // OpenQueries makes the sink a query sink that places its windows in
 // what watch sees and renders queries with render.
 func (qs *QueryState) OpenQueries(watch *RangeWatch, render RenderFunc) {
 	qs.watch, qs.render = watch, render
+}
+
+// SetDataPlace says where the sink looks for the data it queries and
+// which setting names that place (`database "bench" (the target URL's
+// db=)`), for the warnings StartRangeWatch and StopRangeWatch log to log
+// when it holds no data: a query workload aimed at the wrong place would
+// otherwise answer every query with no rows and no word of why.
+func (qs *QueryState) SetDataPlace(log *zap.Logger, place string) {
+	qs.log, qs.place = log, place
 }
 
 // QueryRange is the data's range as last seen, for a query to place its
@@ -281,8 +339,17 @@ func (qs *QueryState) QueryText(q *sources.Query) (string, error) {
 // RunBatch is RunQueries over the range BatchRange gives, with a
 // builder of its own: the whole Write of a sink that needs nothing
 // before its first query (a connection, a lock). run also gets the range.
-func (qs *QueryState) RunBatch(b *sources.Batch,
+// While the last read found the data missing (MissingData), it reads the
+// range again first: a writer started beside this workload may have
+// created the database since, and its queries must not fail for a
+// second meanwhile.
+func (qs *QueryState) RunBatch(ctx context.Context, b *sources.Batch,
 	run func(q *sources.Query, rng sources.DataRange, text string) (sent int, rows int64, err error)) (int, error) {
+	if qs.watch != nil && qs.watch.Missing() != nil {
+		if err := qs.watch.Refresh(ctx); err != nil {
+			return 0, err
+		}
+	}
 	rng, err := qs.BatchRange()
 	if err != nil {
 		return 0, err
@@ -308,6 +375,13 @@ func (qs *QueryState) RunQueries(b *sources.Batch, rng sources.DataRange, sb *st
 		sb.Reset()
 		// With CHURN the devices are those of q's window (q keeps its
 		// slots, so a retried batch resolves them anew).
+		if !rng.Known {
+			// The target lacks what the URL names: the query cannot
+			// find its data, which is what the class empty counts.
+			if missing := qs.watch.Missing(); missing != nil {
+				return sent, Partial(i, &Error{Class: Empty, Err: fmt.Errorf("query %s: no data to read: %w", q.Type, missing)})
+			}
+		}
 		rq := q.Resolved(rng)
 		if err := qs.render(sb, &rq, rng); err != nil {
 			return sent, Partial(i, NewError(Rejected, false, err))
@@ -351,6 +425,16 @@ func (qs *QueryState) StartRangeWatch(ctx context.Context) error {
 	if err := qs.watch.Refresh(ctx); err != nil {
 		return err
 	}
+	if !qs.watch.Range().Known && qs.log != nil {
+		// Not an error: the workload that writes the data may start
+		// after this one.
+		msg := "no data to query yet in " + qs.place + ": queries find nothing until a workload writes there; if none will, fix that setting"
+		if missing := qs.watch.Missing(); missing != nil {
+			msg = "nothing to query: " + missing.Error()
+		}
+		qs.log.Warn(msg)
+	}
+	qs.started.Store(true)
 	qs.watch.Start()
 	return nil
 }
@@ -358,7 +442,11 @@ func (qs *QueryState) StartRangeWatch(ctx context.Context) error {
 // StopRangeWatch ends the background reads of the data's range; a query
 // sink's Close calls it. Safe on any sink, and more than once.
 func (qs *QueryState) StopRangeWatch() {
-	if qs.watch != nil {
-		qs.watch.Stop()
+	if qs.watch == nil {
+		return
+	}
+	qs.watch.Stop()
+	if qs.log != nil && qs.started.Load() && !qs.watch.seen.Load() && qs.told.CompareAndSwap(false, true) {
+		qs.log.Warn("no data found to query in " + qs.place + " during the whole run: every query read nothing; check that setting")
 	}
 }

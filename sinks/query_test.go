@@ -109,7 +109,7 @@ func TestQueryState(t *testing.T) {
 		t.Errorf("BatchRange: %v, class %s", err, ClassOf(err))
 	}
 	ran := false
-	if _, err := qs.RunBatch(&sources.Batch{Queries: make([]sources.Query, 1)}, func(*sources.Query, sources.DataRange, string) (int, int64, error) {
+	if _, err := qs.RunBatch(t.Context(), &sources.Batch{Queries: make([]sources.Query, 1)}, func(*sources.Query, sources.DataRange, string) (int, int64, error) {
 		ran = true
 		return 0, 1, nil
 	}); ClassOf(err) != Rejected || ran {
@@ -151,7 +151,7 @@ func TestQueryState(t *testing.T) {
 	// RunBatch renders in the watch's range and hands run that range.
 	b := &sources.Batch{Queries: []sources.Query{{Type: sources.Lastpoint}}}
 	var got []string
-	if n, err := qs.RunBatch(b, func(_ *sources.Query, rng sources.DataRange, text string) (int, int64, error) {
+	if n, err := qs.RunBatch(t.Context(), b, func(_ *sources.Query, rng sources.DataRange, text string) (int, int64, error) {
 		got = append(got, fmt.Sprintf("%s in %d..%d", text, rng.Oldest, rng.Newest))
 		return 4, 3, nil
 	}); err != nil || n != 4 || b.Queries[0].Rows != 3 || len(got) != 1 || got[0] != sources.Lastpoint.String()+" 1..2 in 1..2" {

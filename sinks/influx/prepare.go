@@ -56,9 +56,15 @@ func (s *Sink) ping(ctx context.Context) (string, error) {
 // /query, for InfluxDB) or the bucket (v2: InfluxDB 2.x buckets API;
 // InfluxDB 1.8 through /query; 3.x creates databases on the first write)
 // unless ?create=false, checks on InfluxDB 1.x that what the writes name
-// exists (checkStore), and for a query workload starts watching the
+// exists (checkStore); for a query workload it only starts watching the
 // data's time range. It is idempotent.
 func (s *Sink) Prepare(ctx context.Context) error {
+	if s.q != nil {
+		// A query workload reads what another writes and never creates
+		// or changes anything on the target: a database that is not
+		// there is what the range watch tells.
+		return s.StartRangeWatch(ctx)
+	}
 	if err := s.prepareStore(ctx); err != nil {
 		return err
 	}

@@ -58,9 +58,39 @@ func (s *Sink) newQuerier(schemas []*sources.Schema, churn *sources.QueryChurn) 
 			return s.rangeWhere(ctx, main, s.deviceIs(main, d))
 		}, func(ctx context.Context) (sources.DataRange, error) { return s.rangeWhere(ctx, main, "") })
 	}
-	s.OpenQueries(sinks.NewRangeWatch(rangeRefresh, fetch), q.render)
+	s.OpenQueries(sinks.NewRangeWatch(rangeRefresh, s.orNoDatabase(q, fetch)), q.render)
+	s.SetDataPlace(s.log, fmt.Sprintf("database %q (the target URL's %s)", q.db, q.dbParam(s.cfg)))
 	s.q = q
 	return nil
+}
+
+// orNoDatabase is fetch that, when it finds no data or the query is
+// refused, says whether the database is missing (MissingData): a query
+// workload creates nothing, so a database no writer has created, or a
+// typo in the URL, would otherwise read as no data yet. InfluxDB answers
+// the range read on a missing database "not executed", so the database
+// is looked up in SHOW DATABASES; a server that lists none cannot tell.
+func (s *Sink) orNoDatabase(q *querier, fetch func(context.Context) (sources.DataRange, error)) func(context.Context) (sources.DataRange, error) {
+	return func(ctx context.Context) (sources.DataRange, error) {
+		r, err := fetch(ctx)
+		if (err == nil && r.Known) || (err != nil && sinks.ClassOf(err) != sinks.Rejected) {
+			return r, err
+		}
+		names, lerr := s.databases(ctx)
+		if lerr != nil || slices.Contains(names, q.db) {
+			return r, err
+		}
+		return sources.DataRange{}, sinks.MissingData(fmt.Errorf("database %q does not exist on %s: fix the target URL's %s, or have a workload write there first",
+			q.db, s.cfg.String(), q.dbParam(s.cfg)))
+	}
+}
+
+// dbParam is the target URL's parameter that names the database queried.
+func (q *querier) dbParam(c Config) string {
+	if c.API == V2 {
+		return "bucket="
+	}
+	return "db="
 }
 
 // checkQueries reports a URL that cannot serve query workloads.
@@ -107,8 +137,8 @@ func (s *Sink) query(ctx context.Context, stmts string, out *influxAnswer) (int,
 	}
 	msg := out.Error
 	for _, r := range out.Results {
-		if r.Error != "" {
-			msg = r.Error
+		if r.Error != "" && msg == "" {
+			msg = r.Error // the first: the statements after it say "not executed"
 		}
 	}
 	if msg != "" {
@@ -171,7 +201,7 @@ func firstTime(values [][]json.RawMessage) (int64, error) {
 // writeQueries runs the queries of b one after the other and sets each
 // one's Rows. It returns the bytes of the requests' bodies.
 func (s *Sink) writeQueries(ctx context.Context, b *sources.Batch) (int, error) {
-	return s.RunBatch(b, func(q *sources.Query, _ sources.DataRange, text string) (int, int64, error) {
+	return s.RunBatch(ctx, b, func(q *sources.Query, _ sources.DataRange, text string) (int, int64, error) {
 		var a influxAnswer
 		n, err := s.query(ctx, text, &a)
 		if err != nil {

@@ -74,6 +74,7 @@ func TestQueries(t *testing.T) {
 func TestQueryWrite(t *testing.T) {
 	srv := testserver.Influx(t)
 	target := "influx1://" + srv.Addr + "?db=qwrite"
+	srv.InfluxExec(t, "", "CREATE DATABASE qwrite") // a query workload creates nothing
 	s := openQuerySink(t, target, "devops")
 	sinktest.QueryWrite(t, s, func(t *testing.T) {
 		env := sinktest.QueryData("devops", target)
@@ -83,6 +84,35 @@ func TestQueryWrite(t *testing.T) {
 			t.Fatal(res.err)
 		}
 	})
+}
+
+// TestQueryMissingDatabase: a query workload whose db= names a database
+// the server lacks (a typo, or no writer yet) creates none, and every
+// query fails with class empty, naming the database and db=; once a
+// writer has created it, the next query on no data yet answers no rows
+// and no error, as before.
+func TestQueryMissingDatabase(t *testing.T) {
+	srv := testserver.Influx(t)
+	ctx := t.Context()
+	s := openQuerySink(t, "influx1://"+srv.Addr+"?db=nosuchdb", "devops")
+	if _, body := srv.InfluxQuery(t, "", "SHOW DATABASES", nil); strings.Contains(string(body), "nosuchdb") {
+		t.Fatalf("the query workload created its database: %s", body)
+	}
+	for _, typ := range []sources.QueryType{sources.Lastpoint, sources.HighCPUAll} {
+		b := &sources.Batch{Queries: []sources.Query{sinktest.Query(typ)}}
+		_, err := s.Write(ctx, b)
+		if sinks.ClassOf(err) != sinks.Empty || err == nil || !strings.Contains(err.Error(), `database "nosuchdb" does not exist`) ||
+			!strings.Contains(err.Error(), "target URL's db=") {
+			t.Errorf("%s on a missing database: %v (class %s); want class empty naming the database and db=", typ, err, sinks.ClassOf(err))
+		}
+	}
+	// A writer creates it: the next query finds it, without waiting for
+	// the range's next read.
+	srv.InfluxExec(t, "", "CREATE DATABASE nosuchdb")
+	b := &sources.Batch{Queries: []sources.Query{sinktest.Query(sources.Lastpoint)}}
+	if _, err := s.Write(ctx, b); err != nil || b.Queries[0].Rows != 0 {
+		t.Errorf("lastpoint on an empty database: %v, %d rows; want no error, 0 rows", err, b.Queries[0].Rows)
+	}
 }
 
 // checkShape makes InfluxDB's own checks of the answer res to q, beyond

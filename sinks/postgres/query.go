@@ -71,6 +71,7 @@ func newQuerier(s *Sink, plans []*plan, churn *sources.QueryChurn) (*querier, er
 		}, func(ctx context.Context) (sources.DataRange, error) { return s.tableRange(ctx, main) })
 	}
 	s.OpenQueries(sinks.NewRangeWatch(rangeRefresh, fetch), q.render)
+	s.SetDataPlace(s.log, fmt.Sprintf("table %s (the target URL's database, schema= and table_prefix=)", main.table))
 	return q, nil
 }
 

@@ -66,7 +66,8 @@ func (s *Sink) newQuerier(schemas []*sources.Schema, churn *sources.QueryChurn) 
 			return s.findRange(ctx, q.metric()+"{"+q.matchers("")+"}", horizon())
 		})
 	}
-	s.OpenQueries(sinks.NewRangeWatch(rangeRefresh, fetch), q.render)
+	s.OpenQueries(sinks.NewRangeWatch(rangeRefresh, s.orNoLabels(q, fetch)), q.render)
+	s.SetDataPlace(s.log, fmt.Sprintf("the series of %s{%s} at %s (the target URL's label= and query_path=)", q.metric(), q.matchers(""), s.cfg.baseURL()+s.cfg.QueryPath))
 	s.q = q
 	return nil
 }
@@ -152,7 +153,7 @@ func (s *Sink) send(ctx context.Context, text string, out *answer) (int, error) 
 // writeQueries runs the queries of b one after the other and sets each
 // one's Rows. It returns the bytes of the requests' bodies.
 func (s *Sink) writeQueries(ctx context.Context, b *sources.Batch) (int, error) {
-	return s.RunBatch(b, func(qq *sources.Query, rng sources.DataRange, text string) (int, int64, error) {
+	return s.RunBatch(ctx, b, func(qq *sources.Query, rng sources.DataRange, text string) (int, int64, error) {
 		var a answer
 		n, err := s.send(ctx, text, &a)
 		if err != nil {
@@ -388,17 +389,47 @@ func (s *Sink) deviceRange(ctx context.Context, d uint32, after int64) (sources.
 	return sources.DataRange{Oldest: after, Newest: hi * 1e6, Known: true}, nil
 }
 
+// hasSamples reports whether sel has a sample in (from, to] (ms).
+func (s *Sink) hasSamples(ctx context.Context, sel string, from, to int64) (bool, error) {
+	var a answer
+	form := "query=" + url.QueryEscape("count_over_time("+sel+"["+strconv.FormatInt(to-from, 10)+"ms])") + "&time=" + seconds(to)
+	if _, err := s.ask(ctx, "", form, &a); err != nil {
+		return false, fmt.Errorf("cannot read the time range of %s: %w", sel, err)
+	}
+	return len(a.Data.Result) > 0, nil
+}
+
+// orNoLabels is fetch that, when it finds no data, says whether the
+// metric has samples without the URL's label= (MissingData): then the
+// labels, not a writer yet to come, are why the queries find nothing.
+func (s *Sink) orNoLabels(q *querier, fetch func(context.Context) (sources.DataRange, error)) func(context.Context) (sources.DataRange, error) {
+	return func(ctx context.Context) (sources.DataRange, error) {
+		r, err := fetch(ctx)
+		if err != nil || r.Known || len(q.labels) == 0 {
+			return r, err
+		}
+		other, err := s.hasSamples(ctx, q.metric(), 0, horizon())
+		if err != nil || !other {
+			return r, err
+		}
+		return r, sinks.MissingData(fmt.Errorf("%s holds series of %s, but none with every label of the target URL's %s: fix label=, or have a workload write with them first",
+			s.cfg.baseURL()+s.cfg.QueryPath, q.metric(), q.labelParams()))
+	}
+}
+
+// labelParams are the URL's label= parameters, as it gives them.
+func (q *querier) labelParams() string {
+	parts := make([]string, len(q.labels))
+	for i, l := range q.labels {
+		parts[i] = "label=" + l.Name + ":" + l.Value
+	}
+	return strings.Join(parts, "&")
+}
+
 // findRange looks for the oldest and newest sample of sel in (0, horizon].
 func (s *Sink) findRange(ctx context.Context, sel string, horizon int64) (sources.DataRange, error) {
 	const precision = int64(time.Hour / time.Millisecond)
-	has := func(from, to int64) (bool, error) {
-		var a answer
-		form := "query=" + url.QueryEscape("count_over_time("+sel+"["+strconv.FormatInt(to-from, 10)+"ms])") + "&time=" + seconds(to)
-		if _, err := s.ask(ctx, "", form, &a); err != nil {
-			return false, fmt.Errorf("cannot read the time range of %s: %w", sel, err)
-		}
-		return len(a.Data.Result) > 0, nil
-	}
+	has := func(from, to int64) (bool, error) { return s.hasSamples(ctx, sel, from, to) }
 	if ok, err := has(0, horizon); err != nil || !ok {
 		return sources.DataRange{}, err
 	}

@@ -308,6 +308,37 @@ func TestQueries(t *testing.T) {
 	}
 }
 
+// A query workload whose label= no written series carries (a typo, or
+// another run's label) is told so, on Prometheus v3: every query fails
+// with class empty, naming the metric and label=, and does not answer
+// no rows as though the data were yet to come. A query workload on a
+// target that holds nothing at all answers no rows and no error, as
+// before any writer's first rows.
+func TestQueryLabelsMatchNothing(t *testing.T) {
+	tg := prometheus3Target(t, 0)
+	ctx := t.Context()
+	empty := openQuerySink(t, tg.write+"?label=run:queries")
+	b := &sources.Batch{Queries: []sources.Query{sinktest.Query(sources.Lastpoint)}}
+	if _, err := empty.Write(ctx, b); err != nil || b.Queries[0].Rows != 0 {
+		t.Errorf("lastpoint on no data: %v, %d rows; want no error, 0 rows", err, b.Queries[0].Rows)
+	}
+	start := time.Now().Add(-5 * time.Hour).Truncate(time.Hour).Add(7 * time.Second).UTC()
+	writeQueryData(t, start, tg.write+"?label=run:queries")
+	tg.flush(t)
+	s := openQuerySink(t, tg.write+"?label=run:typo")
+	for _, typ := range []sources.QueryType{sources.Lastpoint, sources.SingleGroupby111} {
+		b := &sources.Batch{Queries: []sources.Query{sinktest.Query(typ)}}
+		_, err := s.Write(ctx, b)
+		if sinks.ClassOf(err) != sinks.Empty || err == nil || !strings.Contains(err.Error(), "cpu_usage_user") ||
+			!strings.Contains(err.Error(), "label=run:typo") {
+			t.Errorf("%s with a label no series has: %v (class %s); want class empty naming the metric and label=", typ, err, sinks.ClassOf(err))
+		}
+	}
+	if err := empty.RefreshRange(ctx); err != nil || !empty.DataRange().Known {
+		t.Errorf("the right label's range: %v, %+v", err, empty.DataRange())
+	}
+}
+
 // The query text is what is sent: a range query for the group-bys, with
 // the bucket as step and window; an instant query for lastpoint.
 func TestQueryText(t *testing.T) {
