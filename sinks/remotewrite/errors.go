@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -120,14 +123,84 @@ func classifyStatus(code int, h http.Header, msg string, samples int, idempotent
 func readMessage(resp *http.Response) string {
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxMessage+1))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	msg := strings.TrimSpace(string(head))
-	if len(msg) > maxMessage {
-		msg = msg[:maxMessage] + "..."
+	n, more := len(head), len(head) > maxMessage
+	if more {
+		n = maxMessage
+		for k := n; k > maxMessage-utf8.UTFMax && !utf8.RuneStart(head[k]); k-- {
+			n = k - 1 // not within a character: the cut text stays text
+		}
+	}
+	msg := textOnly(strings.TrimSpace(string(head[:n])))
+	if more {
+		msg += "..."
 	}
 	if msg == "" {
 		msg = http.StatusText(resp.StatusCode)
 	}
 	return msg
+}
+
+// textOnly is msg with the binary left out: an answer that is not text
+// becomes "(N bytes, not text)", and so does each quoted string in it
+// whose content is not text (a server that quotes the protobuf it could
+// not parse), so that no error or log line carries binary bytes,
+// escaped or not.
+func textOnly(msg string) string {
+	if !isText(msg) {
+		return fmt.Sprintf("(%d bytes, not text)", len(msg))
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(msg, '"')
+		if i < 0 {
+			break
+		}
+		b.WriteString(msg[:i])
+		lit, err := strconv.QuotedPrefix(msg[i:])
+		if err != nil {
+			// Not a whole quoted string: cut at maxMessage (perhaps
+			// within an escape), or a lone quote.
+			rest := msg[i:]
+			if v, ok := unquoteCut(rest); ok && !isText(v) {
+				rest = fmt.Sprintf("(at least %d bytes, not text)", len(v))
+			}
+			b.WriteString(rest)
+			return b.String()
+		}
+		if v, err := strconv.Unquote(lit); err == nil && !isText(v) {
+			fmt.Fprintf(&b, "(%d bytes, not text)", len(v))
+		} else {
+			b.WriteString(lit)
+		}
+		msg = msg[i+len(lit):]
+	}
+	b.WriteString(msg)
+	return b.String()
+}
+
+// unquoteCut unquotes s, a quoted string cut short, less what an escape
+// cut in the middle left at its end.
+func unquoteCut(s string) (string, bool) {
+	for j := len(s); j > max(len(s)-10, 0); j-- {
+		if v, err := strconv.Unquote(s[:j] + `"`); err == nil {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// isText reports whether s is UTF-8 of printable characters and
+// whitespace.
+func isText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) && !unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // errorCuts end the part of a message that makes two "the same error"

@@ -145,3 +145,21 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// An answer's text stays; binary in it, whole or quoted, becomes a count
+// of its bytes.
+func TestTextOnly(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`out of order sample`:                           `out of order sample`,
+		`bad label "héllo wörld"`:                       `bad label "héllo wörld"`,
+		"\x0a\x1a\x00\xff":                              "(4 bytes, not text)",
+		`incorrect line "\xf1\x01\n\x1a": cannot parse`: `incorrect line (4 bytes, not text): cannot parse`,
+		`cut "\x00\x01\x0`:                              `cut (at least 2 bytes, not text)`,
+		`a lone " quote`:                                `a lone " quote`,
+	} {
+		if got := textOnly(in); got != want {
+			t.Errorf("textOnly(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -258,3 +258,32 @@ func TestVictoriaMetricsRequestTooLarge(t *testing.T) {
 		t.Errorf("a batch under the limit: %v", err)
 	}
 }
+
+// VictoriaMetrics' InfluxDB line-protocol path (/api/v2/write) answers
+// an empty remote-write request 204, as though it were ready: the
+// readiness ping refuses it as a wrong path, naming it, and a batch sent
+// there anyway is refused with an error that quotes none of the
+// protobuf VictoriaMetrics quotes back. Bug caught: soakd fell back to
+// 1.0, started, and every write failed with binary in its message.
+func TestVictoriaMetricsInfluxPath(t *testing.T) {
+	srv := testserver.VictoriaMetrics(t)
+	schemas := []*sources.Schema{cpuSchema("cpu")}
+	ctx := t.Context()
+	for _, p := range []string{"", "?protocol=1.0", "?protocol=2.0"} {
+		s := openSink(t, "prom+http://"+srv.Addr+"/api/v2/write"+p, sinks.Options{Schemas: schemas, Workers: 1})
+		err := s.Ping(ctx)
+		if retry, _ := sinks.Retryable(err); sinks.ClassOf(err) != sinks.Rejected || retry || !strings.Contains(err.Error(), "path /api/v2/write") {
+			t.Errorf("Ping %s: class %s, retry %v: %v; want rejected, naming the path", p, sinks.ClassOf(err), retry, err)
+		}
+	}
+	s := openSink(t, "prom+http://"+srv.Addr+"/api/v2/write?protocol=1.0", sinks.Options{Schemas: schemas, Workers: 1})
+	b := sources.NewSeriesBatch(schemas)
+	(&gen{devices: 5, start: time.Now().Add(-time.Hour).Truncate(time.Second), step: time.Second}).fill(b, 50)
+	_, err := s.Write(ctx, b)
+	if sinks.ClassOf(err) != sinks.Rejected || err == nil {
+		t.Fatalf("Write: class %s: %v; want rejected", sinks.ClassOf(err), err)
+	}
+	if msg := err.Error(); strings.Contains(msg, `\x`) || !strings.Contains(msg, "bytes, not text") {
+		t.Errorf("Write: %q quotes binary; want it left out as (N bytes, not text)", msg)
+	}
+}

@@ -491,6 +491,15 @@ func (s *Sink) emptyRequest(ctx context.Context, p Protocol) error {
 		return sinks.ClassifyHTTPTransport(ctx, err, true)
 	}
 	defer resp.Body.Close()
+	if v := resp.Header.Get("X-Influxdb-Version"); v != "" {
+		// An endpoint of InfluxDB's line protocol (VictoriaMetrics'
+		// /write, /api/v2/write, /influx/...) takes the empty 1.0
+		// request as no lines at all, so without this the run would
+		// start and every write be refused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("the path %s answers as an InfluxDB endpoint (X-Influxdb-Version: %s), not a remote-write one: fix the target URL's path (/api/v1/write on Prometheus and VictoriaMetrics, /api/v1/push on Mimir and Cortex)",
+			s.cfg.Path, v))
+	}
 	return s.answer(resp, p, 0, true)
 }
 
