@@ -446,7 +446,32 @@ func (qs *QueryState) StopRangeWatch() {
 		return
 	}
 	qs.watch.Stop()
-	if qs.log != nil && qs.started.Load() && !qs.watch.seen.Load() && qs.told.CompareAndSwap(false, true) {
-		qs.log.Warn("no data found to query in " + qs.place + " during the whole run: every query read nothing; check that setting")
+	if note := qs.noDataNote(); note != "" && qs.log != nil && qs.told.CompareAndSwap(false, true) {
+		qs.log.Warn(note)
 	}
+}
+
+// QueryNotes are the notes of a query sink for the summary (see
+// Noter): that its queries never found data in the place SetDataPlace
+// named, and why when the target said (no such database). The summary
+// is made as the run ends, before the sinks close: the note says what
+// was found by then.
+func (qs *QueryState) QueryNotes() []string {
+	if note := qs.noDataNote(); note != "" {
+		return []string{note}
+	}
+	return nil
+}
+
+// noDataNote says that no data was found to query during the run, or ""
+// when some was (or the watch never started).
+func (qs *QueryState) noDataNote() string {
+	if qs.watch == nil || qs.place == "" || !qs.started.Load() || qs.watch.seen.Load() {
+		return ""
+	}
+	note := "no data found to query in " + qs.place + " during the whole run: every query read nothing; check that setting"
+	if missing := qs.watch.Missing(); missing != nil {
+		note += " (" + missing.Error() + ")"
+	}
+	return note
 }

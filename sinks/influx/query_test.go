@@ -106,12 +106,21 @@ func TestQueryMissingDatabase(t *testing.T) {
 			t.Errorf("%s on a missing database: %v (class %s); want class empty naming the database and db=", typ, err, sinks.ClassOf(err))
 		}
 	}
+	// The summary says so beside the figures, and why.
+	if n := s.Notes(); len(n) != 1 || !strings.Contains(n[0], `no data found to query in database "nosuchdb" (the target URL's db=) during the whole run`) ||
+		!strings.Contains(n[0], `database "nosuchdb" does not exist`) {
+		t.Errorf("notes for the summary: %q", n)
+	}
 	// A writer creates it: the next query finds it, without waiting for
 	// the range's next read.
 	srv.InfluxExec(t, "", "CREATE DATABASE nosuchdb")
 	b := &sources.Batch{Queries: []sources.Query{sinktest.Query(sources.Lastpoint)}}
 	if _, err := s.Write(ctx, b); err != nil || b.Queries[0].Rows != 0 {
 		t.Errorf("lastpoint on an empty database: %v, %d rows; want no error, 0 rows", err, b.Queries[0].Rows)
+	}
+	// Still nothing found, but no longer for a missing database.
+	if n := s.Notes(); len(n) != 1 || !strings.Contains(n[0], "no data found to query") || strings.Contains(n[0], "does not exist") {
+		t.Errorf("notes for the summary of an empty database: %q", n)
 	}
 }
 

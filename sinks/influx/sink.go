@@ -100,7 +100,12 @@ var (
 	_ sinks.Preparer = (*Sink)(nil)
 	_ sinks.Pinger   = (*Sink)(nil)
 	_ sinks.Querier  = (*Sink)(nil)
+	_ sinks.Noter    = (*Sink)(nil)
 )
+
+// Notes are the notes for the summary: a query workload's data never
+// found.
+func (s *Sink) Notes() []string { return s.QueryNotes() }
 
 // Open is the registry's OpenFunc for influx://, influxs:// and influx1://
 // (the registry entry accepts series workloads only). It does no I/O.

@@ -107,6 +107,9 @@ func TestMixedRun(t *testing.T) {
 	if lp := ops["lastpoint"]; lp.Rows < lp.Count*15 {
 		t.Errorf("lastpoint: %d rows for %d queries, want about 20 hosts each", lp.Rows, lp.Count)
 	}
+	if len(q.Notes) != 0 || len(ing.Notes) != 0 {
+		t.Errorf("notes in the summary of a run that found its data in hypertables: %q, %q", q.Notes, ing.Notes)
+	}
 	if sumErrors(q.Errors) > 0 || sumErrors(ing.Errors) > 0 {
 		t.Errorf("errors: queries %v, ingest %v (%v)", q.Errors, ing.Errors, q.LastError)
 	}
@@ -147,6 +150,42 @@ func TestSummaryNotesPlainTables(t *testing.T) {
 	var text bytes.Buffer
 	summary.WriteText(&text, sum)
 	if !strings.Contains(text.String(), "\nnote: "+want+"\n") {
+		t.Errorf("summary text lacks the note:\n%s", text.String())
+	}
+}
+
+// TestSummaryNotesNoDataToQuery: a query workload whose tables hold no
+// rows (a writer that wrote nothing, or elsewhere) answers every query
+// with no rows: the summary says that no data was found the whole run,
+// naming where it looked.
+func TestSummaryNotesNoDataToQuery(t *testing.T) {
+	srv := testserver.Postgres(t)
+	target := newDB(t, srv, "nodata")
+	p := enginePlugins()
+	// The ingest creates the tables and writes nothing: its first batch
+	// of 1,000 rows at 1 row/s is due after the run.
+	env := map[string]string{
+		"SOAKD_WORKLOADS": "ingest,q", "SOAKD_PROGRESS_INTERVAL": "0",
+		"SOAKD_INGEST_SOURCE": "devops", "SOAKD_INGEST_SCALE": "5", "SOAKD_INGEST_TARGET": target,
+		"SOAKD_INGEST_RATE": "1", "SOAKD_INGEST_BATCH_SIZE": "1000", "SOAKD_INGEST_DURATION": "2s",
+		"SOAKD_Q_SOURCE": "devops-queries", "SOAKD_Q_SCALE": "5", "SOAKD_Q_TARGET": target,
+		"SOAKD_Q_RATE": "20", "SOAKD_Q_DURATION": "2s", "SOAKD_Q_QUERIES": "lastpoint",
+	}
+	cfg, err := config.Load(env, p.Sources)
+	if err := cfg.Check(p, err); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := daemon.Run(t.Context(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sum.Workload("q", "run")
+	if w == nil || w.Units == 0 || len(w.Notes) != 1 || !strings.Contains(w.Notes[0], "no data found to query in table") {
+		t.Fatalf("summary of queries over no data: %+v", w)
+	}
+	var text bytes.Buffer
+	summary.WriteText(&text, sum)
+	if !strings.Contains(text.String(), "\nnote: no data found to query in table") {
 		t.Errorf("summary text lacks the note:\n%s", text.String())
 	}
 }

@@ -553,6 +553,11 @@ func (s *Sink) Ping(ctx context.Context) error {
 	return nil
 }
 
+// Notes are the notes for the summary: the tables that are not
+// hypertables under dialect=timescaledb, and a query workload's data
+// never found.
+func (s *Sink) Notes() []string { return append(s.NoteSet.Notes(), s.QueryNotes()...) }
+
 // OpenConns is the number of connections open to the server now.
 func (s *Sink) OpenConns() int64 { return s.conns.Open() }
 

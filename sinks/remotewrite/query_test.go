@@ -334,8 +334,18 @@ func TestQueryLabelsMatchNothing(t *testing.T) {
 			t.Errorf("%s with a label no series has: %v (class %s); want class empty naming the metric and label=", typ, err, sinks.ClassOf(err))
 		}
 	}
+	if n := s.Notes(); len(n) != 1 || !strings.Contains(n[0], "no data found to query in the series of cpu_usage_user") || !strings.Contains(n[0], "label=run:typo") {
+		t.Errorf("notes for the summary with a label no series has: %q", n)
+	}
+	if n := empty.Notes(); len(n) != 1 {
+		t.Errorf("notes for the summary before the data came: %q", n)
+	}
 	if err := empty.RefreshRange(ctx); err != nil || !empty.DataRange().Known {
 		t.Errorf("the right label's range: %v, %+v", err, empty.DataRange())
+	}
+	// Once data was found, the summary has nothing to say.
+	if n := empty.Notes(); n != nil {
+		t.Errorf("notes for the summary once the data was found: %q", n)
 	}
 }
 

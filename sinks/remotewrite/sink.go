@@ -55,7 +55,12 @@ var (
 	_ sinks.Pinger      = (*Sink)(nil)
 	_ sinks.Preparer    = (*Sink)(nil)
 	_ sinks.ConnCounter = (*Sink)(nil)
+	_ sinks.Noter       = (*Sink)(nil)
 )
+
+// Notes are the notes for the summary: a query workload's data never
+// found.
+func (s *Sink) Notes() []string { return s.QueryNotes() }
 
 // state is what one Write needs, reused from batch to batch: the encoders
 // (with their label caches) and the request's buffers.
