@@ -153,7 +153,7 @@ func writeThresholds(out io.Writer, ts []report.ThresholdResult) {
 			failed++
 		}
 		pad := strings.Repeat(" ", width-utf8.RuneCountInString(t.Threshold))
-		fmt.Fprintf(out, "  %s %s%s  %s\n", mark, t.Threshold, pad, describe(&t))
+		fmt.Fprintf(out, "  %s %s%s  %s\n", mark, t.Threshold, pad, DescribeThreshold(&t))
 	}
 	if failed > 0 {
 		fmt.Fprintf(out, "THRESHOLDS FAILED: %d of %d\n", failed, len(ts))
@@ -162,8 +162,9 @@ func writeThresholds(out io.Writer, ts []report.ThresholdResult) {
 	}
 }
 
-// describe says what a threshold measured.
-func describe(t *report.ThresholdResult) string {
+// DescribeThreshold says what a threshold measured, as the text summary
+// and the HTML report show it.
+func DescribeThreshold(t *report.ThresholdResult) string {
 	v := func(x float64) string { return FormatThresholdValue(t.Unit, x, false) }
 	switch {
 	case t.Value == nil:

@@ -87,15 +87,28 @@ func Report(d ReportData) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A failed threshold fails the run (exit 1) without failing a
+	// workload: the report counts the failed ones under the summary
+	// table, as the text summary does.
+	var judged, failed int
+	for _, w := range d.Summary.Workloads {
+		for _, t := range w.Thresholds {
+			judged++
+			if !t.OK {
+				failed++
+			}
+		}
+	}
 	data := struct {
 		ReportData
-		Started     time.Time
-		Environment [][2]string
-		CSS         template.CSS
-		View        view
-		SummaryJSON template.JS // json.Marshal escapes <, > and &: safe in a script element
-		HistoryJSON template.JS
-	}{d, d.Summary.Started, d.Environment.Rows(), template.CSS(css), buildView(&doc, RangeWhole, d.Panels),
+		ThresholdsJudged, ThresholdsFailed int
+		Started                            time.Time
+		Environment                        [][2]string
+		CSS                                template.CSS
+		View                               view
+		SummaryJSON                        template.JS // json.Marshal escapes <, > and &: safe in a script element
+		HistoryJSON                        template.JS
+	}{d, judged, failed, d.Summary.Started, d.Environment.Rows(), template.CSS(css), buildView(&doc, RangeWhole, d.Panels),
 		template.JS(sumJSON), template.JS(histJSON)}
 	var b bytes.Buffer
 	if err := templates().ExecuteTemplate(&b, "report", data); err != nil {

@@ -10,7 +10,9 @@ import (
 
 	"github.com/soakd/soakd/charts"
 	"github.com/soakd/soakd/history"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/summary"
 )
 
 // Panel is an extra section of the console and the report, with a table
@@ -112,6 +114,9 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("%.1f GiB", float64(v)/(1<<30))
 	},
 	"errs": errorText,
+	// describeThreshold says what a threshold measured, in the text
+	// summary's words.
+	"describeThreshold": func(t report.ThresholdResult) string { return summary.DescribeThreshold(&t) },
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {
