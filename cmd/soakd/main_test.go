@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -31,6 +32,12 @@ import (
 // run the real binary as a subprocess and signal it.
 func TestMain(m *testing.M) {
 	if os.Getenv("SOAKD_TEST_MAIN") == "1" {
+		if os.Getenv("TEST_SOAKD_HUP") == "terminal" {
+			// SIGHUP as a terminal's session leaves it, not ignored,
+			// whatever the test runner inherited (a CI under nohup
+			// passes its ignored SIGHUP on to every process it starts).
+			signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+		}
 		main()
 		return
 	}
@@ -359,11 +366,13 @@ func TestSIGTERMGracefulExit(t *testing.T) {
 func gracefulExit(t *testing.T, sigs []syscall.Signal, ignoreHUP bool, cause string) {
 	report := filepath.Join(t.TempDir(), "run.html")
 	cmd := exec.Command(os.Args[0], "--listen", "127.0.0.1:0")
+	hup := "terminal"
 	if ignoreHUP {
 		// As nohup does: SIGHUP ignored from the start, through exec.
 		cmd = exec.Command("/bin/sh", "-c", `trap '' HUP; exec "$0" "$@"`, os.Args[0], "--listen", "127.0.0.1:0")
+		hup = "ignored"
 	}
-	cmd.Env = append(os.Environ(), "SOAKD_TEST_MAIN=1", "SOAKD_REPORT="+report, "SOAKD_WORKLOADS=seq", "SOAKD_SEQ_RATE=500",
+	cmd.Env = append(os.Environ(), "SOAKD_TEST_MAIN=1", "TEST_SOAKD_HUP="+hup, "SOAKD_REPORT="+report, "SOAKD_WORKLOADS=seq", "SOAKD_SEQ_RATE=500",
 		"SOAKD_SEQ_BATCH_SIZE=10", "SOAKD_SEQ_TARGET=null://?latency=300ms", "SOAKD_SHUTDOWN_GRACE=3s")
 	var out bytes.Buffer
 	var errb lockedBuffer
@@ -392,7 +401,18 @@ func gracefulExit(t *testing.T, sigs []syscall.Signal, ignoreHUP bool, cause str
 			t.Fatal(err)
 		}
 	}
-	err := cmd.Wait()
+	// A soakd that took no signal to stop would run for ever: the test
+	// ends it after a while, and says so, rather than hang.
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-waited:
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		<-waited
+		t.Fatalf("soakd did not stop within 2 minutes of %v\nstderr:\n%s", sigs, errb.String())
+	}
 	took := time.Since(t0)
 	if err != nil {
 		t.Fatalf("exit: %v\nstderr:\n%s", err, errb.String())
