@@ -326,6 +326,11 @@ var (
 )
 
 // faces are the Go fonts at fontSize × PNGScale.
+// faceMu serialises the use of the shared faces: an opentype.Face keeps
+// a glyph buffer and is not safe for concurrent use, and reports may be
+// drawn at once (parallel sweeps and tests in one process).
+var faceMu sync.Mutex
+
 func faces() (font.Face, font.Face) {
 	facesOnce.Do(func() {
 		mk := func(ttf []byte) font.Face {
@@ -361,6 +366,8 @@ func (r *raster) text(x, y float64, s string, anchor int, col color.NRGBA, isBol
 		return
 	}
 	col.A = uint8(float64(col.A) * opacity)
+	faceMu.Lock()
+	defer faceMu.Unlock()
 	d := font.Drawer{Dst: r.img, Src: image.NewUniform(col), Face: face}
 	adv := d.MeasureString(s)
 	px := x * r.scale
@@ -383,6 +390,8 @@ func (r *raster) vtext(x, y float64, s string) {
 	}
 	col := ink
 	col.A = 0xcc
+	faceMu.Lock()
+	defer faceMu.Unlock()
 	d := font.Drawer{Face: reg}
 	adv := int(d.MeasureString(s) / 64)
 	m := reg.Metrics()
