@@ -125,8 +125,9 @@ type RangeWatch struct {
 	stopped bool
 	lastErr error
 	// missing is what the last read found in place of data
-	// (MissingData), nil when it found data or none yet.
-	missing error
+	// (MissingData), nil when it found data or none yet. Atomic: every
+	// query batch looks at it.
+	missing atomic.Pointer[missingError]
 	// seen is set once a read has found data.
 	seen atomic.Bool
 }
@@ -155,16 +156,11 @@ func (w *RangeWatch) Refresh(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	w.lastErr = err
-	if err == nil {
-		w.missing = nil
-		if missing != nil {
-			w.missing = missing
-		}
-	}
 	w.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	w.missing.Store(missing)
 	if r.Known {
 		w.seen.Store(true)
 	}
@@ -175,9 +171,10 @@ func (w *RangeWatch) Refresh(ctx context.Context) error {
 // Missing is what the last read found in place of data (an error of
 // MissingData), nil when it found data or merely none yet.
 func (w *RangeWatch) Missing() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.missing
+	if m := w.missing.Load(); m != nil {
+		return m
+	}
+	return nil
 }
 
 // Err is the error of the last refresh, if it failed.

@@ -133,15 +133,7 @@ func TestSummaryNotesPlainTables(t *testing.T) {
 		"SOAKD_INGEST_SOURCE": "devops", "SOAKD_INGEST_SCALE": "5", "SOAKD_INGEST_TARGET": target,
 		"SOAKD_INGEST_RATE": "500", "SOAKD_INGEST_BATCH_SIZE": "50", "SOAKD_INGEST_DURATION": "1s",
 	}
-	p := enginePlugins()
-	cfg, err := config.Load(env, p.Sources)
-	if err := cfg.Check(p, err); err != nil {
-		t.Fatal(err)
-	}
-	sum, err := daemon.Run(t.Context(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := runWorkloads(t, env)
 	const want = "dialect=timescaledb, but plain tables, not hypertables: the server does not preload timescaledb (shared_preload_libraries)"
 	w := sum.Workload("ingest", "run")
 	if w == nil || w.Units == 0 || len(w.Notes) != 1 || w.Notes[0] != want {
@@ -161,7 +153,6 @@ func TestSummaryNotesPlainTables(t *testing.T) {
 func TestSummaryNotesNoDataToQuery(t *testing.T) {
 	srv := testserver.Postgres(t)
 	target := newDB(t, srv, "nodata")
-	p := enginePlugins()
 	// The ingest creates the tables and writes nothing: its first batch
 	// of 1,000 rows at 1 row/s is due after the run.
 	env := map[string]string{
@@ -171,14 +162,7 @@ func TestSummaryNotesNoDataToQuery(t *testing.T) {
 		"SOAKD_Q_SOURCE": "devops-queries", "SOAKD_Q_SCALE": "5", "SOAKD_Q_TARGET": target,
 		"SOAKD_Q_RATE": "20", "SOAKD_Q_DURATION": "2s", "SOAKD_Q_QUERIES": "lastpoint",
 	}
-	cfg, err := config.Load(env, p.Sources)
-	if err := cfg.Check(p, err); err != nil {
-		t.Fatal(err)
-	}
-	sum, err := daemon.Run(t.Context(), cfg, daemon.Deps{Logger: zap.NewNop(), Plugins: p, Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := runWorkloads(t, env)
 	w := sum.Workload("q", "run")
 	if w == nil || w.Units == 0 || len(w.Notes) != 1 || !strings.Contains(w.Notes[0], "no data found to query in table") {
 		t.Fatalf("summary of queries over no data: %+v", w)
@@ -188,4 +172,20 @@ func TestSummaryNotesNoDataToQuery(t *testing.T) {
 	if !strings.Contains(text.String(), "\nnote: no data found to query in table") {
 		t.Errorf("summary text lacks the note:\n%s", text.String())
 	}
+}
+
+// runWorkloads loads and checks env (SOAKD_* settings, its own
+// SOAKD_WORKLOADS) and runs it to its end, as soakd run does.
+func runWorkloads(t *testing.T, env map[string]string) *report.Summary {
+	t.Helper()
+	p := enginePlugins()
+	cfg, err := config.Load(env, p.Sources)
+	if err := cfg.Check(p, err); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t.Context(), cfg, p, prometheus.NewRegistry())
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	return res.sum
 }
