@@ -51,23 +51,38 @@ func FuzzURL(f *testing.F, check sinks.CheckFunc, accepted func(t *testing.T, u 
 
 // shown returns the secret of u that err (check's error for u) shows, or
 // "". The error shows a secret s when it holds s more often than the
-// error for the same URL with every secret replaced, so that text the
-// error holds anyway ("token" in an unknown parameter "token2") is not
-// taken for a secret; and s must not appear in the URL outside its
+// error for the same URL with the secrets replaced, so that text the error
+// holds anyway ("token" in an unknown parameter "token2", "y" in "query")
+// is not taken for a secret; and s must not appear in the URL outside its
 // secrets (a password "1" would be found in "influx1://").
+//
+// A secret with letters or digits is compared with the error for stand-ins
+// of the same shape (letters for letters, hex digits for hex digits, the
+// rest kept), so that a secret that makes the URL malformed ("%" in p=%)
+// leaves it malformed the same way and the two errors say the same. A
+// secret of punctuation alone has no such stand-in and is compared with
+// the error for plain letters instead.
 func shown(check sinks.CheckFunc, u *url.URL, kind sources.Kind, err error) string {
 	secrets := secretsOf(u)
-	repl := replacement(secrets)
-	if repl == "" {
+	shaped := standIns(secrets)
+	if shaped == nil {
 		return ""
 	}
+	plain := func(string) string { return "zzzzzzzz" }
 	rest := sinks.RedactURL(u)
-	var other string
-	if err := check(withSecrets(u, repl), kind); err != nil {
-		other = err.Error()
+	errorFor := func(standIn func(string) string) string {
+		if err := check(withSecrets(u, standIn), kind); err != nil {
+			return err.Error()
+		}
+		return ""
 	}
 	msg := err.Error()
+	sameShape, plainLetters := errorFor(shaped), errorFor(plain)
 	for _, s := range secrets {
+		other := sameShape
+		if !hasAlnum(s) {
+			other = plainLetters
+		}
 		if !strings.Contains(rest, s) && strings.Count(msg, s) > strings.Count(other, s) {
 			return s
 		}
@@ -100,38 +115,70 @@ func secretsOf(u *url.URL) []string {
 	return out
 }
 
-// withSecrets returns a copy of u whose secrets are all repl, the rest of
-// it unchanged byte for byte.
-func withSecrets(u *url.URL, repl string) *url.URL {
+// withSecrets returns a copy of u whose secrets are each replaced by
+// standIn of it, the rest of it unchanged byte for byte.
+func withSecrets(u *url.URL, standIn func(string) string) *url.URL {
 	c := *u
-	if _, ok := u.User.Password(); ok {
-		c.User = url.UserPassword(u.User.Username(), repl)
+	if pw, ok := u.User.Password(); ok {
+		c.User = url.UserPassword(u.User.Username(), standIn(pw))
 	}
 	pairs := strings.Split(u.RawQuery, "&")
 	for i, pair := range pairs {
-		k, _, _ := strings.Cut(pair, "=")
+		k, v, _ := strings.Cut(pair, "=")
 		if key, err := url.QueryUnescape(k); err == nil && sinks.SecretParam(key) {
-			pairs[i] = k + "=" + repl
+			pairs[i] = k + "=" + standIn(v)
 		}
 	}
 	c.RawQuery = strings.Join(pairs, "&")
 	return &c
 }
 
-// replacement returns a stand-in for secrets that holds none of them, or
-// "" when there are no secrets or no such stand-in.
-func replacement(secrets []string) string {
+// standIns returns a function that gives a secret's stand-in of the same
+// shape, chosen so that no stand-in holds a secret with letters or digits,
+// or nil when there are no secrets or no such choice.
+func standIns(secrets []string) func(string) string {
 	if len(secrets) == 0 {
-		return ""
+		return nil
 	}
 next:
-	for _, r := range []string{"zzzzzzzz", "qqqqqqqq", "jjjjjjjj"} {
-		for _, s := range secrets {
-			if strings.Contains(r, s) {
-				continue next
+	for i := range 4 {
+		standIn := func(s string) string { return sameShape(s, i) }
+		for _, a := range secrets {
+			for _, b := range secrets {
+				if hasAlnum(b) && strings.Contains(standIn(a), b) {
+					continue next
+				}
 			}
 		}
-		return r
+		return standIn
 	}
-	return ""
+	return nil
+}
+
+// sameShape replaces each ASCII letter and digit of s by the i-th of a few
+// of its kind, keeping case and whether it is a hex digit, so that s and
+// its stand-in are valid or malformed alike wherever they are parsed.
+func sameShape(s string, i int) string {
+	b := []byte(s)
+	for j, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			b[j] = "7391"[i]
+		case c >= 'a' && c <= 'f':
+			b[j] = "eabc"[i]
+		case c >= 'A' && c <= 'F':
+			b[j] = "EABC"[i]
+		case c >= 'g' && c <= 'z':
+			b[j] = "zqjx"[i]
+		case c >= 'G' && c <= 'Z':
+			b[j] = "ZQJX"[i]
+		}
+	}
+	return string(b)
+}
+
+func hasAlnum(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool {
+		return r < 128 && (r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) >= 0
 }

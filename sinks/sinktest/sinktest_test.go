@@ -37,6 +37,14 @@ func TestShown(t *testing.T) {
 		}
 		return nil
 	}
+	// query fails for a malformed query string, as url.ParseQuery does,
+	// without showing any of it.
+	query := func(u *url.URL, _ sources.Kind) error {
+		if _, err := url.ParseQuery(u.RawQuery); err != nil {
+			return errors.New("invalid query string: a percent sign not followed by two hexadecimal digits")
+		}
+		return nil
+	}
 	for _, tc := range []struct {
 		name  string
 		check sinks.CheckFunc
@@ -51,6 +59,9 @@ func TestShown(t *testing.T) {
 		{"secret also in the host", echo, "influx1://0?db=0&p=1", ""},
 		{"key named, value not", keys, "x://h/?token=token", ""},
 		{"shown only when malformed", picky, "x://u:%25zz@h/", "%zz"},
+		{"a letter the error holds anyway", query, "influX:?p=y&p=%", ""},
+		{"hex digits the error holds anyway", query, "x://h/?token=a&token=%zz", ""},
+		{"punctuation echoed", echo, "x://h/?db=d&p=!!", "!!"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, err := sinks.Parse(tc.raw)
@@ -74,9 +85,12 @@ func TestWithSecretsKeepsTheRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := withSecrets(u, "R").String()
+	got := withSecrets(u, func(string) string { return "R" }).String()
 	if want := "x://u:R@h:1/db?a=%41&token=R&b=2&P=R&p=R"; got != want {
 		t.Errorf("got %s, want %s", got, want)
+	}
+	if got, want := sameShape("aZ9%2Fg-", 0), "eZ7%7Ez-"; got != want {
+		t.Errorf("sameShape = %s, want %s", got, want)
 	}
 }
 
