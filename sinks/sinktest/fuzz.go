@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -104,7 +105,12 @@ func secretsOf(u *url.URL) []string {
 	}
 	for pair := range strings.SplitSeq(u.RawQuery, "&") {
 		k, v, _ := strings.Cut(pair, "=")
-		if key, err := url.QueryUnescape(k); err != nil || !sinks.SecretParam(key) {
+		key, err := url.QueryUnescape(k)
+		if err != nil || !sinks.SecretParam(key) {
+			continue
+		}
+		if _, value, ok := headerSplit(key, v); ok {
+			add(value)
 			continue
 		}
 		add(v)
@@ -116,7 +122,8 @@ func secretsOf(u *url.URL) []string {
 }
 
 // withSecrets returns a copy of u whose secrets are each replaced by
-// standIn of it, the rest of it unchanged byte for byte.
+// standIn of it, the rest of it unchanged byte for byte (but for a header
+// parameter's name, which is escaped afresh).
 func withSecrets(u *url.URL, standIn func(string) string) *url.URL {
 	c := *u
 	if pw, ok := u.User.Password(); ok {
@@ -125,12 +132,41 @@ func withSecrets(u *url.URL, standIn func(string) string) *url.URL {
 	pairs := strings.Split(u.RawQuery, "&")
 	for i, pair := range pairs {
 		k, v, _ := strings.Cut(pair, "=")
-		if key, err := url.QueryUnescape(k); err == nil && sinks.SecretParam(key) {
-			pairs[i] = k + "=" + standIn(v)
+		key, err := url.QueryUnescape(k)
+		if err != nil || !sinks.SecretParam(key) {
+			continue
 		}
+		if name, value, ok := headerSplit(key, v); ok {
+			pairs[i] = k + "=" + url.QueryEscape(name+standIn(value))
+			continue
+		}
+		pairs[i] = k + "=" + standIn(v)
 	}
 	c.RawQuery = strings.Join(pairs, "&")
 	return &c
+}
+
+// headerSplit splits a header=NAME:VALUE parameter's raw value v into the
+// header name with the separator after it, which errors may show, and the
+// rest, a secret. ok is false for another parameter or a value that does
+// not start with a header name followed by something: all of such a value
+// is secret.
+func headerSplit(key, v string) (name, value string, ok bool) {
+	if !strings.EqualFold(key, "header") {
+		return "", "", false
+	}
+	dv, err := url.QueryUnescape(v)
+	if err != nil {
+		return "", "", false
+	}
+	i := strings.IndexFunc(dv, func(r rune) bool {
+		return !(r < 128 && (hasAlnum(string(r)) || strings.ContainsRune("!#$%&'*+-.^_`|~", r)))
+	})
+	if i <= 0 {
+		return "", "", false
+	}
+	_, size := utf8.DecodeRuneInString(dv[i:])
+	return dv[:i+size], dv[i+size:], true
 }
 
 // standIns returns a function that gives a secret's stand-in of the same

@@ -45,6 +45,15 @@ func TestShown(t *testing.T) {
 		}
 		return nil
 	}
+	// headerName fails for a header with no colon and shows its name, as
+	// the remote-write sink does.
+	headerName := func(u *url.URL, _ sources.Kind) error {
+		h := u.Query().Get("header")
+		if name, _, ok := strings.Cut(h, " "); ok {
+			return errors.New("header " + name + "...: want NAME:VALUE")
+		}
+		return nil
+	}
 	for _, tc := range []struct {
 		name  string
 		check sinks.CheckFunc
@@ -62,6 +71,8 @@ func TestShown(t *testing.T) {
 		{"a letter the error holds anyway", query, "influX:?p=y&p=%", ""},
 		{"hex digits the error holds anyway", query, "x://h/?token=a&token=%zz", ""},
 		{"punctuation echoed", echo, "x://h/?db=d&p=!!", "!!"},
+		{"header value echoed", echo, "x://h/?header=X-Key:k3y", "k3y"},
+		{"header name shown", headerName, "x://:0@h/?header=X0+00", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, err := sinks.Parse(tc.raw)
@@ -87,6 +98,14 @@ func TestWithSecretsKeepsTheRest(t *testing.T) {
 	}
 	got := withSecrets(u, func(string) string { return "R" }).String()
 	if want := "x://u:R@h:1/db?a=%41&token=R&b=2&P=R&p=R"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	u, err = sinks.Parse("x://h/?header=X-Api-Key%3Ak&header=nocolon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = withSecrets(u, func(string) string { return "R" }).String()
+	if want := "x://h/?header=X-Api-Key%3AR&header=R"; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
 	if got, want := sameShape("aZ9%2Fg-", 0), "eZ7%7Ez-"; got != want {
