@@ -329,3 +329,14 @@ func TestMaxRateCapsTheDefaultLoadRate(t *testing.T) {
 		t.Errorf("LOAD_RATE %g/s under MAX_RATE=5000, want 5000", got)
 	}
 }
+
+// The rate settings that are one number take RATE's suffixes:
+// MAX_RATE=2.5k beside RATE=2k was "not a number".
+func TestRateSettingsTakeSuffixes(t *testing.T) {
+	t.Parallel()
+	cfg := loadTest(t, map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_RATE": "2k", "SOAKD_MAX_RATE": "2.5k",
+		"SOAKD_CAPACITY_START": "1k", "SOAKD_CAPACITY_MAX": "2.5k"}, testPlugins())
+	if cfg.MaxRate != 2500 || cfg.Capacity.Start != 1000 || cfg.Capacity.Max != 2500 {
+		t.Errorf("MAX_RATE %g, CAPACITY_START %g, CAPACITY_MAX %g; want 2500, 1000, 2500", cfg.MaxRate, cfg.Capacity.Start, cfg.Capacity.Max)
+	}
+}

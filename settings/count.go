@@ -118,12 +118,46 @@ func parseCount(s string, unsigned bool) (*big.Int, error) {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
+// ParseNumber parses a number setting (MAX_RATE, CAPACITY_START,
+// HOTSPOT_OPS): what strconv.ParseFloat reads, or a number with a k, M or
+// G suffix as a rate in RATE or a count is written (2.5k, 1M). Lower-case
+// m is refused as in counts. A value that is no number is strconv's
+// error, which says so.
+func ParseNumber(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	mult := 1.0
+	if n := len(t); n > 1 {
+		switch t[n-1] {
+		case 'k', 'K':
+			mult = 1e3
+		case 'M':
+			mult = 1e6
+		case 'G':
+			mult = 1e9
+		case 'm':
+			if _, err := strconv.ParseFloat(t[:n-1], 64); err == nil {
+				return 0, fmt.Errorf("%q: lower-case m is ambiguous: write M for a million (%sM)", s, t[:n-1])
+			}
+		}
+		if mult != 1 {
+			t = t[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		return 0, err
+	}
+	return v * mult, nil
+}
+
 // envOptions are the options every setting is parsed with: the
-// environment, the prefix, and counts read by ParseCount.
+// environment, the prefix, counts read by ParseCount and numbers by
+// ParseNumber.
 func envOptions(environ map[string]string, prefix string) env.Options {
 	return env.Options{Environment: environ, Prefix: prefix, FuncMap: map[reflect.Type]env.ParserFunc{
-		reflect.TypeOf(int64(0)):  func(v string) (any, error) { return ParseCount(v) },
-		reflect.TypeOf(uint64(0)): func(v string) (any, error) { return ParseUintCount(v) },
+		reflect.TypeOf(float64(0)): func(v string) (any, error) { return ParseNumber(v) },
+		reflect.TypeOf(int64(0)):   func(v string) (any, error) { return ParseCount(v) },
+		reflect.TypeOf(uint64(0)):  func(v string) (any, error) { return ParseUintCount(v) },
 		reflect.TypeOf(int(0)): func(v string) (any, error) {
 			n, err := ParseCount(v)
 			if err == nil && int64(int(n)) != n {

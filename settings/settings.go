@@ -146,7 +146,7 @@ func plainError(t reflect.Type, v string, err error) error {
 		if errors.Is(num.Err, strconv.ErrRange) {
 			return fmt.Errorf("%q is out of range", v)
 		}
-		return fmt.Errorf("%q is not a number (want e.g. 0.5, 10 or 1e-3)", v)
+		return fmt.Errorf("%q is not a number (want e.g. 0.5, 10, 1e-3 or 2.5k)", v)
 	case (reflect.Int <= t.Kind() && t.Kind() <= reflect.Uint64) && errors.As(err, &num):
 		// An integer no count parser reads (counts are int, int64 and
 		// uint64).

@@ -57,7 +57,7 @@ func TestParseErrorsSayWhatTheSettingTakes(t *testing.T) {
 	for _, want := range []string{
 		`SOAKD_X_EVERY: "5" is not a duration (want a number with a unit: 500ms, 10s, 1m30s, 2h)`,
 		`SOAKD_X_QUIET: "maybe" is not a boolean (want true or false, 1 or 0)`,
-		`SOAKD_X_SHARE: "half" is not a number (want e.g. 0.5, 10 or 1e-3)`,
+		`SOAKD_X_SHARE: "half" is not a number (want e.g. 0.5, 10, 1e-3 or 2.5k)`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v\nwant %s", err, want)
@@ -69,6 +69,34 @@ func TestParseErrorsSayWhatTheSettingTakes(t *testing.T) {
 	err = Parse(&o, map[string]string{"SOAKD_X_SHARE": "1e999"}, "SOAKD_X_")
 	if err == nil || !strings.Contains(err.Error(), `SOAKD_X_SHARE: "1e999" is out of range`) {
 		t.Errorf("SHARE=1e999: %v", err)
+	}
+	err = Parse(&o, map[string]string{"SOAKD_X_SHARE": "2k"}, "SOAKD_X_")
+	if err != nil || o.Share != 2000 {
+		t.Errorf("SHARE=2k: %v, %v", o.Share, err)
+	}
+}
+
+// A number setting (MAX_RATE, CAPACITY_START) takes the k, M and G a rate
+// in RATE takes: CAPACITY_MAX=100k was "not a number" beside RATE=100k.
+func TestParseNumber(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]float64{
+		"0": 0, "0.25": 0.25, "1e3": 1000, "2.5k": 2500, "3K": 3000, " 1M ": 1e6, "1.5G": 1.5e9, "-2k": -2000, "1e-3": 0.001,
+	} {
+		if got, err := ParseNumber(in); err != nil || got != want {
+			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"5m":   "lower-case m is ambiguous: write M for a million (5M)",
+		"k":    "invalid syntax",
+		"2.5x": "invalid syntax",
+		"1kk":  "invalid syntax",
+		"":     "invalid syntax",
+	} {
+		if _, err := ParseNumber(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error with %q", in, err, want)
+		}
 	}
 }
 
