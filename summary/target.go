@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sources"
@@ -31,10 +32,16 @@ func targetFigures(extra map[string]any) *targetwatch.Summary {
 // the figures that are not bytes (keys, evictions, fragmentation, active
 // series: first → last, peak, growth per hour), and the figures not read. A watch that never took a reading (its sink
 // reads nothing and no process is watched: a built-in target) prints
-// nothing; --summary-json says why.
+// nothing; --summary-json says why. Growth per hour is printed only over
+// minGrowthSpan of readings or more.
 func writeTarget(out io.Writer, t *targetwatch.Summary) {
 	if t == nil || t.Readings == 0 {
 		return
+	}
+	growth, growthOf := growth, growthOf
+	if t.FirstAt == nil || t.LastAt == nil || t.LastAt.Sub(*t.FirstAt) < minGrowthSpan {
+		growth = func(*float64) string { return "" }
+		growthOf = func(*float64, string) string { return "" }
 	}
 	failed := ""
 	if t.Errors > 0 {
@@ -99,6 +106,14 @@ func writeTarget(out io.Writer, t *targetwatch.Summary) {
 		fmt.Fprintf(out, "  not read: %s\n", strings.Join(slices.Sorted(maps.Keys(t.Unavailable)), ", "))
 	}
 }
+
+// minGrowthSpan is the least time between the first reading and the last
+// over which the text summary prints growth per hour: over a first run of
+// seconds the target warms up (a server's heap from 4 to 18 MiB in 8 s),
+// which read as growth per hour would be gigabytes an hour, and first →
+// last already shows the change. --summary-json keeps growth_per_hour,
+// linear over whatever span there was.
+const minGrowthSpan = 10 * time.Minute
 
 // growth prints a growth per hour in bytes, or nothing without one.
 func growth(g *float64) string {
