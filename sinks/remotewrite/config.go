@@ -169,6 +169,13 @@ func hostParams(u *url.URL, p *urlparam.Query, c *Config) {
 	if c.Path == "" || c.Path == "/" {
 		c.Path = DefaultPath
 	}
+	if i := strings.Index(c.Path, "/api/v1/import"); i >= 0 {
+		// VictoriaMetrics' import of JSON lines, CSV or its native
+		// format answers the empty request of readiness 204 and then
+		// refuses every write: said before the run instead.
+		p.Addf("path %s is VictoriaMetrics' import of JSON lines, CSV or its native format, not remote write: use %s/api/v1/write",
+			c.Path, c.Path[:i])
+	}
 	if u.User != nil {
 		c.User = u.User.Username()
 		c.Password, _ = u.User.Password()

@@ -50,6 +50,8 @@ func TestParseURL(t *testing.T) {
 		{"prom+http://h/?nope=1", `unknown parameter "nope"`},
 		{"prom+http://h/?timeout=1s&timeout=2s", `"timeout" is given 2 times`},
 		{"prom+http://h/?metrics_path=metrics", "metrics_path"},
+		{"prom+http://h/api/v1/import", "path /api/v1/import is VictoriaMetrics' import of JSON lines, CSV or its native format, not remote write: use /api/v1/write"},
+		{"prom+http://h/insert/0/prometheus/api/v1/import/native", "use /insert/0/prometheus/api/v1/write"},
 		{"prometheus://h/", "want prom+http:// or prom+https://"},
 	} {
 		_, err := ParseURL(mustParse(t, tc.url))
