@@ -537,6 +537,9 @@ func TestMaxClientsReached(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), "max number of clients reached") || errClass(t, err) != sinks.Server || !retry {
 					t.Errorf("%s at maxclients: %v, want a server error saying max number of clients reached, retried", name, err)
 				}
+				if err != nil && !strings.Contains(err.Error(), "WORKERS=4, and a few for readiness and the target watch, beside other clients; raise maxclients or lower WORKERS") {
+					t.Errorf("%s at maxclients: %v, want the setting to raise or lower", name, err)
+				}
 			}
 		})
 	}

@@ -57,6 +57,7 @@ type Sink struct {
 	names    []string // field0..field1023
 	log      *zap.Logger
 	where    string // redacted target, for error messages
+	workers  int    // the workload's WORKERS, for the maxclients hint
 
 	// free holds the call states not in use. In single-server mode each
 	// owns a RESP connection; in sentinel mode a dedicated go-redis
@@ -113,7 +114,7 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 	}
 	log := o.Log()
 	quietClient.Do(func() { goredis.SetLogger(clientLog{log.Named("go-redis")}) })
-	s := &Sink{cfg: cfg, dt: dt, prefix: prefix, index: prefix + "_indices", log: log, where: where}
+	s := &Sink{cfg: cfg, dt: dt, prefix: prefix, index: prefix + "_indices", log: log, where: where, workers: max(o.Workers, 1)}
 	s.names = make([]string, sources.MaxFields)
 	for i := range s.names {
 		s.names[i] = "field" + strconv.Itoa(i)
@@ -706,6 +707,12 @@ func (s *Sink) wrap(n int, err error) error {
 		// WRONGPASS, NOAUTH: the password's fault, not the pipeline's, so
 		// the message says so first.
 		return sinks.NewError(class, retry, fmt.Errorf("%s on %s: %w", sinks.AuthFailed, s.where, err))
+	}
+	if goredis.IsMaxClientsError(err) {
+		// The server's limit, which the user raises or meets with fewer
+		// workers: the reply alone names neither.
+		return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (the server's maxclients: soakd opens a connection per worker, WORKERS=%d, and a few for readiness and the target watch, beside other clients; raise maxclients or lower WORKERS)",
+			n, s.where, err, s.workers))
 	}
 	return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w", n, s.where, err))
 }
