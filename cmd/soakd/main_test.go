@@ -636,14 +636,14 @@ func TestRecordsInENotationReachTheSizeCheck(t *testing.T) {
 	}
 }
 
-// A file:// path that cannot be opened says so, with the path and the
-// OS's reason, not that the target rejected a schema.
+// A file:// path that cannot be opened says so, with the path (once) and
+// the OS's reason, not that the target rejected a schema.
 func TestFileTargetThatCannotBeOpened(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "no-such-dir", "out.lp")
 	code, out, errs := run(t, map[string]string{"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "devops", "SOAKD_LISTEN": "off",
 		"SOAKD_W_TARGET": "file://" + path, "SOAKD_W_DURATION": "1s"})
-	if code != cli.ExitConfig || !strings.Contains(errs, "cannot open "+path) || !strings.Contains(errs, "no such file or directory") ||
-		strings.Contains(errs, "schema") || strings.Contains(errs, "credentials") {
+	if code != cli.ExitConfig || !strings.Contains(errs, "cannot open "+path+": no such file or directory") ||
+		strings.Contains(errs, ": open "+path) || strings.Contains(errs, "schema") || strings.Contains(errs, "credentials") {
 		t.Errorf("exit %d, want 2 and cannot open %s: no such file or directory; stdout %q stderr:\n%s", code, path, out, errs)
 	}
 }

@@ -51,6 +51,10 @@ func OpenOutputs(path string, f Format, schemas []*sources.Schema, appendMode bo
 			}
 			fh, err := os.OpenFile(name, flag, 0o644)
 			if err != nil {
+				var pe *os.PathError
+				if errors.As(err, &pe) {
+					err = pe.Err // its "open NAME: " would say the name twice
+				}
 				return fmt.Errorf("cannot open %s: %w", name, err)
 			}
 			if st, err := fh.Stat(); err == nil && st.Size() > 0 {
