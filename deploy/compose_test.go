@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -300,7 +301,7 @@ func TestComposeRecipe(t *testing.T) {
 		}
 		args = append(args, "--env-file", f.Path)
 	}
-	rest, ours, err := soakdcli.EnvFiles(args, environ)
+	rest, ours, err := soakdcli.EnvFiles(args, environ, io.Discard)
 	if err != nil || !slices.Equal(rest, []string{"sweep"}) {
 		t.Fatalf("soakd --env-file: %v, args left %q", err, rest)
 	}

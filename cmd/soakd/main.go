@@ -163,7 +163,7 @@ func realMain(ctx context.Context, args []string, environ map[string]string, std
 	}
 	// The files of --env-file are read first, whatever the command: from
 	// then on their variables are the environment's.
-	args, environ, err := cli.EnvFiles(args, environ)
+	args, environ, err := cli.EnvFiles(args, environ, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "soakd: invalid configuration:\n  %v\n", err)
 		return cli.ExitConfig

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -123,7 +124,7 @@ func TestRecipesParse(t *testing.T) {
 			}
 			// Every cell of the grid is a valid configuration, as soakd
 			// sweep checks them before its first run.
-			_, environ, err := cli.EnvFiles([]string{"--env-file", path}, nil)
+			_, environ, err := cli.EnvFiles([]string{"--env-file", path}, nil, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +188,7 @@ func runRecipe(t *testing.T, r recipe, env map[string]string) (res *sweep.Result
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s", code, stdout)
 	}
-	_, read, err := cli.EnvFiles([]string{"--env-file", path}, environ)
+	_, read, err := cli.EnvFiles([]string{"--env-file", path}, environ, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/compose-spec/compose-go/v2/dotenv"
 	"github.com/compose-spec/compose-go/v2/template"
+	"github.com/sirupsen/logrus"
 )
 
 // EnvFileUsage is what every command's help says of --env-file.
@@ -31,8 +35,9 @@ environment wins over every file, so one setting of a file is changed without ed
 // environment wins over the files, as compose's environment: over its
 // env_file:. A file that cannot be read or parsed is an error naming it
 // (and the line at fault), whose text never quotes a value: the file
-// may hold passwords.
-func EnvFiles(args []string, environ map[string]string) (rest []string, env map[string]string, err error) {
+// may hold passwords. compose's warnings (a ${VAR} that is not set, read
+// as empty) are written to warn, each naming its file.
+func EnvFiles(args []string, environ map[string]string, warn io.Writer) (rest []string, env map[string]string, err error) {
 	var files []string
 	for i := 0; i < len(args); i++ {
 		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
@@ -72,9 +77,19 @@ func EnvFiles(args []string, environ map[string]string) (rest []string, env map[
 			return nil, nil, fmt.Errorf("--env-file %s: %w", f, err)
 		}
 		before := maps.Clone(vars)
-		if err := dotenv.ParseWithFormat(bytes.NewReader(b), f, vars, lookup, dotenv.DotEnv); err != nil {
+		warnings, err := composeWarnings(func() error {
+			return dotenv.ParseWithFormat(bytes.NewReader(b), f, vars, lookup, dotenv.DotEnv)
+		})
+		if err != nil {
 			line, msg := envFileProblem(b, before, lookup, err)
 			return nil, nil, fmt.Errorf("--env-file %s, line %d: %s", f, line, msg)
+		}
+		for i, w := range warnings {
+			if i == maxWarnings {
+				fmt.Fprintf(warn, "soakd: --env-file %s: %d more warnings\n", f, len(warnings)-i)
+				break
+			}
+			fmt.Fprintf(warn, "soakd: --env-file %s: %s\n", f, w)
 		}
 	}
 	env = maps.Clone(environ)
@@ -87,6 +102,50 @@ func EnvFiles(args []string, environ map[string]string) (rest []string, env map[
 		}
 	}
 	return rest, env, nil
+}
+
+// maxWarnings is how many of a file's warnings are printed.
+const maxWarnings = 10
+
+// logrusMu serializes composeWarnings, which changes logrus' standard
+// logger.
+var logrusMu sync.Mutex
+
+// composeWarnings runs parse and returns the warnings compose-go gave
+// meanwhile, each once, in order: it logs them with logrus' standard
+// logger ("The "X" variable is not set. Defaulting to a blank string."),
+// which soakd uses for nothing else and which would print them in its own
+// format, without the file, among soakd's messages.
+func composeWarnings(parse func() error) ([]string, error) {
+	logrusMu.Lock()
+	defer logrusMu.Unlock()
+	l := logrus.StandardLogger()
+	h := &warningHook{}
+	hooks := l.ReplaceHooks(logrus.LevelHooks{})
+	l.AddHook(h)
+	out := l.Out
+	l.SetOutput(io.Discard)
+	defer func() {
+		l.SetOutput(out)
+		l.ReplaceHooks(hooks)
+	}()
+	err := parse()
+	return h.msgs, err
+}
+
+// warningHook keeps the message of each logrus entry at warning level or
+// above, each once.
+type warningHook struct{ msgs []string }
+
+func (*warningHook) Levels() []logrus.Level {
+	return []logrus.Level{logrus.PanicLevel, logrus.FatalLevel, logrus.ErrorLevel, logrus.WarnLevel}
+}
+
+func (h *warningHook) Fire(e *logrus.Entry) error {
+	if !slices.Contains(h.msgs, e.Message) {
+		h.msgs = append(h.msgs, e.Message)
+	}
+	return nil
 }
 
 var (

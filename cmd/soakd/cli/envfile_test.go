@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,9 +43,13 @@ SOAKD_G=${SOAKD_C}-${UNSET:-dflt}
 SOAKD_H=${SOAKD_ENV}
 `)
 	environ := map[string]string{"SOAKD_C": "env", "SOAKD_ENV": "from-env", "HOME": "/root"}
-	rest, env, err := EnvFiles([]string{"--env-file", first, "--x-rate", "5", "-env-file=" + second, "--check"}, environ)
+	var warned bytes.Buffer
+	rest, env, err := EnvFiles([]string{"--env-file", first, "--x-rate", "5", "-env-file=" + second, "--check"}, environ, &warned)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if warned.Len() > 0 {
+		t.Errorf("warnings for files whose every variable is set or has a default: %s", warned.String())
 	}
 	if want := []string{"--x-rate", "5", "--check"}; !slices.Equal(rest, want) {
 		t.Errorf("args left %q, want %q", rest, want)
@@ -67,7 +73,7 @@ SOAKD_H=${SOAKD_ENV}
 		t.Error("the caller's environment was changed")
 	}
 	// No --env-file: the arguments and environment as they were.
-	if rest, env, err := EnvFiles([]string{"--a", "1"}, environ); err != nil || !slices.Equal(rest, []string{"--a", "1"}) || env["SOAKD_A"] != "" {
+	if rest, env, err := EnvFiles([]string{"--a", "1"}, environ, io.Discard); err != nil || !slices.Equal(rest, []string{"--a", "1"}) || env["SOAKD_A"] != "" {
 		t.Errorf("without --env-file: %q %v %v", rest, env, err)
 	}
 }
@@ -87,7 +93,7 @@ func TestEnvFileErrors(t *testing.T) {
 		{"required.env", "A=1\nB=${SOAKD_NONE:?needs a value}\n", "line 2: required variable SOAKD_NONE is missing a value: needs a value"},
 	} {
 		path := writeEnvFile(t, dir, tc.name, tc.text)
-		_, _, err := EnvFiles([]string{"--env-file", path}, nil)
+		_, _, err := EnvFiles([]string{"--env-file", path}, nil, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "--env-file "+path+", "+tc.want) || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%s: error %v, want %q, without the value", tc.name, err, tc.want)
 		}
@@ -98,8 +104,28 @@ func TestEnvFileErrors(t *testing.T) {
 		"--x 1 --env-file":                             "flag --env-file needs a value",
 		"--env-file=":                                  "flag --env-file needs a file name",
 	} {
-		if _, _, err := EnvFiles(strings.Fields(args), nil); err == nil || err.Error() != want {
+		if _, _, err := EnvFiles(strings.Fields(args), nil, io.Discard); err == nil || err.Error() != want {
 			t.Errorf("%s: error %v, want %q", args, err, want)
 		}
+	}
+}
+
+// A ${VAR} that is not set is read as empty, as compose reads it, with
+// compose's warning naming the file, once per variable, among soakd's own
+// lines: it was logrus' line, in its own format and without the file.
+func TestEnvFileUnsetVariableWarns(t *testing.T) {
+	t.Parallel()
+	path := writeEnvFile(t, t.TempDir(), "unset.env", "SOAKD_KV_RATE=${SOAKD_TEST_NO_SUCH_RATE}\nSOAKD_X=${SOAKD_TEST_NO_SUCH_RATE}\nSOAKD_Y=${SOAKD_TEST_SET}\n")
+	var warned bytes.Buffer
+	_, env, err := EnvFiles([]string{"--env-file", path}, map[string]string{"SOAKD_TEST_SET": "1"}, &warned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := env["SOAKD_KV_RATE"]; !ok || v != "" || env["SOAKD_Y"] != "1" {
+		t.Errorf("SOAKD_KV_RATE=%q (set %t), SOAKD_Y=%q; want empty, and 1", v, ok, env["SOAKD_Y"])
+	}
+	want := "soakd: --env-file " + path + `: The "SOAKD_TEST_NO_SUCH_RATE" variable is not set. Defaulting to a blank string.` + "\n"
+	if warned.String() != want {
+		t.Errorf("warnings %q, want %q", warned.String(), want)
 	}
 }
