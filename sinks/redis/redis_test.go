@@ -502,6 +502,39 @@ func TestErrorClasses(t *testing.T) {
 	}
 }
 
+// A user whose ACL refuses the workload's keys or one of its commands
+// (NOPERM) is refused, not retried, with what to change: the reply names
+// neither the keys nor a setting.
+func TestACLRefusals(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	ctx := context.Background()
+	_, b := insertBatch(t)
+	for _, user := range [][]string{{"otherkeys", "~app:*", "+@all"}, {"nohset", "~acl:*", "+@all", "-hset"}} {
+		if err := a.Do(ctx, append([]any{"ACL", "SETUSER", user[0], "on", ">pw"}, toAny(user[1:])...)...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ user, want string }{
+		{"otherkeys", "the URL's user may not use this workload's keys: allow them in its ACL (~acl:*, which holds the scan index acl:_indices too), or set KEY_PREFIX to a prefix it may use"},
+		{"nohset", "'hset' command (the URL's user may not run a command soakd sends: allow it in its ACL, e.g. +@read +@write, or connect as another user)"},
+	} {
+		s := open(t, "redis://"+tc.user+":pw@"+srv.Addr, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: "acl:"}})
+		_, err := s.Write(ctx, b)
+		if retry, _ := sinks.Retryable(err); err == nil || errClass(t, err) != sinks.Rejected || retry || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("user %s: %v, want rejected, not retried, with %q", tc.user, err, tc.want)
+		}
+	}
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
 // A server at its maxclients answers a new connection with "max number
 // of clients reached" and closes it: that is the error, a server error
 // worth retrying, with a password or without. Bug caught: the reply was

@@ -714,7 +714,25 @@ func (s *Sink) wrap(n int, err error) error {
 		return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (the server's maxclients: soakd opens a connection per worker, WORKERS=%d, and a few for readiness and the target watch, beside other clients; raise maxclients or lower WORKERS)",
 			n, s.where, err, s.workers))
 	}
+	if hint := s.noPermHint(err); hint != "" {
+		return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (%s)", n, s.where, err, hint))
+	}
 	return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w", n, s.where, err))
+}
+
+// noPermHint says what to change when an ACL refused err's command
+// (NOPERM): the reply names neither the keys nor the setting.
+func (s *Sink) noPermHint(err error) string {
+	msg := err.Error()
+	i := strings.Index(msg, "NOPERM")
+	if i < 0 {
+		return ""
+	}
+	if strings.Contains(strings.ToLower(msg[i:]), "key") {
+		return fmt.Sprintf("the URL's user may not use this workload's keys: allow them in its ACL (~%s*, which holds the scan index %s too), or set KEY_PREFIX to a prefix it may use",
+			s.prefix, s.index)
+	}
+	return "the URL's user may not run a command soakd sends: allow it in its ACL, e.g. +@read +@write, or connect as another user"
 }
 
 // Present counts how many of the keys read by b's operations hold a
