@@ -9,17 +9,33 @@
   let range = 'recent';
   let busy = false;
 
+  // refresh fetches the view. An answer that is an error (soakd's own, or
+  // a proxy's before it) is told apart from no answer at all: the first
+  // says what answered, the second that soakd may have stopped.
   async function refresh() {
     if (busy) return;
     busy = true;
     try {
-      const r = await fetch('console/view?range=' + encodeURIComponent(range), { cache: 'no-store' });
-      if (!r.ok) throw new Error('HTTP ' + r.status);
-      view.innerHTML = await r.text();
+      let r;
+      try {
+        r = await fetch('console/view?range=' + encodeURIComponent(range), { cache: 'no-store' });
+      } catch (e) {
+        conn.textContent = 'soakd is not answering (stopped?)';
+        conn.className = 'bad';
+        return;
+      }
+      const text = await r.text();
+      if (!r.ok) {
+        const why = text.trim().slice(0, 200);
+        conn.textContent = 'the view could not be refreshed: HTTP ' + r.status + (why ? ': ' + why : '');
+        conn.className = 'bad';
+        return;
+      }
+      view.innerHTML = text;
       conn.textContent = 'updated ' + new Date().toLocaleTimeString();
       conn.className = '';
     } catch (e) {
-      conn.textContent = 'soakd is not answering (stopped?)';
+      conn.textContent = 'the view could not be refreshed: ' + e.message;
       conn.className = 'bad';
     } finally {
       busy = false;
