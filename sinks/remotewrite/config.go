@@ -169,17 +169,35 @@ func hostParams(u *url.URL, p *urlparam.Query, c *Config) {
 	if c.Path == "" || c.Path == "/" {
 		c.Path = DefaultPath
 	}
-	if i := strings.Index(c.Path, "/api/v1/import"); i >= 0 {
-		// VictoriaMetrics' import of JSON lines, CSV or its native
-		// format answers the empty request of readiness 204 and then
-		// refuses every write: said before the run instead.
-		p.Addf("path %s is VictoriaMetrics' import of JSON lines, CSV or its native format, not remote write: use %s/api/v1/write",
-			c.Path, c.Path[:i])
+	if base, ok := importPath(c.Path); ok {
+		// VictoriaMetrics' import answers every remote-write request 204
+		// and discards it (not one line parses): a run would be
+		// acknowledged in full with nothing stored.
+		p.Addf("path %s is VictoriaMetrics' import (JSON lines, CSV, its native format or Prometheus text), not remote write, and would discard every batch it answers 204: use %s/api/v1/write",
+			c.Path, base)
 	}
 	if u.User != nil {
 		c.User = u.User.Username()
 		c.Password, _ = u.User.Password()
 	}
+}
+
+// importPath reports whether path is one of VictoriaMetrics' import
+// endpoints (/api/v1/import and the paths under it, after any prefix such
+// as /insert/0/prometheus), and the prefix.
+func importPath(path string) (prefix string, ok bool) {
+	const imp = "/api/v1/import"
+	for i := strings.Index(path, imp); i >= 0; {
+		if rest := path[i+len(imp):]; rest == "" || strings.HasPrefix(rest, "/") {
+			return path[:i], true
+		}
+		j := strings.Index(path[i+1:], imp)
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return "", false
 }
 
 // headerParams reads every header=.

@@ -26,6 +26,11 @@ func TestParseURL(t *testing.T) {
 	if err != nil || c.Path != DefaultPath || !c.Idempotent || c.MetricsPath != "/metrics" || c.authHeader() != "" || c.Protocol != ProtoAuto {
 		t.Errorf("defaults: %+v %v", c, err)
 	}
+	for _, path := range []string{"/api/v1/imports", "/api/v1/importer/api/v1/write", "/import/api/v1/write"} {
+		if c, err := ParseURL(mustParse(t, "prom+http://h"+path)); err != nil || c.Path != path {
+			t.Errorf("path %s, not an import path: %+v %v", path, c, err)
+		}
+	}
 	for v, want := range map[string]string{"auto": "auto", "1.0": "1.0", "1": "1.0", "2.0": "2.0", "2": "2.0"} {
 		if c, err := ParseURL(mustParse(t, "prom+http://h/?protocol="+v)); err != nil || c.Protocol.String() != want {
 			t.Errorf("protocol=%s: %s %v, want %s", v, c.Protocol, err, want)
@@ -50,8 +55,9 @@ func TestParseURL(t *testing.T) {
 		{"prom+http://h/?nope=1", `unknown parameter "nope"`},
 		{"prom+http://h/?timeout=1s&timeout=2s", `"timeout" is given 2 times`},
 		{"prom+http://h/?metrics_path=metrics", "metrics_path"},
-		{"prom+http://h/api/v1/import", "path /api/v1/import is VictoriaMetrics' import of JSON lines, CSV or its native format, not remote write: use /api/v1/write"},
+		{"prom+http://h/api/v1/import", "path /api/v1/import is VictoriaMetrics' import (JSON lines, CSV, its native format or Prometheus text), not remote write, and would discard every batch it answers 204: use /api/v1/write"},
 		{"prom+http://h/insert/0/prometheus/api/v1/import/native", "use /insert/0/prometheus/api/v1/write"},
+		{"prom+http://h/api/v1/import/prometheus", "use /api/v1/write"},
 		{"prometheus://h/", "want prom+http:// or prom+https://"},
 	} {
 		_, err := ParseURL(mustParse(t, tc.url))
