@@ -252,14 +252,15 @@ func parseHeader(s string) (string, string, error) {
 }
 
 // headerShown is what an error may show of a header parameter that does
-// not parse: the header name it starts with, when it starts with one,
-// and never what follows, which may be the key whatever separator the
-// user put before it (X-Api-Key=KEY, X-Api-Key KEY).
+// not parse: the header name it starts with, when a separator a user puts
+// between a name and its value follows (X-Api-Key=KEY, X-Api-Key KEY),
+// and never what follows it, which may be the key. Anything else is shown
+// not at all: it may be a value given without its name, one token from
+// end to end, or cut by a character no name holds (base64's = padding,
+// sk_live_abc/xyz).
 func headerShown(s string) string {
-	// A parameter that is one token from end to end is shown not at all:
-	// it may be a value given without its name.
 	i := strings.IndexFunc(s, func(r rune) bool { return !validToken(string(r)) })
-	if i <= 0 {
+	if i <= 0 || (s[i] != ' ' && s[i] != '=') || i+1 == len(s) || s[i+1] == '=' {
 		return "(not NAME:VALUE)"
 	}
 	return s[:i] + "..."

@@ -4,7 +4,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
@@ -84,11 +83,31 @@ func shown(check sinks.CheckFunc, u *url.URL, kind sources.Kind, err error) stri
 		if !hasAlnum(s) {
 			other = plainLetters
 		}
-		if !strings.Contains(rest, s) && strings.Count(msg, s) > strings.Count(other, s) {
-			return s
+		for _, part := range parts(s) {
+			if !strings.Contains(rest, part) && strings.Count(msg, part) > strings.Count(other, part) {
+				return s
+			}
 		}
 	}
 	return ""
+}
+
+// minShown is the length of the parts of a secret looked for in an
+// error: an error that shows the start of a key ("header c2VjcmV0a2V5...")
+// shows a secret as surely as one that shows all of it.
+const minShown = 6
+
+// parts returns s itself when it is short, else each run of minShown
+// bytes in it.
+func parts(s string) []string {
+	if len(s) <= minShown {
+		return []string{s}
+	}
+	out := make([]string, 0, len(s)-minShown+1)
+	for i := 0; i+minShown <= len(s); i++ {
+		out = append(out, s[i:i+minShown])
+	}
+	return out
 }
 
 // secretsOf lists u's secrets, each as written in the URL and decoded.
@@ -122,8 +141,9 @@ func secretsOf(u *url.URL) []string {
 }
 
 // withSecrets returns a copy of u whose secrets are each replaced by
-// standIn of it, the rest of it unchanged byte for byte (but for a header
-// parameter's name, which is escaped afresh).
+// standIn of it, the rest of it unchanged byte for byte. A query value
+// that decodes is replaced by its decoded value's stand-in, escaped
+// afresh; a header parameter keeps its name.
 func withSecrets(u *url.URL, standIn func(string) string) *url.URL {
 	c := *u
 	if pw, ok := u.User.Password(); ok {
@@ -140,7 +160,14 @@ func withSecrets(u *url.URL, standIn func(string) string) *url.URL {
 			pairs[i] = k + "=" + url.QueryEscape(name+standIn(value))
 			continue
 		}
-		pairs[i] = k + "=" + standIn(v)
+		if dv, err := url.QueryUnescape(v); err == nil {
+			// The decoded value's stand-in, escaped afresh: a stand-in of
+			// the escapes themselves would change what they stand for
+			// (%0A, a line break, would become %7E, a ~).
+			pairs[i] = k + "=" + url.QueryEscape(standIn(dv))
+			continue
+		}
+		pairs[i] = k + "=" + standIn(v) // malformed: as malformed after
 	}
 	c.RawQuery = strings.Join(pairs, "&")
 	return &c
@@ -149,8 +176,9 @@ func withSecrets(u *url.URL, standIn func(string) string) *url.URL {
 // headerSplit splits a header=NAME:VALUE parameter's raw value v into the
 // header name with the separator after it, which errors may show, and the
 // rest, a secret. ok is false for another parameter or a value that does
-// not start with a header name followed by something: all of such a value
-// is secret.
+// not start with a header name, a separator a user puts between a name
+// and its value (':', '=' or a space) and something that is not '=': all
+// of such a value is secret (a key given without its name).
 func headerSplit(key, v string) (name, value string, ok bool) {
 	if !strings.EqualFold(key, "header") {
 		return "", "", false
@@ -162,11 +190,10 @@ func headerSplit(key, v string) (name, value string, ok bool) {
 	i := strings.IndexFunc(dv, func(r rune) bool {
 		return !(r < 128 && (hasAlnum(string(r)) || strings.ContainsRune("!#$%&'*+-.^_`|~", r)))
 	})
-	if i <= 0 {
+	if i <= 0 || !strings.ContainsRune(": =", rune(dv[i])) || i+1 == len(dv) || dv[i+1] == '=' {
 		return "", "", false
 	}
-	_, size := utf8.DecodeRuneInString(dv[i:])
-	return dv[:i+size], dv[i+size:], true
+	return dv[:i+1], dv[i+1:], true
 }
 
 // standIns returns a function that gives a secret's stand-in of the same

@@ -54,6 +54,21 @@ func TestShown(t *testing.T) {
 		}
 		return nil
 	}
+	// nameless fails for a header that does not start with a character of
+	// a header name, as the remote-write sink does, without showing it.
+	nameless := func(u *url.URL, _ sources.Kind) error {
+		if h := u.Query().Get("header"); h != "" && !hasAlnum(h[:1]) && !strings.Contains("!#$%&'*+-.^_`|~", h[:1]) {
+			return errors.New("header (not NAME:VALUE): want NAME:VALUE")
+		}
+		return nil
+	}
+	// leadingToken shows the first 8 bytes of the header parameter and of
+	// the password, as a careless "name" would.
+	leadingToken := func(u *url.URL, _ sources.Kind) error {
+		pw, _ := u.User.Password()
+		h := u.Query().Get("header")
+		return fmt.Errorf("header %.8s...: want NAME:VALUE; password %.8s...", h, pw)
+	}
 	for _, tc := range []struct {
 		name  string
 		check sinks.CheckFunc
@@ -73,6 +88,9 @@ func TestShown(t *testing.T) {
 		{"punctuation echoed", echo, "x://h/?db=d&p=!!", "!!"},
 		{"header value echoed", echo, "x://h/?header=X-Key:k3y", "k3y"},
 		{"header name shown", headerName, "x://:0@h/?header=X0+00", ""},
+		{"the start of a key shown", leadingToken, "x://h/?header=c2VjcmV0a2V5MTI%3D", "c2VjcmV0a2V5MTI%3D"},
+		{"the start of a password shown", leadingToken, "x://u:hunter2hunter2@h/?header=a", "hunter2hunter2"},
+		{"an escaped line break kept", nameless, "x://u:n@h/?header=%0A:x", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, err := sinks.Parse(tc.raw)
@@ -106,6 +124,14 @@ func TestWithSecretsKeepsTheRest(t *testing.T) {
 	}
 	got = withSecrets(u, func(string) string { return "R" }).String()
 	if want := "x://h/?header=X-Api-Key%3AR&header=R"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	u, err = sinks.Parse("x://h/?token=%0A&p=%zz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = withSecrets(u, func(s string) string { return sameShape(s, 0) }).String()
+	if want := "x://h/?token=%0A&p=%zz"; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
 	if got, want := sameShape("aZ9%2Fg-", 0), "eZ7%7Ez-"; got != want {
