@@ -149,7 +149,7 @@ func TestCapacityBadSettings(t *testing.T) {
 
 // A capacity or sweep setting that does not parse is one problem, said
 // once: it was also checked as the zero value it was left at, and
-// CAPACITY_START=1k got "0: want a rate above 0" beside "is not a
+// CAPACITY_START=1x got "0: want a rate above 0" beside "is not a
 // number", SWEEP_REPEATS=three "0 is out of range", in soakd capacity,
 // soakd sweep and config --check alike.
 func TestCapacityAndSweepUnreadSettingSaidOnce(t *testing.T) {
@@ -159,8 +159,8 @@ func TestCapacityAndSweepUnreadSettingSaidOnce(t *testing.T) {
 		env  map[string]string
 		keys []string
 	}{
-		{[]string{"capacity"}, map[string]string{"SOAKD_CAPACITY_START": "1k", "SOAKD_CAPACITY_MAX": "abc"}, []string{"SOAKD_CAPACITY_START", "SOAKD_CAPACITY_MAX"}},
-		{[]string{"config", "--check"}, map[string]string{"SOAKD_CAPACITY_START": "1k", "SOAKD_CAPACITY_HOLD": "30"}, []string{"SOAKD_CAPACITY_START", "SOAKD_CAPACITY_HOLD"}},
+		{[]string{"capacity"}, map[string]string{"SOAKD_CAPACITY_START": "1x", "SOAKD_CAPACITY_MAX": "abc"}, []string{"SOAKD_CAPACITY_START", "SOAKD_CAPACITY_MAX"}},
+		{[]string{"config", "--check"}, map[string]string{"SOAKD_CAPACITY_START": "1x", "SOAKD_CAPACITY_HOLD": "30"}, []string{"SOAKD_CAPACITY_START", "SOAKD_CAPACITY_HOLD"}},
 		{[]string{"sweep"}, map[string]string{"SOAKD_SWEEP_REPEATS": "three", "SOAKD_SWEEP_DURATION": "10x"}, []string{"SOAKD_SWEEP_REPEATS", "SOAKD_SWEEP_DURATION"}},
 	} {
 		env := map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_LISTEN": "off"}
