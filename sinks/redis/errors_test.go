@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -52,3 +53,26 @@ type timeoutErr struct{}
 func (timeoutErr) Error() string   { return "i/o timeout" }
 func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
+
+// The NOPERM hint tells keys from a command by the reply's words, in
+// Redis 7.0's and in 7.2's (and Valkey's), whose replies name the user:
+// a user named apikey was told about keys for a command it may not run.
+func TestNoPermHint(t *testing.T) {
+	t.Parallel()
+	s := &Sink{prefix: "p:", index: "p:_indices"}
+	const keys, cmd = "may not use this workload's keys", "may not run a command"
+	for msg, want := range map[string]string{
+		"NOPERM this user has no permissions to access one of the keys used as arguments": keys,
+		"NOPERM User apikey has no permissions to access the 'p:user1' key":               keys,
+		"NOPERM this user has no permissions to run the 'hset' command":                   cmd,
+		"NOPERM User apikey has no permissions to run the 'hset' command":                 cmd,
+		"NOPERM User monkey has no permissions to run the 'hset' command":                 cmd,
+		"NOPERM User keys-rw has no permissions to access the 'news' channel":             "",
+		"WRONGTYPE Operation against a key holding the wrong kind of value":               "",
+	} {
+		got := s.noPermHint(replyError(msg))
+		if want == "" && got != "" || want != "" && !strings.Contains(got, want) {
+			t.Errorf("%q: hint %q, want one with %q", msg, got, want)
+		}
+	}
+}

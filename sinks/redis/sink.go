@@ -728,9 +728,16 @@ func (s *Sink) noPermHint(err error) string {
 	if i < 0 {
 		return ""
 	}
-	if strings.Contains(strings.ToLower(msg[i:]), "key") {
+	// Redis 7.0 says "this user has no permissions to access one of the
+	// keys used as arguments", 7.2 and Valkey "User NAME has no
+	// permissions to access the 'KEY' key": the words after "access",
+	// not the user's name, tell keys from a command.
+	if j := strings.Index(msg[i:], "permissions to access"); j >= 0 && strings.Contains(msg[i+j:], "key") {
 		return fmt.Sprintf("the URL's user may not use this workload's keys: allow them in its ACL (~%s*, which holds the scan index %s too), or set KEY_PREFIX to a prefix it may use",
 			s.prefix, s.index)
+	}
+	if !strings.Contains(msg[i:], "permissions to run") {
+		return ""
 	}
 	return "the URL's user may not run a command soakd sends: allow it in its ACL, e.g. +@read +@write, or connect as another user"
 }
