@@ -86,7 +86,7 @@ func EnvFiles(args []string, environ map[string]string, warn io.Writer) (rest []
 		}
 		for i, w := range warnings {
 			if i == maxWarnings {
-				fmt.Fprintf(warn, "soakd: --env-file %s: %d more warnings\n", f, len(warnings)-i)
+				fmt.Fprintf(warn, "soakd: --env-file %s: and %d more variables not set\n", f, len(warnings)-i)
 				break
 			}
 			fmt.Fprintf(warn, "soakd: --env-file %s: %s\n", f, w)
@@ -111,37 +111,54 @@ const maxWarnings = 10
 // logger.
 var logrusMu sync.Mutex
 
+// composeWarning is compose-go's warning of a ${VAR} that is not set.
+var composeWarning = regexp.MustCompile(`^The ".*" variable is not set\.`)
+
 // composeWarnings runs parse and returns the warnings compose-go gave
-// meanwhile, each once, in order: it logs them with logrus' standard
-// logger ("The "X" variable is not set. Defaulting to a blank string."),
-// which soakd uses for nothing else and which would print them in its own
-// format, without the file, among soakd's messages.
+// meanwhile of variables that are not set, each once, in order: it logs
+// them with logrus' standard logger, which would print them in its own
+// format, without the file, among soakd's lines. Any other entry logged
+// meanwhile is written where logrus wrote before.
 func composeWarnings(parse func() error) ([]string, error) {
 	logrusMu.Lock()
 	defer logrusMu.Unlock()
 	l := logrus.StandardLogger()
-	h := &warningHook{}
+	h := &warningHook{out: l.Out}
 	hooks := l.ReplaceHooks(logrus.LevelHooks{})
 	l.AddHook(h)
-	out := l.Out
 	l.SetOutput(io.Discard)
 	defer func() {
-		l.SetOutput(out)
+		l.SetOutput(h.out)
 		l.ReplaceHooks(hooks)
 	}()
 	err := parse()
-	return h.msgs, err
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.msgs), err
 }
 
-// warningHook keeps the message of each logrus entry at warning level or
-// above, each once.
-type warningHook struct{ msgs []string }
-
-func (*warningHook) Levels() []logrus.Level {
-	return []logrus.Level{logrus.PanicLevel, logrus.FatalLevel, logrus.ErrorLevel, logrus.WarnLevel}
+// warningHook keeps compose-go's warnings of variables that are not set,
+// each once, and writes any other entry to out. logrus calls hooks outside
+// its lock: mu guards both.
+type warningHook struct {
+	mu   sync.Mutex
+	msgs []string
+	out  io.Writer
 }
+
+func (*warningHook) Levels() []logrus.Level { return logrus.AllLevels }
 
 func (h *warningHook) Fire(e *logrus.Entry) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !composeWarning.MatchString(e.Message) {
+		b, err := e.Bytes()
+		if err != nil {
+			return err
+		}
+		_, err = h.out.Write(b)
+		return err
+	}
 	if !slices.Contains(h.msgs, e.Message) {
 		h.msgs = append(h.msgs, e.Message)
 	}

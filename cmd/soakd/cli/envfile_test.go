@@ -2,12 +2,17 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
 )
 
 func writeEnvFile(t *testing.T, dir, name, text string) string {
@@ -128,4 +133,68 @@ func TestEnvFileUnsetVariableWarns(t *testing.T) {
 	if warned.String() != want {
 		t.Errorf("warnings %q, want %q", warned.String(), want)
 	}
+}
+
+// A file's warnings are its own: at most maxWarnings lines and a count of
+// the rest, and another logrus user's lines logged meanwhile go where
+// logrus writes, not among them. Not parallel: it sets logrus' output.
+func TestEnvFileWarningsAreTheFilesOwn(t *testing.T) {
+	var mu sync.Mutex
+	var other bytes.Buffer
+	l := logrus.StandardLogger()
+	old := l.Out
+	l.SetOutput(lockedWriter{&mu, &other})
+	defer l.SetOutput(old)
+
+	var lines []string
+	for i := range maxWarnings + 2 {
+		lines = append(lines, fmt.Sprintf("SOAKD_V%d=${SOAKD_TEST_UNSET_%d}", i, i))
+	}
+	path := writeEnvFile(t, t.TempDir(), "many.env", strings.Join(lines, "\n")+"\n")
+	started, stop, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			logrus.Warn("another logrus user")
+			if i == 0 {
+				close(started)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Microsecond):
+			}
+		}
+	}()
+	<-started
+	var warned bytes.Buffer
+	for range 20 {
+		warned.Reset()
+		if _, _, err := EnvFiles([]string{"--env-file", path}, nil, &warned); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+	got := strings.Split(strings.TrimSuffix(warned.String(), "\n"), "\n")
+	if len(got) != maxWarnings+1 || !strings.Contains(got[0], `The "SOAKD_TEST_UNSET_0" variable is not set`) ||
+		got[maxWarnings] != "soakd: --env-file "+path+": and 2 more variables not set" || strings.Contains(warned.String(), "another logrus user") {
+		t.Errorf("warnings:\n%s", warned.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := strings.Count(other.String(), "another logrus user"); n == 0 || strings.Contains(other.String(), "SOAKD_TEST_UNSET") {
+		t.Errorf("logrus' own output has %d lines of the other user, and: %s", n, other.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
