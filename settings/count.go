@@ -120,8 +120,8 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // ParseNumber parses a number setting (MAX_RATE, CAPACITY_START,
 // HOTSPOT_OPS): what strconv.ParseFloat reads, or a number with a k, M or
-// G suffix as a rate in RATE or a count is written (2.5k, 1M). Lower-case
-// m is refused as in counts. A value that is no number is strconv's
+// G suffix as a rate in RATE is written (2.5k, 1M, 1g). Lower-case m is
+// refused as in counts. A value that is no number is strconv's
 // error, which says so.
 func ParseNumber(s string) (float64, error) {
 	t := strings.TrimSpace(s)
@@ -132,10 +132,10 @@ func ParseNumber(s string) (float64, error) {
 			mult = 1e3
 		case 'M':
 			mult = 1e6
-		case 'G':
+		case 'G', 'g':
 			mult = 1e9
 		case 'm':
-			if _, err := strconv.ParseFloat(t[:n-1], 64); err == nil {
+			if v, err := strconv.ParseFloat(t[:n-1], 64); err == nil && !math.IsInf(v, 0) && !math.IsNaN(v) {
 				return 0, fmt.Errorf("%q: lower-case m is ambiguous: write M for a million (%sM)", s, t[:n-1])
 			}
 		}
@@ -146,6 +146,10 @@ func ParseNumber(s string) (float64, error) {
 	v, err := strconv.ParseFloat(t, 64)
 	if err != nil {
 		return 0, err
+	}
+	if w := v * mult; math.IsInf(w, 0) && !math.IsInf(v, 0) {
+		// 1e308k: in range as written, out of it once multiplied.
+		return 0, &strconv.NumError{Func: "ParseFloat", Num: s, Err: strconv.ErrRange}
 	}
 	return v * mult, nil
 }

@@ -81,18 +81,20 @@ func TestParseErrorsSayWhatTheSettingTakes(t *testing.T) {
 func TestParseNumber(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]float64{
-		"0": 0, "0.25": 0.25, "1e3": 1000, "2.5k": 2500, "3K": 3000, " 1M ": 1e6, "1.5G": 1.5e9, "-2k": -2000, "1e-3": 0.001,
+		"0": 0, "0.25": 0.25, "1e3": 1000, "2.5k": 2500, "3K": 3000, " 1M ": 1e6, "1.5G": 1.5e9, "2g": 2e9, "-2k": -2000, "1e-3": 0.001,
 	} {
 		if got, err := ParseNumber(in); err != nil || got != want {
 			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for in, want := range map[string]string{
-		"5m":   "lower-case m is ambiguous: write M for a million (5M)",
-		"k":    "invalid syntax",
-		"2.5x": "invalid syntax",
-		"1kk":  "invalid syntax",
-		"":     "invalid syntax",
+		"5m":     "lower-case m is ambiguous: write M for a million (5M)",
+		"Infm":   "invalid syntax",
+		"1e308k": "value out of range",
+		"k":      "invalid syntax",
+		"2.5x":   "invalid syntax",
+		"1kk":    "invalid syntax",
+		"":       "invalid syntax",
 	} {
 		if _, err := ParseNumber(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want an error with %q", in, err, want)
