@@ -81,16 +81,16 @@ func targetSummary() *report.Summary {
 	s.Workloads[1].Extra = map[string]any{"target_figures": targetwatch.Summary{
 		IntervalSeconds: 10, Readings: 720, Errors: 2, LastError: "dial tcp 10.0.0.5:6379: i/o timeout", FirstAt: &t0, LastAt: &t1,
 		Memory: map[string]targetwatch.Figure{
-			"used": {First: 1.1 * (1 << 30), Last: 1.4 * (1 << 30), Peak: 1.5 * (1 << 30), GrowthPerHour: ptr(0.3 * (1 << 30) / 2)},
-			"rss":  {First: 2.5 * (1 << 30), Last: 2.25 * (1 << 30), Peak: 2.5 * (1 << 30), GrowthPerHour: ptr(-0.25 * (1 << 30) / 2)},
+			"used": {First: 1.1 * (1 << 30), Last: 1.4 * (1 << 30), Peak: 1.5 * (1 << 30), Seconds: 7200, GrowthPerHour: ptr(0.3 * (1 << 30) / 2)},
+			"rss":  {First: 2.5 * (1 << 30), Last: 2.25 * (1 << 30), Peak: 2.5 * (1 << 30), Seconds: 7200, GrowthPerHour: ptr(-0.25 * (1 << 30) / 2)},
 		},
-		Storage:         map[string]targetwatch.Figure{"aof": {First: 1 << 20, Last: 37 << 20, Peak: 37 << 20, GrowthPerHour: ptr(36 << 20 / 2)}},
-		StorageTotal:    &targetwatch.Figure{First: 1 << 20, Last: 37 << 20, Peak: 37 << 20, GrowthPerHour: ptr(36 << 20 / 2)},
+		Storage:         map[string]targetwatch.Figure{"aof": {First: 1 << 20, Last: 37 << 20, Peak: 37 << 20, Seconds: 7200, GrowthPerHour: ptr(36 << 20 / 2)}},
+		StorageTotal:    &targetwatch.Figure{First: 1 << 20, Last: 37 << 20, Peak: 37 << 20, Seconds: 7200, GrowthPerHour: ptr(36 << 20 / 2)},
 		CPU:             &targetwatch.CPU{First: 1200.5, Last: 5520.5, From: "target", Cores: ptr(0.6)},
 		StoragePerValue: ptr(float64(37<<20) / 69000), Acknowledged: ptr(69000), Counted: "records",
-		Keys:                     &targetwatch.Figure{First: 10000, Last: 69000, Peak: 69000, GrowthPerHour: ptr(59000 / 2)},
-		Evictions:                &targetwatch.Figure{First: 0, Last: 120, Peak: 120, GrowthPerHour: ptr(120 / 2)},
-		MemoryFragmentationRatio: &targetwatch.Figure{First: 1.02, Last: 1.35, Peak: 1.4, GrowthPerHour: ptr(0.33 / 2)},
+		Keys:                     &targetwatch.Figure{First: 10000, Last: 69000, Peak: 69000, Seconds: 7200, GrowthPerHour: ptr(59000 / 2)},
+		Evictions:                &targetwatch.Figure{First: 0, Last: 120, Peak: 120, Seconds: 7200, GrowthPerHour: ptr(120 / 2)},
+		MemoryFragmentationRatio: &targetwatch.Figure{First: 1.02, Last: 1.35, Peak: 1.4, Seconds: 7200, GrowthPerHour: ptr(0.33 / 2)},
 		Unavailable:              map[string]string{"storage.rdb": "no RDB file yet"},
 	}}
 	s.Workloads[2].Extra = map[string]any{"target_figures": &targetwatch.Summary{
@@ -146,30 +146,50 @@ func checkGolden(t *testing.T, golden string, out *bytes.Buffer) {
 
 // Over a first run of seconds the target warms up; its growth per hour,
 // extrapolated from that, read as gigabytes an hour (+13.9 GiB/h of RSS
-// after 8 s). The text prints growth per hour over 10 minutes of
-// readings or more, and first → last always.
+// after 8 s). The text prints a figure's growth per hour over 10 minutes
+// of its readings or more (a figure first read late in a long run has a
+// short span of its own), and first → last always.
 func TestTextTargetGrowthNeedsTenMinutes(t *testing.T) {
-	for span, want := range map[time.Duration]bool{70 * time.Second: false, 9 * time.Minute: false, 10 * time.Minute: true} {
+	for _, tc := range []struct {
+		name            string
+		memory, storage time.Duration // the spans of the memory figures and of storage total's
+		wantMemory      bool
+		wantStorage     bool
+	}{
+		{"70 s", 70 * time.Second, 70 * time.Second, false, false},
+		{"9 min", 9 * time.Minute, 9 * time.Minute, false, false},
+		{"10 min", 10 * time.Minute, 10 * time.Minute, true, true},
+		{"storage first read late", 2 * time.Hour, 30 * time.Second, true, false},
+	} {
 		s := targetSummary()
 		f := s.Workloads[1].Extra["target_figures"].(targetwatch.Summary)
-		last := f.FirstAt.Add(span)
-		f.LastAt = &last
+		for k, m := range f.Memory {
+			m.Seconds = tc.memory.Seconds()
+			f.Memory[k] = m
+		}
+		total := *f.StorageTotal
+		total.Seconds = tc.storage.Seconds()
+		f.StorageTotal = &total
 		s.Workloads[1].Extra["target_figures"] = f
 		var out bytes.Buffer
 		WriteText(&out, s)
-		var block []string
+		n := 0
 		for _, l := range strings.Split(out.String(), "\n") {
-			if strings.HasPrefix(l, "  memory rss") || strings.HasPrefix(l, "  memory used") || strings.HasPrefix(l, "  storage total") || strings.HasPrefix(l, "  keys") {
-				block = append(block, l)
+			want := tc.wantMemory
+			switch {
+			case strings.HasPrefix(l, "  memory rss"), strings.HasPrefix(l, "  memory used"):
+			case strings.HasPrefix(l, "  storage total"):
+				want = tc.wantStorage
+			default:
+				continue
 			}
-		}
-		if len(block) != 4 {
-			t.Fatalf("%v: target lines %q", span, block)
-		}
-		for _, l := range block {
+			n++
 			if strings.Contains(l, "/h") != want || !strings.Contains(l, " → ") {
-				t.Errorf("over %v: %q, want growth per hour %t and first → last", span, l, want)
+				t.Errorf("%s: %q, want growth per hour %t and first → last", tc.name, l, want)
 			}
+		}
+		if n != 3 {
+			t.Errorf("%s: %d memory and storage lines, want 3:\n%s", tc.name, n, out.String())
 		}
 	}
 }

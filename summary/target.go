@@ -32,16 +32,11 @@ func targetFigures(extra map[string]any) *targetwatch.Summary {
 // the figures that are not bytes (keys, evictions, fragmentation, active
 // series: first → last, peak, growth per hour), and the figures not read. A watch that never took a reading (its sink
 // reads nothing and no process is watched: a built-in target) prints
-// nothing; --summary-json says why. Growth per hour is printed only over
-// minGrowthSpan of readings or more.
+// nothing; --summary-json says why. A figure's growth per hour is printed
+// only over minGrowthSpan of its readings or more.
 func writeTarget(out io.Writer, t *targetwatch.Summary) {
 	if t == nil || t.Readings == 0 {
 		return
-	}
-	growth, growthOf := growth, growthOf
-	if t.FirstAt == nil || t.LastAt == nil || t.LastAt.Sub(*t.FirstAt) < minGrowthSpan {
-		growth = func(*float64) string { return "" }
-		growthOf = func(*float64, string) string { return "" }
 	}
 	failed := ""
 	if t.Errors > 0 {
@@ -58,10 +53,10 @@ func writeTarget(out io.Writer, t *targetwatch.Summary) {
 	for _, k := range slices.Sorted(maps.Keys(t.Memory)) {
 		f := t.Memory[k]
 		fmt.Fprintf(out, "  memory %s: %s → %s, peak %s%s\n", k, settings.FormatBytes(f.First), settings.FormatBytes(f.Last), settings.FormatBytes(f.Peak),
-			growth(f.GrowthPerHour))
+			growth(f))
 	}
 	if f := t.StorageTotal; f != nil {
-		fmt.Fprintf(out, "  storage total: %s → %s%s", settings.FormatBytes(f.First), settings.FormatBytes(f.Last), growth(f.GrowthPerHour))
+		fmt.Fprintf(out, "  storage total: %s → %s%s", settings.FormatBytes(f.First), settings.FormatBytes(f.Last), growth(*f))
 		if v := t.StoragePerValue; v != nil && t.Acknowledged != nil {
 			one := strings.TrimSuffix(t.Counted, "s")
 			fmt.Fprintf(out, "; %.1f bytes per %s (%.0f %s)", *v, one, *t.Acknowledged, t.Counted)
@@ -91,7 +86,7 @@ func writeTarget(out io.Writer, t *targetwatch.Summary) {
 		{"discarded (answered as written, not stored)", t.Discarded, "%.0f"},
 	} {
 		if f := st.f; f != nil {
-			fmt.Fprintf(out, "  %s: "+st.form+" → "+st.form+", peak "+st.form+"%s\n", st.name, f.First, f.Last, f.Peak, growthOf(f.GrowthPerHour, st.form))
+			fmt.Fprintf(out, "  %s: "+st.form+" → "+st.form+", peak "+st.form+"%s\n", st.name, f.First, f.Last, f.Peak, growthOf(*f, st.form))
 		}
 	}
 	if f := t.Evictions; f != nil && f.Last > f.First {
@@ -107,16 +102,26 @@ func writeTarget(out io.Writer, t *targetwatch.Summary) {
 	}
 }
 
-// minGrowthSpan is the least time between the first reading and the last
-// over which the text summary prints growth per hour: over a first run of
+// minGrowthSpan is the least time between a figure's first reading and its
+// last over which the text summary prints its growth per hour: over a first run of
 // seconds the target warms up (a server's heap from 4 to 18 MiB in 8 s),
 // which read as growth per hour would be gigabytes an hour, and first →
 // last already shows the change. --summary-json keeps growth_per_hour,
 // linear over whatever span there was.
 const minGrowthSpan = 10 * time.Minute
 
-// growth prints a growth per hour in bytes, or nothing without one.
-func growth(g *float64) string {
+// growthShown is f's growth per hour when the text prints it: over
+// minGrowthSpan of its readings or more.
+func growthShown(f targetwatch.Figure) *float64 {
+	if f.Seconds < minGrowthSpan.Seconds() {
+		return nil
+	}
+	return f.GrowthPerHour
+}
+
+// growth prints f's growth per hour in bytes, or nothing.
+func growth(f targetwatch.Figure) string {
+	g := growthShown(f)
 	if g == nil {
 		return ""
 	}
@@ -127,9 +132,10 @@ func growth(g *float64) string {
 	return fmt.Sprintf(", %s%s/h", sign, settings.FormatBytes(math.Abs(*g)))
 }
 
-// growthOf prints a growth per hour of a figure that is not bytes, in
-// form, or nothing without one.
-func growthOf(g *float64, form string) string {
+// growthOf prints the growth per hour of f, a figure that is not bytes,
+// in form, or nothing.
+func growthOf(f targetwatch.Figure, form string) string {
+	g := growthShown(f)
 	if g == nil {
 		return ""
 	}

@@ -19,12 +19,15 @@ type Status struct {
 }
 
 // Figure is one figure over the run: its first reading, its last, its
-// peak, and its growth per hour, linear over the run ((last - first) ÷
-// hours between them; absent until two readings a second apart or more).
+// peak, the seconds between its first reading and its last (a figure may
+// first be read after the others: a file the target creates late), and
+// its growth per hour, linear over them ((last - first) ÷ hours between
+// them; absent until two readings a second apart or more).
 type Figure struct {
 	First         float64  `json:"first"`
 	Last          float64  `json:"last"`
 	Peak          float64  `json:"peak"`
+	Seconds       float64  `json:"seconds,omitempty"`
 	GrowthPerHour *float64 `json:"growth_per_hour,omitempty"`
 }
 
@@ -98,8 +101,9 @@ func (w *watch) status() Status {
 }
 
 func (f *figure) status() Figure {
-	s := Figure{First: f.first, Last: f.last, Peak: f.peak}
-	if span := f.lastAt.Sub(f.firstAt); span >= minSpan {
+	span := f.lastAt.Sub(f.firstAt)
+	s := Figure{First: f.first, Last: f.last, Peak: f.peak, Seconds: span.Seconds()}
+	if span >= minSpan {
 		s.GrowthPerHour = finite((f.last - f.first) / span.Hours())
 	}
 	return s

@@ -212,6 +212,9 @@ soakd_target_memory_fragmentation_ratio{workload="seq"} %g
 		if used.First != wantUsed.First || used.Last != wantUsed.Last || used.Peak != wantUsed.Peak || used.Last == used.Peak {
 			t.Errorf("memory used %+v, want first %v last %v peak %v", used, wantUsed.First, wantUsed.Last, wantUsed.Peak)
 		}
+		if used.Seconds != last.at.Sub(first.at).Seconds() {
+			t.Errorf("memory used over %v s, want the %v s between its first reading and its last", used.Seconds, last.at.Sub(first.at).Seconds())
+		}
 		if g := used.GrowthPerHour; g == nil || !near(*g, (wantUsed.Last-wantUsed.First)/hours) {
 			t.Errorf("memory used growth %v, want %v per hour", g, (wantUsed.Last-wantUsed.First)/hours)
 		}
