@@ -103,11 +103,11 @@ func writeTarget(out io.Writer, t *targetwatch.Summary) {
 }
 
 // minGrowthSpan is the least time between a figure's first reading and its
-// last over which the text summary prints its growth per hour: over a first run of
-// seconds the target warms up (a server's heap from 4 to 18 MiB in 8 s),
-// which read as growth per hour would be gigabytes an hour, and first →
-// last already shows the change. --summary-json keeps growth_per_hour,
-// linear over whatever span there was.
+// last over which the text summary prints its growth per hour: over a
+// first run of seconds the target warms up (a server's heap from 4 to 18
+// MiB in 8 s), which read as growth per hour would be gigabytes an hour,
+// and first → last already shows the change. --summary-json keeps
+// growth_per_hour beside the figure's seconds.
 const minGrowthSpan = 10 * time.Minute
 
 // growthShown is f's growth per hour when the text prints it: over
