@@ -574,6 +574,11 @@ func TestMaxClientsReached(t *testing.T) {
 					t.Errorf("%s at maxclients: %v, want the setting to raise or lower", name, err)
 				}
 			}
+			// One worker (soakd verify's reads): nothing to lower.
+			one := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: "mc:"}, Password: pw, Workers: 1})
+			if err := one.Ping(ctx); err == nil || !strings.HasSuffix(err.Error(), "WORKERS=1, and a few for readiness and the target watch, beside other clients; raise maxclients)") {
+				t.Errorf("ping of one worker at maxclients: %v, want only maxclients to raise", err)
+			}
 		})
 	}
 }

@@ -710,9 +710,14 @@ func (s *Sink) wrap(n int, err error) error {
 	}
 	if goredis.IsMaxClientsError(err) {
 		// The server's limit, which the user raises or meets with fewer
-		// workers: the reply alone names neither.
-		return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (the server's maxclients: soakd opens a connection per worker, WORKERS=%d, and a few for readiness and the target watch, beside other clients; raise maxclients or lower WORKERS)",
-			n, s.where, err, s.workers))
+		// workers: the reply alone names neither. One worker (soakd
+		// verify's reads, WORKERS=1) leaves nothing to lower.
+		fewer := " or lower WORKERS"
+		if s.workers <= 1 {
+			fewer = ""
+		}
+		return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (the server's maxclients: soakd opens a connection per worker, WORKERS=%d, and a few for readiness and the target watch, beside other clients; raise maxclients%s)",
+			n, s.where, err, s.workers, fewer))
 	}
 	if hint := s.noPermHint(err); hint != "" {
 		return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (%s)", n, s.where, err, hint))
