@@ -325,12 +325,12 @@ var (
 	errFaces      error
 )
 
-// faces are the Go fonts at fontSize × PNGScale.
 // faceMu serialises the use of the shared faces: an opentype.Face keeps
 // a glyph buffer and is not safe for concurrent use, and reports may be
 // drawn at once (parallel sweeps and tests in one process).
 var faceMu sync.Mutex
 
+// faces are the Go fonts at fontSize × PNGScale.
 func faces() (font.Face, font.Face) {
 	facesOnce.Do(func() {
 		mk := func(ttf []byte) font.Face {
