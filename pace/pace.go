@@ -135,30 +135,38 @@ func (r *Rate) UnmarshalText(b []byte) error {
 // MarshalText implements encoding.TextMarshaler.
 func (r Rate) MarshalText() ([]byte, error) { return []byte(r.text), nil }
 
+// SplitSuffix splits the k, K, M, g or G that may end a number off s,
+// giving the number and what it is multiplied by (1 without a suffix). A
+// lower-case m is no suffix here: 1m reads as a minute (or milli) as often
+// as a million, so callers refuse it and ask for M.
+func SplitSuffix(s string) (num string, mult float64) {
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'k', 'K':
+			return s[:n-1], 1e3
+		case 'M':
+			return s[:n-1], 1e6
+		case 'g', 'G':
+			return s[:n-1], 1e9
+		}
+	}
+	return s, 1
+}
+
 // parseNumber parses a non-negative rate with an optional k/M/G suffix and
 // an optional "/s".
 func parseNumber(s string) (float64, error) {
 	s = strings.TrimSpace(s)
 	s = strings.TrimSuffix(s, "/s")
-	mult := 1.0
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'k', 'K':
-			mult, s = 1e3, s[:n-1]
-		case 'M':
-			mult, s = 1e6, s[:n-1]
-		case 'm':
-			// 1m reads as a minute (or milli) as often as a million: refuse
-			// to guess. There is no per-minute rate: rates are per second.
-			if v, err := strconv.ParseFloat(s[:n-1], 64); err == nil && v >= 0 && v <= MaxRate {
-				return 0, fmt.Errorf("lower-case m is ambiguous: did you mean %sM (%s million/s)? a rate is per second: %s per minute is %s",
-					s[:n-1], s[:n-1], s[:n-1], strconv.FormatFloat(v/60, 'g', 4, 64))
-			}
-			return 0, fmt.Errorf("%q is not a rate (want a number like 5000, 2.5k or 1M)", s)
-		case 'g', 'G':
-			mult, s = 1e9, s[:n-1]
+	if n := len(s); n > 0 && s[n-1] == 'm' {
+		// There is no per-minute rate either: rates are per second.
+		if v, err := strconv.ParseFloat(s[:n-1], 64); err == nil && v >= 0 && v <= MaxRate {
+			return 0, fmt.Errorf("lower-case m is ambiguous: did you mean %sM (%s million/s)? a rate is per second: %s per minute is %s",
+				s[:n-1], s[:n-1], s[:n-1], strconv.FormatFloat(v/60, 'g', 4, 64))
 		}
+		return 0, fmt.Errorf("%q is not a rate (want a number like 5000, 2.5k or 1M)", s)
 	}
+	s, mult := SplitSuffix(s)
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || strings.ContainsAny(s, "xXpP_") {
 		return 0, fmt.Errorf("%q is not a rate (want a number like 5000, 2.5k or 1M)", s)

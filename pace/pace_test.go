@@ -277,3 +277,18 @@ func TestRateTextTrimmed(t *testing.T) {
 		}
 	}
 }
+
+func TestSplitSuffix(t *testing.T) {
+	for _, c := range []struct {
+		in, num string
+		mult    float64
+	}{
+		{"2.5k", "2.5", 1e3}, {"3K", "3", 1e3}, {"1M", "1", 1e6}, {"4g", "4", 1e9}, {"4G", "4", 1e9},
+		{"7", "7", 1}, {"1m", "1m", 1}, {"", "", 1}, {"k", "", 1e3},
+	} {
+		num, mult := SplitSuffix(c.in)
+		if num != c.num || mult != c.mult {
+			t.Errorf("SplitSuffix(%q) = %q, %g; want %q, %g", c.in, num, mult, c.num, c.mult)
+		}
+	}
+}

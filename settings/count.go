@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/soakd/soakd/pace"
 )
 
 // decimal is a number as users write counts: digits with an optional
@@ -125,23 +127,14 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 // error, which says so.
 func ParseNumber(s string) (float64, error) {
 	t := strings.TrimSpace(s)
+	if n := len(t); n > 1 && t[n-1] == 'm' {
+		if v, err := strconv.ParseFloat(t[:n-1], 64); err == nil && !math.IsInf(v, 0) && !math.IsNaN(v) {
+			return 0, fmt.Errorf("%q: lower-case m is ambiguous: write M for a million (%sM)", s, t[:n-1])
+		}
+	}
 	mult := 1.0
-	if n := len(t); n > 1 {
-		switch t[n-1] {
-		case 'k', 'K':
-			mult = 1e3
-		case 'M':
-			mult = 1e6
-		case 'G', 'g':
-			mult = 1e9
-		case 'm':
-			if v, err := strconv.ParseFloat(t[:n-1], 64); err == nil && !math.IsInf(v, 0) && !math.IsNaN(v) {
-				return 0, fmt.Errorf("%q: lower-case m is ambiguous: write M for a million (%sM)", s, t[:n-1])
-			}
-		}
-		if mult != 1 {
-			t = t[:n-1]
-		}
+	if len(t) > 1 {
+		t, mult = pace.SplitSuffix(t)
 	}
 	v, err := strconv.ParseFloat(t, 64)
 	if err != nil {
