@@ -97,8 +97,29 @@ func writeTarget(out io.Writer, t *targetwatch.Summary) {
 		fmt.Fprintf(out, "  WARNING: the target discarded %.0f values it answered as written during the run (other writers' included)%s: "+
 			"acknowledged overstates what it holds%s\n", f.Last-f.First, byReason(t.DiscardedBy), discardHint(t.DiscardedBy))
 	}
-	if len(t.Unavailable) > 0 {
-		fmt.Fprintf(out, "  not read: %s\n", strings.Join(slices.Sorted(maps.Keys(t.Unavailable)), ", "))
+	writeNotRead(out, t.Unavailable)
+}
+
+// writeNotRead prints the figures not read, a line per reason, each
+// reason once after the figures it kept from being read (INFO memory
+// refused is memory and memory_fragmentation_ratio), so a store that
+// answers few of the questions says which and why.
+func writeNotRead(out io.Writer, unavailable map[string]string) {
+	var reasons []string
+	figures := map[string][]string{}
+	for _, k := range slices.Sorted(maps.Keys(unavailable)) {
+		why := unavailable[k]
+		if len(figures[why]) == 0 {
+			reasons = append(reasons, why)
+		}
+		figures[why] = append(figures[why], k)
+	}
+	for _, why := range reasons {
+		if why == "" {
+			fmt.Fprintf(out, "  not read: %s\n", strings.Join(figures[why], ", "))
+			continue
+		}
+		fmt.Fprintf(out, "  not read: %s (%s)\n", strings.Join(figures[why], ", "), why)
 	}
 }
 

@@ -39,6 +39,8 @@ type watchedSink struct {
 	// headOnly makes the summed storage 0 B, the values held in the WAL
 	// (which is not summed), as Prometheus before its first block.
 	headOnly bool
+	// walWhy replaces the reason the WAL's size is not read.
+	walWhy string
 
 	mu    sync.Mutex
 	calls int
@@ -77,6 +79,9 @@ func (s *watchedSink) TargetFigures(ctx context.Context) (sinks.TargetFigures, e
 		Stats: map[string]float64{sinks.StatKeys: 100 * float64(n), sinks.StatEvictions: 3 * float64(n),
 			sinks.StatFragmentation: used / 1000},
 		Unavailable: map[string]string{"wal": "permission denied for pg_ls_waldir", sinks.StatActiveSeries: "no head series"},
+	}
+	if s.walWhy != "" {
+		f.Unavailable["wal"] = s.walWhy
 	}
 	if s.headOnly {
 		f.Storage = map[string]float64{"blocks": 0, "head_chunks": 0, "wal": 4096 * float64(n)}
@@ -381,6 +386,21 @@ func TestWatchOffAndWithoutCapability(t *testing.T) {
 		}
 		if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
 			t.Errorf("%d metrics (%v), want none", n, err)
+		}
+	})
+}
+
+// Why a figure is not read is the server's words, which may quote the
+// target's password: /status and the summary show them scrubbed. Bug
+// caught: the sink's reasons copied as they came.
+func TestUnavailableReasonIsScrubbed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &watchedSink{walWhy: "cannot read the WAL as user u with password Hunter2Secret"}
+		tw, _, _, _ := run(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "watched://u:Hunter2Secret@db/",
+			"SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "3s", "SOAKD_SEQ_WATCH_INTERVAL", "1s"), plugins(s))
+		why, ok := statusOf(t, tw, "seq").Unavailable["wal"]
+		if !ok || strings.Contains(why, "Hunter2Secret") || !strings.Contains(why, "cannot read the WAL as user u") {
+			t.Errorf("unavailable wal %q, want the reason with the password hidden", why)
 		}
 	})
 }

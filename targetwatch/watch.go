@@ -3,7 +3,6 @@ package targetwatch
 import (
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -130,13 +129,22 @@ func newWatch(h *daemon.Handle, log *zap.Logger, said *logthrottle.Once, grace t
 	case sources.KV:
 		w.counted = "records"
 	}
-	if tw, ok := h.Sink().(sinks.TargetWatcher); ok {
+	tw, ok := h.Sink().(sinks.TargetWatcher)
+	switch {
+	case ok && !cfg.Builtin:
 		w.figures = tw
-	} else {
+	case cfg.Builtin:
+		// The built-in Redis answers INFO with little but refusals,
+		// which a summary would list as figures not read; what it holds
+		// and costs is soakd's own process.
+		w.noFigures = "the built-in target runs in soakd's own process: its figures are soakd's"
+	default:
 		w.noFigures = fmt.Sprintf("the %s sink cannot read its target's own figures", cfg.Sink.Scheme())
 		if cfg.WatchProcess == "" {
 			w.noFigures += fmt.Sprintf(" (%sWATCH_PROCESS can watch its process)", config.Prefix(cfg.Name))
 		}
+	}
+	if w.figures == nil {
 		w.st.unavailable[unavailableSink] = w.noFigures
 		// The built-in targets live in this process: nothing to say
 		// about them unless asked.
@@ -300,7 +308,9 @@ func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 				delete(st.unavailable, k)
 			}
 		}
-		maps.Copy(st.unavailable, f.Unavailable)
+		for k, why := range f.Unavailable {
+			st.unavailable[k] = w.scrub(why) // a server's words, shown in /status and the summary
+		}
 	}
 	switch {
 	case pr.ok:
