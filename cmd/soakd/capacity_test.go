@@ -266,6 +266,26 @@ func TestCapacityStoppedIsALowerBound(t *testing.T) {
 	}
 }
 
+// A search with no target set runs against the built-in target, in
+// soakd's own process: the report names it where the target's version
+// goes, so a report passed on without its log does not read as a
+// database's capacity.
+func TestCapacityOfTheBuiltinTargetSaysSo(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "cap")
+	_, stdout, stderr := run(t, map[string]string{"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "seq",
+		"SOAKD_W_BATCH_SIZE": "10", "SOAKD_LISTEN": "off", "SOAKD_PROGRESS_INTERVAL": "0", "SOAKD_DURATION": "4s",
+		"SOAKD_CAPACITY_START": "1000", "SOAKD_CAPACITY_WARMUP": "1s", "SOAKD_CAPACITY_SETTLE": "1s", "SOAKD_CAPACITY_HOLD": "1s",
+		"SOAKD_CAPACITY_OUT": out}, "capacity")
+	want := "the built-in target null://"
+	if !strings.Contains(stdout, "| target of w | "+want) || !strings.Contains(stdout, "no SOAKD_W_TARGET set") {
+		t.Errorf("the report does not say the target is the built-in one:\n%s\n%s", stdout, tail(stderr, 2000))
+	}
+	if res := readJSON[capacity.Result](t, out+".json"); !strings.HasPrefix(res.Servers["w"], want) {
+		t.Errorf("JSON servers %v, want w's built-in target", res.Servers)
+	}
+}
+
 // A summary (SOAKD_SUMMARY_JSON) or a run report (SOAKD_REPORT) that
 // cannot be written (/dev/full: its directory exists, so the settings
 // pass) fails the search after its own report is written: the search's
