@@ -42,6 +42,9 @@ func (r *Result) writeGridMarkdown(out io.Writer) {
 	for _, row := range r.Environment.Rows() {
 		fmt.Fprintf(out, "| %s | %s |\n", row[0], row[1])
 	}
+	if r.BuiltinTarget != "" {
+		fmt.Fprintf(out, "| target | %s |\n", r.BuiltinTarget)
+	}
 	fmt.Fprintf(out, "\nOrder: %s. Each point: %s%s; runs without a finite data set last %s.\n", r.order(), runs(sc.Repeats), r.resetNote(), sc.Duration)
 	if len(r.Run) > 0 {
 		fmt.Fprintf(out, "\nSettings: `%s`\n", strings.Join(r.Run, "` `"))

@@ -34,6 +34,9 @@ func (r *Result) WriteMarkdown(out io.Writer) {
 	for _, row := range r.Environment.Rows() {
 		fmt.Fprintf(out, "| %s | %s |\n", row[0], row[1])
 	}
+	if r.BuiltinTarget != "" {
+		fmt.Fprintf(out, "| target | %s |\n", r.BuiltinTarget)
+	}
 	fmt.Fprintf(out, "\nEach point: %s%s; runs without a finite data set last %s.\n", runs(sc.Repeats), r.resetNote(), sc.Duration)
 	if len(r.Run) > 0 {
 		fmt.Fprintf(out, "\nSettings: `%s`\n", strings.Join(r.Run, "` `"))

@@ -181,6 +181,10 @@ type Result struct {
 	// the report keeps with its point: the point, the run and how long
 	// it ran; "" when none was.
 	CutShort string `json:"cut_short,omitempty"`
+	// BuiltinTarget says that no TARGET was set: every point ran against
+	// the built-in target in soakd's own process, so its figures are
+	// soakd's own with it, not a database's.
+	BuiltinTarget string `json:"builtin_target,omitempty"`
 }
 
 // Grid says whether r is a sweep over SOAKD_SWEEP_GRID.
@@ -226,6 +230,10 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 	plan, err := res.plan(cfg, environ, d.Plugins, kv)
 	if err != nil {
 		return nil, err
+	}
+	if builtin := plan[0].wc; builtin.Builtin && !slices.ContainsFunc(res.Axes, func(a Axis) bool { return a.Name == "TARGET" }) {
+		res.BuiltinTarget = fmt.Sprintf("the built-in target %s, in soakd's own process (no %sTARGET set): "+
+			"the figures are soakd's own with it, not a database's", builtin.Sink.Redacted, config.Prefix(builtin.Name))
 	}
 	if err := checkShapes(ctx, res, plan, d.Plugins, sc.Reset); err != nil {
 		return nil, err

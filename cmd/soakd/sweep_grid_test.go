@@ -196,6 +196,9 @@ func TestSweepGridOverTargets(t *testing.T) {
 	if v := res.Points[0].AxisValues[0]; !strings.Contains(v, "xxxxx") || !strings.HasPrefix(v, "postgres://postgres:") {
 		t.Errorf("the first target shows as %q, want its URL with the password redacted", v)
 	}
+	if res.BuiltinTarget != "" {
+		t.Errorf("builtin_target %q in a sweep over TARGET", res.BuiltinTarget)
+	}
 	if res.Points[2].AxisValues[0] != tsURL {
 		t.Errorf("the second target shows as %q, want %q", res.Points[2].AxisValues[0], tsURL)
 	}

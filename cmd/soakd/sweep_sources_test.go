@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 
 // Every source the composition root registers, finite or endless, ends a
 // one-point sweep bounded by SOAKD_SWEEP_DURATION and reports the point,
-// on its built-in target. A source added to the registry is covered here
+// on its built-in target, which the report names. A source added to the registry is covered here
 // without a change.
 func TestSweepEndsOnEverySource(t *testing.T) {
 	for _, e := range plugins.All().Sources.Entries() {
@@ -38,6 +39,11 @@ func TestSweepEndsOnEverySource(t *testing.T) {
 				res := readJSON[sweep.Result](t, out+".json")
 				if len(res.Points) != 1 || len(res.Points[0].Rates) != 1 || res.Points[0].Rates[0] <= 0 {
 					t.Fatalf("points %+v, want one with one run that wrote", res.Points)
+				}
+				// No TARGET: the report says the figures are soakd's own.
+				if !strings.HasPrefix(res.BuiltinTarget, "the built-in target ") ||
+					!strings.Contains(stdout.String(), "| target | "+res.BuiltinTarget+" |") {
+					t.Errorf("builtin_target %q; the report must say the target was the built-in one:\n%s", res.BuiltinTarget, stdout.String())
 				}
 			})
 		}
