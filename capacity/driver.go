@@ -619,11 +619,10 @@ func forSearch(cfg *config.Config) *config.Config {
 func serverVersions(ws []*daemon.Handle) map[string]string {
 	out := map[string]string{}
 	for _, w := range ws {
-		if cfg := w.Config(); cfg.Builtin {
+		if cfg := w.Config(); cfg.BuiltinTarget() != "" {
 			// A report passed on without its log must not read as a
 			// database's capacity.
-			out[w.Name()] = fmt.Sprintf("the built-in target %s, in soakd's own process (no %sTARGET set): "+
-				"the knee is soakd's own with it, not a database's", cfg.Sink.Redacted, config.Prefix(cfg.Name))
+			out[w.Name()] = cfg.BuiltinTarget() + ": the knee is soakd's own with it, not a database's"
 			continue
 		}
 		v, ok := w.Sink().(sinks.Versioner)

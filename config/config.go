@@ -149,6 +149,15 @@ func (w *Workload) BatchUnits(k sources.Kind) (n int, setting string) {
 	return w.Pipeline, "PIPELINE"
 }
 
+// BuiltinTarget names the built-in target w runs against when it sets
+// no TARGET, for reports read without the log: "" when it sets one.
+func (w *Workload) BuiltinTarget() string {
+	if !w.Builtin {
+		return ""
+	}
+	return fmt.Sprintf("the built-in target %s, in soakd's own process (no %sTARGET set)", w.Sink.Redacted, Prefix(w.Name))
+}
+
 // Common is what w's source reads of its settings beyond its own.
 func (w *Workload) Common() sources.Common {
 	return sources.Common{Workload: w.Name, Source: w.Source, Seed: w.Seed, Shard: w.Shard, Builtin: w.Target == ""}

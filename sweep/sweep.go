@@ -231,9 +231,8 @@ func Run(ctx context.Context, cfg *config.Config, environ map[string]string, d d
 	if err != nil {
 		return nil, err
 	}
-	if builtin := plan[0].wc; builtin.Builtin && !slices.ContainsFunc(res.Axes, func(a Axis) bool { return a.Name == "TARGET" }) {
-		res.BuiltinTarget = fmt.Sprintf("the built-in target %s, in soakd's own process (no %sTARGET set): "+
-			"the figures are soakd's own with it, not a database's", builtin.Sink.Redacted, config.Prefix(builtin.Name))
+	if b := plan[0].wc.BuiltinTarget(); b != "" && !slices.ContainsFunc(res.Axes, func(a Axis) bool { return a.Name == "TARGET" }) {
+		res.BuiltinTarget = b + ": the figures are soakd's own with it, not a database's"
 	}
 	if err := checkShapes(ctx, res, plan, d.Plugins, sc.Reset); err != nil {
 		return nil, err
