@@ -719,7 +719,14 @@ func (s *Sink) wrap(n int, err error) error {
 		return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (the server's maxclients: soakd opens a connection per worker, WORKERS=%d, and a few for readiness and the target watch, beside other clients; raise maxclients%s)",
 			n, s.where, err, s.workers, fewer))
 	}
-	if hint := s.noPermHint(err); hint != "" {
+	if m := s.clusterMismatch(err); m != nil {
+		return m
+	}
+	hint := s.noPermHint(err)
+	if hint == "" {
+		hint = s.clusterDownHint(err)
+	}
+	if hint != "" {
 		return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (%s)", n, s.where, err, hint))
 	}
 	return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w", n, s.where, err))

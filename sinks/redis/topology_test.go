@@ -244,3 +244,46 @@ func TestSingleRedisAsClusterOrSentinel(t *testing.T) {
 		t.Errorf("redis:// to the same server: %v", err)
 	}
 }
+
+// A redis:// URL to a node of a Redis Cluster is a configuration error
+// saying what the server is and to use redis-cluster://, not a MOVED
+// reply read as a refusal of what the target holds, nor a SELECT refused
+// as a wrong database; a cluster that serves no slot says to assign them,
+// through either scheme, and stays a server error, retried.
+func TestClusterNodeAsSingle(t *testing.T) {
+	a, _, _, _ := twoNodeCluster(t)
+	bare := clusterNode(t) // cluster mode, no slot assigned
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix = 200, "cn:"
+	src := source(t, c)
+	_, probe, _ := src.Preload()
+	pb := src.NewBatch()
+	probe(pb)
+	shape := sinks.Options{Shape: src.Shape()}
+	ctx := t.Context()
+
+	_, err := open(t, "redis://"+a+"/0", shape).Present(ctx, pb)
+	if sinks.ClassOf(err) != sinks.Rejected || !sinks.IsProtocolMismatch(err) ||
+		!strings.Contains(err.Error(), "the server at "+a+" is a node of a Redis Cluster (it answered MOVED") ||
+		!strings.Contains(err.Error(), "use redis-cluster:// with its address, or those of its masters, rather than redis://") {
+		t.Errorf("Present through redis:// to a cluster node = %v; want a rejected protocol mismatch saying to use redis-cluster://", err)
+	}
+	err = open(t, "redis://"+a+"/3", shape).Ping(ctx)
+	if sinks.ClassOf(err) != sinks.Rejected || !sinks.IsProtocolMismatch(err) ||
+		!strings.Contains(err.Error(), "is a node of a Redis Cluster (it has database 0 only") ||
+		!strings.Contains(err.Error(), "rather than redis://") {
+		t.Errorf("Ping of redis://%s/3 = %v; want a rejected protocol mismatch saying to use redis-cluster://", a, err)
+	}
+
+	_, err = open(t, "redis://"+bare+"/0", shape).Present(ctx, pb)
+	if ok, _ := sinks.Retryable(err); !ok || sinks.ClassOf(err) != sinks.Server ||
+		!strings.Contains(err.Error(), "CLUSTER ADDSLOTSRANGE 0 16383") || !strings.Contains(err.Error(), "use redis-cluster:// rather than redis://") {
+		t.Errorf("Present through redis:// to a node without slots = %v; want a retryable server error saying to assign the slots", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = open(t, "redis-cluster://"+bare, shape).Ping(pctx)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "CLUSTER ADDSLOTSRANGE 0 16383") || strings.Contains(err.Error(), "rather than") {
+		t.Errorf("Ping of redis-cluster:// to a node without slots = %v; want it to say to assign the slots", err)
+	}
+}
