@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/soakd/soakd/internal/testserver"
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
 )
 
 func TestClassify(t *testing.T) {
@@ -73,6 +76,48 @@ func TestNoPermHint(t *testing.T) {
 		got := s.noPermHint(replyError(msg))
 		if want == "" && got != "" || want != "" && !strings.Contains(got, want) {
 			t.Errorf("%q: hint %q, want one with %q", msg, got, want)
+		}
+	}
+}
+
+// A server that refuses writes for its own state says what to change:
+// at its maxmemory with noeviction (OOM), raise it or hold fewer records;
+// a read-only replica (READONLY), write to its master. Neither reply
+// names a setting.
+func TestRefusalHints(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	ctx := t.Context()
+	_, b := insertBatch(t)
+	s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: "e:"}})
+	for _, tc := range []struct {
+		name       string
+		make, lift [][]any
+		want       string
+	}{
+		{"OOM", [][]any{{"CONFIG", "SET", "maxmemory-policy", "noeviction"}, {"CONFIG", "SET", "maxmemory", "1"}},
+			[][]any{{"CONFIG", "SET", "maxmemory", "0"}},
+			"(the server is at its maxmemory and evicts none of soakd's keys (maxmemory-policy noeviction, or a volatile-* policy: soakd's keys have no TTL): raise its maxmemory, or hold fewer records (RECORDS, FIELDS, FIELD_LENGTH))"},
+		{"READONLY", [][]any{{"REPLICAOF", "127.0.0.1", strconv.Itoa(testserver.ClosedPort(t))}},
+			[][]any{{"REPLICAOF", "NO", "ONE"}},
+			"(the server is a read-only replica: set TARGET to its master (INFO replication's master_host and master_port), or use redis-sentinel:// to follow its master through failovers)"},
+	} {
+		for _, cmd := range tc.make {
+			if err := a.Do(ctx, cmd...).Err(); err != nil {
+				t.Fatalf("%v: %v", cmd, err)
+			}
+		}
+		_, err := s.Write(ctx, b)
+		if err == nil || errClass(t, err) != sinks.Rejected || !strings.Contains(err.Error(), tc.name) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: write = %v; want a rejection saying %q", tc.name, err, tc.want)
+		}
+		for _, cmd := range tc.lift {
+			if err := a.Do(ctx, cmd...).Err(); err != nil {
+				t.Fatalf("%v: %v", cmd, err)
+			}
+		}
+		if _, err := s.Write(ctx, b); err != nil {
+			t.Errorf("%s lifted: write = %v", tc.name, err)
 		}
 	}
 }

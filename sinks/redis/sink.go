@@ -726,6 +726,9 @@ func (s *Sink) wrap(n int, err error) error {
 	if hint == "" {
 		hint = s.clusterDownHint(err)
 	}
+	if hint == "" {
+		hint = refusalHint(err)
+	}
 	if hint != "" {
 		return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (%s)", n, s.where, err, hint))
 	}
@@ -752,6 +755,26 @@ func (s *Sink) noPermHint(err error) string {
 		return ""
 	}
 	return "the URL's user may not run a command soakd sends: allow it in its ACL, e.g. +@read +@write, or connect as another user"
+}
+
+// refusalHint says what to change when the server refuses writes for
+// its own state: a read-only replica (READONLY), or one at its maxmemory
+// that evicts none of soakd's keys (OOM). Neither reply names the
+// setting at fault. "" for other errors.
+func refusalHint(err error) string {
+	var rerr goredis.Error
+	if !errors.As(err, &rerr) {
+		return ""
+	}
+	switch code, _, _ := strings.Cut(rerr.Error(), " "); code {
+	case "READONLY":
+		return "the server is a read-only replica: set TARGET to its master (INFO replication's master_host and master_port), " +
+			"or use redis-sentinel:// to follow its master through failovers"
+	case "OOM":
+		return "the server is at its maxmemory and evicts none of soakd's keys (maxmemory-policy noeviction, or a volatile-* policy: " +
+			"soakd's keys have no TTL): raise its maxmemory, or hold fewer records (RECORDS, FIELDS, FIELD_LENGTH)"
+	}
+	return ""
 }
 
 // Present counts how many of the keys read by b's operations hold a
