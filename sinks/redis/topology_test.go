@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -285,5 +286,30 @@ func TestClusterNodeAsSingle(t *testing.T) {
 	cancel()
 	if err == nil || !strings.Contains(err.Error(), "CLUSTER ADDSLOTSRANGE 0 16383") || strings.Contains(err.Error(), "rather than") {
 		t.Errorf("Ping of redis-cluster:// to a node without slots = %v; want it to say to assign the slots", err)
+	}
+}
+
+// A cluster's URL may name database 0, the one it has, as a path or db=:
+// the sink writes through it as without.
+func TestClusterDatabaseZero(t *testing.T) {
+	a, b, _, _ := twoNodeCluster(t)
+	shape := sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: "z:"}}
+	for _, raw := range []string{"redis-cluster://" + a + "," + b + "/0", "redis-cluster://" + a + "?db=0&addr=" + b} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseURL(u); err != nil {
+			t.Errorf("ParseURL(%s): %v", raw, err)
+			continue
+		}
+		s := open(t, raw, shape)
+		if err := s.Ping(t.Context()); err != nil {
+			t.Errorf("Ping(%s): %v", raw, err)
+		}
+		_, batch := insertBatch(t)
+		if _, err := s.Write(t.Context(), batch); err != nil {
+			t.Errorf("Write through %s: %v", raw, err)
+		}
 	}
 }
