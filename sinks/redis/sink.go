@@ -58,6 +58,9 @@ type Sink struct {
 	log      *zap.Logger
 	where    string // redacted target, for error messages
 	workers  int    // the workload's WORKERS, for the maxclients hint
+	// scans: the workload scans, through the index, so the load probe
+	// asks the index for each record too (Present).
+	scans bool
 
 	// free holds the call states not in use. In single-server mode each
 	// owns a RESP connection; in sentinel mode a dedicated go-redis
@@ -114,7 +117,8 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 	}
 	log := o.Log()
 	quietClient.Do(func() { goredis.SetLogger(clientLog{log.Named("go-redis")}) })
-	s := &Sink{cfg: cfg, dt: dt, prefix: prefix, index: prefix + "_indices", log: log, where: where, workers: max(o.Workers, 1)}
+	s := &Sink{cfg: cfg, dt: dt, prefix: prefix, index: prefix + "_indices", log: log, where: where, workers: max(o.Workers, 1),
+		scans: o.Shape.Scans && cfg.Index}
 	s.names = make([]string, sources.MaxFields)
 	for i := range s.names {
 		s.names[i] = "field" + strconv.Itoa(i)
@@ -818,10 +822,14 @@ func (s *Sink) Present(ctx context.Context, b *sources.Batch) (int, error) {
 	}
 	n := 0
 	var other map[string]int
-	for _, sl := range c.used[:records] {
+	var stored []string // the keys that hold a record, for the index check
+	for i, sl := range c.used[:records] {
 		switch t := sl.got; string(t) {
 		case string(s.dt):
 			n++
+			if s.scans {
+				stored = append(stored, view(b.Key(&b.Ops[i])))
+			}
 		case "none":
 		default:
 			if other == nil {
@@ -832,6 +840,35 @@ func (s *Sink) Present(ctx context.Context, b *sources.Batch) (int, error) {
 	}
 	if other != nil {
 		return 0, s.typeMismatch(other, records)
+	}
+	if len(stored) > 0 {
+		return s.indexed(ctx, c, stored)
+	}
+	return n, nil
+}
+
+// indexed counts how many of keys, records stored, the scan index holds
+// (ZSCORE, one per key, pipelined on c). A scan walks the index from its
+// first record: records stored without it (by a run with index=false, an
+// index deleted or evicted) are not there for scans, which read the next
+// records the index holds instead, as found. Present counts them
+// missing, so that LOAD=auto loads them, and the index with them.
+func (s *Sink) indexed(ctx context.Context, c *call, keys []string) (int, error) {
+	if string(c.used[len(c.used)-1].got) == "none" {
+		return 0, nil // no index at all
+	}
+	c.cmds, c.used, c.opOf = c.cmds[:0], c.used[:0], c.opOf[:0]
+	for _, k := range keys {
+		s.add(c, kIdxScore, 0, smallReply).strs[0] = k
+	}
+	if err := s.exec(ctx, c); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, sl := range c.used {
+		if len(sl.got) > 0 { // a score; nil when the index lacks the key
+			n++
+		}
 	}
 	return n, nil
 }

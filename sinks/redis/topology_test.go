@@ -313,3 +313,57 @@ func TestClusterDatabaseZero(t *testing.T) {
 		}
 	}
 }
+
+// Records stored without the scan index (a run with index=false, an
+// index deleted) are missing to a workload that scans: its scans would
+// read the next records the index holds instead, counted done. The load
+// probe counts them missing, so LOAD=auto loads them with the index; on
+// one server and through a cluster.
+func TestProbeFindsRecordsOutsideTheIndex(t *testing.T) {
+	srv := testserver.Redis(t)
+	ca, cb, _, _ := twoNodeCluster(t)
+	for _, tc := range []struct{ name, url string }{
+		{"single", srv.URL},
+		{"cluster", "redis-cluster://" + ca + "," + cb},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			c := kv.DefaultConfig()
+			c.Records, c.KeyPrefix = 300, "ix"+tc.name+":"
+			c.Workload, _ = kv.ParseWorkload("a")
+			plain := source(t, c)
+			sep := "?"
+			if strings.Contains(tc.url, "?") {
+				sep = "&"
+			}
+			runLoad(t, plain, open(t, tc.url+sep+"index=false", sinks.Options{Shape: plain.Shape()}), 2)
+
+			c.Workload, _ = kv.ParseWorkload("e")
+			scans := source(t, c)
+			s := open(t, tc.url, sinks.Options{Shape: scans.Shape()})
+			_, probe, _ := scans.Preload()
+			pb := scans.NewBatch()
+			probe(pb)
+			if n, err := s.Present(ctx, pb); err != nil || n != 0 {
+				t.Errorf("Present without an index = %d of %d, %v; want 0", n, len(pb.Ops), err)
+			}
+			// An index that holds other records only.
+			if err := s.c.(interface {
+				ZAdd(context.Context, string, ...goredis.Z) *goredis.IntCmd
+			}).ZAdd(ctx, c.KeyPrefix+"_indices", goredis.Z{Score: 1e9, Member: c.KeyPrefix + "other"}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := s.Present(ctx, pb); err != nil || n != 0 {
+				t.Errorf("Present with an index of other records = %d of %d, %v; want 0", n, len(pb.Ops), err)
+			}
+			// A workload that does not scan needs no index.
+			if n, err := open(t, tc.url, sinks.Options{Shape: plain.Shape()}).Present(ctx, pb); err != nil || n != len(pb.Ops) {
+				t.Errorf("Present for a workload without scans = %d of %d, %v; want all", n, len(pb.Ops), err)
+			}
+			runLoad(t, scans, s, 2)
+			if n, err := s.Present(ctx, pb); err != nil || n != len(pb.Ops) {
+				t.Errorf("Present after a load with the index = %d of %d, %v; want all", n, len(pb.Ops), err)
+			}
+		})
+	}
+}
