@@ -478,6 +478,24 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 			c.missed = append(c.missed, sc.op)
 			s.misses.Add(1)
 		}
+		if found > 0 && s.cfg.Index {
+			// The first key found is the scan's own record's, the only
+			// one of its score: another means the index lacks the record
+			// (stored with index=false, or the index deleted or
+			// evicted), and the scan would read the records after it as
+			// if it were there.
+			var first string
+			if len(keys) > 0 {
+				first = keys[0]
+			} else {
+				first = c.keys.key(sc.sl.keyFrom)
+			}
+			if first != view(b.Key(&b.Ops[sc.op])) {
+				c.missed = append(c.missed, sc.op)
+				s.misses.Add(1)
+				continue
+			}
+		}
 		c.cur = sc.op
 		for _, k := range keys {
 			s.addRead(c, k, sc.field, b)
@@ -509,9 +527,13 @@ func (s *Sink) missing(c *call, b *sources.Batch) error {
 	slices.Sort(c.missed)
 	units := slices.Compact(c.missed)
 	first := &b.Ops[units[0]]
+	index := ""
+	if first.Op == sources.OpScan {
+		index = fmt.Sprintf("; a scan finds its records through the scan index %q, which may lack it", s.index)
+	}
 	return &sinks.UnitsError{Units: slices.Clone(units), Err: sinks.NewError(sinks.Empty, false,
-		fmt.Errorf("%d of %d operations read no record on %s, though the run loaded or inserted them (first: %s of key %q)",
-			len(units), len(b.Ops), s.where, first.Op, b.Key(first)))}
+		fmt.Errorf("%d of %d operations read no record on %s, though the run loaded or inserted them (first: %s of key %q%s)",
+			len(units), len(b.Ops), s.where, first.Op, b.Key(first), index))}
 }
 
 func (s *Sink) addRead(c *call, key string, field int16, b *sources.Batch) {

@@ -367,3 +367,68 @@ func TestProbeFindsRecordsOutsideTheIndex(t *testing.T) {
 		})
 	}
 }
+
+// A scan whose first record the index lacks (stored with index=false,
+// LOAD=off) fails as empty, as a read of a missing record does, rather
+// than reading the records after it as if it were there; once loaded with
+// the index, the same scans succeed. On one server (the keys read raw)
+// and through a cluster (through go-redis).
+func TestScanOutsideTheIndexMisses(t *testing.T) {
+	srv := testserver.Redis(t)
+	ca, cb, _, _ := twoNodeCluster(t)
+	for _, tc := range []struct{ name, url string }{
+		{"single", srv.URL},
+		{"cluster", "redis-cluster://" + ca + "," + cb},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			c := kv.DefaultConfig()
+			c.Records, c.KeyPrefix, c.ScanLength = 300, "sx"+tc.name+":", 5
+			c.Workload, _ = kv.ParseWorkload("a")
+			plain := source(t, c)
+			sep := "?"
+			if strings.Contains(tc.url, "?") {
+				sep = "&"
+			}
+			runLoad(t, plain, open(t, tc.url+sep+"index=false", sinks.Options{Shape: plain.Shape()}), 2)
+			// An index with one record only, the last: every scan finds it.
+			c.Workload, _ = kv.ParseWorkload("scan=1")
+			scans := source(t, c)
+			s := open(t, tc.url, sinks.Options{Shape: scans.Shape()})
+			st, err := scans.Stream(0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := scans.NewBatch()
+			_ = st.Fill(b, 20, 0)
+			var last string
+			var lastRecord uint64
+			for i := range b.Ops {
+				if b.Ops[i].Record >= lastRecord {
+					last, lastRecord = string(b.Key(&b.Ops[i])), b.Ops[i].Record
+				}
+			}
+			if err := s.c.(interface {
+				ZAdd(context.Context, string, ...goredis.Z) *goredis.IntCmd
+			}).ZAdd(ctx, c.KeyPrefix+"_indices", goredis.Z{Score: float64(lastRecord), Member: last}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Write(ctx, b)
+			var ue *sinks.UnitsError
+			want := 0
+			for i := range b.Ops {
+				if b.Ops[i].Record != lastRecord {
+					want++
+				}
+			}
+			if !errors.As(err, &ue) || errClass(t, err) != sinks.Empty || len(ue.Units) != want ||
+				!strings.Contains(err.Error(), "scan index \""+c.KeyPrefix+"_indices\"") {
+				t.Fatalf("scans of records outside the index = %v; want %d of %d failed as empty, naming the index", err, want, len(b.Ops))
+			}
+			runLoad(t, scans, s, 2)
+			if _, err := s.Write(ctx, b); err != nil {
+				t.Errorf("scans after a load with the index: %v", err)
+			}
+		})
+	}
+}
