@@ -774,8 +774,11 @@ func (s *Sink) noPermHint(err error) string {
 	// permissions to access the 'KEY' key": the words after "access",
 	// not the user's name, tell keys from a command.
 	if j := strings.Index(msg[i:], "permissions to access"); j >= 0 && strings.Contains(msg[i+j:], "key") {
+		// The ACL's key pattern is a glob: a prefix's own *, ?, [ and \
+		// escaped, as cleanup's SCAN pattern has them, or the pattern
+		// would match other keys, or none of the workload's.
 		return fmt.Sprintf("the URL's user may not use this workload's keys: allow them in its ACL (~%s*, which holds the scan index %s too), or set KEY_PREFIX to a prefix it may use",
-			s.prefix, s.index)
+			globEscape(s.prefix), s.index)
 	}
 	if !strings.Contains(msg[i:], "permissions to run") {
 		return ""
