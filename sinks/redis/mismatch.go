@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -191,4 +192,47 @@ func (s *Sink) clusterScheme() string {
 		return "redis-cluster:// (with tls=true)"
 	}
 	return "redis-cluster://"
+}
+
+// announceHint says, in cluster mode, that a failed dial was to a node's
+// address as the cluster announces it (CLUSTER SLOTS), not to one of the
+// URL's: a cluster in Docker or behind NAT announces addresses only its
+// own network reaches, and the address in the error is then one the user
+// never gave. "" for other errors, and for the URL's own addresses
+// (their names resolved once, for the address a dial reports).
+func (s *Sink) announceHint(err error) string {
+	if s.cfg.Mode != Cluster {
+		return ""
+	}
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" || op.Addr == nil {
+		return ""
+	}
+	addr := op.Addr.String()
+	if slices.Contains(s.cfg.Addrs, addr) || slices.Contains(s.urlAddrs(), addr) {
+		return ""
+	}
+	return fmt.Sprintf("%s is a node of the cluster at the address it announces (CLUSTER SLOTS), not an address of the target URL: "+
+		"soakd reaches each node at the address the cluster gives; check that the node is up and that address reachable from soakd "+
+		"(a cluster in Docker or behind NAT announces addresses only its own network reaches: cluster-announce-ip, cluster-announce-port)", addr)
+}
+
+// urlAddrs are the URL's addresses with their host names resolved, as a
+// dial's error reports them; looked up once, for announceHint.
+func (s *Sink) urlAddrs() []string {
+	s.resolveOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		for _, a := range s.cfg.Addrs {
+			host, port, err := net.SplitHostPort(a)
+			if err != nil || net.ParseIP(host) != nil {
+				continue
+			}
+			ips, _ := net.DefaultResolver.LookupHost(ctx, host)
+			for _, ip := range ips {
+				s.resolved = append(s.resolved, net.JoinHostPort(ip, port))
+			}
+		}
+	})
+	return s.resolved
 }

@@ -61,6 +61,9 @@ type Sink struct {
 	// scans: the workload scans, through the index, so the load probe
 	// asks the index for each record too (Present).
 	scans bool
+	// resolved: the URL's host names resolved (urlAddrs).
+	resolveOnce sync.Once
+	resolved    []string
 
 	// free holds the call states not in use. In single-server mode each
 	// owns a RESP connection; in sentinel mode a dedicated go-redis
@@ -718,6 +721,11 @@ func (s *Sink) exec(ctx context.Context, c *call) error {
 func (s *Sink) failed(ctx context.Context, n int, err error) error {
 	var rerr goredis.Error
 	if cerr := ctx.Err(); cerr != nil && !errors.As(err, &rerr) {
+		if h := s.announceHint(err); h != "" {
+			// The deadline passed while dialling a node the cluster
+			// announces: the dial's failure is the reason.
+			return sinks.NewError(sinks.Timeout, true, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (%w) (%s)", n, s.where, cerr, err, h))
+		}
 		return sinks.NewError(sinks.Timeout, true, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (%w)", n, s.where, cerr, err))
 	}
 	return s.wrap(n, err)
@@ -754,6 +762,9 @@ func (s *Sink) wrap(n int, err error) error {
 	}
 	if hint == "" {
 		hint = refusalHint(err)
+	}
+	if hint == "" {
+		hint = s.announceHint(err)
 	}
 	if hint != "" {
 		return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (%s)", n, s.where, err, hint))

@@ -432,3 +432,56 @@ func TestScanOutsideTheIndexMisses(t *testing.T) {
 		})
 	}
 }
+
+// A cluster node announced at an address soakd cannot reach (a cluster
+// in Docker or behind NAT: cluster-announce-ip) fails the dial to an
+// address the URL never named: the error says where it comes from and
+// what to change. A seed of the URL that is down, named by host name,
+// is not such a node.
+func TestClusterAnnouncedAddressUnreachable(t *testing.T) {
+	a, b, ca, cb := twoNodeCluster(t)
+	ctx := t.Context()
+	if err := cb.ConfigSet(ctx, "cluster-announce-ip", "127.0.0.2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, bport, _ := strings.Cut(b, ":")
+	announced := "127.0.0.2:" + bport
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		slots, _ := ca.ClusterSlots(ctx).Result()
+		if strings.Contains(fmt.Sprint(slots), "127.0.0.2") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not announce 127.0.0.2 after 20s: %v", b, slots)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix = 200, "an:"
+	src := source(t, c)
+	_, probe, _ := src.Preload()
+	pb := src.NewBatch()
+	probe(pb)
+	const hint = "is a node of the cluster at the address it announces (CLUSTER SLOTS), not an address of the target URL"
+	var err error
+	for range 20 { // go-redis may first answer with a timeout of its own
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err = open(t, "redis-cluster://"+a, sinks.Options{Shape: src.Shape()}).Present(pctx, pb)
+		cancel()
+		if strings.Contains(fmt.Sprint(err), announced) {
+			break
+		}
+	}
+	if !strings.Contains(fmt.Sprint(err), announced+" "+hint) || !strings.Contains(err.Error(), "cluster-announce-ip") {
+		t.Errorf("Present with %s announced at %s = %v; want it to say the address is announced", b, announced, err)
+	}
+
+	down := "localhost:" + strconv.Itoa(testserver.ClosedPort(t))
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = open(t, "redis-cluster://"+down, sinks.Options{Shape: src.Shape()}).Ping(pctx)
+	cancel()
+	if err == nil || strings.Contains(err.Error(), hint) {
+		t.Errorf("Ping of redis-cluster://%s, down = %v; want a failure without the announced-address hint", down, err)
+	}
+}
