@@ -99,7 +99,7 @@ func TestRefusalHints(t *testing.T) {
 	}{
 		{"OOM", [][]any{{"CONFIG", "SET", "maxmemory-policy", "noeviction"}, {"CONFIG", "SET", "maxmemory", "1"}},
 			[][]any{{"CONFIG", "SET", "maxmemory", "0"}},
-			"(the server is at its maxmemory and evicts none of soakd's keys (maxmemory-policy noeviction, or a volatile-* policy: soakd's keys have no TTL): raise its maxmemory, or hold fewer records (RECORDS, FIELDS, FIELD_LENGTH))"},
+			"(the server is at its maxmemory and frees none for the write (its maxmemory-policy is noeviction, or volatile-* while soakd's keys have no TTL, or nothing is left to evict): raise its maxmemory, or hold fewer records (RECORDS, FIELDS, FIELD_LENGTH))"},
 		{"NOREPLICAS", [][]any{{"CONFIG", "SET", "min-replicas-to-write", "1"}},
 			[][]any{{"CONFIG", "SET", "min-replicas-to-write", "0"}},
 			"(the server takes writes only while min-replicas-to-write replicas are connected with a lag under min-replicas-max-lag (INFO replication's connected_slaves and their lag): bring its replicas back, or lower min-replicas-to-write)"},

@@ -799,7 +799,7 @@ func (s *Sink) noPermHint(err error) string {
 
 // refusalHint says what to change when the server refuses writes for
 // its own state: a read-only replica (READONLY), one at its maxmemory
-// that evicts none of soakd's keys (OOM), a master short of the
+// that frees none for the write (OOM), a master short of the
 // replicas it writes with (NOREPLICAS). Neither reply names the
 // setting at fault. "" for other errors.
 func refusalHint(err error) string {
@@ -812,8 +812,8 @@ func refusalHint(err error) string {
 		return "the server is a read-only replica: set TARGET to its master (INFO replication's master_host and master_port), " +
 			"or use redis-sentinel:// to follow its master through failovers"
 	case "OOM":
-		return "the server is at its maxmemory and evicts none of soakd's keys (maxmemory-policy noeviction, or a volatile-* policy: " +
-			"soakd's keys have no TTL): raise its maxmemory, or hold fewer records (RECORDS, FIELDS, FIELD_LENGTH)"
+		return "the server is at its maxmemory and frees none for the write (its maxmemory-policy is noeviction, or volatile-* while " +
+			"soakd's keys have no TTL, or nothing is left to evict): raise its maxmemory, or hold fewer records (RECORDS, FIELDS, FIELD_LENGTH)"
 	case "NOREPLICAS":
 		return "the server takes writes only while min-replicas-to-write replicas are connected with a lag under min-replicas-max-lag " +
 			"(INFO replication's connected_slaves and their lag): bring its replicas back, or lower min-replicas-to-write"
