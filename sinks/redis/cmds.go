@@ -37,6 +37,7 @@ const (
 	kIdxAdd               // ZADD index record key
 	kType                 // TYPE key
 	kScan                 // ZRANGEBYSCORE index record +inf LIMIT 0 n
+	kIdxScore             // ZSCORE index key
 	numKinds
 )
 
@@ -75,6 +76,7 @@ var shapes = [numKinds]shape{
 	kIdxAdd:   {"ZADD", scalar, false},
 	kType:     {"TYPE", scalar, false},
 	kScan:     {"ZRANGEBYSCORE", keys, false},
+	kIdxScore: {"ZSCORE", scalar, false},
 }
 
 // slot is one prepared command.
@@ -157,6 +159,10 @@ func newSlot(k kind, n int, names []string, index *string) *slot {
 		sl.nums = make([]int64, 1)
 		a = append(a, index)
 		num(0)
+		str(0)
+	case kIdxScore:
+		sl.strs = make([]string, 1)
+		a = append(a, index)
 		str(0)
 	case kScan: // nums: the first record, how many
 		sl.nums = make([]int64, 2)

@@ -54,13 +54,15 @@ func classify(err error) (sinks.Class, bool) {
 
 // classifyReply classifies an error reply from the server. Busy or
 // failing-over servers (LOADING, BUSY, TRYAGAIN, CLUSTERDOWN, MASTERDOWN,
-// too many clients) are server errors worth retrying; everything else
+// too many clients, NOREPLICAS: a master whose min-replicas-to-write
+// replicas lag or are away, a while as a replica syncs) are server
+// errors worth retrying, as go-redis retries them; everything else
 // (OOM, READONLY, NOAUTH, WRONGPASS, NOPERM, WRONGTYPE, a MOVED seen
 // outside a cluster client, unknown commands) is a rejection.
 func classifyReply(err error, msg string) (sinks.Class, bool) {
 	switch {
 	case goredis.IsLoadingError(err), goredis.IsTryAgainError(err), goredis.IsClusterDownError(err),
-		goredis.IsMasterDownError(err), goredis.IsMaxClientsError(err):
+		goredis.IsMasterDownError(err), goredis.IsNoReplicasError(err), goredis.IsMaxClientsError(err):
 		return sinks.Server, true
 	case goredis.IsOOMError(err), goredis.IsReadOnlyError(err), goredis.IsAuthError(err),
 		goredis.IsPermissionError(err), goredis.IsExecAbortError(err):
@@ -73,7 +75,7 @@ func classifyReply(err error, msg string) (sinks.Class, bool) {
 	// WRONGTYPE, ...) by their first word, as the protocol defines them.
 	code, _, _ := strings.Cut(strings.TrimPrefix(msg, "ERR "), " ")
 	switch code {
-	case "LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN":
+	case "LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "NOREPLICAS":
 		return sinks.Server, true
 	}
 	return sinks.Rejected, false

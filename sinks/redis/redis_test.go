@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -524,6 +525,44 @@ func TestACLRefusals(t *testing.T) {
 		if retry, _ := sinks.Retryable(err); err == nil || errClass(t, err) != sinks.Rejected || retry || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("user %s: %v, want rejected, not retried, with %q", tc.user, err, tc.want)
 		}
+	}
+}
+
+// The NOPERM hint's key pattern escapes the glob characters of a
+// KEY_PREFIX: given to ACL SETUSER as it is written, it lets the user
+// write the workload's keys and no others. Bug caught: "~a*b[?*" matched
+// none of the keys of prefix "a*b[?" (an unclosed bracket).
+func TestACLHintPatternGrantsTheKeys(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	ctx := t.Context()
+	const prefix = "a*b[?"
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix = 10, prefix
+	src := source(t, c)
+	load, _, _ := src.Preload()
+	st, _ := load.Stream(0, 1)
+	b := src.NewBatch()
+	_ = st.Fill(b, 10, 0)
+	if err := a.Do(ctx, "ACL", "SETUSER", "globby", "on", ">pw", "+@all", "~other:*").Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, "redis://globby:pw@"+srv.Addr, sinks.Options{Shape: src.Shape()})
+	_, err := s.Write(ctx, b)
+	m := regexp.MustCompile(`allow them in its ACL \((~\S+), which holds`).FindStringSubmatch(fmt.Sprint(err))
+	if m == nil {
+		t.Fatalf("write as a user without the keys: %v; want the NOPERM hint with a key pattern", err)
+	}
+	if err := a.Do(ctx, "ACL", "SETUSER", "globby", "resetkeys", m[1]).Err(); err != nil {
+		t.Fatalf("ACL SETUSER globby resetkeys %s: %v", m[1], err)
+	}
+	if _, err := s.Write(ctx, b); err != nil {
+		t.Errorf("write after ACL SETUSER globby resetkeys %s: %v", m[1], err)
+	}
+	u := goredis.NewClient(&goredis.Options{Addr: srv.Addr, Username: "globby", Password: "pw", Protocol: 2, DisableIdentity: true})
+	defer u.Close()
+	if err := u.Set(ctx, "aXb[?user1", "x", 0).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("with %s a key outside the prefix was written: %v", m[1], err)
 	}
 }
 

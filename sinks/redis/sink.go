@@ -58,6 +58,12 @@ type Sink struct {
 	log      *zap.Logger
 	where    string // redacted target, for error messages
 	workers  int    // the workload's WORKERS, for the maxclients hint
+	// scans: the workload scans, through the index, so the load probe
+	// asks the index for each record too (Present).
+	scans bool
+	// resolved: the URL's host names resolved (urlAddrs).
+	resolveOnce sync.Once
+	resolved    []string
 
 	// free holds the call states not in use. In single-server mode each
 	// owns a RESP connection; in sentinel mode a dedicated go-redis
@@ -114,7 +120,8 @@ func New(cfg Config, o sinks.Options, where string) (*Sink, error) {
 	}
 	log := o.Log()
 	quietClient.Do(func() { goredis.SetLogger(clientLog{log.Named("go-redis")}) })
-	s := &Sink{cfg: cfg, dt: dt, prefix: prefix, index: prefix + "_indices", log: log, where: where, workers: max(o.Workers, 1)}
+	s := &Sink{cfg: cfg, dt: dt, prefix: prefix, index: prefix + "_indices", log: log, where: where, workers: max(o.Workers, 1),
+		scans: o.Shape.Scans && cfg.Index}
 	s.names = make([]string, sources.MaxFields)
 	for i := range s.names {
 		s.names[i] = "field" + strconv.Itoa(i)
@@ -474,6 +481,24 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 			c.missed = append(c.missed, sc.op)
 			s.misses.Add(1)
 		}
+		if found > 0 && s.cfg.Index {
+			// The first key found is the scan's own record's, the only
+			// one of its score: another means the index lacks the record
+			// (stored with index=false, or the index deleted or
+			// evicted), and the scan would read the records after it as
+			// if it were there.
+			var first string
+			if len(keys) > 0 {
+				first = keys[0]
+			} else {
+				first = c.keys.key(sc.sl.keyFrom)
+			}
+			if first != view(b.Key(&b.Ops[sc.op])) {
+				c.missed = append(c.missed, sc.op)
+				s.misses.Add(1)
+				continue
+			}
+		}
 		c.cur = sc.op
 		for _, k := range keys {
 			s.addRead(c, k, sc.field, b)
@@ -505,9 +530,13 @@ func (s *Sink) missing(c *call, b *sources.Batch) error {
 	slices.Sort(c.missed)
 	units := slices.Compact(c.missed)
 	first := &b.Ops[units[0]]
+	index := ""
+	if first.Op == sources.OpScan {
+		index = fmt.Sprintf("; a scan finds its records through the scan index %q, which may lack it", s.index)
+	}
 	return &sinks.UnitsError{Units: slices.Clone(units), Err: sinks.NewError(sinks.Empty, false,
-		fmt.Errorf("%d of %d operations read no record on %s, though the run loaded or inserted them (first: %s of key %q)",
-			len(units), len(b.Ops), s.where, first.Op, b.Key(first)))}
+		fmt.Errorf("%d of %d operations read no record on %s, though the run loaded or inserted them (first: %s of key %q%s)",
+			len(units), len(b.Ops), s.where, first.Op, b.Key(first), index))}
 }
 
 func (s *Sink) addRead(c *call, key string, field int16, b *sources.Batch) {
@@ -692,6 +721,11 @@ func (s *Sink) exec(ctx context.Context, c *call) error {
 func (s *Sink) failed(ctx context.Context, n int, err error) error {
 	var rerr goredis.Error
 	if cerr := ctx.Err(); cerr != nil && !errors.As(err, &rerr) {
+		if h := s.announceHint(err); h != "" {
+			// The deadline passed while dialling a node the cluster
+			// announces: the dial's failure is the reason.
+			return sinks.NewError(sinks.Timeout, true, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (%w) (%s)", n, s.where, cerr, err, h))
+		}
 		return sinks.NewError(sinks.Timeout, true, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (%w)", n, s.where, cerr, err))
 	}
 	return s.wrap(n, err)
@@ -719,7 +753,20 @@ func (s *Sink) wrap(n int, err error) error {
 		return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (the server's maxclients: soakd opens a connection per worker, WORKERS=%d, and a few for readiness and the target watch, beside other clients; raise maxclients%s)",
 			n, s.where, err, s.workers, fewer))
 	}
-	if hint := s.noPermHint(err); hint != "" {
+	if m := s.clusterMismatch(err); m != nil {
+		return m
+	}
+	hint := s.noPermHint(err)
+	if hint == "" {
+		hint = s.clusterDownHint(err)
+	}
+	if hint == "" {
+		hint = refusalHint(err)
+	}
+	if hint == "" {
+		hint = s.announceHint(err)
+	}
+	if hint != "" {
 		return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w (%s)", n, s.where, err, hint))
 	}
 	return sinks.NewError(class, retry, fmt.Errorf("cannot run a pipeline of %d commands on %s: %w", n, s.where, err))
@@ -738,13 +785,40 @@ func (s *Sink) noPermHint(err error) string {
 	// permissions to access the 'KEY' key": the words after "access",
 	// not the user's name, tell keys from a command.
 	if j := strings.Index(msg[i:], "permissions to access"); j >= 0 && strings.Contains(msg[i+j:], "key") {
+		// The ACL's key pattern is a glob: a prefix's own *, ?, [ and \
+		// escaped, as cleanup's SCAN pattern has them, or the pattern
+		// would match other keys, or none of the workload's.
 		return fmt.Sprintf("the URL's user may not use this workload's keys: allow them in its ACL (~%s*, which holds the scan index %s too), or set KEY_PREFIX to a prefix it may use",
-			s.prefix, s.index)
+			globEscape(s.prefix), s.index)
 	}
 	if !strings.Contains(msg[i:], "permissions to run") {
 		return ""
 	}
 	return "the URL's user may not run a command soakd sends: allow it in its ACL, e.g. +@read +@write, or connect as another user"
+}
+
+// refusalHint says what to change when the server refuses writes for
+// its own state: a read-only replica (READONLY), one at its maxmemory
+// that frees none for the write (OOM), a master short of the
+// replicas it writes with (NOREPLICAS). Neither reply names the
+// setting at fault. "" for other errors.
+func refusalHint(err error) string {
+	var rerr goredis.Error
+	if !errors.As(err, &rerr) {
+		return ""
+	}
+	switch code, _, _ := strings.Cut(rerr.Error(), " "); code {
+	case "READONLY":
+		return "the server is a read-only replica: set TARGET to its master (INFO replication's master_host and master_port), " +
+			"or use redis-sentinel:// to follow its master through failovers"
+	case "OOM":
+		return "the server is at its maxmemory and frees none for the write (its maxmemory-policy is noeviction, or volatile-* while " +
+			"soakd's keys have no TTL, or nothing is left to evict): raise its maxmemory, or hold fewer records (RECORDS, FIELDS, FIELD_LENGTH)"
+	case "NOREPLICAS":
+		return "the server takes writes only while min-replicas-to-write replicas are connected with a lag under min-replicas-max-lag " +
+			"(INFO replication's connected_slaves and their lag): bring its replicas back, or lower min-replicas-to-write"
+	}
+	return ""
 }
 
 // Present counts how many of the keys read by b's operations hold a
@@ -784,10 +858,14 @@ func (s *Sink) Present(ctx context.Context, b *sources.Batch) (int, error) {
 	}
 	n := 0
 	var other map[string]int
-	for _, sl := range c.used[:records] {
+	var stored []string // the keys that hold a record, for the index check
+	for i, sl := range c.used[:records] {
 		switch t := sl.got; string(t) {
 		case string(s.dt):
 			n++
+			if s.scans {
+				stored = append(stored, view(b.Key(&b.Ops[i])))
+			}
 		case "none":
 		default:
 			if other == nil {
@@ -798,6 +876,35 @@ func (s *Sink) Present(ctx context.Context, b *sources.Batch) (int, error) {
 	}
 	if other != nil {
 		return 0, s.typeMismatch(other, records)
+	}
+	if len(stored) > 0 {
+		return s.indexed(ctx, c, stored)
+	}
+	return n, nil
+}
+
+// indexed counts how many of keys, records stored, the scan index holds
+// (ZSCORE, one per key, pipelined on c). A scan walks the index from its
+// first record: records stored without it (by a run with index=false, an
+// index deleted or evicted) are not there for scans, which read the next
+// records the index holds instead, as found. Present counts them
+// missing, so that LOAD=auto loads them, and the index with them.
+func (s *Sink) indexed(ctx context.Context, c *call, keys []string) (int, error) {
+	if string(c.used[len(c.used)-1].got) == "none" {
+		return 0, nil // no index at all
+	}
+	c.cmds, c.used, c.opOf = c.cmds[:0], c.used[:0], c.opOf[:0]
+	for _, k := range keys {
+		s.add(c, kIdxScore, 0, smallReply).strs[0] = k
+	}
+	if err := s.exec(ctx, c); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, sl := range c.used {
+		if len(sl.got) > 0 { // a score; nil when the index lacks the key
+			n++
+		}
 	}
 	return n, nil
 }

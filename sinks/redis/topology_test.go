@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -242,5 +243,245 @@ func TestSingleRedisAsClusterOrSentinel(t *testing.T) {
 	}
 	if err := open(t, "redis://"+plain.Addr+"/0", shape).Ping(t.Context()); err != nil {
 		t.Errorf("redis:// to the same server: %v", err)
+	}
+}
+
+// A redis:// URL to a node of a Redis Cluster is a configuration error
+// saying what the server is and to use redis-cluster://, not a MOVED
+// reply read as a refusal of what the target holds, nor a SELECT refused
+// as a wrong database; a cluster that serves no slot says to assign them,
+// through either scheme, and stays a server error, retried.
+func TestClusterNodeAsSingle(t *testing.T) {
+	a, _, _, _ := twoNodeCluster(t)
+	bare := clusterNode(t) // cluster mode, no slot assigned
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix = 200, "cn:"
+	src := source(t, c)
+	_, probe, _ := src.Preload()
+	pb := src.NewBatch()
+	probe(pb)
+	shape := sinks.Options{Shape: src.Shape()}
+	ctx := t.Context()
+
+	_, err := open(t, "redis://"+a+"/0", shape).Present(ctx, pb)
+	if sinks.ClassOf(err) != sinks.Rejected || !sinks.IsProtocolMismatch(err) ||
+		!strings.Contains(err.Error(), "the server at "+a+" is a node of a Redis Cluster (it answered MOVED") ||
+		!strings.Contains(err.Error(), "use redis-cluster:// with its address, or those of its masters, rather than redis://") {
+		t.Errorf("Present through redis:// to a cluster node = %v; want a rejected protocol mismatch saying to use redis-cluster://", err)
+	}
+	err = open(t, "redis://"+a+"/3", shape).Ping(ctx)
+	if sinks.ClassOf(err) != sinks.Rejected || !sinks.IsProtocolMismatch(err) ||
+		!strings.Contains(err.Error(), "is a node of a Redis Cluster (it has database 0 only") ||
+		!strings.Contains(err.Error(), "rather than redis://") {
+		t.Errorf("Ping of redis://%s/3 = %v; want a rejected protocol mismatch saying to use redis-cluster://", a, err)
+	}
+
+	_, err = open(t, "redis://"+bare+"/0", shape).Present(ctx, pb)
+	if ok, _ := sinks.Retryable(err); !ok || sinks.ClassOf(err) != sinks.Server ||
+		!strings.Contains(err.Error(), "CLUSTER ADDSLOTSRANGE 0 16383") || !strings.Contains(err.Error(), "use redis-cluster:// rather than redis://") {
+		t.Errorf("Present through redis:// to a node without slots = %v; want a retryable server error saying to assign the slots", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = open(t, "redis-cluster://"+bare, shape).Ping(pctx)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "CLUSTER ADDSLOTSRANGE 0 16383") || strings.Contains(err.Error(), "rather than") {
+		t.Errorf("Ping of redis-cluster:// to a node without slots = %v; want it to say to assign the slots", err)
+	}
+}
+
+// A cluster's URL may name database 0, the one it has, as a path or db=:
+// the sink writes through it as without.
+func TestClusterDatabaseZero(t *testing.T) {
+	a, b, _, _ := twoNodeCluster(t)
+	shape := sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: "z:"}}
+	for _, raw := range []string{"redis-cluster://" + a + "," + b + "/0", "redis-cluster://" + a + "?db=0&addr=" + b} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseURL(u); err != nil {
+			t.Errorf("ParseURL(%s): %v", raw, err)
+			continue
+		}
+		s := open(t, raw, shape)
+		if err := s.Ping(t.Context()); err != nil {
+			t.Errorf("Ping(%s): %v", raw, err)
+		}
+		_, batch := insertBatch(t)
+		if _, err := s.Write(t.Context(), batch); err != nil {
+			t.Errorf("Write through %s: %v", raw, err)
+		}
+	}
+}
+
+// Records stored without the scan index (a run with index=false, an
+// index deleted) are missing to a workload that scans: its scans would
+// read the next records the index holds instead, counted done. The load
+// probe counts them missing, so LOAD=auto loads them with the index; on
+// one server and through a cluster.
+func TestProbeFindsRecordsOutsideTheIndex(t *testing.T) {
+	srv := testserver.Redis(t)
+	ca, cb, _, _ := twoNodeCluster(t)
+	for _, tc := range []struct{ name, url string }{
+		{"single", srv.URL},
+		{"cluster", "redis-cluster://" + ca + "," + cb},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			c := kv.DefaultConfig()
+			c.Records, c.KeyPrefix = 300, "ix"+tc.name+":"
+			c.Workload, _ = kv.ParseWorkload("a")
+			plain := source(t, c)
+			sep := "?"
+			if strings.Contains(tc.url, "?") {
+				sep = "&"
+			}
+			runLoad(t, plain, open(t, tc.url+sep+"index=false", sinks.Options{Shape: plain.Shape()}), 2)
+
+			c.Workload, _ = kv.ParseWorkload("e")
+			scans := source(t, c)
+			s := open(t, tc.url, sinks.Options{Shape: scans.Shape()})
+			_, probe, _ := scans.Preload()
+			pb := scans.NewBatch()
+			probe(pb)
+			if n, err := s.Present(ctx, pb); err != nil || n != 0 {
+				t.Errorf("Present without an index = %d of %d, %v; want 0", n, len(pb.Ops), err)
+			}
+			// An index that holds other records only.
+			if err := s.c.(interface {
+				ZAdd(context.Context, string, ...goredis.Z) *goredis.IntCmd
+			}).ZAdd(ctx, c.KeyPrefix+"_indices", goredis.Z{Score: 1e9, Member: c.KeyPrefix + "other"}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := s.Present(ctx, pb); err != nil || n != 0 {
+				t.Errorf("Present with an index of other records = %d of %d, %v; want 0", n, len(pb.Ops), err)
+			}
+			// A workload that does not scan needs no index.
+			if n, err := open(t, tc.url, sinks.Options{Shape: plain.Shape()}).Present(ctx, pb); err != nil || n != len(pb.Ops) {
+				t.Errorf("Present for a workload without scans = %d of %d, %v; want all", n, len(pb.Ops), err)
+			}
+			runLoad(t, scans, s, 2)
+			if n, err := s.Present(ctx, pb); err != nil || n != len(pb.Ops) {
+				t.Errorf("Present after a load with the index = %d of %d, %v; want all", n, len(pb.Ops), err)
+			}
+		})
+	}
+}
+
+// A scan whose first record the index lacks (stored with index=false,
+// LOAD=off) fails as empty, as a read of a missing record does, rather
+// than reading the records after it as if it were there; once loaded with
+// the index, the same scans succeed. On one server (the keys read raw)
+// and through a cluster (through go-redis).
+func TestScanOutsideTheIndexMisses(t *testing.T) {
+	srv := testserver.Redis(t)
+	ca, cb, _, _ := twoNodeCluster(t)
+	for _, tc := range []struct{ name, url string }{
+		{"single", srv.URL},
+		{"cluster", "redis-cluster://" + ca + "," + cb},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			c := kv.DefaultConfig()
+			c.Records, c.KeyPrefix, c.ScanLength = 300, "sx"+tc.name+":", 5
+			c.Workload, _ = kv.ParseWorkload("a")
+			plain := source(t, c)
+			sep := "?"
+			if strings.Contains(tc.url, "?") {
+				sep = "&"
+			}
+			runLoad(t, plain, open(t, tc.url+sep+"index=false", sinks.Options{Shape: plain.Shape()}), 2)
+			// An index with one record only, the last: every scan finds it.
+			c.Workload, _ = kv.ParseWorkload("scan=1")
+			scans := source(t, c)
+			s := open(t, tc.url, sinks.Options{Shape: scans.Shape()})
+			st, err := scans.Stream(0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := scans.NewBatch()
+			_ = st.Fill(b, 20, 0)
+			var last string
+			var lastRecord uint64
+			for i := range b.Ops {
+				if b.Ops[i].Record >= lastRecord {
+					last, lastRecord = string(b.Key(&b.Ops[i])), b.Ops[i].Record
+				}
+			}
+			if err := s.c.(interface {
+				ZAdd(context.Context, string, ...goredis.Z) *goredis.IntCmd
+			}).ZAdd(ctx, c.KeyPrefix+"_indices", goredis.Z{Score: float64(lastRecord), Member: last}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Write(ctx, b)
+			var ue *sinks.UnitsError
+			want := 0
+			for i := range b.Ops {
+				if b.Ops[i].Record != lastRecord {
+					want++
+				}
+			}
+			if !errors.As(err, &ue) || errClass(t, err) != sinks.Empty || len(ue.Units) != want ||
+				!strings.Contains(err.Error(), "scan index \""+c.KeyPrefix+"_indices\"") {
+				t.Fatalf("scans of records outside the index = %v; want %d of %d failed as empty, naming the index", err, want, len(b.Ops))
+			}
+			runLoad(t, scans, s, 2)
+			if _, err := s.Write(ctx, b); err != nil {
+				t.Errorf("scans after a load with the index: %v", err)
+			}
+		})
+	}
+}
+
+// A cluster node announced at an address soakd cannot reach (a cluster
+// in Docker or behind NAT: cluster-announce-ip) fails the dial to an
+// address the URL never named: the error says where it comes from and
+// what to change. A seed of the URL that is down, named by host name,
+// is not such a node.
+func TestClusterAnnouncedAddressUnreachable(t *testing.T) {
+	a, b, ca, cb := twoNodeCluster(t)
+	ctx := t.Context()
+	if err := cb.ConfigSet(ctx, "cluster-announce-ip", "127.0.0.2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, bport, _ := strings.Cut(b, ":")
+	announced := "127.0.0.2:" + bport
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		slots, _ := ca.ClusterSlots(ctx).Result()
+		if strings.Contains(fmt.Sprint(slots), "127.0.0.2") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not announce 127.0.0.2 after 20s: %v", b, slots)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c := kv.DefaultConfig()
+	c.Records, c.KeyPrefix = 200, "an:"
+	src := source(t, c)
+	_, probe, _ := src.Preload()
+	pb := src.NewBatch()
+	probe(pb)
+	const hint = "is a node of the cluster at the address it announces (CLUSTER SLOTS), not an address of the target URL"
+	var err error
+	for range 20 { // go-redis may first answer with a timeout of its own
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err = open(t, "redis-cluster://"+a, sinks.Options{Shape: src.Shape()}).Present(pctx, pb)
+		cancel()
+		if strings.Contains(fmt.Sprint(err), announced) {
+			break
+		}
+	}
+	if !strings.Contains(fmt.Sprint(err), announced+" "+hint) || !strings.Contains(err.Error(), "cluster-announce-ip") {
+		t.Errorf("Present with %s announced at %s = %v; want it to say the address is announced", b, announced, err)
+	}
+
+	down := "localhost:" + strconv.Itoa(testserver.ClosedPort(t))
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = open(t, "redis-cluster://"+down, sinks.Options{Shape: src.Shape()}).Ping(pctx)
+	cancel()
+	if err == nil || strings.Contains(err.Error(), hint) {
+		t.Errorf("Ping of redis-cluster://%s, down = %v; want a failure without the announced-address hint", down, err)
 	}
 }

@@ -94,7 +94,7 @@ func ParseURL(u *url.URL) (Config, error) {
 	p := Params.Bind(u.Query())
 	c.Addrs = addrs(u, c.Mode, p)
 	parsePath(u, &c, p)
-	if p.Raw("db") != "" && c.Mode == Cluster {
+	if db := p.Raw("db"); db != "" && db != "0" && c.Mode == Cluster {
 		p.Addf("db: a cluster has only database 0")
 	} else if p.Given("db") {
 		c.DB = p.Int("db")
@@ -186,7 +186,8 @@ func parsePath(u *url.URL, c *Config, p *urlparam.Query) {
 		}
 		parseDB(db, c, p)
 	case Cluster:
-		if path != "" {
+		// /0, the database a cluster has, as redis:// URLs often end.
+		if path != "" && path != "0" {
 			p.Addf("path %q: a cluster has only database 0", u.Path)
 		}
 	default:

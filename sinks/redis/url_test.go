@@ -61,6 +61,12 @@ func TestParseURL(t *testing.T) {
 		{name: "two hosts", in: "redis://a:1,b:2", err: "takes one"},
 		{name: "no master", in: "redis-sentinel://s1", err: "no master name"},
 		{name: "cluster db", in: "redis-cluster://a:1/3", err: "only database 0"},
+		{name: "cluster db param", in: "redis-cluster://a:1?db=2", err: "only database 0"},
+		{name: "cluster db 0", in: "redis-cluster://a:1,b:2/0?db=0", check: func(t *testing.T, c Config) {
+			if c.Mode != Cluster || c.DB != 0 || strings.Join(c.Addrs, " ") != "a:1 b:2" {
+				t.Errorf("%+v", c)
+			}
+		}},
 		{name: "tls single", in: "redis://h?tls=true", err: "use rediss://"},
 		{name: "protocol", in: "redis://h?protocol=4", err: "protocol"},
 		{name: "duration", in: "redis://h?dial_timeout=-1s", err: "dial_timeout"},
