@@ -391,16 +391,18 @@ func TestWatchOffAndWithoutCapability(t *testing.T) {
 }
 
 // Why a figure is not read is the server's words, which may quote the
-// target's password: /status and the summary show them scrubbed. Bug
-// caught: the sink's reasons copied as they came.
+// target's password: /status and the summary show them scrubbed. A sink
+// names a setting as SOAKD_<W>_X, not knowing the workload: shown as the
+// workload's own. Bugs caught: the sink's reasons copied as they came.
 func TestUnavailableReasonIsScrubbed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &watchedSink{walWhy: "cannot read the WAL as user u with password Hunter2Secret"}
+		s := &watchedSink{walWhy: "cannot read the WAL as user u with password Hunter2Secret; set SOAKD_<W>_WATCH_PROCESS"}
 		tw, _, _, _ := run(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "watched://u:Hunter2Secret@db/",
 			"SOAKD_SEQ_RATE", "100", "SOAKD_SEQ_DURATION", "3s", "SOAKD_SEQ_WATCH_INTERVAL", "1s"), plugins(s))
 		why, ok := statusOf(t, tw, "seq").Unavailable["wal"]
-		if !ok || strings.Contains(why, "Hunter2Secret") || !strings.Contains(why, "cannot read the WAL as user u") {
-			t.Errorf("unavailable wal %q, want the reason with the password hidden", why)
+		if !ok || strings.Contains(why, "Hunter2Secret") || !strings.Contains(why, "cannot read the WAL as user u") ||
+			!strings.HasSuffix(why, "; set SOAKD_SEQ_WATCH_PROCESS") {
+			t.Errorf("unavailable wal %q, want the reason with the password hidden and SOAKD_SEQ_ named", why)
 		}
 	})
 }

@@ -62,7 +62,8 @@ type watch struct {
 	// sweep's); target is the URL those lines are of.
 	said    *logthrottle.Once
 	target  string
-	failing bool // of the watch's goroutine alone: the last reading through the sink failed (and was logged)
+	prefix  string // the workload's settings' prefix, SOAKD_<W>_
+	failing bool   // of the watch's goroutine alone: the last reading through the sink failed (and was logged)
 
 	mu sync.Mutex
 	st state
@@ -121,7 +122,8 @@ func newWatch(h *daemon.Handle, log *zap.Logger, said *logthrottle.Once, grace t
 		return nil
 	}
 	w := &watch{h: h, log: log, interval: cfg.WatchInterval, scrub: cfg.Scrubber(), begun: make(chan struct{}),
-		ended: make(chan struct{}), said: said, target: cfg.Target, grace: grace}
+		ended: make(chan struct{}), said: said, target: cfg.Target, grace: grace,
+		prefix: config.Prefix(cfg.Name)}
 	w.st.memory, w.st.storage, w.st.stats, w.st.unavailable = map[string]*figure{}, map[string]*figure{}, map[string]*figure{}, map[string]string{}
 	switch h.Kind() {
 	case sources.Series:
@@ -309,7 +311,7 @@ func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 			}
 		}
 		for k, why := range f.Unavailable {
-			st.unavailable[k] = w.scrub(why) // a server's words, shown in /status and the summary
+			st.unavailable[k] = w.why(why)
 		}
 	}
 	switch {
@@ -336,10 +338,18 @@ func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 	if sinkRead {
 		for k, why := range f.Unavailable {
 			if w.said.First(w.log, w.target+"\x00"+k+"\x00"+why) {
-				w.log.Info("a figure of the target is not available", zap.String("figure", k), zap.String("why", w.scrub(why)))
+				w.log.Info("a figure of the target is not available", zap.String("figure", k), zap.String("why", w.why(why)))
 			}
 		}
 	}
+}
+
+// why is a sink's reason for a figure not read as /status, the summary and
+// the log show it: the settings it names as SOAKD_<W>_X (a sink does not
+// know the workload's prefix) named as this workload's, and the workload's
+// secrets hidden (a server's words may quote them).
+func (w *watch) why(s string) string {
+	return w.scrub(strings.ReplaceAll(s, "SOAKD_<W>_", w.prefix))
 }
 
 // lossWarnings are the target's counts of what it acknowledged and no
