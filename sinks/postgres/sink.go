@@ -406,7 +406,7 @@ func (s *Sink) writeCopy(ctx context.Context, pc *pgconn.PgConn, w *writer, tabl
 		}
 		total += w.cr.total
 		if got := tag.RowsAffected(); got != int64(n) && s.cfg.Dialect != KWDB {
-			return total, sinks.NewError(sinks.Other, false, fmt.Errorf("copied %d rows into %s but the server stored %d", n, p.schema.Measurement, got))
+			return total, sinks.NewError(sinks.Other, false, fmt.Errorf("copied %d rows into %s but the server stored %d%s", n, p.schema.Measurement, got, skippedHint(p.schema.Measurement)))
 		}
 	}
 	switch {
@@ -516,8 +516,8 @@ func (s *Sink) writePipeline(ctx context.Context, pc *pgconn.PgConn, w *writer, 
 			}
 			if err == nil && i < len(pend) && pend[i].p != nil && !s.cfg.Dedup && s.cfg.Dialect != KWDB &&
 				tag.RowsAffected() != int64(pend[i].rows) && firstErr == nil {
-				firstErr = sinks.NewError(sinks.Other, false, fmt.Errorf("inserted %d rows into %s but the server stored %d",
-					pend[i].rows, pend[i].p.schema.Measurement, tag.RowsAffected()))
+				firstErr = sinks.NewError(sinks.Other, false, fmt.Errorf("inserted %d rows into %s but the server stored %d%s",
+					pend[i].rows, pend[i].p.schema.Measurement, tag.RowsAffected(), skippedHint(pend[i].p.schema.Measurement)))
 			}
 			i++
 		case *pgconn.PipelineSync, nil:
@@ -582,4 +582,12 @@ func (s *Sink) Close(ctx context.Context) error {
 		}
 	})
 	return err
+}
+
+// skippedHint says what makes a server store fewer rows than it was sent
+// without an error, for the table the rows went to: a BEFORE INSERT
+// trigger that returns NULL (COPY and INSERT), a rule DO INSTEAD (INSERT;
+// COPY ignores rules), or an ON CONFLICT clause the server adds.
+func skippedHint(table string) string {
+	return fmt.Sprintf(" (a BEFORE INSERT trigger on %s that returns NULL, or a rule DO INSTEAD on it, skips rows without an error: see \\d %s in psql)", table, table)
 }

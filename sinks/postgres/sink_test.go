@@ -324,6 +324,36 @@ func TestErrorClasses(t *testing.T) {
 		}
 	})
 
+	// A BEFORE INSERT trigger that returns NULL skips every row, and the
+	// server answers as if nothing were wrong (COPY 0, INSERT 0 0): the
+	// write fails, saying what skipped them. Bug caught: "the server
+	// stored 0" with nothing to look for.
+	t.Run("rows skipped by a trigger", func(t *testing.T) {
+		db := newDB(t, srv, "skipped")
+		c := connect(t, db)
+		if _, err := c.Exec(ctx, `CREATE TABLE cpu (time timestamptz, hostname text, region text, datacenter text,
+			usage_user float8, usage_system float8, usage_idle float8, usage_nice float8, usage_iowait float8,
+			usage_irq float8, usage_softirq float8, usage_steal float8, usage_guest float8, usage_guest_nice float8);
+			CREATE FUNCTION skip_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+			CREATE TRIGGER skip BEFORE INSERT ON cpu FOR EACH ROW EXECUTE FUNCTION skip_row()`); err != nil {
+			t.Fatal(err)
+		}
+		for _, method := range []string{"copy", "insert", "unnest"} {
+			s := openSink(t, withParams(db, "create", "false", "insert", method), nil, cpu)
+			if err := s.Prepare(ctx); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Write(ctx, batch)
+			if err == nil || !strings.Contains(err.Error(), "but the server stored 0") ||
+				!strings.Contains(err.Error(), "a BEFORE INSERT trigger on cpu") {
+				t.Errorf("%s: %v, want the rows not stored, naming the triggers to look at", method, err)
+			}
+		}
+		if n := count(t, c, "cpu"); n != 0 {
+			t.Errorf("%d rows stored", n)
+		}
+	})
+
 	t.Run("locked table", func(t *testing.T) {
 		db := newDB(t, srv, "locked")
 		s := openSink(t, withParams(db, "options", "-c statement_timeout=300"), nil, cpu)
