@@ -266,8 +266,14 @@ func (st *setup) load(c settings.CommandLine) (*job, error) {
 	case e.File == nil || e.Kind != sources.Series:
 		errs = append(errs, cfgErr("SOURCE", "%s has no finite set of rows to write: soakd generate writes %s", st.source, strings.Join(st.fileSources(), ", ")))
 	default:
-		check(w.SourceSettings.Validate(w.Common()))
 		check(w.SourceSettings.Finite())
+		if failed[prefix+"CLOCK"] && c.Env[prefix+"START"] == "" {
+			// START is the data file's default, not the user's: CLOCK=wall,
+			// refused already, would also refuse it, blaming a setting
+			// nobody set.
+			failed[prefix+"START"] = true
+		}
+		check(w.SourceSettings.Validate(w.Common()))
 	}
 
 	j := &job{name: st.source}

@@ -91,6 +91,27 @@ func TestBadSettingsExit2(t *testing.T) {
 	}
 }
 
+// --clock wall alone is refused naming CLOCK only: START is the data
+// file's default then, not the user's, and blaming it sent users to a
+// setting they never set. A START the user gave is named too.
+func TestClockWallBlamesOnlyClock(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args      []string
+		wantStart bool
+	}{
+		{[]string{"--clock", "wall"}, false},
+		{[]string{"--clock", "wall", "--start", "2020-01-01T00:00:00Z"}, true},
+	} {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), tc.args, nil, testSources(), &out, &errb)
+		if code != 2 || strings.Count(errb.String(), "SOAKD_GEN_CLOCK: ") != 1 ||
+			strings.Contains(errb.String(), "SOAKD_GEN_START: ") != tc.wantStart {
+			t.Errorf("%v: exit %d, want 2 naming CLOCK (and START: %v):\n%s", tc.args, code, tc.wantStart, errb.String())
+		}
+	}
+}
+
 // A setting is the same as a variable SOAKD_GEN_X and as a flag --x;
 // flags win; variables of no setting are named in a warning.
 func TestSettingsFromEnvAndFlags(t *testing.T) {
