@@ -36,17 +36,20 @@ func mismatch(ctx context.Context, cfg *Config) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	addr := cfg.Addrs[0]
-	if cfg.TLS {
-		if b := plainAnswer(ctx, addr); len(b) > 0 && (b[0] == '+' || b[0] == '-') {
-			return fmt.Errorf("the server at %s answers in plain text, not TLS: use redis:// rather than rediss:// (or the server's tls-port)", addr)
-		}
-		return nil
-	}
-	if speaksTLS(ctx, addr) {
-		return fmt.Errorf("the server at %s speaks TLS: use rediss:// rather than redis:// (with ca= when its certificate is not signed by a trusted authority)", addr)
-	}
-	if b := plainAnswer(ctx, addr); bytes.HasPrefix(b, []byte("HTTP/")) {
+	b := plainAnswer(ctx, addr)
+	if bytes.HasPrefix(b, []byte("HTTP/")) {
 		return fmt.Errorf("the server at %s speaks HTTP, not Redis: check the target URL's host and port", addr)
+	}
+	if cfg.TLS && len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+		return fmt.Errorf("the server at %s answers in plain text, not TLS: use redis:// rather than rediss:// (or the server's tls-port)", addr)
+	}
+	// An HTTPS port (an ingress's 443) completes a TLS handshake too: it
+	// is told from a Redis over TLS by its answer inside it.
+	switch tlsOn, https := tlsProbe(ctx, addr); {
+	case https:
+		return fmt.Errorf("the server at %s speaks HTTPS, not Redis: check the target URL's host and port", addr)
+	case tlsOn && !cfg.TLS:
+		return fmt.Errorf("the server at %s speaks TLS: use rediss:// rather than redis:// (with ca= when its certificate is not signed by a trusted authority)", addr)
 	}
 	return nil
 }
@@ -72,19 +75,28 @@ func plainAnswer(ctx context.Context, addr string) []byte {
 	return b[:n]
 }
 
-// speaksTLS says whether addr completes a TLS handshake (its certificate
-// not checked: only the protocol is asked).
-func speaksTLS(ctx context.Context, addr string) bool {
-	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // a probe of the protocol; nothing is sent
+// tlsProbe says whether addr completes a TLS handshake (its certificate
+// not checked: only the protocol is asked), and whether it then answers an
+// HTTP request inside it as a web server does (a Redis answers -ERR).
+func tlsProbe(ctx context.Context, addr string) (tlsOn, https bool) {
+	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // a probe of the protocol; nothing secret is sent
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		// A server that wants a client certificate refuses the
 		// handshake with an alert: TLS all the same.
 		var ae tls.AlertError
-		return errors.As(err, &ae)
+		return errors.As(err, &ae), false
 	}
-	_ = c.Close()
-	return true
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	if _, err := c.Write([]byte("GET / HTTP/1.0\r\n\r\n")); err != nil {
+		return true, false
+	}
+	b := make([]byte, 5)
+	n, _ := io.ReadFull(c, b)
+	return true, bytes.HasPrefix(b[:n], []byte("HTTP/"))
 }
 
 // mismatched wraps err, a failed ping, in the configuration error of a

@@ -109,8 +109,9 @@ func TestTLS(t *testing.T) {
 // A URL to a server of another protocol is a configuration error naming
 // what to change, not a target to wait for: rediss:// to a plain-text
 // server (whose TLS handshake never gets an answer), redis:// to a
-// TLS-only one (whose commands are cut), and redis:// to an HTTP server
-// (a wrong port). With TLS on both sides, or off on both, nothing is said
+// TLS-only one (whose commands are cut), and redis:// or rediss:// to an
+// HTTP or HTTPS server (a wrong port; an HTTPS one completes a TLS
+// handshake, and was taken for a Redis over TLS). With TLS on both sides, or off on both, nothing is said
 // of TLS. Bug caught: each waited until START_TIMEOUT, the first as
 // "timeout".
 func TestProtocolOtherThanTheURLs(t *testing.T) {
@@ -119,6 +120,11 @@ func TestProtocolOtherThanTheURLs(t *testing.T) {
 	secure := testserver.RedisTLS(t, certs, false)
 	web := httptest.NewServer(http.NotFoundHandler())
 	defer web.Close()
+	// An HTTPS port (an ingress's 443) completes a TLS handshake and
+	// answers plain text with HTTP 400, as nginx and Go's servers do.
+	https := httptest.NewTLSServer(http.NotFoundHandler())
+	defer https.Close()
+	httpsAddr := strings.TrimPrefix(https.URL, "https://")
 	const short = "dial_timeout=1s&read_timeout=1s"
 	shape := sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: "tls:"}}
 	ping := func(raw string) error {
@@ -130,6 +136,8 @@ func TestProtocolOtherThanTheURLs(t *testing.T) {
 		{"rediss://" + plain.Addr + "/0?" + short, "answers in plain text, not TLS: use redis://"},
 		{"redis://" + secure.Addr + "/0?" + short, "speaks TLS: use rediss://"},
 		{"redis://" + strings.TrimPrefix(web.URL, "http://") + "/0?" + short, "speaks HTTP, not Redis"},
+		{"redis://" + httpsAddr + "/0?" + short, "speaks HTTPS, not Redis"},
+		{"rediss://" + httpsAddr + "/0?skip_verify=true&" + short, "speaks HTTPS, not Redis"},
 	} {
 		err := ping(tc.raw)
 		if sinks.ClassOf(err) != sinks.Rejected || !sinks.IsProtocolMismatch(err) || !strings.Contains(err.Error(), tc.want) {
