@@ -47,6 +47,10 @@ type Sink struct {
 
 	wal walStart // TargetFigures' first WAL position
 
+	// answered: a ping succeeded once, so the server speaks PostgreSQL
+	// (see mismatched).
+	answered atomic.Bool
+
 	// Notes say in the summary what the log warned of: a
 	// dialect=timescaledb target that got plain tables.
 	sinks.NoteSet
@@ -548,8 +552,9 @@ func (s *Sink) ServerVersion(ctx context.Context) (string, error) {
 // Ping checks that the server answers, for /readyz.
 func (s *Sink) Ping(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
-		return classify(fmt.Errorf("cannot reach %s: %w", s.target, err), true, false)
+		return s.mismatched(ctx, classify(fmt.Errorf("cannot reach %s: %w", s.target, err), true, false))
 	}
+	s.answered.Store(true)
 	return nil
 }
 

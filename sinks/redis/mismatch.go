@@ -3,10 +3,8 @@ package redis
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"slices"
 	"strings"
@@ -24,8 +22,10 @@ const probeTimeout = 2 * time.Second
 // failed, when the server speaks another protocol than the URL: a
 // rediss:// URL to a plain-text server waits for a TLS handshake that
 // never comes (Redis takes the hello as the start of a command), a
-// redis:// URL to a TLS-only one has its commands cut, and one to an HTTP
-// server (a wrong port) gets an answer that is no RESP. Each would be
+// redis:// URL to a TLS-only one has its commands cut, and one to an HTTP,
+// HTTPS or PostgreSQL server (a wrong port) gets an answer that is no RESP,
+// or none (PostgreSQL closes at a PING it takes for a startup packet,
+// which soakd retried as a lost connection). Each would be
 // waited for until START_TIMEOUT; the probe, one connection to the first
 // address, names the mismatch instead. nil when there is none to name (a
 // server down, or one that is none of these).
@@ -36,67 +36,25 @@ func mismatch(ctx context.Context, cfg *Config) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	addr := cfg.Addrs[0]
-	b := plainAnswer(ctx, addr)
+	b := sinks.PlainAnswer(ctx, addr, []byte("PING\r\n\r\n"), 5)
 	if bytes.HasPrefix(b, []byte("HTTP/")) {
 		return fmt.Errorf("the server at %s speaks HTTP, not Redis: check the target URL's host and port", addr)
 	}
 	if cfg.TLS && len(b) > 0 && (b[0] == '+' || b[0] == '-') {
 		return fmt.Errorf("the server at %s answers in plain text, not TLS: use redis:// rather than rediss:// (or the server's tls-port)", addr)
 	}
+	if len(b) == 0 && sinks.AnswersPostgreSQL(ctx, addr) {
+		return fmt.Errorf("the server at %s speaks PostgreSQL, not Redis: check the target URL's host and port", addr)
+	}
 	// An HTTPS port (an ingress's 443) completes a TLS handshake too: it
 	// is told from a Redis over TLS by its answer inside it.
-	switch tlsOn, https := tlsProbe(ctx, addr); {
+	switch tlsOn, https := sinks.TLSProbe(ctx, addr); {
 	case https:
 		return fmt.Errorf("the server at %s speaks HTTPS, not Redis: check the target URL's host and port", addr)
 	case tlsOn && !cfg.TLS:
 		return fmt.Errorf("the server at %s speaks TLS: use rediss:// rather than redis:// (with ca= when its certificate is not signed by a trusted authority)", addr)
 	}
 	return nil
-}
-
-// plainAnswer is the first bytes addr answers an inline PING with: a
-// RESP reply (+PONG, or an error such as -NOAUTH) from Redis, "HTTP/"
-// from a web server; nil without an answer.
-func plainAnswer(ctx context.Context, addr string) []byte {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil
-	}
-	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = c.SetDeadline(dl)
-	}
-	if _, err := c.Write([]byte("PING\r\n\r\n")); err != nil {
-		return nil
-	}
-	b := make([]byte, 5)
-	n, _ := io.ReadFull(c, b)
-	return b[:n]
-}
-
-// tlsProbe says whether addr completes a TLS handshake (its certificate
-// not checked: only the protocol is asked), and whether it then answers an
-// HTTP request inside it as a web server does (a Redis answers -ERR).
-func tlsProbe(ctx context.Context, addr string) (tlsOn, https bool) {
-	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // a probe of the protocol; nothing secret is sent
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		// A server that wants a client certificate refuses the
-		// handshake with an alert: TLS all the same.
-		var ae tls.AlertError
-		return errors.As(err, &ae), false
-	}
-	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = c.SetDeadline(dl)
-	}
-	if _, err := c.Write([]byte("GET / HTTP/1.0\r\n\r\n")); err != nil {
-		return true, false
-	}
-	b := make([]byte, 5)
-	n, _ := io.ReadFull(c, b)
-	return true, bytes.HasPrefix(b[:n], []byte("HTTP/"))
 }
 
 // mismatched wraps err, a failed ping, in the configuration error of a

@@ -110,8 +110,8 @@ func TestTLS(t *testing.T) {
 // what to change, not a target to wait for: rediss:// to a plain-text
 // server (whose TLS handshake never gets an answer), redis:// to a
 // TLS-only one (whose commands are cut), and redis:// or rediss:// to an
-// HTTP or HTTPS server (a wrong port; an HTTPS one completes a TLS
-// handshake, and was taken for a Redis over TLS). With TLS on both sides, or off on both, nothing is said
+// HTTP, HTTPS or PostgreSQL server (a wrong port; an HTTPS one completes a
+// TLS handshake, and was taken for a Redis over TLS). With TLS on both sides, or off on both, nothing is said
 // of TLS. Bug caught: each waited until START_TIMEOUT, the first as
 // "timeout".
 func TestProtocolOtherThanTheURLs(t *testing.T) {
@@ -125,6 +125,9 @@ func TestProtocolOtherThanTheURLs(t *testing.T) {
 	https := httptest.NewTLSServer(http.NotFoundHandler())
 	defer https.Close()
 	httpsAddr := strings.TrimPrefix(https.URL, "https://")
+	// PostgreSQL closes at a PING, with no answer: it was retried as a
+	// lost connection, forever.
+	pg := testserver.Postgres(t)
 	const short = "dial_timeout=1s&read_timeout=1s"
 	shape := sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash, KeyPrefix: "tls:"}}
 	ping := func(raw string) error {
@@ -138,6 +141,8 @@ func TestProtocolOtherThanTheURLs(t *testing.T) {
 		{"redis://" + strings.TrimPrefix(web.URL, "http://") + "/0?" + short, "speaks HTTP, not Redis"},
 		{"redis://" + httpsAddr + "/0?" + short, "speaks HTTPS, not Redis"},
 		{"rediss://" + httpsAddr + "/0?skip_verify=true&" + short, "speaks HTTPS, not Redis"},
+		{"redis://" + pg.Addr + "/0?" + short, "speaks PostgreSQL, not Redis"},
+		{"rediss://" + pg.Addr + "/0?" + short, "speaks PostgreSQL, not Redis"},
 	} {
 		err := ping(tc.raw)
 		if sinks.ClassOf(err) != sinks.Rejected || !sinks.IsProtocolMismatch(err) || !strings.Contains(err.Error(), tc.want) {
