@@ -5,8 +5,11 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/url"
+	"time"
 )
 
 // Protocols a probe tells apart (Speaks): those of the servers a target
@@ -97,4 +100,40 @@ func answer(ctx context.Context, c net.Conn, hello []byte, n int) []byte {
 	b := make([]byte, n)
 	got, _ := io.ReadFull(c, b)
 	return b[:got]
+}
+
+// OtherProtocol wraps err, a failed ping of an HTTP target at rawURL, in
+// the configuration error of a protocol mismatch when the server there
+// speaks Redis or PostgreSQL (a wrong port: another service of the same
+// deployment), which close the connection at an HTTP request: retried as
+// a lost connection until START_TIMEOUT otherwise. Only for a connection
+// made and then lost: a failed dial says what it is.
+func OtherProtocol(ctx context.Context, err error, rawURL string) error {
+	if err == nil || ClassOf(err) != Connection || errors.Is(ctx.Err(), context.Canceled) {
+		return err
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return err
+	}
+	u, perr := url.Parse(rawURL)
+	if perr != nil || u.Host == "" {
+		return err
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	switch p := Speaks(pctx, addr); p {
+	case SpeaksRedis, SpeaksPostgreSQL:
+		m := fmt.Errorf("the server at %s speaks %s, not HTTP: check the target URL's host and port", addr, p)
+		return NewError(Rejected, false, &ProtocolMismatch{Err: fmt.Errorf("%w (%v)", m, err)})
+	}
+	return err
 }

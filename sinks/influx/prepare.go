@@ -46,6 +46,7 @@ func (s *Sink) ping(ctx context.Context) (string, error) {
 	}
 	resp, err := s.do(ctx, http.MethodGet, path, "", nil)
 	if err != nil {
+		err = sinks.OtherProtocol(ctx, err, s.cfg.baseURL())
 		return "", fmt.Errorf("cannot ping %s: %w", s.cfg.String(), err)
 	}
 	resp.Body.Close()

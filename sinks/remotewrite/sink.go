@@ -473,7 +473,7 @@ func (s *Sink) Ping(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("cannot write to %s: %w", s.cfg.String(), err)
+		return fmt.Errorf("cannot write to %s: %w", s.cfg.String(), sinks.OtherProtocol(ctx, err, s.writeURL))
 	}
 	return nil
 }
