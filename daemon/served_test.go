@@ -297,6 +297,13 @@ func TestPartialWritesCountStoredRows(t *testing.T) {
 		if got := gatherValue(t, res.reg, "soakd_rows_total"); got != 40 {
 			t.Errorf("soakd_rows_total = %v, want 40", got)
 		}
+		// seq rows hold one value each: the stored rows' values count.
+		if w.Values != 40 {
+			t.Errorf("values %d, want the 40 of the 40 stored rows", w.Values)
+		}
+		if got := gatherValue(t, res.reg, "soakd_values_total"); got != 40 {
+			t.Errorf("soakd_values_total = %v, want 40", got)
+		}
 	})
 }
 
