@@ -272,3 +272,52 @@ func TestEngineSources(t *testing.T) {
 		}
 	}
 }
+
+// Data older than the database's retention policy: InfluxDB 1.8 stores
+// the batch's newer points and answers "partial write: points beyond
+// retention policy dropped=N". The rows it kept are acknowledged with
+// their values (soakd_values_total is what InfluxDB holds), the rest
+// failed, and the error says what to change.
+func TestEngineBeyondRetentionPolicy(t *testing.T) {
+	srv := testserver.Influx(t)
+	srv.InfluxExec(t, "", "CREATE DATABASE rp1h WITH DURATION 1h")
+	// Three hours of devops data (10 values a row, none null) from
+	// three hours ago: the older part is beyond the hour the policy keeps.
+	// InfluxDB keeps a point older than that when a newer point of the
+	// same write falls in its shard group (an hour): the first batch,
+	// 2 h 46 min of data, holds points of the last hour and of shard
+	// groups wholly older than it, so it is always stored in part.
+	start := time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)
+	reg, done := runEngine(t, map[string]string{
+		"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "devops",
+		"SOAKD_W_TARGET": fmt.Sprintf("influx1://%s?db=rp1h", srv.Addr),
+		"SOAKD_W_RATE":   "max", "SOAKD_W_WORKERS": "1", "SOAKD_W_BATCH_SIZE": "10000",
+		"SOAKD_W_SCALE": "10", "SOAKD_W_MISSING": "none",
+		"SOAKD_W_START": start.Format(time.RFC3339), "SOAKD_W_END": "+3h",
+	})
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("Run: %v", res.err)
+	}
+	w := res.sum.Workloads[0]
+	stored := countField(t, srv, "rp1h", "cpu", "usage_user")
+	rows, values := metricSum(t, reg, "soakd_rows_total"), metricSum(t, reg, "soakd_values_total")
+	t.Logf("scheduled %d acked %d failed %d values %d; soakd_rows_total %.0f soakd_values_total %.0f; stored %d rows",
+		w.Scheduled, w.Units, w.Failed, w.Values, rows, values, stored)
+	if stored == 0 || w.Failed == 0 {
+		t.Fatalf("stored %d, failed %d: want the policy to keep the newer rows only", stored, w.Failed)
+	}
+	if w.Scheduled != 10*3*360 || w.Units+w.Failed != w.Scheduled {
+		t.Errorf("scheduled %d != acknowledged %d + failed %d", w.Scheduled, w.Units, w.Failed)
+	}
+	if w.Units != stored || rows != float64(stored) {
+		t.Errorf("acknowledged %d (soakd_rows_total %.0f), InfluxDB holds %d", w.Units, rows, stored)
+	}
+	if w.Values != 10*stored || values != float64(10*stored) {
+		t.Errorf("values %d (soakd_values_total %.0f), InfluxDB holds %d (10 a row)", w.Values, values, 10*stored)
+	}
+	if w.LastError == nil || !strings.Contains(w.LastError.Text, "set START later") ||
+		!strings.Contains(w.LastError.Text, "ALTER RETENTION POLICY") {
+		t.Errorf("last error %+v: want it to say what to change (START, the retention policy)", w.LastError)
+	}
+}

@@ -30,7 +30,11 @@ type StatusError struct {
 
 func (e *StatusError) Error() string {
 	if e.Partial {
-		return fmt.Sprintf("partial write: %d of %d points not stored (HTTP %d): %s", e.Dropped, e.Points, e.StatusCode, e.Message)
+		msg := fmt.Sprintf("partial write: %d of %d points not stored (HTTP %d): %s", e.Dropped, e.Points, e.StatusCode, e.Message)
+		if strings.Contains(e.Message, "points beyond retention policy") {
+			msg += " (" + beyondRetention + ")"
+		}
+		return msg
 	}
 	if e.StatusCode == http.StatusRequestEntityTooLarge {
 		// Every batch of that size will be refused: the setting to
@@ -50,6 +54,14 @@ func (e *StatusError) Stored() int {
 }
 
 const maxMessage = 1024
+
+// beyondRetention is added to InfluxDB 1.x's partial write of points
+// older than the retention policy keeps ("points beyond retention policy
+// dropped=N"): the data's time is soakd's to change, or the policy's
+// duration the server's. Resending cannot store them.
+const beyondRetention = "the points are older than the retention policy keeps: " +
+	"set START later (and OUT_OF_ORDER or OFFLINE lateness shorter), " +
+	"or lengthen the retention policy (ALTER RETENTION POLICY ... DURATION)"
 
 // classifyStatus turns a non-2xx answer into a classified error.
 //
