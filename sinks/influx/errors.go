@@ -61,7 +61,7 @@ const maxMessage = 1024
 // duration the server's. Resending cannot store them.
 const beyondRetention = "the points are older than the retention policy keeps: " +
 	"set START later (and OUT_OF_ORDER or OFFLINE lateness shorter), " +
-	"or lengthen the retention policy (ALTER RETENTION POLICY ... DURATION)"
+	"or lengthen the retention policy (ALTER RETENTION POLICY ... DURATION; 2.x: the bucket's retention)"
 
 // classifyStatus turns a non-2xx answer into a classified error.
 //
