@@ -321,3 +321,29 @@ func TestEngineBeyondRetentionPolicy(t *testing.T) {
 		t.Errorf("last error %+v: want it to say what to change (START, the retention policy)", w.LastError)
 	}
 }
+
+// CLOCK=wall into InfluxDB at precision=ms: a batch of 100 rows over 10
+// hosts holds 10 of each host's readings, due at the batch's time. Each
+// gets a millisecond of its own, so InfluxDB holds every row it
+// acknowledged rather than one of each host's per batch.
+func TestEngineWallClockCoarsePrecision(t *testing.T) {
+	srv := testserver.Influx(t)
+	reg, done := runEngine(t, map[string]string{
+		"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "devops",
+		"SOAKD_W_TARGET": fmt.Sprintf("influx1://%s?db=wallms&precision=ms", srv.Addr),
+		"SOAKD_W_CLOCK":  "wall", "SOAKD_W_SCALE": "10", "SOAKD_W_RATE": "100",
+		"SOAKD_W_WORKERS": "2", "SOAKD_W_BATCH_SIZE": "100", "SOAKD_W_DURATION": "3s",
+	})
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("Run: %v", res.err)
+	}
+	w := res.sum.Workloads[0]
+	stored := countField(t, srv, "wallms", "cpu", "usage_user")
+	rows := metricSum(t, reg, "soakd_rows_total")
+	t.Logf("acknowledged %d (soakd_rows_total %.0f) failed %d; InfluxDB holds %d", w.Units, rows, w.Failed, stored)
+	if w.Units < 200 || w.Failed != 0 || stored != w.Units || rows != float64(stored) {
+		t.Errorf("acknowledged %d (soakd_rows_total %.0f), failed %d, InfluxDB holds %d: want every acknowledged row stored",
+			w.Units, rows, w.Failed, stored)
+	}
+}
