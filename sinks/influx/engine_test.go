@@ -347,3 +347,35 @@ func TestEngineWallClockCoarsePrecision(t *testing.T) {
 			w.Units, rows, w.Failed, stored)
 	}
 }
+
+// InfluxDB 1.8's series limits refuse points with an error that names
+// the server's setting; soakd's says which of its own settings to lower.
+// max-series-per-database counts each point of a write: a batch of 600
+// rows of 10 series is refused whole at a limit of 500. max-values-per-tag
+// caps the hostnames: 600 hosts are more than 50.
+func TestEngineSeriesLimits(t *testing.T) {
+	srv := testserver.Influx(t, testserver.InfluxData("max-series-per-database = 500", "max-values-per-tag = 50"))
+	for _, c := range []struct {
+		name, scale, batch, end, want string
+	}{
+		{"max-series-per-database", "10", "600", "+10m", "so BATCH_SIZE must be below it"},
+		{"max-values-per-tag", "600", "400", "+2m", "lower SCALE, or raise the limit"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, done := runEngine(t, map[string]string{
+				"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "devops",
+				"SOAKD_W_TARGET": fmt.Sprintf("influx1://%s?db=%s", srv.Addr, strings.ReplaceAll(c.name, "-", "_")),
+				"SOAKD_W_RATE":   "max", "SOAKD_W_WORKERS": "1", "SOAKD_W_BATCH_SIZE": c.batch, "SOAKD_W_SCALE": c.scale,
+				"SOAKD_W_START": "2026-01-01T00:00:00Z", "SOAKD_W_END": c.end,
+			})
+			res := <-done
+			w := res.sum.Workloads[0]
+			if w.Failed == 0 || w.Units+w.Failed != w.Scheduled {
+				t.Errorf("scheduled %d, acknowledged %d, failed %d: want failed rows, adding up", w.Scheduled, w.Units, w.Failed)
+			}
+			if w.LastError == nil || !strings.Contains(w.LastError.Text, c.name+" limit exceeded") || !strings.Contains(w.LastError.Text, c.want) {
+				t.Errorf("last error %+v: want InfluxDB's %s and %q", w.LastError, c.name, c.want)
+			}
+		})
+	}
+}

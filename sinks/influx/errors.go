@@ -31,8 +31,11 @@ type StatusError struct {
 func (e *StatusError) Error() string {
 	if e.Partial {
 		msg := fmt.Sprintf("partial write: %d of %d points not stored (HTTP %d): %s", e.Dropped, e.Points, e.StatusCode, e.Message)
-		if strings.Contains(e.Message, "points beyond retention policy") {
-			msg += " (" + beyondRetention + ")"
+		for _, h := range partialHints {
+			if strings.Contains(e.Message, h.says) {
+				msg += " (" + h.hint + ")"
+				break
+			}
 		}
 		return msg
 	}
@@ -55,13 +58,24 @@ func (e *StatusError) Stored() int {
 
 const maxMessage = 1024
 
-// beyondRetention is added to InfluxDB 1.x's partial write of points
-// older than the retention policy keeps ("points beyond retention policy
-// dropped=N"): the data's time is soakd's to change, or the policy's
-// duration the server's. Resending cannot store them.
-const beyondRetention = "the points are older than the retention policy keeps: " +
-	"set START later (and OUT_OF_ORDER or OFFLINE lateness shorter), " +
-	"or lengthen the retention policy (ALTER RETENTION POLICY ... DURATION; 2.x: the bucket's retention)"
+// partialHints say what to change when InfluxDB refuses points for a
+// reason resending cannot change: soakd's settings, or the server's.
+var partialHints = []struct{ says, hint string }{
+	// Points older than the retention policy keeps ("points beyond
+	// retention policy dropped=N").
+	{"points beyond retention policy", "the points are older than the retention policy keeps: " +
+		"set START later (and OUT_OF_ORDER or OFFLINE lateness shorter), " +
+		"or lengthen the retention policy (ALTER RETENTION POLICY ... DURATION; 2.x: the bucket's retention)"},
+	// InfluxDB 1.8 counts every point of a write against the limit
+	// before it finds which series exist: a write of more points than
+	// the limit is refused whole, however few series it holds.
+	{"max-series-per-database limit exceeded", "the server's max-series-per-database ([data] in influxdb.conf, 0 for none) " +
+		"counts each point of a write, so BATCH_SIZE must be below it, and SCALE devices make SCALE series a table (more with CHURN): " +
+		"lower them, or raise the limit"},
+	// Each device has tag values of its own (hostname, name).
+	{"max-values-per-tag limit exceeded", "each device has a tag value of its own: SCALE devices (more with CHURN) " +
+		"must be within the server's max-values-per-tag ([data] in influxdb.conf, 0 for none): lower SCALE, or raise the limit"},
+}
 
 // classifyStatus turns a non-2xx answer into a classified error.
 //
