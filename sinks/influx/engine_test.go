@@ -379,3 +379,25 @@ func TestEngineSeriesLimits(t *testing.T) {
 		})
 	}
 }
+
+// A batch larger than InfluxDB 1.8's whole write cache is refused each
+// time it is sent ("cache-max-memory-size exceeded"): the error says
+// which of soakd's settings relieve it.
+func TestEngineCacheFull(t *testing.T) {
+	srv := testserver.Influx(t, testserver.InfluxData(`cache-max-memory-size = "1m"`))
+	_, done := runEngine(t, map[string]string{
+		"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "massive", "SOAKD_W_COLUMNS": "500",
+		"SOAKD_W_TARGET": fmt.Sprintf("influx1://%s?db=cache", srv.Addr),
+		"SOAKD_W_RATE":   "max", "SOAKD_W_WORKERS": "1", "SOAKD_W_BATCH_SIZE": "500", "SOAKD_W_RETRIES": "0",
+		"SOAKD_W_SCALE": "10", "SOAKD_W_START": "2026-01-01T00:00:00Z", "SOAKD_W_END": "+10m",
+	})
+	res := <-done
+	w := res.sum.Workloads[0]
+	if w.Failed == 0 || w.Units+w.Failed != w.Scheduled {
+		t.Errorf("scheduled %d, acknowledged %d, failed %d: want failed rows, adding up", w.Scheduled, w.Units, w.Failed)
+	}
+	if w.LastError == nil || !strings.Contains(w.LastError.Text, "cache-max-memory-size exceeded") ||
+		!strings.Contains(w.LastError.Text, "BATCH_SIZE") || !strings.Contains(w.LastError.Text, "RATE") {
+		t.Errorf("last error %+v: want InfluxDB's cache-max-memory-size, and BATCH_SIZE and RATE named", w.LastError)
+	}
+}

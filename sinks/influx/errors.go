@@ -44,8 +44,19 @@ func (e *StatusError) Error() string {
 		// change is soakd's.
 		return fmt.Sprintf("HTTP %d: %s (%s, or compress it: gzip=)", e.StatusCode, e.Message, sinks.TooLarge)
 	}
+	if strings.Contains(e.Message, "cache-max-memory-size exceeded") {
+		return fmt.Sprintf("HTTP %d: %s (%s)", e.StatusCode, e.Message, cacheFull)
+	}
 	return fmt.Sprintf("HTTP %d: %s", e.StatusCode, e.Message)
 }
+
+// cacheFull is added to InfluxDB 1.x's refusal of a write its in-memory
+// cache has no room for ("cache-max-memory-size exceeded: (N/LIMIT)", N
+// the cache with the write): the server takes writes faster than it
+// snapshots them to disk, or one batch is larger than the whole cache,
+// which resending never fits.
+const cacheFull = "the server's write cache is full: it takes writes faster than it writes them to disk (a lower RATE), " +
+	"and a batch larger than the cache never fits (a smaller BATCH_SIZE); or raise cache-max-memory-size ([data] in influxdb.conf)"
 
 // Stored is the number of points of the batch the target stored despite
 // the error (only partial writes store any).
