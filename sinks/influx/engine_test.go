@@ -401,3 +401,32 @@ func TestEngineCacheFull(t *testing.T) {
 		t.Errorf("last error %+v: want InfluxDB's cache-max-memory-size, and BATCH_SIZE and RATE named", w.LastError)
 	}
 }
+
+// CLOCK=wall with offline and late devices: a stream whose devices all
+// hold their readings at a batch's time fills less than the batch asks.
+// The run still adds up, with nothing in flight at its end, and InfluxDB
+// holds every row acknowledged.
+func TestEngineWallClockHeldReadingsAddUp(t *testing.T) {
+	srv := testserver.Influx(t)
+	reg, done := runEngine(t, map[string]string{
+		"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "devops",
+		"SOAKD_W_TARGET": fmt.Sprintf("influx1://%s?db=wallheld", srv.Addr),
+		"SOAKD_W_CLOCK":  "wall", "SOAKD_W_OFFLINE": "0.5:10s", "SOAKD_W_OUT_OF_ORDER": "0.2:5s",
+		"SOAKD_W_SCALE": "10", "SOAKD_W_RATE": "40", "SOAKD_W_WORKERS": "4", "SOAKD_W_BATCH_SIZE": "20", "SOAKD_W_DURATION": "5s",
+	})
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("Run: %v", res.err)
+	}
+	w := res.sum.Workloads[0]
+	stored := countField(t, srv, "wallheld", "cpu", "usage_user")
+	t.Logf("scheduled %d = acknowledged %d + failed %d + dropped %d + in flight %d; InfluxDB holds %d",
+		w.Scheduled, w.Units, w.Failed, w.Dropped, w.InFlight, stored)
+	if w.Units == 0 || w.InFlight != 0 || w.Units+w.Failed+w.Dropped != w.Scheduled {
+		t.Errorf("scheduled %d = acknowledged %d + failed %d + dropped %d + in flight %d: want nothing in flight at the end",
+			w.Scheduled, w.Units, w.Failed, w.Dropped, w.InFlight)
+	}
+	if rows := metricSum(t, reg, "soakd_rows_total"); stored != w.Units || rows != float64(stored) {
+		t.Errorf("acknowledged %d (soakd_rows_total %.0f), InfluxDB holds %d", w.Units, rows, stored)
+	}
+}
