@@ -165,7 +165,7 @@ func (r *runner) attemptFailed(w *worker, class sinks.Class, bytes int) {
 
 // batchFailed counts a batch that failed for good. stored is how many of
 // its units the target kept anyway (a partial write): those are
-// acknowledged, the rest failed. For KV and queries the stored units are
+// acknowledged, with their values, the rest failed. For KV and queries the stored units are
 // taken to be the first ones of the batch, which a target executes in
 // order.
 func (r *runner) batchFailed(w *worker, stored int, response, service time.Duration) {
@@ -176,6 +176,13 @@ func (r *runner) batchFailed(w *worker, stored int, response, service time.Durat
 	c.failed += int64(b.Len() - stored)
 	t.lat.add(sample{units: int32(b.Len()), dispatch: w.dispatch}) // sent, whatever became of it
 	if r.kind == sources.Series {
+		// Which rows the target kept it does not say (InfluxDB's
+		// "partial write ... dropped=N" counts them): their values are
+		// the stored rows' share of the batch's, exact where every row
+		// has as many values (no MISSING).
+		if stored > 0 && b.Len() > 0 {
+			c.values += int64(b.NumValues) * int64(stored) / int64(b.Len())
+		}
 		c.ops[writeOp].failed++
 		t.mu.Unlock()
 		return

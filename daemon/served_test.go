@@ -20,6 +20,7 @@ import (
 	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sources"
+	"github.com/soakd/soakd/sources/seq"
 )
 
 // The engine's runs checked in what /metrics and /status say: package
@@ -297,6 +298,13 @@ func TestPartialWritesCountStoredRows(t *testing.T) {
 		if got := gatherValue(t, res.reg, "soakd_rows_total"); got != 40 {
 			t.Errorf("soakd_rows_total = %v, want 40", got)
 		}
+		// seq rows hold one value each: the stored rows' values count.
+		if w.Values != 40 {
+			t.Errorf("values %d, want the 40 of the 40 stored rows", w.Values)
+		}
+		if got := gatherValue(t, res.reg, "soakd_values_total"); got != 40 {
+			t.Errorf("soakd_values_total = %v, want 40", got)
+		}
 	})
 }
 
@@ -367,4 +375,53 @@ func TestLagGauge(t *testing.T) {
 			t.Errorf("soakd_target_rate = %v", rate)
 		}
 	})
+}
+
+// A stream may fill a batch with fewer units than asked and more to come
+// (a wall-clock source whose devices hold their readings: offline, or
+// late): the units it did not give were never made, so they are not
+// counted scheduled. The run ends with nothing in flight, scheduled
+// equal to what was acknowledged, in a closed and an open loop.
+func TestShortFillsAreNotInFlight(t *testing.T) {
+	for _, rate := range []string{"100", "max"} {
+		t.Run("rate="+rate, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := daemon.Plugins()
+				p.Sources = sources.NewRegistry(sources.Register(sources.Spec[seq.Config]{
+					Names: []string{"seq"}, Kind: sources.Series,
+					Validate: func(c *seq.Config, _ sources.Common) error { return c.Validate() },
+					New: func(c *seq.Config, w sources.Common) (sources.Source, error) {
+						s, err := seq.New(*c, w.Shard)
+						return shortSource{s}, err
+					},
+				}))
+				cfg := daemon.LoadTest(t, daemon.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://?latency=1ms", "SOAKD_SEQ_RATE", rate,
+					"SOAKD_SEQ_BATCH_SIZE", "10", "SOAKD_SEQ_WORKERS", "2", "SOAKD_SEQ_DURATION", "2s"), p)
+				res := runServed(context.Background(), cfg, p)
+				if res.err != nil {
+					t.Fatal(res.err)
+				}
+				w := res.sum.Workloads[0]
+				if w.Units == 0 || w.InFlight != 0 || w.Scheduled != w.Units || w.Failed != 0 || w.Dropped != 0 {
+					t.Errorf("scheduled %d = acknowledged %d + failed %d + dropped %d + in flight %d: want every unit made acknowledged, none in flight",
+						w.Scheduled, w.Units, w.Failed, w.Dropped, w.InFlight)
+				}
+			})
+		})
+	}
+}
+
+// shortSource is the seq source whose streams fill at most half of what
+// each batch asks, with more to come.
+type shortSource struct{ *seq.Source }
+
+func (s shortSource) Stream(part, parts int) (sources.Stream, error) {
+	st, err := s.Source.Stream(part, parts)
+	return shortStream{st}, err
+}
+
+type shortStream struct{ sources.Stream }
+
+func (s shortStream) Fill(b *sources.Batch, max int, now int64) error {
+	return s.Stream.Fill(b, (max+1)/2, now)
 }

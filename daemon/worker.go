@@ -320,10 +320,17 @@ func (r *runner) execute(ctx context.Context, p *phaseRun, w *worker, t ticket) 
 			close(p.exhausted)
 		}
 	}
-	if n := t.units - b.Len(); held == nil && n > 0 {
-		if cut {
+	if n := t.units - b.Len(); n > 0 {
+		switch {
+		case held != nil:
+			// The stream gave fewer units than asked, with more to come
+			// (a wall clock's devices holding their readings, offline or
+			// late): the rest were not made at this time, and would
+			// otherwise stay in flight for good.
+			w.t.release(-int64(n))
+		case cut:
 			w.t.drop(int64(n), true) // shutdown came before a stream was free
-		} else {
+		default:
 			// The data set ended inside this ticket: those units never
 			// existed.
 			w.t.release(-int64(n))

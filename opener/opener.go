@@ -108,13 +108,36 @@ func Sink(ctx context.Context, p *config.Plugins, w *config.Workload, kind sourc
 // (InfluxDB's precision=s, remote write's milliseconds, PostgreSQL's
 // microseconds): the target would store a device's readings at one time,
 // keeping one of them, though it acknowledged every one.
+//
+// Under CLOCK=wall a device's rows are as far apart as the rate makes
+// them, and the rounds of devices one batch holds share its intended
+// time: the source is told to keep a device's rows res apart, and a rate
+// that would make them closer than that (more than SCALE rows per res,
+// RATE=max) is refused, naming RATE, for the rows' times would then run
+// ahead of the clock.
 func checkResolution(w *config.Workload, src sources.Source, sink sinks.Sink) error {
-	sp, ok := src.(sources.Spaced)
-	r, ok2 := sink.(interface{ Resolution() time.Duration })
-	if !ok || !ok2 {
+	r, ok := sink.(interface{ Resolution() time.Duration })
+	if !ok {
 		return nil
 	}
-	iv, res := sp.Interval(), r.Resolution()
+	res := r.Resolution()
+	if ws, ok := src.(sources.WallStamped); ok && res > 0 {
+		if wall, devices := ws.WallClock(); wall {
+			ws.KeepApart(res)
+			if peak := w.Rate.Peak(); res > time.Microsecond && peak*res.Seconds() > float64(devices) {
+				p := config.Prefix(w.Name)
+				return &settings.Error{Key: p + "RATE", Err: fmt.Errorf(
+					"%s under %sCLOCK=wall writes each of the %d devices more often than once in %s, the times the target %s keeps: a device's rows would share a time, or be stamped ahead of the clock to keep them apart; "+
+						"set %sRATE to at most %g, %sSCALE higher, have the target keep finer times (influx and file: precision=), or %sCLOCK=simulated",
+					w.Rate, p, devices, res, w.Sink.Redacted, p, float64(devices)/res.Seconds(), p, p)}
+			}
+		}
+	}
+	sp, ok := src.(sources.Spaced)
+	if !ok {
+		return nil
+	}
+	iv := sp.Interval()
 	if res <= 0 || iv >= res {
 		return nil
 	}

@@ -81,6 +81,21 @@ type Spaced interface {
 	Interval() time.Duration
 }
 
+// WallStamped is implemented by series sources that may stamp rows with
+// the time they are sent (CLOCK=wall): a device's rows then follow each
+// other as fast as the rate makes them, not INTERVAL apart, and a batch
+// may hold several of one device's.
+type WallStamped interface {
+	// WallClock reports whether rows are stamped with the time they are
+	// sent, and over how many devices (SCALE) the rate is spread.
+	WallClock() (wall bool, devices int)
+	// KeepApart has the source stamp a device's rows at least d apart
+	// (the times the target keeps: InfluxDB's precision=, remote
+	// write's milliseconds), so that the target keeps each of them. It
+	// is called before the source's first stream is opened.
+	KeepApart(d time.Duration)
+}
+
 // Shaped is implemented by KV sources. The engine hands Shape to the
 // sink when it opens it (sinks.Options.Shape).
 type Shaped interface {

@@ -682,6 +682,44 @@ func TestFileTargetIntervalFinerThanPrecision(t *testing.T) {
 	}
 }
 
+// Under CLOCK=wall a batch holds several rounds of a host's readings,
+// all due at the batch's time: at precision=ms each still gets a time of
+// its own in the file (a loader would keep one reading of each time),
+// not times 1 µs apart that the file writes as one millisecond. A rate
+// that would have a host write more often than the precision keeps apart
+// is refused naming SOAKD_W_RATE.
+func TestFileTargetWallClockKeepsPrecisionApart(t *testing.T) {
+	dir := t.TempDir()
+	lp := filepath.Join(dir, "out.lp")
+	env := map[string]string{"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "devops", "SOAKD_LISTEN": "off",
+		"SOAKD_W_CLOCK": "wall", "SOAKD_W_SCALE": "2", "SOAKD_W_RATE": "100", "SOAKD_W_BATCH_SIZE": "100",
+		"SOAKD_W_WORKERS": "1", "SOAKD_W_DURATION": "2s", "SOAKD_W_TARGET": "file://" + lp + "?precision=ms"}
+	if code, _, errs := run(t, env); code != 0 {
+		t.Fatalf("exit %d, want 0; stderr:\n%s", code, errs)
+	}
+	b, err := os.ReadFile(lp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	seen := map[string]bool{}
+	for _, l := range lines {
+		f := strings.Fields(l) // measurement,tags fields time
+		host := f[0][strings.Index(f[0], "hostname="):]
+		host = host[:strings.IndexByte(host+",", ',')]
+		seen[host+" "+f[len(f)-1]] = true
+	}
+	if len(lines) < 100 || len(seen) != len(lines) {
+		t.Errorf("%d rows, %d distinct (host, millisecond): want every row at a time of its own", len(lines), len(seen))
+	}
+	env["SOAKD_W_TARGET"] = "file://" + filepath.Join(dir, "fast.lp") + "?precision=s"
+	env["SOAKD_W_RATE"] = "1000"
+	code, _, errs := run(t, env)
+	if code != cli.ExitConfig || !strings.Contains(errs, "SOAKD_W_RATE: 1000 under SOAKD_W_CLOCK=wall") || !strings.Contains(errs, "at most 2") {
+		t.Errorf("RATE=1000 over 2 hosts at precision=s: exit %d, want 2 naming SOAKD_W_RATE and at most 2; stderr:\n%s", code, errs)
+	}
+}
+
 // A wrong Redis password says authentication failed and which settings
 // hold the password, never the password itself.
 func TestRedisWrongPassword(t *testing.T) {

@@ -272,3 +272,161 @@ func TestEngineSources(t *testing.T) {
 		}
 	}
 }
+
+// Data older than the database's retention policy: InfluxDB 1.8 stores
+// the batch's newer points and answers "partial write: points beyond
+// retention policy dropped=N". The rows it kept are acknowledged with
+// their values (soakd_values_total is what InfluxDB holds), the rest
+// failed, and the error says what to change.
+func TestEngineBeyondRetentionPolicy(t *testing.T) {
+	srv := testserver.Influx(t)
+	srv.InfluxExec(t, "", "CREATE DATABASE rp1h WITH DURATION 1h")
+	// Three hours of devops data (10 values a row, none null) from
+	// three hours ago: the older part is beyond the hour the policy keeps.
+	// InfluxDB keeps a point older than that when a newer point of the
+	// same write falls in its shard group (an hour): the first batch,
+	// 2 h 46 min of data, holds points of the last hour and of shard
+	// groups wholly older than it, so it is always stored in part.
+	start := time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)
+	reg, done := runEngine(t, map[string]string{
+		"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "devops",
+		"SOAKD_W_TARGET": fmt.Sprintf("influx1://%s?db=rp1h", srv.Addr),
+		"SOAKD_W_RATE":   "max", "SOAKD_W_WORKERS": "1", "SOAKD_W_BATCH_SIZE": "10000",
+		"SOAKD_W_SCALE": "10", "SOAKD_W_MISSING": "none",
+		"SOAKD_W_START": start.Format(time.RFC3339), "SOAKD_W_END": "+3h",
+	})
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("Run: %v", res.err)
+	}
+	w := res.sum.Workloads[0]
+	stored := countField(t, srv, "rp1h", "cpu", "usage_user")
+	rows, values := metricSum(t, reg, "soakd_rows_total"), metricSum(t, reg, "soakd_values_total")
+	t.Logf("scheduled %d acked %d failed %d values %d; soakd_rows_total %.0f soakd_values_total %.0f; stored %d rows",
+		w.Scheduled, w.Units, w.Failed, w.Values, rows, values, stored)
+	if stored == 0 || w.Failed == 0 {
+		t.Fatalf("stored %d, failed %d: want the policy to keep the newer rows only", stored, w.Failed)
+	}
+	if w.Scheduled != 10*3*360 || w.Units+w.Failed != w.Scheduled {
+		t.Errorf("scheduled %d != acknowledged %d + failed %d", w.Scheduled, w.Units, w.Failed)
+	}
+	if w.Units != stored || rows != float64(stored) {
+		t.Errorf("acknowledged %d (soakd_rows_total %.0f), InfluxDB holds %d", w.Units, rows, stored)
+	}
+	if w.Values != 10*stored || values != float64(10*stored) {
+		t.Errorf("values %d (soakd_values_total %.0f), InfluxDB holds %d (10 a row)", w.Values, values, 10*stored)
+	}
+	if w.LastError == nil || !strings.Contains(w.LastError.Text, "set START later") ||
+		!strings.Contains(w.LastError.Text, "ALTER RETENTION POLICY") {
+		t.Errorf("last error %+v: want it to say what to change (START, the retention policy)", w.LastError)
+	}
+}
+
+// CLOCK=wall into InfluxDB at precision=ms: a batch of 100 rows over 10
+// hosts holds 10 of each host's readings, due at the batch's time. Each
+// gets a millisecond of its own, so InfluxDB holds every row it
+// acknowledged rather than one of each host's per batch.
+func TestEngineWallClockCoarsePrecision(t *testing.T) {
+	srv := testserver.Influx(t)
+	reg, done := runEngine(t, map[string]string{
+		"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "devops",
+		"SOAKD_W_TARGET": fmt.Sprintf("influx1://%s?db=wallms&precision=ms", srv.Addr),
+		"SOAKD_W_CLOCK":  "wall", "SOAKD_W_SCALE": "10", "SOAKD_W_RATE": "100",
+		"SOAKD_W_WORKERS": "2", "SOAKD_W_BATCH_SIZE": "100", "SOAKD_W_DURATION": "3s",
+	})
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("Run: %v", res.err)
+	}
+	w := res.sum.Workloads[0]
+	stored := countField(t, srv, "wallms", "cpu", "usage_user")
+	rows := metricSum(t, reg, "soakd_rows_total")
+	t.Logf("acknowledged %d (soakd_rows_total %.0f) failed %d; InfluxDB holds %d", w.Units, rows, w.Failed, stored)
+	if w.Units < 200 || w.Failed != 0 || stored != w.Units || rows != float64(stored) {
+		t.Errorf("acknowledged %d (soakd_rows_total %.0f), failed %d, InfluxDB holds %d: want every acknowledged row stored",
+			w.Units, rows, w.Failed, stored)
+	}
+}
+
+// InfluxDB 1.8's series limits refuse points with an error that names
+// the server's setting; soakd's says which of its own settings to lower.
+// max-series-per-database counts each point of a write: a batch of 600
+// rows of 10 series is refused whole at a limit of 500. max-values-per-tag
+// caps the hostnames: 600 hosts are more than 50.
+func TestEngineSeriesLimits(t *testing.T) {
+	srv := testserver.Influx(t, testserver.InfluxData("max-series-per-database = 500", "max-values-per-tag = 50"))
+	for _, c := range []struct {
+		name, scale, batch, end, want string
+	}{
+		{"max-series-per-database", "10", "600", "+10m", "so BATCH_SIZE must be below it"},
+		{"max-values-per-tag", "600", "400", "+2m", "lower SCALE, or raise the limit"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, done := runEngine(t, map[string]string{
+				"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "devops",
+				"SOAKD_W_TARGET": fmt.Sprintf("influx1://%s?db=%s", srv.Addr, strings.ReplaceAll(c.name, "-", "_")),
+				"SOAKD_W_RATE":   "max", "SOAKD_W_WORKERS": "1", "SOAKD_W_BATCH_SIZE": c.batch, "SOAKD_W_SCALE": c.scale,
+				"SOAKD_W_START": "2026-01-01T00:00:00Z", "SOAKD_W_END": c.end,
+			})
+			res := <-done
+			w := res.sum.Workloads[0]
+			if w.Failed == 0 || w.Units+w.Failed != w.Scheduled {
+				t.Errorf("scheduled %d, acknowledged %d, failed %d: want failed rows, adding up", w.Scheduled, w.Units, w.Failed)
+			}
+			if w.LastError == nil || !strings.Contains(w.LastError.Text, c.name+" limit exceeded") || !strings.Contains(w.LastError.Text, c.want) {
+				t.Errorf("last error %+v: want InfluxDB's %s and %q", w.LastError, c.name, c.want)
+			}
+		})
+	}
+}
+
+// A batch larger than InfluxDB 1.8's whole write cache is refused each
+// time it is sent ("cache-max-memory-size exceeded"): the error says
+// which of soakd's settings relieve it.
+func TestEngineCacheFull(t *testing.T) {
+	srv := testserver.Influx(t, testserver.InfluxData(`cache-max-memory-size = "1m"`))
+	_, done := runEngine(t, map[string]string{
+		"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "massive", "SOAKD_W_COLUMNS": "500",
+		"SOAKD_W_TARGET": fmt.Sprintf("influx1://%s?db=cache", srv.Addr),
+		"SOAKD_W_RATE":   "max", "SOAKD_W_WORKERS": "1", "SOAKD_W_BATCH_SIZE": "500", "SOAKD_W_RETRIES": "0",
+		"SOAKD_W_SCALE": "10", "SOAKD_W_START": "2026-01-01T00:00:00Z", "SOAKD_W_END": "+10m",
+	})
+	res := <-done
+	w := res.sum.Workloads[0]
+	if w.Failed == 0 || w.Units+w.Failed != w.Scheduled {
+		t.Errorf("scheduled %d, acknowledged %d, failed %d: want failed rows, adding up", w.Scheduled, w.Units, w.Failed)
+	}
+	if w.LastError == nil || !strings.Contains(w.LastError.Text, "cache-max-memory-size exceeded") ||
+		!strings.Contains(w.LastError.Text, "BATCH_SIZE") || !strings.Contains(w.LastError.Text, "RATE") {
+		t.Errorf("last error %+v: want InfluxDB's cache-max-memory-size, and BATCH_SIZE and RATE named", w.LastError)
+	}
+}
+
+// CLOCK=wall with offline and late devices: a stream whose devices all
+// hold their readings at a batch's time fills less than the batch asks.
+// The run still adds up, with nothing in flight at its end, and InfluxDB
+// holds every row acknowledged.
+func TestEngineWallClockHeldReadingsAddUp(t *testing.T) {
+	srv := testserver.Influx(t)
+	reg, done := runEngine(t, map[string]string{
+		"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "devops",
+		"SOAKD_W_TARGET": fmt.Sprintf("influx1://%s?db=wallheld", srv.Addr),
+		"SOAKD_W_CLOCK":  "wall", "SOAKD_W_OFFLINE": "0.5:10s", "SOAKD_W_OUT_OF_ORDER": "0.2:5s",
+		"SOAKD_W_SCALE": "10", "SOAKD_W_RATE": "40", "SOAKD_W_WORKERS": "4", "SOAKD_W_BATCH_SIZE": "20", "SOAKD_W_DURATION": "5s",
+	})
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("Run: %v", res.err)
+	}
+	w := res.sum.Workloads[0]
+	stored := countField(t, srv, "wallheld", "cpu", "usage_user")
+	t.Logf("scheduled %d = acknowledged %d + failed %d + dropped %d + in flight %d; InfluxDB holds %d",
+		w.Scheduled, w.Units, w.Failed, w.Dropped, w.InFlight, stored)
+	if w.Units == 0 || w.InFlight != 0 || w.Units+w.Failed+w.Dropped != w.Scheduled {
+		t.Errorf("scheduled %d = acknowledged %d + failed %d + dropped %d + in flight %d: want nothing in flight at the end",
+			w.Scheduled, w.Units, w.Failed, w.Dropped, w.InFlight)
+	}
+	if rows := metricSum(t, reg, "soakd_rows_total"); stored != w.Units || rows != float64(stored) {
+		t.Errorf("acknowledged %d (soakd_rows_total %.0f), InfluxDB holds %d", w.Units, rows, stored)
+	}
+}

@@ -30,15 +30,33 @@ type StatusError struct {
 
 func (e *StatusError) Error() string {
 	if e.Partial {
-		return fmt.Sprintf("partial write: %d of %d points not stored (HTTP %d): %s", e.Dropped, e.Points, e.StatusCode, e.Message)
+		msg := fmt.Sprintf("partial write: %d of %d points not stored (HTTP %d): %s", e.Dropped, e.Points, e.StatusCode, e.Message)
+		for _, h := range partialHints {
+			if strings.Contains(e.Message, h.says) {
+				msg += " (" + h.hint + ")"
+				break
+			}
+		}
+		return msg
 	}
 	if e.StatusCode == http.StatusRequestEntityTooLarge {
 		// Every batch of that size will be refused: the setting to
 		// change is soakd's.
 		return fmt.Sprintf("HTTP %d: %s (%s, or compress it: gzip=)", e.StatusCode, e.Message, sinks.TooLarge)
 	}
+	if strings.Contains(e.Message, "cache-max-memory-size exceeded") {
+		return fmt.Sprintf("HTTP %d: %s (%s)", e.StatusCode, e.Message, cacheFull)
+	}
 	return fmt.Sprintf("HTTP %d: %s", e.StatusCode, e.Message)
 }
+
+// cacheFull is added to InfluxDB 1.x's refusal of a write its in-memory
+// cache has no room for ("cache-max-memory-size exceeded: (N/LIMIT)", N
+// the cache with the write): the server takes writes faster than it
+// snapshots them to disk, or one batch is larger than the whole cache,
+// which resending never fits.
+const cacheFull = "the server's write cache is full: it takes writes faster than it writes them to disk (a lower RATE), " +
+	"and a batch larger than the cache never fits (a smaller BATCH_SIZE); or raise cache-max-memory-size ([data] in influxdb.conf)"
 
 // Stored is the number of points of the batch the target stored despite
 // the error (only partial writes store any).
@@ -50,6 +68,25 @@ func (e *StatusError) Stored() int {
 }
 
 const maxMessage = 1024
+
+// partialHints say what to change when InfluxDB refuses points for a
+// reason resending cannot change: soakd's settings, or the server's.
+var partialHints = []struct{ says, hint string }{
+	// Points older than the retention policy keeps ("points beyond
+	// retention policy dropped=N").
+	{"points beyond retention policy", "the points are older than the retention policy keeps: " +
+		"set START later (and OUT_OF_ORDER or OFFLINE lateness shorter), " +
+		"or lengthen the retention policy (ALTER RETENTION POLICY ... DURATION; 2.x: the bucket's retention)"},
+	// InfluxDB 1.8 counts every point of a write against the limit
+	// before it finds which series exist: a write of more points than
+	// the limit is refused whole, however few series it holds.
+	{"max-series-per-database limit exceeded", "the server's max-series-per-database ([data] in influxdb.conf, 0 for none) " +
+		"counts each point of a write, so BATCH_SIZE must be below it, and SCALE devices make SCALE series a table (more with CHURN): " +
+		"lower them, or raise the limit"},
+	// Each device has tag values of its own (hostname, name).
+	{"max-values-per-tag limit exceeded", "each device has a tag value of its own: SCALE devices (more with CHURN) " +
+		"must be within the server's max-values-per-tag ([data] in influxdb.conf, 0 for none): lower SCALE, or raise the limit"},
+}
 
 // classifyStatus turns a non-2xx answer into a classified error.
 //

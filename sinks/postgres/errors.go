@@ -117,3 +117,30 @@ func refusedTLS(err error) bool {
 	}
 	return true
 }
+
+// explainWrite adds to a write's error what to change when the server's
+// own message does not say it in soakd's terms.
+//
+// "out of shared memory" (53200) is PostgreSQL's lock table full
+// (max_locks_per_transaction × max_connections locks). A write locks
+// every table it inserts into until it commits, and into a TimescaleDB
+// hypertable that is every chunk its rows fall in: a batch whose rows
+// span more chunks than that fails each time it is sent, a hint that
+// PostgreSQL gives but pgx does not print.
+func (s *Sink) explainWrite(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "53200" || !strings.Contains(pgErr.Message, "shared memory") {
+		return err
+	}
+	if s.cfg.Dialect == TimescaleDB {
+		ci := "TimescaleDB's default, 7 days"
+		if s.cfg.ChunkInterval > 0 {
+			ci = s.cfg.ChunkInterval.String()
+		}
+		return fmt.Errorf("%w: the server's lock table is full, and a write locks every chunk its rows fall in: "+
+			"fewer chunks a batch, a longer chunk_interval= (now %s; an existing hypertable keeps its own) or a smaller BATCH_SIZE, "+
+			"or raise the server's max_locks_per_transaction", err, ci)
+	}
+	return fmt.Errorf("%w: the server's lock table is full: a smaller BATCH_SIZE or fewer WORKERS, "+
+		"or raise the server's max_locks_per_transaction", err)
+}

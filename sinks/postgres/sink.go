@@ -298,7 +298,7 @@ func (s *Sink) Write(ctx context.Context, b *sources.Batch) (int, error) {
 		// Release destroys connections that are closed or still in a
 		// transaction.
 		conn.Release()
-		return n, classify(err, lost, s.cfg.Dedup)
+		return n, classify(s.explainWrite(err), lost, s.cfg.Dedup)
 	}
 	conn.Release()
 	return n, nil

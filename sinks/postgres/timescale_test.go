@@ -478,3 +478,31 @@ func TestEngineTimescaleDB(t *testing.T) {
 		})
 	}
 }
+
+// A batch whose rows fall in more chunks than the server can lock in one
+// transaction (1-second chunks, two hours of one host's readings, 10
+// locks a connection) fails with "out of shared memory" every time it is
+// sent; the error says what to change: chunk_interval, BATCH_SIZE or
+// max_locks_per_transaction.
+func TestTimescaleDBBatchOverLockTable(t *testing.T) {
+	srv := testserver.TimescaleDB(t, testserver.PostgresSettings("max_locks_per_transaction=10", "max_connections=10"))
+	db := newDB(t, srv, "locks")
+	res := runEngine(t.Context(), t, prometheus.NewRegistry(), map[string]string{
+		"SOAKD_W_SOURCE": "devops", "SOAKD_W_SCALE": "1", "SOAKD_W_MISSING": "none",
+		"SOAKD_W_START": "2026-01-01T00:00:00Z", "SOAKD_W_END": "+2h",
+		"SOAKD_W_TARGET": withParams(db, "dialect", "timescaledb", "chunk_interval", "1s"),
+		"SOAKD_W_RATE":   "max", "SOAKD_W_WORKERS": "1", "SOAKD_W_BATCH_SIZE": "1000", "SOAKD_W_RETRIES": "0",
+	})
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	w := res.sum.Workloads[0]
+	if w.Failed == 0 || w.Units+w.Failed != w.Scheduled {
+		t.Errorf("scheduled %d, acknowledged %d, failed %d: want failed rows, adding up", w.Scheduled, w.Units, w.Failed)
+	}
+	if w.LastError == nil || !strings.Contains(w.LastError.Text, "SQLSTATE 53200") ||
+		!strings.Contains(w.LastError.Text, "chunk_interval= (now 1s") || !strings.Contains(w.LastError.Text, "BATCH_SIZE") ||
+		!strings.Contains(w.LastError.Text, "max_locks_per_transaction") {
+		t.Errorf("last error %+v: want out of shared memory, and chunk_interval, BATCH_SIZE and max_locks_per_transaction named", w.LastError)
+	}
+}

@@ -26,6 +26,7 @@ type Source struct {
 	sch   []*sources.Schema
 
 	wall     bool
+	apart    int64 // wall clock: least time between two rows of a device, ns
 	start    int64 // first timestamp (simulated), Unix ns
 	interval int64
 	finite   bool
@@ -109,7 +110,7 @@ func Build(source string, c Config, seed uint64, shard sources.Shard) (*Source, 
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{name: source, cfg: c, seed: seed, shard: shard, wall: c.Clock == Wall, interval: int64(c.Interval)}
+	s := &Source{name: source, cfg: c, seed: seed, shard: shard, wall: c.Clock == Wall, interval: int64(c.Interval), apart: int64(time.Microsecond)}
 	if c.Start.Now {
 		now := time.Now().UnixNano()
 		s.start = now - now%s.interval // shards started within one interval agree
@@ -192,6 +193,16 @@ func (s *Source) Schemas() []*sources.Schema { return s.sch }
 
 // Interval is the time between two readings of one device (INTERVAL).
 func (s *Source) Interval() time.Duration { return s.cfg.Interval }
+
+// WallClock reports whether rows are stamped with the time they are
+// sent (CLOCK=wall), and SCALE.
+func (s *Source) WallClock() (bool, int) { return s.wall, s.cfg.Scale }
+
+// KeepApart has the wall clock stamp a device's rows at least d apart (1
+// µs at least): the rows of several rounds in one batch, which share
+// their intended time, are otherwise 1 µs apart, and a target that keeps
+// milliseconds or seconds would keep one of them.
+func (s *Source) KeepApart(d time.Duration) { s.apart = max(int64(d), int64(time.Microsecond)) }
 
 // Devices is the number of devices in this shard.
 func (s *Source) Devices() int { return s.devices }

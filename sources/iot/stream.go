@@ -197,7 +197,8 @@ func (s *Stream) startRound(now int64) {
 	s.k = 0
 	src := s.src
 	if src.wall {
-		s.roundTs = max(now, s.maxTs+1000) // 1 µs: a device never repeats a timestamp
+		// A device never repeats a time the target keeps (KeepApart).
+		s.roundTs = max(now, s.maxTs+src.apart)
 		s.drain = src.finite && now >= src.end
 		return
 	}
