@@ -380,6 +380,33 @@ func TestEngineSeriesLimits(t *testing.T) {
 	}
 }
 
+// A field keeps the type it was first written with: a run of massive
+// floats into a database an integer run wrote is refused ("field type
+// conflict"), and the error says where that comes from and what to do.
+func TestEngineFieldTypeConflict(t *testing.T) {
+	srv := testserver.Influx(t)
+	for _, typ := range []string{"int", "float"} {
+		_, done := runEngine(t, map[string]string{
+			"SOAKD_WORKLOADS": "w", "SOAKD_W_SOURCE": "massive", "SOAKD_W_COLUMNS": "5", "SOAKD_W_COLUMN_TYPE": typ,
+			"SOAKD_W_TARGET": fmt.Sprintf("influx1://%s?db=conflict", srv.Addr),
+			"SOAKD_W_RATE":   "max", "SOAKD_W_WORKERS": "1", "SOAKD_W_BATCH_SIZE": "100", "SOAKD_W_RETRIES": "0",
+			"SOAKD_W_SCALE": "10", "SOAKD_W_START": "2026-01-01T00:00:00Z", "SOAKD_W_END": "+1m",
+		})
+		w := (<-done).sum.Workloads[0]
+		if typ == "int" {
+			if w.Failed != 0 || w.Units == 0 {
+				t.Fatalf("first run: acknowledged %d, failed %d: want every row stored", w.Units, w.Failed)
+			}
+			continue
+		}
+		if w.Failed == 0 || w.Units+w.Failed != w.Scheduled || w.LastError == nil ||
+			!strings.Contains(w.LastError.Text, "field type conflict") || !strings.Contains(w.LastError.Text, "COLUMN_TYPE") {
+			t.Errorf("second run: scheduled %d, acknowledged %d, failed %d, last error %+v: want failed rows, adding up, and COLUMN_TYPE named",
+				w.Scheduled, w.Units, w.Failed, w.LastError)
+		}
+	}
+}
+
 // A batch larger than InfluxDB 1.8's whole write cache is refused each
 // time it is sent ("cache-max-memory-size exceeded"): the error says
 // which of soakd's settings relieve it.

@@ -86,6 +86,11 @@ var partialHints = []struct{ says, hint string }{
 	// Each device has tag values of its own (hostname, name).
 	{"max-values-per-tag limit exceeded", "each device has a tag value of its own: SCALE devices (more with CHURN) " +
 		"must be within the server's max-values-per-tag ([data] in influxdb.conf, 0 for none): lower SCALE, or raise the limit"},
+	// A field keeps the type it was first written with in a shard: an
+	// earlier run of another COLUMN_TYPE (massive) or source wrote it.
+	{"field type conflict", "the database holds the field with another type, written by an earlier run " +
+		"(another COLUMN_TYPE, or another source of the same measurement): write to another database or bucket, " +
+		"or drop the measurement (DROP MEASUREMENT) before the run"},
 }
 
 // classifyStatus turns a non-2xx answer into a classified error.
