@@ -45,6 +45,7 @@ import (
 	"github.com/soakd/soakd/history"
 	"github.com/soakd/soakd/internal/sysinfo"
 	"github.com/soakd/soakd/live"
+	"github.com/soakd/soakd/opener"
 	"github.com/soakd/soakd/pace"
 	"github.com/soakd/soakd/progress"
 	"github.com/soakd/soakd/readback"
@@ -53,6 +54,7 @@ import (
 	"github.com/soakd/soakd/serve"
 	"github.com/soakd/soakd/settings"
 	"github.com/soakd/soakd/sinks"
+	"github.com/soakd/soakd/sources"
 	"github.com/soakd/soakd/summary"
 	"github.com/soakd/soakd/sweep"
 	"github.com/soakd/soakd/targetwatch"
@@ -589,6 +591,9 @@ func checkCommands(cfg *config.Config, env map[string]string, p *config.Plugins)
 		return false
 	}
 	var errs []error
+	if cfg.Validate(p) == nil {
+		errs = append(errs, checkOpening(cfg, p))
+	}
 	if set("CAPACITY_") {
 		errs = append(errs, cfg.CheckCapacity(p))
 	}
@@ -601,6 +606,37 @@ func checkCommands(cfg *config.Config, env map[string]string, p *config.Plugins)
 			_, err = cfg.SweepPoints(env, p)
 		}
 		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// checkOpening makes the checks a run makes of a workload as it opens its
+// target (opener.Sink: rows stamped finer than the times the target
+// keeps, or ahead of the clock under CLOCK=wall), which --check passed
+// and the run then refused: opening a sink does no I/O. Only workloads
+// whose rows carry times are opened, and never a built-in target.
+func checkOpening(cfg *config.Config, p *config.Plugins) error {
+	var errs []error
+	for _, w := range cfg.Workload {
+		if w.Builtin {
+			continue
+		}
+		e, src, err := opener.Source(p, w)
+		if err != nil {
+			continue // the configuration check says why
+		}
+		_, spaced := src.(sources.Spaced)
+		_, wall := src.(sources.WallStamped)
+		if !spaced && !wall {
+			continue
+		}
+		batch, _ := w.BatchUnits(e.Kind)
+		sink, err := opener.Sink(context.Background(), p, w, e.Kind, src, w.Workers, batch, nil)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		_ = sink.Close(context.Background())
 	}
 	return errors.Join(errs...)
 }

@@ -814,6 +814,45 @@ func TestConfigCheckSweepAndCapacity(t *testing.T) {
 	}
 }
 
+// config --check makes the checks a run makes as it opens a workload's
+// target, without I/O: rows stamped finer than the times the target keeps
+// (INTERVAL against precision=), or ahead of the clock under CLOCK=wall
+// (RATE). A file target is left as it was. Bug caught: both were
+// "configuration ok", then the run refused them (exit 2).
+func TestConfigCheckOpensTargets(t *testing.T) {
+	t.Parallel()
+	kept := filepath.Join(t.TempDir(), "kept.lp")
+	if err := os.WriteFile(kept, []byte("kept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"SOAKD_IOT_TARGET": "influx1://127.0.0.1:1?db=x&precision=s", "SOAKD_IOT_INTERVAL": "500ms"},
+			"SOAKD_IOT_INTERVAL: 500ms is finer than the times the target"},
+		{map[string]string{"SOAKD_IOT_TARGET": "influx1://127.0.0.1:1?db=x&precision=ms", "SOAKD_IOT_CLOCK": "wall", "SOAKD_IOT_RATE": "1M", "SOAKD_IOT_SCALE": "10"},
+			"SOAKD_IOT_RATE: 1M under SOAKD_IOT_CLOCK=wall"},
+		{map[string]string{"SOAKD_IOT_TARGET": "file://" + kept + "?precision=s", "SOAKD_IOT_INTERVAL": "500ms"},
+			"SOAKD_IOT_INTERVAL: 500ms is finer than the times the target"},
+		{map[string]string{"SOAKD_IOT_TARGET": "influx1://127.0.0.1:1?db=x&precision=s"}, ""},
+		{map[string]string{"SOAKD_IOT_TARGET": "file://" + kept}, ""},
+	} {
+		tc.env["SOAKD_WORKLOADS"] = "iot"
+		code, out, errs := run(t, tc.env, "config", "--check")
+		if tc.want == "" {
+			if code != 0 || !strings.Contains(out, "configuration ok") {
+				t.Errorf("%v: exit %d, %q %q; want ok", tc.env, code, out, errs)
+			}
+		} else if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 saying %q", tc.env, code, errs, tc.want)
+		}
+	}
+	if b, err := os.ReadFile(kept); err != nil || string(b) != "kept\n" {
+		t.Errorf("the file target holds %q (%v) after config --check, want it untouched", b, err)
+	}
+}
+
 // A target URL that opens with credentials given two ways, or a password
 // without a user, is invalid configuration, as the README says: exit 2,
 // nothing run, the problem named with its variable and no secret. It
