@@ -18,6 +18,7 @@ import (
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/dashboards/mixin"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -307,6 +308,58 @@ func TestKubernetesMonitoring(t *testing.T) {
 		var d map[string]any
 		if err := json.Unmarshal([]byte(got), &d); err != nil || got != string(want) {
 			t.Errorf("ConfigMap soakd-%s is not dashboards/%s (%v)", f, f, err)
+		}
+	}
+}
+
+// gomaxprocs is the GOMAXPROCS soakd's Go runtime picks in container c on
+// a node with more cores than its limit: GOMAXPROCS if the environment
+// sets it, else the CPU limit rounded up, and never below 2 (the
+// runtime's own rule, runtime.defaultGOMAXPROCS).
+func gomaxprocs(t *testing.T, where string, c corev1.Container) int64 {
+	t.Helper()
+	for _, e := range c.Env {
+		if e.Name == "GOMAXPROCS" {
+			n, err := strconv.ParseInt(e.Value, 10, 64)
+			if err != nil || n < 1 {
+				t.Fatalf("%s: GOMAXPROCS=%q", where, e.Value)
+			}
+			return n
+		}
+	}
+	return max(2, (c.Resources.Limits.Cpu().MilliValue()+999)/1000)
+}
+
+// soakd's CPU limit lets it use every processor Go schedules it on. Go
+// runs at least 2 (GOMAXPROCS is the limit rounded up, at least 2): under
+// a smaller limit the kernel throttles soakd for the rest of each period,
+// which its latencies then include, and it can never reach the share of
+// its GOMAXPROCS SoakdCPUSaturated (and soakd capacity's soakd
+// bottleneck) wait for, so a generator that limits its own test goes
+// unreported.
+func TestKubernetesCPULimitCoversGOMAXPROCS(t *testing.T) {
+	t.Parallel()
+	specs := map[string]corev1.PodSpec{}
+	for _, d := range build(t, "kubernetes/sidecar").deployments {
+		specs["sidecar "+d.Name] = d.Spec.Template.Spec
+	}
+	for _, j := range build(t, "kubernetes/sharded-job").jobs {
+		specs["sharded job "+j.Name] = j.Spec.Template.Spec
+	}
+	if len(specs) != 2 {
+		t.Fatalf("%d pod specs, want the sidecar's and the Job's", len(specs))
+	}
+	for where, spec := range specs {
+		c := soakdContainer(t, where, spec)
+		limit := c.Resources.Limits.Cpu()
+		if limit.IsZero() {
+			continue // no limit: checkContainer reports it
+		}
+		procs := gomaxprocs(t, where, c)
+		if cores := float64(limit.MilliValue()) / 1000; cores < float64(procs) {
+			t.Errorf("%s: CPU limit %s for GOMAXPROCS %d: soakd is throttled at %.0f %% of its processors, "+
+				"below the %.0f %% SoakdCPUSaturated fires at; give it a limit of %d cores or more",
+				where, limit, procs, 100*cores/float64(procs), 100*mixin.CPUSaturation, procs)
 		}
 	}
 }
