@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -360,6 +361,34 @@ func TestKubernetesCPULimitCoversGOMAXPROCS(t *testing.T) {
 			t.Errorf("%s: CPU limit %s for GOMAXPROCS %d: soakd is throttled at %.0f %% of its processors, "+
 				"below the %.0f %% SoakdCPUSaturated fires at; give it a limit of %d cores or more",
 				where, limit, procs, 100*cores/float64(procs), 100*mixin.CPUSaturation, procs)
+		}
+	}
+}
+
+// A pod's termination grace period covers soakd's SHUTDOWN_GRACE and
+// the time to write its summary after: the kubelet kills it then.
+func TestKubernetesTerminationGraceCoversShutdownGrace(t *testing.T) {
+	t.Parallel()
+	for _, dir := range []string{"kubernetes/sidecar", "kubernetes/sharded-job"} {
+		o := build(t, dir)
+		var specs []corev1.PodSpec
+		for _, d := range o.deployments {
+			specs = append(specs, d.Spec.Template.Spec)
+		}
+		for _, j := range o.jobs {
+			specs = append(specs, j.Spec.Template.Spec)
+		}
+		for _, spec := range specs {
+			env := checkContainer(t, dir, o, spec)
+			env[config.JobIndexVar] = "0"
+			grace := shutdownGrace(t, dir, env)
+			term := 30 * time.Second // Kubernetes' default
+			if spec.TerminationGracePeriodSeconds != nil {
+				term = time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
+			}
+			if term < grace+exitMargin {
+				t.Errorf("%s: terminationGracePeriodSeconds %v, SOAKD_SHUTDOWN_GRACE %v: want at least %v", dir, term, grace, grace+exitMargin)
+			}
 		}
 	}
 }
