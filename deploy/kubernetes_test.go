@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -389,6 +390,55 @@ func TestKubernetesTerminationGraceCoversShutdownGrace(t *testing.T) {
 			if term < grace+exitMargin {
 				t.Errorf("%s: terminationGracePeriodSeconds %v, SOAKD_SHUTDOWN_GRACE %v: want at least %v", dir, term, grace, grace+exitMargin)
 			}
+		}
+	}
+}
+
+// serviceLinks are the variables the kubelet sets in every container of a
+// pod (unless the pod sets enableServiceLinks: false) for a Service named
+// name in its namespace with one TCP port: what pkg/kubelet/envvars makes
+// of a ClusterIP service.
+func serviceLinks(name string, port int, portName string) map[string]string {
+	p := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	ip, n := "10.96.0.17", strconv.Itoa(port)
+	url := "tcp://" + ip + ":" + n
+	return map[string]string{
+		p + "_SERVICE_HOST": ip,
+		p + "_SERVICE_PORT": n,
+		p + "_SERVICE_PORT_" + strings.ToUpper(strings.ReplaceAll(portName, "-", "_")): n,
+		p + "_PORT":                     url,
+		p + "_PORT_" + n + "_TCP":       url,
+		p + "_PORT_" + n + "_TCP_PROTO": "tcp",
+		p + "_PORT_" + n + "_TCP_PORT":  n,
+		p + "_PORT_" + n + "_TCP_ADDR":  ip,
+	}
+}
+
+// A Service in the namespace whose name starts with soakd (soakd, or
+// soakd-metrics in front of the sidecars' port, or soakd-sharded in front
+// of the Job's pods) does not stop soakd's pods from starting: the
+// variables Kubernetes injects for it are no misspelt settings.
+func TestKubernetesServiceLinks(t *testing.T) {
+	t.Parallel()
+	for _, dir := range []string{"kubernetes/sidecar", "kubernetes/sharded-job"} {
+		o := build(t, dir)
+		var specs []corev1.PodSpec
+		for _, d := range o.deployments {
+			specs = append(specs, d.Spec.Template.Spec)
+		}
+		for _, j := range o.jobs {
+			specs = append(specs, j.Spec.Template.Spec)
+		}
+		for _, spec := range specs {
+			if spec.EnableServiceLinks != nil && !*spec.EnableServiceLinks {
+				continue
+			}
+			env := checkContainer(t, dir, o, spec)
+			env[config.JobIndexVar] = "0"
+			for _, svc := range []string{"soakd", "soakd-metrics", "soakd-sharded", "soakd-iot"} {
+				maps.Copy(env, serviceLinks(svc, 9480, "http"))
+			}
+			checkSoakdEnv(t, dir+" beside Services soakd, soakd-metrics, soakd-sharded and soakd-iot", env)
 		}
 	}
 }
