@@ -442,3 +442,24 @@ func TestKubernetesServiceLinks(t *testing.T) {
 		}
 	}
 }
+
+// The PodMonitor asks for soakd's native histograms (the heatmaps and
+// the quantiles at their resolution) the way current Prometheus takes
+// them: in protobuf, with scrapeNativeHistograms, which the operator
+// renders as scrape_native_histograms. From Prometheus 3.9 on,
+// --enable-feature=native-histograms does nothing, and without the
+// setting only the classic buckets are stored.
+func TestPodMonitorScrapesNativeHistograms(t *testing.T) {
+	t.Parallel()
+	o := build(t, "kubernetes/monitoring")
+	if len(o.podMonitors) != 1 {
+		t.Fatalf("%d PodMonitors, want 1", len(o.podMonitors))
+	}
+	pm := o.podMonitors[0].Spec
+	if len(pm.ScrapeProtocols) == 0 || pm.ScrapeProtocols[0] != monitoringv1.PrometheusProto {
+		t.Errorf("scrapeProtocols %v: native histograms come only in protobuf, first", pm.ScrapeProtocols)
+	}
+	if pm.ScrapeNativeHistograms == nil || !*pm.ScrapeNativeHistograms {
+		t.Error("scrapeNativeHistograms is not true: Prometheus 3.9 and later store only the classic buckets (the heatmaps stay empty)")
+	}
+}
