@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
@@ -319,4 +320,39 @@ func TestComposeRecipe(t *testing.T) {
 		t.Skip("soakd sweep has no SOAKD_SWEEP_GRID yet, which the recipe sets: its configuration cannot be checked")
 	}
 	checkSoakdEnv(t, "recipe soakd", soakdEnv(t, p, sk))
+}
+
+// exitMargin is how long soakd may take to exit after its SHUTDOWN_GRACE:
+// writes still in flight are cancelled (a PostgreSQL cancel waits up to
+// 1 s for the server), the sinks closed and the summary written.
+const exitMargin = 5 * time.Second
+
+// shutdownGrace is SOAKD_SHUTDOWN_GRACE as soakd reads it from env.
+func shutdownGrace(t *testing.T, where string, env map[string]string) time.Duration {
+	t.Helper()
+	p := plugins.All()
+	cfg, err := config.Load(env, p.Sources)
+	if err = cfg.Check(p, err); err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	return cfg.ShutdownGrace
+}
+
+// docker compose stop (and down) give soakd the time its SHUTDOWN_GRACE
+// gives writes in flight, and the time to write its summary after, before
+// they kill it: compose's default is 10 s, soakd's grace 30 s, and a
+// target that stalls holds soakd that long.
+func TestComposeStopGraceCoversShutdownGrace(t *testing.T) {
+	t.Parallel()
+	p := loadCompose(t)
+	sk := service(t, p, "soakd")
+	grace := shutdownGrace(t, "compose soakd", soakdEnv(t, p, sk))
+	stop := 10 * time.Second // docker's default
+	if sk.StopGracePeriod != nil {
+		stop = time.Duration(*sk.StopGracePeriod)
+	}
+	if stop < grace+exitMargin {
+		t.Errorf("soakd: stop_grace_period %v, SOAKD_SHUTDOWN_GRACE %v: compose kills soakd before writes in flight finish "+
+			"and its summary is written; want at least %v", stop, grace, grace+exitMargin)
+	}
 }

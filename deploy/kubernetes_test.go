@@ -2,11 +2,13 @@ package deploy
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/soakd/soakd/cmd/soakd/plugins"
 	"github.com/soakd/soakd/config"
+	"github.com/soakd/soakd/dashboards/mixin"
 	"github.com/soakd/soakd/sources"
 )
 
@@ -308,5 +311,155 @@ func TestKubernetesMonitoring(t *testing.T) {
 		if err := json.Unmarshal([]byte(got), &d); err != nil || got != string(want) {
 			t.Errorf("ConfigMap soakd-%s is not dashboards/%s (%v)", f, f, err)
 		}
+	}
+}
+
+// gomaxprocs is the GOMAXPROCS soakd's Go runtime picks in container c on
+// a node with more cores than its limit: GOMAXPROCS if the environment
+// sets it, else the CPU limit rounded up, and never below 2 (the
+// runtime's own rule, runtime.defaultGOMAXPROCS).
+func gomaxprocs(t *testing.T, where string, c corev1.Container) int64 {
+	t.Helper()
+	for _, e := range c.Env {
+		if e.Name == "GOMAXPROCS" {
+			n, err := strconv.ParseInt(e.Value, 10, 64)
+			if err != nil || n < 1 {
+				t.Fatalf("%s: GOMAXPROCS=%q", where, e.Value)
+			}
+			return n
+		}
+	}
+	return max(2, (c.Resources.Limits.Cpu().MilliValue()+999)/1000)
+}
+
+// soakd's CPU limit lets it use every processor Go schedules it on. Go
+// runs at least 2 (GOMAXPROCS is the limit rounded up, at least 2): under
+// a smaller limit the kernel throttles soakd for the rest of each period,
+// which its latencies then include, and it can never reach the share of
+// its GOMAXPROCS SoakdCPUSaturated (and soakd capacity's soakd
+// bottleneck) wait for, so a generator that limits its own test goes
+// unreported.
+func TestKubernetesCPULimitCoversGOMAXPROCS(t *testing.T) {
+	t.Parallel()
+	specs := map[string]corev1.PodSpec{}
+	for _, d := range build(t, "kubernetes/sidecar").deployments {
+		specs["sidecar "+d.Name] = d.Spec.Template.Spec
+	}
+	for _, j := range build(t, "kubernetes/sharded-job").jobs {
+		specs["sharded job "+j.Name] = j.Spec.Template.Spec
+	}
+	if len(specs) != 2 {
+		t.Fatalf("%d pod specs, want the sidecar's and the Job's", len(specs))
+	}
+	for where, spec := range specs {
+		c := soakdContainer(t, where, spec)
+		limit := c.Resources.Limits.Cpu()
+		if limit.IsZero() {
+			continue // no limit: checkContainer reports it
+		}
+		procs := gomaxprocs(t, where, c)
+		if cores := float64(limit.MilliValue()) / 1000; cores < float64(procs) {
+			t.Errorf("%s: CPU limit %s for GOMAXPROCS %d: soakd is throttled at %.0f %% of its processors, "+
+				"below the %.0f %% SoakdCPUSaturated fires at; give it a limit of %d cores or more",
+				where, limit, procs, 100*cores/float64(procs), 100*mixin.CPUSaturation, procs)
+		}
+	}
+}
+
+// A pod's termination grace period covers soakd's SHUTDOWN_GRACE and
+// the time to write its summary after: the kubelet kills it then.
+func TestKubernetesTerminationGraceCoversShutdownGrace(t *testing.T) {
+	t.Parallel()
+	for _, dir := range []string{"kubernetes/sidecar", "kubernetes/sharded-job"} {
+		o := build(t, dir)
+		var specs []corev1.PodSpec
+		for _, d := range o.deployments {
+			specs = append(specs, d.Spec.Template.Spec)
+		}
+		for _, j := range o.jobs {
+			specs = append(specs, j.Spec.Template.Spec)
+		}
+		for _, spec := range specs {
+			env := checkContainer(t, dir, o, spec)
+			env[config.JobIndexVar] = "0"
+			grace := shutdownGrace(t, dir, env)
+			term := 30 * time.Second // Kubernetes' default
+			if spec.TerminationGracePeriodSeconds != nil {
+				term = time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
+			}
+			if term < grace+exitMargin {
+				t.Errorf("%s: terminationGracePeriodSeconds %v, SOAKD_SHUTDOWN_GRACE %v: want at least %v", dir, term, grace, grace+exitMargin)
+			}
+		}
+	}
+}
+
+// serviceLinks are the variables the kubelet sets in every container of a
+// pod (unless the pod sets enableServiceLinks: false) for a Service named
+// name in its namespace with one TCP port: what pkg/kubelet/envvars makes
+// of a ClusterIP service.
+func serviceLinks(name string, port int, portName string) map[string]string {
+	p := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	ip, n := "10.96.0.17", strconv.Itoa(port)
+	url := "tcp://" + ip + ":" + n
+	return map[string]string{
+		p + "_SERVICE_HOST": ip,
+		p + "_SERVICE_PORT": n,
+		p + "_SERVICE_PORT_" + strings.ToUpper(strings.ReplaceAll(portName, "-", "_")): n,
+		p + "_PORT":                     url,
+		p + "_PORT_" + n + "_TCP":       url,
+		p + "_PORT_" + n + "_TCP_PROTO": "tcp",
+		p + "_PORT_" + n + "_TCP_PORT":  n,
+		p + "_PORT_" + n + "_TCP_ADDR":  ip,
+	}
+}
+
+// A Service in the namespace whose name starts with soakd (soakd, or
+// soakd-metrics in front of the sidecars' port, or soakd-sharded in front
+// of the Job's pods) does not stop soakd's pods from starting: the
+// variables Kubernetes injects for it are no misspelt settings.
+func TestKubernetesServiceLinks(t *testing.T) {
+	t.Parallel()
+	for _, dir := range []string{"kubernetes/sidecar", "kubernetes/sharded-job"} {
+		o := build(t, dir)
+		var specs []corev1.PodSpec
+		for _, d := range o.deployments {
+			specs = append(specs, d.Spec.Template.Spec)
+		}
+		for _, j := range o.jobs {
+			specs = append(specs, j.Spec.Template.Spec)
+		}
+		for _, spec := range specs {
+			if spec.EnableServiceLinks != nil && !*spec.EnableServiceLinks {
+				continue
+			}
+			env := checkContainer(t, dir, o, spec)
+			env[config.JobIndexVar] = "0"
+			for _, svc := range []string{"soakd", "soakd-metrics", "soakd-sharded", "soakd-iot"} {
+				maps.Copy(env, serviceLinks(svc, 9480, "http"))
+			}
+			checkSoakdEnv(t, dir+" beside Services soakd, soakd-metrics, soakd-sharded and soakd-iot", env)
+		}
+	}
+}
+
+// The PodMonitor asks for soakd's native histograms (the heatmaps and
+// the quantiles at their resolution) the way current Prometheus takes
+// them: in protobuf, with scrapeNativeHistograms, which the operator
+// renders as scrape_native_histograms. From Prometheus 3.9 on,
+// --enable-feature=native-histograms does nothing, and without the
+// setting only the classic buckets are stored.
+func TestPodMonitorScrapesNativeHistograms(t *testing.T) {
+	t.Parallel()
+	o := build(t, "kubernetes/monitoring")
+	if len(o.podMonitors) != 1 {
+		t.Fatalf("%d PodMonitors, want 1", len(o.podMonitors))
+	}
+	pm := o.podMonitors[0].Spec
+	if len(pm.ScrapeProtocols) == 0 || pm.ScrapeProtocols[0] != monitoringv1.PrometheusProto {
+		t.Errorf("scrapeProtocols %v: native histograms come only in protobuf, first", pm.ScrapeProtocols)
+	}
+	if pm.ScrapeNativeHistograms == nil || !*pm.ScrapeNativeHistograms {
+		t.Error("scrapeNativeHistograms is not true: Prometheus 3.9 and later store only the classic buckets (the heatmaps stay empty)")
 	}
 }

@@ -2,6 +2,7 @@ package settings
 
 import (
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -11,8 +12,9 @@ import (
 
 // UnknownVars returns the SOAKD_* variables in environ that are no setting
 // (typos, or settings of workloads not listed in SOAKD_WORKLOADS),
-// ignoring those Kubernetes injects for a Service named soakd and the
-// variables soakd's own tests and scripts read (OtherVars).
+// ignoring those Kubernetes injects for a Service named soakd or soakd-*
+// (serviceLinkVar) and the variables soakd's own tests and scripts read
+// (OtherVars).
 func UnknownVars(environ map[string]string, settings []Setting) []string {
 	known := map[string]bool{}
 	for _, s := range settings {
@@ -27,7 +29,7 @@ func UnknownVars(environ map[string]string, settings []Setting) []string {
 			continue
 		}
 		if !strings.HasPrefix(k, EnvPrefix) || known[k] || slices.Contains(OtherVars, k) ||
-			strings.HasPrefix(k, EnvPrefix+"SERVICE_") || strings.HasPrefix(k, EnvPrefix+"PORT") {
+			strings.HasPrefix(k, EnvPrefix+"SERVICE_") || strings.HasPrefix(k, EnvPrefix+"PORT") || serviceLinkVar.MatchString(k) {
 			continue
 		}
 		out = append(out, k)
@@ -35,6 +37,15 @@ func UnknownVars(environ map[string]string, settings []Setting) []string {
 	sort.Strings(out)
 	return out
 }
+
+// serviceLinkVar matches the variables the kubelet sets in every
+// container of a namespace's pods (unless a pod sets enableServiceLinks:
+// false) for a Service whose name starts with soakd: soakd-metrics in
+// front of the sidecars' port, soakd-sharded in front of a Job's pods.
+// The name in upper case with _ for -, then _SERVICE_HOST,
+// _SERVICE_PORT, _SERVICE_PORT_<port name>, _PORT, and
+// _PORT_<port>_<protocol> with _PROTO, _PORT or _ADDR. No setting ends so.
+var serviceLinkVar = regexp.MustCompile(`^SOAKD(_[A-Z0-9_]+)?_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)$`)
 
 // normalName is k in upper case with - and . as _: the name of the
 // setting a variable so spelled was meant to be.
