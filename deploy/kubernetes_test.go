@@ -115,6 +115,13 @@ func checkContainer(t *testing.T, where string, o objects, spec corev1.PodSpec) 
 	if !port {
 		t.Errorf("%s: no port soakd 9480: %v", where, c.Ports)
 	}
+	// An image tagged latest (or not at all) is pulled Always by default:
+	// one built and loaded into the node (kind load, minikube image load)
+	// then fails to start with ErrImagePull.
+	if tag := c.Image[strings.LastIndex(c.Image, "/")+1:]; (!strings.Contains(tag, ":") || strings.HasSuffix(tag, ":latest")) &&
+		c.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("%s: image %s with imagePullPolicy %q: want IfNotPresent, or a tag of its own", where, c.Image, c.ImagePullPolicy)
+	}
 	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
 		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port.String() != "soakd" {
 			t.Errorf("%s: want an HTTP probe on soakd %s, got %+v", where, path, probe)
