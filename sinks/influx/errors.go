@@ -121,7 +121,7 @@ func classifyStatus(code int, h http.Header, body errBody, points int, idempoten
 		class, retry = sinks.Rejected, false
 	}
 	if code == http.StatusUnauthorized {
-		se.Message = sinks.AuthFailed + ": " + se.Message
+		se.Message = truncate(sinks.AuthFailed + ": " + se.Message) // still at most maxMessage
 	}
 	return &sinks.Error{Class: class, Retry: retry, RetryAfter: sinks.RetryAfter(h, time.Now()), Err: se}
 }
