@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"time"
 )
 
@@ -102,22 +103,40 @@ func answer(ctx context.Context, c net.Conn, hello []byte, n int) []byte {
 	return b[:got]
 }
 
-// OtherProtocol wraps err, a failed ping of an HTTP target at rawURL, in
-// the configuration error of a protocol mismatch when the server there
-// speaks Redis or PostgreSQL (a wrong port: another service of the same
-// deployment), which close the connection at an HTTP request: retried as
-// a lost connection until START_TIMEOUT otherwise. Only for a connection
-// made and then lost: a failed dial says what it is.
-func OtherProtocol(ctx context.Context, err error, rawURL string) error {
-	if err == nil || ClassOf(err) != Connection || errors.Is(ctx.Err(), context.Canceled) {
+// ProbeTimeout bounds a probe of a server's protocol.
+const ProbeTimeout = 2 * time.Second
+
+// SpeaksOther wraps err, a failed ping of the server at addr, in the
+// configuration error of a protocol mismatch when the server speaks one of
+// Speaks' protocols other than want (the URL's: one of them is enough, as
+// HTTP or HTTPS for an HTTP target): a wrong port, most often another
+// service of the same deployment, which would be waited for until
+// START_TIMEOUT as a server that does not answer (a Redis waits for the
+// rest of what it takes for a command) or a connection lost (PostgreSQL
+// and Redis close one at an HTTP request). Only for a connection made, a
+// timeout or a connection lost: a failed dial says what it is.
+func SpeaksOther(ctx context.Context, err error, addr string, want ...string) error {
+	if c := ClassOf(err); err == nil || (c != Connection && c != Timeout) || errors.Is(ctx.Err(), context.Canceled) {
 		return err
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return err
 	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ProbeTimeout)
+	defer cancel()
+	p := Speaks(pctx, addr)
+	if p == "" || slices.Contains(want, p) {
+		return err
+	}
+	m := fmt.Errorf("the server at %s speaks %s, not %s: check the target URL's host and port", addr, p, want[0])
+	return NewError(Rejected, false, &ProtocolMismatch{Err: fmt.Errorf("%w (%v)", m, err)})
+}
+
+// OtherProtocol is SpeaksOther for an HTTP target at rawURL.
+func OtherProtocol(ctx context.Context, err error, rawURL string) error {
 	u, perr := url.Parse(rawURL)
-	if perr != nil || u.Host == "" {
+	if err == nil || perr != nil || u.Host == "" {
 		return err
 	}
 	addr := u.Host
@@ -128,12 +147,5 @@ func OtherProtocol(ctx context.Context, err error, rawURL string) error {
 		}
 		addr = net.JoinHostPort(u.Hostname(), port)
 	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	switch p := Speaks(pctx, addr); p {
-	case SpeaksRedis, SpeaksPostgreSQL:
-		m := fmt.Errorf("the server at %s speaks %s, not HTTP: check the target URL's host and port", addr, p)
-		return NewError(Rejected, false, &ProtocolMismatch{Err: fmt.Errorf("%w (%v)", m, err)})
-	}
-	return err
+	return SpeaksOther(ctx, err, addr, SpeaksHTTP, SpeaksHTTPS)
 }

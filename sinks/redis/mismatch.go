@@ -15,9 +15,6 @@ import (
 	"github.com/soakd/soakd/sinks"
 )
 
-// probeTimeout bounds a probe of the server's protocol.
-const probeTimeout = 2 * time.Second
-
 // mismatch is why a ping that the server never answered as Redis does
 // failed, when the server speaks another protocol than the URL: a
 // rediss:// URL to a plain-text server waits for a TLS handshake that
@@ -33,7 +30,7 @@ func mismatch(ctx context.Context, cfg *Config) error {
 	if cfg.Mode == Sentinel || len(cfg.Addrs) == 0 {
 		return nil // the sentinels' TLS may differ from the servers'
 	}
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, sinks.ProbeTimeout)
 	defer cancel()
 	addr := cfg.Addrs[0]
 	b := sinks.PlainAnswer(ctx, addr, []byte("PING\r\n\r\n"), 5)
