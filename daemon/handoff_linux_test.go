@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/config"
 	"github.com/soakd/soakd/internal/clock"
 	"github.com/soakd/soakd/pace"
 )
@@ -78,24 +79,32 @@ func TestHandoffToIdleWorker(t *testing.T) {
 	}
 }
 
-// Idle workers wait on the queue when tickets are due more often than
-// every bellGap, on their bells otherwise (and while paused).
+// Idle workers wait on the queue when a wake-up of the scheduler hands
+// over more than two tickets (its wake-ups at least SLACK apart, and at
+// least 100 µs), on their bells otherwise (and while paused).
 func TestDenseTicketsWaitOnQueue(t *testing.T) {
 	for _, c := range []struct {
 		rate   float64
 		batch  int
+		slack  time.Duration
 		paused bool
 		dense  bool
 	}{
-		{10000, 1, false, true},   // every 100 µs
-		{1000, 1, false, false},   // every 1 ms
-		{10000, 10, false, false}, // batches every 1 ms
-		{10000, 1, true, false},
+		{30000, 1, 100 * time.Microsecond, false, true},  // 3 per wake-up
+		{20000, 1, 100 * time.Microsecond, false, false}, // 2 per wake-up
+		{10000, 1, 100 * time.Microsecond, false, false}, // every 100 µs
+		{10000, 1, 0, false, false},                      // a wake-up per ticket, at most every 100 µs
+		{30000, 1, 0, false, true},
+		{10000, 1, time.Millisecond, false, true}, // 10 per wake-up
+		{2000, 1, time.Millisecond, false, false}, // 2 per wake-up
+		{300000, 10, 100 * time.Microsecond, false, true},
+		{100000, 10, 100 * time.Microsecond, false, false}, // batches every 100 µs
+		{30000, 1, 100 * time.Microsecond, true, false},
 	} {
-		r := &runner{batchSize: c.batch}
+		r := &runner{batchSize: c.batch, cfg: &config.Workload{Slack: c.slack}}
 		r.sched.Store(&schedule{profile: pace.Constant(c.rate), paused: c.paused})
 		if got := r.dense(); got != c.dense {
-			t.Errorf("rate %v, batch %d, paused %v: dense = %v, want %v", c.rate, c.batch, c.paused, got, c.dense)
+			t.Errorf("rate %v, batch %d, slack %v, paused %v: dense = %v, want %v", c.rate, c.batch, c.slack, c.paused, got, c.dense)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func newBatch(src sources.Source) *sources.Batch {
 // ticket directly and rings the bell. The kernel then makes the bell
 // readable and the runtime's network poller gives the worker to the
 // thread that polls, most often the scheduler's own as it goes idle: no
-// goroutine readies another. At dense rates (see bellGap) it waits on
+// goroutine readies another. At dense rates (see bellTickets) it waits on
 // the queue instead. Readying a worker from the scheduler, as a channel send does,
 // also wakes a second, idle thread to look for work it never finds: at
 // 10,000 tickets a second those wake-ups, spins and sleeps cost more CPU
@@ -111,19 +111,33 @@ func (r *runner) openWorker(p *phaseRun, w *worker) {
 	}
 }
 
-// bellGap is the least time between tickets at which idle workers wait
-// on their bells: at denser rates the runtime's threads are seldom all
-// idle, a channel hand-over wakes none, and the bell's three system calls
-// per ticket (ring, and the worker's read before and after its wait)
-// cost more than they save. Measured on a loaded 2-core VM against Redis,
-// 16 workers: the bell took a third off soakd's CPU per operation at
-// 1,000 tickets/s and added a tenth at 10,000.
-const bellGap = 500 * time.Microsecond
+// bellTickets is the most tickets a wake-up of the scheduler hands over
+// at which idle workers wait on their bells. A handover of one or two
+// leaves the runtime's threads all idle between wake-ups, so each channel
+// send would wake a second thread to look for work it never finds; at
+// more, that thread finds work, and the bell's three system calls per
+// ticket (ring, and the worker's read before and after its wait) cost
+// more than they save. Measured on a quiet 2-core VM against Redis, 16
+// workers, SLACK 100 µs (a wake-up at most every 100 µs): the bell took
+// 40 % off soakd's CPU per operation at 3,000 tickets/s, 18 % at 10,000
+// and 5 % at 15,000, was even at 20,000 (two per wake-up) and cost 10 %
+// more at 30,000; with SLACK 1ms at 10,000 (ten per wake-up) it was even.
+const bellTickets = 2
 
-// dense says whether tickets are due more often than every bellGap now:
-// an idle worker then waits on the queue.
+// minWakeGap is the gap between the scheduler's wake-ups dense assumes
+// when SLACK is shorter (0: a wake-up per ticket), so that it does not
+// take every rate for sparse.
+const minWakeGap = 100 * time.Microsecond
+
+// dense says whether a wake-up of the scheduler now hands over more than
+// bellTickets tickets (its wake-ups are at least SLACK apart): an idle
+// worker then waits on the queue.
 func (r *runner) dense() bool {
-	return r.sched.Load().rateAt(r.since())*bellGap.Seconds() > float64(r.batchSize)
+	gap := minWakeGap
+	if r.cfg != nil {
+		gap = max(gap, r.cfg.Slack)
+	}
+	return r.sched.Load().rateAt(r.since())*gap.Seconds() > bellTickets*float64(r.batchSize)
 }
 
 // take runs ticket t, or drops it when it is later than MAX_LAG or the
