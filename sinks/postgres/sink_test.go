@@ -225,6 +225,42 @@ func TestPrepare(t *testing.T) {
 		}
 	})
 
+	t.Run("table of the massive source's other COLUMNS", func(t *testing.T) {
+		// A run of COLUMNS=10 left its table; one of COLUMNS=1000 lacks
+		// 990 columns, and one of COLUMN_TYPE=float finds each of another
+		// type: the error names a few, how many in all, and the way out,
+		// not each of them (30 KB, in the log and the summary).
+		db := newDB(t, srv, "massivecols")
+		massive := func(columns int, kind sources.FieldKind) *sources.Schema {
+			keys := []string{"device", "group"}
+			s := &sources.Schema{Measurement: "massive", DeviceTag: 0, TagKeys: keys, Tags: newTagger(2, keys, 0)}
+			for i := range columns {
+				s.Fields = append(s.Fields, sources.Field{Name: "c" + strconv.Itoa(i), Kind: kind})
+			}
+			return s
+		}
+		if err := openSink(t, db, nil, massive(10, sources.Int)).Prepare(ctx); err != nil {
+			t.Fatal(err)
+		}
+		err := openSink(t, db, nil, massive(1000, sources.Int)).Prepare(ctx)
+		want := `table "massive" exists but lacks columns "c10", "c11", "c12", "c13", "c14", "c15", "c16", "c17" and 982 more (990 in all) (`
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "schema= or table_prefix=") || len(err.Error()) > 500 {
+			t.Errorf("Prepare: %v\nwant %s..., the way out, in 500 bytes at most", err, want)
+		}
+		c := connect(t, db)
+		if _, err := c.Exec(ctx, "DROP TABLE massive"); err != nil {
+			t.Fatal(err)
+		}
+		if err := openSink(t, db, nil, massive(1000, sources.Int)).Prepare(ctx); err != nil {
+			t.Fatal(err)
+		}
+		err = openSink(t, db, nil, massive(1000, sources.Float)).Prepare(ctx)
+		want = `"c7" is bigint, not double precision and 992 more (1000 in all) (`
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "COLUMN_TYPE") || len(err.Error()) > 700 {
+			t.Errorf("Prepare: %v\nwant ...%s, naming COLUMN_TYPE, in 700 bytes at most", err, want)
+		}
+	})
+
 	t.Run("dedup on a table without key", func(t *testing.T) {
 		db := newDB(t, srv, "nokey")
 		if err := openSink(t, db, nil, cpuSchema("cpu", 3)).Prepare(ctx); err != nil {
