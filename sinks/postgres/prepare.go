@@ -60,7 +60,7 @@ func (s *Sink) Prepare(ctx context.Context) (err error) {
 	}
 	if s.cfg.Layout == TSBSLayout && len(plans) > 0 {
 		sc := plans[0].schema
-		if _, err := checkTableColumns(ctx, c, s.cfg, quote(tsbsTags), append([]string{"id"}, sc.TagKeys...)); err != nil {
+		if _, err := checkTableColumns(ctx, c, s.cfg, quote(tsbsTags), tsbsTagsColumns(sc)); err != nil {
 			return err
 		}
 		if s.q == nil {

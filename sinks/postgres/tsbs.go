@@ -316,3 +316,9 @@ func textArray(names []string) []byte {
 	}
 	return append(b, '}')
 }
+
+// tsbsTagsColumns are the columns of the tags table that soakd reads and
+// writes for sc's devices: id and sc's tags.
+func tsbsTagsColumns(sc *sources.Schema) []string {
+	return append([]string{"id"}, sc.TagKeys...)
+}

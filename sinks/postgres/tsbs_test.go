@@ -213,6 +213,30 @@ func TestTSBSLayoutForeignTables(t *testing.T) {
 	}
 }
 
+// A tags table left by a run of another source (trucks' tags where cpu
+// writes hostname, region, datacenter) is refused naming the columns it
+// lacks and the way out, before soakd indexes a column it does not have.
+func TestTSBSLayoutTagsOfAnotherSource(t *testing.T) {
+	srv := testserver.Postgres(t)
+	db := newDB(t, srv, "tsbs_other_tags")
+	ctx := t.Context()
+	if err := openSink(t, withParams(db, "layout", "tsbs"), nil, mixedSchema("trucks", 3)).Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := openSink(t, withParams(db, "layout", "tsbs"), nil, cpuSchema("cpu", 3)).Prepare(ctx)
+	want := `table "tags" exists but lacks columns "hostname", "region", "datacenter" (`
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "use another database") {
+		t.Fatalf("Prepare: %v\nwant %s... and the way out", err, want)
+	}
+	if c, retry := classOf(t, err); c != sinks.Rejected || retry {
+		t.Errorf("class %s retry %v, want rejected, no retry", c, retry)
+	}
+	var n int
+	if err := connect(t, db).QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relname IN ('tags_hostname_idx', 'cpu')").Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d of the cpu table and its tags index made (%v), want none", n, err)
+	}
+}
+
 // layout=tsbs needs tables that share their tags.
 func TestTSBSLayoutSchemas(t *testing.T) {
 	_, err := New(mustURL(t, "postgres://h/db?layout=tsbs"), optionsFor(cpuSchema("cpu", 2), mixedSchema("trucks", 2)))
