@@ -231,14 +231,7 @@ func TestPrepare(t *testing.T) {
 		// type: the error names a few, how many in all, and the way out,
 		// not each of them (30 KB, in the log and the summary).
 		db := newDB(t, srv, "massivecols")
-		massive := func(columns int, kind sources.FieldKind) *sources.Schema {
-			keys := []string{"device", "group"}
-			s := &sources.Schema{Measurement: "massive", DeviceTag: 0, TagKeys: keys, Tags: newTagger(2, keys, 0)}
-			for i := range columns {
-				s.Fields = append(s.Fields, sources.Field{Name: "c" + strconv.Itoa(i), Kind: kind})
-			}
-			return s
-		}
+		massive := func(columns int, kind sources.FieldKind) *sources.Schema { return massiveSchema(2, columns, kind) }
 		if err := openSink(t, db, nil, massive(10, sources.Int)).Prepare(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -290,6 +283,51 @@ func TestPrepare(t *testing.T) {
 		}
 		sameRows(t, "cpu", readRows(t, connect(t, db), cpu), expectRows(b.Tables[0]))
 	})
+}
+
+// TestRowTooBig writes rows of the massive source's largest COLUMNS
+// (1000 bigint fields): without a NULL they fit in a page and are
+// stored; a row with a NULL takes a bitmap too and does not fit, and the
+// error says what to change (COLUMNS, MISSING), and nothing is stored.
+func TestRowTooBig(t *testing.T) {
+	srv := testserver.Postgres(t)
+	ctx := t.Context()
+	for _, method := range []string{"copy", "insert", "unnest"} {
+		t.Run(method, func(t *testing.T) {
+			db := newDB(t, srv, "toobig_"+method)
+			wide := massiveSchema(3, 1000, sources.Int)
+			s := openSink(t, withParams(db, "insert", method), nil, wide)
+			if err := s.Prepare(ctx); err != nil {
+				t.Fatal(err)
+			}
+			c := connect(t, db)
+			full := sources.NewSeriesBatch([]*sources.Schema{wide})
+			fill(full.Tables[0], 3, 0, 30, testBase, false)
+			if _, err := s.Write(ctx, full); err != nil {
+				t.Fatalf("rows without a NULL: %v", err)
+			}
+			if n := count(t, c, "massive"); n != 30 {
+				t.Fatalf("%d rows stored, want the 30 written", n)
+			}
+			nulls := sources.NewSeriesBatch([]*sources.Schema{wide})
+			fill(nulls.Tables[0], 3, 30, 30, testBase, false)
+			nulls.Tables[0].Null[7] = make([]bool, 30) // one NULL a row, as MISSING=0.001 makes
+			for i := range nulls.Tables[0].Null[7] {
+				nulls.Tables[0].Null[7][i] = true
+			}
+			_, err := s.Write(ctx, nulls)
+			if err == nil || !strings.Contains(err.Error(), "row is too big") || !strings.Contains(err.Error(), "a row of 1000 fields") ||
+				!strings.Contains(err.Error(), "COLUMNS") || !strings.Contains(err.Error(), "MISSING") {
+				t.Fatalf("rows with NULLs: %v, want the row too big explained naming COLUMNS and MISSING", err)
+			}
+			if c, retry := classOf(t, err); c != sinks.Rejected || retry {
+				t.Errorf("class %s retry %v, want rejected, no retry", c, retry)
+			}
+			if n := count(t, c, "massive"); n != 30 {
+				t.Errorf("%d rows stored after the refused batch, want the 30 acknowledged", n)
+			}
+		})
+	}
 }
 
 // TestErrorClasses provokes each kind of failure against a live server.
