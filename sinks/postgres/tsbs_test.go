@@ -248,6 +248,19 @@ func TestTSBSLayoutSchemas(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cannot have that name") {
 		t.Errorf("New: %v, want the table named tags refused", err)
 	}
+	// A row of the massive source's largest COLUMNS does not fit in a
+	// page with TSBS's NULL additional_tags: refused before any write.
+	_, err = New(mustURL(t, "postgres://h/db?layout=tsbs"), optionsFor(massiveSchema(2, 1000, sources.Float)))
+	if err == nil || !strings.Contains(err.Error(), "a row of massive's 1000 fields takes 8168 bytes, more than the 8160 of a PostgreSQL page") ||
+		!strings.Contains(err.Error(), "COLUMNS; 999 fit") {
+		t.Errorf("New: %v, want the row too wide for a page refused, naming COLUMNS", err)
+	}
+	s, err := New(mustURL(t, "postgres://h/db?layout=tsbs"), optionsFor(massiveSchema(2, 999, sources.Float)))
+	if err != nil {
+		t.Errorf("New with 999 fields: %v", err)
+	} else {
+		s.Close(t.Context())
+	}
 	u, _ := url.Parse("postgres://h/db?layout=tsbs&dedup=true")
 	if err := Check(u, sources.Series); err == nil {
 		t.Error("dedup with layout=tsbs accepted")
