@@ -132,6 +132,20 @@ func verifyFailure(entries []WorkloadSummary) *Failure {
 	if missing+mismatch+dup == 0 {
 		return nil
 	}
-	return &Failure{Reason: fmt.Sprintf("read-back of acknowledged units failed: %d missing, %d mismatched, %d duplicated of %d checked (VERIFY)",
-		missing, mismatch, dup, checked)}
+	reason := fmt.Sprintf("read-back of acknowledged units failed: %d missing, %d mismatched, %d duplicated of %d checked (VERIFY)",
+		missing, mismatch, dup, checked)
+	if dup > 0 {
+		reason += duplicatesHint
+	}
+	return &Failure{Reason: reason}
 }
+
+// duplicatesHint follows a read-back that found rows stored twice. The
+// commonest cause is no fault of the target: a row of this run at a
+// device and time where the table held one already, as a run with
+// START=now writes after an earlier one whose simulated clock ran ahead
+// of the wall clock.
+const duplicatesHint = "; a duplicated row is stored more than once at its device and time, and rows the tables held before count too: " +
+	"an earlier run's (with START=now a run's simulated clock runs ahead of the wall clock, and the next run starts among its rows) " +
+	"or another workload's writing the same tables; write into empty tables (a fresh schema= or table_prefix= of a postgres:// target, " +
+	"another database or bucket), a START past the earlier run's newest row, or the target's dedup=true"

@@ -52,6 +52,12 @@ func (s *Sink) create(ctx context.Context, c *pgx.Conn, plans []*plan) error {
 		if _, err := s.createMissingTable(ctx, c, tsbsTags, stmts[0]); err != nil {
 			return err
 		}
+		// A tags table left by another source (iot's name, fleet, ...
+		// where devops writes hostname, region, ...) is refused for the
+		// columns it lacks before soakd indexes them.
+		if _, err := checkTableColumns(ctx, c, s.cfg, quote(tsbsTags), tsbsTagsColumns(plans[0].schema)); err != nil {
+			return err
+		}
 		if err := s.createIndexes(ctx, c, quote(tsbsTags), stmts[1:]); err != nil {
 			return err
 		}

@@ -127,8 +127,25 @@ func refusedTLS(err error) bool {
 // hypertable that is every chunk its rows fall in: a batch whose rows
 // span more chunks than that fails each time it is sent, a hint that
 // PostgreSQL gives but pgx does not print.
+//
+// "row is too big" (54000) is a row wider than a page: PostgreSQL stores
+// a row of fixed-width fields (bigint, double precision) whole in one
+// 8 KB page, at most 8160 bytes, and its NULL bitmap takes a bit a
+// column once a row holds one NULL. 1000 fields of 8 bytes fit without
+// NULLs only: the massive source's largest COLUMNS fails on every row
+// that has a NULL (MISSING), and on every row with layout=tsbs (whose
+// additional_tags column is NULL).
 func (s *Sink) explainWrite(err error) error {
 	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "54000" && strings.Contains(pgErr.Message, "row is too big") {
+		fields := 0
+		for _, p := range *s.plans.Load() {
+			fields = max(fields, len(p.schema.Fields))
+		}
+		return fmt.Errorf("%w: a row of %d fields of 8 bytes does not fit in a PostgreSQL page (8160 bytes at most), "+
+			"which holds some 1000 only when the row has no NULL, unlike rows with a MISSING value or with layout=tsbs: "+
+			"fewer fields (the massive source's COLUMNS; 990 fit), or MISSING=0 with the soakd layout", err, fields)
+	}
 	if !errors.As(err, &pgErr) || pgErr.Code != "53200" || !strings.Contains(pgErr.Message, "shared memory") {
 		return err
 	}

@@ -54,6 +54,17 @@ func cpuSchema(name string, devices int) *sources.Schema {
 	return s
 }
 
+// massiveSchema is shaped like the massive source's table: two tags and
+// columns fields c0, c1, ... of kind.
+func massiveSchema(devices, columns int, kind sources.FieldKind) *sources.Schema {
+	keys := []string{"device", "group"}
+	s := &sources.Schema{Measurement: "massive", DeviceTag: 0, TagKeys: keys, Tags: newTagger(devices, keys, 0)}
+	for i := range columns {
+		s.Fields = append(s.Fields, sources.Field{Name: "c" + strconv.Itoa(i), Kind: kind})
+	}
+	return s
+}
+
 // mixedSchema has int and float fields, a device tag that is not first,
 // and names that need quoting.
 func mixedSchema(name string, devices int) *sources.Schema {

@@ -60,7 +60,7 @@ func (s *Sink) Prepare(ctx context.Context) (err error) {
 	}
 	if s.cfg.Layout == TSBSLayout && len(plans) > 0 {
 		sc := plans[0].schema
-		if _, err := checkTableColumns(ctx, c, quote(tsbsTags), append([]string{"id"}, sc.TagKeys...)); err != nil {
+		if _, err := checkTableColumns(ctx, c, s.cfg, quote(tsbsTags), tsbsTagsColumns(sc)); err != nil {
 			return err
 		}
 		if s.q == nil {
@@ -312,7 +312,7 @@ func (s *Sink) timescale(ctx context.Context, c *pgx.Conn) (bool, error) {
 // wrong than a missing one: binary COPY of a float8 into a bigint column
 // is taken without a word, and stores garbage.
 func checkColumns(ctx context.Context, c *pgx.Conn, cfg Config, p *plan) error {
-	have, err := checkTableColumns(ctx, c, p.table, p.names)
+	have, err := checkTableColumns(ctx, c, cfg, p.table, p.names)
 	if err != nil {
 		return err
 	}
@@ -329,8 +329,8 @@ func checkColumns(ctx context.Context, c *pgx.Conn, cfg Config, p *plan) error {
 		wrong = append(wrong, fmt.Sprintf("%s is %s, not %s", quote(n), got, want))
 	}
 	if len(wrong) > 0 {
-		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s exists with columns of other types than soakd writes: %s (made by another tool, or for another source's settings? drop it or use another database)",
-			p.table, strings.Join(wrong, ", ")))
+		return sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s exists with columns of other types than soakd writes: %s (%s)",
+			p.table, someNames(wrong), otherTable(cfg)))
 	}
 	return nil
 }
@@ -361,7 +361,7 @@ func columnType(cfg Config, p *plan, n string) string {
 
 // checkTableColumns fails when table is missing or lacks one of cols;
 // else it returns the table's columns with their types.
-func checkTableColumns(ctx context.Context, c *pgx.Conn, table string, cols []string) (map[string]string, error) {
+func checkTableColumns(ctx context.Context, c *pgx.Conn, cfg Config, table string, cols []string) (map[string]string, error) {
 	rows, err := c.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a
 		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, table)
 	if err != nil {
@@ -382,10 +382,34 @@ func checkTableColumns(ctx context.Context, c *pgx.Conn, table string, cols []st
 		}
 	}
 	if len(missing) > 0 {
-		return nil, sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s exists but lacks columns %s (made by another tool, or with another layout? drop it or use another database)",
-			table, strings.Join(missing, ", ")))
+		return nil, sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s exists but lacks columns %s (%s)",
+			table, someNames(missing), otherTable(cfg)))
 	}
 	return have, nil
+}
+
+// maxNamed is how many columns an error names: a table of the massive
+// source has up to 1000, and an error naming each would run to 30 KB,
+// repeated in the log and the summary.
+const maxNamed = 8
+
+// someNames lists names for an error: every one up to maxNamed, else the
+// first maxNamed and how many more.
+func someNames(names []string) string {
+	if len(names) <= maxNamed {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more (%d in all)", strings.Join(names[:maxNamed], ", "), len(names)-maxNamed, len(names))
+}
+
+// otherTable says, in an error about a table that exists with other
+// columns than soakd writes, where it may come from and the ways out.
+func otherTable(cfg Config) string {
+	const from = "made by another tool, or by a run of another source, layout or settings, such as the massive source's COLUMNS or COLUMN_TYPE? "
+	if cfg.Layout == TSBSLayout || cfg.Dialect == KWDB {
+		return from + "drop it, or use another database"
+	}
+	return from + "drop it, or write elsewhere: schema= or table_prefix= in the target URL"
 }
 
 // checkUnique fails when dedup is on but p's table has no unique index

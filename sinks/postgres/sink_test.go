@@ -225,6 +225,35 @@ func TestPrepare(t *testing.T) {
 		}
 	})
 
+	t.Run("table of the massive source's other COLUMNS", func(t *testing.T) {
+		// A run of COLUMNS=10 left its table; one of COLUMNS=1000 lacks
+		// 990 columns, and one of COLUMN_TYPE=float finds each of another
+		// type: the error names a few, how many in all, and the way out,
+		// not each of them (30 KB, in the log and the summary).
+		db := newDB(t, srv, "massivecols")
+		massive := func(columns int, kind sources.FieldKind) *sources.Schema { return massiveSchema(2, columns, kind) }
+		if err := openSink(t, db, nil, massive(10, sources.Int)).Prepare(ctx); err != nil {
+			t.Fatal(err)
+		}
+		err := openSink(t, db, nil, massive(1000, sources.Int)).Prepare(ctx)
+		want := `table "massive" exists but lacks columns "c10", "c11", "c12", "c13", "c14", "c15", "c16", "c17" and 982 more (990 in all) (`
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "schema= or table_prefix=") || len(err.Error()) > 500 {
+			t.Errorf("Prepare: %v\nwant %s..., the way out, in 500 bytes at most", err, want)
+		}
+		c := connect(t, db)
+		if _, err := c.Exec(ctx, "DROP TABLE massive"); err != nil {
+			t.Fatal(err)
+		}
+		if err := openSink(t, db, nil, massive(1000, sources.Int)).Prepare(ctx); err != nil {
+			t.Fatal(err)
+		}
+		err = openSink(t, db, nil, massive(1000, sources.Float)).Prepare(ctx)
+		want = `"c7" is bigint, not double precision and 992 more (1000 in all) (`
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "COLUMN_TYPE") || len(err.Error()) > 700 {
+			t.Errorf("Prepare: %v\nwant ...%s, naming COLUMN_TYPE, in 700 bytes at most", err, want)
+		}
+	})
+
 	t.Run("dedup on a table without key", func(t *testing.T) {
 		db := newDB(t, srv, "nokey")
 		if err := openSink(t, db, nil, cpuSchema("cpu", 3)).Prepare(ctx); err != nil {
@@ -254,6 +283,51 @@ func TestPrepare(t *testing.T) {
 		}
 		sameRows(t, "cpu", readRows(t, connect(t, db), cpu), expectRows(b.Tables[0]))
 	})
+}
+
+// TestRowTooBig writes rows of the massive source's largest COLUMNS
+// (1000 bigint fields): without a NULL they fit in a page and are
+// stored; a row with a NULL takes a bitmap too and does not fit, and the
+// error says what to change (COLUMNS, MISSING), and nothing is stored.
+func TestRowTooBig(t *testing.T) {
+	srv := testserver.Postgres(t)
+	ctx := t.Context()
+	for _, method := range []string{"copy", "insert", "unnest"} {
+		t.Run(method, func(t *testing.T) {
+			db := newDB(t, srv, "toobig_"+method)
+			wide := massiveSchema(3, 1000, sources.Int)
+			s := openSink(t, withParams(db, "insert", method), nil, wide)
+			if err := s.Prepare(ctx); err != nil {
+				t.Fatal(err)
+			}
+			c := connect(t, db)
+			full := sources.NewSeriesBatch([]*sources.Schema{wide})
+			fill(full.Tables[0], 3, 0, 30, testBase, false)
+			if _, err := s.Write(ctx, full); err != nil {
+				t.Fatalf("rows without a NULL: %v", err)
+			}
+			if n := count(t, c, "massive"); n != 30 {
+				t.Fatalf("%d rows stored, want the 30 written", n)
+			}
+			nulls := sources.NewSeriesBatch([]*sources.Schema{wide})
+			fill(nulls.Tables[0], 3, 30, 30, testBase, false)
+			nulls.Tables[0].Null[7] = make([]bool, 30) // one NULL a row, as MISSING=0.001 makes
+			for i := range nulls.Tables[0].Null[7] {
+				nulls.Tables[0].Null[7][i] = true
+			}
+			_, err := s.Write(ctx, nulls)
+			if err == nil || !strings.Contains(err.Error(), "row is too big") || !strings.Contains(err.Error(), "a row of 1000 fields") ||
+				!strings.Contains(err.Error(), "COLUMNS") || !strings.Contains(err.Error(), "MISSING") {
+				t.Fatalf("rows with NULLs: %v, want the row too big explained naming COLUMNS and MISSING", err)
+			}
+			if c, retry := classOf(t, err); c != sinks.Rejected || retry {
+				t.Errorf("class %s retry %v, want rejected, no retry", c, retry)
+			}
+			if n := count(t, c, "massive"); n != 30 {
+				t.Errorf("%d rows stored after the refused batch, want the 30 acknowledged", n)
+			}
+		})
+	}
 }
 
 // TestErrorClasses provokes each kind of failure against a live server.

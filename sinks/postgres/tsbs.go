@@ -54,6 +54,11 @@ func checkTSBSSchemas(schemas []*sources.Schema) error {
 				errs = append(errs, fmt.Errorf("layout=tsbs: field %q of %s clashes with TSBS's column of that name", f.Name, s.Measurement))
 			}
 		}
+		if w := tsbsRowBytes(s); w > maxRowBytes {
+			errs = append(errs, fmt.Errorf("layout=tsbs: a row of %s's %d fields takes %d bytes, more than the %d of a PostgreSQL page, and every write would fail (row is too big): "+
+				"its additional_tags column is always NULL, so each row carries a NULL bitmap too; fewer fields (the massive source's COLUMNS; %d fit), or the soakd layout",
+				s.Measurement, len(s.Fields), w, maxRowBytes, tsbsMaxFields))
+		}
 		if s0 := schemas[0]; !slices.Equal(s.TagKeys, s0.TagKeys) || s.DeviceTag != s0.DeviceTag {
 			errs = append(errs, fmt.Errorf("layout=tsbs keeps one tags table, so every table must have the same tags: %s has %v, %s has %v (devops-full's tables differ; use the soakd layout)",
 				s0.Measurement, s0.TagKeys, s.Measurement, s.TagKeys))
@@ -315,4 +320,27 @@ func textArray(names []string) []byte {
 		b = append(b, '"')
 	}
 	return append(b, '}')
+}
+
+// tsbsTagsColumns are the columns of the tags table that soakd reads and
+// writes for sc's devices: id and sc's tags.
+func tsbsTagsColumns(sc *sources.Schema) []string {
+	return append([]string{"id"}, sc.TagKeys...)
+}
+
+// maxRowBytes is the widest row PostgreSQL stores (MaxHeapTupleSize with
+// 8 KB pages): a row holds its fixed-width values whole in one page.
+const maxRowBytes = 8160
+
+// tsbsMaxFields is the most fields a layout=tsbs row of doubles holds.
+const tsbsMaxFields = 999
+
+// tsbsRowBytes is the size of a layout=tsbs row of s: a header of 23
+// bytes and a NULL bitmap of a bit a column (additional_tags is always
+// NULL), padded to 8; time; tags_id, padded to 8 before the first
+// double; a double a field.
+func tsbsRowBytes(s *sources.Schema) int {
+	columns := 3 + len(s.Fields) // time, tags_id, the fields, additional_tags
+	header := (23 + (columns+7)/8 + 7) &^ 7
+	return header + 8 + 8 + 8*len(s.Fields)
 }

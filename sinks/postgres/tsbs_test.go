@@ -213,6 +213,30 @@ func TestTSBSLayoutForeignTables(t *testing.T) {
 	}
 }
 
+// A tags table left by a run of another source (trucks' tags where cpu
+// writes hostname, region, datacenter) is refused naming the columns it
+// lacks and the way out, before soakd indexes a column it does not have.
+func TestTSBSLayoutTagsOfAnotherSource(t *testing.T) {
+	srv := testserver.Postgres(t)
+	db := newDB(t, srv, "tsbs_other_tags")
+	ctx := t.Context()
+	if err := openSink(t, withParams(db, "layout", "tsbs"), nil, mixedSchema("trucks", 3)).Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := openSink(t, withParams(db, "layout", "tsbs"), nil, cpuSchema("cpu", 3)).Prepare(ctx)
+	want := `table "tags" exists but lacks columns "hostname", "region", "datacenter" (`
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "use another database") {
+		t.Fatalf("Prepare: %v\nwant %s... and the way out", err, want)
+	}
+	if c, retry := classOf(t, err); c != sinks.Rejected || retry {
+		t.Errorf("class %s retry %v, want rejected, no retry", c, retry)
+	}
+	var n int
+	if err := connect(t, db).QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relname IN ('tags_hostname_idx', 'cpu')").Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d of the cpu table and its tags index made (%v), want none", n, err)
+	}
+}
+
 // layout=tsbs needs tables that share their tags.
 func TestTSBSLayoutSchemas(t *testing.T) {
 	_, err := New(mustURL(t, "postgres://h/db?layout=tsbs"), optionsFor(cpuSchema("cpu", 2), mixedSchema("trucks", 2)))
@@ -223,6 +247,19 @@ func TestTSBSLayoutSchemas(t *testing.T) {
 	_, err = New(mustURL(t, "postgres://h/db?layout=tsbs"), optionsFor(tagsTable))
 	if err == nil || !strings.Contains(err.Error(), "cannot have that name") {
 		t.Errorf("New: %v, want the table named tags refused", err)
+	}
+	// A row of the massive source's largest COLUMNS does not fit in a
+	// page with TSBS's NULL additional_tags: refused before any write.
+	_, err = New(mustURL(t, "postgres://h/db?layout=tsbs"), optionsFor(massiveSchema(2, 1000, sources.Float)))
+	if err == nil || !strings.Contains(err.Error(), "a row of massive's 1000 fields takes 8168 bytes, more than the 8160 of a PostgreSQL page") ||
+		!strings.Contains(err.Error(), "COLUMNS; 999 fit") {
+		t.Errorf("New: %v, want the row too wide for a page refused, naming COLUMNS", err)
+	}
+	s, err := New(mustURL(t, "postgres://h/db?layout=tsbs"), optionsFor(massiveSchema(2, 999, sources.Float)))
+	if err != nil {
+		t.Errorf("New with 999 fields: %v", err)
+	} else {
+		s.Close(t.Context())
 	}
 	u, _ := url.Parse("postgres://h/db?layout=tsbs&dedup=true")
 	if err := Check(u, sources.Series); err == nil {
