@@ -151,6 +151,11 @@ type TargetFigures struct {
 	Stats map[string]float64
 	// Unavailable names each figure the sink could not read, with why.
 	Unavailable map[string]string
+	// Instance names the server process that answered (Redis: INFO
+	// server's run_id, a cluster's masters' together), "" when the sink
+	// cannot tell: another name at a later reading is a restart, after
+	// which a target without persistence holds none of what it held.
+	Instance string
 }
 
 // The names of TargetFigures.Stats, which are also the keys of those not

@@ -93,6 +93,11 @@ func writeTarget(out io.Writer, t *targetwatch.Summary) {
 		fmt.Fprintf(out, "  WARNING: the target evicted %.0f keys during the run (other clients' included): "+
 			"records acknowledged are gone; raise its maxmemory or lower RECORDS\n", f.Last-f.First)
 	}
+	if t.Restarts > 0 && t.LastRestart != nil {
+		fmt.Fprintf(out, "  WARNING: the target restarted during the run (%d seen, the last by %s): what it held in memory alone is gone, "+
+			"records acknowledged before among it; give it persistence (Redis: appendonly yes) or find why it restarted, and run soakd verify to list the records lost\n",
+			t.Restarts, t.LastRestart.UTC().Format(time.RFC3339))
+	}
 	if f := t.Discarded; f != nil && f.Last > f.First {
 		fmt.Fprintf(out, "  WARNING: the target discarded %.0f values it answered as written during the run (other writers' included)%s: "+
 			"acknowledged overstates what it holds%s\n", f.Last-f.First, byReason(t.DiscardedBy), discardHint(t.DiscardedBy))

@@ -88,6 +88,10 @@ func (w *watch) status() Status {
 		}
 	}
 	s.DiscardedBy = st.discardedBy()
+	if st.restarts > 0 {
+		at := st.lastRestart
+		s.Restarts, s.LastRestart = st.restarts, &at
+	}
 	if st.hasPerValue {
 		s.StoragePerValue, s.Acknowledged = finite(st.perValue), finite(st.acknowledged)
 	}

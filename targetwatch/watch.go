@@ -95,6 +95,13 @@ type state struct {
 	pid                    int // the process watched now, 0 = none
 	// saidLoss: bit i set once lossWarnings[i] was logged (once a run).
 	saidLoss uint8
+	// instance is the server process the last reading came from (the
+	// sink's TargetFigures.Instance), restarts how often it changed from
+	// one reading to the next, lastRestart the reading that saw the
+	// last change.
+	instance    string
+	restarts    int64
+	lastRestart time.Time
 }
 
 // figure is one figure over the run: its first, last and peak readings.
@@ -281,6 +288,7 @@ func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 		addKinds(st.storage, f.Storage, at)
 		addKinds(st.stats, f.Stats, at)
 		w.sayLosses(st)
+		w.sayRestart(st, f.Instance, at)
 		// A total only of the kinds summed: a reading with none of them
 		// (the table and index sizes refused, the database's and the
 		// WAL's read) has no total, not one of 0 B.
@@ -380,6 +388,32 @@ func (w *watch) sayLosses(st *state) {
 			fields = append(fields, zap.Any("by_reason", st.discardedBy()))
 		}
 		w.log.Warn(lw.msg, fields...)
+	}
+}
+
+// restartWarning is what soakd says, once a run, when the target's
+// server process changed between two readings: soakd counts what it
+// wrote before as acknowledged, and a target that keeps its data in
+// memory alone starts empty.
+const restartWarning = "the target restarted during the run (Redis: its run_id changed; of a cluster, a master's): " +
+	"what it held in memory alone is gone, records acknowledged before the restart among it, and reads of them fail as empty " +
+	"(give it persistence, appendonly yes, or find why it restarted; soakd verify lists the records lost)"
+
+// sayRestart counts a reading whose instance is another than the
+// reading before's, and warns of the first of the run.
+func (w *watch) sayRestart(st *state, instance string, at time.Time) {
+	if instance == "" {
+		return // the sink cannot tell: no change to see
+	}
+	prev := st.instance
+	st.instance = instance
+	if prev == "" || prev == instance {
+		return
+	}
+	st.restarts++
+	st.lastRestart = at
+	if st.restarts == 1 {
+		w.log.Warn(restartWarning, zap.String("seen", at.UTC().Format(time.RFC3339)))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,10 +31,10 @@ var (
 // infoSections are the sections TargetFigures asks for, one INFO each:
 // INFO with several sections needs Redis 7, and servers that speak the
 // protocol (KeeWiDB, older Redis) may not take it.
-var infoSections = [...]string{"memory", "cpu", "persistence", "stats", "keyspace"}
+var infoSections = [...]string{"memory", "cpu", "persistence", "stats", "keyspace", "server"}
 
-// TargetFigures reads INFO memory, cpu, persistence, stats and keyspace
-// in one round trip on the sink's shared client (not a worker's
+// TargetFigures reads INFO memory, cpu, persistence, stats, keyspace and
+// server (its run_id: the Instance) in one round trip on the sink's shared client (not a worker's
 // connection), summed over the masters of a cluster (the fragmentation
 // ratio aside: the highest master's). A server that refuses INFO (an ACL without
 // +info, a managed service that hides it) leaves the figures it refused
@@ -187,6 +188,7 @@ func figures(infos ...sectionInfo) sinks.TargetFigures {
 	}
 
 	stats(f, refused, sum, bySection)
+	f.Instance = instance(bySection["server"])
 
 	// Only the append-only file's size is bytes on disk that INFO
 	// reports; the RDB snapshot's size is not reported at all.
@@ -246,6 +248,22 @@ func stats(f sinks.TargetFigures, refused func(string) error, sum sumFunc, bySec
 	} else {
 		f.Unavailable[sinks.StatKeys] = why
 	}
+}
+
+// instance is the run_ids of the servers' INFO server sections, sorted
+// and joined: a server restarted (or a master replaced) gives another. ""
+// when a server refused the section or gave no run_id.
+func instance(infos []sectionInfo) string {
+	ids := make([]string, 0, len(infos))
+	for _, in := range infos {
+		id := in.fields["run_id"]
+		if in.refused != nil || id == "" {
+			return ""
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, ",")
 }
 
 // highest is the highest of field over the servers' sections.

@@ -1,0 +1,30 @@
+package summary
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/soakd/soakd/targetwatch"
+)
+
+// A target that restarted during the run is a warning in the summary's
+// target block, with how often, when last, and what to change; one that
+// did not is none.
+func TestTargetRestartIsWarned(t *testing.T) {
+	at := time.Date(2026, 12, 5, 6, 30, 32, 0, time.UTC)
+	var out bytes.Buffer
+	writeTarget(&out, &targetwatch.Summary{IntervalSeconds: 10, Readings: 3, Restarts: 2, LastRestart: &at})
+	for _, w := range []string{"WARNING: the target restarted during the run (2 seen, the last by 2026-12-05T06:30:32Z)",
+		"appendonly yes", "soakd verify"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("the text does not say %q:\n%s", w, out.String())
+		}
+	}
+	out.Reset()
+	writeTarget(&out, &targetwatch.Summary{IntervalSeconds: 10, Readings: 3})
+	if strings.Contains(out.String(), "restarted") {
+		t.Errorf("a target that never restarted is said to have:\n%s", out.String())
+	}
+}
