@@ -186,8 +186,13 @@ const (
 	// Writes it discards are acknowledged without a word. A sink may give
 	// the count by reason too, as StatDiscarded.REASON (AddDiscarded).
 	StatDiscarded = "discarded"
+	// StatFlushes is the number of commands that emptied a database of
+	// the target since it started: a counter (Redis' FLUSHALL and
+	// FLUSHDB calls, INFO commandstats); the target watch warns when it
+	// rises during a run.
+	StatFlushes = "flushes"
 )
 
 // Stats are the names of TargetFigures.Stats, in the order reports list
 // them.
-var Stats = []string{StatKeys, StatEvictions, StatFragmentation, StatActiveSeries, StatDiscarded}
+var Stats = []string{StatKeys, StatEvictions, StatFragmentation, StatActiveSeries, StatDiscarded, StatFlushes}

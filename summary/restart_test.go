@@ -28,3 +28,21 @@ func TestTargetRestartIsWarned(t *testing.T) {
 		t.Errorf("a target that never restarted is said to have:\n%s", out.String())
 	}
 }
+
+// A target emptied by FLUSHALL or FLUSHDB during the run is a warning in
+// the summary's target block, with how many calls and what to change;
+// calls before the run (a count that stayed) are none.
+func TestTargetFlushIsWarned(t *testing.T) {
+	var out bytes.Buffer
+	writeTarget(&out, &targetwatch.Summary{IntervalSeconds: 10, Readings: 3, Flushes: &targetwatch.Figure{First: 3, Last: 4, Peak: 4}})
+	for _, w := range []string{"WARNING: FLUSHALL or FLUSHDB emptied the target during the run (1 calls", "find who flushes it"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("the text does not say %q:\n%s", w, out.String())
+		}
+	}
+	out.Reset()
+	writeTarget(&out, &targetwatch.Summary{IntervalSeconds: 10, Readings: 3, Flushes: &targetwatch.Figure{First: 3, Last: 3, Peak: 3}})
+	if strings.Contains(out.String(), "WARNING") {
+		t.Errorf("flushes before the run are warned of:\n%s", out.String())
+	}
+}

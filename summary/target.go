@@ -93,6 +93,10 @@ func writeTarget(out io.Writer, t *targetwatch.Summary) {
 		fmt.Fprintf(out, "  WARNING: the target evicted %.0f keys during the run (other clients' included): "+
 			"records acknowledged are gone; raise its maxmemory or lower RECORDS\n", f.Last-f.First)
 	}
+	if f := t.Flushes; f != nil && f.Last > f.First {
+		fmt.Fprintf(out, "  WARNING: FLUSHALL or FLUSHDB emptied the target during the run (%.0f calls, by another client; FLUSHDB of another database leaves soakd's keys): "+
+			"records acknowledged before are gone; find who flushes it, or give soakd a target of its own\n", f.Last-f.First)
+	}
 	if t.Restarts > 0 && t.LastRestart != nil {
 		fmt.Fprintf(out, "  WARNING: the target restarted during the run (%d seen, the last by %s): what it held in memory alone is gone, "+
 			"records acknowledged before among it; give it persistence (Redis: appendonly yes) or find why it restarted, and run soakd verify to list the records lost\n",

@@ -81,7 +81,8 @@ func (w *watch) status() Status {
 		}
 	}
 	for name, dst := range map[string]**Figure{sinks.StatKeys: &s.Keys, sinks.StatEvictions: &s.Evictions,
-		sinks.StatFragmentation: &s.MemoryFragmentationRatio, sinks.StatActiveSeries: &s.ActiveSeries, sinks.StatDiscarded: &s.Discarded} {
+		sinks.StatFragmentation: &s.MemoryFragmentationRatio, sinks.StatActiveSeries: &s.ActiveSeries, sinks.StatDiscarded: &s.Discarded,
+		sinks.StatFlushes: &s.Flushes} {
 		if f := st.stats[name]; f != nil {
 			v := f.status()
 			*dst = &v

@@ -46,6 +46,9 @@ type Summary struct {
 	MemoryFragmentationRatio *Figure `json:"memory_fragmentation_ratio,omitempty"`
 	ActiveSeries             *Figure `json:"active_series,omitempty"`
 	Discarded                *Figure `json:"discarded,omitempty"`
+	// Flushes is the target's count of commands that emptied a
+	// database (Redis: FLUSHALL and FLUSHDB calls), since it started.
+	Flushes *Figure `json:"flushes,omitempty"`
 	// DiscardedBy is the rise of Discarded over the run by the target's
 	// reason, those that rose (VictoriaMetrics: small_timestamp,
 	// too_many_labels, invalid_TYPE, ...).

@@ -372,6 +372,8 @@ var lossWarnings = []struct{ stat, msg string }{
 		"-maxLabelsPerTimeseries; invalid_TYPE: lines it could not parse, sent to the wrong path)"},
 	{sinks.StatEvictions, "the target evicts keys to stay under its memory limit: records acknowledged are gone, and reads of them fail as empty " +
 		"(Redis: maxmemory with an eviction policy; raise maxmemory, set maxmemory-policy noeviction to have writes refused instead, or lower RECORDS)"},
+	{sinks.StatFlushes, "the target was emptied during the run (Redis: FLUSHALL or FLUSHDB called, by another client; FLUSHDB of another database leaves soakd's keys): " +
+		"records acknowledged before are gone, and reads of them fail as empty (find who flushes it, or give soakd a target of its own)"},
 }
 
 // sayLosses warns of each of lossWarnings' counts that rose since the

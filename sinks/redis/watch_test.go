@@ -273,3 +273,21 @@ func TestWatchInstanceChangesOnRestart(t *testing.T) {
 		t.Fatalf("instance %q after a restart, %q before: want another run_id", after, before)
 	}
 }
+
+// FLUSHALL and FLUSHDB calls are read as flushes: what the target watch
+// tells a target emptied mid-run from. Bug caught: FLUSHALL in the middle
+// of a run left a store of nothing, said nowhere.
+func TestWatchFlushes(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash}})
+	before, ok := sinktest.TargetFigures(t, s).Stats[sinks.StatFlushes]
+	if !ok {
+		t.Fatal("no flushes figure")
+	}
+	a.FlushAll(context.Background())
+	a.FlushDB(context.Background())
+	if after := sinktest.TargetFigures(t, s).Stats[sinks.StatFlushes]; after != before+2 {
+		t.Errorf("flushes %v after FLUSHALL and FLUSHDB, %v before: want 2 more", after, before)
+	}
+}
