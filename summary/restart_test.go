@@ -16,7 +16,7 @@ func TestTargetRestartIsWarned(t *testing.T) {
 	at := time.Date(2026, 12, 5, 6, 30, 32, 0, time.UTC)
 	var out bytes.Buffer
 	writeTarget(&out, &targetwatch.Summary{IntervalSeconds: 10, Readings: 3, Restarts: 2, LastRestart: &at})
-	for _, w := range []string{"WARNING: the target restarted during the run (2 seen, the last by 2026-12-05T06:30:32Z)",
+	for _, w := range []string{"WARNING: the target restarted during the run (2 seen, the last by 2026-12-05T06:30:32Z;",
 		"appendonly yes", "soakd verify"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("the text does not say %q:\n%s", w, out.String())

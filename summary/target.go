@@ -98,7 +98,7 @@ func writeTarget(out io.Writer, t *targetwatch.Summary) {
 			"records acknowledged before are gone; find who flushes it, or give soakd a target of its own\n", f.Last-f.First)
 	}
 	if t.Restarts > 0 && t.LastRestart != nil {
-		fmt.Fprintf(out, "  WARNING: the target restarted during the run (%d seen, the last by %s): what it held in memory alone is gone, "+
+		fmt.Fprintf(out, "  WARNING: the target restarted during the run (%d seen, the last by %s; or failed over to a replica): what it held in memory alone is gone, "+
 			"records acknowledged before among it; give it persistence (Redis: appendonly yes) or find why it restarted, and run soakd verify to list the records lost\n",
 			t.Restarts, t.LastRestart.UTC().Format(time.RFC3339))
 	}

@@ -397,7 +397,8 @@ func (w *watch) sayLosses(st *state) {
 // server process changed between two readings: soakd counts what it
 // wrote before as acknowledged, and a target that keeps its data in
 // memory alone starts empty.
-const restartWarning = "the target restarted during the run (Redis: its run_id changed; of a cluster, a master's): " +
+const restartWarning = "the target restarted during the run (Redis: its run_id changed; of a cluster or behind sentinels, a master's, " +
+	"also by a failover, which loses the writes not yet replicated): " +
 	"what it held in memory alone is gone, records acknowledged before the restart among it, and reads of them fail as empty " +
 	"(give it persistence, appendonly yes, or find why it restarted; soakd verify lists the records lost)"
 
