@@ -46,3 +46,15 @@ func TestTargetFlushIsWarned(t *testing.T) {
 		t.Errorf("flushes before the run are warned of:\n%s", out.String())
 	}
 }
+
+// A counter's warning says what it rose by across the target's restarts
+// (Rise), not last - first, which a restart makes negative.
+func TestTargetEvictionsWarnedAcrossARestart(t *testing.T) {
+	rise := 17000.0
+	var out bytes.Buffer
+	writeTarget(&out, &targetwatch.Summary{IntervalSeconds: 10, Readings: 3,
+		Evictions: &targetwatch.Figure{First: 161978, Last: 17000, Peak: 161978, Rise: &rise}})
+	if w := "WARNING: the target evicted 17000 keys during the run"; !strings.Contains(out.String(), w) {
+		t.Errorf("the text does not say %q:\n%s", w, out.String())
+	}
+}

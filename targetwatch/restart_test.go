@@ -7,6 +7,11 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/soakd/soakd/internal/enginetest"
 	"github.com/soakd/soakd/sinks"
@@ -70,4 +75,41 @@ func TestTargetRestartIsSaid(t *testing.T) {
 			}
 		})
 	}
+}
+
+// evictingSink's target evicts keys, and restarts (its counter from 0)
+// before the third reading.
+type evictingSink struct{ evictions []float64 }
+
+func (s *evictingSink) TargetFigures(context.Context) (sinks.TargetFigures, error) {
+	v := s.evictions[0]
+	s.evictions = s.evictions[1:]
+	return sinks.TargetFigures{Stats: map[string]float64{sinks.StatEvictions: v}}, nil
+}
+
+// A counter of what the target lost rises across its restart: the rise
+// is the increases before it plus the count after it, and is warned of.
+// Bug caught: a Redis that had evicted 161,978 keys before the run,
+// restarted and evicted 17,000 of soakd's records summed up as
+// "evictions: 161978 → 17000" and no warning, as 17,000 < 161,978.
+func TestLossCountedAcrossARestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core, logs := observer.New(zapcore.InfoLevel)
+		w := &watch{log: zap.New(core), scrub: func(s string) string { return s }, interval: time.Second,
+			figures: &evictingSink{evictions: []float64{500, 500, 50, 80}}}
+		w.st.memory, w.st.storage, w.st.stats, w.st.unavailable = map[string]*figure{}, map[string]*figure{}, map[string]*figure{}, map[string]string{}
+		for i := range 4 {
+			if i > 0 {
+				time.Sleep(time.Second)
+			}
+			w.read(context.Background(), time.Second, i == 3)
+		}
+		f := w.status().Evictions
+		if f == nil || f.Rise == nil || *f.Rise != 80 {
+			t.Fatalf("evictions %+v, want a rise of 0 + 50 + 30 = 80", f)
+		}
+		if n := logs.FilterMessageSnippet("the target evicts keys").Len(); n != 1 {
+			t.Errorf("evictions warned of %d times, want once", n)
+		}
+	})
 }

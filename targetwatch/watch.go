@@ -111,11 +111,22 @@ type figure struct {
 	// current is false once a reading left it out (the sink names it
 	// unavailable, the process exited): it is no longer exported.
 	current bool
+	// rise is what a counter rose by since the first reading: the sum of
+	// the increases between readings, a reading below the one before
+	// (the target restarted, its counter from 0) adding itself, as
+	// Prometheus' increase() reads a counter reset. Of a gauge it means
+	// nothing.
+	rise float64
 }
 
 func (f *figure) add(v float64, at time.Time) *figure {
 	if f == nil {
 		return &figure{first: v, last: v, peak: v, firstAt: at, lastAt: at, current: true}
+	}
+	if d := v - f.last; d >= 0 {
+		f.rise += d
+	} else {
+		f.rise += v
 	}
 	f.last, f.lastAt, f.current = v, at, true
 	f.peak = max(f.peak, v)
@@ -381,11 +392,11 @@ var lossWarnings = []struct{ stat, msg string }{
 func (w *watch) sayLosses(st *state) {
 	for i, lw := range lossWarnings {
 		f := st.stats[lw.stat]
-		if f == nil || st.saidLoss&(1<<i) != 0 || f.last <= f.first {
+		if f == nil || st.saidLoss&(1<<i) != 0 || f.rise <= 0 {
 			continue
 		}
 		st.saidLoss |= 1 << i
-		fields := []zap.Field{zap.Float64(lw.stat, f.last-f.first), zap.String("since", f.firstAt.UTC().Format(time.RFC3339))}
+		fields := []zap.Field{zap.Float64(lw.stat, f.rise), zap.String("since", f.firstAt.UTC().Format(time.RFC3339))}
 		if lw.stat == sinks.StatDiscarded {
 			fields = append(fields, zap.Any("by_reason", st.discardedBy()))
 		}
@@ -426,13 +437,13 @@ func (st *state) discardedBy() map[string]float64 {
 	var by map[string]float64
 	for k, f := range st.stats {
 		reason, ok := strings.CutPrefix(k, sinks.StatDiscarded+".")
-		if !ok || f.last <= f.first {
+		if !ok || f.rise <= 0 {
 			continue
 		}
 		if by == nil {
 			by = map[string]float64{}
 		}
-		by[reason] = f.last - f.first
+		by[reason] = f.rise
 	}
 	return by
 }
