@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -98,7 +99,19 @@ type verifier struct {
 	shape sinks.RecordShape
 	keys  []string
 	recs  []sources.StoredRecord
+	// unloaded are the records whose insert was not acknowledged (up to
+	// maxUnloaded; unloadedFull says there were more): an update of one
+	// is acknowledged for the fields it wrote alone, and the record owes
+	// none of the insert's.
+	unloadedMu   sync.Mutex
+	unloaded     map[uint64]struct{}
+	unloadedFull bool
 }
+
+// maxUnloaded bounds the records a verifier remembers as not inserted,
+// as the run's record of them is (past it, an update of such a record
+// whose other fields are absent is counted missing).
+const maxUnloaded = 100_000
 
 // qref ties a read-back query to its sample and expected row.
 type qref struct {
@@ -229,11 +242,44 @@ func (v *verifier) picked(d uint32, ts int64) bool {
 	return sources.Mix64(uint64(d)*0x9e3779b97f4a7c15^uint64(ts)*0xc2b2ae3d27d4eb4f) < v.thr
 }
 
-// Written picks units from each acknowledged batch.
+// Written picks units from each acknowledged batch, and remembers the
+// records a KV batch that failed inserted.
 func (v *verifier) Written(p *daemon.Phase, b *sources.Batch, o daemon.WriteOutcome) {
 	if o.Acked {
 		v.pick(p.ReadBack(), b, after(o.Streams))
+		return
 	}
+	if v.kr != nil {
+		v.noteUnloaded(b)
+	}
+}
+
+// noteUnloaded remembers the records b's inserts were to store.
+func (v *verifier) noteUnloaded(b *sources.Batch) {
+	v.unloadedMu.Lock()
+	defer v.unloadedMu.Unlock()
+	for i := range b.Ops {
+		if b.Ops[i].Op != sources.OpInsert {
+			continue
+		}
+		if v.unloaded == nil {
+			v.unloaded = map[uint64]struct{}{}
+		}
+		if len(v.unloaded) >= maxUnloaded {
+			v.unloadedFull = true
+			return
+		}
+		v.unloaded[b.Ops[i].Record] = struct{}{}
+	}
+}
+
+// owesInsert reports whether record's insert may have been acknowledged,
+// so that fields an update did not write must hold values.
+func (v *verifier) owesInsert(record uint64) bool {
+	v.unloadedMu.Lock()
+	defer v.unloadedMu.Unlock()
+	_, failed := v.unloaded[record]
+	return !failed
 }
 
 // after is where the batch's streams stood once it was filled: the
@@ -420,8 +466,32 @@ func (v *verifier) checkRecords(ctx context.Context, group []vsample) {
 	for i := range group {
 		s := &group[i]
 		vd[0] = v.rc.Check(s.record, int(s.field), s.version, &recs[i])
+		if vd[0] == sources.Missing && s.field >= 0 && recs[i].Found && !v.owesInsert(s.record) &&
+			holds(&recs[i], int(s.field)) {
+			// The record's insert failed (OOM at maxmemory, say): the
+			// update, acknowledged, made it with the field it wrote,
+			// which is there and checked; the others were never owed.
+			vd[0] = sources.Intact
+		}
 		v.result(s, vd[:], sent, done)
 	}
+}
+
+// holds reports whether rec holds a value in field (a set, whose members
+// are no field's: any member).
+func holds(rec *sources.StoredRecord, field int) bool {
+	if rec.Unordered {
+		return len(rec.Values) > 0
+	}
+	if field >= len(rec.Values) || rec.Values[field] == nil {
+		return false
+	}
+	for _, c := range rec.Values[field] {
+		if c != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // checkRows reads back and checks a group of series readings.

@@ -151,6 +151,11 @@ type TargetFigures struct {
 	Stats map[string]float64
 	// Unavailable names each figure the sink could not read, with why.
 	Unavailable map[string]string
+	// Instance names the server process that answered (Redis: INFO
+	// server's run_id, a cluster's masters' together), "" when the sink
+	// cannot tell: another name at a later reading is a restart, after
+	// which a target without persistence holds none of what it held.
+	Instance string
 }
 
 // The names of TargetFigures.Stats, which are also the keys of those not
@@ -181,8 +186,13 @@ const (
 	// Writes it discards are acknowledged without a word. A sink may give
 	// the count by reason too, as StatDiscarded.REASON (AddDiscarded).
 	StatDiscarded = "discarded"
+	// StatFlushes is the number of commands that emptied a database of
+	// the target since it started: a counter (Redis' FLUSHALL and
+	// FLUSHDB calls, INFO commandstats); the target watch warns when it
+	// rises during a run.
+	StatFlushes = "flushes"
 )
 
 // Stats are the names of TargetFigures.Stats, in the order reports list
 // them.
-var Stats = []string{StatKeys, StatEvictions, StatFragmentation, StatActiveSeries, StatDiscarded}
+var Stats = []string{StatKeys, StatEvictions, StatFragmentation, StatActiveSeries, StatDiscarded, StatFlushes}

@@ -89,15 +89,33 @@ func writeTarget(out io.Writer, t *targetwatch.Summary) {
 			fmt.Fprintf(out, "  %s: "+st.form+" → "+st.form+", peak "+st.form+"%s\n", st.name, f.First, f.Last, f.Peak, growthOf(*f, st.form))
 		}
 	}
-	if f := t.Evictions; f != nil && f.Last > f.First {
+	if f := t.Evictions; f != nil && rose(f) > 0 {
 		fmt.Fprintf(out, "  WARNING: the target evicted %.0f keys during the run (other clients' included): "+
-			"records acknowledged are gone; raise its maxmemory or lower RECORDS\n", f.Last-f.First)
+			"records acknowledged are gone; raise its maxmemory or lower RECORDS\n", rose(f))
 	}
-	if f := t.Discarded; f != nil && f.Last > f.First {
+	if f := t.Flushes; f != nil && rose(f) > 0 {
+		fmt.Fprintf(out, "  WARNING: FLUSHALL or FLUSHDB emptied the target during the run (%.0f calls, by another client; FLUSHDB of another database leaves soakd's keys): "+
+			"records acknowledged before are gone; find who flushes it, or give soakd a target of its own\n", rose(f))
+	}
+	if t.Restarts > 0 && t.LastRestart != nil {
+		fmt.Fprintf(out, "  WARNING: the target restarted during the run (%d seen, the last by %s; or failed over to a replica): what it held in memory alone is gone, "+
+			"records acknowledged before among it; give it persistence (Redis: appendonly yes) or find why it restarted, and run soakd verify to list the records lost\n",
+			t.Restarts, t.LastRestart.UTC().Format(time.RFC3339))
+	}
+	if f := t.Discarded; f != nil && rose(f) > 0 {
 		fmt.Fprintf(out, "  WARNING: the target discarded %.0f values it answered as written during the run (other writers' included)%s: "+
-			"acknowledged overstates what it holds%s\n", f.Last-f.First, byReason(t.DiscardedBy), discardHint(t.DiscardedBy))
+			"acknowledged overstates what it holds%s\n", rose(f), byReason(t.DiscardedBy), discardHint(t.DiscardedBy))
 	}
 	writeNotRead(out, t.Unavailable)
+}
+
+// rose is what counter f rose by over the run: its Rise, counted across
+// the target's restarts, or, in a summary without it, last - first.
+func rose(f *targetwatch.Figure) float64 {
+	if f.Rise != nil {
+		return *f.Rise
+	}
+	return f.Last - f.First
 }
 
 // writeNotRead prints the figures not read, a line per reason, each

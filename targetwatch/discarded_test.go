@@ -60,6 +60,7 @@ func TestTargetLosingWritesIsSaid(t *testing.T) {
 	}{
 		{sinks.StatDiscarded, "the target discards values it answers as written", "retention", func(s Status) *Figure { return s.Discarded }},
 		{sinks.StatEvictions, "the target evicts keys", "maxmemory", func(s Status) *Figure { return s.Evictions }},
+		{sinks.StatFlushes, "the target was emptied during the run", "FLUSHALL", func(s Status) *Figure { return s.Flushes }},
 	} {
 		for _, discard := range []bool{true, false} {
 			synctest.Test(t, func(t *testing.T) {

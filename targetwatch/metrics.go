@@ -26,6 +26,7 @@ const (
 		"at the last reading (Redis: INFO memory mem_fragmentation_ratio; a cluster's highest master's)."
 	activeSeriesHelp = "The series the target holds as active, at the last reading " +
 		"(Prometheus: prometheus_tsdb_head_series; VictoriaMetrics: the series with a sample in the current hour)."
+	flushesHelp   = "The commands that emptied a database of the target since it started, at the last reading (Redis: FLUSHALL and FLUSHDB calls, INFO commandstats)."
 	discardedHelp = "The rows or samples the target answered as written but did not store, since it started, at the last reading " +
 		"(VictoriaMetrics: vm_rows_ignored_total, e.g. timestamps older than its retention): acknowledged, and not held."
 )
@@ -48,6 +49,7 @@ var statMetrics = map[string]struct {
 	sinks.StatFragmentation: {prometheus.NewDesc("soakd_target_memory_fragmentation_ratio", fragmentationHelp, []string{"workload"}, nil), prometheus.GaugeValue},
 	sinks.StatActiveSeries:  {prometheus.NewDesc("soakd_target_active_series", activeSeriesHelp, []string{"workload"}, nil), prometheus.GaugeValue},
 	sinks.StatDiscarded:     {prometheus.NewDesc("soakd_target_discarded_total", discardedHelp, []string{"workload"}, nil), prometheus.CounterValue},
+	sinks.StatFlushes:       {prometheus.NewDesc("soakd_target_flushes_total", flushesHelp, []string{"workload"}, nil), prometheus.CounterValue},
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {

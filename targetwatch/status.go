@@ -29,6 +29,10 @@ type Figure struct {
 	Peak          float64  `json:"peak"`
 	Seconds       float64  `json:"seconds,omitempty"`
 	GrowthPerHour *float64 `json:"growth_per_hour,omitempty"`
+	// Rise is what a counter (evictions, discarded, flushes) rose by
+	// over the run, counted across the target's restarts (its counter
+	// from 0 again), which last - first is not.
+	Rise *float64 `json:"rise,omitempty"`
 }
 
 // CPU is the target's CPU time (user + system) over the run: from the
@@ -81,13 +85,22 @@ func (w *watch) status() Status {
 		}
 	}
 	for name, dst := range map[string]**Figure{sinks.StatKeys: &s.Keys, sinks.StatEvictions: &s.Evictions,
-		sinks.StatFragmentation: &s.MemoryFragmentationRatio, sinks.StatActiveSeries: &s.ActiveSeries, sinks.StatDiscarded: &s.Discarded} {
+		sinks.StatFragmentation: &s.MemoryFragmentationRatio, sinks.StatActiveSeries: &s.ActiveSeries, sinks.StatDiscarded: &s.Discarded,
+		sinks.StatFlushes: &s.Flushes} {
 		if f := st.stats[name]; f != nil {
 			v := f.status()
+			if counterStats[name] {
+				rise := f.rise
+				v.Rise = &rise
+			}
 			*dst = &v
 		}
 	}
 	s.DiscardedBy = st.discardedBy()
+	if st.restarts > 0 {
+		at := st.lastRestart
+		s.Restarts, s.LastRestart = st.restarts, &at
+	}
 	if st.hasPerValue {
 		s.StoragePerValue, s.Acknowledged = finite(st.perValue), finite(st.acknowledged)
 	}
@@ -116,6 +129,9 @@ func (f *figure) status() Figure {
 // than a second), and a counter's last few ticks over a few milliseconds
 // are no rate.
 const minSpan = time.Second
+
+// counterStats are the stats that are counters, whose Rise is given.
+var counterStats = map[string]bool{sinks.StatEvictions: true, sinks.StatDiscarded: true, sinks.StatFlushes: true}
 
 // finite is &v, or nil for a value JSON cannot hold.
 func finite(v float64) *float64 {

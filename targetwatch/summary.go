@@ -46,10 +46,19 @@ type Summary struct {
 	MemoryFragmentationRatio *Figure `json:"memory_fragmentation_ratio,omitempty"`
 	ActiveSeries             *Figure `json:"active_series,omitempty"`
 	Discarded                *Figure `json:"discarded,omitempty"`
+	// Flushes is the target's count of commands that emptied a
+	// database (Redis: FLUSHALL and FLUSHDB calls), since it started.
+	Flushes *Figure `json:"flushes,omitempty"`
 	// DiscardedBy is the rise of Discarded over the run by the target's
 	// reason, those that rose (VictoriaMetrics: small_timestamp,
 	// too_many_labels, invalid_TYPE, ...).
 	DiscardedBy map[string]float64 `json:"discarded_by_reason,omitempty"`
+	// Restarts is how often the target's server process was another
+	// than at the reading before (Redis: its run_id), LastRestart the
+	// reading that saw the last: a target without persistence lost what
+	// it held before then.
+	Restarts    int64      `json:"restarts,omitempty"`
+	LastRestart *time.Time `json:"last_restart,omitempty"`
 	// StoragePerValue is StorageTotal's last reading ÷ Acknowledged, the
 	// values (series) or records (KV) acknowledged then, as Counted says.
 	StoragePerValue *float64 `json:"storage_bytes_per_value,omitempty"`

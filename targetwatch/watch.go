@@ -95,6 +95,13 @@ type state struct {
 	pid                    int // the process watched now, 0 = none
 	// saidLoss: bit i set once lossWarnings[i] was logged (once a run).
 	saidLoss uint8
+	// instance is the server process the last reading came from (the
+	// sink's TargetFigures.Instance), restarts how often it changed from
+	// one reading to the next, lastRestart the reading that saw the
+	// last change.
+	instance    string
+	restarts    int64
+	lastRestart time.Time
 }
 
 // figure is one figure over the run: its first, last and peak readings.
@@ -104,11 +111,22 @@ type figure struct {
 	// current is false once a reading left it out (the sink names it
 	// unavailable, the process exited): it is no longer exported.
 	current bool
+	// rise is what a counter rose by since the first reading: the sum of
+	// the increases between readings, a reading below the one before
+	// (the target restarted, its counter from 0) adding itself, as
+	// Prometheus' increase() reads a counter reset. Of a gauge it means
+	// nothing.
+	rise float64
 }
 
 func (f *figure) add(v float64, at time.Time) *figure {
 	if f == nil {
 		return &figure{first: v, last: v, peak: v, firstAt: at, lastAt: at, current: true}
+	}
+	if d := v - f.last; d >= 0 {
+		f.rise += d
+	} else {
+		f.rise += v
 	}
 	f.last, f.lastAt, f.current = v, at, true
 	f.peak = max(f.peak, v)
@@ -281,6 +299,7 @@ func (w *watch) read(ctx context.Context, timeout time.Duration, last bool) {
 		addKinds(st.storage, f.Storage, at)
 		addKinds(st.stats, f.Stats, at)
 		w.sayLosses(st)
+		w.sayRestart(st, f.Instance, at)
 		// A total only of the kinds summed: a reading with none of them
 		// (the table and index sizes refused, the database's and the
 		// WAL's read) has no total, not one of 0 B.
@@ -364,6 +383,8 @@ var lossWarnings = []struct{ stat, msg string }{
 		"-maxLabelsPerTimeseries; invalid_TYPE: lines it could not parse, sent to the wrong path)"},
 	{sinks.StatEvictions, "the target evicts keys to stay under its memory limit: records acknowledged are gone, and reads of them fail as empty " +
 		"(Redis: maxmemory with an eviction policy; raise maxmemory, set maxmemory-policy noeviction to have writes refused instead, or lower RECORDS)"},
+	{sinks.StatFlushes, "the target was emptied during the run (Redis: FLUSHALL or FLUSHDB called, by another client; FLUSHDB of another database leaves soakd's keys): " +
+		"records acknowledged before are gone, and reads of them fail as empty (find who flushes it, or give soakd a target of its own)"},
 }
 
 // sayLosses warns of each of lossWarnings' counts that rose since the
@@ -371,15 +392,42 @@ var lossWarnings = []struct{ stat, msg string }{
 func (w *watch) sayLosses(st *state) {
 	for i, lw := range lossWarnings {
 		f := st.stats[lw.stat]
-		if f == nil || st.saidLoss&(1<<i) != 0 || f.last <= f.first {
+		if f == nil || st.saidLoss&(1<<i) != 0 || f.rise <= 0 {
 			continue
 		}
 		st.saidLoss |= 1 << i
-		fields := []zap.Field{zap.Float64(lw.stat, f.last-f.first), zap.String("since", f.firstAt.UTC().Format(time.RFC3339))}
+		fields := []zap.Field{zap.Float64(lw.stat, f.rise), zap.String("since", f.firstAt.UTC().Format(time.RFC3339))}
 		if lw.stat == sinks.StatDiscarded {
 			fields = append(fields, zap.Any("by_reason", st.discardedBy()))
 		}
 		w.log.Warn(lw.msg, fields...)
+	}
+}
+
+// restartWarning is what soakd says, once a run, when the target's
+// server process changed between two readings: soakd counts what it
+// wrote before as acknowledged, and a target that keeps its data in
+// memory alone starts empty.
+const restartWarning = "the target restarted during the run (Redis: its run_id changed; of a cluster or behind sentinels, a master's, " +
+	"also by a failover, which loses the writes not yet replicated): " +
+	"what it held in memory alone is gone, records acknowledged before the restart among it, and reads of them fail as empty " +
+	"(give it persistence, appendonly yes, or find why it restarted; soakd verify lists the records lost)"
+
+// sayRestart counts a reading whose instance is another than the
+// reading before's, and warns of the first of the run.
+func (w *watch) sayRestart(st *state, instance string, at time.Time) {
+	if instance == "" {
+		return // the sink cannot tell: no change to see
+	}
+	prev := st.instance
+	st.instance = instance
+	if prev == "" || prev == instance {
+		return
+	}
+	st.restarts++
+	st.lastRestart = at
+	if st.restarts == 1 {
+		w.log.Warn(restartWarning, zap.String("seen", at.UTC().Format(time.RFC3339)))
 	}
 }
 
@@ -389,13 +437,13 @@ func (st *state) discardedBy() map[string]float64 {
 	var by map[string]float64
 	for k, f := range st.stats {
 		reason, ok := strings.CutPrefix(k, sinks.StatDiscarded+".")
-		if !ok || f.last <= f.first {
+		if !ok || f.rise <= 0 {
 			continue
 		}
 		if by == nil {
 			by = map[string]float64{}
 		}
-		by[reason] = f.last - f.first
+		by[reason] = f.rise
 	}
 	return by
 }

@@ -256,3 +256,23 @@ func TestDaemonLoadRefusedEndsTheWorkload(t *testing.T) {
 		t.Errorf("the workload's failure %+v does not give the load's reason (NOPERM)", f)
 	}
 }
+
+// A command the server does not know (disabled with rename-command)
+// fails every operation that sends it, and the error says so and what to
+// change: the reply named neither. Bug caught: reads on a server with
+// HMGET renamed away failed all run long as "ERR unknown command
+// 'HMGET'" alone, and the load probe's TYPE refused said to check what
+// the target holds and what the user may do.
+func TestDaemonUnknownCommandSaysWhatToChange(t *testing.T) {
+	srv := testserver.Redis(t, "--rename-command", "HMGET", "")
+	w := runDaemon(t, context.Background(), zaptest.NewLogger(t), "TARGET", srv.URL+"?index=false", "RECORDS", "200",
+		"WORKLOAD", "c", "RATE", "500", "DURATION", "1s", "DATA_TYPE", "hash", "KEY_PREFIX", "unknown:", "RETRIES", "0")
+	if w.Units != 0 || w.Failed == 0 || w.LastError == nil {
+		t.Fatalf("reads on a server without HMGET: acknowledged %d, failed %d, last error %+v", w.Units, w.Failed, w.LastError)
+	}
+	for _, want := range []string{"does not know HMGET", "rename-command", "DATA_TYPE=hash"} {
+		if !strings.Contains(w.LastError.Text, want) {
+			t.Errorf("the last error does not say %q: %s", want, w.LastError.Text)
+		}
+	}
+}

@@ -101,8 +101,10 @@ func (s *Sink) ReadRecords(ctx context.Context, keys []string, shape sinks.Recor
 	return nil
 }
 
-// splitString cuts a string record into its fields; bytes beyond (or
-// short of) FIELDS x FIELD_LENGTH count as extra.
+// splitString cuts a string record into its fields; bytes beyond
+// FIELDS x FIELD_LENGTH, or a part of a field, count as extra. A string
+// of fewer whole fields lacks the last ones (nil): SETRANGE into a
+// string deleted (evicted) makes one as long as the field it writes.
 func splitString(rec *sources.StoredRecord, v []byte, shape sinks.RecordShape) {
 	rec.Values = make([][]byte, shape.Fields)
 	fl := shape.FieldLength
@@ -111,7 +113,7 @@ func splitString(rec *sources.StoredRecord, v []byte, shape sinks.RecordShape) {
 			rec.Values[f] = v[f*fl : (f+1)*fl]
 		}
 	}
-	if len(v) != shape.Fields*fl {
+	if len(v) > shape.Fields*fl || (fl > 0 && len(v)%fl != 0) {
 		rec.Extra++
 	}
 }

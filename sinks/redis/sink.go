@@ -764,6 +764,9 @@ func (s *Sink) wrap(n int, err error) error {
 		hint = refusalHint(err)
 	}
 	if hint == "" {
+		hint = s.unknownCommandHint(err)
+	}
+	if hint == "" {
 		hint = s.announceHint(err)
 	}
 	if hint != "" {
@@ -795,6 +798,33 @@ func (s *Sink) noPermHint(err error) string {
 		return ""
 	}
 	return "the URL's user may not run a command soakd sends: allow it in its ACL, e.g. +@read +@write, or connect as another user"
+}
+
+// unknownCommandHint says what to change when the server does not know a
+// command soakd sends ("ERR unknown command 'HMGET', with args ...";
+// Redis 6 quotes it with backticks): one disabled or renamed with
+// rename-command fails every operation that sends it, and the reply
+// names neither the setting nor soakd's need of it. "" for other errors.
+func (s *Sink) unknownCommandHint(err error) string {
+	var rerr goredis.Error
+	if !errors.As(err, &rerr) {
+		return ""
+	}
+	msg := rerr.Error()
+	i := strings.Index(msg, "unknown command")
+	if i < 0 {
+		return ""
+	}
+	name := "the command"
+	rest := strings.TrimLeft(msg[i+len("unknown command"):], " ")
+	if rest != "" && (rest[0] == '\'' || rest[0] == '`') {
+		if j := strings.IndexByte(rest[1:], rest[0]); j > 0 {
+			name = strings.ToUpper(rest[1 : 1+j])
+		}
+	}
+	return fmt.Sprintf("the server does not know %s: it was renamed or disabled (rename-command in its configuration), or this server does not implement it; "+
+		"soakd sends it for DATA_TYPE=%s (the commands of each data type and operation, the scan index's and the load probe's TYPE, are in sinks/redis/README.md): "+
+		"restore it on the server, or choose a DATA_TYPE or WORKLOAD that does not send it", name, s.dt)
 }
 
 // refusalHint says what to change when the server refuses writes for

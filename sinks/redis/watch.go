@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,10 +31,11 @@ var (
 // infoSections are the sections TargetFigures asks for, one INFO each:
 // INFO with several sections needs Redis 7, and servers that speak the
 // protocol (KeeWiDB, older Redis) may not take it.
-var infoSections = [...]string{"memory", "cpu", "persistence", "stats", "keyspace"}
+var infoSections = [...]string{"memory", "cpu", "persistence", "stats", "keyspace", "server", "commandstats"}
 
-// TargetFigures reads INFO memory, cpu, persistence, stats and keyspace
-// in one round trip on the sink's shared client (not a worker's
+// TargetFigures reads INFO memory, cpu, persistence, stats, keyspace,
+// server (its run_id: the Instance) and commandstats (the FLUSHALL and
+// FLUSHDB calls) in one round trip on the sink's shared client (not a worker's
 // connection), summed over the masters of a cluster (the fragmentation
 // ratio aside: the highest master's). A server that refuses INFO (an ACL without
 // +info, a managed service that hides it) leaves the figures it refused
@@ -187,6 +189,7 @@ func figures(infos ...sectionInfo) sinks.TargetFigures {
 	}
 
 	stats(f, refused, sum, bySection)
+	f.Instance = instance(bySection["server"])
 
 	// Only the append-only file's size is bytes on disk that INFO
 	// reports; the RDB snapshot's size is not reported at all.
@@ -239,6 +242,14 @@ func stats(f sinks.TargetFigures, refused func(string) error, sum sumFunc, bySec
 		f.Unavailable[sinks.StatEvictions] = why
 	}
 
+	if err := refused("commandstats"); err != nil {
+		f.Unavailable[sinks.StatFlushes] = "the server refuses INFO commandstats: " + err.Error()
+	} else if v, why := flushes(bySection["commandstats"]); why == "" {
+		f.Stats[sinks.StatFlushes] = v
+	} else {
+		f.Unavailable[sinks.StatFlushes] = why
+	}
+
 	if err := refused("keyspace"); err != nil {
 		f.Unavailable[sinks.StatKeys] = "the server refuses INFO keyspace: " + err.Error()
 	} else if v, why := keyspaceKeys(bySection["keyspace"]); why == "" {
@@ -246,6 +257,57 @@ func stats(f sinks.TargetFigures, refused func(string) error, sum sumFunc, bySec
 	} else {
 		f.Unavailable[sinks.StatKeys] = why
 	}
+}
+
+// instance is the run_ids of the servers' INFO server sections, sorted
+// and joined: a server restarted (or a master replaced) gives another. ""
+// when a server refused the section or gave no run_id.
+func instance(infos []sectionInfo) string {
+	ids := make([]string, 0, len(infos))
+	for _, in := range infos {
+		id := in.fields["run_id"]
+		if in.refused != nil || id == "" {
+			return ""
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, ",")
+}
+
+// flushes adds up the calls of FLUSHALL and FLUSHDB of every server:
+// INFO commandstats has a line "cmdstat_NAME:calls=N,..." per command
+// called since the server started (or CONFIG RESETSTAT), none for one
+// never called.
+func flushes(infos []sectionInfo) (float64, string) {
+	total := 0.0
+	for _, in := range infos {
+		if !in.titled && len(in.fields) == 0 {
+			return 0, "INFO commandstats answered with nothing, not even its # Commandstats title"
+		}
+		for _, cmd := range []string{"cmdstat_flushall", "cmdstat_flushdb"} {
+			v, ok := in.fields[cmd]
+			if !ok {
+				continue
+			}
+			calls, found := -1.0, false
+			for kv := range strings.SplitSeq(v, ",") {
+				if k, x, ok := strings.Cut(kv, "="); ok && k == "calls" {
+					n, err := strconv.ParseFloat(x, 64)
+					if err == nil && n >= 0 {
+						calls = n
+					}
+					found = true
+					break
+				}
+			}
+			if !found || calls < 0 {
+				return 0, fmt.Sprintf("INFO commandstats gives %s as %q, without a number of calls", cmd, v)
+			}
+			total += calls
+		}
+	}
+	return total, ""
 }
 
 // highest is the highest of field over the servers' sections.

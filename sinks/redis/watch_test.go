@@ -248,3 +248,46 @@ func TestWatchCluster(t *testing.T) {
 }
 
 func hasKey(m map[string]float64, k string) bool { _, ok := m[k]; return ok }
+
+// The server's identity is read with its figures, and a restart of
+// redis-server gives another: what the target watch tells a restart
+// (after which a server without persistence holds nothing) from. Bug
+// caught: a server restarted mid-run was seen only as its counters
+// falling, and said nowhere.
+func TestWatchInstanceChangesOnRestart(t *testing.T) {
+	srv := testserver.Redis(t)
+	s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash}})
+	before := sinktest.TargetFigures(t, s).Instance
+	if before == "" || before != sinktest.TargetFigures(t, s).Instance {
+		t.Fatalf("instance %q, then another without a restart: want the server's run_id, the same", before)
+	}
+	srv.Restart(t)
+	var after string
+	for range 50 { // the sink's connections fail once, then reconnect
+		if f, err := s.TargetFigures(context.Background()); err == nil {
+			after = f.Instance
+			break
+		}
+	}
+	if after == "" || after == before {
+		t.Fatalf("instance %q after a restart, %q before: want another run_id", after, before)
+	}
+}
+
+// FLUSHALL and FLUSHDB calls are read as flushes: what the target watch
+// tells a target emptied mid-run from. Bug caught: FLUSHALL in the middle
+// of a run left a store of nothing, said nowhere.
+func TestWatchFlushes(t *testing.T) {
+	srv := testserver.Redis(t)
+	a := admin(t, srv)
+	s := open(t, srv.URL, sinks.Options{Shape: sources.KVShape{DataType: sources.DataTypeHash}})
+	before, ok := sinktest.TargetFigures(t, s).Stats[sinks.StatFlushes]
+	if !ok {
+		t.Fatal("no flushes figure")
+	}
+	a.FlushAll(context.Background())
+	a.FlushDB(context.Background())
+	if after := sinktest.TargetFigures(t, s).Stats[sinks.StatFlushes]; after != before+2 {
+		t.Errorf("flushes %v after FLUSHALL and FLUSHDB, %v before: want 2 more", after, before)
+	}
+}

@@ -233,17 +233,29 @@ func (s *Source) Check(record uint64, field int, version uint64, got *sources.St
 		}
 		return AnyVersion
 	}
+	// A record that lacks fields soakd wrote, and holds only values it
+	// writes in the others, lost them: it was deleted (evicted, flushed,
+	// a restart without persistence) and an update wrote some fields
+	// again. That is Missing, as the record deleted is, not Mismatch:
+	// nothing stored was changed. Redis pads the fields before the one
+	// SETRANGE writes into a missing string with zero bytes, which soakd
+	// never writes: they are absent fields too.
 	if !got.Unordered {
 		if len(got.Values) != fields {
 			return sources.Mismatch
 		}
+		absent := false
 		for f, v := range got.Values {
-			if v == nil {
-				return sources.Mismatch
+			if v == nil || zeroBytes(v) {
+				absent = true
+				continue
 			}
 			if r, _ := s.CheckValue(record, f, want(f), v); r != ValueOK {
 				return sources.Mismatch
 			}
+		}
+		if absent {
+			return sources.Missing
 		}
 		return sources.Intact
 	}
@@ -251,7 +263,7 @@ func (s *Source) Check(record uint64, field int, version uint64, got *sources.St
 	// random member (SPOP) before adding its value, so which values a set
 	// holds cannot be known: each member must be a value this source
 	// writes for the record.
-	if len(got.Values) != fields {
+	if len(got.Values) > fields {
 		return sources.Mismatch
 	}
 	for _, v := range got.Values {
@@ -259,7 +271,20 @@ func (s *Source) Check(record uint64, field int, version uint64, got *sources.St
 			return sources.Mismatch
 		}
 	}
+	if len(got.Values) < fields {
+		return sources.Missing
+	}
 	return sources.Intact
+}
+
+// zeroBytes reports whether v is all zero bytes (and not empty).
+func zeroBytes(v []byte) bool {
+	for _, c := range v {
+		if c != 0 {
+			return false
+		}
+	}
+	return len(v) > 0
 }
 
 // memberOK reports whether v is a value some field of record may hold:
