@@ -294,7 +294,9 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 	// The scheme is case-insensitive (RFC 9110 §11.1): bearer works too.
 	tok, ok := "", len(auth) > len("Bearer ") && strings.EqualFold(auth[:len("Bearer ")], "Bearer ")
 	if ok {
-		tok = auth[len("Bearer "):]
+		// The scheme may be followed by more than one space (RFC 9110
+		// §11.4: 1*SP): "Bearer  TOKEN" was refused as a wrong token.
+		tok = strings.TrimLeft(auth[len("Bearer "):], " \t")
 	}
 	sum := sha256.Sum256([]byte(tok))
 	// Comparing fixed-size digests in constant time leaks neither the

@@ -589,3 +589,25 @@ func TestStoppingSaysSo(t *testing.T) {
 		<-done
 	})
 }
+
+// The token may follow the scheme after more than one space (RFC 9110
+// §11.4), as a header written by hand or pasted often has it: "Bearer
+// s3cret" with two spaces was refused as a wrong token (401).
+func TestControlTokenAfterSeveralSpaces(t *testing.T) {
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://",
+		"SOAKD_CONTROL_TOKEN", "s3cret-token"), enginetest.Plugins())
+	srv := httptest.NewServer(New(Options{Config: cfg}).Handler())
+	defer srv.Close()
+	for _, auth := range []string{"Bearer s3cret-token", "Bearer  s3cret-token", "bearer \t s3cret-token"} {
+		// A rate that is no rate is refused after the token is checked:
+		// 400 says the token was taken.
+		if c, b := postAuth(t, srv.URL+"/control?rate=fast", auth); c != http.StatusBadRequest {
+			t.Errorf("Authorization %q: %d %s, want 400 (the token taken, the rate refused)", auth, c, b)
+		}
+	}
+	for _, auth := range []string{"Bearer  s3cret-tokeN", "Bearer   ", "Bearer"} {
+		if c, b := postAuth(t, srv.URL+"/control?rate=fast", auth); c != http.StatusUnauthorized {
+			t.Errorf("Authorization %q: %d %s, want 401", auth, c, b)
+		}
+	}
+}
