@@ -56,6 +56,14 @@
   const form = document.getElementById('control');
   if (!form) return;
   const out = document.getElementById('control-result');
+
+  // headerText is s as a header value carries it: its UTF-8 bytes, one
+  // character each, as curl sends a token. Given as typed, a token with a
+  // letter outside ASCII was sent in Latin-1 (ö: refused as a wrong
+  // token) or not at all (€: "soakd is not answering").
+  function headerText(s) {
+    return Array.from(new TextEncoder().encode(s), (b) => String.fromCharCode(b)).join('');
+  }
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const action = ev.submitter ? ev.submitter.value : 'rate';
@@ -67,14 +75,19 @@
     } else {
       q.set('action', action);
     }
+    let headers;
+    try {
+      // soakd drops the white space around the token it is given.
+      headers = new Headers({ Authorization: 'Bearer ' + headerText(form.elements.token.value.trim()) });
+    } catch (e) {
+      out.textContent = 'the token cannot be sent in an HTTP header (it holds a control character)';
+      out.className = 'bad';
+      return;
+    }
     out.textContent = 'sending…';
     out.className = '';
     try {
-      const r = await fetch('control?' + q.toString(), {
-        method: 'POST',
-        headers: { Authorization: 'Bearer ' + form.elements.token.value },
-        cache: 'no-store',
-      });
+      const r = await fetch('control?' + q.toString(), { method: 'POST', headers, cache: 'no-store' });
       const text = (await r.text()).trim();
       if (r.ok) {
         out.textContent = action === 'rate' ? 'rate set to ' + q.get('rate') : action + 'd';
