@@ -25,6 +25,14 @@
         return;
       }
       const text = await r.text();
+      const run = r.headers.get('X-Soakd-Run');
+      if (r.ok && run && run !== document.body.dataset.run) {
+        // Another soakd answers at this address (it was restarted): its
+        // workloads and control differ from this page's form.
+        conn.textContent = 'a new soakd run answers here: reloading';
+        location.reload();
+        return;
+      }
       if (!r.ok) {
         const why = text.trim().slice(0, 200);
         conn.textContent = 'the view could not be refreshed: HTTP ' + r.status + (why ? ': ' + why : '');
