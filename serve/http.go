@@ -366,7 +366,13 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 	// does: workload=all answered 409 after changing the first ones.
 	for _, wl := range targets {
 		switch wl.State() {
-		case "done", "starting":
+		case "starting":
+			// It waits for its target: "not running" sent the user to
+			// look for a workload that had ended.
+			http.Error(w, wl.Name()+": workload is waiting for its target (see /status or /readyz); it can be changed once its first phase begins; nothing was changed",
+				http.StatusConflict)
+			return
+		case "done":
 			http.Error(w, wl.Name()+": workload is not running; nothing was changed", http.StatusConflict)
 			return
 		}

@@ -611,3 +611,30 @@ func TestControlTokenAfterSeveralSpaces(t *testing.T) {
 		}
 	}
 }
+
+// A workload still waiting for its target cannot be changed, and the
+// refusal says so: it said "workload is not running", as for one that
+// had ended, while /status said it was starting.
+func TestControlWhileWaitingForTheTarget(t *testing.T) {
+	p := enginetest.Plugins()
+	l := listen(t)
+	base := "http://" + l.Addr().String()
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "kv", "SOAKD_KV_LOAD", "false",
+		"SOAKD_KV_TARGET", fmt.Sprintf("redis://127.0.0.1:%d/0", testserver.ClosedPort(t)),
+		"SOAKD_CONTROL_TOKEN", "s3cret-token"), p)
+	startRun(t, cfg, p, l)
+	eventually(t, "a failed attempt to reach the target", func() bool {
+		c, _ := get(t, base+"/healthz")
+		if c != 200 {
+			return false
+		}
+		s := status(t, base)
+		return s.State == "starting" && s.Waiting != nil && s.Waiting.Attempts > 0
+	})
+	for _, q := range []string{"workload=kv&action=pause", "workload=all&rate=10"} {
+		c, b := post(t, base+"/control?"+q, "s3cret-token")
+		if c != http.StatusConflict || !strings.Contains(b, "kv: workload is waiting for its target") {
+			t.Errorf("%s while the target is not up: %d %s, want 409 saying it waits for its target", q, c, b)
+		}
+	}
+}
