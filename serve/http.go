@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -309,6 +311,24 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
 		return
+	}
+	// What /control does not read is refused rather than ignored: a
+	// JSON or multipart body, or an unknown parameter, was answered
+	// "want rate=RATE or action=pause|resume" when the rate was in it,
+	// and a misspelt extra parameter was dropped without a word.
+	if ct := r.Header.Get("Content-Type"); ct != "" && r.ContentLength != 0 {
+		if mt, _, _ := mime.ParseMediaType(ct); mt != "application/x-www-form-urlencoded" {
+			http.Error(w, fmt.Sprintf("a body of type %s is not read: give workload, rate or action in the query string "+
+				"(.../control?workload=W&rate=5000) or as a form (curl -d 'workload=W&rate=5000'); nothing was changed", mt), http.StatusUnsupportedMediaType)
+			return
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Form)) {
+		if k != "workload" && k != "rate" && k != "action" {
+			http.Error(w, fmt.Sprintf("unknown parameter %q: /control takes workload, rate and action; nothing was changed", k),
+				http.StatusBadRequest)
+			return
+		}
 	}
 	// A parameter given twice is refused rather than read as its first:
 	// workload=a&workload=b paused a alone and answered ok.

@@ -638,3 +638,44 @@ func TestControlWhileWaitingForTheTarget(t *testing.T) {
 		}
 	}
 }
+
+// /control refuses what it does not read, nothing changed: a JSON or
+// multipart body holding the rate was answered "want rate=RATE or
+// action=pause|resume", and an unknown parameter was ignored.
+func TestControlRefusesWhatItDoesNotRead(t *testing.T) {
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://",
+		"SOAKD_CONTROL_TOKEN", "s3cret-token"), enginetest.Plugins())
+	srv := httptest.NewServer(New(Options{Config: cfg}).Handler())
+	defer srv.Close()
+	send := func(query, ctype, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/control?"+query, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer s3cret-token")
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range []struct{ query, ctype, body string }{
+		{"workload=seq", "application/json", `{"rate":"500"}`},
+		{"workload=seq", "multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"rate\"\r\n\r\n500\r\n--x--\r\n"},
+	} {
+		if code, b := send(c.query, c.ctype, c.body); code != http.StatusUnsupportedMediaType || !strings.Contains(b, "query string") {
+			t.Errorf("a %s body: %d %s, want 415 saying where the parameters go", c.ctype, code, b)
+		}
+	}
+	if code, b := send("workload=seq&rate=500&rampup=10s", "", ""); code != http.StatusBadRequest || !strings.Contains(b, `unknown parameter "rampup"`) {
+		t.Errorf("an unknown parameter: %d %s, want 400 naming it", code, b)
+	}
+	// A form body is read, as curl -d sends it (no workload runs here:
+	// the change reaches none).
+	if code, b := send("", "application/x-www-form-urlencoded", "workload=all&rate=500"); code != http.StatusOK {
+		t.Errorf("a form body: %d %s", code, b)
+	}
+}
