@@ -351,10 +351,17 @@ func (c *Config) Validate(p *Plugins) error {
 		errs = append(errs, cfgErr(EnvPrefix+key, format, args...))
 	}
 	if c.Listen != ListenOff {
-		if _, port, err := net.SplitHostPort(c.Listen); err != nil {
+		// What Validate passes, the run must be able to listen on but
+		// for the address itself: 127.0.0.1:-1, :abc or a blank in the
+		// host passed soakd config --check and failed the run (exit 1).
+		if host, port, err := net.SplitHostPort(c.Listen); err != nil {
 			bad("LISTEN", "%q is not host:port (e.g. :9480 or 127.0.0.1:9480) or off", c.Listen)
 		} else if n, err := strconv.ParseUint(port, 10, 64); err == nil && n > 65535 {
 			bad("LISTEN", "port %s of %q is above 65535", port, c.Listen)
+		} else if err != nil && port != "" && !isServiceName(port) {
+			bad("LISTEN", "port %q of %q is not a port number (0 to 65535; 0 = any free port)", port, c.Listen)
+		} else if strings.ContainsFunc(host, unicode.IsSpace) {
+			bad("LISTEN", "host %q of %q holds white space", host, c.Listen)
 		}
 	}
 	// The files written at the end: a directory that is not there fails
@@ -744,3 +751,13 @@ func next(s string, i int) int {
 // outName is the file a directory given as SUMMARY_JSON or REPORT is
 // told to name instead.
 var outName = map[string]string{"SUMMARY_JSON": "summary.json", "REPORT": "report.html"}
+
+// isServiceName says whether port names a TCP service the system knows
+// (":http"), as net.Listen takes it: looked up locally, never in DNS.
+func isServiceName(port string) bool {
+	if port == "" || strings.IndexFunc(port, func(r rune) bool { return !unicode.IsLetter(r) && r != '-' }) >= 0 {
+		return false
+	}
+	_, err := net.LookupPort("tcp", port)
+	return err == nil
+}
