@@ -50,10 +50,14 @@ type Config struct {
 	LogFormat        string        `env:"LOG_FORMAT" envDefault:"auto" help:"auto (console on a terminal, JSON otherwise), json or console"`
 	MaxRate          float64       `env:"MAX_RATE" envDefault:"0" help:"hard cap on every workload's rate (units/s, the total over shards): RATE, LOAD_RATE and /control can never ask for more; 0 = no cap; a capped run cannot use RATE=max"`
 	ControlToken     string        `env:"CONTROL_TOKEN" secret:"true" help:"bearer token that enables POST /control (set rate, pause, resume); empty = /control disabled"`
-	ControlTokenFile string        `env:"CONTROL_TOKEN_FILE,file" secret:"true" help:"file holding the control token (e.g. a Kubernetes secret)"`
+	ControlTokenFile string        `env:"CONTROL_TOKEN_FILE,file" secret:"true" help:"file holding the control token (e.g. a Kubernetes secret); read again at every POST /control, so a rotated token takes effect at once"`
 	SummaryJSON      string        `env:"SUMMARY_JSON" help:"write the end-of-run summary as JSON to this file (flag --summary-json)"`
 	Report           string        `env:"REPORT" help:"at the end of the run, also when stopped by SIGINT/SIGTERM, write a self-contained HTML report (settings, environment, summary, charts) to this file (flag --report)"`
 	Pprof            bool          `env:"PPROF" envDefault:"false" help:"serve /debug/pprof on the HTTP address"`
+
+	// ControlTokenPath is CONTROL_TOKEN_FILE's path, which /control reads
+	// the token from again at every request.
+	ControlTokenPath string `env:"-"`
 
 	// Capacity holds soakd capacity's settings (SOAKD_CAPACITY_*), Sweep
 	// soakd sweep's (SOAKD_SWEEP_*).
@@ -212,6 +216,7 @@ func Load(environ map[string]string, srcs *sources.Registry) (*Config, error) {
 	var errs []error
 	cfg := &Config{}
 	errs = append(errs, settings.Problems(settings.Parse(cfg, environ, EnvPrefix))...)
+	cfg.ControlTokenPath = environ[EnvPrefix+"CONTROL_TOKEN_FILE"]
 	if f := environ[EnvPrefix+"CONTROL_TOKEN_FILE"]; f != "" && strings.TrimSpace(cfg.ControlTokenFile) == "" {
 		// Blank, it disabled /control (or fell back to CONTROL_TOKEN
 		// when empty) without a word.

@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"mime"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -300,10 +302,32 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 		// §11.4: 1*SP): "Bearer  TOKEN" was refused as a wrong token.
 		tok = strings.TrimLeft(auth[len("Bearer "):], " \t")
 	}
+	want := a.token
+	if path := a.cfg.ControlTokenPath; path != "" {
+		// Read again at every request: a token rotated in its file (a
+		// Kubernetes secret updated) was refused, and the old one, meant
+		// to be revoked, kept working until soakd restarted.
+		b, err := os.ReadFile(path)
+		cur := strings.TrimSpace(string(b))
+		if err != nil || cur == "" {
+			why := "it holds no token"
+			if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+				why = pe.Err.Error()
+			} else if err != nil {
+				why = err.Error()
+			}
+			http.Error(w, fmt.Sprintf("%sCONTROL_TOKEN_FILE %s cannot be read (%s): nothing was changed", config.EnvPrefix, path, why),
+				http.StatusServiceUnavailable)
+			a.log.Warn("control refused: the token file cannot be read", zap.String("file", path), zap.String("why", why),
+				zap.String("from", r.RemoteAddr))
+			return
+		}
+		want = sha256.Sum256([]byte(cur))
+	}
 	sum := sha256.Sum256([]byte(tok))
 	// Comparing fixed-size digests in constant time leaks neither the
 	// token nor its length.
-	if subtle.ConstantTimeCompare(sum[:], a.token[:]) != 1 || !ok {
+	if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 || !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="soakd"`)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return

@@ -679,3 +679,45 @@ func TestControlRefusesWhatItDoesNotRead(t *testing.T) {
 		t.Errorf("a form body: %d %s", code, b)
 	}
 }
+
+// The token in SOAKD_CONTROL_TOKEN_FILE is read again at every request: a
+// token rotated in its file (a Kubernetes secret updated) was refused,
+// and the old one, meant to be revoked, kept working until a restart.
+func TestControlTokenFileRotated(t *testing.T) {
+	file := t.TempDir() + "/control-token"
+	if err := os.WriteFile(file, []byte("first-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://",
+		"SOAKD_CONTROL_TOKEN_FILE", file), enginetest.Plugins())
+	srv := httptest.NewServer(New(Options{Config: cfg}).Handler())
+	defer srv.Close()
+	// A rate that is no rate is refused after the token is checked: 400
+	// says the token was taken.
+	try := func(token string, want int) {
+		t.Helper()
+		if c, b := post(t, srv.URL+"/control?rate=fast", token); c != want {
+			t.Errorf("token %q: %d %s, want %d", token, c, b, want)
+		} else if strings.Contains(b, "first-token") || strings.Contains(b, "second-token") {
+			t.Errorf("token %q: the answer shows a token: %s", token, b)
+		}
+	}
+	try("first-token", http.StatusBadRequest)
+	if err := os.WriteFile(file, []byte("second-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	try("first-token", http.StatusUnauthorized)
+	try("second-token", http.StatusBadRequest)
+	// A file gone or emptied refuses every change, saying which file.
+	if err := os.WriteFile(file, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	try("second-token", http.StatusServiceUnavailable)
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	try("second-token", http.StatusServiceUnavailable)
+	if c, b := post(t, srv.URL+"/control?rate=fast", "second-token"); !strings.Contains(b, "SOAKD_CONTROL_TOKEN_FILE "+file) {
+		t.Errorf("the token file removed: %d %s, want the setting and the file named", c, b)
+	}
+}
