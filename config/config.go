@@ -50,10 +50,14 @@ type Config struct {
 	LogFormat        string        `env:"LOG_FORMAT" envDefault:"auto" help:"auto (console on a terminal, JSON otherwise), json or console"`
 	MaxRate          float64       `env:"MAX_RATE" envDefault:"0" help:"hard cap on every workload's rate (units/s, the total over shards): RATE, LOAD_RATE and /control can never ask for more; 0 = no cap; a capped run cannot use RATE=max"`
 	ControlToken     string        `env:"CONTROL_TOKEN" secret:"true" help:"bearer token that enables POST /control (set rate, pause, resume); empty = /control disabled"`
-	ControlTokenFile string        `env:"CONTROL_TOKEN_FILE,file" secret:"true" help:"file holding the control token (e.g. a Kubernetes secret)"`
+	ControlTokenFile string        `env:"CONTROL_TOKEN_FILE,file" secret:"true" help:"file holding the control token (e.g. a Kubernetes secret); read again at every POST /control, so a rotated token takes effect at once"`
 	SummaryJSON      string        `env:"SUMMARY_JSON" help:"write the end-of-run summary as JSON to this file (flag --summary-json)"`
 	Report           string        `env:"REPORT" help:"at the end of the run, also when stopped by SIGINT/SIGTERM, write a self-contained HTML report (settings, environment, summary, charts) to this file (flag --report)"`
 	Pprof            bool          `env:"PPROF" envDefault:"false" help:"serve /debug/pprof on the HTTP address"`
+
+	// ControlTokenPath is CONTROL_TOKEN_FILE's path, which /control reads
+	// the token from again at every request.
+	ControlTokenPath string `env:"-"`
 
 	// Capacity holds soakd capacity's settings (SOAKD_CAPACITY_*), Sweep
 	// soakd sweep's (SOAKD_SWEEP_*).
@@ -212,6 +216,7 @@ func Load(environ map[string]string, srcs *sources.Registry) (*Config, error) {
 	var errs []error
 	cfg := &Config{}
 	errs = append(errs, settings.Problems(settings.Parse(cfg, environ, EnvPrefix))...)
+	cfg.ControlTokenPath = environ[EnvPrefix+"CONTROL_TOKEN_FILE"]
 	if f := environ[EnvPrefix+"CONTROL_TOKEN_FILE"]; f != "" && strings.TrimSpace(cfg.ControlTokenFile) == "" {
 		// Blank, it disabled /control (or fell back to CONTROL_TOKEN
 		// when empty) without a word.
@@ -351,10 +356,17 @@ func (c *Config) Validate(p *Plugins) error {
 		errs = append(errs, cfgErr(EnvPrefix+key, format, args...))
 	}
 	if c.Listen != ListenOff {
-		if _, port, err := net.SplitHostPort(c.Listen); err != nil {
+		// What Validate passes, the run must be able to listen on but
+		// for the address itself: 127.0.0.1:-1, :abc or a blank in the
+		// host passed soakd config --check and failed the run (exit 1).
+		if host, port, err := net.SplitHostPort(c.Listen); err != nil {
 			bad("LISTEN", "%q is not host:port (e.g. :9480 or 127.0.0.1:9480) or off", c.Listen)
 		} else if n, err := strconv.ParseUint(port, 10, 64); err == nil && n > 65535 {
 			bad("LISTEN", "port %s of %q is above 65535", port, c.Listen)
+		} else if err != nil && port != "" && !isServiceName(port) {
+			bad("LISTEN", "port %q of %q is not a port number (0 to 65535; 0 = any free port)", port, c.Listen)
+		} else if strings.ContainsFunc(host, unicode.IsSpace) {
+			bad("LISTEN", "host %q of %q holds white space", host, c.Listen)
 		}
 	}
 	// The files written at the end: a directory that is not there fails
@@ -744,3 +756,13 @@ func next(s string, i int) int {
 // outName is the file a directory given as SUMMARY_JSON or REPORT is
 // told to name instead.
 var outName = map[string]string{"SUMMARY_JSON": "summary.json", "REPORT": "report.html"}
+
+// isServiceName says whether port names a TCP service the system knows
+// (":http"), as net.Listen takes it: looked up locally, never in DNS.
+func isServiceName(port string) bool {
+	if port == "" || strings.IndexFunc(port, func(r rune) bool { return !unicode.IsLetter(r) && r != '-' }) >= 0 {
+		return false
+	}
+	_, err := net.LookupPort("tcp", port)
+	return err == nil
+}

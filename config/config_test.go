@@ -92,6 +92,10 @@ func TestConfigMoreErrors(t *testing.T) {
 		"bad shard":         {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SEQ_SHARD": "4/4"}, "SOAKD_SEQ_SHARD: "},
 		"bad listen":        {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_LISTEN": "9480"}, "SOAKD_LISTEN: \"9480\" is not host:port"},
 		"listen port":       {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_LISTEN": "127.0.0.1:99999"}, `SOAKD_LISTEN: port 99999 of "127.0.0.1:99999" is above 65535`},
+		// Bug caught: these passed soakd config --check and failed the run.
+		"listen port -1":    {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_LISTEN": "127.0.0.1:-1"}, `SOAKD_LISTEN: port "-1" of "127.0.0.1:-1" is not a port number`},
+		"listen port name":  {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_LISTEN": ":abc"}, `SOAKD_LISTEN: port "abc" of ":abc" is not a port number`},
+		"listen host blank": {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_LISTEN": " 127.0.0.1:9480"}, `SOAKD_LISTEN: host " 127.0.0.1" of " 127.0.0.1:9480" holds white space`},
 		"summary dir":       {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SUMMARY_JSON": "/nonexistent/x.json"}, "SOAKD_SUMMARY_JSON: cannot write /nonexistent/x.json: its directory /nonexistent does not exist"},
 		"report dir":        {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_REPORT": "/nonexistent/r.html"}, "SOAKD_REPORT: cannot write"},
 		"summary is dir":    {map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_SUMMARY_JSON": "/tmp"}, "SOAKD_SUMMARY_JSON: /tmp is a directory: name a file, e.g. /tmp/summary.json"},
@@ -338,5 +342,18 @@ func TestRateSettingsTakeSuffixes(t *testing.T) {
 		"SOAKD_CAPACITY_START": "1k", "SOAKD_CAPACITY_MAX": "2.5k"}, testPlugins())
 	if cfg.MaxRate != 2500 || cfg.Capacity.Start != 1000 || cfg.Capacity.Max != 2500 {
 		t.Errorf("MAX_RATE %g, CAPACITY_START %g, CAPACITY_MAX %g; want 2500, 1000, 2500", cfg.MaxRate, cfg.Capacity.Start, cfg.Capacity.Max)
+	}
+}
+
+// Every address net.Listen takes passes: an IPv6 literal, a host name, a
+// service name for the port, an empty port (any free one).
+func TestListenValuesTaken(t *testing.T) {
+	t.Parallel()
+	p := testPlugins()
+	for _, l := range []string{":9480", "[::1]:0", "localhost:9480", "127.0.0.1:", ":http", "off"} {
+		cfg, err := Load(map[string]string{"SOAKD_WORKLOADS": "seq", "SOAKD_LISTEN": l}, p.Sources)
+		if err = cfg.Check(p, err); err != nil {
+			t.Errorf("SOAKD_LISTEN=%q: %v", l, err)
+		}
 	}
 }

@@ -8,9 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -294,12 +298,36 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 	// The scheme is case-insensitive (RFC 9110 §11.1): bearer works too.
 	tok, ok := "", len(auth) > len("Bearer ") && strings.EqualFold(auth[:len("Bearer ")], "Bearer ")
 	if ok {
-		tok = auth[len("Bearer "):]
+		// The scheme may be followed by more than one space (RFC 9110
+		// §11.4: 1*SP): "Bearer  TOKEN" was refused as a wrong token.
+		tok = strings.TrimLeft(auth[len("Bearer "):], " \t")
+	}
+	want := a.token
+	if path := a.cfg.ControlTokenPath; path != "" {
+		// Read again at every request: a token rotated in its file (a
+		// Kubernetes secret updated) was refused, and the old one, meant
+		// to be revoked, kept working until soakd restarted.
+		b, err := os.ReadFile(path)
+		cur := strings.TrimSpace(string(b))
+		if err != nil || cur == "" {
+			why := "it holds no token"
+			if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+				why = pe.Err.Error()
+			} else if err != nil {
+				why = err.Error()
+			}
+			http.Error(w, fmt.Sprintf("%sCONTROL_TOKEN_FILE %s cannot be read (%s): nothing was changed", config.EnvPrefix, path, why),
+				http.StatusServiceUnavailable)
+			a.log.Warn("control refused: the token file cannot be read", zap.String("file", path), zap.String("why", why),
+				zap.String("from", r.RemoteAddr))
+			return
+		}
+		want = sha256.Sum256([]byte(cur))
 	}
 	sum := sha256.Sum256([]byte(tok))
 	// Comparing fixed-size digests in constant time leaks neither the
 	// token nor its length.
-	if subtle.ConstantTimeCompare(sum[:], a.token[:]) != 1 || !ok {
+	if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 || !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="soakd"`)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
@@ -307,6 +335,24 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
 		return
+	}
+	// What /control does not read is refused rather than ignored: a
+	// JSON or multipart body, or an unknown parameter, was answered
+	// "want rate=RATE or action=pause|resume" when the rate was in it,
+	// and a misspelt extra parameter was dropped without a word.
+	if ct := r.Header.Get("Content-Type"); ct != "" && r.ContentLength != 0 {
+		if mt, _, _ := mime.ParseMediaType(ct); mt != "application/x-www-form-urlencoded" {
+			http.Error(w, fmt.Sprintf("a body of type %s is not read: give workload, rate or action in the query string "+
+				"(.../control?workload=W&rate=5000) or as a form (curl -d 'workload=W&rate=5000'); nothing was changed", mt), http.StatusUnsupportedMediaType)
+			return
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Form)) {
+		if k != "workload" && k != "rate" && k != "action" {
+			http.Error(w, fmt.Sprintf("unknown parameter %q: /control takes workload, rate and action; nothing was changed", k),
+				http.StatusBadRequest)
+			return
+		}
 	}
 	// A parameter given twice is refused rather than read as its first:
 	// workload=a&workload=b paused a alone and answered ok.
@@ -364,7 +410,13 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 	// does: workload=all answered 409 after changing the first ones.
 	for _, wl := range targets {
 		switch wl.State() {
-		case "done", "starting":
+		case "starting":
+			// It waits for its target: "not running" sent the user to
+			// look for a workload that had ended.
+			http.Error(w, wl.Name()+": workload is waiting for its target (see /status or /readyz); it can be changed once its first phase begins; nothing was changed",
+				http.StatusConflict)
+			return
+		case "done":
 			http.Error(w, wl.Name()+": workload is not running; nothing was changed", http.StatusConflict)
 			return
 		}

@@ -589,3 +589,135 @@ func TestStoppingSaysSo(t *testing.T) {
 		<-done
 	})
 }
+
+// The token may follow the scheme after more than one space (RFC 9110
+// §11.4), as a header written by hand or pasted often has it: "Bearer
+// s3cret" with two spaces was refused as a wrong token (401).
+func TestControlTokenAfterSeveralSpaces(t *testing.T) {
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://",
+		"SOAKD_CONTROL_TOKEN", "s3cret-token"), enginetest.Plugins())
+	srv := httptest.NewServer(New(Options{Config: cfg}).Handler())
+	defer srv.Close()
+	for _, auth := range []string{"Bearer s3cret-token", "Bearer  s3cret-token", "bearer \t s3cret-token"} {
+		// A rate that is no rate is refused after the token is checked:
+		// 400 says the token was taken.
+		if c, b := postAuth(t, srv.URL+"/control?rate=fast", auth); c != http.StatusBadRequest {
+			t.Errorf("Authorization %q: %d %s, want 400 (the token taken, the rate refused)", auth, c, b)
+		}
+	}
+	for _, auth := range []string{"Bearer  s3cret-tokeN", "Bearer   ", "Bearer"} {
+		if c, b := postAuth(t, srv.URL+"/control?rate=fast", auth); c != http.StatusUnauthorized {
+			t.Errorf("Authorization %q: %d %s, want 401", auth, c, b)
+		}
+	}
+}
+
+// A workload still waiting for its target cannot be changed, and the
+// refusal says so: it said "workload is not running", as for one that
+// had ended, while /status said it was starting.
+func TestControlWhileWaitingForTheTarget(t *testing.T) {
+	p := enginetest.Plugins()
+	l := listen(t)
+	base := "http://" + l.Addr().String()
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "kv", "SOAKD_KV_LOAD", "false",
+		"SOAKD_KV_TARGET", fmt.Sprintf("redis://127.0.0.1:%d/0", testserver.ClosedPort(t)),
+		"SOAKD_CONTROL_TOKEN", "s3cret-token"), p)
+	startRun(t, cfg, p, l)
+	eventually(t, "a failed attempt to reach the target", func() bool {
+		c, _ := get(t, base+"/healthz")
+		if c != 200 {
+			return false
+		}
+		s := status(t, base)
+		return s.State == "starting" && s.Waiting != nil && s.Waiting.Attempts > 0
+	})
+	for _, q := range []string{"workload=kv&action=pause", "workload=all&rate=10"} {
+		c, b := post(t, base+"/control?"+q, "s3cret-token")
+		if c != http.StatusConflict || !strings.Contains(b, "kv: workload is waiting for its target") {
+			t.Errorf("%s while the target is not up: %d %s, want 409 saying it waits for its target", q, c, b)
+		}
+	}
+}
+
+// /control refuses what it does not read, nothing changed: a JSON or
+// multipart body holding the rate was answered "want rate=RATE or
+// action=pause|resume", and an unknown parameter was ignored.
+func TestControlRefusesWhatItDoesNotRead(t *testing.T) {
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://",
+		"SOAKD_CONTROL_TOKEN", "s3cret-token"), enginetest.Plugins())
+	srv := httptest.NewServer(New(Options{Config: cfg}).Handler())
+	defer srv.Close()
+	send := func(query, ctype, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/control?"+query, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer s3cret-token")
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range []struct{ query, ctype, body string }{
+		{"workload=seq", "application/json", `{"rate":"500"}`},
+		{"workload=seq", "multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"rate\"\r\n\r\n500\r\n--x--\r\n"},
+	} {
+		if code, b := send(c.query, c.ctype, c.body); code != http.StatusUnsupportedMediaType || !strings.Contains(b, "query string") {
+			t.Errorf("a %s body: %d %s, want 415 saying where the parameters go", c.ctype, code, b)
+		}
+	}
+	if code, b := send("workload=seq&rate=500&rampup=10s", "", ""); code != http.StatusBadRequest || !strings.Contains(b, `unknown parameter "rampup"`) {
+		t.Errorf("an unknown parameter: %d %s, want 400 naming it", code, b)
+	}
+	// A form body is read, as curl -d sends it (no workload runs here:
+	// the change reaches none).
+	if code, b := send("", "application/x-www-form-urlencoded", "workload=all&rate=500"); code != http.StatusOK {
+		t.Errorf("a form body: %d %s", code, b)
+	}
+}
+
+// The token in SOAKD_CONTROL_TOKEN_FILE is read again at every request: a
+// token rotated in its file (a Kubernetes secret updated) was refused,
+// and the old one, meant to be revoked, kept working until a restart.
+func TestControlTokenFileRotated(t *testing.T) {
+	file := t.TempDir() + "/control-token"
+	if err := os.WriteFile(file, []byte("first-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "seq", "SOAKD_SEQ_TARGET", "null://",
+		"SOAKD_CONTROL_TOKEN_FILE", file), enginetest.Plugins())
+	srv := httptest.NewServer(New(Options{Config: cfg}).Handler())
+	defer srv.Close()
+	// A rate that is no rate is refused after the token is checked: 400
+	// says the token was taken.
+	try := func(token string, want int) {
+		t.Helper()
+		if c, b := post(t, srv.URL+"/control?rate=fast", token); c != want {
+			t.Errorf("token %q: %d %s, want %d", token, c, b, want)
+		} else if strings.Contains(b, "first-token") || strings.Contains(b, "second-token") {
+			t.Errorf("token %q: the answer shows a token: %s", token, b)
+		}
+	}
+	try("first-token", http.StatusBadRequest)
+	if err := os.WriteFile(file, []byte("second-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	try("first-token", http.StatusUnauthorized)
+	try("second-token", http.StatusBadRequest)
+	// A file gone or emptied refuses every change, saying which file.
+	if err := os.WriteFile(file, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	try("second-token", http.StatusServiceUnavailable)
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	try("second-token", http.StatusServiceUnavailable)
+	if c, b := post(t, srv.URL+"/control?rate=fast", "second-token"); !strings.Contains(b, "SOAKD_CONTROL_TOKEN_FILE "+file) {
+		t.Errorf("the token file removed: %d %s, want the setting and the file named", c, b)
+	}
+}

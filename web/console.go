@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"embed"
 	"net/http"
+	"os"
+	"strconv"
+	"time"
 
 	"github.com/soakd/soakd/history"
 )
@@ -42,7 +45,7 @@ const SecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self';
 // X-Content-Type-Options: nosniff, X-Frame-Options: DENY and
 // Referrer-Policy: no-referrer. Other paths are 404.
 func NewConsole(o ConsoleOptions) http.Handler {
-	c := &console{o: o}
+	c := &console{o: o, run: strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.Itoa(os.Getpid())}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", c.page)
 	mux.HandleFunc("GET /console/view", c.view)
@@ -60,7 +63,17 @@ func NewConsole(o ConsoleOptions) http.Handler {
 	return out
 }
 
-type console struct{ o ConsoleOptions }
+type console struct {
+	o ConsoleOptions
+	// run tells this console from another served later at the same
+	// address (a soakd restarted): the page and every view carry it,
+	// and a page open across the restart reloads to show the new run's
+	// workloads and control form.
+	run string
+}
+
+// RunHeader, on every view, names the console that rendered it.
+const RunHeader = "X-Soakd-Run"
 
 func secure(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -88,10 +101,11 @@ func (c *console) page(w http.ResponseWriter, _ *http.Request) {
 	}
 	data := struct {
 		Version   string
+		Run       string
 		Control   bool
 		Workloads []string
 		View      view
-	}{c.o.Version, c.o.Control, names, buildView(&doc, RangeRecent, c.panels())}
+	}{c.o.Version, c.run, c.o.Control, names, buildView(&doc, RangeRecent, c.panels())}
 	writeHTML(w, "console", data)
 }
 
@@ -101,6 +115,7 @@ func (c *console) view(w http.ResponseWriter, r *http.Request) {
 		rng = RangeWhole
 	}
 	doc := c.o.History.Snapshot()
+	w.Header().Set(RunHeader, c.run)
 	writeHTML(w, "view", buildView(&doc, rng, c.panels()))
 }
 

@@ -25,6 +25,14 @@
         return;
       }
       const text = await r.text();
+      const run = r.headers.get('X-Soakd-Run');
+      if (r.ok && run && run !== document.body.dataset.run) {
+        // Another soakd answers at this address (it was restarted): its
+        // workloads and control differ from this page's form.
+        conn.textContent = 'a new soakd run answers here: reloading';
+        location.reload();
+        return;
+      }
       if (!r.ok) {
         const why = text.trim().slice(0, 200);
         conn.textContent = 'the view could not be refreshed: HTTP ' + r.status + (why ? ': ' + why : '');
@@ -56,6 +64,14 @@
   const form = document.getElementById('control');
   if (!form) return;
   const out = document.getElementById('control-result');
+
+  // headerText is s as a header value carries it: its UTF-8 bytes, one
+  // character each, as curl sends a token. Given as typed, a token with a
+  // letter outside ASCII was sent in Latin-1 (ö: refused as a wrong
+  // token) or not at all (€: "soakd is not answering").
+  function headerText(s) {
+    return Array.from(new TextEncoder().encode(s), (b) => String.fromCharCode(b)).join('');
+  }
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const action = ev.submitter ? ev.submitter.value : 'rate';
@@ -67,14 +83,19 @@
     } else {
       q.set('action', action);
     }
+    let headers;
+    try {
+      // soakd drops the white space around the token it is given.
+      headers = new Headers({ Authorization: 'Bearer ' + headerText(form.elements.token.value.trim()) });
+    } catch (e) {
+      out.textContent = 'the token cannot be sent in an HTTP header (it holds a control character)';
+      out.className = 'bad';
+      return;
+    }
     out.textContent = 'sending…';
     out.className = '';
     try {
-      const r = await fetch('control?' + q.toString(), {
-        method: 'POST',
-        headers: { Authorization: 'Bearer ' + form.elements.token.value },
-        cache: 'no-store',
-      });
+      const r = await fetch('control?' + q.toString(), { method: 'POST', headers, cache: 'no-store' });
       const text = (await r.text()).trim();
       if (r.ok) {
         out.textContent = action === 'rate' ? 'rate set to ' + q.get('rate') : action + 'd';
