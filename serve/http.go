@@ -366,6 +366,9 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 	var p pace.Rate
 	act := -1 // in controlActions
 	rate, action := r.Form.Get("rate"), r.Form.Get("action")
+	// Any case, as a rate takes it (STEP:, MAX): action=PAUSE was
+	// refused while rate=MAX was taken.
+	action = strings.ToLower(strings.TrimSpace(action))
 	switch {
 	case rate != "" && action != "":
 		http.Error(w, "give either rate or action, not both", http.StatusBadRequest)
@@ -391,6 +394,9 @@ func (a *httpAPI) control(w http.ResponseWriter, r *http.Request) {
 		act = 1
 	case action == "resume":
 		act = 2
+	case action != "":
+		http.Error(w, fmt.Sprintf("action %q: want action=pause or action=resume (or rate=RATE)", r.Form.Get("action")), http.StatusBadRequest)
+		return
 	default:
 		http.Error(w, "want rate=RATE or action=pause|resume", http.StatusBadRequest)
 		return

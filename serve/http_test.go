@@ -721,3 +721,30 @@ func TestControlTokenFileRotated(t *testing.T) {
 		t.Errorf("the token file removed: %d %s, want the setting and the file named", c, b)
 	}
 }
+
+// action takes any case, as a rate does (rate=MAX, STEP:...): action=PAUSE
+// was refused with "want rate=RATE or action=pause|resume". An action
+// that is neither is refused naming it, nothing changed.
+func TestControlActionInAnyCase(t *testing.T) {
+	p := enginetest.Plugins()
+	l := listen(t)
+	base := "http://" + l.Addr().String()
+	cfg := enginetest.Load(t, enginetest.Env("SOAKD_WORKLOADS", "a", "SOAKD_A_SOURCE", "seq", "SOAKD_A_RATE", "100",
+		"SOAKD_A_TARGET", "null://", "SOAKD_CONTROL_TOKEN", "s3cret-token"), p)
+	startRun(t, cfg, p, l)
+	eventually(t, "running", func() bool { return status(t, base).State == "running" })
+	if c, b := post(t, base+"/control?workload=a&action=stop", "s3cret-token"); c != http.StatusBadRequest || !strings.Contains(b, `action "stop"`) {
+		t.Errorf("action=stop: %d %s; want 400 naming it", c, b)
+	}
+	if s := status(t, base); s.State != "running" {
+		t.Errorf("after action=stop: %s; want running", s.State)
+	}
+	if c, b := post(t, base+"/control?workload=a&action=PAUSE", "s3cret-token"); c != http.StatusOK {
+		t.Fatalf("action=PAUSE: %d %s; want 200", c, b)
+	}
+	eventually(t, "paused", func() bool { return status(t, base).State == "paused" })
+	if c, b := post(t, base+"/control?workload=a&action=Resume", "s3cret-token"); c != http.StatusOK {
+		t.Fatalf("action=Resume: %d %s; want 200", c, b)
+	}
+	eventually(t, "running again", func() bool { return status(t, base).State == "running" })
+}
