@@ -188,6 +188,31 @@ func (w *Workload) Secret() (password, token string) {
 	return password, token
 }
 
+// UnservedSettings names the HTTP API's settings that are set while
+// SOAKD_LISTEN is off, which serves nothing: a control token, pprof and
+// TLS files then do nothing, and a run with them set said not a word.
+func (c *Config) UnservedSettings() []string {
+	if c.Listen != ListenOff {
+		return nil
+	}
+	var set []string
+	for _, s := range []struct {
+		key string
+		on  bool
+	}{
+		{"CONTROL_TOKEN", c.ControlToken != ""},
+		{"CONTROL_TOKEN_FILE", c.ControlTokenPath != ""},
+		{"PPROF", c.Pprof},
+		{"TLS_CERT_FILE", c.TLSCertFile != ""},
+		{"TLS_KEY_FILE", c.TLSKeyFile != ""},
+	} {
+		if s.on {
+			set = append(set, EnvPrefix+s.key)
+		}
+	}
+	return set
+}
+
 // EffectiveControlToken returns the control token (the file variant
 // wins), without surrounding white space: HTTP drops it from the header
 // that carries the token, so a token ending in a space could never match.

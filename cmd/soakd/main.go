@@ -313,6 +313,10 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	if len(unk) > 0 { // SOAKD_ALLOW_UNKNOWN is set, or loadConfig had refused them
 		log.Warn("ignoring unknown SOAKD_ variables (typo, or a workload not in SOAKD_WORKLOADS?)", zap.Strings("vars", unk))
 	}
+	if set := cfg.UnservedSettings(); len(set) > 0 {
+		log.Warn("SOAKD_LISTEN=off serves no HTTP API, so these settings do nothing: unset them, or give SOAKD_LISTEN an address",
+			zap.Strings("vars", set))
+	}
 	ctx, stop := signal.NotifyContext(ctx, stopSignals()...)
 	defer stop()
 	log.Info("soakd starting", zap.String("version", buildVersion()), zap.Strings("workloads", cfg.Workloads))

@@ -930,3 +930,21 @@ func TestEveryQueriesProblemNamesQueries(t *testing.T) {
 		t.Errorf("exit %d, want 2 and a line naming SOAKD_Q_QUERIES per unknown type; stderr:\n%s", code, errs)
 	}
 }
+
+// With SOAKD_LISTEN=off no HTTP API runs: a control token, pprof or TLS
+// files set beside it do nothing, and the run says so, naming them (not
+// the token's value). It said not a word.
+func TestListenOffNamesUnservedSettings(t *testing.T) {
+	env := map[string]string{"SOAKD_WORKLOADS": "iot", "SOAKD_IOT_SOURCE": "seq", "SOAKD_IOT_TARGET": "null://",
+		"SOAKD_IOT_DURATION": "1ms", "SOAKD_LISTEN": "off", "SOAKD_CONTROL_TOKEN": "s3cret-token", "SOAKD_PPROF": "true"}
+	code, _, errs := run(t, env)
+	if code != cli.ExitOK || !strings.Contains(errs, "SOAKD_LISTEN=off serves no HTTP API") ||
+		!strings.Contains(errs, "SOAKD_CONTROL_TOKEN") || !strings.Contains(errs, "SOAKD_PPROF") || strings.Contains(errs, "s3cret-token") {
+		t.Errorf("exit %d, want 0 and a warning naming SOAKD_CONTROL_TOKEN and SOAKD_PPROF, not the token:\n%s", code, errs)
+	}
+	delete(env, "SOAKD_CONTROL_TOKEN")
+	delete(env, "SOAKD_PPROF")
+	if code, _, errs := run(t, env); code != cli.ExitOK || strings.Contains(errs, "serves no HTTP API") {
+		t.Errorf("without them: exit %d, want 0 and no warning:\n%s", code, errs)
+	}
+}
