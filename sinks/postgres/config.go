@@ -302,6 +302,10 @@ func nameParams(p *urlparam.Query, c *Config) {
 			// views of the catalog. Quoted, as soakd writes it, another case
 			// ("Information_Schema") is another schema.
 			p.Addf("schema %q: the system's schema of catalog views; give a schema of your own", s)
+		case strings.HasPrefix(s, "_timescaledb_") || s == "timescaledb_information" || s == "timescaledb_experimental":
+			// TimescaleDB's own: its chunks, catalog and functions live
+			// there, and soakd's tables (and their cleanup) would mix in.
+			p.Addf("schema %q: TimescaleDB's own schema (its chunks, catalog or views); give a schema of your own", s)
 		default:
 			c.Schema = s
 		}
