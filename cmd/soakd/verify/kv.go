@@ -156,14 +156,20 @@ func (j *job) verifyKV(ctx context.Context, s sources.Source, sink sinks.Sink, r
 				st = inDoubt
 			}
 			got := &recs[i]
+			// A record that lacks fields and holds only values soakd
+			// writes in the others was deleted (evicted, flushed, lost to
+			// a restart) and an update wrote some fields again: lost, as
+			// a record deleted is, not changed (VERIFY during the run
+			// calls it missing).
+			gone := !got.Found || (got.Extra == 0 && src.Check(r, -1, kv.AnyVersion, got) == sources.Missing)
 			switch {
-			case !got.Found && st == acked:
+			case gone && st == acked:
 				rep.Acknowledged++
 				rep.Lost++
 				lost.add(jdx)
 				flush(&absent, &rep.InDoubtAbsent)
 				continue
-			case !got.Found:
+			case gone:
 				if st == inDoubt {
 					rep.InDoubt++
 					absent.add(jdx)
