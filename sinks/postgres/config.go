@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/soakd/soakd/sinks"
 	"github.com/soakd/soakd/sinks/urlparam"
@@ -295,6 +296,10 @@ func nameParams(p *urlparam.Query, c *Config) {
 		case c.Dialect == KWDB:
 			p.Addf("schema: kwdb keeps its time-series tables in ts_database; use ts_database")
 		case !p.Given("schema"):
+		case strings.ContainsFunc(s, unicode.IsControl):
+			// PostgreSQL takes no NUL in a name, and the error it gave at
+			// prepare showed the name without the character unseen.
+			p.Addf("schema %q: holds a control character; give a name of printable characters", s)
 		case strings.HasPrefix(strings.ToLower(s), "pg_"):
 			p.Addf("schema %q: names starting with pg_ are reserved for the system", s)
 		case s == "information_schema":
@@ -311,6 +316,9 @@ func nameParams(p *urlparam.Query, c *Config) {
 		}
 	}
 	c.TablePrefix = p.String("table_prefix")
+	if strings.ContainsFunc(c.TablePrefix, unicode.IsControl) {
+		p.Addf("table_prefix %q: holds a control character; give printable characters", c.TablePrefix)
+	}
 }
 
 // defaultMethod picks the insert method the dialect does best when

@@ -98,6 +98,8 @@ func TestSchemaParams(t *testing.T) {
 		{"postgres://h/db?schema=pg_catalog", "reserved"},
 		{"postgres://h/db?schema=information_schema", "catalog views"},
 		{"postgres://h/db?schema=_timescaledb_internal", "TimescaleDB's own"},
+		{"postgres://h/db?schema=a%00b", `"a\x00b": holds a control character`},
+		{"postgres://h/db?table_prefix=x%0A", `"x\n": holds a control character`},
 		{"postgres://h/db?schema=_timescaledb_catalog", "TimescaleDB's own"},
 		{"postgres://h/db?schema=timescaledb_information", "TimescaleDB's own"},
 		{"postgres://h/db?schema=" + strings.Repeat("s", 64), "schema"},
