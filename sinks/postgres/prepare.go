@@ -359,6 +359,13 @@ func columnType(cfg Config, p *plan, n string) string {
 	return ""
 }
 
+// notATable names the kinds of relation (pg_class.relkind) other than a
+// table, plain or partitioned, that a table's name may be taken by.
+var notATable = map[string]string{
+	"v": "a view", "m": "a materialized view", "f": "a foreign table", "S": "a sequence",
+	"i": "an index", "I": "a partitioned index", "c": "a composite type", "t": "a TOAST table",
+}
+
 // checkTableColumns fails when table is missing or lacks one of cols;
 // else it returns the table's columns with their types.
 func checkTableColumns(ctx context.Context, c *pgx.Conn, cfg Config, table string, cols []string) (map[string]string, error) {
@@ -374,6 +381,20 @@ func checkTableColumns(ctx context.Context, c *pgx.Conn, cfg Config, table strin
 	}
 	if len(have) == 0 {
 		return nil, sinks.NewError(sinks.Rejected, false, fmt.Errorf("table %s does not exist (create=false, or created in another schema than the search_path's first: see schema=)", table))
+	}
+	// A view (or another relation that is no table) of the name passed
+	// the columns and failed at CREATE INDEX with "cannot create index on
+	// relation", which says neither what it is nor what to change. With
+	// create=false soakd makes nothing: an updatable view is the user's
+	// to write through.
+	if cfg.Create {
+		var kind string
+		if err := c.QueryRow(ctx, `SELECT relkind::text FROM pg_catalog.pg_class WHERE oid = to_regclass($1)`, table).Scan(&kind); err != nil {
+			return nil, classify(fmt.Errorf("cannot read what %s is: %w", table, err), false, false)
+		}
+		if what, ok := notATable[kind]; ok {
+			return nil, sinks.NewError(sinks.Rejected, false, fmt.Errorf("%s is %s, not a table soakd can make its indexes on (%s)", table, what, otherTable(cfg)))
+		}
 	}
 	var missing []string
 	for _, name := range cols {

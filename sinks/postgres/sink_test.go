@@ -254,6 +254,31 @@ func TestPrepare(t *testing.T) {
 		}
 	})
 
+	t.Run("a view of the table's name", func(t *testing.T) {
+		// A view named as soakd's table, with every column soakd writes:
+		// refused as a view, naming the way out, not with CREATE INDEX's
+		// "cannot create index on relation". With create=false soakd
+		// makes nothing, and writes through an updatable view.
+		db := newDB(t, srv, "aview")
+		c := connect(t, db)
+		if err := openSink(t, db, nil, cpuSchema("cpu_rows", 3)).Prepare(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, `CREATE VIEW cpu AS SELECT * FROM cpu_rows`); err != nil {
+			t.Fatal(err)
+		}
+		err := openSink(t, db, nil, cpuSchema("cpu", 3)).Prepare(ctx)
+		if err == nil || !strings.Contains(err.Error(), `"cpu" is a view, not a table`) || !strings.Contains(err.Error(), "schema= or table_prefix=") {
+			t.Errorf("Prepare: %v, want the view named as one, and the way out", err)
+		}
+		if c, retry := classOf(t, err); c != sinks.Rejected || retry {
+			t.Errorf("class %s retry %v, want rejected, no retry", c, retry)
+		}
+		if err := openSink(t, withParams(db, "create", "false"), nil, cpuSchema("cpu", 3)).Prepare(ctx); err != nil {
+			t.Errorf("Prepare with create=false: %v, want the view taken as it is", err)
+		}
+	})
+
 	t.Run("dedup on a table without key", func(t *testing.T) {
 		db := newDB(t, srv, "nokey")
 		if err := openSink(t, db, nil, cpuSchema("cpu", 3)).Prepare(ctx); err != nil {
