@@ -58,9 +58,19 @@ func post(t *testing.T, u, token string) (int, string) {
 // postAuth posts to u with the Authorization header auth.
 func postAuth(t *testing.T, u, auth string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, u, nil)
+	return postBody(t, u, auth, "", "")
+}
+
+// postBody posts body of type ctype ("" for none) to u with the
+// Authorization header auth.
+func postBody(t *testing.T, u, auth, ctype, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -649,18 +659,7 @@ func TestControlRefusesWhatItDoesNotRead(t *testing.T) {
 	defer srv.Close()
 	send := func(query, ctype, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/control?"+query, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer s3cret-token")
-		if ctype != "" {
-			req.Header.Set("Content-Type", ctype)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return postBody(t, srv.URL+"/control?"+query, "Bearer s3cret-token", ctype, body)
 	}
 	for _, c := range []struct{ query, ctype, body string }{
 		{"workload=seq", "application/json", `{"rate":"500"}`},
