@@ -47,6 +47,7 @@ import (
 	"github.com/soakd/soakd/live"
 	"github.com/soakd/soakd/opener"
 	"github.com/soakd/soakd/pace"
+	"github.com/soakd/soakd/procs"
 	"github.com/soakd/soakd/progress"
 	"github.com/soakd/soakd/readback"
 	"github.com/soakd/soakd/record"
@@ -350,6 +351,11 @@ func runCmd(ctx context.Context, args []string, environ map[string]string, stdou
 	deps := daemon.Deps{Logger: log, Plugins: p, Version: buildVersion(),
 		Observers: []daemon.Observer{judge.New(log, judge.Options{Target: tw}), readback.New(log), record.New(), tw, churn.New(),
 			lv, hist, progress.New(cfg, log, console, lv), api}}
+	if !search {
+		// A capacity search measures how far the target goes with every
+		// core soakd may use: no governor there.
+		deps.Observers = append(deps.Observers, procs.New(log))
+	}
 	var sum *report.Summary
 	var runErr error
 	var capRes *capacity.Result

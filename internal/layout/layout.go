@@ -36,7 +36,7 @@ var Layers = []Layer{
 	// run (verify, sweep's reset) share it.
 	{Name: "opener", Packages: []string{"opener"}},
 	{Name: "engine", Packages: []string{"daemon"}},
-	{Name: "features", Packages: []string{"capacity", "churn", "history", "live", "progress", "readback", "readmodel", "record", "serve", "summary", "sweep", "targetwatch", "thresholds/judge", "web"}},
+	{Name: "features", Packages: []string{"capacity", "churn", "history", "live", "procs", "progress", "readback", "readmodel", "record", "serve", "summary", "sweep", "targetwatch", "thresholds/judge", "web"}},
 	{Name: "commands", Packages: []string{"cmd", "bench", "internal/faults", "internal/enginetest"}},
 }
 

@@ -19,14 +19,20 @@ var statm struct {
 	buf [128]byte
 }
 
+// CPU returns the process's CPU seconds so far, user and system, of
+// every thread (getrusage); NaN if unknown.
+func CPU() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return math.NaN()
+	}
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
+
 // Self returns the process's CPU seconds (getrusage) and resident set
 // size (/proc/self/statm).
 func Self() (cpu, rss float64) {
-	cpu, rss = math.NaN(), math.NaN()
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		cpu = float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
-	}
+	cpu, rss = CPU(), math.NaN()
 	statm.Lock()
 	defer statm.Unlock()
 	// A failed open or read (out of descriptors for a moment) is tried

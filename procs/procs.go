@@ -1,0 +1,174 @@
+// Package procs sizes the Go scheduler to soakd's load: while soakd uses
+// well under a core, its Go code runs on one thread (GOMAXPROCS=1); as
+// soon as it needs more, on as many as the runtime would give it.
+//
+// A second P costs more than it gives at a low rate. Each goroutine the
+// network poller readies (a worker's reply, the scheduler's alarm, a
+// bell) lets the thread that took it wake an idle one to spin, find
+// nothing and sleep again: on two cores shared with a Redis server,
+// YCSB A at 1,000 operations a second took 85 µs of CPU per operation
+// with two Ps and 61 µs with one (and its dispatch delay p99 fell from
+// 443 to 109 µs), at 10,000 a second 53 and 44 µs, at 30,000 a second
+// 30 and 25 µs; a closed loop did as many operations with either.
+// Series generation at full speed, or several heavy workloads, need every
+// core, which is why the choice follows the load rather than being fixed.
+//
+// GOMAXPROCS set in the environment pins the scheduler as the runtime
+// documents it: the governor then does nothing.
+package procs
+
+import (
+	"context"
+	"math"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/internal/procstat"
+)
+
+const (
+	// raiseAbove: at one P, a second in which soakd used more than this
+	// many cores gives it every P back at once, before one core is the
+	// bottleneck of the test.
+	raiseAbove = 0.8
+	// lowerBelow: with every P, calmSeconds seconds in a row below this
+	// many cores take soakd to one P (where the same load uses about a
+	// sixth less: the gap to raiseAbove keeps it from going back and
+	// forth).
+	lowerBelow  = 0.6
+	calmSeconds = 10
+	// At one P, goroutines kept waiting to run also give every P back:
+	// more than lateShare of the second's waits (and at least lateMin)
+	// that took lateWait or longer. CPU alone would miss a burst that
+	// queues work behind the one P within a second that, on average,
+	// looks light.
+	lateWait  = time.Millisecond
+	lateShare = 0.01
+	lateMin   = 10
+)
+
+// Governor is the daemon.Ticker that sets GOMAXPROCS each second from
+// the CPU soakd used in the second before.
+type Governor struct {
+	log *zap.Logger
+	off bool
+	// cpu reads the CPU seconds used so far; waits the goroutine
+	// scheduling waits so far, all and those of lateWait or longer; set
+	// sets GOMAXPROCS (0: the runtime's default).
+	cpu   func() float64
+	waits func() (all, late uint64)
+	set   func(n int)
+
+	low      bool
+	calm     int
+	primed   bool
+	prevAt   time.Time
+	prevCPU  float64
+	prevAll  uint64
+	prevLate uint64
+}
+
+// New returns the governor, off (it never changes GOMAXPROCS) when
+// GOMAXPROCS is set in the environment or the runtime would use one P
+// anyway.
+func New(log *zap.Logger) *Governor {
+	g := &Governor{log: log, cpu: procstat.CPU, waits: schedWaits(), set: setProcs}
+	if os.Getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) <= 1 {
+		g.off = true
+	}
+	return g
+}
+
+// setProcs sets GOMAXPROCS to n, or for 0 back to the runtime's default
+// (which also resumes its following of the CPU limit of soakd's cgroup).
+func setProcs(n int) {
+	if n == 0 {
+		runtime.SetDefaultGOMAXPROCS()
+		return
+	}
+	runtime.GOMAXPROCS(n)
+}
+
+// schedWaits reads the runtime's histogram of the time goroutines waited
+// to run after they became runnable (of a sample of them: the runtime
+// times one wake-up in eight, which keeps the share).
+func schedWaits() func() (all, late uint64) {
+	s := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	return func() (all, late uint64) {
+		metrics.Read(s)
+		if s[0].Value.Kind() != metrics.KindFloat64Histogram {
+			return 0, 0
+		}
+		h := s[0].Value.Float64Histogram()
+		for i, n := range h.Counts {
+			all += n
+			// Buckets[i] is bucket i's lower bound.
+			if h.Buckets[i] >= lateWait.Seconds() {
+				late += n
+			}
+		}
+		return all, late
+	}
+}
+
+// Opened does nothing: the governor follows the process, not a workload.
+func (g *Governor) Opened(*daemon.Handle) error { return nil }
+
+// Started does nothing (see Opened).
+func (g *Governor) Started(context.Context, []*daemon.Handle, func(error)) {}
+
+// PhaseBegun does nothing (see Opened).
+func (g *Governor) PhaseBegun(*daemon.Handle, *daemon.Phase) {}
+
+// PhaseEnded does nothing (see Opened).
+func (g *Governor) PhaseEnded(*daemon.Handle, *daemon.Phase, string) {}
+
+// Finished gives soakd every P back: the summary and the reports are
+// written with them, and a process that goes on (a test's) keeps none of
+// the run's setting.
+func (g *Governor) Finished(bool) {
+	if g.low {
+		g.set(0)
+		g.low, g.calm = false, 0
+	}
+}
+
+// Tick judges the second that ended at at.
+func (g *Governor) Tick(at time.Time, _ bool) {
+	if g.off {
+		return
+	}
+	cpu := g.cpu()
+	all, late := g.waits()
+	prevAt, prevCPU, prevAll, prevLate, primed := g.prevAt, g.prevCPU, g.prevAll, g.prevLate, g.primed
+	g.prevAt, g.prevCPU, g.prevAll, g.prevLate, g.primed = at, cpu, all, late, true
+	dt := at.Sub(prevAt).Seconds()
+	if !primed || dt <= 0 || math.IsNaN(cpu) || math.IsNaN(prevCPU) {
+		return
+	}
+	used := (cpu - prevCPU) / dt
+	if g.low {
+		lateWaits, waits := late-prevLate, all-prevAll
+		if used > raiseAbove || (lateWaits >= lateMin && float64(lateWaits) > lateShare*float64(waits)) {
+			g.set(0)
+			g.low, g.calm = false, 0
+			g.log.Debug("soakd's Go code runs on every P again", zap.Float64("cores_used", used),
+				zap.Uint64("waits_over_1ms", lateWaits), zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)))
+		}
+		return
+	}
+	if used >= lowerBelow {
+		g.calm = 0
+		return
+	}
+	if g.calm++; g.calm >= calmSeconds {
+		g.set(1)
+		g.low, g.calm = true, 0
+		g.log.Debug("soakd's Go code runs on one P while it uses little CPU", zap.Float64("cores_used", used))
+	}
+}
