@@ -1,17 +1,19 @@
 // Package procs sizes the Go scheduler to soakd's load: while soakd uses
-// well under a core, its Go code runs on one thread (GOMAXPROCS=1); as
-// soon as it needs more, on as many as the runtime would give it.
+// little CPU, its Go code runs on one thread (GOMAXPROCS=1); as soon as it
+// uses more, on as many as the runtime would give it.
 //
-// A second P costs more than it gives at a low rate. Each goroutine the
-// network poller readies (a worker's reply, the scheduler's alarm, a
-// bell) lets the thread that took it wake an idle one to spin, find
-// nothing and sleep again: on two cores shared with a Redis server,
-// YCSB A at 1,000 operations a second took 85 µs of CPU per operation
-// with two Ps and 61 µs with one (and its dispatch delay p99 fell from
-// 443 to 109 µs), at 10,000 a second 53 and 44 µs, at 30,000 a second
-// 30 and 25 µs; a closed loop did as many operations with either.
-// Series generation at full speed, or several heavy workloads, need every
-// core, which is why the choice follows the load rather than being fixed.
+// A second P costs more than it gives to a sidecar that is nearly idle.
+// Each goroutine the network poller readies (a worker's reply, the
+// scheduler's alarm, a bell) lets the thread that took it wake an idle
+// one to look for work, find none and sleep again: at 10 operations a
+// second against Redis, soakd's steady state made 24–28 thread switches a
+// second on one P against 28–33 on two, and used about a tenth less CPU.
+// Busier, one P saves more CPU but costs precision: at 10,000 operations
+// a second (YCSB A, two cores shared with redis-server) 42–46 µs per
+// operation against 51–53, but the dispatch delay's p99 went from
+// 175–200 µs to as much as 525 µs in some 5-second intervals, as the
+// scheduler's wake-ups waited behind workers on the one P. So only a
+// process using less than lowerBelow of a core goes to one P.
 //
 // GOMAXPROCS set in the environment pins the scheduler as the runtime
 // documents it: the governor then does nothing.
@@ -33,14 +35,13 @@ import (
 
 const (
 	// raiseAbove: at one P, a second in which soakd used more than this
-	// many cores gives it every P back at once, before one core is the
-	// bottleneck of the test.
-	raiseAbove = 0.8
+	// many cores gives it every P back at once, long before one core is
+	// the bottleneck of the test or its wake-ups queue behind the workers.
+	raiseAbove = 0.5
 	// lowerBelow: with every P, calmSeconds seconds in a row below this
-	// many cores take soakd to one P (where the same load uses about a
-	// sixth less: the gap to raiseAbove keeps it from going back and
-	// forth).
-	lowerBelow  = 0.6
+	// many cores take soakd to one P (where the same load uses less: the
+	// gap to raiseAbove keeps it from going back and forth).
+	lowerBelow  = 0.3
 	calmSeconds = 10
 	// At one P, goroutines kept waiting to run also give every P back:
 	// more than lateShare of the second's waits (and at least lateMin)

@@ -67,22 +67,22 @@ func TestGovernorLowersAfterCalmSecondsAndRaisesAboveTheBand(t *testing.T) {
 	f.seconds(1, 0.05)
 	f.wantSets(t, 1)
 	// Within the band at one P: it stays.
-	f.seconds(30, 0.75)
+	f.seconds(30, 0.45)
 	f.wantSets(t, 1)
-	f.seconds(1, 0.85)
+	f.seconds(1, 0.55)
 	f.wantSets(t, 1, 0)
 	// Within the band with every P: it stays too (no going back and
 	// forth at a load between the two thresholds).
-	f.seconds(30, 0.65)
+	f.seconds(30, 0.35)
 	f.wantSets(t, 1, 0)
-	f.seconds(calmSeconds, 0.3)
+	f.seconds(calmSeconds, 0.25)
 	f.wantSets(t, 1, 0, 1)
 }
 
 func TestGovernorCalmSecondsMustBeInARow(t *testing.T) {
 	f := newFake()
 	f.seconds(calmSeconds-1, 0.1)
-	f.seconds(1, 0.7) // one busy second starts the count again
+	f.seconds(1, 0.35) // one busier second starts the count again
 	f.seconds(calmSeconds-1, 0.1)
 	f.wantSets(t)
 	f.seconds(1, 0.1)
@@ -99,7 +99,7 @@ func TestGovernorRaisesOnLateWaitsAtOneP(t *testing.T) {
 	f.second(0.2, 1000, 20) // 2 %
 	f.wantSets(t, 1, 0)
 	// With every P, late waits do not lower nor raise anything.
-	f.second(0.7, 1000, 900)
+	f.second(0.4, 1000, 900)
 	f.wantSets(t, 1, 0)
 }
 
