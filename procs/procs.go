@@ -7,7 +7,7 @@
 // scheduler's alarm, a bell) lets the thread that took it wake an idle
 // one to look for work, find none and sleep again: at 10 operations a
 // second against Redis, soakd's steady state made 24–28 thread switches a
-// second on one P against 28–33 on two, and used about a tenth less CPU.
+// second on one P against 28–33 on two, and used about an eighth less CPU.
 // Busier, one P saves more CPU but costs precision: at 10,000 operations
 // a second (YCSB A, two cores shared with redis-server) 42–46 µs per
 // operation against 51–53, but the dispatch delay's p99 went from
