@@ -333,8 +333,7 @@ func (ps *phaseStats) stopReason() string {
 	return ps.stopped
 }
 
-// release counts n units as scheduled by the scheduler; unrelease takes
-// back units that were never handed to a worker.
+// release counts n units as scheduled by the scheduler.
 func (t *tally) release(n int64) {
 	t.mu.Lock()
 	t.c.scheduled += n
