@@ -11,7 +11,7 @@
 // Busier, one P saves more CPU but costs precision: at 10,000 operations
 // a second (YCSB A, two cores shared with redis-server) 42–46 µs per
 // operation against 51–53, but the dispatch delay's p99 went from
-// 175–200 µs to as much as 525 µs in some 5-second intervals, as the
+// 175–216 µs to as much as 525 µs in some 5-second intervals, as the
 // scheduler's wake-ups waited behind workers on the one P. So only a
 // process using less than lowerBelow of a core goes to one P.
 //
