@@ -65,9 +65,9 @@ type Governor struct {
 	waits func() (all, late uint64)
 	set   func(n int)
 
-	low      bool
-	calm     int
-	primed   bool
+	low  bool
+	calm int
+	// The readings of the tick before; prevAt is zero before the first.
 	prevAt   time.Time
 	prevCPU  float64
 	prevAll  uint64
@@ -146,10 +146,10 @@ func (g *Governor) Tick(at time.Time, _ bool) {
 	}
 	cpu := g.cpu()
 	all, late := g.waits()
-	prevAt, prevCPU, prevAll, prevLate, primed := g.prevAt, g.prevCPU, g.prevAll, g.prevLate, g.primed
-	g.prevAt, g.prevCPU, g.prevAll, g.prevLate, g.primed = at, cpu, all, late, true
+	prevAt, prevCPU, prevAll, prevLate := g.prevAt, g.prevCPU, g.prevAll, g.prevLate
+	g.prevAt, g.prevCPU, g.prevAll, g.prevLate = at, cpu, all, late
 	dt := at.Sub(prevAt).Seconds()
-	if !primed || dt <= 0 || math.IsNaN(cpu) || math.IsNaN(prevCPU) {
+	if prevAt.IsZero() || dt <= 0 || math.IsNaN(cpu) || math.IsNaN(prevCPU) {
 		return
 	}
 	used := (cpu - prevCPU) / dt
